@@ -1,0 +1,22 @@
+//! The Linux transmit path's algorithms, one kernel file per module.
+//!
+//! Nothing here owns a clock or does I/O: every function takes the current time
+//! (nanoseconds, or jiffies where the kernel uses jiffies) from its caller, so the
+//! simulator can drive it deterministically and unit tests can drive it by hand.
+//!
+//! | module | mirrors |
+//! |---|---|
+//! | [`dql`] | lib/dynamic_queue_limits.c, include/linux/dynamic_queue_limits.h |
+//! | [`ptr_ring`] | include/linux/ptr_ring.h |
+//! | [`txq`] | the `netdev_queue` state bits and BQL hooks of include/linux/netdevice.h |
+//! | [`qdisc`] | net/sched/sch_*.c |
+
+pub mod dql;
+pub mod params;
+pub mod ptr_ring;
+pub mod qdisc;
+pub mod skb;
+pub mod txq;
+pub mod units;
+
+pub use skb::Skb;

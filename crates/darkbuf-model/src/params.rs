@@ -1,0 +1,197 @@
+//! Qdisc parameters as `tc qdisc add ... <kind> KEY VALUE ...` takes them.
+//!
+//! Each qdisc parses its own parameters (as each `net/sched/sch_*.c` has its own
+//! `*_change()`), applying tc's defaults and the kernel's clamps. The scenario layer
+//! turns a failure into a diagnostic with the file position of `qdisc.KEY`.
+
+use crate::units::{self, Rate};
+use std::collections::BTreeMap;
+
+/// A parameter value as written in the scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v}"),
+            ParamValue::Str(v) => write!(f, "\"{v}\""),
+            ParamValue::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// What went wrong with one parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamError {
+    /// `key` is not a parameter of this qdisc; `valid` lists the ones it has.
+    Unknown { key: String, valid: Vec<&'static str> },
+    /// `key` has a value of the wrong type or out of range; `expected` says what is valid.
+    Invalid { key: String, message: String, expected: String },
+}
+
+impl ParamError {
+    pub fn key(&self) -> &str {
+        match self {
+            ParamError::Unknown { key, .. } | ParamError::Invalid { key, .. } => key,
+        }
+    }
+}
+
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamError::Unknown { key, valid } => {
+                write!(f, "unknown parameter `{key}`; valid: {}", valid.join(", "))
+            }
+            ParamError::Invalid { key, message, expected } => {
+                write!(f, "`{key}`: {message}; expected {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// The parameters of one qdisc, consumed key by key by its parser.
+///
+/// Every `take_*` removes the key; [`Params::finish`] then reports any key the qdisc
+/// did not take as unknown, so a typo is never silently ignored.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params {
+    map: BTreeMap<String, ParamValue>,
+}
+
+impl Params {
+    pub fn new(map: BTreeMap<String, ParamValue>) -> Self {
+        Params { map }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &ParamValue)> {
+        self.map.iter()
+    }
+
+    fn invalid(key: &str, message: String, expected: impl Into<String>) -> ParamError {
+        ParamError::Invalid { key: key.into(), message, expected: expected.into() }
+    }
+
+    /// An unsigned integer within `min..=max`.
+    pub fn take_u64(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ParamError> {
+        let expected = format!("an integer in {min}..={max}");
+        match self.map.remove(key) {
+            None => Ok(default),
+            Some(ParamValue::Int(v)) if v >= 0 && (v as u64) >= min && (v as u64) <= max => Ok(v as u64),
+            Some(other) => Err(Self::invalid(key, format!("{other} is not valid"), expected)),
+        }
+    }
+
+    pub fn take_u32(&mut self, key: &str, default: u32, min: u32, max: u32) -> Result<u32, ParamError> {
+        self.take_u64(key, default as u64, min as u64, max as u64).map(|v| v as u32)
+    }
+
+    /// A size in bytes: an integer or a string with tc's size units ("1514b", "32Mb").
+    pub fn take_size(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ParamError> {
+        let expected = format!("{} in {min}..={max} bytes", units::SIZE_EXPECTED);
+        let v = match self.map.remove(key) {
+            None => return Ok(default),
+            Some(ParamValue::Int(v)) if v >= 0 => v as u64,
+            Some(ParamValue::Str(s)) => units::parse_size_bytes(&s)
+                .map_err(|e| Self::invalid(key, e.message, expected.clone()))?,
+            Some(other) => return Err(Self::invalid(key, format!("{other} is not a size"), expected)),
+        };
+        if v < min || v > max {
+            return Err(Self::invalid(key, format!("{v} bytes is out of range"), expected));
+        }
+        Ok(v)
+    }
+
+    /// A time in nanoseconds from a duration string ("5ms"), within `min..=max`.
+    pub fn take_time_ns(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ParamError> {
+        let expected = units::DURATION_EXPECTED;
+        let v = match self.map.remove(key) {
+            None => return Ok(default),
+            Some(ParamValue::Str(s)) => {
+                units::parse_duration_ns(&s).map_err(|e| Self::invalid(key, e.message, expected))?
+            }
+            Some(other) => return Err(Self::invalid(key, format!("{other} is not a duration"), expected)),
+        };
+        if v < min as i128 || v > max as i128 {
+            return Err(Self::invalid(
+                key,
+                format!("{} is out of range ({}..={})", units::format_duration_ns(v.max(0) as u64),
+                    units::format_duration_ns(min), units::format_duration_ns(max)),
+                expected,
+            ));
+        }
+        Ok(v as u64)
+    }
+
+    /// A rate in bits per second ("20mbit"); `max` is not accepted here.
+    pub fn take_rate_bps(&mut self, key: &str, default: Option<u64>) -> Result<Option<u64>, ParamError> {
+        let expected = "a bit rate such as \"20mbit\" or \"1gbit\"";
+        match self.map.remove(key) {
+            None => Ok(default),
+            Some(ParamValue::Str(s)) => match units::parse_rate(&s) {
+                Ok(Rate::Bps(b)) => Ok(Some(b)),
+                Ok(_) => Err(Self::invalid(key, format!("\"{s}\" is not a bit rate"), expected)),
+                Err(e) => Err(Self::invalid(key, e.message, expected)),
+            },
+            Some(other) => Err(Self::invalid(key, format!("{other} is not a rate"), expected)),
+        }
+    }
+
+    pub fn take_bool(&mut self, key: &str, default: bool) -> Result<bool, ParamError> {
+        match self.map.remove(key) {
+            None => Ok(default),
+            Some(ParamValue::Bool(b)) => Ok(b),
+            Some(other) => Err(Self::invalid(key, format!("{other} is not a boolean"), "true or false")),
+        }
+    }
+
+    /// One of a fixed set of words.
+    pub fn take_choice(&mut self, key: &str, default: &'static str, choices: &[&'static str]) -> Result<&'static str, ParamError> {
+        match self.map.remove(key) {
+            None => Ok(default),
+            Some(ParamValue::Str(s)) => choices
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(&s))
+                .copied()
+                .ok_or_else(|| Self::invalid(key, format!("\"{s}\" is not valid"), format!("one of {}", choices.join(", ")))),
+            Some(other) => Err(Self::invalid(key, format!("{other} is not valid"), format!("one of {}", choices.join(", ")))),
+        }
+    }
+
+    /// A list of integers (e.g. pfifo_fast's priomap).
+    pub fn take_list_u32(&mut self, key: &str, len: usize, max: u32) -> Result<Option<Vec<u32>>, ParamError> {
+        let expected = format!("{len} integers in 0..={max}, space separated");
+        match self.map.remove(key) {
+            None => Ok(None),
+            Some(ParamValue::Str(s)) => {
+                let v: Result<Vec<u32>, _> = s.split_whitespace().map(|w| w.parse::<u32>()).collect();
+                match v {
+                    Ok(v) if v.len() == len && v.iter().all(|&x| x <= max) => Ok(Some(v)),
+                    _ => Err(Self::invalid(key, format!("\"{s}\" is not valid"), expected)),
+                }
+            }
+            Some(other) => Err(Self::invalid(key, format!("{other} is not valid"), expected)),
+        }
+    }
+
+    /// Reports the first key no parser took as unknown.
+    pub fn finish(self, valid: &[&'static str]) -> Result<(), ParamError> {
+        match self.map.into_keys().next() {
+            None => Ok(()),
+            Some(key) => Err(ParamError::Unknown { key, valid: valid.to_vec() }),
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Queueing disciplines (net/sched/), one algorithm per file.
+//!
+//! A qdisc here is the algorithm only: enqueue, dequeue, its own counters. What
+//! net/sched/sch_generic.c does around it (the requeue slot `gso_skb`, the RUNNING and
+//! SCHED state, bypass, `__qdisc_run`'s quota) lives with the device in the simulator,
+//! because it involves TX queue state and CPUs.
+
+pub mod fifo;
+pub mod pfifo_fast;
+pub mod sfq;
+
+use crate::params::{ParamError, Params};
+use crate::Skb;
+
+/// What `qdisc_enqueue()` returned (`NET_XMIT_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueVerdict {
+    /// NET_XMIT_SUCCESS: queued.
+    Success,
+    /// NET_XMIT_DROP: the arriving packet was dropped (it is in `drops`).
+    Dropped,
+    /// NET_XMIT_CN: queued or dropped, but the qdisc dropped packets of the same flow to
+    /// make room (the victims, possibly including the arriving packet, are in `drops`).
+    Congested,
+}
+
+/// The counters `tc -s qdisc` prints, kept by the algorithm itself.
+///
+/// `sent_*` and `requeues` are kept by the caller (sch_generic's run loop), because
+/// they are counted outside the algorithm; the algorithm counts drops and overlimits.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    pub drops: u64,
+    pub overlimits: u64,
+}
+
+/// Properties of the device a qdisc is attached to, which tc's defaults depend on.
+#[derive(Clone, Copy, Debug)]
+pub struct DevInfo {
+    /// `dev->tx_queue_len` (txqueuelen).
+    pub tx_queue_len: u32,
+    /// `psched_mtu(dev)` = mtu + hard_header_len: 1514 on Ethernet.
+    pub mtu_l2: u32,
+    /// Key for flow hashing (the qdisc's perturbation / hash seed), from the scenario seed.
+    pub hash_key: u32,
+    /// CONFIG_HZ, for qdiscs whose parameters or state count jiffies.
+    pub hz: u32,
+}
+
+impl Default for DevInfo {
+    fn default() -> Self {
+        DevInfo { tx_queue_len: 1000, mtu_l2: 1514, hash_key: 0, hz: 250 }
+    }
+}
+
+/// A queueing discipline algorithm (`struct Qdisc_ops`).
+pub trait Qdisc {
+    /// tc's name for it ("sfq").
+    fn kind(&self) -> &'static str;
+    /// `->enqueue()`. Any packet dropped (the arriving one or victims) is pushed to `drops`.
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict;
+    /// `->dequeue()`. Packets an AQM drops while dequeueing are pushed to `drops`.
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb>;
+    /// `sch->q.qlen`: packets held.
+    fn qlen(&self) -> u32;
+    /// `sch->qstats.backlog`: bytes held.
+    fn backlog(&self) -> u64;
+    fn stats(&self) -> &QdiscStats;
+    /// Qdisc-specific counters (`tc -s` xstats) by tc's names, e.g. ("ecn_mark", 3).
+    fn xstats(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+    /// `TCQ_F_CAN_BYPASS`: an empty qdisc may hand a packet straight to the driver.
+    fn can_bypass(&self) -> bool {
+        false
+    }
+    /// For shapers and pacers that returned `None` with packets queued: the time their
+    /// watchdog (`qdisc_watchdog_schedule_ns`) fires to rerun the queue.
+    fn next_wakeup(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Every qdisc kind the scenario may name (tc's names), implemented or not.
+pub const ALL_KINDS: &[&str] = &[
+    "noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "codel", "fq_codel",
+    "fq", "tbf", "htb", "cake", "mq",
+];
+
+/// Kinds [`build`] can construct. `noqueue` and `mq` are structure, not algorithms: the
+/// device model handles them.
+pub const BUILDABLE_KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq"];
+
+/// Why [`build`] could not make a qdisc.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BuildError {
+    /// The kind exists in Linux but the model does not have it yet.
+    NotModelled(String),
+    /// The kind is not a qdisc at all.
+    UnknownKind(String),
+    Param(ParamError),
+}
+
+impl From<ParamError> for BuildError {
+    fn from(e: ParamError) -> Self {
+        BuildError::Param(e)
+    }
+}
+
+/// Makes a qdisc of `kind` from tc-style parameters (its `->init()` / `->change()`).
+pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
+    Ok(match kind {
+        "pfifo_fast" => Box::new(pfifo_fast::PfifoFast::from_params(params, dev)?),
+        "pfifo" | "bfifo" | "pfifo_head_drop" => Box::new(fifo::Fifo::from_params(kind, params, dev)?),
+        "sfq" => Box::new(sfq::Sfq::from_params(params, dev)?),
+        k if ALL_KINDS.contains(&k) => return Err(BuildError::NotModelled(k.to_string())),
+        k => return Err(BuildError::UnknownKind(k.to_string())),
+    })
+}

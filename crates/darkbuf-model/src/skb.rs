@@ -1,0 +1,105 @@
+//! The part of `struct sk_buff` the transmit path looks at.
+//!
+//! The simulator keeps each packet's bookkeeping (timestamps, which source sent it) in
+//! its own arena, indexed by [`Skb::id`]; qdiscs and rings move this small `Copy`
+//! descriptor around, so queueing a packet never allocates.
+
+/// A packet descriptor as the qdiscs and the driver ring see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Skb {
+    /// Index of the packet in the simulator's arena (opaque to the model).
+    pub id: u32,
+    /// Flow identity: what `skb_get_hash()` / the 5-tuple hash would tell apart.
+    pub flow: u32,
+    /// `qdisc_pkt_len()`: the L2 frame length in bytes, without FCS.
+    pub len: u32,
+    /// `skb->truesize`: the memory charged to the socket and to fq_codel's memory_limit.
+    pub truesize: u32,
+    /// `skb->priority` (0..15 as set from the IP TOS; `TC_PRIO_*`).
+    pub priority: u8,
+    /// The two ECN bits of the IP header (0 = Not-ECT, 1 = ECT(1), 2 = ECT(0), 3 = CE).
+    pub ecn: u8,
+    /// TX queue chosen by `netdev_core_pick_tx()` (`skb->queue_mapping`).
+    pub queue_mapping: u16,
+    /// Time the packet entered the current qdisc (ns); qdiscs stamp it on enqueue.
+    pub tstamp: u64,
+    /// Earliest departure time (EDT, ns) requested by the socket; 0 = none.
+    pub edt: u64,
+    /// The sending socket's pacing rate in bytes/s; 0 = unpaced.
+    pub pacing_rate: u64,
+}
+
+impl Skb {
+    pub const ECN_NOT_ECT: u8 = 0;
+    pub const ECN_ECT1: u8 = 1;
+    pub const ECN_ECT0: u8 = 2;
+    pub const ECN_CE: u8 = 3;
+
+    /// `INET_ECN_set_ce()`: marks ECT(0), ECT(1) and CE packets; fails on Not-ECT.
+    pub fn set_ce(&mut self) -> bool {
+        if self.ecn == Self::ECN_NOT_ECT {
+            false
+        } else {
+            self.ecn = Self::ECN_CE;
+            true
+        }
+    }
+}
+
+/// Size of `struct sk_buff` plus its slab overhead, as `SKB_TRUESIZE()` counts it.
+const SKB_STRUCT_TRUESIZE: u32 = 256;
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86_64.
+const SHINFO_TRUESIZE: u32 = 320;
+/// Headroom a UDP socket reserves in front of the frame (`LL_RESERVED_SPACE` + `NET_SKB_PAD`).
+const TX_HEADROOM: u32 = 64;
+
+/// truesize of a freshly allocated, linear skb carrying an L2 frame of `len` bytes:
+/// the data area is a kmalloc object (power-of-two bucket) holding headroom, frame and
+/// `skb_shared_info`, plus the `sk_buff` itself. A 1442-byte frame gives 2304, so the
+/// default 212992-byte sndbuf holds 92 of them, as the veth BQL selftest notes.
+pub fn truesize_for_len(len: u32) -> u32 {
+    let data = len.saturating_add(TX_HEADROOM + SHINFO_TRUESIZE);
+    let bucket = data.max(64).checked_next_power_of_two().unwrap_or(u32::MAX);
+    bucket.saturating_add(SKB_STRUCT_TRUESIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truesize_matches_selftest_arithmetic() {
+        // 1400 B UDP payload + 8 UDP + 20 IP + 14 Ethernet = 1442 B frame.
+        assert_eq!(truesize_for_len(1442), 2304);
+        assert_eq!(212_992 / truesize_for_len(1442), 92);
+        // 24 B payload: 66 B frame fits a 512 B kmalloc bucket.
+        assert_eq!(truesize_for_len(66), 768);
+    }
+
+    #[test]
+    fn set_ce_fails_on_not_ect() {
+        let mut s = Skb::default();
+        assert!(!s.set_ce());
+        s.ecn = Skb::ECN_ECT0;
+        assert!(s.set_ce());
+        assert_eq!(s.ecn, Skb::ECN_CE);
+    }
+}
+
+/// The flow hash a qdisc classifies by (`skb_get_hash()` keyed by the qdisc's
+/// perturbation / siphash key). A fixed integer mixer (murmur3's fmix32) over the flow id
+/// and the key: deterministic per seed, and it reproduces hash-bucket collisions.
+pub fn flow_hash(flow: u32, key: u32) -> u32 {
+    let mut h = flow ^ key.rotate_left(16) ^ 0x9e37_79b9;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
+/// `reciprocal_scale(val, ep_ro)`: maps a 32-bit hash onto `0..ep_ro` without division.
+pub fn reciprocal_scale(val: u32, ep_ro: u32) -> u32 {
+    ((val as u64 * ep_ro as u64) >> 32) as u32
+}

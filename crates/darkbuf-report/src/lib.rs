@@ -1,0 +1,5 @@
+//! darkbuf results: the JSON contract, statistics, and the formats people read.
+
+pub mod results;
+
+pub use results::*;

@@ -1,0 +1,101 @@
+//! The results contract (../shared/DESIGN.md "Results").
+//!
+//! A metric is `Some(value)` or `None`; every `None` has a reason in `unavailable`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A log2 histogram as bpftrace's `hist()` prints it: bucket 0 holds the value 0,
+/// bucket 1 the value 1, bucket k >= 2 holds [2^(k-1), 2^k).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Log2Hist {
+    pub buckets: Vec<u64>,
+}
+
+impl Log2Hist {
+    pub fn bucket_of(v: u64) -> usize {
+        if v == 0 {
+            0
+        } else {
+            (64 - v.leading_zeros()) as usize
+        }
+    }
+
+    pub fn record(&mut self, v: u64) {
+        let b = Self::bucket_of(v);
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+}
+
+/// An invariant the simulator found broken: when, and in what state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub time_ns: u64,
+    pub invariant: String,
+    pub detail: String,
+}
+
+/// One run's measurements.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub seed: u64,
+    pub metrics: BTreeMap<String, Option<f64>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, Log2Hist>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+}
+
+/// `{mean, ci95, min, max, n}` of one metric over the runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub mean: f64,
+    /// Half-width of the 95% confidence interval of the mean (Student t); 0 for n = 1.
+    pub ci95: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// "sim" or the running kernel's `uname -r`.
+    pub kernel: String,
+    pub cpu: String,
+    pub profile: String,
+    pub darkbuf_version: String,
+}
+
+/// Everything one `darkbuf run` produces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub scenario: serde_json::Value,
+    pub backend: String,
+    pub environment: Environment,
+    pub runs: Vec<RunRecord>,
+    pub summary: BTreeMap<String, Option<Summary>>,
+    /// Metric name -> why it is `null`.
+    pub unavailable: BTreeMap<String, String>,
+}
+
+/// One column of a sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub label: String,
+    /// The dotted keys this point set, as `KEY=VALUE` strings.
+    pub set: Vec<String>,
+    pub results: Results,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    pub name: String,
+    pub points: Vec<SweepPoint>,
+}

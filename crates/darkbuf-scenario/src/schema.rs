@@ -1,0 +1,210 @@
+//! The resolved scenario (see ../shared/DESIGN.md "Scenario file").
+//!
+//! Times are nanoseconds, sizes bytes. Serializing a `Scenario` gives the `scenario`
+//! object of the results JSON: the scenario as it was actually run, defaults included.
+
+use darkbuf_model::params::Params;
+use darkbuf_model::units::Rate;
+use serde::{Serialize, Serializer};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    /// Measured time after warmup, ns (> 0).
+    pub duration_ns: u64,
+    /// Time simulated or run before measuring, ns (>= 0).
+    pub warmup_ns: u64,
+    pub runs: u32,
+    pub seed: u64,
+    pub machine: Machine,
+    pub device: Device,
+    pub qdisc: QdiscSpec,
+    pub consumer: Consumer,
+    pub traffic: Vec<Traffic>,
+    /// The label of this point when it came from a sweep or variant, else empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub label: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// Built-in profile name or path to a profile TOML.
+    pub profile: String,
+    /// Number of CPUs (>= 2: a producer CPU and a consumer CPU).
+    pub cpus: u32,
+    /// CONFIG_HZ: jiffies per second (100, 250, 300 or 1000).
+    pub hz: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Driver {
+    Veth,
+    Tun,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NapiMode {
+    /// `/sys/class/net/DEV/threaded` = 1: a kthread per NAPI on the consumer CPU.
+    Threaded,
+    /// NET_RX softirq on the CPU that scheduled the NAPI.
+    Softirq,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Device {
+    pub driver: Driver,
+    /// TX queues (veth channels); each feeds the peer's RX queue of the same index.
+    pub tx_queues: u32,
+    /// XPS: all local traffic goes to this TX queue. `None` = flow hashing.
+    pub xps_txq: Option<u32>,
+    /// Driver ring entries: veth 256 (fixed in the kernel), tun/tap: txqueuelen.
+    pub ring_size: u32,
+    /// dev->tx_queue_len: default limit of pfifo_fast/pfifo/bfifo.
+    pub txqueuelen: u32,
+    pub napi: NapiMode,
+    /// NAPI weight (64).
+    pub napi_weight: u32,
+    /// net.core.netdev_budget (300), softirq NAPI only.
+    pub netdev_budget: u32,
+    /// net.core.netdev_budget_usecs; default 2 jiffies' worth (2 * 1e6 / HZ).
+    pub netdev_budget_usecs: u64,
+    /// net.core.gro_normal_batch (8): packets GRO passes up the stack at once.
+    pub gro_normal_batch: u32,
+    /// veth >= 6.16: stop the txq on a full ring (NETDEV_TX_BUSY + DRV_XOFF);
+    /// tun: IFF_BACKPRESSURE.
+    pub backpressure: bool,
+    /// tun backpressure: fraction of the ring consumed before the txq is woken.
+    pub wake_threshold: f64,
+    pub bql: Bql,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BqlUnit {
+    /// veth's VETH_BQL_UNIT: one unit per packet.
+    Packet,
+    /// skb->len, as hardware drivers charge.
+    Byte,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Completion {
+    /// netdev_tx_completed_queue() per consumed packet (veth BQL v5).
+    PerPacket,
+    /// Once at the end of veth_poll(), for the charged packets consumed in it.
+    PerPoll,
+    /// Time-based coalescing (veth BQL v7 5/5, `ethtool -C tx-usecs`).
+    Coalesced,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Bql {
+    pub enabled: bool,
+    pub unit: BqlUnit,
+    pub completion: Completion,
+    /// Coalescing window in microseconds; 0 = per-packet.
+    pub tx_usecs: u32,
+    pub limit_min: u32,
+    pub limit_max: u32,
+    /// DQL slack hold time, ns (sysfs hold_time; kernel default 1 s = HZ jiffies).
+    pub hold_time_ns: u64,
+}
+
+/// The root qdisc with tc's own parameter names. For `mq`, `child` is the qdisc
+/// instantiated per TX queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct QdiscSpec {
+    pub kind: String,
+    #[serde(serialize_with = "serialize_params")]
+    pub params: Params,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<QdiscSpec>>,
+}
+
+fn serialize_params<S: Serializer>(p: &Params, s: S) -> Result<S::Ok, S::Error> {
+    use darkbuf_model::params::ParamValue;
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    for (k, v) in p.iter() {
+        match v {
+            ParamValue::Int(i) => m.serialize_entry(k, i)?,
+            ParamValue::Float(f) => m.serialize_entry(k, f)?,
+            ParamValue::Str(st) => m.serialize_entry(k, st)?,
+            ParamValue::Bool(b) => m.serialize_entry(k, b)?,
+        }
+    }
+    m.end()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConsumerKind {
+    /// The veth peer's NAPI poll runs the stack.
+    Napi,
+    /// tun/tap: a user-space read loop.
+    Reader,
+    /// tun/tap: vhost-net consuming in batches.
+    Vhost,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Consumer {
+    pub kind: ConsumerKind,
+    /// Netfilter rules every received packet traverses.
+    pub nrules: u32,
+    /// Extra per-packet cost in the receiving application or reader, ns.
+    pub app_cost_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Traffic {
+    Udp(UdpFlood),
+    Ping(Ping),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpFlood {
+    /// UDP payload bytes (the L2 frame adds 8 + 20 + 14).
+    pub size: u32,
+    #[serde(serialize_with = "serialize_rate")]
+    pub rate: Rate,
+    /// Distinct 5-tuples the flood spreads over (round robin).
+    pub flows: u32,
+    /// Effective sk_sndbuf in bytes: the value given to SO_SNDBUF doubled, as the kernel
+    /// stores it; default net.core.wmem_default = 212992.
+    pub sndbuf: u64,
+    /// skb->priority (0..15).
+    pub priority: u8,
+    /// The ECN bits set on the flood's packets (0 = Not-ECT).
+    pub ecn: u8,
+}
+
+fn serialize_rate<S: Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        Rate::Max => s.serialize_str("max"),
+        Rate::Pps(p) => s.serialize_str(&format!("{p}pps")),
+        Rate::Bps(b) => s.serialize_str(&format!("{b}bit")),
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Ping {
+    /// Interval between probes, ns.
+    pub interval_ns: u64,
+    /// ICMP payload bytes (ping's default 56; the L2 frame adds 8 + 20 + 14).
+    pub size: u32,
+}
+
+/// L2 frame length of a UDP datagram with `payload` bytes: + UDP 8 + IPv4 20 + Ethernet 14.
+pub fn udp_frame_len(payload: u32) -> u32 {
+    payload.saturating_add(42)
+}
+
+/// L2 frame length of an ICMP echo with `payload` bytes.
+pub fn icmp_frame_len(payload: u32) -> u32 {
+    payload.saturating_add(42)
+}
