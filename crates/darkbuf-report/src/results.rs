@@ -99,3 +99,44 @@ pub struct SweepResults {
     pub name: String,
     pub points: Vec<SweepPoint>,
 }
+
+/// The reason recorded for a metric that is null in every run when the backend gave
+/// none (the contract wants a reason for every null).
+pub const NO_REASON_GIVEN: &str = "no run measured it";
+
+impl Results {
+    /// Assemble a run's results and compute `summary` with
+    /// [`crate::stats::summarize_runs`].
+    ///
+    /// `unavailable` is kept as given; a metric that is null in every run and has
+    /// no reason there gets [`NO_REASON_GIVEN`], so every null has a reason.
+    pub fn from_runs(
+        scenario: serde_json::Value,
+        backend: impl Into<String>,
+        environment: Environment,
+        runs: Vec<RunRecord>,
+        mut unavailable: BTreeMap<String, String>,
+    ) -> Results {
+        let (summary, _nulls) = crate::stats::summarize_runs(&runs);
+        for (name, s) in &summary {
+            if s.is_none() {
+                unavailable
+                    .entry(name.clone())
+                    .or_insert_with(|| NO_REASON_GIVEN.to_string());
+            }
+        }
+        Results {
+            scenario,
+            backend: backend.into(),
+            environment,
+            runs,
+            summary,
+            unavailable,
+        }
+    }
+
+    /// The summary of `metric`, if any run measured it.
+    pub fn metric(&self, metric: &str) -> Option<Summary> {
+        self.summary.get(metric).copied().flatten()
+    }
+}

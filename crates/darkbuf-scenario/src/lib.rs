@@ -4,7 +4,92 @@
 //! [`Scenario`] is the resolved form every backend consumes: units parsed, defaults
 //! applied, cross-field rules checked. Loading errors carry the file, line and column of
 //! the offending key and say what would be valid.
+//!
+//! ```no_run
+//! # use std::path::Path;
+//! let sc = darkbuf_scenario::load(Path::new("x.toml"), &["device.bql.limit_min=8".into()])?;
+//! # Ok::<(), darkbuf_scenario::Diagnostic>(())
+//! ```
 
+// A Diagnostic is returned rarely (once, at the end of a load); boxing it buys nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod diag;
+mod resolve;
 pub mod schema;
+pub mod sweep;
+mod tree;
 
+pub use diag::{Diagnostic, DiagnosticKind};
+pub use resolve::{
+    effective_sndbuf, BQL_KEYS, CONSUMER_KEYS, DEVICE_KEYS, DQL_MAX_LIMIT, MACHINE_KEYS, PING_KEYS,
+    SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
+};
 pub use schema::*;
+pub use sweep::{sweep_plan, sweep_plan_str, SweepPlan, SweepPointSpec};
+
+use std::path::Path;
+
+/// Reads a scenario file: (name for errors, text).
+pub(crate) fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((name, text)),
+        Err(e) => Err(Diagnostic::at(
+            DiagnosticKind::Io,
+            name.clone(),
+            String::new(),
+            None,
+            "",
+            format!("cannot read scenario file: {e}"),
+            Some(
+                "give the path of a scenario TOML file, e.g. scenarios/examples/all-keys.toml"
+                    .into(),
+            ),
+        )),
+    }
+}
+
+/// Loads and resolves the scenario at `path`, after applying `overrides`
+/// (`KEY=VALUE` with dotted keys, as `--set` takes them).
+pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, Diagnostic> {
+    let (name, text) = read_scenario(path)?;
+    load_str(&name, &text, overrides)
+}
+
+/// As [`load`], for scenario text; `name_for_errors` is the file name diagnostics show,
+/// and its stem is the scenario's default `name`.
+pub fn load_str(
+    name_for_errors: &str,
+    text: &str,
+    overrides: &[String],
+) -> Result<Scenario, Diagnostic> {
+    let ctx = tree::Ctx {
+        file: name_for_errors,
+        source: text,
+        overrides,
+    };
+    let mut root = tree::parse_document(&ctx)?;
+    for (i, raw) in overrides.iter().enumerate() {
+        tree::apply_override(&ctx, &mut root, i, raw)?;
+    }
+    let stem = Path::new(name_for_errors)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(name_for_errors);
+    resolve::resolve(&root, &ctx, stem)
+}
+
+/// Loads one point of a [`SweepPlan`]: `base_overrides`, then the point's own `set`
+/// (so the point wins), with `Scenario::label` set to the point's label.
+pub fn load_point(
+    path: &Path,
+    base_overrides: &[String],
+    point: &SweepPointSpec,
+) -> Result<Scenario, Diagnostic> {
+    let mut all = base_overrides.to_vec();
+    all.extend(point.set.iter().cloned());
+    let mut sc = load(path, &all)?;
+    sc.label = point.label.clone();
+    Ok(sc)
+}

@@ -1,1 +1,120 @@
-fn main() {}
+//! `darkbuf`: where are my packets waiting? See ../shared/DESIGN.md "Command line".
+//!
+//! Exit codes: 0 ok, 1 internal error, 2 bad input (scenario, flags), 3 backend
+//! unavailable.
+
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "darkbuf", version, about = "Find where packets wait in the Linux TX path (qdisc, BQL, driver ring, NAPI) and what each knob does to latency")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Sim,
+    Kernel,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Rows {
+    /// The rows of the seed report's tables (BQL limit, inflight, ping RTT, requeues, NAPI, pps).
+    Seed,
+    /// Every metric.
+    All,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct Common {
+    /// Backend to run on.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
+    /// Override a scenario key: --set device.bql.limit_min=8 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Number of runs (overrides the scenario's `runs`); run i uses seed + i.
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Base seed (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write results.json and results.csv into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario and print its metrics.
+    Run {
+        scenario: PathBuf,
+        #[command(flatten)]
+        common: Common,
+        /// Print the log2 histograms (BQL inflight, NAPI work, ping RTT) as bpftrace does.
+        #[arg(long)]
+        hist: bool,
+    },
+    /// Run the cross product of the scenario's [sweep], its [[variant]]s and the
+    /// --set KEY=V1,V2 lists; one column per point.
+    Sweep {
+        scenario: PathBuf,
+        #[command(flatten)]
+        common: Common,
+        /// Which metrics to print as rows in table format.
+        #[arg(long, value_enum, default_value_t = Rows::Seed)]
+        rows: Rows,
+    },
+    /// Run the scenario on both backends side by side, with the relative error.
+    Compare { scenario: PathBuf },
+    /// Report what the running kernel can do (qdiscs, BQL, NAPI, rules, tracing).
+    Check {
+        #[arg(long)]
+        cleanup: bool,
+    },
+    /// Fit the simulator's machine cost profile to this machine.
+    Calibrate {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print a saved results JSON as a table (HTML output is not built yet).
+    Report {
+        results: PathBuf,
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Run { scenario, common, hist } => run::run(&scenario, &common, hist),
+        Cmd::Sweep { scenario, common, rows } => run::sweep(&scenario, &common, rows),
+        Cmd::Report { results, html } => run::report(&results, html.as_deref()),
+        Cmd::Compare { .. } | Cmd::Check { .. } | Cmd::Calibrate { .. } => Err(run::Failure::Backend(
+            "the kernel backend is not built yet: `darkbuf compare`, `check` and `calibrate` need it; use --backend sim".into(),
+        )),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("darkbuf: {f}");
+            ExitCode::from(f.code())
+        }
+    }
+}

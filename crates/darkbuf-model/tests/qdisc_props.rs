@@ -1,0 +1,248 @@
+//! Property tests for every qdisc `darkbuf_model::qdisc::build()` can construct:
+//! packet conservation, byte accounting and no duplication under random
+//! enqueue/dequeue interleavings, and `build()` never panicking on any parameters.
+
+use darkbuf_model::params::{ParamValue, Params};
+use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, BUILDABLE_KINDS};
+use darkbuf_model::Skb;
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+fn params(kv: Vec<(&'static str, ParamValue)>) -> Params {
+    Params::new(
+        kv.into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<BTreeMap<_, _>>(),
+    )
+}
+
+/// Valid parameters for `kind` (a few combinations may still be rejected by the
+/// kernel's rules, e.g. an sfq limit that clamps to 1; such cases are skipped).
+fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
+    match kind {
+        "pfifo" | "pfifo_head_drop" => prop::option::of(0i64..60)
+            .prop_map(|l| {
+                params(
+                    l.map(|l| ("limit", ParamValue::Int(l)))
+                        .into_iter()
+                        .collect(),
+                )
+            })
+            .boxed(),
+        "bfifo" => prop::option::of((0i64..30_000, any::<bool>()))
+            .prop_map(|l| {
+                params(
+                    l.map(|(l, s)| {
+                        let v = if s {
+                            ParamValue::Str(format!("{l}b"))
+                        } else {
+                            ParamValue::Int(l)
+                        };
+                        ("limit", v)
+                    })
+                    .into_iter()
+                    .collect(),
+                )
+            })
+            .boxed(),
+        "pfifo_fast" => prop::option::of(prop::sample::select(vec!["per-band", "total"]))
+            .prop_map(|m| {
+                params(
+                    m.map(|m| ("limit_mode", ParamValue::Str(m.into())))
+                        .into_iter()
+                        .collect(),
+                )
+            })
+            .boxed(),
+        "sfq" => (
+            prop::option::of(prop_oneof![Just(0i64), 2i64..300]),
+            prop::option::of(0i64..140),
+            prop::option::of(0i64..200),
+            prop::option::of(prop::sample::select(vec![0i64, 1, 2, 4, 16, 64, 1024])),
+            prop::option::of(prop_oneof![Just(0i64), 1i64..4000]),
+            (
+                prop::option::of(any::<bool>()),
+                prop::option::of(0i64..3),
+                prop::option::of(any::<bool>()),
+            ),
+        )
+            .prop_map(
+                |(limit, depth, flows, divisor, quantum, (headdrop, perturb, scaled))| {
+                    let mut kv = Vec::new();
+                    if let Some(v) = limit {
+                        kv.push(("limit", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = depth {
+                        kv.push(("depth", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = flows {
+                        kv.push(("flows", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = divisor {
+                        kv.push(("divisor", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = quantum {
+                        kv.push(("quantum", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = headdrop {
+                        kv.push(("headdrop", ParamValue::Bool(v)));
+                    }
+                    if let Some(v) = perturb {
+                        kv.push(("perturb", ParamValue::Int(v)));
+                    }
+                    if let Some(v) = scaled {
+                        let m = if v { "scaled" } else { "bytes" };
+                        kv.push(("allot_mode", ParamValue::Str(m.into())));
+                    }
+                    params(kv)
+                },
+            )
+            .boxed(),
+        other => panic!("no parameter generator for buildable kind {other}; add one"),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Enqueue {
+        flow: u32,
+        len: u32,
+        priority: u8,
+    },
+    Dequeue,
+    /// Advance the clock (ns).
+    Wait(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u32..12, prop_oneof![Just(66u32), Just(1514), 1u32..9000], 0u8..16)
+            .prop_map(|(flow, len, priority)| Op::Enqueue { flow, len, priority }),
+        3 => Just(Op::Dequeue),
+        1 => (0u64..1_500_000_000).prop_map(Op::Wait),
+    ]
+}
+
+fn kind_and_params() -> impl Strategy<Value = (&'static str, Params)> {
+    prop::sample::select(BUILDABLE_KINDS.to_vec()).prop_flat_map(|k| (Just(k), valid_params(k)))
+}
+
+/// Removes `skb` from the set of held packets; it must have been held (not lost, not
+/// duplicated) and must be unchanged.
+fn take_held(held: &mut HashMap<u32, Skb>, skb: &Skb) -> Result<(), TestCaseError> {
+    match held.remove(&skb.id) {
+        Some(orig) => {
+            prop_assert_eq!(orig.len, skb.len);
+            prop_assert_eq!(orig.flow, skb.flow);
+            Ok(())
+        }
+        None => Err(TestCaseError::fail(format!(
+            "packet {} left the qdisc twice or was never in it",
+            skb.id
+        ))),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn conservation_under_random_interleavings(
+        (kind, p) in kind_and_params(),
+        tx_queue_len in 1u32..64,
+        hash_key in any::<u32>(),
+        ops in prop::collection::vec(op(), 1..600),
+    ) {
+        let dev = DevInfo { tx_queue_len, mtu_l2: 1514, hash_key, hz: 250 };
+        let Ok(mut q) = build(kind, p, &dev) else { return Ok(()) };
+        prop_assert_eq!(q.kind(), kind);
+        let mut held: HashMap<u32, Skb> = HashMap::new();
+        let (mut enqueued, mut dequeued, mut dropped) = (0u64, 0u64, 0u64);
+        let mut drops = Vec::new();
+        let mut now = 0u64;
+        let mut next_id = 0u32;
+        for op in ops {
+            drops.clear();
+            match op {
+                Op::Enqueue { flow, len, priority } => {
+                    let skb = Skb { id: next_id, flow, len, priority, ..Skb::default() };
+                    next_id += 1;
+                    enqueued += 1;
+                    held.insert(skb.id, skb);
+                    let verdict = q.enqueue(skb, now, &mut drops);
+                    let arrival_dropped = drops.iter().any(|d| d.id == skb.id);
+                    match verdict {
+                        EnqueueVerdict::Success => prop_assert!(!arrival_dropped),
+                        EnqueueVerdict::Dropped => prop_assert!(arrival_dropped),
+                        EnqueueVerdict::Congested => prop_assert!(!drops.is_empty()
+                            || (kind == "pfifo_head_drop" && q.qlen() == 1)),
+                    }
+                }
+                Op::Dequeue => {
+                    if let Some(skb) = q.dequeue(now, &mut drops) {
+                        dequeued += 1;
+                        take_held(&mut held, &skb)?;
+                    }
+                }
+                Op::Wait(ns) => now += ns,
+            }
+            for d in &drops {
+                take_held(&mut held, d)?;
+            }
+            dropped += drops.len() as u64;
+            prop_assert_eq!(enqueued, dequeued + dropped + q.qlen() as u64);
+            prop_assert_eq!(q.qlen() as usize, held.len());
+            prop_assert_eq!(q.backlog(), held.values().map(|s| s.len as u64).sum::<u64>());
+        }
+        // Draining returns everything still held, exactly once.
+        loop {
+            drops.clear();
+            let skb = q.dequeue(now, &mut drops);
+            for d in &drops {
+                take_held(&mut held, d)?;
+            }
+            match skb {
+                Some(skb) => take_held(&mut held, &skb)?,
+                None if drops.is_empty() => break,
+                None => {}
+            }
+        }
+        prop_assert!(held.is_empty());
+        prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
+    }
+
+    #[test]
+    fn build_never_panics(
+        kind in prop::sample::select(
+            BUILDABLE_KINDS.iter().copied().chain(["noqueue", "fq_codel", "mq", "bogus"]).collect::<Vec<_>>()),
+        kv in prop::collection::vec((
+            prop::sample::select(vec![
+                "limit", "quantum", "perturb", "divisor", "flows", "depth", "headdrop",
+                "allot_mode", "limit_mode", "priomap", "redflowlimit", "ecn", "target", "x",
+            ]),
+            prop_oneof![
+                any::<i64>().prop_map(ParamValue::Int),
+                (-5i64..70_000).prop_map(ParamValue::Int),
+                any::<f64>().prop_map(ParamValue::Float),
+                any::<bool>().prop_map(ParamValue::Bool),
+                "[a-z0-9. -]{0,12}".prop_map(ParamValue::Str),
+                prop::sample::select(vec!["per-band", "total", "bytes", "scaled", "1514b", "64k", "-1", "1e99kb"])
+                    .prop_map(|s| ParamValue::Str(s.into())),
+            ],
+        ), 0..5),
+        tx_queue_len in prop_oneof![0u32..3000, Just(u32::MAX)],
+        mtu_l2 in prop_oneof![Just(1514u32), any::<u32>()],
+        hz in prop_oneof![Just(250u32), Just(0), any::<u32>()],
+    ) {
+        let dev = DevInfo { tx_queue_len, mtu_l2, hash_key: 7, hz };
+        let p = params(kv);
+        if let Ok(mut q) = build(kind, p, &dev) {
+            let mut drops = Vec::new();
+            for i in 0..8u32 {
+                q.enqueue(Skb { id: i, flow: i % 3, len: 100 + i, priority: i as u8, ..Skb::default() }, 0, &mut drops);
+            }
+            while q.dequeue(0, &mut drops).is_some() {}
+            prop_assert_eq!(q.qlen(), 0);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! CSV for spreadsheets and scripts (RFC 4180 quoting, `\n` line ends).
+//!
+//! Numbers are written with Rust's shortest round-trip representation, so a value
+//! read back is bit-identical; a null is an empty cell. Metrics are in name order.
+
+use crate::results::{Results, SweepResults};
+use std::collections::BTreeSet;
+
+/// Quote a field per RFC 4180 when it contains a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        String::new()
+    }
+}
+
+fn line(fields: impl IntoIterator<Item = String>) -> String {
+    let mut s = fields.into_iter().collect::<Vec<_>>().join(",");
+    s.push('\n');
+    s
+}
+
+/// `metric,mean,ci95,min,max,n`, one line per metric of the summary or
+/// `unavailable`; a null metric has empty cells.
+pub fn run_csv(r: &Results) -> String {
+    let names: BTreeSet<&String> = r.summary.keys().chain(r.unavailable.keys()).collect();
+    let mut out = String::from("metric,mean,ci95,min,max,n\n");
+    for m in names {
+        let cells = match r.summary.get(m).copied().flatten() {
+            Some(s) => vec![
+                num(s.mean),
+                num(s.ci95),
+                num(s.min),
+                num(s.max),
+                s.n.to_string(),
+            ],
+            None => vec![String::new(); 5],
+        };
+        out.push_str(&line(std::iter::once(csv_field(m)).chain(cells)));
+    }
+    out
+}
+
+/// `metric,<label1>,<label2>,...`, one line per metric of any point, the mean in
+/// each cell (empty where the point has no value).
+pub fn sweep_csv(s: &SweepResults) -> String {
+    let names: BTreeSet<&String> = s
+        .points
+        .iter()
+        .flat_map(|p| p.results.summary.keys().chain(p.results.unavailable.keys()))
+        .collect();
+    let mut out = line(
+        std::iter::once("metric".to_string()).chain(s.points.iter().map(|p| csv_field(&p.label))),
+    );
+    for m in names {
+        let cells = s
+            .points
+            .iter()
+            .map(|p| match p.results.summary.get(m).copied().flatten() {
+                Some(sm) => num(sm.mean),
+                None => String::new(),
+            });
+        out.push_str(&line(std::iter::once(csv_field(m)).chain(cells)));
+    }
+    out
+}
+
+/// `run,seed,<metric...>`, one line per run (`run` counts from 1), every metric of
+/// any run as a column; empty where a run has no value.
+pub fn runs_csv(r: &Results) -> String {
+    let names: BTreeSet<&String> = r.runs.iter().flat_map(|run| run.metrics.keys()).collect();
+    let mut out = line(
+        ["run".to_string(), "seed".to_string()]
+            .into_iter()
+            .chain(names.iter().map(|m| csv_field(m))),
+    );
+    for (i, run) in r.runs.iter().enumerate() {
+        let cells = names
+            .iter()
+            .map(|m| match run.metrics.get(*m).copied().flatten() {
+                Some(v) => num(v),
+                None => String::new(),
+            });
+        out.push_str(&line(
+            [(i + 1).to_string(), run.seed.to_string()]
+                .into_iter()
+                .chain(cells),
+        ));
+    }
+    out
+}

@@ -1,0 +1,189 @@
+//! Tables people read: one run's metrics, and sweeps in the seed reports' layout
+//! (metrics as rows, configurations as columns).
+//!
+//! Output is markdown, padded to column width, so it reads well in a terminal and
+//! pastes into a report or a mail unchanged.
+
+pub use crate::format::CellFormat;
+use crate::format::{
+    fmt_human, format_for_metric, markdown_table, md_escape, metric_sort_key, Align,
+};
+pub use crate::hist::histograms_text;
+use crate::results::{Results, SweepResults};
+use std::collections::BTreeSet;
+
+/// Every metric named in `r`'s summary or `unavailable`, in display order
+/// (grouped by prefix, see [`crate::format::metric_sort_key`]).
+pub fn metric_names(r: &Results) -> Vec<String> {
+    let set: BTreeSet<&String> = r.summary.keys().chain(r.unavailable.keys()).collect();
+    let mut v: Vec<String> = set.into_iter().cloned().collect();
+    v.sort_by(|a, b| metric_sort_key(a).cmp(&metric_sort_key(b)));
+    v
+}
+
+/// The note for a metric: why it is null, or in how many runs it was null.
+fn note(r: &Results, metric: &str) -> String {
+    let reason = r.unavailable.get(metric).map(String::as_str).unwrap_or("");
+    let runs = r.runs.len() as u32;
+    match r.summary.get(metric).copied().flatten() {
+        None => reason.to_string(),
+        Some(s) if runs > s.n => {
+            let partial = format!("null in {} of {} runs", runs - s.n, runs);
+            if reason.is_empty() {
+                partial
+            } else {
+                format!("{partial}: {reason}")
+            }
+        }
+        Some(_) => reason.to_string(),
+    }
+}
+
+/// One run's (or several runs') metrics, one row per metric, grouped by prefix
+/// (`ping.`, `qdisc.`, `bql.`, `txq.`, `napi.`, `ring.`, `consumer.`, `sink.`, others).
+///
+/// With more than one run the columns are `metric | mean | ± ci95 | min | max | n`;
+/// with one run `metric | value`. Numbers use [`fmt_human`] (counts as plain
+/// integers). A null metric shows `n/a`; when any metric is null or partly null a
+/// trailing `note` column gives the reason from `unavailable`.
+pub fn run_table(r: &Results) -> String {
+    let names = metric_names(r);
+    let multi = r.runs.len() > 1;
+    let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
+    let with_note = notes.iter().any(|n| !n.is_empty());
+
+    let mut headers: Vec<String> = if multi {
+        ["metric", "mean", "± ci95", "min", "max", "n"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        ["metric", "value"].map(String::from).to_vec()
+    };
+    let mut align = vec![Align::Left];
+    align.resize(headers.len(), Align::Right);
+    if with_note {
+        headers.push("note".into());
+        align.push(Align::Left);
+    }
+
+    let rows: Vec<Vec<String>> = names
+        .iter()
+        .zip(&notes)
+        .map(|(m, note)| {
+            let s = r.summary.get(m).copied().flatten();
+            let mut row = vec![md_escape(m)];
+            match (s, multi) {
+                (Some(s), true) => row.extend([
+                    fmt_human(s.mean),
+                    format!("±{}", fmt_human(s.ci95)),
+                    fmt_human(s.min),
+                    fmt_human(s.max),
+                    s.n.to_string(),
+                ]),
+                (None, true) => row.extend(["n/a", "", "", "", "0"].map(String::from)),
+                (Some(s), false) => row.push(fmt_human(s.mean)),
+                (None, false) => row.push("n/a".into()),
+            }
+            if with_note {
+                row.push(md_escape(note));
+            }
+            row
+        })
+        .collect();
+    markdown_table(&headers, &align, &rows)
+}
+
+/// One row of a sweep table: what it is called, which metric it shows, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedRow {
+    pub label: &'static str,
+    pub metric: &'static str,
+    pub format: CellFormat,
+}
+
+/// The rows of the seed's PERF-2651 tables, in the seed's order, plus the rows the
+/// later tables add (p99, sink pps, drops).
+pub fn default_rows() -> Vec<SeedRow> {
+    use CellFormat::*;
+    let row = |label, metric, format| SeedRow {
+        label,
+        metric,
+        format,
+    };
+    vec![
+        row("BQL limit", "bql.limit_last", Int),
+        row("BQL inflight", "bql.inflight_avg", Float1),
+        row("Ping RTT avg", "ping.rtt_avg_ms", Ms),
+        row("Ping RTT min", "ping.rtt_min_ms", Ms),
+        row("Ping RTT p99", "ping.rtt_p99_ms", Ms),
+        row("requeues", "qdisc.requeues", Count),
+        row("NAPI avg_work", "napi.avg_work", Int),
+        row("NAPI polls", "napi.polls", Count),
+        row("Consumer pps", "consumer.pps", Count),
+        row("Sink pps", "sink.pps", Count),
+        row("qdisc drops", "qdisc.drops", Count),
+        row("ring drops", "ring.drops", Count),
+    ]
+}
+
+/// The cell of `metric` at one sweep point: the mean (plus ` ±ci` over more than one
+/// run) or `n/a`.
+fn sweep_cell(r: &Results, metric: &str, format: CellFormat) -> String {
+    match r.summary.get(metric).copied().flatten() {
+        Some(s) => format.cell(s.mean, s.ci95, s.n),
+        None => "n/a".to_string(),
+    }
+}
+
+fn sweep_table_rows<'a>(
+    s: &SweepResults,
+    rows: impl Iterator<Item = (&'a str, &'a str, CellFormat)>,
+) -> String {
+    let mut headers = vec!["Metric".to_string()];
+    headers.extend(s.points.iter().map(|p| md_escape(&p.label)));
+    let align = vec![Align::Left; headers.len()];
+    let body: Vec<Vec<String>> = rows
+        .map(|(label, metric, format)| {
+            let mut row = vec![md_escape(label)];
+            row.extend(
+                s.points
+                    .iter()
+                    .map(|p| md_escape(&sweep_cell(&p.results, metric, format))),
+            );
+            row
+        })
+        .collect();
+    markdown_table(&headers, &align, &body)
+}
+
+/// A sweep in the seed's layout: `| Metric | <point label> | ... |`, one row per
+/// [`SeedRow`] with the mean of its metric at each point (` ±ci` when n > 1), `n/a`
+/// where the point has no value.
+pub fn sweep_table(s: &SweepResults, rows: &[SeedRow]) -> String {
+    sweep_table_rows(s, rows.iter().map(|r| (r.label, r.metric, r.format)))
+}
+
+/// Every metric of any point as a row (named by its metric name, in display order),
+/// points as columns; `*_ms` metrics as [`CellFormat::Ms`], others
+/// [`CellFormat::Human`].
+pub fn sweep_table_all(s: &SweepResults) -> String {
+    let names = sweep_metric_names(s);
+    sweep_table_rows(
+        s,
+        names
+            .iter()
+            .map(|m| (m.as_str(), m.as_str(), format_for_metric(m))),
+    )
+}
+
+/// Every metric named at any point of a sweep, in display order.
+pub fn sweep_metric_names(s: &SweepResults) -> Vec<String> {
+    let set: BTreeSet<&String> = s
+        .points
+        .iter()
+        .flat_map(|p| p.results.summary.keys().chain(p.results.unavailable.keys()))
+        .collect();
+    let mut v: Vec<String> = set.into_iter().cloned().collect();
+    v.sort_by(|a, b| metric_sort_key(a).cmp(&metric_sort_key(b)));
+    v
+}

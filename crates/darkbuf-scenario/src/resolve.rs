@@ -1,0 +1,894 @@
+//! From the document tree to the resolved [`Scenario`]: every key checked, units parsed,
+//! defaults applied, cross-field rules enforced.
+
+use crate::diag::{did_you_mean, suggest, Diagnostic, DiagnosticKind as K};
+use crate::schema::*;
+use crate::tree::{Ctx, Entry, Node, Origin, Table, V};
+use darkbuf_model::params::{ParamError, ParamValue, Params};
+use darkbuf_model::qdisc::{self, BuildError, DevInfo};
+use darkbuf_model::units::{self, Rate};
+use std::collections::BTreeMap;
+
+/// `DQL_MAX_LIMIT` in include/linux/dynamic_queue_limits.h: (UINT_MAX / 2) - DQL_MAX_OBJECT.
+pub const DQL_MAX_LIMIT: u32 = 1_879_048_192;
+/// `VETH_RING_SIZE` in drivers/net/veth.c.
+pub const VETH_RING_SIZE: u32 = 256;
+/// net.core.wmem_default: a socket's sk_sndbuf without SO_SNDBUF.
+pub const WMEM_DEFAULT: u64 = 212_992;
+/// `SOCK_MIN_SNDBUF` on x86-64: 2 * (2048 + SKB_DATA_ALIGN(sizeof(struct sk_buff))).
+pub const SOCK_MIN_SNDBUF: u64 = 4608;
+/// Largest UDP payload over IPv4: 65535 - 20 - 8.
+pub const MAX_UDP_PAYLOAD: i64 = 65_507;
+
+pub const TOP_KEYS: &[&str] = &[
+    "name", "duration", "warmup", "runs", "seed", "machine", "device", "qdisc", "consumer",
+    "traffic", "sweep", "variant",
+];
+pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
+pub const DEVICE_KEYS: &[&str] = &[
+    "driver",
+    "tx_queues",
+    "xps_txq",
+    "ring_size",
+    "txqueuelen",
+    "napi",
+    "napi_weight",
+    "netdev_budget",
+    "netdev_budget_usecs",
+    "gro_normal_batch",
+    "backpressure",
+    "wake_threshold",
+    "bql",
+];
+pub const BQL_KEYS: &[&str] = &[
+    "enabled",
+    "unit",
+    "completion",
+    "tx_usecs",
+    "limit_min",
+    "limit_max",
+    "hold_time",
+];
+pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "app_cost"];
+pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "ecn"];
+pub const PING_KEYS: &[&str] = &["kind", "interval", "size"];
+pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
+
+static EMPTY: Table = Table {
+    entries: Vec::new(),
+};
+
+/// One table of the document being resolved, with its dotted path.
+pub(crate) struct Sec<'a> {
+    pub t: &'a Table,
+    pub path: String,
+    pub at: Origin,
+    pub ctx: &'a Ctx<'a>,
+}
+
+impl<'a> Sec<'a> {
+    pub fn root(node: &'a Node, ctx: &'a Ctx<'a>) -> Self {
+        let t = match &node.v {
+            V::Table(t) => t,
+            _ => &EMPTY,
+        };
+        Sec {
+            t,
+            path: String::new(),
+            at: node.at.clone(),
+            ctx,
+        }
+    }
+
+    pub fn kp(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn where_(&self) -> String {
+        if self.path.is_empty() {
+            "at the top level".into()
+        } else {
+            format!("in [{}]", self.path)
+        }
+    }
+
+    pub fn entry(&self, key: &str) -> Option<&'a Entry> {
+        self.t.get(key)
+    }
+
+    /// Where the value of `key` is, or where this table is when `key` is absent.
+    pub fn origin(&self, key: &str) -> Origin {
+        match self.entry(key) {
+            Some(e) => e.node.at.clone(),
+            None => self.at.clone(),
+        }
+    }
+
+    pub fn key_origin(&self, key: &str) -> Origin {
+        match self.entry(key) {
+            Some(e) => e.key_at.clone(),
+            None => self.at.clone(),
+        }
+    }
+
+    pub fn check_keys(&self, valid: &[&str], note: Option<&str>) -> Result<(), Diagnostic> {
+        for e in &self.t.entries {
+            if !valid.contains(&e.key.as_str()) {
+                let mut help = suggest(&e.key, valid, "keys");
+                if let Some(n) = note {
+                    help.push_str("; ");
+                    help.push_str(n);
+                }
+                return Err(self.ctx.diag(
+                    K::UnknownKey,
+                    &e.key_at,
+                    &self.kp(&e.key),
+                    format!("unknown key `{}` {}", e.key, self.where_()),
+                    Some(help),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn type_err(&self, e: &Entry, expected: &str, help: Option<String>) -> Diagnostic {
+        self.ctx.diag(
+            K::Type,
+            &e.node.at,
+            &self.kp(&e.key),
+            format!(
+                "`{}` must be {expected}, found {}",
+                self.kp(&e.key),
+                e.node.v.describe()
+            ),
+            help,
+        )
+    }
+
+    pub fn value_err(&self, key: &str, message: String, help: Option<String>) -> Diagnostic {
+        self.ctx
+            .diag(K::Value, &self.origin(key), &self.kp(key), message, help)
+    }
+
+    pub fn sub(&self, key: &str) -> Result<Sec<'a>, Diagnostic> {
+        let path = self.kp(key);
+        match self.entry(key) {
+            None => Ok(Sec {
+                t: &EMPTY,
+                path,
+                at: self.at.clone(),
+                ctx: self.ctx,
+            }),
+            Some(e) => match &e.node.v {
+                V::Table(t) => Ok(Sec {
+                    t,
+                    path,
+                    at: e.node.at.clone(),
+                    ctx: self.ctx,
+                }),
+                _ => Err(self.type_err(e, "a table", Some(format!("write a [{path}] section")))),
+            },
+        }
+    }
+
+    pub fn int_opt(&self, key: &str, min: i64, max: i64) -> Result<Option<i64>, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(None);
+        };
+        let range = format!("an integer in {min}..={max}");
+        match &e.node.v {
+            V::Int(i) if (min..=max).contains(i) => Ok(Some(*i)),
+            V::Int(i) => Err(self.value_err(
+                key,
+                format!("`{}` = {i} is out of range", self.kp(key)),
+                Some(format!("expected {range}")),
+            )),
+            _ => Err(self.type_err(e, "an integer", Some(format!("expected {range}")))),
+        }
+    }
+
+    pub fn int(&self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, Diagnostic> {
+        Ok(self.int_opt(key, min, max)?.unwrap_or(default))
+    }
+
+    pub fn u32(&self, key: &str, default: u32, min: u32, max: u32) -> Result<u32, Diagnostic> {
+        Ok(self.int(key, default as i64, min as i64, max as i64)? as u32)
+    }
+
+    pub fn float(&self, key: &str, default: f64, min: f64, max: f64) -> Result<f64, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default);
+        };
+        let help = Some(format!("expected a number in {min}..={max}"));
+        let v = match &e.node.v {
+            V::Float(f) => *f,
+            V::Int(i) => *i as f64,
+            _ => return Err(self.type_err(e, "a number", help)),
+        };
+        if v.is_nan() || v < min || v > max {
+            return Err(self.value_err(
+                key,
+                format!("`{}` = {} is out of range", self.kp(key), e.node.v.show()),
+                help,
+            ));
+        }
+        Ok(v)
+    }
+
+    pub fn boolean(&self, key: &str, default: bool) -> Result<bool, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default);
+        };
+        match &e.node.v {
+            V::Bool(b) => Ok(*b),
+            _ => Err(self.type_err(e, "a boolean", Some("expected true or false".into()))),
+        }
+    }
+
+    pub fn string(&self, key: &str, default: &str) -> Result<String, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default.to_string());
+        };
+        match &e.node.v {
+            V::Str(s) => Ok(s.clone()),
+            _ => Err(self.type_err(e, "a string", Some(format!("write {key} = \"...\"")))),
+        }
+    }
+
+    /// One of `choices` (exact spelling).
+    pub fn choice(
+        &self,
+        key: &str,
+        default: &'static str,
+        choices: &[&'static str],
+    ) -> Result<&'static str, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default);
+        };
+        let list = choices
+            .iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &e.node.v {
+            V::Str(s) => match choices.iter().find(|c| **c == s.as_str()) {
+                Some(c) => Ok(c),
+                None => {
+                    let help = match did_you_mean(s, choices.iter().copied()) {
+                        Some(m) => format!("did you mean \"{m}\"? valid values: {list}"),
+                        None => format!("valid values: {list}"),
+                    };
+                    Err(self.value_err(
+                        key,
+                        format!("`{}` = \"{s}\" is not valid", self.kp(key)),
+                        Some(help),
+                    ))
+                }
+            },
+            _ => Err(self.type_err(e, "a string", Some(format!("one of {list}")))),
+        }
+    }
+
+    /// A duration string in ns; zero allowed unless `positive`.
+    pub fn duration(&self, key: &str, default: u64, positive: bool) -> Result<u64, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default);
+        };
+        let kp = self.kp(key);
+        let s = match &e.node.v {
+            V::Str(s) => s,
+            V::Int(_) | V::Float(_) => {
+                return Err(self.type_err(
+                    e,
+                    "a duration string",
+                    Some(format!(
+                        "the unit is never guessed: write {key} = \"{}s\"; expected {}",
+                        e.node.v.show(),
+                        units::DURATION_EXPECTED
+                    )),
+                ))
+            }
+            _ => {
+                return Err(self.type_err(
+                    e,
+                    "a duration string",
+                    Some(format!("expected {}", units::DURATION_EXPECTED)),
+                ))
+            }
+        };
+        let ns = units::parse_duration_ns(s).map_err(|u| {
+            self.value_err(
+                key,
+                format!("`{kp}`: {}", u.message),
+                Some(format!("expected {}", u.expected)),
+            )
+        })?;
+        if positive && ns <= 0 {
+            return Err(self.value_err(
+                key,
+                format!("`{kp}` must be positive, got \"{s}\""),
+                Some(format!(
+                    "expected a duration > 0, e.g. \"10s\"; {}",
+                    units::DURATION_EXPECTED
+                )),
+            ));
+        }
+        if ns < 0 {
+            return Err(self.value_err(
+                key,
+                format!("`{kp}` must not be negative, got \"{s}\""),
+                Some(format!(
+                    "expected a duration >= 0, e.g. \"0s\" or \"1s\"; {}",
+                    units::DURATION_EXPECTED
+                )),
+            ));
+        }
+        if ns > u64::MAX as i128 {
+            return Err(self.value_err(
+                key,
+                format!("`{kp}` = \"{s}\" is too long"),
+                Some("expected at most ~584 years".into()),
+            ));
+        }
+        Ok(ns as u64)
+    }
+}
+
+/// Resolves a parsed (and overridden) document.
+pub(crate) fn resolve(
+    root: &Node,
+    ctx: &Ctx<'_>,
+    default_name: &str,
+) -> Result<Scenario, Diagnostic> {
+    let top = Sec::root(root, ctx);
+    top.check_keys(TOP_KEYS, None)?;
+
+    let name = top.string("name", default_name)?;
+    let duration_ns = top.duration("duration", 10_000_000_000, true)?;
+    let warmup_ns = top.duration("warmup", 1_000_000_000, false)?;
+    let runs = top.u32("runs", 1, 1, u32::MAX)?;
+    let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
+
+    // [machine]
+    let m = top.sub("machine")?;
+    m.check_keys(MACHINE_KEYS, None)?;
+    let profile = m.string("profile", "seed-vm")?;
+    let cpus = m.u32("cpus", 2, 2, 64)?;
+    let hz = match m.int_opt("hz", i64::MIN, i64::MAX)? {
+        None => 250,
+        Some(h) if HZ_VALUES.contains(&h) => h as u32,
+        Some(h) => {
+            return Err(m.value_err(
+                "hz",
+                format!("`machine.hz` = {h} is not a CONFIG_HZ value"),
+                Some("expected one of 100, 250, 300, 1000".into()),
+            ))
+        }
+    };
+    let machine = Machine { profile, cpus, hz };
+
+    // [device]
+    let d = top.sub("device")?;
+    d.check_keys(DEVICE_KEYS, None)?;
+    let driver = match d.choice("driver", "veth", &["veth", "tun"])? {
+        "tun" => Driver::Tun,
+        _ => Driver::Veth,
+    };
+    let tx_queues = d.u32("tx_queues", 1, 1, 64)?;
+    let xps_txq = match d.int_opt("xps_txq", 0, 63)? {
+        None => None,
+        Some(q) if (q as u32) < tx_queues => Some(q as u32),
+        Some(q) => {
+            return Err(d.value_err(
+                "xps_txq",
+                format!("`device.xps_txq` = {q} is not a TX queue of the device: tx_queues = {tx_queues}"),
+                Some(format!("expected a queue index in 0..={}, or omit xps_txq for flow hashing (or raise device.tx_queues)", tx_queues - 1)),
+            ))
+        }
+    };
+    let txqueuelen = d.u32(
+        "txqueuelen",
+        if driver == Driver::Veth { 1000 } else { 500 },
+        1,
+        u32::MAX,
+    )?;
+    let ring_size = match driver {
+        Driver::Veth => match d.int_opt("ring_size", i64::MIN, i64::MAX)? {
+            None => VETH_RING_SIZE,
+            Some(256) => VETH_RING_SIZE,
+            Some(r) => {
+                return Err(d.value_err(
+                    "ring_size",
+                    format!("`device.ring_size` = {r}: veth's ring is fixed at 256 entries (VETH_RING_SIZE in drivers/net/veth.c)"),
+                    Some("remove ring_size or set it to 256; only tun/tap rings are sized (by txqueuelen)".into()),
+                ))
+            }
+        },
+        Driver::Tun => d.u32("ring_size", txqueuelen, 1, u32::MAX)?,
+    };
+    let napi = match d.choice("napi", "threaded", &["threaded", "softirq"])? {
+        "softirq" => NapiMode::Softirq,
+        _ => NapiMode::Threaded,
+    };
+    let napi_weight = d.u32("napi_weight", 64, 1, 256)?;
+    let netdev_budget = d.u32("netdev_budget", 300, 1, i32::MAX as u32)?;
+    let netdev_budget_usecs = d.int(
+        "netdev_budget_usecs",
+        2 * 1_000_000 / hz as i64,
+        0,
+        i32::MAX as i64,
+    )? as u64;
+    let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
+    let backpressure = d.boolean("backpressure", true)?;
+    let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
+
+    // [device.bql]
+    let b = d.sub("bql")?;
+    b.check_keys(BQL_KEYS, None)?;
+    let enabled = b.boolean("enabled", false)?;
+    let unit = match b.choice("unit", "packet", &["packet", "byte"])? {
+        "byte" => BqlUnit::Byte,
+        _ => BqlUnit::Packet,
+    };
+    let completion = match b.choice(
+        "completion",
+        "per-packet",
+        &["per-packet", "per-poll", "coalesced"],
+    )? {
+        "per-poll" => Completion::PerPoll,
+        "coalesced" => Completion::Coalesced,
+        _ => Completion::PerPacket,
+    };
+    let tx_usecs = b.u32("tx_usecs", 100, 0, u32::MAX)?;
+    let limit_min = b.u32("limit_min", 0, 0, DQL_MAX_LIMIT)?;
+    let limit_max = b.u32("limit_max", DQL_MAX_LIMIT, 0, DQL_MAX_LIMIT)?;
+    if limit_max < limit_min {
+        let key = if b.entry("limit_max").is_some() {
+            "limit_max"
+        } else {
+            "limit_min"
+        };
+        return Err(b.value_err(
+            key,
+            format!("`device.bql.limit_max` = {limit_max} is below `device.bql.limit_min` = {limit_min}"),
+            Some("expected limit_min <= limit_max".into()),
+        ));
+    }
+    let hold_time_ns = b.duration("hold_time", 1_000_000_000, true)?;
+    let bql = Bql {
+        enabled,
+        unit,
+        completion,
+        tx_usecs,
+        limit_min,
+        limit_max,
+        hold_time_ns,
+    };
+
+    let device = Device {
+        driver,
+        tx_queues,
+        xps_txq,
+        ring_size,
+        txqueuelen,
+        napi,
+        napi_weight,
+        netdev_budget,
+        netdev_budget_usecs,
+        gro_normal_batch,
+        backpressure,
+        wake_threshold,
+        bql,
+    };
+
+    // [qdisc]
+    let q = top.sub("qdisc")?;
+    let dev_info = DevInfo {
+        tx_queue_len: txqueuelen,
+        mtu_l2: 1514,
+        hash_key: 0,
+        hz,
+    };
+    let default_kind = if driver == Driver::Veth {
+        "noqueue"
+    } else {
+        "pfifo_fast"
+    };
+    let qdisc = resolve_qdisc(&q, default_kind, &dev_info, true)?;
+    if enabled && qdisc.kind == "noqueue" {
+        return Err(b.value_err(
+            "enabled",
+            "BQL needs a qdisc: veth only charges BQL when a qdisc is attached (!qdisc_txq_has_no_queue); set [qdisc] kind".into(),
+            Some(format!(
+                "the qdisc is noqueue{}; set [qdisc] kind to one of {}, or set device.bql.enabled = false",
+                if q.entry("kind").is_none() { " (the veth default)" } else { "" },
+                qdisc::BUILDABLE_KINDS.join(", ")
+            )),
+        ));
+    }
+
+    // [consumer]
+    let c = top.sub("consumer")?;
+    c.check_keys(CONSUMER_KEYS, None)?;
+    let ckind = match c.choice(
+        "kind",
+        if driver == Driver::Veth {
+            "napi"
+        } else {
+            "reader"
+        },
+        &["napi", "reader", "vhost"],
+    )? {
+        "reader" => ConsumerKind::Reader,
+        "vhost" => ConsumerKind::Vhost,
+        _ => ConsumerKind::Napi,
+    };
+    match (driver, ckind) {
+        (Driver::Veth, ConsumerKind::Reader | ConsumerKind::Vhost) => {
+            return Err(c.value_err(
+                "kind",
+                format!("consumer kind `{}` needs driver = \"tun\": a veth device is consumed by its peer's NAPI poll", if ckind == ConsumerKind::Reader { "reader" } else { "vhost" }),
+                Some("with device.driver = \"veth\" use consumer.kind = \"napi\" (or omit it); or set device.driver = \"tun\"".into()),
+            ))
+        }
+        (Driver::Tun, ConsumerKind::Napi) => {
+            return Err(c.value_err(
+                "kind",
+                "consumer kind `napi` needs driver = \"veth\": a tun/tap device is consumed by a reader or vhost-net".into(),
+                Some("with device.driver = \"tun\" use consumer.kind = \"reader\" or \"vhost\"; or set device.driver = \"veth\"".into()),
+            ))
+        }
+        _ => {}
+    }
+    let nrules = c.u32("nrules", 0, 0, u32::MAX)?;
+    let app_cost_ns = c.duration("app_cost", 0, false)?;
+    let consumer = Consumer {
+        kind: ckind,
+        nrules,
+        app_cost_ns,
+    };
+
+    // [[traffic]]
+    let traffic = resolve_traffic(&top)?;
+
+    // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
+    crate::sweep::file_sweep(&top)?;
+    crate::sweep::file_variants(&top)?;
+
+    Ok(Scenario {
+        name,
+        duration_ns,
+        warmup_ns,
+        runs,
+        seed,
+        machine,
+        device,
+        qdisc,
+        consumer,
+        traffic,
+        label: String::new(),
+    })
+}
+
+fn param_value(v: &V) -> Option<ParamValue> {
+    Some(match v {
+        V::Int(i) => ParamValue::Int(*i),
+        V::Float(f) => ParamValue::Float(*f),
+        V::Str(s) => ParamValue::Str(s.clone()),
+        V::Bool(b) => ParamValue::Bool(*b),
+        _ => return None,
+    })
+}
+
+fn resolve_qdisc(
+    q: &Sec<'_>,
+    default_kind: &'static str,
+    dev: &DevInfo,
+    root: bool,
+) -> Result<QdiscSpec, Diagnostic> {
+    let kinds: Vec<&'static str> = qdisc::ALL_KINDS.to_vec();
+    let kind = q.choice("kind", default_kind, &kinds)?;
+    let buildable = qdisc::BUILDABLE_KINDS.join(", ");
+    match kind {
+        "noqueue" | "mq" if !root => {
+            return Err(q.value_err(
+                "kind",
+                format!(
+                    "`{}` = \"{kind}\": {kind} can only be the root qdisc",
+                    q.kp("kind")
+                ),
+                Some(format!(
+                    "the mq child is a per-queue qdisc: one of {buildable}"
+                )),
+            ))
+        }
+        "noqueue" => {
+            q.check_keys(&["kind"], Some("noqueue takes no parameters"))?;
+            return Ok(QdiscSpec {
+                kind: kind.into(),
+                params: Params::default(),
+                child: None,
+            });
+        }
+        "mq" => {
+            q.check_keys(&["kind", "child"], Some("mq takes no parameters of its own; configure the per-queue qdisc in [qdisc.child]"))?;
+            let c = q.sub("child")?;
+            let child = resolve_qdisc(&c, "pfifo_fast", dev, false)?;
+            return Ok(QdiscSpec {
+                kind: kind.into(),
+                params: Params::default(),
+                child: Some(Box::new(child)),
+            });
+        }
+        _ => {}
+    }
+    let mut map = BTreeMap::new();
+    for e in &q.t.entries {
+        if e.key == "kind" {
+            continue;
+        }
+        if e.key == "child" {
+            return Err(q.ctx.diag(
+                K::UnknownKey,
+                &e.key_at,
+                &q.kp("child"),
+                format!(
+                    "qdisc {kind} has no child qdisc: only mq takes [{}]",
+                    q.kp("child")
+                ),
+                Some(format!(
+                    "set {}.kind = \"mq\" or remove [{}]",
+                    q.path,
+                    q.kp("child")
+                )),
+            ));
+        }
+        match param_value(&e.node.v) {
+            Some(p) => {
+                map.insert(e.key.clone(), p);
+            }
+            None => {
+                return Err(q.type_err(
+                    e,
+                    "an integer, float, string or boolean (a tc parameter)",
+                    Some(format!(
+                        "write it as tc takes it, e.g. {} = 127 or {} = \"5ms\"",
+                        e.key, e.key
+                    )),
+                ))
+            }
+        }
+    }
+    let params = Params::new(map);
+    if !qdisc::BUILDABLE_KINDS.contains(&kind) {
+        return Err(q.ctx.diag(
+            K::Unsupported,
+            &q.origin("kind"),
+            &q.kp("kind"),
+            format!("qdisc `{kind}` is not modelled in the simulator yet"),
+            Some(format!("modelled qdiscs: {buildable}")),
+        ));
+    }
+    match qdisc::build(kind, params.clone(), dev) {
+        Ok(_) => {}
+        Err(BuildError::Param(ParamError::Unknown { key, valid })) => {
+            let mut help = suggest(&key, &valid, "parameters");
+            if valid.is_empty() {
+                help = format!("{kind} takes no parameters");
+            }
+            return Err(q.ctx.diag(
+                K::UnknownKey,
+                &q.key_origin(&key),
+                &q.kp(&key),
+                format!("unknown parameter `{key}` for qdisc {kind}"),
+                Some(help),
+            ));
+        }
+        Err(BuildError::Param(ParamError::Invalid {
+            key,
+            message,
+            expected,
+        })) => {
+            return Err(q.value_err(
+                &key,
+                format!("`{}`: {message}", q.kp(&key)),
+                Some(format!("expected {expected}")),
+            ));
+        }
+        Err(BuildError::NotModelled(k)) => {
+            return Err(q.ctx.diag(
+                K::Unsupported,
+                &q.origin("kind"),
+                &q.kp("kind"),
+                format!("qdisc `{k}` is not modelled in the simulator yet"),
+                Some(format!("modelled qdiscs: {buildable}")),
+            ));
+        }
+        Err(BuildError::UnknownKind(k)) => {
+            return Err(q.value_err(
+                "kind",
+                format!("`{k}` is not a qdisc"),
+                Some(format!("valid kinds: {}", qdisc::ALL_KINDS.join(", "))),
+            ));
+        }
+    }
+    Ok(QdiscSpec {
+        kind: kind.into(),
+        params,
+        child: None,
+    })
+}
+
+fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
+    let example =
+        "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
+    let Some(e) = top.entry("traffic") else {
+        return Err(top.ctx.diag(
+            K::Value,
+            &Origin::File(None),
+            "traffic",
+            "no [[traffic]]: a scenario needs at least one traffic source",
+            Some(example.into()),
+        ));
+    };
+    let items = match &e.node.v {
+        V::Array(a) => a,
+        _ => return Err(top.type_err(e, "an array of tables ([[traffic]])", Some(example.into()))),
+    };
+    if items.is_empty() {
+        return Err(top.value_err(
+            "traffic",
+            "`traffic` is empty: a scenario needs at least one traffic source".into(),
+            Some(example.into()),
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, n) in items.iter().enumerate() {
+        let path = format!("traffic.{i}");
+        let t = match &n.v {
+            V::Table(t) => t,
+            _ => {
+                return Err(top.ctx.diag(
+                    K::Type,
+                    &n.at,
+                    &path,
+                    format!("`{path}` must be a table, found {}", n.v.describe()),
+                    Some(example.into()),
+                ))
+            }
+        };
+        let s = Sec {
+            t,
+            path: path.clone(),
+            at: n.at.clone(),
+            ctx: top.ctx,
+        };
+        let Some(_) = s.entry("kind") else {
+            return Err(s.ctx.diag(
+                K::Value,
+                &n.at,
+                &s.kp("kind"),
+                format!("[[traffic]] entry {i} has no `kind`"),
+                Some("set kind = \"udp\" or kind = \"ping\"".into()),
+            ));
+        };
+        let kind = s.choice("kind", "udp", &["udp", "ping"])?;
+        if kind == "udp" {
+            s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
+            let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
+            let rate = match s.entry("rate") {
+                None => Rate::Max,
+                Some(e) => match &e.node.v {
+                    V::Str(r) => match units::parse_rate(r) {
+                        Ok(Rate::Bps(0)) => {
+                            return Err(s.value_err(
+                                "rate",
+                                format!("`{}` = \"{r}\" rounds to 0 bit/s", s.kp("rate")),
+                                Some(format!("expected {}", units::RATE_EXPECTED)),
+                            ))
+                        }
+                        Ok(r) => r,
+                        Err(u) => {
+                            return Err(s.value_err(
+                                "rate",
+                                format!("`{}`: {}", s.kp("rate"), u.message),
+                                Some(format!("expected {}", u.expected)),
+                            ))
+                        }
+                    },
+                    _ => {
+                        return Err(s.type_err(
+                            e,
+                            "a rate string",
+                            Some(format!("expected {}", units::RATE_EXPECTED)),
+                        ))
+                    }
+                },
+            };
+            let flows = s.u32("flows", 1, 1, u32::MAX)?;
+            let sndbuf = match s.entry("sndbuf") {
+                None => WMEM_DEFAULT,
+                Some(e) => {
+                    let expected = format!(
+                        "the SO_SNDBUF value: a non-negative integer or {}",
+                        units::SIZE_EXPECTED
+                    );
+                    let v: u64 = match &e.node.v {
+                        V::Int(i) if *i >= 0 => *i as u64,
+                        V::Int(i) => {
+                            return Err(s.value_err(
+                                "sndbuf",
+                                format!("`{}` = {i} is negative", s.kp("sndbuf")),
+                                Some(expected),
+                            ))
+                        }
+                        V::Str(t) => units::parse_size_bytes(t).map_err(|u| {
+                            s.value_err(
+                                "sndbuf",
+                                format!("`{}`: {}", s.kp("sndbuf"), u.message),
+                                Some(expected.clone()),
+                            )
+                        })?,
+                        _ => {
+                            return Err(s.type_err(
+                                e,
+                                "a size (integer bytes or a string such as \"1MiB\")",
+                                Some(expected),
+                            ))
+                        }
+                    };
+                    effective_sndbuf(v)
+                }
+            };
+            let priority = s.int("priority", 0, 0, 15)? as u8;
+            let ecn = match s.entry("ecn") {
+                None => 0,
+                Some(e) => match &e.node.v {
+                    V::Str(_) => {
+                        match s.choice("ecn", "not-ect", &["not-ect", "ect0", "ect1", "ce"])? {
+                            "ect1" => 1,
+                            "ect0" => 2,
+                            "ce" => 3,
+                            _ => 0,
+                        }
+                    }
+                    _ => match s.int_opt("ecn", 0, 3) {
+                        Ok(v) => v.unwrap_or(0) as u8,
+                        Err(mut d) => {
+                            d.help = Some("expected 0..=3 or one of \"not-ect\" (0), \"ect1\" (1), \"ect0\" (2), \"ce\" (3)".into());
+                            return Err(d);
+                        }
+                    },
+                },
+            };
+            out.push(Traffic::Udp(UdpFlood {
+                size,
+                rate,
+                flows,
+                sndbuf,
+                priority,
+                ecn,
+            }));
+        } else {
+            s.check_keys(
+                PING_KEYS,
+                Some("(rate, flows, sndbuf, priority and ecn belong to kind = \"udp\")"),
+            )?;
+            let interval_ns = s.duration("interval", 200_000_000, true)?;
+            let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
+            out.push(Traffic::Ping(Ping { interval_ns, size }));
+        }
+    }
+    Ok(out)
+}
+
+/// sk_sndbuf after `setsockopt(SO_SNDBUF, val)` (sk_setsockopt() in net/core/sock.c):
+/// `max(min(val, INT_MAX / 2) * 2, SOCK_MIN_SNDBUF)`. The sysctl wmem_max clamp is not
+/// applied: the kernel backend raises wmem_max (or uses SO_SNDBUFFORCE) to match.
+pub fn effective_sndbuf(so_sndbuf: u64) -> u64 {
+    (so_sndbuf.min(i32::MAX as u64 / 2) * 2).max(SOCK_MIN_SNDBUF)
+}

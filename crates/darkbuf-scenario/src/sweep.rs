@@ -1,0 +1,414 @@
+//! Sweep expansion: `[[variant]]` x the cross product of `[sweep]` and the CLI's
+//! `--set KEY=V1,V2,...`.
+
+use crate::diag::{Diagnostic, DiagnosticKind as K};
+use crate::resolve::Sec;
+use crate::tree::{self, toml_float, toml_string, Ctx, Node, Origin, V};
+use std::path::Path;
+
+/// Most points a plan may have (a typo such as a 1000-value list times another is
+/// caught before anything runs).
+pub const MAX_POINTS: usize = 100_000;
+
+/// The points of a sweep, in run order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepPlan {
+    pub points: Vec<SweepPointSpec>,
+}
+
+/// One point: its label and the `KEY=VALUE` overrides that make it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepPointSpec {
+    /// The variant's label and/or `key=value` parts, joined by " " (empty for the plain
+    /// scenario).
+    pub label: String,
+    /// `KEY=VALUE` strings: the variant's, then the sweep's.
+    pub set: Vec<String>,
+}
+
+/// Where a point's `KEY=VALUE` came from, to point errors back at it.
+#[derive(Clone, Debug)]
+enum SetSrc {
+    File(Origin),
+    Cli(String),
+}
+
+#[derive(Clone, Debug)]
+struct Val {
+    /// VALUE in KEY=VALUE (TOML syntax for file values, the raw text for CLI values).
+    text: String,
+    /// How the value reads in a label.
+    label: String,
+    src: SetSrc,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Axis {
+    key: String,
+    vals: Vec<Val>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Variant {
+    label: String,
+    sets: Vec<(String, Val)>,
+}
+
+fn scalar_val(n: &Node) -> Option<Val> {
+    let (text, label) = match &n.v {
+        V::Int(i) => (i.to_string(), i.to_string()),
+        V::Float(f) => (toml_float(*f), toml_float(*f)),
+        V::Bool(b) => (b.to_string(), b.to_string()),
+        V::Str(s) => (toml_string(s), s.clone()),
+        _ => return None,
+    };
+    Some(Val {
+        text,
+        label,
+        src: SetSrc::File(n.at.clone()),
+    })
+}
+
+/// Flattens nested tables into dotted keys: `a.b = 1` and `"a.b" = 1` both give `a.b`.
+fn flatten<'a>(t: &'a tree::Table, prefix: &str, out: &mut Vec<(String, &'a tree::Entry)>) {
+    for e in &t.entries {
+        let key = if prefix.is_empty() {
+            e.key.clone()
+        } else {
+            format!("{prefix}.{}", e.key)
+        };
+        match &e.node.v {
+            V::Table(sub) => flatten(sub, &key, out),
+            _ => out.push((key, e)),
+        }
+    }
+}
+
+/// The file's `[sweep]` axes, in file order.
+pub(crate) fn file_sweep(top: &Sec<'_>) -> Result<Vec<Axis>, Diagnostic> {
+    let Some(e) = top.entry("sweep") else {
+        return Ok(Vec::new());
+    };
+    let V::Table(t) = &e.node.v else {
+        return Err(top.type_err(
+            e,
+            "a table",
+            Some(
+                "write [sweep] with dotted keys and arrays, e.g. \"consumer.nrules\" = [0, 3500]"
+                    .into(),
+            ),
+        ));
+    };
+    let mut flat = Vec::new();
+    flatten(t, "", &mut flat);
+    let mut axes: Vec<Axis> = Vec::new();
+    for (key, e) in flat {
+        let path = format!("sweep.{key}");
+        let help = Some(format!(
+            "write \"{key}\" = [V1, V2, ...] with integers, floats, strings or booleans"
+        ));
+        let V::Array(items) = &e.node.v else {
+            return Err(top.ctx.diag(
+                K::Type,
+                &e.node.at,
+                &path,
+                format!(
+                    "`{path}` must be an array of values, found {}",
+                    e.node.v.describe()
+                ),
+                help,
+            ));
+        };
+        if items.is_empty() {
+            return Err(top.ctx.diag(
+                K::Value,
+                &e.node.at,
+                &path,
+                format!("`{path}` is empty"),
+                help,
+            ));
+        }
+        let mut vals = Vec::new();
+        for n in items {
+            match scalar_val(n) {
+                Some(v) => vals.push(v),
+                None => return Err(top.ctx.diag(
+                    K::Type,
+                    &n.at,
+                    &path,
+                    format!(
+                        "`{path}` values must be integers, floats, strings or booleans, found {}",
+                        n.v.describe()
+                    ),
+                    help,
+                )),
+            }
+        }
+        if axes.iter().any(|a| a.key == key) {
+            return Err(top.ctx.diag(
+                K::Value,
+                &e.key_at,
+                &path,
+                format!("`{key}` is swept twice"),
+                Some("give each key one list".into()),
+            ));
+        }
+        axes.push(Axis { key, vals });
+    }
+    Ok(axes)
+}
+
+/// The file's `[[variant]]`s, in file order.
+pub(crate) fn file_variants(top: &Sec<'_>) -> Result<Vec<Variant>, Diagnostic> {
+    let Some(e) = top.entry("variant") else {
+        return Ok(Vec::new());
+    };
+    let example = "write [[variant]] sections, each with label = \"...\" and dotted keys such as \"device.bql.enabled\" = true";
+    let V::Array(items) = &e.node.v else {
+        return Err(top.type_err(e, "an array of tables ([[variant]])", Some(example.into())));
+    };
+    let mut out = Vec::new();
+    for (i, n) in items.iter().enumerate() {
+        let path = format!("variant.{i}");
+        let V::Table(t) = &n.v else {
+            return Err(top.ctx.diag(
+                K::Type,
+                &n.at,
+                &path,
+                format!("`{path}` must be a table, found {}", n.v.describe()),
+                Some(example.into()),
+            ));
+        };
+        let label = match t.get("label") {
+            None => {
+                return Err(top.ctx.diag(
+                    K::Value,
+                    &n.at,
+                    &format!("{path}.label"),
+                    format!("[[variant]] entry {i} has no `label`"),
+                    Some("every variant needs label = \"...\"".into()),
+                ))
+            }
+            Some(l) => match &l.node.v {
+                V::Str(s) => s.clone(),
+                other => {
+                    return Err(top.ctx.diag(
+                        K::Type,
+                        &l.node.at,
+                        &format!("{path}.label"),
+                        format!(
+                            "`{path}.label` must be a string, found {}",
+                            other.describe()
+                        ),
+                        None,
+                    ))
+                }
+            },
+        };
+        let mut flat = Vec::new();
+        flatten(t, "", &mut flat);
+        let mut sets = Vec::new();
+        for (key, e) in flat {
+            if key == "label" {
+                continue;
+            }
+            match scalar_val(&e.node) {
+                Some(v) => sets.push((key, v)),
+                None => {
+                    return Err(top.ctx.diag(
+                        K::Type,
+                        &e.node.at,
+                        &format!("{path}.{key}"),
+                        format!("variant `{label}`: `{key}` must be a single integer, float, string or boolean, found {}", e.node.v.describe()),
+                        Some("a variant sets one value per key; use [sweep] for lists".into()),
+                    ))
+                }
+            }
+        }
+        out.push(Variant { label, sets });
+    }
+    Ok(out)
+}
+
+fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
+    let whole = Origin::Set {
+        idx,
+        span: 0..raw.len(),
+    };
+    let (segs, vtext, _) = tree::split_assignment(raw).map_err(|m| {
+        ctx.diag(
+            K::Syntax,
+            &whole,
+            "",
+            m,
+            Some("write --set KEY=V1,V2,... e.g. --set consumer.nrules=0,3500,15000".into()),
+        )
+    })?;
+    let key = segs
+        .iter()
+        .map(|(s, _)| s.as_str())
+        .collect::<Vec<_>>()
+        .join(".");
+    let mut vals = Vec::new();
+    for piece in vtext.split(',') {
+        let p = piece.trim();
+        if p.is_empty() {
+            return Err(ctx.diag(
+                K::Syntax,
+                &whole,
+                &key,
+                format!("empty value in `{vtext}`"),
+                Some("separate values with commas: KEY=V1,V2,...".into()),
+            ));
+        }
+        vals.push(Val {
+            text: p.to_string(),
+            label: p.to_string(),
+            src: SetSrc::Cli(raw.to_string()),
+        });
+    }
+    Ok(Axis { key, vals })
+}
+
+/// Reads `path` and plans its sweep (see [`sweep_plan_str`]).
+pub fn sweep_plan(path: &Path, cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
+    let (name, text) = crate::read_scenario(path)?;
+    sweep_plan_str(&name, &text, cli_sweeps)
+}
+
+/// Plans a sweep: the file's variants (in order; one unnamed variant if none) times the
+/// cross product of the file's `[sweep]` and `cli_sweeps` (`KEY=V1,V2,...`; a CLI key
+/// replaces a file key of the same name). The first key varies slowest.
+///
+/// Every point is loaded once to check it, so a bad key or value in `[sweep]` or
+/// `[[variant]]` is reported at its line in the file before anything runs.
+pub fn sweep_plan_str(
+    name_for_errors: &str,
+    text: &str,
+    cli_sweeps: &[String],
+) -> Result<SweepPlan, Diagnostic> {
+    let ctx = Ctx {
+        file: name_for_errors,
+        source: text,
+        overrides: cli_sweeps,
+    };
+    let root = tree::parse_document(&ctx)?;
+    let top = Sec::root(&root, &ctx);
+    let mut axes = file_sweep(&top)?;
+    for (i, raw) in cli_sweeps.iter().enumerate() {
+        let a = cli_axis(&ctx, i, raw)?;
+        match axes.iter_mut().find(|x| x.key == a.key) {
+            Some(x) => *x = a,
+            None => axes.push(a),
+        }
+    }
+    let mut variants = file_variants(&top)?;
+    if variants.is_empty() {
+        variants.push(Variant {
+            label: String::new(),
+            sets: Vec::new(),
+        });
+    }
+    let count = axes
+        .iter()
+        .try_fold(variants.len(), |n, a| n.checked_mul(a.vals.len()))
+        .filter(|&n| n <= MAX_POINTS);
+    if count.is_none() {
+        let sizes: Vec<String> = axes
+            .iter()
+            .map(|a| format!("{} ({})", a.key, a.vals.len()))
+            .collect();
+        return Err(Diagnostic::at(
+            K::Value,
+            name_for_errors,
+            text,
+            None,
+            "sweep",
+            format!("the sweep has more than {MAX_POINTS} points"),
+            Some(format!(
+                "{} variant(s) x {}",
+                variants.len(),
+                sizes.join(" x ")
+            )),
+        ));
+    }
+
+    let mut points = Vec::new();
+    let mut srcs: Vec<Vec<SetSrc>> = Vec::new();
+    for v in &variants {
+        let mut idx = vec![0usize; axes.len()];
+        loop {
+            let mut label_parts = Vec::new();
+            if !v.label.is_empty() {
+                label_parts.push(v.label.clone());
+            }
+            let mut set = Vec::new();
+            let mut src = Vec::new();
+            for (k, val) in &v.sets {
+                set.push(format!("{k}={}", val.text));
+                src.push(val.src.clone());
+            }
+            for (a, &i) in axes.iter().zip(&idx) {
+                let val = &a.vals[i];
+                set.push(format!("{}={}", a.key, val.text));
+                src.push(val.src.clone());
+                label_parts.push(format!("{}={}", a.key, val.label));
+            }
+            points.push(SweepPointSpec {
+                label: label_parts.join(" "),
+                set,
+            });
+            srcs.push(src);
+            // Odometer: the last axis varies fastest.
+            let mut done = true;
+            for k in (0..axes.len()).rev() {
+                idx[k] += 1;
+                if idx[k] < axes[k].vals.len() {
+                    done = false;
+                    break;
+                }
+                idx[k] = 0;
+            }
+            if done {
+                break;
+            }
+        }
+    }
+
+    // Check every point, pointing errors back at the sweep entry that caused them.
+    for (p, src) in points.iter().zip(&srcs) {
+        if let Err(d) = crate::load_str(name_for_errors, text, &p.set) {
+            let which = p.set.iter().position(|s| d.file == format!("--set {s}"));
+            let Some(i) = which else { return Err(d) };
+            let prefix = if p.label.is_empty() {
+                String::new()
+            } else {
+                format!("sweep point `{}`: ", p.label)
+            };
+            let file_ctx = Ctx {
+                file: name_for_errors,
+                source: text,
+                overrides: &[],
+            };
+            return Err(match &src[i] {
+                SetSrc::File(origin) => file_ctx.diag(
+                    d.kind,
+                    origin,
+                    &d.key,
+                    format!("{prefix}{}", d.message),
+                    d.help,
+                ),
+                SetSrc::Cli(raw) => Diagnostic {
+                    file: format!("--set {raw}"),
+                    source: raw.clone(),
+                    span: None,
+                    line: None,
+                    column: None,
+                    message: format!("{prefix}{}", d.message),
+                    ..d
+                },
+            });
+        }
+    }
+    Ok(SweepPlan { points })
+}

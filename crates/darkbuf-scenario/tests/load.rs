@@ -1,0 +1,542 @@
+use darkbuf_model::params::ParamValue;
+use darkbuf_model::units::Rate;
+use darkbuf_scenario::*;
+use std::path::PathBuf;
+
+const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
+
+fn err(text: &str) -> Diagnostic {
+    load_str("scenarios/x.toml", text, &[]).expect_err("should fail")
+}
+
+fn err_set(text: &str, set: &[&str]) -> Diagnostic {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
+}
+
+fn ok_set(text: &str, set: &[&str]) -> Scenario {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/examples")
+}
+
+#[test]
+fn minimal_file_resolves_defaults() {
+    let s = ok_set(UDP, &[]);
+    assert_eq!(s.name, "x");
+    assert_eq!(s.duration_ns, 10_000_000_000);
+    assert_eq!(s.warmup_ns, 1_000_000_000);
+    assert_eq!((s.runs, s.seed), (1, 1));
+    assert_eq!(
+        (s.machine.profile.as_str(), s.machine.cpus, s.machine.hz),
+        ("seed-vm", 2, 250)
+    );
+    let d = &s.device;
+    assert_eq!(d.driver, Driver::Veth);
+    assert_eq!(
+        (d.tx_queues, d.xps_txq, d.ring_size, d.txqueuelen),
+        (1, None, 256, 1000)
+    );
+    assert_eq!(d.napi, NapiMode::Threaded);
+    assert_eq!(
+        (
+            d.napi_weight,
+            d.netdev_budget,
+            d.netdev_budget_usecs,
+            d.gro_normal_batch
+        ),
+        (64, 300, 8000, 8)
+    );
+    assert!(d.backpressure);
+    assert_eq!(d.wake_threshold, 0.5);
+    let b = &d.bql;
+    assert!(!b.enabled);
+    assert_eq!(
+        (b.unit, b.completion),
+        (BqlUnit::Packet, Completion::PerPacket)
+    );
+    assert_eq!(
+        (b.tx_usecs, b.limit_min, b.limit_max, b.hold_time_ns),
+        (100, 0, 1_879_048_192, 1_000_000_000)
+    );
+    assert_eq!(s.qdisc.kind, "noqueue");
+    assert!(s.qdisc.params.is_empty() && s.qdisc.child.is_none());
+    assert_eq!(s.consumer.kind, ConsumerKind::Napi);
+    assert_eq!((s.consumer.nrules, s.consumer.app_cost_ns), (0, 0));
+    assert_eq!(s.traffic.len(), 1);
+    match &s.traffic[0] {
+        Traffic::Udp(u) => {
+            assert_eq!(
+                (u.size, u.rate, u.flows, u.sndbuf, u.priority, u.ecn),
+                (1400, Rate::Max, 1, 212_992, 0, 0)
+            );
+        }
+        t => panic!("{t:?}"),
+    }
+    assert!(s.label.is_empty());
+}
+
+#[test]
+fn tun_defaults_follow_the_driver() {
+    let s = ok_set(
+        &format!("[device]\ndriver = \"tun\"\n[machine]\nhz = 1000\n{UDP}"),
+        &[],
+    );
+    assert_eq!((s.device.txqueuelen, s.device.ring_size), (500, 500));
+    assert_eq!(s.device.netdev_budget_usecs, 2000);
+    assert_eq!(s.qdisc.kind, "pfifo_fast");
+    assert_eq!(s.consumer.kind, ConsumerKind::Reader);
+    let s = ok_set(
+        &format!("[device]\ndriver = \"tun\"\ntxqueuelen = 64\n{UDP}"),
+        &[],
+    );
+    assert_eq!(s.device.ring_size, 64);
+}
+
+#[test]
+fn traffic_values() {
+    let s = ok_set(
+        "[[traffic]]\nkind = \"udp\"\nrate = \"50kpps\"\nsndbuf = \"1MiB\"\necn = \"ect0\"\npriority = 6\n\
+         [[traffic]]\nkind = \"udp\"\nrate = \"100Mbit\"\nsndbuf = 4096\necn = 3\n\
+         [[traffic]]\nkind = \"ping\"\n",
+        &[],
+    );
+    let Traffic::Udp(a) = &s.traffic[0] else {
+        panic!()
+    };
+    assert_eq!(
+        (a.rate, a.sndbuf, a.ecn, a.priority),
+        (Rate::Pps(50_000.0), 2 << 20, 2, 6)
+    );
+    let Traffic::Udp(b) = &s.traffic[1] else {
+        panic!()
+    };
+    assert_eq!((b.rate, b.sndbuf, b.ecn), (Rate::Bps(100_000_000), 8192, 3));
+    let Traffic::Ping(p) = &s.traffic[2] else {
+        panic!()
+    };
+    assert_eq!((p.interval_ns, p.size), (200_000_000, 56));
+    assert_eq!(effective_sndbuf(u64::MAX), (i32::MAX as u64 / 2) * 2);
+    assert_eq!(effective_sndbuf(0), SOCK_MIN_SNDBUF);
+}
+
+#[test]
+fn unknown_key_has_position_and_suggestion() {
+    let d = err(&format!(
+        "duration = \"5s\"\n\n[device.bql]\nenabled = false\n  limit_mn = 3\n{UDP}"
+    ));
+    assert_eq!(d.kind, DiagnosticKind::UnknownKey);
+    assert_eq!((d.line, d.column), (Some(5), Some(3)));
+    assert_eq!(d.key, "device.bql.limit_mn");
+    assert_eq!(d.file, "scenarios/x.toml");
+    let shown = d.to_string();
+    assert!(
+        shown.starts_with("scenarios/x.toml:5:3: unknown key `limit_mn` in [device.bql]"),
+        "{shown}"
+    );
+    assert!(shown.contains("did you mean `limit_min`?"), "{shown}");
+    assert!(shown.contains("valid keys: enabled, unit"), "{shown}");
+    assert_eq!(&d.source[d.span.clone().unwrap()], "limit_mn");
+
+    let d = err(&format!("[devce]\ndriver = \"veth\"\n{UDP}"));
+    assert_eq!((d.line, d.column), (Some(1), Some(2)));
+    assert!(d.to_string().contains("did you mean `device`?"));
+
+    let d = err(&format!("{UDP}flws = 2\n"));
+    assert_eq!(
+        (d.line, d.column, d.key.as_str()),
+        (Some(3), Some(1), "traffic.0.flws")
+    );
+    assert!(d.to_string().contains("did you mean `flows`?"));
+}
+
+#[test]
+fn wrong_type_names_the_expected_type() {
+    let d = err(&format!("[device]\ntx_queues = \"2\"\n{UDP}"));
+    assert_eq!(d.kind, DiagnosticKind::Type);
+    assert_eq!((d.line, d.column), (Some(2), Some(13)));
+    assert!(
+        d.message
+            .contains("must be an integer, found a string (\"2\")"),
+        "{d}"
+    );
+    assert!(d.help.as_deref().unwrap().contains("1..=64"), "{d}");
+
+    let d = err(&format!("duration = 10\n{UDP}"));
+    assert_eq!(d.kind, DiagnosticKind::Type);
+    assert!(d.to_string().contains("duration string"), "{d}");
+
+    let d = err(&format!("[device]\nbackpressure = \"yes\"\n{UDP}"));
+    assert!(d.message.contains("must be a boolean"), "{d}");
+
+    let d = err(&format!("machine = 3\n{UDP}"));
+    assert!(d.message.contains("must be a table"), "{d}");
+}
+
+#[test]
+fn bad_units_and_durations() {
+    let d = err(&format!("duration = \"10 parsecs\"\n{UDP}"));
+    assert_eq!(d.kind, DiagnosticKind::Value);
+    assert_eq!((d.line, d.column), (Some(1), Some(12)));
+    let shown = d.to_string();
+    assert!(shown.contains("parsecs"), "{shown}");
+    assert!(shown.contains("units: ns, us, ms, s"), "{shown}");
+
+    for bad in ["0s", "-1s", "0ms"] {
+        let d = err(&format!("duration = \"{bad}\"\n{UDP}"));
+        assert!(d.message.contains("must be positive"), "{bad}: {d}");
+        assert_eq!(d.key, "duration");
+    }
+    let d = err(&format!("warmup = \"-1s\"\n{UDP}"));
+    assert!(d.message.contains("must not be negative"), "{d}");
+    assert_eq!(ok_set(&format!("warmup = \"0s\"\n{UDP}"), &[]).warmup_ns, 0);
+
+    let d = err("[[traffic]]\nkind = \"udp\"\nrate = \"fast\"\n");
+    assert!(d.to_string().contains("50kpps"), "{d}");
+    let d = err("[[traffic]]\nkind = \"ping\"\ninterval = \"0ms\"\n");
+    assert!(d.message.contains("must be positive"), "{d}");
+}
+
+#[test]
+fn cross_field_rules() {
+    let d = err(&format!("[device.bql]\nenabled = true\n{UDP}"));
+    assert_eq!(d.key, "device.bql.enabled");
+    assert_eq!((d.line, d.column), (Some(2), Some(11)));
+    assert!(d.message.contains("BQL needs a qdisc"), "{d}");
+    assert!(d.message.contains("!qdisc_txq_has_no_queue"), "{d}");
+    ok_set(
+        &format!("[device.bql]\nenabled = true\n[qdisc]\nkind = \"pfifo_fast\"\n{UDP}"),
+        &[],
+    );
+
+    let d = err(&format!("[device]\ntx_queues = 2\nxps_txq = 2\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.xps_txq", Some(3)));
+
+    let d = err(&format!(
+        "[device.bql]\nlimit_min = 10\nlimit_max = 5\n{UDP}"
+    ));
+    assert_eq!((d.key.as_str(), d.line), ("device.bql.limit_max", Some(3)));
+
+    let d = err(&format!("[consumer]\nkind = \"vhost\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("consumer.kind", Some(2)));
+    let d = err(&format!(
+        "[device]\ndriver = \"tun\"\n[consumer]\nkind = \"napi\"\n{UDP}"
+    ));
+    assert_eq!(d.key, "consumer.kind");
+
+    let d = err(&format!("[device]\nring_size = 512\n{UDP}"));
+    assert!(d.message.contains("VETH_RING_SIZE"), "{d}");
+
+    let d = err(&format!("[machine]\nhz = 200\n{UDP}"));
+    assert!(d.help.unwrap().contains("100, 250, 300, 1000"));
+
+    let d = err("duration = \"1s\"\n");
+    assert_eq!(d.key, "traffic");
+    assert!(d.message.contains("at least one"), "{d}");
+}
+
+#[test]
+fn qdisc_params_are_validated_by_the_model() {
+    // sfq's divisor must be a power of two (sfq_change() returns -EINVAL).
+    let d = err(&format!("[qdisc]\nkind = \"sfq\"\ndivisor = 1000\n{UDP}"));
+    assert_eq!(d.key, "qdisc.divisor");
+    assert_eq!(d.line, Some(3));
+    assert!(
+        matches!(d.kind, DiagnosticKind::UnknownKey | DiagnosticKind::Value),
+        "{d}"
+    );
+
+    let d = err(&format!("[qdisc]\nkind = \"sfq\"\nlimt = 100\n{UDP}"));
+    assert_eq!(
+        (d.kind, d.key.as_str()),
+        (DiagnosticKind::UnknownKey, "qdisc.limt")
+    );
+    assert_eq!((d.line, d.column), (Some(3), Some(1)));
+    assert!(d.to_string().contains("did you mean `limit`?"), "{d}");
+
+    let d = err(&format!("[qdisc]\nkind = \"sfqq\"\n{UDP}"));
+    assert_eq!(d.kind, DiagnosticKind::Value);
+    assert!(d.to_string().contains("did you mean \"sfq\"?"), "{d}");
+
+    let s = ok_set(
+        &format!("[qdisc]\nkind = \"pfifo\"\nlimit = 200\n{UDP}"),
+        &[],
+    );
+    assert_eq!(
+        s.qdisc.params.iter().collect::<Vec<_>>(),
+        vec![(&"limit".to_string(), &ParamValue::Int(200))]
+    );
+
+    // A kind that exists in Linux but is not modelled (yet) is reported as such.
+    if let Some(k) = darkbuf_model::qdisc::ALL_KINDS.iter().find(|k| {
+        !darkbuf_model::qdisc::BUILDABLE_KINDS.contains(k) && !["mq", "noqueue"].contains(k)
+    }) {
+        let d = err(&format!("[qdisc]\nkind = \"{k}\"\n{UDP}"));
+        assert_eq!(
+            (d.kind, d.key.as_str()),
+            (DiagnosticKind::Unsupported, "qdisc.kind")
+        );
+        assert!(d.to_string().contains("not modelled"), "{d}");
+    }
+
+    let d = err(&format!("[qdisc]\nkind = \"noqueue\"\nlimit = 3\n{UDP}"));
+    assert_eq!(d.kind, DiagnosticKind::UnknownKey);
+    let s = ok_set(&format!("[device]\ntx_queues = 4\n[qdisc]\nkind = \"mq\"\n[qdisc.child]\nkind = \"pfifo\"\nlimit = 10\n{UDP}"), &[]);
+    assert_eq!(s.qdisc.child.as_ref().unwrap().kind, "pfifo");
+    let s = ok_set(&format!("[qdisc]\nkind = \"mq\"\n{UDP}"), &[]);
+    assert_eq!(s.qdisc.child.as_ref().unwrap().kind, "pfifo_fast");
+    let d = err(&format!("[qdisc]\nkind = \"mq\"\nlimit = 3\n{UDP}"));
+    assert_eq!(d.key, "qdisc.limit");
+    let d = err(&format!(
+        "[qdisc]\nkind = \"mq\"\n[qdisc.child]\nkind = \"mq\"\n{UDP}"
+    ));
+    assert_eq!(d.key, "qdisc.child.kind");
+    let d = err(&format!(
+        "[qdisc]\nkind = \"pfifo\"\n[qdisc.child]\nkind = \"pfifo\"\n{UDP}"
+    ));
+    assert_eq!(d.key, "qdisc.child");
+}
+
+#[test]
+fn toml_syntax_error_has_position() {
+    let d = err("duration = \"1s\"\n[device\ndriver = \"veth\"\n");
+    assert_eq!(d.kind, DiagnosticKind::Syntax);
+    assert_eq!(d.line, Some(2));
+    assert!(d.column.is_some());
+    assert!(d.to_string().starts_with("scenarios/x.toml:2:"), "{d}");
+    let d = err("duration = 10s\n");
+    assert_eq!((d.kind, d.line), (DiagnosticKind::Syntax, Some(1)));
+}
+
+#[test]
+fn overrides() {
+    let s = ok_set(
+        &format!("[qdisc]\nkind = \"pfifo\"\n{UDP}"),
+        &[
+            "device.bql.limit_min=8",
+            "device.bql.enabled=true",
+            "qdisc.limit=200",
+            "traffic.0.rate=50kpps",
+            "consumer.app_cost=5us",
+            "duration=5s",
+            "device.wake_threshold=1",
+            "traffic.1.kind=ping",
+            "name=\"quoted\"",
+        ],
+    );
+    assert_eq!(s.device.bql.limit_min, 8);
+    assert!(s.device.bql.enabled);
+    assert_eq!(
+        s.qdisc.params.iter().next().unwrap().1,
+        &ParamValue::Int(200)
+    );
+    let Traffic::Udp(u) = &s.traffic[0] else {
+        panic!()
+    };
+    assert_eq!(u.rate, Rate::Pps(50_000.0));
+    assert_eq!(s.consumer.app_cost_ns, 5_000);
+    assert_eq!(s.duration_ns, 5_000_000_000);
+    assert_eq!(s.device.wake_threshold, 1.0);
+    assert!(matches!(s.traffic[1], Traffic::Ping(_)));
+    assert_eq!(s.name, "quoted");
+
+    // Later overrides win.
+    assert_eq!(ok_set(UDP, &["runs=2", "runs=3"]).runs, 3);
+
+    let d = err_set(UDP, &["device.bql.limit_mn=8"]);
+    assert_eq!(d.kind, DiagnosticKind::UnknownKey);
+    assert_eq!(d.file, "--set device.bql.limit_mn=8");
+    assert_eq!((d.line, d.column), (None, None));
+    assert_eq!(&d.source[d.span.clone().unwrap()], "limit_mn");
+    assert!(
+        d.to_string()
+            .starts_with("--set device.bql.limit_mn=8: unknown key `limit_mn`"),
+        "{d}"
+    );
+    assert!(d.to_string().contains("did you mean `limit_min`?"), "{d}");
+
+    // A bad value from --set names the --set, even though the key is in the file.
+    let d = err_set(&format!("duration = \"10s\"\n{UDP}"), &["duration=0s"]);
+    assert_eq!(d.file, "--set duration=0s");
+    assert_eq!(d.line, None);
+    assert!(d.message.contains("must be positive"), "{d}");
+
+    let d = err_set(UDP, &["device.tx_queues=many"]);
+    assert_eq!(
+        (d.file.as_str(), d.kind),
+        ("--set device.tx_queues=many", DiagnosticKind::Type)
+    );
+
+    let d = err_set(
+        &format!("[qdisc]\nkind = \"sfq\"\n{UDP}"),
+        &["qdisc.limt=3"],
+    );
+    assert_eq!(
+        (d.file.as_str(), d.key.as_str()),
+        ("--set qdisc.limt=3", "qdisc.limt")
+    );
+
+    let d = err_set(UDP, &["traffic.5.rate=1kpps"]);
+    assert_eq!(d.file, "--set traffic.5.rate=1kpps");
+    let d = err_set(UDP, &["no_equals_sign"]);
+    assert_eq!(d.kind, DiagnosticKind::Syntax);
+    let d = err_set(UDP, &["a..b=1"]);
+    assert_eq!(d.kind, DiagnosticKind::Syntax);
+    let d = err_set(&format!("duration = \"1s\"\n{UDP}"), &["duration.x=1"]);
+    assert_eq!(d.file, "--set duration.x=1");
+
+    // An error in the file is still reported at its line when overrides are present.
+    let d = err_set(&format!("[device]\nnapi = \"busy\"\n{UDP}"), &["runs=2"]);
+    assert_eq!((d.file.as_str(), d.line), ("scenarios/x.toml", Some(2)));
+}
+
+#[test]
+fn sweep_plan_cross_product() {
+    let text = format!(
+        "{UDP}[qdisc]\nkind = \"pfifo\"\n[sweep]\n\"consumer.nrules\" = [0, 3500, 15000]\nqdisc.limit = [10, 100]\n"
+    );
+    let plan = sweep_plan_str("x.toml", &text, &[]).unwrap();
+    assert_eq!(plan.points.len(), 6);
+    assert_eq!(plan.points[0].label, "consumer.nrules=0 qdisc.limit=10");
+    assert_eq!(plan.points[1].label, "consumer.nrules=0 qdisc.limit=100");
+    assert_eq!(
+        plan.points[5].label,
+        "consumer.nrules=15000 qdisc.limit=100"
+    );
+    assert_eq!(
+        plan.points[5].set,
+        vec!["consumer.nrules=15000", "qdisc.limit=100"]
+    );
+
+    // CLI keys replace file keys of the same name and add new ones.
+    let plan = sweep_plan_str(
+        "x.toml",
+        &text,
+        &["consumer.nrules=1,2".into(), "duration=1s,2s".into()],
+    )
+    .unwrap();
+    assert_eq!(plan.points.len(), 2 * 2 * 2);
+    assert_eq!(
+        plan.points[0].label,
+        "consumer.nrules=1 qdisc.limit=10 duration=1s"
+    );
+
+    // Variants: outer loop, label first, their sets before the sweep's.
+    let text = format!(
+        "{UDP}[sweep]\n\"consumer.nrules\" = [0, 1]\n\
+         [[variant]]\nlabel = \"plain\"\n\
+         [[variant]]\nlabel = \"bql\"\n\"device.bql.enabled\" = true\nqdisc.kind = \"pfifo\"\n"
+    );
+    let plan = sweep_plan_str("x.toml", &text, &[]).unwrap();
+    assert_eq!(plan.points.len(), 4);
+    let labels: Vec<&str> = plan.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "plain consumer.nrules=0",
+            "plain consumer.nrules=1",
+            "bql consumer.nrules=0",
+            "bql consumer.nrules=1"
+        ]
+    );
+    assert_eq!(
+        plan.points[2].set,
+        vec![
+            "device.bql.enabled=true",
+            "qdisc.kind=\"pfifo\"",
+            "consumer.nrules=0"
+        ]
+    );
+
+    // No sweep, no variants: one point, the scenario itself.
+    let plan = sweep_plan_str("x.toml", UDP, &[]).unwrap();
+    assert_eq!(
+        plan.points,
+        vec![SweepPointSpec {
+            label: String::new(),
+            set: vec![]
+        }]
+    );
+
+    // Bad sweep entries are reported at their line in the file.
+    let d = sweep_plan_str(
+        "x.toml",
+        &format!("{UDP}[sweep]\n\"consumer.nrulez\" = [0, 1]\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!((d.file.as_str(), d.line), ("x.toml", Some(4)));
+    assert!(d.to_string().contains("did you mean `nrules`?"), "{d}");
+    let d = sweep_plan_str(
+        "x.toml",
+        &format!("{UDP}[sweep]\nduration = [\"1s\", \"0s\"]\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!((d.line, d.column), (Some(4), Some(19)));
+    assert!(d.message.contains("duration=0s"), "{d}");
+    let d = sweep_plan_str(
+        "x.toml",
+        &format!("{UDP}[[variant]]\nlabel = \"v\"\n\"device.bql.enabled\" = true\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(d.line, Some(5));
+    assert!(d.message.contains("BQL needs a qdisc"), "{d}");
+    let d = sweep_plan_str("x.toml", &format!("{UDP}[sweep]\nruns = 3\n"), &[]).unwrap_err();
+    assert_eq!(d.kind, DiagnosticKind::Type);
+    let d = sweep_plan_str("x.toml", &format!("{UDP}[[variant]]\nruns = 3\n"), &[]).unwrap_err();
+    assert!(d.message.contains("label"), "{d}");
+    // ... and bad CLI values at their --set.
+    let d = sweep_plan_str("x.toml", UDP, &["consumer.nrules=1,x".into()]).unwrap_err();
+    assert_eq!(d.file, "--set consumer.nrules=1,x");
+    let d = sweep_plan_str("x.toml", UDP, &["consumer.nrules=1,,2".into()]).unwrap_err();
+    assert_eq!(d.kind, DiagnosticKind::Syntax);
+}
+
+#[test]
+fn all_keys_example_loads_and_sweeps() {
+    let path = examples().join("all-keys.toml");
+    let s = load(&path, &[]).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(s.name, "all-keys");
+    assert_eq!(s.device.tx_queues, 2);
+    assert_eq!(s.device.xps_txq, Some(1));
+    assert!(s.device.bql.enabled);
+    assert_eq!(s.qdisc.kind, "sfq");
+    assert_eq!(s.traffic.len(), 2);
+    let Traffic::Udp(u) = &s.traffic[0] else {
+        panic!()
+    };
+    assert_eq!(u.sndbuf, 2 << 20);
+
+    let plan = sweep_plan(&path, &[]).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(plan.points.len(), 2 * 2 * 2);
+    assert_eq!(
+        plan.points[0].label,
+        "bql consumer.nrules=0 device.bql.limit_min=0"
+    );
+    let p = &plan.points[7];
+    assert_eq!(
+        p.label,
+        "no-bql consumer.nrules=3500 device.bql.limit_min=8"
+    );
+    let s = load_point(&path, &["runs=2".into()], p).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(s.label, p.label);
+    assert!(!s.device.bql.enabled);
+    assert_eq!(
+        (s.consumer.nrules, s.device.bql.limit_min, s.runs),
+        (3500, 8, 2)
+    );
+
+    // Serializes (the results JSON's `scenario`).
+    let _ = format!("{s:?}");
+}
+
+#[test]
+fn missing_file_is_a_diagnostic() {
+    let d = load(&examples().join("does-not-exist.toml"), &[]).unwrap_err();
+    assert_eq!(d.kind, DiagnosticKind::Io);
+}

@@ -1,0 +1,135 @@
+//! CPUs as serial executors, softirqs, and tasks.
+//!
+//! A CPU runs one *frame stack* at a time: a task's unit of work (one `sendmsg`, one
+//! threaded NAPI poll) or a softirq handler, with nested calls (`__dev_queue_xmit` ->
+//! `__qdisc_run`) as pushed frames. Each step of the top frame does its work at the
+//! current time and keeps the CPU busy for the step's cost; the next step runs when
+//! that time has passed. Effects are therefore visible to the other CPUs in the order
+//! the kernel would make them visible, at the granularity of one packet operation.
+//!
+//! Pending softirqs run when a task's unit ends, as `local_bh_enable()` would run them
+//! at the end of `dev_queue_xmit()` or after each threaded `__napi_poll()`; after
+//! `MAX_SOFTIRQ_RESTART` (10) rounds or 2 ms they are deferred to ksoftirqd, which
+//! competes with the other tasks (kernel/softirq.c `__do_softirq`).
+
+use std::collections::VecDeque;
+
+/// Softirq bits (`NET_TX_SOFTIRQ`, `NET_RX_SOFTIRQ`).
+pub const NET_TX_SOFTIRQ: u8 = 1 << 0;
+pub const NET_RX_SOFTIRQ: u8 = 1 << 1;
+
+/// `MAX_SOFTIRQ_RESTART` and `MAX_SOFTIRQ_TIME` in kernel/softirq.c.
+pub const MAX_SOFTIRQ_RESTART: u32 = 10;
+pub const MAX_SOFTIRQ_TIME_NS: u64 = 2_000_000;
+
+/// Something the scheduler can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    /// The UDP flood process with this traffic index.
+    Sender(u16),
+    /// The pinger process.
+    Pinger,
+    /// The threaded-NAPI kthread of this RX queue (`napi/<dev>-<id>`).
+    NapiThread(u16),
+    /// `ksoftirqd/<cpu>`.
+    Ksoftirqd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    Sleeping,
+    Runnable,
+    /// Running its unit; `woken` records a wake-up that arrived meanwhile.
+    Running { woken: bool },
+}
+
+/// Phases of a NAPI poll (`__napi_poll` -> `veth_poll`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollPhase {
+    Start,
+    Rcv,
+    AfterRcv,
+    Complete,
+    FullBudget,
+    End,
+}
+
+/// One activation record on a CPU.
+#[derive(Clone, Copy, Debug)]
+pub enum Frame {
+    /// The bottom of a task's unit: runs pending softirqs, then decides whether the
+    /// task stays runnable.
+    TaskEnd(Task),
+    /// One `sendmsg()` by a sender or the pinger.
+    SendMsg(Task),
+    /// `__qdisc_run()` of qdisc `q` with its remaining quota.
+    QdiscRun { q: u16, quota: i32 },
+    /// `net_tx_action()`.
+    NetTxAction { started: bool },
+    /// `net_rx_action()`.
+    NetRxAction { started: bool, budget: i32, time_limit: u64, awaiting: Option<u16> },
+    /// `__napi_poll()` of RX queue `rq` (veth_poll).
+    NapiPoll { rq: u16, phase: PollPhase, done: u32, flush_pending: bool },
+    /// Passing the GRO normal list of `rq` up the stack (`gro_normal_list`).
+    GroFlush { rq: u16 },
+}
+
+/// What a step did.
+pub enum Step {
+    /// The frame stays; the CPU is busy for this many ns.
+    Continue(u64),
+    /// The frame is finished; the CPU is busy for this many ns.
+    Done(u64),
+    /// The frame stays and `Frame` is pushed on top after this many ns.
+    Call(u64, Frame),
+    /// The frame stays and the pending softirqs' handlers run on top of it now.
+    Softirqs,
+}
+
+pub struct Cpu {
+    pub frames: Vec<Frame>,
+    /// A `Event::Cpu` is pending for this CPU (it is executing or about to).
+    pub busy: bool,
+    pub softirq_pending: u8,
+    /// Rounds of softirq processing since the current task unit ended.
+    pub softirq_rounds: u32,
+    pub softirq_burst_start: u64,
+    /// `softnet_data.output_queue`: qdiscs scheduled by `__netif_schedule` on this CPU.
+    pub output_queue: VecDeque<u16>,
+    /// `net_tx_action`'s spliced list.
+    pub tx_local: VecDeque<u16>,
+    /// `softnet_data.poll_list`: NAPIs scheduled on this CPU in softirq mode.
+    pub poll_list: VecDeque<u16>,
+    pub rx_local: VecDeque<u16>,
+    pub rx_repoll: VecDeque<u16>,
+    /// Tasks ready to run here, in order.
+    pub runnable: VecDeque<Task>,
+    /// Return registers for a finished NAPI poll: packets done and whether to repoll.
+    pub ret_work: u32,
+    pub ret_repoll: bool,
+    /// ns spent busy (measured window only).
+    pub busy_ns: u64,
+    pub time_squeeze: u64,
+}
+
+impl Cpu {
+    pub fn new() -> Self {
+        Cpu {
+            frames: Vec::with_capacity(16),
+            busy: false,
+            softirq_pending: 0,
+            softirq_rounds: 0,
+            softirq_burst_start: 0,
+            output_queue: VecDeque::with_capacity(8),
+            tx_local: VecDeque::with_capacity(8),
+            poll_list: VecDeque::with_capacity(8),
+            rx_local: VecDeque::with_capacity(8),
+            rx_repoll: VecDeque::with_capacity(8),
+            runnable: VecDeque::with_capacity(8),
+            ret_work: 0,
+            ret_repoll: false,
+            busy_ns: 0,
+            time_squeeze: 0,
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The machine cost profile: how long each step of the transmit path takes on a CPU.
+//!
+//! A profile is a TOML file of per-operation costs in nanoseconds plus a noise level.
+//! Built-in profiles live in `profiles/` at the repository root and are compiled in;
+//! each one records the data it was fitted to, and which costs were not fitted but
+//! assumed. `darkbuf calibrate` (kernel backend) writes profiles in the same format.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Per-operation costs, ns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    /// A UDP `sendmsg()` from the syscall to the qdisc enqueue (socket, UDP, IP, route).
+    pub send_ns: f64,
+    /// An ICMP echo request from the pinger, to the qdisc enqueue.
+    pub ping_send_ns: f64,
+    /// One `q->dequeue()` plus the `dequeue_skb()` bookkeeping, per packet.
+    pub dequeue_ns: f64,
+    /// `veth_xmit()`: forward the skb and produce it into the peer's ptr_ring.
+    pub xmit_ns: f64,
+    /// Entering `net_tx_action()` / `net_rx_action()` for one queue or NAPI.
+    pub softirq_ns: f64,
+    /// Fixed cost of one NAPI poll (`__napi_poll`, `veth_poll` entry and exit).
+    pub napi_poll_ns: f64,
+    /// Consuming one ptr_ring entry and handing it to GRO (`veth_xdp_rcv` per packet).
+    pub consume_ns: f64,
+    /// Stack processing per received packet with no netfilter rules (ip_rcv .. socket).
+    pub consumer_base_ns: f64,
+    /// Extra per packet for each netfilter rule it traverses.
+    pub consumer_per_rule_ns: f64,
+    /// Latency from waking a task on an idle CPU to the task running.
+    pub wakeup_ns: f64,
+    /// The echo reply's way back to the pinger (reverse veth, NAPI, ICMP socket).
+    pub ping_reply_ns: f64,
+}
+
+/// A machine profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    /// Relative per-step cost noise: each step's cost is multiplied by a factor drawn
+    /// uniformly from [1 - noise, 1 + noise] using the scenario's seeded RNG.
+    pub noise: f64,
+    pub costs: Costs,
+    /// What the fitted costs were fitted to.
+    pub fit: Option<Fit>,
+}
+
+/// The data a profile's consumer costs were fitted to, kept in the profile so the fit
+/// can be checked (and redone) from the file alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fit {
+    pub source: String,
+    pub method: String,
+    /// Which cost fields the fit produced; all others are assumptions stated in `description`.
+    pub fitted: Vec<String>,
+    pub points: Vec<FitPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitPoint {
+    pub nrules: u32,
+    /// Measured consumer packets per second (consumer-bound, full 64-packet polls).
+    pub pps: f64,
+}
+
+const SEED_VM: &str = include_str!("../../../profiles/seed-vm.toml");
+
+/// Names of the built-in profiles.
+pub const BUILTIN: &[&str] = &["seed-vm"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("unknown machine profile `{0}`: built-in profiles are {builtin}, or give a path to a profile TOML", builtin = BUILTIN.join(", "))]
+    Unknown(String),
+    #[error("cannot read profile {path}: {err}")]
+    Io { path: String, err: std::io::Error },
+    #[error("profile {path} is not valid: {err}")]
+    Parse { path: String, err: toml::de::Error },
+    #[error("profile {path}: {msg}")]
+    Invalid { path: String, msg: String },
+}
+
+impl Profile {
+    /// A built-in profile by name, or a profile file by path.
+    pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        let (path, text) = match name_or_path {
+            "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string()),
+            p if p.ends_with(".toml") || p.contains('/') => {
+                let text = std::fs::read_to_string(Path::new(p))
+                    .map_err(|err| ProfileError::Io { path: p.into(), err })?;
+                (p.to_string(), text)
+            }
+            other => return Err(ProfileError::Unknown(other.into())),
+        };
+        let profile: Profile =
+            toml::from_str(&text).map_err(|err| ProfileError::Parse { path: path.clone(), err })?;
+        profile.validate().map_err(|msg| ProfileError::Invalid { path, msg })?;
+        Ok(profile)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let c = &self.costs;
+        let all = [
+            ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns),
+            ("xmit_ns", c.xmit_ns), ("softirq_ns", c.softirq_ns), ("napi_poll_ns", c.napi_poll_ns),
+            ("consume_ns", c.consume_ns), ("consumer_base_ns", c.consumer_base_ns),
+            ("consumer_per_rule_ns", c.consumer_per_rule_ns), ("wakeup_ns", c.wakeup_ns),
+            ("ping_reply_ns", c.ping_reply_ns),
+        ];
+        for (k, v) in all {
+            if !(v.is_finite() && v >= 0.0 && v < 1e12) {
+                return Err(format!("costs.{k} = {v} must be a finite number of ns >= 0"));
+            }
+        }
+        if c.send_ns <= 0.0 || c.consume_ns + c.consumer_base_ns <= 0.0 {
+            return Err("costs.send_ns and the consumer's per-packet cost must be > 0".into());
+        }
+        if !(0.0..0.9).contains(&self.noise) {
+            return Err(format!("noise = {} must be in [0, 0.9)", self.noise));
+        }
+        Ok(())
+    }
+
+    /// Per-packet consumer time the fit attributes to `nrules` rules, excluding the
+    /// per-packet costs that are assumed rather than fitted (consume, a 64th of a poll).
+    pub fn consumer_cost_ns(&self, nrules: u32) -> f64 {
+        self.costs.consumer_base_ns + nrules as f64 * self.costs.consumer_per_rule_ns
+    }
+}
+
+/// Fits `consumer_base_ns` and `consumer_per_rule_ns` to measured consumer rates.
+///
+/// A consumer-bound NAPI consumer with full 64-packet polls spends per packet
+/// `overhead_ns + base + nrules * per_rule`, where `overhead_ns` is the assumed
+/// `consume_ns + napi_poll_ns / 64`. The fit minimizes the squared *relative* error of
+/// the predicted per-packet time, so a point at 1.8 Mpps weighs as much as one at 7 kpps.
+/// Returns (base, per_rule), both clamped at >= 0.
+pub fn fit_consumer(points: &[FitPoint], overhead_ns: f64) -> (f64, f64) {
+    // Minimize sum_i w_i (b + k n_i - y_i)^2 with y_i = 1e9/pps_i - overhead, w_i = 1/y_i^2.
+    let (mut sw, mut swn, mut swnn, mut swy, mut swny) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for p in points {
+        let y = 1e9 / p.pps - overhead_ns;
+        let n = p.nrules as f64;
+        let w = 1.0 / (y * y);
+        sw += w;
+        swn += w * n;
+        swnn += w * n * n;
+        swy += w * y;
+        swny += w * n * y;
+    }
+    let det = sw * swnn - swn * swn;
+    if det.abs() < f64::EPSILON {
+        return ((swy / sw).max(0.0), 0.0);
+    }
+    let k = (sw * swny - swn * swy) / det;
+    let b = (swy - k * swn) / sw;
+    (b.max(0.0), k.max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_vm_loads_and_its_costs_are_its_fit() {
+        let p = Profile::load("seed-vm").unwrap();
+        let fit = p.fit.as_ref().expect("seed-vm records its fit");
+        let overhead = p.costs.consume_ns + p.costs.napi_poll_ns / 64.0;
+        let (b, k) = fit_consumer(&fit.points, overhead);
+        // The file stores the fit rounded to 0.01 ns.
+        assert!((p.costs.consumer_base_ns - b).abs() < 0.01, "base {} vs fit {b}", p.costs.consumer_base_ns);
+        assert!((p.costs.consumer_per_rule_ns - k).abs() < 0.01, "per_rule {} vs fit {k}", p.costs.consumer_per_rule_ns);
+    }
+
+    #[test]
+    fn fit_recovers_exact_line() {
+        let pts: Vec<FitPoint> = [0u32, 1000, 5000]
+            .iter()
+            .map(|&n| FitPoint { nrules: n, pps: 1e9 / (100.0 + 500.0 + n as f64 * 10.0) })
+            .collect();
+        let (b, k) = fit_consumer(&pts, 100.0);
+        assert!((b - 500.0).abs() < 1e-6 && (k - 10.0).abs() < 1e-9, "{b} {k}");
+    }
+
+    #[test]
+    fn unknown_profile_is_an_error() {
+        assert!(matches!(Profile::load("laptop"), Err(ProfileError::Unknown(_))));
+    }
+}

@@ -1,0 +1,175 @@
+//! Running one simulation and reporting it in the results contract's metric names.
+
+use crate::profile::Profile;
+use crate::world::{SetupError, World};
+use darkbuf_report::RunRecord;
+use darkbuf_scenario::Scenario;
+use std::collections::BTreeMap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
+/// Simulates `scn` once with `seed`. Returns the run's metrics and, for every metric
+/// that is `None`, the reason.
+pub fn simulate(scn: &Scenario, profile: &Profile, seed: u64) -> Result<(RunRecord, BTreeMap<String, String>), SimError> {
+    let mut w = World::new(scn, profile.clone(), seed)?;
+    w.run();
+    Ok(w.finish(seed))
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    // Nearest rank, as ping-style tools report percentiles.
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1] as f64
+}
+
+impl World {
+    /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
+    fn in_system(&self) -> u64 {
+        let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
+        let r: u64 = self.rqs.iter().map(|r| (r.ring.len() + r.gro_list.len()) as u64).sum();
+        q + r
+    }
+
+    fn check_invariants(&mut self) {
+        let inside = self.in_system();
+        if self.created != self.delivered + self.dropped + inside {
+            let detail = format!(
+                "created {} != delivered {} + dropped {} + queued {}",
+                self.created, self.delivered, self.dropped, inside
+            );
+            self.finding("every packet is delivered, dropped or still queued", detail);
+        }
+        if self.pkts.live() != inside {
+            let detail = format!("{} packets allocated but {} queued", self.pkts.live(), inside);
+            self.finding("no packet is lost inside the model", detail);
+        }
+        // dev_watchdog(): a queue stopped for longer than watchdog_timeo (5 s) is stuck.
+        let timeo = 5 * self.cfg.hz as u64;
+        let jiffies = self.jiffies();
+        for i in 0..self.txqs.len() {
+            let q = &self.txqs[i];
+            if q.xmit_stopped() && jiffies > q.trans_start + timeo {
+                let detail = format!("txq {i} stopped (state {:#x}) since jiffy {}, now {jiffies}", q.state, q.trans_start);
+                self.finding("a stopped queue is always eventually woken", detail);
+            }
+        }
+    }
+
+    pub fn finish(mut self, seed: u64) -> (RunRecord, BTreeMap<String, String>) {
+        self.check_invariants();
+        let (start, end) = (self.cfg.start, self.cfg.end);
+        let secs = (end - start) as f64 / 1e9;
+        let mut m: BTreeMap<String, Option<f64>> = BTreeMap::new();
+        let mut why: BTreeMap<String, String> = BTreeMap::new();
+        let mut none = |m: &mut BTreeMap<String, Option<f64>>, k: &str, reason: &str| {
+            m.insert(k.into(), None);
+            why.insert(k.into(), reason.into());
+        };
+        let mt = &self.metrics;
+
+        // Probes.
+        let ping_keys = [
+            "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
+            "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
+        ];
+        if self.pinger.is_none() {
+            for k in ping_keys {
+                none(&mut m, k, "the scenario has no ping traffic");
+            }
+        } else if mt.probes.is_empty() {
+            for k in &ping_keys[..8] {
+                none(&mut m, k, "no probe was answered in the measured window");
+            }
+        } else {
+            let n = mt.probes.len() as f64;
+            let mut rtts: Vec<u64> = mt.probes.iter().map(|p| p.rtt).collect();
+            rtts.sort_unstable();
+            let ms = |ns: f64| ns / 1e6;
+            let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| {
+                mt.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n
+            };
+            m.insert("ping.rtt_avg_ms".into(), Some(ms(avg(&|p| p.rtt))));
+            m.insert("ping.rtt_min_ms".into(), Some(ms(rtts[0] as f64)));
+            m.insert("ping.rtt_p50_ms".into(), Some(ms(percentile(&rtts, 50.0))));
+            m.insert("ping.rtt_p99_ms".into(), Some(ms(percentile(&rtts, 99.0))));
+            m.insert("ping.rtt_max_ms".into(), Some(ms(*rtts.last().unwrap() as f64)));
+            m.insert("ping.wait_qdisc_ms".into(), Some(ms(avg(&|p| p.wait_qdisc))));
+            m.insert("ping.wait_ring_ms".into(), Some(ms(avg(&|p| p.wait_ring))));
+            m.insert("ping.wait_consumer_ms".into(), Some(ms(avg(&|p| p.wait_consumer))));
+        }
+        if self.pinger.is_some() {
+            // Probes still in flight at the end are neither answered nor lost.
+            let fated = mt.probes.len() as u64 + mt.probes_lost;
+            let loss = if fated == 0 { 0.0 } else { 100.0 * mt.probes_lost as f64 / fated as f64 };
+            m.insert("ping.loss_pct".into(), Some(loss));
+            m.insert("ping.probes".into(), Some(fated as f64));
+        }
+
+        m.insert("consumer.pps".into(), Some(mt.consumer_pkts as f64 / secs));
+        let sink: u64 = mt.sink_pkts.iter().sum();
+        m.insert("sink.pps".into(), Some(sink as f64 / secs));
+        for (i, s) in self.senders.iter().enumerate() {
+            m.insert(format!("sink.pps.{}", s.traffic_index), Some(mt.sink_pkts[i] as f64 / secs));
+        }
+
+        // Qdisc counters, as `tc -s qdisc` shows the root (mq: the sum of its children).
+        if self.qdiscs.is_empty() {
+            for k in ["qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits", "qdisc.backlog_avg_pkts"] {
+                none(&mut m, k, "no qdisc: the device runs noqueue");
+            }
+        } else {
+            let sum = |f: &dyn Fn(&crate::dev::QdiscInst) -> (u64, u64)| -> f64 {
+                self.qdiscs.iter().map(|q| { let (v, b) = f(q); v - b }).sum::<u64>() as f64
+            };
+            m.insert("qdisc.sent_pkts".into(), Some(sum(&|q| (q.sent_pkts, q.base[0]))));
+            m.insert("qdisc.drops".into(), Some(sum(&|q| (q.drops(), q.base[1]))));
+            m.insert("qdisc.requeues".into(), Some(sum(&|q| (q.requeues, q.base[2]))));
+            m.insert("qdisc.overlimits".into(), Some(sum(&|q| (q.overlimits(), q.base[3]))));
+            m.insert("qdisc.backlog_avg_pkts".into(), Some(mt.qdisc_backlog.mean(start, end)));
+        }
+
+        if self.cfg.bql {
+            m.insert("bql.limit_avg".into(), Some(mt.bql_limit.mean(start, end)));
+            m.insert("bql.limit_last".into(), Some(mt.bql_limit.last()));
+            m.insert("bql.inflight_avg".into(), Some(mt.bql_inflight.mean(start, end)));
+            m.insert("bql.inflight_max".into(), Some(mt.bql_inflight.max));
+            m.insert("bql.completions".into(), Some(mt.bql_completions as f64));
+        } else {
+            for k in ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"] {
+                none(&mut m, k, "BQL is disabled in this scenario");
+            }
+        }
+        let xoff = |f: &dyn Fn(&darkbuf_model::txq::TxqStats) -> u64| -> f64 {
+            self.txqs.iter().zip(&self.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64
+        };
+        m.insert("txq.stack_xoff".into(), Some(xoff(&|s| s.stack_xoff)));
+        m.insert("txq.drv_xoff".into(), Some(xoff(&|s| s.drv_xoff)));
+
+        m.insert("napi.polls".into(), Some(mt.napi_polls as f64));
+        let avg_work = if mt.napi_polls == 0 { 0.0 } else { mt.napi_work as f64 / mt.napi_polls as f64 };
+        m.insert("napi.avg_work".into(), Some(avg_work));
+        m.insert("napi.full_budget_polls".into(), Some(mt.napi_full_budget as f64));
+        m.insert("ring.drops".into(), Some(mt.ring_drops as f64));
+        m.insert("ring.occupancy_avg".into(), Some(mt.ring_occupancy.mean(start, end)));
+        let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
+        m.insert("softnet.time_squeeze".into(), Some(squeeze as f64));
+        for (i, c) in self.cpus.iter().enumerate() {
+            m.insert(format!("cpu.{i}.busy_pct"), Some(100.0 * c.busy_ns as f64 / (end - start) as f64));
+        }
+
+        let mut histograms = BTreeMap::new();
+        if self.cfg.bql {
+            histograms.insert("bql_inflight".to_string(), mt.hist_inflight.clone());
+        }
+        histograms.insert("napi_work".to_string(), mt.hist_napi_work.clone());
+        if !mt.probes.is_empty() {
+            histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.clone());
+        }
+        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone() };
+        (rec, why)
+    }
+}

@@ -1,0 +1,467 @@
+//! veth and its NAPI consumer: mirrors `veth_xmit()`, `veth_xdp_rx()`,
+//! `__veth_xdp_flush()`, `veth_poll()` and `veth_xdp_rcv()` in drivers/net/veth.c (with
+//! the >= 6.16 qdisc backpressure, dc82a33297fc + 5442a9da6978, and the veth BQL
+//! series), and the NAPI core it relies on: `napi_schedule_prep()`,
+//! `__napi_schedule()`, `napi_complete_done()`, `__napi_poll()` and `net_rx_action()`
+//! in net/core/dev.c.
+
+use crate::arena::Origin;
+use crate::cpu::{Frame, PollPhase, Step, Task, NET_RX_SOFTIRQ};
+use crate::metrics::ProbeSample;
+use crate::world::World;
+use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_model::Skb;
+use darkbuf_scenario::Completion;
+
+/// What `ndo_start_xmit` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetdevTx {
+    Ok,
+    Busy,
+}
+
+/// `SMP_CACHE_BYTES` on x86_64: sets ptr_ring's consumer batch (16 pointers).
+const SMP_CACHE_BYTES: usize = 64;
+
+/// One peer RX queue (`struct veth_rq`) with its NAPI instance.
+pub struct VethRq {
+    /// `rq->xdp_ring`.
+    pub ring: PtrRing,
+    /// `rq->rx_notify_masked`.
+    pub rx_notify_masked: bool,
+    /// NAPI_STATE_SCHED / NAPI_STATE_MISSED.
+    pub napi_sched: bool,
+    pub napi_missed: bool,
+    /// The CPU whose kthread polls it (threaded NAPI).
+    pub cpu: u16,
+    /// GRO's `rx_list`: packets waiting to go up the stack together.
+    pub gro_list: Vec<u32>,
+    /// Per-poll BQL completion: charged entries consumed in this poll.
+    pub bql_poll_count: u32,
+    /// tx-usecs coalescing state kept across polls: window start and pending count.
+    pub bql_time: u64,
+    pub bql_pending: u32,
+}
+
+impl VethRq {
+    pub fn new(ring_size: usize, cpu: u16, gro_batch: usize) -> Self {
+        VethRq {
+            ring: PtrRing::new(ring_size, SMP_CACHE_BYTES),
+            rx_notify_masked: false,
+            napi_sched: false,
+            napi_missed: false,
+            cpu,
+            gro_list: Vec::with_capacity(gro_batch.max(64)),
+            bql_poll_count: 0,
+            bql_time: 0,
+            bql_pending: 0,
+        }
+    }
+}
+
+impl World {
+    /// `veth_xmit()` of `skb` on the sender's TX queue `skb.queue_mapping`, into the
+    /// peer's RX queue of the same index.
+    pub fn veth_xmit(&mut self, cpu: u16, skb: Skb, _xmit_more: bool) -> NetdevTx {
+        let rqi = skb.queue_mapping as usize;
+        let txq = skb.queue_mapping as usize;
+        let id = skb.id;
+        let has_qdisc = self.txq_qdisc[txq].is_some();
+        let jiffies = self.jiffies();
+        // veth_xdp_rx(): produce under the producer lock, or report a full ring.
+        if self.rqs[rqi].ring.full() {
+            if self.cfg.backpressure && has_qdisc {
+                // Stop the queue and push the skb back to the qdisc (NETDEV_TX_BUSY), then
+                // always flush so the consumer cannot miss the stop (5442a9da6978).
+                self.txqs[txq].tx_stop_queue(jiffies);
+                self.veth_xdp_flush(cpu, rqi as u16);
+                return NetdevTx::Busy;
+            }
+            // Stock, or no qdisc to push back to: the skb is dropped (tx_dropped).
+            if self.measuring() {
+                self.metrics.ring_drops += 1;
+            }
+            self.drop_pkt(id);
+            return NetdevTx::Ok;
+        }
+        // BQL charge only when a qdisc is attached (!qdisc_txq_has_no_queue), before
+        // producing, one unit per packet for veth; the ring pointer is tagged charged.
+        let charged = self.cfg.bql && has_qdisc;
+        if charged {
+            let units = self.bql_charge(&skb);
+            if let Err(e) = self.txqs[txq].netdev_tx_sent_queue(units, jiffies) {
+                self.finding("dql_queued object too large", format!("{e:?}"));
+            }
+            self.bql_sample(txq);
+        }
+        let now = self.now;
+        let info = self.pkts.get_mut(id);
+        info.bql_charged = charged;
+        info.t_xmit = now;
+        self.rqs[rqi].ring.produce(id).expect("ring checked not full");
+        self.ring_metric(rqi);
+        self.veth_xdp_flush(cpu, rqi as u16);
+        NetdevTx::Ok
+    }
+
+    /// `__veth_xdp_flush()`: schedule the peer's NAPI unless notifications are masked.
+    pub fn veth_xdp_flush(&mut self, cpu: u16, rq: u16) {
+        if !self.rqs[rq as usize].rx_notify_masked && self.napi_schedule_prep(rq) {
+            self.rqs[rq as usize].rx_notify_masked = true;
+            self.napi_schedule(cpu, rq);
+        }
+    }
+
+    /// `napi_schedule_prep()`: claim NAPI_STATE_SCHED, or note MISSED if it is taken.
+    pub fn napi_schedule_prep(&mut self, rq: u16) -> bool {
+        let r = &mut self.rqs[rq as usize];
+        if r.napi_sched {
+            r.napi_missed = true;
+            false
+        } else {
+            r.napi_sched = true;
+            true
+        }
+    }
+
+    /// `__napi_schedule()`: wake the NAPI kthread (threaded) or put the NAPI on THIS
+    /// CPU's poll list and raise NET_RX (softirq mode).
+    pub fn napi_schedule(&mut self, cpu: u16, rq: u16) {
+        if self.cfg.napi_threaded {
+            let on = self.rqs[rq as usize].cpu;
+            self.wake_task(Task::NapiThread(rq), on);
+        } else {
+            self.cpus[cpu as usize].poll_list.push_back(rq);
+            self.raise_softirq(cpu, NET_RX_SOFTIRQ);
+        }
+    }
+
+    /// One step of `__napi_poll()` -> `veth_poll()` on RX queue `rq`.
+    pub fn napi_poll_step(
+        &mut self,
+        cpu: u16,
+        rq: u16,
+        phase: &mut PollPhase,
+        done: &mut u32,
+        flush_pending: &mut bool,
+    ) -> Step {
+        let budget = self.cfg.napi_weight;
+        let r = rq as usize;
+        match *phase {
+            PollPhase::Start => {
+                if !self.rqs[r].napi_sched {
+                    // Woken without NAPI_STATE_SCHED: nothing to poll.
+                    self.cpus[cpu as usize].ret_work = 0;
+                    self.cpus[cpu as usize].ret_repoll = false;
+                    return Step::Done(0);
+                }
+                *phase = PollPhase::Rcv;
+                self.rqs[r].bql_poll_count = 0;
+                Step::Continue(self.cost(self.profile.costs.napi_poll_ns))
+            }
+            PollPhase::Rcv => {
+                if *flush_pending {
+                    *flush_pending = false;
+                    return Step::Call(0, Frame::GroFlush { rq });
+                }
+                // veth_xdp_rcv(): consume until the budget is used or the ring is empty.
+                if *done >= budget {
+                    *phase = PollPhase::AfterRcv;
+                    return Step::Continue(0);
+                }
+                let Some(id) = self.rqs[r].ring.consume() else {
+                    *phase = PollPhase::AfterRcv;
+                    return Step::Continue(0);
+                };
+                *done += 1;
+                self.ring_metric(r);
+                let now = self.now;
+                let info = self.pkts.get_mut(id);
+                info.t_consume = now;
+                if info.bql_charged {
+                    let units = if self.cfg.bql_unit_packet { 1 } else { info.skb.len };
+                    self.bql_consumed(cpu, rq, units);
+                }
+                self.rqs[r].gro_list.push(id);
+                if self.rqs[r].gro_list.len() >= self.cfg.gro_normal_batch {
+                    *flush_pending = true;
+                }
+                Step::Continue(self.cost(self.profile.costs.consume_ns))
+            }
+            PollPhase::AfterRcv => {
+                let work = *done;
+                if self.measuring() {
+                    self.metrics.napi_polls += 1;
+                    self.metrics.napi_work += work as u64;
+                    self.metrics.hist_napi_work.record(work as u64);
+                    if work >= budget {
+                        self.metrics.napi_full_budget += 1;
+                    }
+                }
+                self.bql_poll_end(cpu, rq);
+                if work < budget {
+                    // napi_complete_done(): pass the GRO list up first, then clear SCHED.
+                    *phase = PollPhase::Complete;
+                    if !self.rqs[r].gro_list.is_empty() {
+                        return Step::Call(0, Frame::GroFlush { rq });
+                    }
+                    Step::Continue(0)
+                } else {
+                    *phase = PollPhase::FullBudget;
+                    Step::Continue(0)
+                }
+            }
+            PollPhase::Complete => {
+                let rqs = &mut self.rqs[r];
+                let completed = if rqs.napi_missed {
+                    // MISSED: keep SCHED and poll again.
+                    rqs.napi_missed = false;
+                    false
+                } else {
+                    rqs.napi_sched = false;
+                    true
+                };
+                if completed {
+                    rqs.rx_notify_masked = false;
+                    if !rqs.ring.empty() && self.napi_schedule_prep(rq) {
+                        self.rqs[r].rx_notify_masked = true;
+                        self.napi_schedule(cpu, rq);
+                    }
+                } else {
+                    self.napi_schedule(cpu, rq);
+                }
+                self.veth_wake_peer_txq(cpu, rq);
+                self.cpus[cpu as usize].ret_work = *done;
+                self.cpus[cpu as usize].ret_repoll = false;
+                Step::Done(0)
+            }
+            PollPhase::FullBudget => {
+                // veth_poll() returns the budget; its last act is the backpressure wake.
+                self.veth_wake_peer_txq(cpu, rq);
+                *phase = PollPhase::End;
+                if !self.rqs[r].gro_list.is_empty() {
+                    // __napi_poll(): gro_normal_list() before the repoll.
+                    return Step::Call(0, Frame::GroFlush { rq });
+                }
+                Step::Continue(0)
+            }
+            PollPhase::End => {
+                self.cpus[cpu as usize].ret_work = *done;
+                self.cpus[cpu as usize].ret_repoll = true;
+                Step::Done(0)
+            }
+        }
+    }
+
+    /// End of `veth_poll()`: wake the peer TX queue the producer stopped on a full ring.
+    fn veth_wake_peer_txq(&mut self, cpu: u16, rq: u16) {
+        let txq = rq as usize;
+        if self.txqs[txq].tx_queue_stopped() && self.txqs[txq].tx_wake_queue() {
+            if let Some(qi) = self.txq_qdisc[txq] {
+                self.netif_schedule(cpu, qi);
+            }
+        }
+    }
+
+    /// A BQL-charged entry was consumed: complete it per the configured mode.
+    fn bql_consumed(&mut self, cpu: u16, rq: u16, units: u32) {
+        let r = rq as usize;
+        match self.cfg.completion {
+            Completion::PerPacket => self.bql_complete(cpu, rq, units),
+            Completion::PerPoll => self.rqs[r].bql_poll_count += units,
+            Completion::Coalesced if self.cfg.bql_flush_ns == 0 => self.bql_complete(cpu, rq, units),
+            Completion::Coalesced => {
+                // veth BQL v7 5/5: flush when the window has elapsed, or when more than
+                // the current limit is pending (strictly: the producer may overshoot by one).
+                let now = self.now;
+                let rqs = &mut self.rqs[r];
+                if rqs.bql_pending == 0 {
+                    rqs.bql_time = now;
+                }
+                rqs.bql_pending += units;
+                let limit = self.txqs[r].dql.as_ref().map_or(0, |d| d.limit);
+                let rqs = &self.rqs[r];
+                if rqs.bql_time + self.cfg.bql_flush_ns <= now || rqs.bql_pending > limit {
+                    let n = std::mem::take(&mut self.rqs[r].bql_pending);
+                    self.bql_complete(cpu, rq, n);
+                }
+            }
+        }
+    }
+
+    /// End of `veth_poll()`'s receive loop: the per-poll completion, and the
+    /// coalescing window's time check.
+    fn bql_poll_end(&mut self, cpu: u16, rq: u16) {
+        let r = rq as usize;
+        match self.cfg.completion {
+            Completion::PerPoll => {
+                let n = std::mem::take(&mut self.rqs[r].bql_poll_count);
+                self.bql_complete(cpu, rq, n);
+            }
+            Completion::Coalesced => {
+                let rqs = &self.rqs[r];
+                if rqs.bql_pending > 0 && rqs.bql_time + self.cfg.bql_flush_ns <= self.now {
+                    let n = std::mem::take(&mut self.rqs[r].bql_pending);
+                    self.bql_complete(cpu, rq, n);
+                }
+            }
+            Completion::PerPacket => {}
+        }
+    }
+
+    /// `netdev_tx_completed_queue()` on the peer TX queue; a cleared STACK_XOFF
+    /// schedules the qdisc on THIS (the consumer's) CPU.
+    fn bql_complete(&mut self, cpu: u16, rq: u16, units: u32) {
+        if units == 0 {
+            return;
+        }
+        let txq = rq as usize;
+        let jiffies = self.jiffies();
+        match self.txqs[txq].netdev_tx_completed_queue(units, jiffies) {
+            Ok(schedule) => {
+                if self.measuring() {
+                    self.metrics.bql_completions += 1;
+                }
+                self.bql_sample(txq);
+                if schedule {
+                    if let Some(qi) = self.txq_qdisc[txq] {
+                        self.netif_schedule(cpu, qi);
+                    }
+                }
+            }
+            Err(e) => self.finding(
+                "DQL completes no more than was queued",
+                format!("txq {txq}: dql_completed({units}) refused: {e:?}"),
+            ),
+        }
+    }
+
+    /// Samples BQL limit and in-flight units for the measured TX queue.
+    pub fn bql_sample(&mut self, txq: usize) {
+        if Some(txq as u16) != self.main_txq() {
+            return;
+        }
+        let Some(dql) = self.txqs[txq].dql.as_ref() else { return };
+        let (limit, inflight) = (dql.limit as f64, dql.inflight() as f64);
+        let (now, start) = (self.now, self.cfg.start);
+        self.metrics.bql_limit.set(now, start, limit);
+        self.metrics.bql_inflight.set(now, start, inflight);
+        if now >= start {
+            self.metrics.hist_inflight.record(inflight as u64);
+        }
+    }
+
+    /// The TX queue the BQL and ring metrics describe: the XPS queue, else queue 0.
+    pub fn main_txq(&self) -> Option<u16> {
+        Some(self.cfg.xps_txq.unwrap_or(0))
+    }
+
+    fn ring_metric(&mut self, rq: usize) {
+        if Some(rq as u16) == self.main_txq() {
+            let len = self.rqs[rq].ring.len() as f64;
+            let (now, start) = (self.now, self.cfg.start);
+            self.metrics.ring_occupancy.set(now, start, len);
+        }
+    }
+
+    /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through
+    /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
+    /// the socket, one after another on this CPU.
+    pub fn gro_flush(&mut self, _cpu: u16, rq: u16) -> Step {
+        let r = rq as usize;
+        let mut list = std::mem::take(&mut self.rqs[r].gro_list);
+        let mut t = self.now;
+        for &id in &list {
+            // ip_rcv_core() orphans the skb: the sender's sndbuf is released here.
+            if self.pkts.get(id).owns_wmem {
+                self.sock_wfree(id);
+            }
+            t += self.cost(self.cfg.consumer_pkt_ns);
+            self.deliver(id, t);
+        }
+        list.clear();
+        self.rqs[r].gro_list = list;
+        Step::Done(t - self.now)
+    }
+
+    /// A packet reached its socket at time `t`.
+    fn deliver(&mut self, id: u32, t: u64) {
+        let info = *self.pkts.get(id);
+        if t >= self.cfg.start && t <= self.cfg.end {
+            self.metrics.consumer_pkts += 1;
+            match info.origin {
+                Origin::Flood(i) => self.metrics.sink_pkts[i as usize] += 1,
+                Origin::Ping => {}
+            }
+        }
+        if info.origin == Origin::Ping && info.t_send >= self.cfg.start {
+            let reply = self.cost(self.profile.costs.ping_reply_ns);
+            let s = ProbeSample {
+                rtt: t + reply - info.t_send,
+                wait_qdisc: info.t_xmit - info.t_send,
+                wait_ring: info.t_consume - info.t_xmit,
+                wait_consumer: t - info.t_consume,
+            };
+            self.metrics.hist_rtt_us.record(s.rtt / 1000);
+            self.metrics.probes.push(s);
+        }
+        self.delivered += 1;
+        self.pkts.free(id);
+    }
+
+    /// `net_rx_action()`: poll the NAPIs on this CPU's list within the 300-packet and
+    /// 2-jiffy budgets; leftovers and repolls go back on the list and re-raise NET_RX.
+    pub fn net_rx_action(
+        &mut self,
+        cpu: u16,
+        started: &mut bool,
+        budget: &mut i32,
+        time_limit: &mut u64,
+        awaiting: &mut Option<u16>,
+    ) -> Step {
+        let ci = cpu as usize;
+        if !*started {
+            *started = true;
+            *budget = self.cfg.netdev_budget;
+            *time_limit = self.jiffies() + self.cfg.netdev_budget_jiffies;
+            let c = &mut self.cpus[ci];
+            let mut pl = std::mem::take(&mut c.poll_list);
+            c.rx_local.append(&mut pl);
+            c.poll_list = pl;
+            return Step::Continue(self.cost(self.profile.costs.softirq_ns));
+        }
+        if let Some(rq) = awaiting.take() {
+            let c = &mut self.cpus[ci];
+            *budget -= c.ret_work as i32;
+            if c.ret_repoll {
+                c.rx_repoll.push_back(rq);
+            }
+            if *budget <= 0 || self.jiffies() >= *time_limit {
+                self.cpus[ci].time_squeeze += 1;
+                return self.net_rx_action_end(cpu);
+            }
+        }
+        match self.cpus[ci].rx_local.pop_front() {
+            Some(rq) => {
+                *awaiting = Some(rq);
+                Step::Call(0, Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false })
+            }
+            None => self.net_rx_action_end(cpu),
+        }
+    }
+
+    fn net_rx_action_end(&mut self, cpu: u16) -> Step {
+        let c = &mut self.cpus[cpu as usize];
+        // poll_list = unpolled ++ newly scheduled ++ repoll.
+        let mut newly = std::mem::take(&mut c.poll_list);
+        let mut list = std::mem::take(&mut c.rx_local);
+        list.append(&mut newly);
+        list.append(&mut c.rx_repoll);
+        c.poll_list = list;
+        c.rx_local = newly;
+        if !c.poll_list.is_empty() {
+            c.softirq_pending |= NET_RX_SOFTIRQ;
+        }
+        Step::Done(0)
+    }
+}

@@ -1,0 +1,469 @@
+//! The simulated machine: CPUs, the sender's device (TX queues and qdiscs), the peer's
+//! RX queues (rings and NAPI), the traffic, and the main event loop.
+
+use crate::arena::{Arena, Origin};
+use crate::cpu::*;
+use crate::dev::QdiscInst;
+use crate::event::{Event, EventQueue};
+use crate::metrics::Metrics;
+use crate::profile::Profile;
+use crate::traffic::{Pinger, Sender};
+use crate::veth::VethRq;
+use darkbuf_model::dql::Dql;
+use darkbuf_model::qdisc::{self, DevInfo};
+use darkbuf_model::txq::NetdevQueue;
+use darkbuf_report::Finding;
+use darkbuf_scenario::{Completion, NapiMode, Scenario};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// `INITIAL_JIFFIES`: jiffies start 300 s before the 32-bit wrap, so wrap bugs show early.
+pub fn initial_jiffies(hz: u32) -> u64 {
+    (0u32.wrapping_sub(300u32.wrapping_mul(hz))) as u64
+}
+
+/// Scenario settings the hot path reads, resolved once.
+pub struct Config {
+    pub hz: u32,
+    pub napi_threaded: bool,
+    pub napi_weight: u32,
+    pub netdev_budget: i32,
+    pub netdev_budget_jiffies: u64,
+    pub gro_normal_batch: usize,
+    pub backpressure: bool,
+    pub bql: bool,
+    pub bql_unit_packet: bool,
+    pub completion: Completion,
+    /// tx-usecs window in ns (0 = per-packet completion).
+    pub bql_flush_ns: u64,
+    pub xps_txq: Option<u16>,
+    pub tx_queues: u16,
+    /// Per-packet stack cost of the consumer: base + rules + application (ns).
+    pub consumer_pkt_ns: f64,
+    pub start: u64,
+    pub end: u64,
+}
+
+pub struct World {
+    pub now: u64,
+    pub cfg: Config,
+    pub profile: Profile,
+    pub events: EventQueue,
+    pub cpus: Vec<Cpu>,
+    pub tasks: Vec<(Task, TaskState, u16)>,
+    pub pkts: Arena,
+    /// The sender device's TX queues (veth: index i feeds the peer's RX queue i).
+    pub txqs: Vec<NetdevQueue>,
+    /// Qdisc instances; `txq_qdisc[i]` is TX queue i's (`None` = noqueue).
+    pub qdiscs: Vec<QdiscInst>,
+    pub txq_qdisc: Vec<Option<u16>>,
+    pub rqs: Vec<VethRq>,
+    /// TX queue counters at the start of the measured window.
+    pub txq_base: Vec<darkbuf_model::txq::TxqStats>,
+    pub senders: Vec<Sender>,
+    pub pinger: Option<Pinger>,
+    pub metrics: Metrics,
+    pub rng: ChaCha8Rng,
+    /// Reused buffer for packets a qdisc drops.
+    pub drops: Vec<darkbuf_model::Skb>,
+    /// Packets created, delivered and dropped since time 0, for the conservation check.
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+}
+
+/// The simulator could not be set up for this scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl World {
+    pub fn new(scn: &Scenario, profile: Profile, seed: u64) -> Result<World, SetupError> {
+        use rand::SeedableRng;
+        let d = &scn.device;
+        if d.driver != darkbuf_scenario::Driver::Veth {
+            return Err(SetupError::Unsupported(
+                "driver = \"tun\" is not simulated yet (tun/tap is a separate issue); use driver = \"veth\"".into(),
+            ));
+        }
+        let hz = scn.machine.hz;
+        let jiffies0 = initial_jiffies(hz);
+        let cfg = Config {
+            hz,
+            napi_threaded: d.napi == NapiMode::Threaded,
+            napi_weight: d.napi_weight,
+            netdev_budget: d.netdev_budget as i32,
+            netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, hz),
+            gro_normal_batch: d.gro_normal_batch.max(1) as usize,
+            backpressure: d.backpressure,
+            bql: d.bql.enabled,
+            bql_unit_packet: d.bql.unit == darkbuf_scenario::BqlUnit::Packet,
+            completion: d.bql.completion,
+            bql_flush_ns: d.bql.tx_usecs as u64 * 1000,
+            xps_txq: d.xps_txq.map(|x| x as u16),
+            tx_queues: d.tx_queues as u16,
+            consumer_pkt_ns: profile.consumer_cost_ns(scn.consumer.nrules) + scn.consumer.app_cost_ns as f64,
+            start: scn.warmup_ns,
+            end: scn.warmup_ns.saturating_add(scn.duration_ns),
+        };
+        let ncpu = scn.machine.cpus.max(2) as usize;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let hash_key: u32 = rng.gen();
+
+        // TX queues with BQL as the veth BQL series sets it up (dql_init(HZ), limits via sysfs).
+        let hold_jiffies = msecs_to_jiffies(d.bql.hold_time_ns / 1_000_000, hz);
+        let txqs = (0..d.tx_queues)
+            .map(|_| {
+                let dql = cfg.bql.then(|| {
+                    let mut dql = Dql::new(hold_jiffies, jiffies0);
+                    dql.set_min_limit(d.bql.limit_min);
+                    dql.max_limit = d.bql.limit_max;
+                    dql
+                });
+                NetdevQueue::new(dql)
+            })
+            .collect();
+
+        // Qdiscs: noqueue, one root over all TX queues, or mq with a child per queue.
+        let dev = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: 1514, hash_key, hz };
+        let mut qdiscs = Vec::new();
+        let mut txq_qdisc = vec![None; d.tx_queues as usize];
+        let build = |spec: &darkbuf_scenario::QdiscSpec| {
+            qdisc::build(&spec.kind, spec.params.clone(), &dev)
+                .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
+        };
+        match scn.qdisc.kind.as_str() {
+            "noqueue" => {}
+            "mq" => {
+                let default_child = darkbuf_scenario::QdiscSpec {
+                    kind: "pfifo_fast".into(),
+                    params: Default::default(),
+                    child: None,
+                };
+                let child = scn.qdisc.child.as_deref().unwrap_or(&default_child);
+                for (i, slot) in txq_qdisc.iter_mut().enumerate() {
+                    // mq children have TCQ_F_ONETXQUEUE: they may bulk-dequeue by BQL budget.
+                    qdiscs.push(QdiscInst::new(Some(build(child)?), true, Some(i as u16)));
+                    *slot = Some(i as u16);
+                }
+            }
+            _ => {
+                let onetx = d.tx_queues == 1;
+                qdiscs.push(QdiscInst::new(Some(build(&scn.qdisc)?), onetx, onetx.then_some(0)));
+                txq_qdisc.iter_mut().for_each(|s| *s = Some(0));
+            }
+        }
+
+        let mut tasks = Vec::new();
+        let rqs: Vec<VethRq> = (0..d.tx_queues)
+            .map(|i| {
+                // Threaded NAPI kthreads are pinned away from the sender (CPU 0).
+                let cpu = 1 + (i as usize % (ncpu - 1)) as u16;
+                tasks.push((Task::NapiThread(i as u16), TaskState::Sleeping, cpu));
+                VethRq::new(d.ring_size as usize, cpu, cfg.gro_normal_batch)
+            })
+            .collect();
+
+        let mut senders = Vec::new();
+        let mut pinger = None;
+        for (i, t) in scn.traffic.iter().enumerate() {
+            match t {
+                darkbuf_scenario::Traffic::Udp(u) => {
+                    let s = Sender::new(i as u16, senders.len() as u16, u);
+                    tasks.push((Task::Sender(s.index), TaskState::Runnable, 0));
+                    senders.push(s);
+                }
+                darkbuf_scenario::Traffic::Ping(p) => {
+                    if pinger.is_none() {
+                        pinger = Some(Pinger::new(p));
+                        tasks.push((Task::Pinger, TaskState::Sleeping, 0));
+                    }
+                }
+            }
+        }
+        for c in 0..ncpu {
+            tasks.push((Task::Ksoftirqd, TaskState::Sleeping, c as u16));
+        }
+        let metrics = Metrics { sink_pkts: vec![0; senders.len()], ..Default::default() };
+        let mut w = World {
+            now: 0,
+            cfg,
+            profile,
+            events: EventQueue::default(),
+            cpus: (0..ncpu).map(|_| Cpu::new()).collect(),
+            tasks,
+            pkts: Arena::with_capacity(4096),
+            txqs,
+            qdiscs,
+            txq_qdisc,
+            txq_base: vec![Default::default(); d.tx_queues as usize],
+            rqs,
+            senders,
+            pinger,
+            metrics,
+            rng,
+            drops: Vec::with_capacity(64),
+            created: 0,
+            delivered: 0,
+            dropped: 0,
+        };
+        // Senders start runnable on CPU 0; the pinger's first probe comes at a random
+        // phase within its interval so runs with different seeds sample differently.
+        for i in 0..w.senders.len() {
+            w.cpus[0].runnable.push_back(Task::Sender(i as u16));
+        }
+        w.cpu_kick(0, 0);
+        w.events.push(w.cfg.start, Event::Warmup);
+        if let Some(p) = &w.pinger {
+            let phase = w.rng.gen_range(0..p.interval_ns.max(1));
+            let ti = w.task_index(Task::Pinger);
+            w.events.push(phase, Event::TaskTimer(ti));
+        }
+        Ok(w)
+    }
+
+    pub fn jiffies(&self) -> u64 {
+        initial_jiffies(self.cfg.hz) + self.now / (1_000_000_000 / self.cfg.hz as u64)
+    }
+
+    pub fn measuring(&self) -> bool {
+        self.now >= self.cfg.start
+    }
+
+    /// A step's cost with the profile's seeded noise.
+    #[inline]
+    pub fn cost(&mut self, ns: f64) -> u64 {
+        let noise = self.profile.noise;
+        let f = if noise > 0.0 { 1.0 + noise * (2.0 * self.rng.gen::<f64>() - 1.0) } else { 1.0 };
+        (ns * f).max(0.0) as u64
+    }
+
+    pub fn finding(&mut self, invariant: &str, detail: String) {
+        if self.metrics.findings.len() < 100 {
+            self.metrics.findings.push(Finding { time_ns: self.now, invariant: invariant.into(), detail });
+        }
+    }
+
+    pub fn task_index(&self, t: Task) -> u16 {
+        self.tasks.iter().position(|(x, _, _)| *x == t).expect("task exists") as u16
+    }
+
+    fn task_index_on(&self, t: Task, cpu: u16) -> u16 {
+        self.tasks
+            .iter()
+            .position(|(x, _, c)| *x == t && (t != Task::Ksoftirqd || *c == cpu))
+            .expect("task exists") as u16
+    }
+
+    /// Runs the simulation to the end of the measured window.
+    pub fn run(&mut self) {
+        while let Some((t, ev)) = self.events.pop() {
+            if t > self.cfg.end {
+                break;
+            }
+            self.now = t;
+            match ev {
+                Event::Cpu(c) => self.cpu_run(c),
+                Event::TaskTimer(ti) => self.task_timer(ti),
+                Event::Warmup => self.warmup_done(),
+            }
+        }
+        self.now = self.cfg.end;
+    }
+
+    fn warmup_done(&mut self) {
+        for q in &mut self.qdiscs {
+            q.base = [q.sent_pkts, q.drops(), q.requeues, q.overlimits()];
+        }
+        self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
+    }
+
+    /// Makes an idle CPU start executing after `delay` ns.
+    pub fn cpu_kick(&mut self, cpu: u16, delay: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        if !c.busy {
+            c.busy = true;
+            self.events.push(self.now + delay, Event::Cpu(cpu));
+        }
+    }
+
+    /// `raise_softirq()` on `cpu` (always the CPU executing the caller).
+    pub fn raise_softirq(&mut self, cpu: u16, bit: u8) {
+        self.cpus[cpu as usize].softirq_pending |= bit;
+    }
+
+    /// `wake_up_process()`: make a task runnable on its CPU.
+    pub fn wake_task(&mut self, task: Task, on_cpu: u16) {
+        let ti = self.task_index_on(task, on_cpu) as usize;
+        let cpu = self.tasks[ti].2;
+        match self.tasks[ti].1 {
+            TaskState::Sleeping => {
+                self.tasks[ti].1 = TaskState::Runnable;
+                let c = &mut self.cpus[cpu as usize];
+                // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
+                if task == Task::Pinger {
+                    c.runnable.push_front(task);
+                } else {
+                    c.runnable.push_back(task);
+                }
+                let delay = self.cost(self.profile.costs.wakeup_ns);
+                self.cpu_kick(cpu, delay);
+            }
+            TaskState::Running { .. } => self.tasks[ti].1 = TaskState::Running { woken: true },
+            TaskState::Runnable => {}
+        }
+    }
+
+    fn task_timer(&mut self, ti: u16) {
+        let (task, _, cpu) = self.tasks[ti as usize];
+        if let Task::Pinger = task {
+            if let Some(p) = self.pinger.as_mut() {
+                p.due += 1;
+            }
+            self.pinger_rearm();
+        }
+        self.wake_task(task, cpu);
+    }
+
+    /// Executes steps on `cpu` until one takes time or the CPU goes idle.
+    fn cpu_run(&mut self, cpu: u16) {
+        let ci = cpu as usize;
+        loop {
+            let Some(mut frame) = self.cpus[ci].frames.pop() else {
+                if !self.pick_next(cpu) {
+                    self.cpus[ci].busy = false;
+                    return;
+                }
+                continue;
+            };
+            let cost = match self.step(cpu, &mut frame) {
+                Step::Continue(c) => {
+                    self.cpus[ci].frames.push(frame);
+                    c
+                }
+                Step::Done(c) => c,
+                Step::Call(c, child) => {
+                    self.cpus[ci].frames.push(frame);
+                    self.cpus[ci].frames.push(child);
+                    c
+                }
+                Step::Softirqs => {
+                    self.cpus[ci].frames.push(frame);
+                    self.push_softirqs(cpu);
+                    0
+                }
+            };
+            if cost > 0 {
+                if self.now >= self.cfg.start {
+                    self.cpus[ci].busy_ns += cost;
+                }
+                self.events.push(self.now + cost, Event::Cpu(cpu));
+                return;
+            }
+        }
+    }
+
+    /// Nothing on the stack: run pending softirqs or the next runnable task.
+    fn pick_next(&mut self, cpu: u16) -> bool {
+        let c = &mut self.cpus[cpu as usize];
+        if c.softirq_pending != 0 {
+            self.push_softirqs(cpu);
+            return true;
+        }
+        let Some(task) = c.runnable.pop_front() else { return false };
+        let ti = self.task_index_on(task, cpu) as usize;
+        self.tasks[ti].1 = TaskState::Running { woken: false };
+        let c = &mut self.cpus[cpu as usize];
+        c.softirq_rounds = 0;
+        c.frames.push(Frame::TaskEnd(task));
+        match task {
+            Task::Sender(_) | Task::Pinger => c.frames.push(Frame::SendMsg(task)),
+            Task::NapiThread(rq) => {
+                c.frames.push(Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false })
+            }
+            Task::Ksoftirqd => {}
+        }
+        true
+    }
+
+    /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
+    /// before NET_RX, by softirq number).
+    pub fn push_softirqs(&mut self, cpu: u16) {
+        let c = &mut self.cpus[cpu as usize];
+        let pending = std::mem::take(&mut c.softirq_pending);
+        if pending & NET_RX_SOFTIRQ != 0 {
+            c.frames.push(Frame::NetRxAction { started: false, budget: 0, time_limit: 0, awaiting: None });
+        }
+        if pending & NET_TX_SOFTIRQ != 0 {
+            c.frames.push(Frame::NetTxAction { started: false });
+        }
+    }
+
+    /// The bottom frame of a task's unit: softirqs first (local_bh_enable), then the
+    /// task's own decision to run again or sleep.
+    fn task_end(&mut self, cpu: u16, task: Task) -> Step {
+        let c = &mut self.cpus[cpu as usize];
+        if c.softirq_pending != 0 {
+            if c.softirq_rounds == 0 {
+                c.softirq_burst_start = self.now;
+            }
+            if c.softirq_rounds < MAX_SOFTIRQ_RESTART
+                && self.now - c.softirq_burst_start < MAX_SOFTIRQ_TIME_NS
+            {
+                c.softirq_rounds += 1;
+                return Step::Softirqs;
+            }
+            // Too long in softirq: leave the rest to ksoftirqd.
+            self.wake_task(Task::Ksoftirqd, cpu);
+        }
+        let ti = self.task_index_on(task, cpu) as usize;
+        let woken = matches!(self.tasks[ti].1, TaskState::Running { woken: true });
+        let runnable = match task {
+            Task::Sender(i) => self.sender_wants_cpu(i),
+            Task::Pinger => self.pinger.as_ref().map(|p| p.due > 0).unwrap_or(false),
+            Task::NapiThread(_) => self.cpus[cpu as usize].ret_repoll || woken,
+            Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
+        };
+        if runnable {
+            self.tasks[ti].1 = TaskState::Runnable;
+            self.cpus[cpu as usize].runnable.push_back(task);
+        } else {
+            self.tasks[ti].1 = TaskState::Sleeping;
+        }
+        Step::Done(0)
+    }
+
+    /// Dispatches one step of `frame` on `cpu`.
+    fn step(&mut self, cpu: u16, frame: &mut Frame) -> Step {
+        match frame {
+            Frame::TaskEnd(task) => self.task_end(cpu, *task),
+            Frame::SendMsg(task) => self.send_msg(cpu, *task),
+            Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
+            Frame::NetTxAction { started } => self.net_tx_action(cpu, started),
+            Frame::NetRxAction { started, budget, time_limit, awaiting } => {
+                self.net_rx_action(cpu, started, budget, time_limit, awaiting)
+            }
+            Frame::NapiPoll { rq, phase, done, flush_pending } => {
+                self.napi_poll_step(cpu, *rq, phase, done, flush_pending)
+            }
+            Frame::GroFlush { rq } => self.gro_flush(cpu, *rq),
+        }
+    }
+}
+
+/// `usecs_to_jiffies()`, rounding up.
+pub fn usecs_to_jiffies(us: u64, hz: u32) -> u64 {
+    (us * hz as u64).div_ceil(1_000_000)
+}
+
+/// `msecs_to_jiffies()`, rounding up.
+pub fn msecs_to_jiffies(ms: u64, hz: u32) -> u64 {
+    (ms * hz as u64).div_ceil(1000)
+}
+
+/// Who a packet belongs to, for metrics.
+pub fn is_probe(o: Origin) -> bool {
+    matches!(o, Origin::Ping)
+}
