@@ -82,6 +82,8 @@ pub enum Step {
     Done(u64),
     /// The frame stays and `Frame` is pushed on top after this many ns.
     Call(u64, Frame),
+    /// The frame is finished and `Frame` runs in its place after this many ns (a tail call).
+    Then(u64, Frame),
     /// The frame stays and the pending softirqs' handlers run on top of it now.
     Softirqs,
 }

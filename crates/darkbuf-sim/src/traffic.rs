@@ -142,7 +142,7 @@ impl World {
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next) = self.dev_queue_xmit(cpu, id);
         match next {
-            Some(f) => Step::Call(send_cost + xmit_cost, f),
+            Some(f) => Step::Then(send_cost + xmit_cost, f),
             None => Step::Done(send_cost + xmit_cost),
         }
     }

@@ -1,7 +1,7 @@
 //! The simulated machine: CPUs, the sender's device (TX queues and qdiscs), the peer's
 //! RX queues (rings and NAPI), the traffic, and the main event loop.
 
-use crate::arena::{Arena, Origin};
+use crate::arena::Arena;
 use crate::cpu::*;
 use crate::dev::QdiscInst;
 use crate::event::{Event, EventQueue};
@@ -344,6 +344,10 @@ impl World {
                     c
                 }
                 Step::Done(c) => c,
+                Step::Then(c, next) => {
+                    self.cpus[ci].frames.push(next);
+                    c
+                }
                 Step::Call(c, child) => {
                     self.cpus[ci].frames.push(frame);
                     self.cpus[ci].frames.push(child);
@@ -463,7 +467,3 @@ pub fn msecs_to_jiffies(ms: u64, hz: u32) -> u64 {
     (ms * hz as u64).div_ceil(1000)
 }
 
-/// Who a packet belongs to, for metrics.
-pub fn is_probe(o: Origin) -> bool {
-    matches!(o, Origin::Ping)
-}
