@@ -77,11 +77,6 @@ impl QdiscInst {
     }
 }
 
-/// A list of skbs handed to the driver at once (`skb->next` chain), without allocating.
-pub struct SkbList {
-    pub n: usize,
-    pub skbs: [Skb; MAX_BULK],
-}
 
 impl World {
     /// `netdev_core_pick_tx()`: XPS sends all local traffic to one queue; otherwise the
@@ -115,10 +110,13 @@ impl World {
             q.running = true;
             q.sent_pkts += 1;
             q.sent_bytes += skb.len as u64;
-            let mut list = SkbList { n: 1, skbs: [Skb::default(); MAX_BULK] };
-            list.skbs[0] = skb;
+            let mut list = std::mem::take(&mut self.bulk);
+            list.clear();
+            list.push(skb);
             let cost = self.cost(self.profile.costs.xmit_ns);
-            if self.sch_direct_xmit(cpu, qi, &list) {
+            let ok = self.sch_direct_xmit(cpu, qi, &list);
+            self.bulk = list;
+            if ok {
                 return (cost, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }));
             }
             self.qdiscs[qi as usize].running = false;
@@ -150,20 +148,26 @@ impl World {
 
     /// One `qdisc_restart()` inside `__qdisc_run()`.
     pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
-        let mut list = SkbList { n: 0, skbs: [Skb::default(); MAX_BULK] };
+        // The skb chain handed to the driver lives in a buffer reused across steps.
+        let mut list = std::mem::take(&mut self.bulk);
+        list.clear();
         let from_queue = self.dequeue_skb(qi, &mut list);
-        if list.n == 0 {
+        let n = list.len();
+        if n == 0 {
+            self.bulk = list;
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
         let c = &self.profile.costs;
-        let ns = list.n as f64 * (c.xmit_ns + if from_queue { c.dequeue_ns } else { 0.0 });
+        let ns = n as f64 * (c.xmit_ns + if from_queue { c.dequeue_ns } else { 0.0 });
         let cost = self.cost(ns);
-        if !self.sch_direct_xmit(cpu, qi, &list) {
+        let ok = self.sch_direct_xmit(cpu, qi, &list);
+        self.bulk = list;
+        if !ok {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(cost);
         }
-        *quota -= list.n as i32;
+        *quota -= n as i32;
         if *quota <= 0 {
             self.netif_schedule(cpu, qi);
             self.qdiscs[qi as usize].running = false;
@@ -174,14 +178,13 @@ impl World {
 
     /// `dequeue_skb()`: the requeue slot first (if its queue runs), else the algorithm,
     /// with bulking. Returns whether the packets came from the algorithm.
-    fn dequeue_skb(&mut self, qi: u16, list: &mut SkbList) -> bool {
+    fn dequeue_skb(&mut self, qi: u16, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
         if let Some(head) = q.gso_skb.front() {
             // Requeued skbs were validated already; no bulking from gso_skb.
             if !self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
-                list.skbs[0] = q.gso_skb.pop_front().expect("head");
-                list.n = 1;
+                list.push(q.gso_skb.pop_front().expect("head"));
                 self.update_backlog_metric();
             }
             return false;
@@ -216,8 +219,7 @@ impl World {
             self.free_drops();
             return true;
         };
-        list.skbs[0] = first;
-        list.n = 1;
+        list.push(first);
         if q.onetxqueue {
             // try_bulk_dequeue_skb(): as many as the BQL budget allows (none without BQL:
             // dql_avail() is 0 when the driver never charges).
@@ -225,13 +227,12 @@ impl World {
             let avail = self.txqs[txq].dql.as_ref().map_or(0, |d| d.avail());
             let unit_packet = self.cfg.bql_unit_packet;
             let mut bytelimit = avail - bql_units(unit_packet, &first) as i32;
-            while bytelimit > 0 && list.n < MAX_BULK {
+            while bytelimit > 0 && list.len() < MAX_BULK {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += 1;
                 q.sent_bytes += s.len as u64;
                 bytelimit -= bql_units(unit_packet, &s) as i32;
-                list.skbs[list.n] = s;
-                list.n += 1;
+                list.push(s);
             }
         } else {
             // try_bulk_dequeue_skb_slow(): up to 8 more for the same TX queue.
@@ -245,8 +246,7 @@ impl World {
                     q.bad_txq.push_back(s);
                     break;
                 }
-                list.skbs[list.n] = s;
-                list.n += 1;
+                list.push(s);
                 cnt += 1;
             }
         }
@@ -257,22 +257,22 @@ impl World {
 
     /// `sch_direct_xmit()`: hands the list to the driver under the TX lock; whatever the
     /// driver does not take is requeued. Returns false to stop `__qdisc_run()`.
-    pub fn sch_direct_xmit(&mut self, cpu: u16, qi: u16, list: &SkbList) -> bool {
-        let txq = list.skbs[0].queue_mapping as usize;
+    pub fn sch_direct_xmit(&mut self, cpu: u16, qi: u16, list: &[Skb]) -> bool {
+        let txq = list[0].queue_mapping as usize;
         if self.txqs[txq].xmit_frozen_or_stopped() {
-            self.dev_requeue_skb(cpu, qi, &list.skbs[..list.n]);
+            self.dev_requeue_skb(cpu, qi, list);
             return false;
         }
         // dev_hard_start_xmit(): xmit_more for all but the last; stop on BUSY, or when
         // the driver stopped the queue (DRV_XOFF only) with packets left.
-        for i in 0..list.n {
-            let more = i + 1 < list.n;
-            if self.veth_xmit(cpu, list.skbs[i], more) == NetdevTx::Busy {
-                self.dev_requeue_skb(cpu, qi, &list.skbs[i..list.n]);
+        for i in 0..list.len() {
+            let more = i + 1 < list.len();
+            if self.veth_xmit(cpu, list[i], more) == NetdevTx::Busy {
+                self.dev_requeue_skb(cpu, qi, &list[i..]);
                 return false;
             }
             if more && self.txqs[txq].tx_queue_stopped() {
-                self.dev_requeue_skb(cpu, qi, &list.skbs[i + 1..list.n]);
+                self.dev_requeue_skb(cpu, qi, &list[i + 1..]);
                 return false;
             }
         }

@@ -26,6 +26,12 @@ impl EventQueue {
         self.heap.push(Reverse((at, self.seq, ev)));
     }
 
+    /// Time of the earliest pending event (`u64::MAX` if none).
+    #[inline]
+    pub fn peek_time(&self) -> u64 {
+        self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t)
+    }
+
     pub fn pop(&mut self) -> Option<(u64, Event)> {
         self.heap.pop().map(|Reverse((t, _, ev))| (t, ev))
     }
