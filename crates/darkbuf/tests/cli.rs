@@ -1,0 +1,116 @@
+//! The command-line contract: exit codes, error positions, output formats.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn darkbuf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
+}
+
+fn repo(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("darkbuf-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+const SHORT: [&str; 4] = ["--set", "duration=300ms", "--set", "warmup=50ms"];
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn run_prints_json_with_the_contract_metrics() {
+    let mut args = vec!["run", &repo("scenarios/veth-bql.toml")[..], "--format", "json"].into_iter().map(String::from).collect::<Vec<_>>();
+    args.extend(SHORT.iter().map(|s| s.to_string()));
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in ["scenario", "backend", "environment", "runs", "summary", "unavailable"] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    for m in [
+        "ping.rtt_avg_ms", "ping.rtt_p99_ms", "ping.loss_pct", "consumer.pps", "sink.pps", "qdisc.requeues",
+        "qdisc.backlog_avg_pkts", "bql.limit_avg", "bql.inflight_max", "txq.stack_xoff", "txq.drv_xoff",
+        "napi.polls", "napi.avg_work", "napi.full_budget_polls", "ring.drops", "ping.wait_ring_ms",
+    ] {
+        let s = &v["summary"][m];
+        assert!(s["mean"].is_number() && s["n"] == 1, "summary of {m}: {s}");
+    }
+    assert_eq!(v["backend"], "sim");
+}
+
+#[test]
+fn unknown_key_is_exit_2_with_position_and_suggestion() {
+    let p = write("typo.toml", "duration = \"1s\"\n[device.bql]\nenabled = true\nlimit_mn = 8\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\n");
+    let o = darkbuf(&["run", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("typo.toml:4:1"), "{e}");
+    assert!(e.contains("limit_min"), "{e}");
+}
+
+#[test]
+fn bad_duration_unit_is_exit_2() {
+    let p = write("parsecs.toml", "duration = \"10 parsecs\"\n[[traffic]]\nkind = \"udp\"\n");
+    let o = darkbuf(&["run", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("parsecs.toml:1:12") && e.contains("parsecs"), "{e}");
+}
+
+#[test]
+fn bql_without_qdisc_is_exit_2() {
+    let p = write("noq.toml", "[device.bql]\nenabled = true\n[qdisc]\nkind = \"noqueue\"\n[[traffic]]\nkind = \"udp\"\n");
+    let o = darkbuf(&["run", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("noq.toml:2:"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_set_is_exit_2_naming_the_flag() {
+    let o = darkbuf(&["run", &repo("scenarios/veth-bql.toml"), "--set", "device.bql.limit_min=lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--set device.bql.limit_min=lots"), "{}", stderr(&o));
+}
+
+#[test]
+fn kernel_backend_unavailable_is_exit_3() {
+    let o = darkbuf(&["run", &repo("scenarios/veth-bql.toml"), "--backend", "kernel"]);
+    assert_eq!(o.status.code(), Some(3));
+}
+
+#[test]
+fn sweep_prints_one_column_per_point() {
+    let mut args: Vec<String> = ["sweep", &repo("scenarios/veth-bql.toml"), "--set", "consumer.nrules=0,3500,15000"]
+        .iter().map(|s| s.to_string()).collect();
+    args.extend(SHORT.iter().map(|s| s.to_string()));
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let header = out.lines().find(|l| l.starts_with("| Metric")).expect("table header");
+    assert_eq!(header.matches('|').count(), 5, "{header}");
+    for n in ["0", "3500", "15000"] {
+        assert!(header.contains(n), "{header}");
+    }
+}
+
+#[test]
+fn same_seed_same_json() {
+    let p = repo("scenarios/veth-bql.toml");
+    let mut args = vec!["run".to_string(), p, "--format".into(), "json".into(), "--runs".into(), "2".into()];
+    args.extend(SHORT.iter().map(|s| s.to_string()));
+    let a = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    let b = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["summary"]["consumer.pps"]["n"], 2);
+}
