@@ -64,6 +64,9 @@ pub struct World {
     pub pinger: Option<Pinger>,
     pub metrics: Metrics,
     pub rng: ChaCha8Rng,
+    /// `cost()`'s noise factor as 1 - noise + u * (2 * noise / 2^32).
+    noise_floor: f64,
+    noise_per_u32: f64,
     /// Reused buffer for packets a qdisc drops.
     pub drops: Vec<darkbuf_model::Skb>,
     /// Reused buffer for the skb chain one `qdisc_restart()` hands to the driver.
@@ -188,6 +191,7 @@ impl World {
         for c in 0..ncpu {
             tasks.push((Task::Ksoftirqd, TaskState::Sleeping, c as u16));
         }
+        let profile_noise = profile.noise;
         let metrics = Metrics { sink_pkts: vec![0; senders.len()], ..Default::default() };
         let mut w = World {
             now: 0,
@@ -206,6 +210,8 @@ impl World {
             pinger,
             metrics,
             rng,
+            noise_floor: 1.0 - profile_noise,
+            noise_per_u32: 2.0 * profile_noise / 4294967296.0,
             drops: Vec::with_capacity(64),
             bulk: Vec::with_capacity(crate::dev::MAX_BULK),
             created: 0,
@@ -238,9 +244,12 @@ impl World {
     /// A step's cost with the profile's seeded noise.
     #[inline]
     pub fn cost(&mut self, ns: f64) -> u64 {
-        let noise = self.profile.noise;
-        let f = if noise > 0.0 { 1.0 + noise * (2.0 * self.rng.gen::<f64>() - 1.0) } else { 1.0 };
-        (ns * f).max(0.0) as u64
+        if self.noise_per_u32 == 0.0 {
+            return ns as u64;
+        }
+        // factor = 1 - noise + 2 * noise * u, u uniform in [0, 1) from 32 seeded bits.
+        let u = rand::RngCore::next_u32(&mut self.rng) as f64;
+        (ns * (self.noise_floor + u * self.noise_per_u32)) as u64
     }
 
     pub fn finding(&mut self, invariant: &str, detail: String) {
@@ -334,30 +343,40 @@ impl World {
     fn cpu_run(&mut self, cpu: u16) {
         let ci = cpu as usize;
         loop {
-            let Some(mut frame) = self.cpus[ci].frames.pop() else {
+            // The top frame is copied out, stepped, and written back in place if it stays.
+            let Some(&top) = self.cpus[ci].frames.last() else {
                 if !self.pick_next(cpu) {
                     self.cpus[ci].busy = false;
                     return;
                 }
                 continue;
             };
-            let cost = match self.step(cpu, &mut frame) {
+            let depth = self.cpus[ci].frames.len();
+            let mut frame = top;
+            let step = self.step(cpu, &mut frame);
+            // Steps push frames only through their return value, so the top is still ours.
+            debug_assert_eq!(self.cpus[ci].frames.len(), depth);
+            let frames = &mut self.cpus[ci].frames;
+            let cost = match step {
                 Step::Continue(c) => {
-                    self.cpus[ci].frames.push(frame);
+                    frames[depth - 1] = frame;
                     c
                 }
-                Step::Done(c) => c,
+                Step::Done(c) => {
+                    frames.pop();
+                    c
+                }
                 Step::Then(c, next) => {
-                    self.cpus[ci].frames.push(next);
+                    frames[depth - 1] = next;
                     c
                 }
                 Step::Call(c, child) => {
-                    self.cpus[ci].frames.push(frame);
-                    self.cpus[ci].frames.push(child);
+                    frames[depth - 1] = frame;
+                    frames.push(child);
                     c
                 }
                 Step::Softirqs => {
-                    self.cpus[ci].frames.push(frame);
+                    frames[depth - 1] = frame;
                     self.push_softirqs(cpu);
                     0
                 }
