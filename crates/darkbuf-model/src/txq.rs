@@ -124,13 +124,7 @@ impl NetdevQueue {
     pub fn netdev_tx_reset_queue(&mut self, jiffies: u64) {
         self.state &= !QUEUE_STATE_STACK_XOFF;
         if let Some(dql) = self.dql.as_mut() {
-            let (hold, min, max) = (dql.slack_hold_time, dql.min_limit, dql.max_limit);
-            let adj = dql.adj_limit;
-            *dql = Dql::new(hold, jiffies);
-            dql.min_limit = min;
-            dql.max_limit = max;
-            // dql_reset() leaves adj_limit alone (it is written only by completions).
-            dql.adj_limit = adj;
+            dql.reset(jiffies);
         }
     }
 }

@@ -311,7 +311,7 @@ impl World {
 
     /// `netdev_tx_completed_queue()` on the peer TX queue; a cleared STACK_XOFF
     /// schedules the qdisc on THIS (the consumer's) CPU.
-    fn bql_complete(&mut self, cpu: u16, rq: u16, units: u32) {
+    pub(crate) fn bql_complete(&mut self, cpu: u16, rq: u16, units: u32) {
         if units == 0 {
             return;
         }
@@ -463,5 +463,28 @@ impl World {
             c.softirq_pending |= NET_RX_SOFTIRQ;
         }
         Step::Done(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+    use crate::world::World;
+
+    #[test]
+    fn overcompletion_is_a_finding_with_time_not_a_panic() {
+        let text = "[device.bql]\nenabled = true\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\n";
+        let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let mut w = World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap();
+        w.now = 12_345;
+        // Nothing was queued on txq 0: completing 5 units is what dql_completed BUG()s on.
+        w.bql_complete(1, 0, 5);
+        let f = &w.metrics.findings;
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].time_ns, 12_345);
+        assert!(f[0].invariant.contains("no more than was queued"), "{f:?}");
+        assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
+        // And the queue state is untouched.
+        assert_eq!(w.txqs[0].dql.as_ref().unwrap().num_completed, 0);
     }
 }
