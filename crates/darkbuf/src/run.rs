@@ -156,24 +156,28 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let pb = progress(jobs.len() as u64, &scn.name);
     let results = results_of(&scn, &p, run_jobs(&jobs, &profiles, &pb)?);
     warn_findings("", &results);
-    let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
-    let csv = darkbuf_report::run_csv(&results);
+    emit(c, &results, darkbuf_report::run_csv(&results), || {
+        println!("{} ({} run{}, sim, profile {})", scn.name, scn.runs, if scn.runs == 1 { "" } else { "s" }, p.name);
+        print!("{}", darkbuf_report::run_table(&results));
+        if hist {
+            for r in &results.runs {
+                println!("\nhistograms, seed {}:", r.seed);
+                print!("{}", darkbuf_report::histograms_text(r));
+            }
+        }
+    })
+}
+
+/// Writes `--out` files and prints the results in the chosen format (`table` via `table`).
+fn emit<T: serde::Serialize>(c: &Common, results: &T, csv: String, table: impl FnOnce()) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(results).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
     if let Some(dir) = &c.out {
         write_out(dir, &json, &csv)?;
     }
     match c.format {
         Format::Json => print!("{json}"),
         Format::Csv => print!("{csv}"),
-        Format::Table => {
-            println!("{} ({} run{}, sim, profile {})", scn.name, scn.runs, if scn.runs == 1 { "" } else { "s" }, p.name);
-            print!("{}", darkbuf_report::run_table(&results));
-            if hist {
-                for r in &results.runs {
-                    println!("\nhistograms, seed {}:", r.seed);
-                    print!("{}", darkbuf_report::histograms_text(r));
-                }
-            }
-        }
+        Format::Table => table(),
     }
     Ok(())
 }
@@ -210,23 +214,13 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows) -> Result<(), Failure> {
         warn_findings(&format!(" in point \"{}\"", spec.label), &results);
         sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
     }
-    let json = serde_json::to_string_pretty(&sweep).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
-    let csv = darkbuf_report::sweep_csv(&sweep);
-    if let Some(dir) = &c.out {
-        write_out(dir, &json, &csv)?;
-    }
-    match c.format {
-        Format::Json => print!("{json}"),
-        Format::Csv => print!("{csv}"),
-        Format::Table => {
-            println!("{name}: {} points (sim)", sweep.points.len());
-            match rows {
-                Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
-                Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
-            }
+    emit(c, &sweep, darkbuf_report::sweep_csv(&sweep), || {
+        println!("{name}: {} points (sim)", sweep.points.len());
+        match rows {
+            Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
+            Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
         }
-    }
-    Ok(())
+    })
 }
 
 pub fn report(path: &Path, html: Option<&Path>) -> Result<(), Failure> {
