@@ -154,6 +154,8 @@ impl World {
         m.insert("napi.avg_work".into(), Some(avg_work));
         m.insert("napi.full_budget_polls".into(), Some(mt.napi_full_budget as f64));
         m.insert("ring.drops".into(), Some(mt.ring_drops as f64));
+        // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
+        m.insert("dev.noqueue_drops".into(), Some(mt.noqueue_drops as f64));
         m.insert("ring.occupancy_avg".into(), Some(mt.ring_occupancy.mean(start, end)));
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         m.insert("softnet.time_squeeze".into(), Some(squeeze as f64));
