@@ -76,8 +76,8 @@ proptest! {
         let p = Profile::load("seed-vm").unwrap();
         let (rec, _) = simulate(&scn, &p, seed).expect("simulates");
         prop_assert!(rec.findings.is_empty(), "findings {:?} for\n{}", rec.findings, text);
-        // Traffic flowed: the consumer got packets and the probes were answered or lost.
+        // Traffic flowed. (Probes may legitimately all still be queued at the end: a
+        // 1.5 MB bfifo of tiny packets in front of a 3000-rule consumer holds ~0.7 s.)
         prop_assert!(rec.metrics["consumer.pps"].unwrap() > 0.0, "nothing delivered for\n{}", text);
-        prop_assert!(rec.metrics["ping.probes"].unwrap() >= 1.0, "no probe fated for\n{}", text);
     }
 }
