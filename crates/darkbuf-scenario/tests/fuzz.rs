@@ -195,26 +195,13 @@ fn document() -> impl Strategy<Value = String> {
 
 /// Sections with their own keys, and values that are often of the right kind.
 fn aware_document() -> impl Strategy<Value = String> {
+    let device_scalar_keys: &'static [&'static str] =
+        Box::leak(DEVICE_KEYS.iter().copied().filter(|k| *k != "bql").collect::<Vec<_>>().into_boxed_slice());
     let sections: Vec<(&'static str, &'static [&'static str])> = vec![
         ("", &["name", "duration", "warmup", "runs", "seed"]),
         ("[machine]", MACHINE_KEYS),
-        (
-            "[device]",
-            &[
-                "driver",
-                "tx_queues",
-                "xps_txq",
-                "ring_size",
-                "txqueuelen",
-                "napi",
-                "napi_weight",
-                "netdev_budget",
-                "netdev_budget_usecs",
-                "gro_normal_batch",
-                "backpressure",
-                "wake_threshold",
-            ],
-        ),
+        // [device]'s scalar keys: DEVICE_KEYS without its `bql` sub-table.
+        ("[device]", device_scalar_keys),
         ("[device.bql]", BQL_KEYS),
         (
             "[qdisc]",
