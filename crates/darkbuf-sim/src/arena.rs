@@ -6,7 +6,8 @@ use darkbuf_model::Skb;
 /// Who sent a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// The UDP flood with this index in the scenario's `[[traffic]]`.
+    /// The UDP flood with this index in `World::senders` (not the `[[traffic]]` index,
+    /// which counts the pinger too).
     Flood(u16),
     /// The pinger's echo request.
     Ping,

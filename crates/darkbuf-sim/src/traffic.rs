@@ -106,7 +106,7 @@ impl World {
                     ecn: s.ecn,
                     ..Skb::default()
                 };
-                (skb, Origin::Flood(s.traffic_index), self.profile.costs.send_ns)
+                (skb, Origin::Flood(s.index), self.profile.costs.send_ns)
             }
             Task::Pinger => {
                 let p = self.pinger.as_mut().expect("pinger");
@@ -178,14 +178,13 @@ impl World {
     pub fn sock_wfree(&mut self, id: u32) {
         let info = self.pkts.get_mut(id);
         info.owns_wmem = false;
-        let Origin::Flood(ti) = info.origin else { return };
+        let Origin::Flood(si) = info.origin else { return };
         let truesize = info.skb.truesize as u64;
-        let Some(si) = self.senders.iter().position(|s| s.traffic_index == ti) else { return };
-        let s = &mut self.senders[si];
+        let s = &mut self.senders[si as usize];
         s.wmem -= truesize;
         if s.blocked && s.wmem < s.sndbuf / 2 {
             s.blocked = false;
-            self.wake_task(Task::Sender(si as u16), 0);
+            self.wake_task(Task::Sender(si), 0);
         }
     }
 }

@@ -81,3 +81,16 @@ proptest! {
         prop_assert!(rec.metrics["consumer.pps"].unwrap() > 0.0, "nothing delivered for\n{}", text);
     }
 }
+
+/// A pinger listed before the flood: floods are counted by their own index, not by their
+/// position in `[[traffic]]` (this used to index past the per-flood counters).
+#[test]
+fn ping_listed_before_flood() {
+    let text = "duration = \"100ms\"\nwarmup = \"10ms\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"5ms\"\n[[traffic]]\nkind = \"udp\"\n";
+    let scn = load_str("t.toml", text, &[]).unwrap();
+    let (rec, _) = simulate(&scn, &Profile::load("seed-vm").unwrap(), 1).unwrap();
+    assert!(rec.findings.is_empty(), "{:?}", rec.findings);
+    let flood = rec.metrics["sink.pps.1"].expect("the flood is traffic 1");
+    assert!(flood > 0.0);
+    assert_eq!(rec.metrics["sink.pps"], Some(flood));
+}
