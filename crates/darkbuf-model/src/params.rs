@@ -14,6 +14,9 @@ pub enum ParamValue {
     Float(f64),
     Str(String),
     Bool(bool),
+    /// An array of tables (`[[qdisc.class]]`): one parameter set per element, each
+    /// parsed by the qdisc like a nested `tc class add` line.
+    Tables(Vec<Params>),
 }
 
 impl std::fmt::Display for ParamValue {
@@ -23,6 +26,7 @@ impl std::fmt::Display for ParamValue {
             ParamValue::Float(v) => write!(f, "{v}"),
             ParamValue::Str(v) => write!(f, "\"{v}\""),
             ParamValue::Bool(v) => write!(f, "{v}"),
+            ParamValue::Tables(v) => write!(f, "[{} tables]", v.len()),
         }
     }
 }
@@ -37,6 +41,19 @@ pub enum ParamError {
 }
 
 impl ParamError {
+    /// Re-keys an error from the `index`-th table of the array `array` as
+    /// `array[index].key`, so the scenario can point at the element.
+    pub fn nested(self, array: &str, index: usize) -> ParamError {
+        match self {
+            ParamError::Unknown { key, valid } => {
+                ParamError::Unknown { key: format!("{array}[{index}].{key}"), valid }
+            }
+            ParamError::Invalid { key, message, expected } => {
+                ParamError::Invalid { key: format!("{array}[{index}].{key}"), message, expected }
+            }
+        }
+    }
+
     pub fn key(&self) -> &str {
         match self {
             ParamError::Unknown { key, .. } | ParamError::Invalid { key, .. } => key,
@@ -184,6 +201,29 @@ impl Params {
                 }
             }
             Some(other) => Err(Self::invalid(key, format!("{other} is not valid"), expected)),
+        }
+    }
+
+    /// An array of tables (e.g. htb's `[[qdisc.class]]`); empty when absent. Errors in
+    /// element `i` should be re-keyed with [`ParamError::nested`].
+    pub fn take_tables(&mut self, key: &str) -> Result<Vec<Params>, ParamError> {
+        match self.map.remove(key) {
+            None => Ok(Vec::new()),
+            Some(ParamValue::Tables(v)) => Ok(v),
+            Some(other) => Err(Self::invalid(
+                key,
+                format!("{other} is not an array of tables"),
+                format!("[[...{key}]] sections"),
+            )),
+        }
+    }
+
+    /// A string value taken as is (e.g. a class handle "1:10"); `None` when absent.
+    pub fn take_str(&mut self, key: &str) -> Result<Option<String>, ParamError> {
+        match self.map.remove(key) {
+            None => Ok(None),
+            Some(ParamValue::Str(s)) => Ok(Some(s)),
+            Some(other) => Err(Self::invalid(key, format!("{other} is not a string"), "a string")),
         }
     }
 

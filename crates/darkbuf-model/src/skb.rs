@@ -15,8 +15,14 @@ pub struct Skb {
     pub len: u32,
     /// `skb->truesize`: the memory charged to the socket and to fq_codel's memory_limit.
     pub truesize: u32,
-    /// `skb->priority` (0..15 as set from the IP TOS; `TC_PRIO_*`).
-    pub priority: u8,
+    /// The sending socket (`skb->sk`): fq keeps one flow per socket. 0 = no socket
+    /// (fq then falls back to the flow hash, as for forwarded packets).
+    pub sk: u32,
+    /// `skb->priority` (`SO_PRIORITY`): 0..15 is a `TC_PRIO_*` band selector for
+    /// pfifo_fast; a `major:minor` handle (`0x00010010` = 1:10) selects an htb/prio class.
+    pub priority: u32,
+    /// The IP header's DSCP (the six upper bits of TOS), for cake's diffserv tins.
+    pub dscp: u8,
     /// The two ECN bits of the IP header (0 = Not-ECT, 1 = ECT(1), 2 = ECT(0), 3 = CE).
     pub ecn: u8,
     /// TX queue chosen by `netdev_core_pick_tx()` (`skb->queue_mapping`).

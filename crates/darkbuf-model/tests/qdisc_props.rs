@@ -107,7 +107,7 @@ enum Op {
     Enqueue {
         flow: u32,
         len: u32,
-        priority: u8,
+        priority: u32,
     },
     Dequeue,
     /// Advance the clock (ns).
@@ -116,7 +116,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u32..12, prop_oneof![Just(66u32), Just(1514), 1u32..9000], 0u8..16)
+        4 => (0u32..12, prop_oneof![Just(66u32), Just(1514), 1u32..9000], 0u32..16)
             .prop_map(|(flow, len, priority)| Op::Enqueue { flow, len, priority }),
         3 => Just(Op::Dequeue),
         1 => (0u64..1_500_000_000).prop_map(Op::Wait),
@@ -239,7 +239,7 @@ proptest! {
         if let Ok(mut q) = build(kind, p, &dev) {
             let mut drops = Vec::new();
             for i in 0..8u32 {
-                q.enqueue(Skb { id: i, flow: i % 3, len: 100 + i, priority: i as u8, ..Skb::default() }, 0, &mut drops);
+                q.enqueue(Skb { id: i, flow: i % 3, len: 100 + i, priority: i, ..Skb::default() }, 0, &mut drops);
             }
             while q.dequeue(0, &mut drops).is_some() {}
             prop_assert_eq!(q.qlen(), 0);

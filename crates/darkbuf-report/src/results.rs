@@ -51,6 +51,20 @@ pub struct RunRecord {
     pub histograms: BTreeMap<String, Log2Hist>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
+    /// Values over time, by name: `bql.limit`, `bql.inflight`, `qdisc.backlog_pkts`,
+    /// `ring.occupancy` sampled every `sample_interval`, and `ping.rtt_ms` with one point
+    /// per probe (`null` = lost).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub timeseries: BTreeMap<String, TimeSeries>,
+}
+
+/// One quantity over the measured window. `t_ms` counts from the end of warmup; the
+/// points need not be evenly spaced (probes), and `values[i]` belongs to `t_ms[i]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSeries {
+    pub unit: String,
+    pub t_ms: Vec<f64>,
+    pub values: Vec<Option<f64>>,
 }
 
 /// `{mean, ci95, min, max, n}` of one metric over the runs.

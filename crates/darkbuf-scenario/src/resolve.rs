@@ -21,8 +21,8 @@ pub const SOCK_MIN_SNDBUF: u64 = 4608;
 pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
-    "name", "duration", "warmup", "runs", "seed", "machine", "device", "qdisc", "consumer",
-    "traffic", "sweep", "variant",
+    "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
+    "consumer", "traffic", "sweep", "variant",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -50,7 +50,7 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "ecn"];
+pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn"];
 pub const PING_KEYS: &[&str] = &["kind", "interval", "size"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 
@@ -112,6 +112,29 @@ impl<'a> Sec<'a> {
         match self.entry(key) {
             Some(e) => e.key_at.clone(),
             None => self.at.clone(),
+        }
+    }
+
+    /// Origin of a qdisc parameter that may sit in an array of tables, keyed as
+    /// `class[1].rate` ([`ParamError::nested`]): the key's position if `key_pos`, else
+    /// its value's. Falls back to the nearest enclosing element.
+    pub fn param_origin(&self, key: &str, key_pos: bool) -> Origin {
+        let Some((array, rest)) = key.split_once('[') else {
+            return if key_pos { self.key_origin(key) } else { self.origin(key) };
+        };
+        let Some(e) = self.entry(array) else { return self.at.clone() };
+        let parsed = rest.split_once("].").and_then(|(i, k)| Some((i.parse::<usize>().ok()?, k)));
+        let (V::Array(items), Some((idx, sub))) = (&e.node.v, parsed) else {
+            return e.key_at.clone();
+        };
+        let Some(item) = items.get(idx) else { return e.key_at.clone() };
+        match &item.v {
+            V::Table(t) => match t.get(sub) {
+                Some(se) if key_pos => se.key_at.clone(),
+                Some(se) => se.node.at.clone(),
+                None => item.at.clone(),
+            },
+            _ => item.at.clone(),
         }
     }
 
@@ -350,6 +373,7 @@ pub(crate) fn resolve(
     let name = top.string("name", default_name)?;
     let duration_ns = top.duration("duration", 10_000_000_000, true)?;
     let warmup_ns = top.duration("warmup", 1_000_000_000, false)?;
+    let sample_interval_ns = top.duration("sample_interval", 100_000_000, false)?;
     let runs = top.u32("runs", 1, 1, u32::MAX)?;
     let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
 
@@ -563,6 +587,7 @@ pub(crate) fn resolve(
         name,
         duration_ns,
         warmup_ns,
+        sample_interval_ns,
         runs,
         seed,
         machine,
@@ -580,6 +605,19 @@ fn param_value(v: &V) -> Option<ParamValue> {
         V::Float(f) => ParamValue::Float(*f),
         V::Str(s) => ParamValue::Str(s.clone()),
         V::Bool(b) => ParamValue::Bool(*b),
+        // An array of tables ([[qdisc.class]]): one nested parameter set per element.
+        V::Array(items) if !items.is_empty() => {
+            let mut tables = Vec::with_capacity(items.len());
+            for item in items {
+                let V::Table(t) = &item.v else { return None };
+                let mut map = BTreeMap::new();
+                for e in &t.entries {
+                    map.insert(e.key.clone(), param_value(&e.node.v)?);
+                }
+                tables.push(Params::new(map));
+            }
+            ParamValue::Tables(tables)
+        }
         _ => return None,
     })
 }
@@ -654,7 +692,7 @@ fn resolve_qdisc(
             None => {
                 return Err(q.type_err(
                     e,
-                    "an integer, float, string or boolean (a tc parameter)",
+                    "an integer, float, string or boolean (a tc parameter), or an array of tables such as [[qdisc.class]]",
                     Some(format!(
                         "write it as tc takes it, e.g. {} = 127 or {} = \"5ms\"",
                         e.key, e.key
@@ -682,7 +720,7 @@ fn resolve_qdisc(
             }
             return Err(q.ctx.diag(
                 K::UnknownKey,
-                &q.key_origin(&key),
+                &q.param_origin(&key, true),
                 &q.kp(&key),
                 format!("unknown parameter `{key}` for qdisc {kind}"),
                 Some(help),
@@ -693,8 +731,10 @@ fn resolve_qdisc(
             message,
             expected,
         })) => {
-            return Err(q.value_err(
-                &key,
+            return Err(q.ctx.diag(
+                K::Value,
+                &q.param_origin(&key, false),
+                &q.kp(&key),
                 format!("`{}`: {message}", q.kp(&key)),
                 Some(format!("expected {expected}")),
             ));
@@ -844,7 +884,23 @@ fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
                     effective_sndbuf(v)
                 }
             };
-            let priority = s.int("priority", 0, 0, 15)? as u8;
+            let priority = match s.entry("priority") {
+                Some(e) => match &e.node.v {
+                    V::Str(h) => match parse_tc_handle(h) {
+                        Some(v) => v,
+                        None => {
+                            return Err(s.value_err(
+                                "priority",
+                                format!("`{}` = \"{h}\" is not a tc handle", s.kp("priority")),
+                                Some("expected SO_PRIORITY as an integer (0..15 picks a pfifo_fast band) or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
+                            ))
+                        }
+                    },
+                    _ => s.int("priority", 0, 0, u32::MAX as i64)? as u32,
+                },
+                None => 0,
+            };
+            let dscp = s.int("dscp", 0, 0, 63)? as u8;
             let ecn = match s.entry("ecn") {
                 None => 0,
                 Some(e) => match &e.node.v {
@@ -871,6 +927,7 @@ fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
                 flows,
                 sndbuf,
                 priority,
+                dscp,
                 ecn,
             }));
         } else {
@@ -891,4 +948,16 @@ fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
 /// applied: the kernel backend raises wmem_max (or uses SO_SNDBUFFORCE) to match.
 pub fn effective_sndbuf(so_sndbuf: u64) -> u64 {
     (so_sndbuf.min(i32::MAX as u64 / 2) * 2).max(SOCK_MIN_SNDBUF)
+}
+
+/// Parses a tc handle `MAJOR:MINOR` (both hex, as tc writes them) into the u32
+/// `skb->priority` value that selects that class (`TC_H_MAKE(major << 16, minor)`).
+pub fn parse_tc_handle(s: &str) -> Option<u32> {
+    let (maj, min) = s.split_once(':')?;
+    let maj = if maj.is_empty() { 0 } else { u32::from_str_radix(maj, 16).ok()? };
+    let min = if min.is_empty() { 0 } else { u32::from_str_radix(min, 16).ok()? };
+    if maj > 0xffff || min > 0xffff {
+        return None;
+    }
+    Some(maj << 16 | min)
 }

@@ -14,6 +14,9 @@ pub struct Scenario {
     pub duration_ns: u64,
     /// Time simulated or run before measuring, ns (>= 0).
     pub warmup_ns: u64,
+    /// Interval of the time series (BQL limit/inflight, qdisc backlog, ring occupancy),
+    /// ns; 0 = no time series.
+    pub sample_interval_ns: u64,
     pub runs: u32,
     pub seed: u64,
     pub machine: Machine,
@@ -125,18 +128,43 @@ pub struct QdiscSpec {
 }
 
 fn serialize_params<S: Serializer>(p: &Params, s: S) -> Result<S::Ok, S::Error> {
-    use darkbuf_model::params::ParamValue;
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(None)?;
     for (k, v) in p.iter() {
-        match v {
-            ParamValue::Int(i) => m.serialize_entry(k, i)?,
-            ParamValue::Float(f) => m.serialize_entry(k, f)?,
-            ParamValue::Str(st) => m.serialize_entry(k, st)?,
-            ParamValue::Bool(b) => m.serialize_entry(k, b)?,
-        }
+        m.serialize_entry(k, &ParamJson(v))?;
     }
     m.end()
+}
+
+/// A qdisc parameter as JSON: scalars as themselves, `[[qdisc.class]]` as an array of objects.
+struct ParamJson<'a>(&'a darkbuf_model::params::ParamValue);
+
+impl Serialize for ParamJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use darkbuf_model::params::ParamValue;
+        use serde::ser::SerializeSeq;
+        match self.0 {
+            ParamValue::Int(i) => s.serialize_i64(*i),
+            ParamValue::Float(f) => s.serialize_f64(*f),
+            ParamValue::Str(st) => s.serialize_str(st),
+            ParamValue::Bool(b) => s.serialize_bool(*b),
+            ParamValue::Tables(ts) => {
+                let mut seq = s.serialize_seq(Some(ts.len()))?;
+                for t in ts {
+                    seq.serialize_element(&ParamsJson(t))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+struct ParamsJson<'a>(&'a Params);
+
+impl Serialize for ParamsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_params(self.0, s)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -177,8 +205,11 @@ pub struct UdpFlood {
     /// Effective sk_sndbuf in bytes: the value given to SO_SNDBUF doubled, as the kernel
     /// stores it; default net.core.wmem_default = 212992.
     pub sndbuf: u64,
-    /// skb->priority (0..15).
-    pub priority: u8,
+    /// skb->priority (`SO_PRIORITY`): 0..15 selects a pfifo_fast band; a tc handle
+    /// `MAJOR:MINOR` (written "1:10" in the scenario) selects an htb class.
+    pub priority: u32,
+    /// DSCP of the IP header (0..63), which cake's diffserv tins classify by.
+    pub dscp: u8,
     /// The ECN bits set on the flood's packets (0 = Not-ECT).
     pub ecn: u8,
 }

@@ -198,7 +198,7 @@ fn aware_document() -> impl Strategy<Value = String> {
     let device_scalar_keys: &'static [&'static str] =
         Box::leak(DEVICE_KEYS.iter().copied().filter(|k| *k != "bql").collect::<Vec<_>>().into_boxed_slice());
     let sections: Vec<(&'static str, &'static [&'static str])> = vec![
-        ("", &["name", "duration", "warmup", "runs", "seed"]),
+        ("", &["name", "duration", "warmup", "runs", "seed", "sample_interval"]),
         ("[machine]", MACHINE_KEYS),
         // [device]'s scalar keys: DEVICE_KEYS without its `bql` sub-table.
         ("[device]", device_scalar_keys),

@@ -171,7 +171,7 @@ impl World {
         if !mt.probes.is_empty() {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.clone());
         }
-        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone() };
+        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone(), timeseries: BTreeMap::new() };
         (rec, why)
     }
 }

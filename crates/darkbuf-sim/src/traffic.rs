@@ -33,7 +33,8 @@ pub struct Sender {
     /// ns between sends for a rate-limited flood (0 = as fast as possible).
     pub interval_ns: f64,
     pub next_send: f64,
-    pub priority: u8,
+    pub priority: u32,
+    pub dscp: u8,
     pub ecn: u8,
     pub sent: u64,
 }
@@ -59,6 +60,7 @@ impl Sender {
             interval_ns,
             next_send: 0.0,
             priority: u.priority,
+            dscp: u.dscp,
             ecn: u.ecn,
             sent: 0,
         }
@@ -98,11 +100,14 @@ impl World {
                 if s.interval_ns > 0.0 {
                     s.next_send = s.next_send.max(now as f64) + s.interval_ns;
                 }
+                // One socket per flow, as a multi-flow load generator opens them (fq keys on it).
                 let skb = Skb {
                     flow,
+                    sk: flow + 1,
                     len: s.frame_len,
                     truesize: s.truesize,
                     priority: s.priority,
+                    dscp: s.dscp,
                     ecn: s.ecn,
                     ..Skb::default()
                 };
@@ -115,7 +120,7 @@ impl World {
                 }
                 p.due -= 1;
                 let len = p.frame_len;
-                let skb = Skb { flow: PING_FLOW, len, truesize: truesize_for_len(len), ..Skb::default() };
+                let skb = Skb { flow: PING_FLOW, sk: PING_FLOW, len, truesize: truesize_for_len(len), ..Skb::default() };
                 (skb, Origin::Ping, self.profile.costs.ping_send_ns)
             }
             _ => unreachable!("only senders send"),

@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 internal error, 2 bad input (scenario, flags), 3 backend
 //! unavailable.
 
+mod kernel_cli;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -81,11 +82,19 @@ enum Cmd {
         rows: Rows,
     },
     /// Run the scenario on both backends side by side, with the relative error.
-    Compare { scenario: PathBuf },
-    /// Report what the running kernel can do (qdiscs, BQL, NAPI, rules, tracing).
+    Compare {
+        scenario: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Report what the running kernel can do (qdiscs, BQL, NAPI, rules, tracing) and
+    /// leftovers of a killed run.
     Check {
+        /// Remove leftovers (namespaces, devices) of a killed darkbuf run.
         #[arg(long)]
         cleanup: bool,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Fit the simulator's machine cost profile to this machine.
     Calibrate {
@@ -103,12 +112,15 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
+            kernel_cli::run(&scenario, &common, hist)
+        }
         Cmd::Run { scenario, common, hist } => run::run(&scenario, &common, hist),
         Cmd::Sweep { scenario, common, rows } => run::sweep(&scenario, &common, rows),
         Cmd::Report { results, html } => run::report(&results, html.as_deref()),
-        Cmd::Compare { .. } | Cmd::Check { .. } | Cmd::Calibrate { .. } => Err(run::Failure::Backend(
-            "the kernel backend is not built yet: `darkbuf compare`, `check` and `calibrate` need it; use --backend sim".into(),
-        )),
+        Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
+        Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
+        Cmd::Calibrate { out } => kernel_cli::calibrate(&out),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

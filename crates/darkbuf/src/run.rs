@@ -37,7 +37,7 @@ impl std::fmt::Display for Failure {
     }
 }
 
-fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
+pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
     darkbuf_scenario::load(path, set).map_err(|d| Failure::Input(d.to_string()))
 }
 
@@ -50,7 +50,7 @@ fn check_backend(c: &Common) -> Result<(), Failure> {
     }
 }
 
-fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+pub(crate) fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     // Quiet unless stderr is a terminal (scripts and CI see no bar).
     if !std::io::stderr().is_terminal() || total <= 1 {
         return indicatif::ProgressBar::hidden();
@@ -66,7 +66,7 @@ fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
 }
 
 /// Runs every (scenario, seed) job on up to two threads, results in job order.
-fn run_jobs(jobs: &[(Scenario, u64)], profiles: &[Profile], pb: &indicatif::ProgressBar) -> Result<Vec<(RunRecord, BTreeMap<String, String>)>, Failure> {
+pub(crate) fn run_jobs(jobs: &[(Scenario, u64)], profiles: &[Profile], pb: &indicatif::ProgressBar) -> Result<Vec<(RunRecord, BTreeMap<String, String>)>, Failure> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let out: std::sync::Mutex<Vec<Option<Result<_, String>>>> = std::sync::Mutex::new(vec![None; 0]);
@@ -93,7 +93,7 @@ fn run_jobs(jobs: &[(Scenario, u64)], profiles: &[Profile], pb: &indicatif::Prog
         .collect()
 }
 
-fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
+pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
     Profile::load(&scn.machine.profile).map_err(|e| Failure::Input(e.to_string()))
 }
 
@@ -106,7 +106,7 @@ fn environment(scn: &Scenario, p: &Profile) -> Environment {
     }
 }
 
-fn apply_common(scn: &mut Scenario, c: &Common) {
+pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
     if let Some(r) = c.runs {
         scn.runs = r.max(1);
     }
@@ -115,7 +115,7 @@ fn apply_common(scn: &mut Scenario, c: &Common) {
     }
 }
 
-fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTreeMap<String, String>)>) -> Results {
+pub(crate) fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTreeMap<String, String>)>) -> Results {
     let mut unavailable = BTreeMap::new();
     let mut records = Vec::new();
     for (r, why) in runs {
@@ -126,7 +126,7 @@ fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTreeMap<String
     Results::from_runs(scenario, "sim", environment(scn, p), records, unavailable)
 }
 
-fn warn_findings(label: &str, r: &Results) {
+pub(crate) fn warn_findings(label: &str, r: &Results) {
     for run in &r.runs {
         for f in &run.findings {
             eprintln!(
@@ -137,7 +137,7 @@ fn warn_findings(label: &str, r: &Results) {
     }
 }
 
-fn write_out(dir: &Path, json: &str, csv: &str) -> Result<(), Failure> {
+pub(crate) fn write_out(dir: &Path, json: &str, csv: &str) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| Failure::Input(format!("cannot create {}: {e}", dir.display())))?;
     for (name, body) in [("results.json", json), ("results.csv", csv)] {
         let p = dir.join(name);
@@ -169,7 +169,7 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
 }
 
 /// Writes `--out` files and prints the results in the chosen format (`table` via `table`).
-fn emit<T: serde::Serialize>(c: &Common, results: &T, csv: String, table: impl FnOnce()) -> Result<(), Failure> {
+pub(crate) fn emit<T: serde::Serialize>(c: &Common, results: &T, csv: String, table: impl FnOnce()) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(results).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
     if let Some(dir) = &c.out {
         write_out(dir, &json, &csv)?;

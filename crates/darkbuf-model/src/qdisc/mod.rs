@@ -5,9 +5,15 @@
 //! SCHED state, bypass, `__qdisc_run`'s quota) lives with the device in the simulator,
 //! because it involves TX queue state and CPUs.
 
+pub mod cake;
+pub mod codel;
 pub mod fifo;
+pub mod fq;
+pub mod fq_codel;
+pub mod htb;
 pub mod pfifo_fast;
 pub mod sfq;
+pub mod tbf;
 
 use crate::params::{ParamError, Params};
 use crate::Skb;
@@ -113,6 +119,12 @@ pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>
         "pfifo_fast" => Box::new(pfifo_fast::PfifoFast::from_params(params, dev)?),
         "pfifo" | "bfifo" | "pfifo_head_drop" => Box::new(fifo::Fifo::from_params(kind, params, dev)?),
         "sfq" => Box::new(sfq::Sfq::from_params(params, dev)?),
+        "codel" => return codel::build(params, dev),
+        "fq_codel" => return fq_codel::build(params, dev),
+        "fq" => return fq::build(params, dev),
+        "tbf" => return tbf::build(params, dev),
+        "htb" => return htb::build(params, dev),
+        "cake" => return cake::build(params, dev),
         k if ALL_KINDS.contains(&k) => return Err(BuildError::NotModelled(k.to_string())),
         k => return Err(BuildError::UnknownKind(k.to_string())),
     })

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 pub const PFIFO_FAST_BANDS: usize = 3;
 
 /// `TC_PRIO_MAX`.
-const TC_PRIO_MAX: u8 = 15;
+const TC_PRIO_MAX: u32 = 15;
 
 /// `prio2band[]` in sch_generic.c (tc shows it as `priomap`).
 pub const PRIO2BAND: [u8; TC_PRIO_MAX as usize + 1] =
@@ -237,7 +237,7 @@ mod tests {
     use crate::params::ParamValue;
     use std::collections::BTreeMap;
 
-    fn skb(id: u32, priority: u8) -> Skb {
+    fn skb(id: u32, priority: u32) -> Skb {
         Skb {
             id,
             len: 100,

@@ -1,0 +1,10 @@
+//! `codel` (net/sched/sch_codel.c): not modelled yet; [`build`] reports that.
+
+use super::{BuildError, DevInfo, Qdisc};
+use crate::params::Params;
+
+/// Makes the qdisc from tc-style parameters (`codel_init()` / `codel_change()`).
+pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
+    let _ = (params, dev);
+    Err(BuildError::NotModelled("codel".into()))
+}

@@ -1,0 +1,10 @@
+//! `htb` (net/sched/sch_htb.c): not modelled yet; [`build`] reports that.
+
+use super::{BuildError, DevInfo, Qdisc};
+use crate::params::Params;
+
+/// Makes the qdisc from tc-style parameters (`htb_init()` / `htb_change()`).
+pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
+    let _ = (params, dev);
+    Err(BuildError::NotModelled("htb".into()))
+}

@@ -1,0 +1,10 @@
+//! `tbf` (net/sched/sch_tbf.c): not modelled yet; [`build`] reports that.
+
+use super::{BuildError, DevInfo, Qdisc};
+use crate::params::Params;
+
+/// Makes the qdisc from tc-style parameters (`tbf_init()` / `tbf_change()`).
+pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
+    let _ = (params, dev);
+    Err(BuildError::NotModelled("tbf".into()))
+}
