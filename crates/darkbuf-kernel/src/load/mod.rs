@@ -1,0 +1,1 @@
+//! darkbuf's own load generator, sink and prober (not built yet).
