@@ -3,47 +3,76 @@
 
 use darkbuf_report::{Finding, Log2Hist};
 
-/// A time-weighted average of a piecewise-constant quantity (queue depths, limits).
+/// A time-weighted average of a piecewise-constant integer quantity (queue depths,
+/// limits). Integer arithmetic, and nothing to do when the value did not change: it is
+/// updated on every packet.
 #[derive(Clone, Debug, Default)]
 pub struct TimeAvg {
     last_t: u64,
-    last_v: f64,
-    acc: f64,
-    pub max: f64,
+    last_v: u64,
+    /// Sum of value x ns over the measured window so far.
+    acc: u128,
+    pub max: u64,
 }
 
 impl TimeAvg {
     /// The quantity changes to `v` at time `now`; only time at or after `start` counts.
     #[inline]
-    pub fn set(&mut self, now: u64, start: u64, v: f64) {
+    pub fn set(&mut self, now: u64, start: u64, v: u64) {
+        if v == self.last_v {
+            return;
+        }
         if now > start {
             let from = self.last_t.max(start);
-            if now > from {
-                self.acc += self.last_v * (now - from) as f64;
-            }
-            if v > self.max {
-                self.max = v;
-            }
+            self.acc += self.last_v as u128 * now.saturating_sub(from) as u128;
+            self.max = self.max.max(v);
         }
         self.last_t = now;
         self.last_v = v;
     }
 
     pub fn mean(&self, start: u64, end: u64) -> f64 {
-        let mut acc = self.acc;
         let from = self.last_t.max(start);
-        if end > from {
-            acc += self.last_v * (end - from) as f64;
-        }
+        let acc = self.acc + self.last_v as u128 * end.saturating_sub(from) as u128;
         if end > start {
-            acc / (end - start) as f64
+            acc as f64 / (end - start) as f64
         } else {
             0.0
         }
     }
 
-    pub fn last(&self) -> f64 {
+    /// At the start of the measured window: the value held then counts for `max`.
+    pub fn start_window(&mut self) {
+        self.max = self.last_v;
+    }
+
+    pub fn last(&self) -> u64 {
         self.last_v
+    }
+}
+
+/// A log2 histogram with fixed buckets, so recording never allocates; turned into the
+/// report's [`Log2Hist`] (same bucket rule) at the end.
+#[derive(Clone, Debug)]
+pub struct Hist {
+    buckets: [u64; 65],
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist { buckets: [0; 65] }
+    }
+}
+
+impl Hist {
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.buckets[Log2Hist::bucket_of(v)] += 1;
+    }
+
+    pub fn to_log2(&self) -> Log2Hist {
+        let used = self.buckets.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1);
+        Log2Hist { buckets: self.buckets[..used].to_vec() }
     }
 }
 
@@ -70,9 +99,9 @@ pub struct Metrics {
     pub napi_work: u64,
     pub napi_full_budget: u64,
     pub bql_completions: u64,
-    pub hist_inflight: Log2Hist,
-    pub hist_napi_work: Log2Hist,
-    pub hist_rtt_us: Log2Hist,
+    pub hist_inflight: Hist,
+    pub hist_napi_work: Hist,
+    pub hist_rtt_us: Hist,
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
     pub qdisc_backlog: TimeAvg,

@@ -134,9 +134,9 @@ impl World {
 
         if self.cfg.bql {
             m.insert("bql.limit_avg".into(), Some(mt.bql_limit.mean(start, end)));
-            m.insert("bql.limit_last".into(), Some(mt.bql_limit.last()));
+            m.insert("bql.limit_last".into(), Some(mt.bql_limit.last() as f64));
             m.insert("bql.inflight_avg".into(), Some(mt.bql_inflight.mean(start, end)));
-            m.insert("bql.inflight_max".into(), Some(mt.bql_inflight.max));
+            m.insert("bql.inflight_max".into(), Some(mt.bql_inflight.max as f64));
             m.insert("bql.completions".into(), Some(mt.bql_completions as f64));
         } else {
             for k in ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"] {
@@ -165,11 +165,11 @@ impl World {
 
         let mut histograms = BTreeMap::new();
         if self.cfg.bql {
-            histograms.insert("bql_inflight".to_string(), mt.hist_inflight.clone());
+            histograms.insert("bql_inflight".to_string(), mt.hist_inflight.to_log2());
         }
-        histograms.insert("napi_work".to_string(), mt.hist_napi_work.clone());
+        histograms.insert("napi_work".to_string(), mt.hist_napi_work.to_log2());
         if !mt.probes.is_empty() {
-            histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.clone());
+            histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }
         let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone(), timeseries: BTreeMap::new() };
         (rec, why)

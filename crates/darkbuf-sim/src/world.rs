@@ -197,7 +197,7 @@ impl World {
             now: 0,
             cfg,
             profile,
-            events: EventQueue::default(),
+            events: EventQueue::new(ncpu),
             cpus: (0..ncpu).map(|_| Cpu::new()).collect(),
             tasks,
             pkts: Arena::with_capacity(4096),
@@ -280,6 +280,7 @@ impl World {
                 Event::Cpu(c) => self.cpu_run(c),
                 Event::TaskTimer(ti) => self.task_timer(ti),
                 Event::Warmup => self.warmup_done(),
+                Event::Sample | Event::QdiscWatchdog(_) => {}
             }
         }
         self.now = self.cfg.end;
@@ -290,6 +291,10 @@ impl World {
             q.base = [q.sent_pkts, q.drops(), q.requeues, q.overlimits()];
         }
         self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
+        let m = &mut self.metrics;
+        for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.qdisc_backlog, &mut m.ring_occupancy] {
+            avg.start_window();
+        }
     }
 
     /// Makes an idle CPU start executing after `delay` ns.
@@ -413,14 +418,20 @@ impl World {
         let c = &mut self.cpus[cpu as usize];
         c.softirq_rounds = 0;
         c.frames.push(Frame::TaskEnd(task));
-        match task {
-            Task::Sender(_) | Task::Pinger => c.frames.push(Frame::SendMsg(task)),
-            Task::NapiThread(rq) => {
-                c.frames.push(Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false })
-            }
-            Task::Ksoftirqd => {}
+        if task != Task::Ksoftirqd {
+            c.frames.push(Self::unit_frame(task));
         }
         true
+    }
+
+    /// The first frame of a task's unit of work (ksoftirqd has none: its `TaskEnd` runs
+    /// the pending softirqs).
+    fn unit_frame(task: Task) -> Frame {
+        match task {
+            Task::Sender(_) | Task::Pinger => Frame::SendMsg(task),
+            Task::NapiThread(rq) => Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false },
+            Task::Ksoftirqd => Frame::TaskEnd(task),
+        }
     }
 
     /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
@@ -461,9 +472,17 @@ impl World {
             Task::NapiThread(_) => self.cpus[cpu as usize].ret_repoll || woken,
             Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
         };
+        let c = &mut self.cpus[cpu as usize];
+        if runnable && c.runnable.is_empty() && c.softirq_pending == 0 && task != Task::Ksoftirqd {
+            // Alone on its CPU: the scheduler would pick this task again at once, so
+            // start its next unit here (what pick_next() would do, without the round trip).
+            self.tasks[ti].1 = TaskState::Running { woken: false };
+            c.softirq_rounds = 0;
+            return Step::Call(0, Self::unit_frame(task));
+        }
         if runnable {
             self.tasks[ti].1 = TaskState::Runnable;
-            self.cpus[cpu as usize].runnable.push_back(task);
+            c.runnable.push_back(task);
         } else {
             self.tasks[ti].1 = TaskState::Sleeping;
         }
