@@ -29,12 +29,15 @@ pub struct EventQueue {
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
     /// Per CPU: (time, seq) of its pending step, or `EMPTY`.
     cpu: Vec<(u64, u64)>,
+    /// The earliest CPU slot: its index and (time, seq); kept up to date on every
+    /// push and pop, so peeking costs nothing.
+    first: (usize, (u64, u64)),
     seq: u64,
 }
 
 impl EventQueue {
     pub fn new(ncpu: usize) -> Self {
-        EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], seq: 0 }
+        EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], first: (0, EMPTY), seq: 0 }
     }
 
     pub fn push(&mut self, at: u64, ev: Event) {
@@ -42,40 +45,39 @@ impl EventQueue {
         match ev {
             Event::Cpu(c) => {
                 debug_assert_eq!(self.cpu[c as usize], EMPTY, "one pending step per CPU");
-                self.cpu[c as usize] = (at, self.seq);
+                let k = (at, self.seq);
+                self.cpu[c as usize] = k;
+                if k < self.first.1 {
+                    self.first = (c as usize, k);
+                }
             }
             _ => self.heap.push(Reverse((at, self.seq, ev))),
         }
-    }
-
-    /// The CPU whose step is earliest, with its (time, seq).
-    #[inline]
-    fn first_cpu(&self) -> Option<(usize, (u64, u64))> {
-        let mut best: Option<(usize, (u64, u64))> = None;
-        for (i, &k) in self.cpu.iter().enumerate() {
-            if k != EMPTY && best.is_none_or(|(_, b)| k < b) {
-                best = Some((i, k));
-            }
-        }
-        best
     }
 
     /// Time of the earliest pending event (`u64::MAX` if none).
     #[inline]
     pub fn peek_time(&self) -> u64 {
         let heap = self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t);
-        let cpu = self.cpu.iter().map(|&(t, _)| t).min().unwrap_or(u64::MAX);
-        heap.min(cpu)
+        heap.min(self.first.1 .0)
     }
 
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let heap = self.heap.peek().map(|Reverse((t, s, _))| (*t, *s));
-        match (self.first_cpu(), heap) {
-            (Some((c, k)), h) if h.is_none_or(|h| k < h) => {
-                self.cpu[c] = EMPTY;
-                Some((k.0, Event::Cpu(c as u16)))
-            }
-            _ => self.heap.pop().map(|Reverse((t, _, ev))| (t, ev)),
+        let (c, k) = self.first;
+        let cpu_first = match self.heap.peek() {
+            None => k != EMPTY,
+            Some(Reverse((t, s, _))) => k < (*t, *s),
+        };
+        if !cpu_first {
+            return self.heap.pop().map(|Reverse((t, _, ev))| (t, ev));
         }
+        self.cpu[c] = EMPTY;
+        self.first = (0, EMPTY);
+        for (i, &k) in self.cpu.iter().enumerate() {
+            if k < self.first.1 {
+                self.first = (i, k);
+            }
+        }
+        Some((k.0, Event::Cpu(c as u16)))
     }
 }
