@@ -44,6 +44,11 @@ pub struct QdiscInst {
     pub requeues: u64,
     /// Counters at the start of the measured window.
     pub base: [u64; 4],
+    /// The algorithm's xstats at the start of the measured window.
+    pub xbase: Vec<(&'static str, u64)>,
+    /// `q->watchdog`: when the armed hrtimer fires, and on which CPU it was armed.
+    pub watchdog_at: Option<u64>,
+    pub watchdog_cpu: u16,
 }
 
 impl QdiscInst {
@@ -60,6 +65,9 @@ impl QdiscInst {
             sent_bytes: 0,
             requeues: 0,
             base: [0; 4],
+            xbase: Vec::new(),
+            watchdog_at: None,
+            watchdog_cpu: 0,
         }
     }
 
@@ -151,7 +159,7 @@ impl World {
         // The skb chain handed to the driver lives in a buffer reused across steps.
         let mut list = std::mem::take(&mut self.bulk);
         list.clear();
-        let from_queue = self.dequeue_skb(qi, &mut list);
+        let from_queue = self.dequeue_skb(cpu, qi, &mut list);
         let n = list.len();
         if n == 0 {
             self.bulk = list;
@@ -178,7 +186,7 @@ impl World {
 
     /// `dequeue_skb()`: the requeue slot first (if its queue runs), else the algorithm,
     /// with bulking. Returns whether the packets came from the algorithm.
-    fn dequeue_skb(&mut self, qi: u16, list: &mut Vec<Skb>) -> bool {
+    fn dequeue_skb(&mut self, cpu: u16, qi: u16, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
         if let Some(head) = q.gso_skb.front() {
@@ -216,7 +224,13 @@ impl World {
             }
         };
         let Some(first) = first else {
+            // A shaper or pacer holding packets back arms its watchdog
+            // (qdisc_watchdog_schedule_ns()) for when the next one may go.
+            let wake = if algo.qlen() > 0 { algo.next_wakeup() } else { None };
             self.free_drops();
+            if let Some(at) = wake {
+                self.qdisc_watchdog_schedule(cpu, qi, at);
+            }
             return true;
         };
         list.push(first);
@@ -301,6 +315,33 @@ impl World {
         }
     }
 
+    /// `qdisc_watchdog_schedule_range_ns()`: (re)arm the qdisc's hrtimer on this CPU;
+    /// re-arming for the time already set is a no-op, as the kernel skips it.
+    fn qdisc_watchdog_schedule(&mut self, cpu: u16, qi: u16, at: u64) {
+        let at = at.max(self.now);
+        let q = &mut self.qdiscs[qi as usize];
+        if q.watchdog_at == Some(at) {
+            return;
+        }
+        q.watchdog_at = Some(at);
+        q.watchdog_cpu = cpu;
+        self.events.push(at, crate::event::Event::QdiscWatchdog(qi));
+    }
+
+    /// `qdisc_watchdog()`: the hrtimer fired; `__netif_schedule()` the qdisc on the CPU
+    /// the timer was armed on (its TX softirq runs when that CPU next can). A timer
+    /// re-armed or cancelled since this event was queued is stale and ignored.
+    pub fn qdisc_watchdog(&mut self, qi: u16) {
+        let q = &mut self.qdiscs[qi as usize];
+        if q.watchdog_at != Some(self.now) {
+            return;
+        }
+        q.watchdog_at = None;
+        let cpu = q.watchdog_cpu;
+        self.netif_schedule(cpu, qi);
+        self.cpu_kick(cpu, 0);
+    }
+
     /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
     pub fn net_tx_action(&mut self, cpu: u16, started: &mut bool) -> Step {
         let c = &mut self.cpus[cpu as usize];
@@ -349,6 +390,7 @@ impl World {
         if info.t_send >= self.cfg.start {
             if info.origin == Origin::Ping {
                 self.metrics.probes_lost += 1;
+                self.metrics.lost_at.push(info.t_send);
             }
         }
         self.pkts.free(id);

@@ -79,11 +79,21 @@ impl Hist {
 /// One answered probe: round trip and where its time went (ns).
 #[derive(Clone, Copy, Debug)]
 pub struct ProbeSample {
+    /// When the echo request was sent (ns since the start of the simulation).
+    pub t_send: u64,
     pub rtt: u64,
     pub wait_qdisc: u64,
     pub wait_ring: u64,
     pub wait_consumer: u64,
 }
+
+/// The time series sampled every `sample_interval`: name and unit.
+pub const SERIES: [(&str, &str); 4] = [
+    ("bql.limit", "units"),
+    ("bql.inflight", "units"),
+    ("qdisc.backlog_pkts", "packets"),
+    ("ring.occupancy", "packets"),
+];
 
 #[derive(Default)]
 pub struct Metrics {
@@ -93,6 +103,11 @@ pub struct Metrics {
     pub probes: Vec<ProbeSample>,
     pub probes_sent: u64,
     pub probes_lost: u64,
+    /// Send times of the lost probes (for the RTT time series).
+    pub lost_at: Vec<u64>,
+    /// The sampled time series (`sample_interval`): sample times and values.
+    pub series_t: Vec<u64>,
+    pub series: [Vec<u64>; SERIES.len()],
     pub ring_drops: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,

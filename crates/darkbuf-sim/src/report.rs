@@ -2,7 +2,8 @@
 
 use crate::profile::Profile;
 use crate::world::{SetupError, World};
-use darkbuf_report::RunRecord;
+use crate::metrics::SERIES;
+use darkbuf_report::{RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
 use std::collections::BTreeMap;
 
@@ -26,7 +27,98 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1] as f64
 }
 
+/// xstats that are gauges (a state, reported as its value at the end); every other
+/// xstat is a counter, reported over the measured window.
+const XSTAT_GAUGES: &[&str] = &[
+    "maxpacket", "count", "lastcount", "ldelay", "drop_next", "new_flows_len", "old_flows_len",
+    "memory_used", "memory_limit", "flows", "inactive_flows", "throttled_flows",
+    "time_next_delayed_flow", "capacity_estimate", "max_pkt_len", "flow_quantum",
+    "sparse_flows", "bulk_flows", "unresponsive_flows", "tokens", "ctokens", "dropping",
+];
+
 impl World {
+    /// The qdisc algorithms' xstats by tc's names, summed over the qdiscs (mq's
+    /// children): counters over the measured window, gauges at its end.
+    fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
+        let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
+        for q in &self.qdiscs {
+            let Some(algo) = q.q.as_ref() else { continue };
+            for (name, v) in algo.xstats() {
+                let base = if XSTAT_GAUGES.contains(&name) {
+                    0
+                } else {
+                    q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b)
+                };
+                *out.entry(name).or_default() += v.saturating_sub(base) as f64;
+            }
+        }
+        out
+    }
+
+    /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
+    pub fn sample(&mut self) {
+        let txq = self.main_txq().unwrap_or(0) as usize;
+        let (limit, inflight) = match self.txqs.get(txq).and_then(|q| q.dql.as_ref()) {
+            Some(d) => (d.limit as u64, d.inflight() as u64),
+            None => (0, 0),
+        };
+        let backlog: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
+        let ring = self.rqs.get(txq).map_or(0, |r| r.ring.len() as u64);
+        let m = &mut self.metrics;
+        m.series_t.push(self.now);
+        for (v, s) in [limit, inflight, backlog, ring].into_iter().zip(m.series.iter_mut()) {
+            s.push(v);
+        }
+        let next = self.now + self.cfg.sample_interval;
+        if next <= self.cfg.end {
+            self.events.push(next, crate::event::Event::Sample);
+        }
+    }
+
+    /// The time series for the results: the sampled gauges, and one RTT point per probe
+    /// sent in the measured window (`null` = lost).
+    fn timeseries(&self) -> BTreeMap<String, TimeSeries> {
+        let mut out = BTreeMap::new();
+        let start = self.cfg.start;
+        let ms = |t: u64| (t.saturating_sub(start)) as f64 / 1e6;
+        let mt = &self.metrics;
+        if !mt.series_t.is_empty() {
+            let t_ms: Vec<f64> = mt.series_t.iter().map(|&t| ms(t)).collect();
+            for ((name, unit), values) in SERIES.iter().zip(&mt.series) {
+                let bql = name.starts_with("bql.");
+                if (bql && !self.cfg.bql) || (*name == "qdisc.backlog_pkts" && self.qdiscs.is_empty()) {
+                    continue;
+                }
+                out.insert(
+                    name.to_string(),
+                    TimeSeries {
+                        unit: unit.to_string(),
+                        t_ms: t_ms.clone(),
+                        values: values.iter().map(|&v| Some(v as f64)).collect(),
+                    },
+                );
+            }
+        }
+        if self.pinger.is_some() {
+            let mut pts: Vec<(u64, Option<f64>)> = mt
+                .probes
+                .iter()
+                .map(|p| (p.t_send, Some(p.rtt as f64 / 1e6)))
+                .chain(mt.lost_at.iter().filter(|&&t| t >= start).map(|&t| (t, None)))
+                .collect();
+            pts.sort_by_key(|p| p.0);
+            out.insert(
+                "ping.rtt_ms".to_string(),
+                TimeSeries {
+                    unit: "ms".into(),
+                    t_ms: pts.iter().map(|p| ms(p.0)).collect(),
+                    values: pts.iter().map(|p| p.1).collect(),
+                },
+            );
+        }
+        out
+    }
+
     /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
     fn in_system(&self) -> u64 {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
@@ -130,6 +222,9 @@ impl World {
             m.insert("qdisc.requeues".into(), Some(sum(&|q| (q.requeues, q.base[2]))));
             m.insert("qdisc.overlimits".into(), Some(sum(&|q| (q.overlimits(), q.base[3]))));
             m.insert("qdisc.backlog_avg_pkts".into(), Some(mt.qdisc_backlog.mean(start, end)));
+            for (name, v) in self.qdisc_xstats() {
+                m.insert(format!("qdisc.{name}"), Some(v));
+            }
         }
 
         if self.cfg.bql {
@@ -171,7 +266,8 @@ impl World {
         if !mt.probes.is_empty() {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }
-        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone(), timeseries: BTreeMap::new() };
+        let timeseries = self.timeseries();
+        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone(), timeseries };
         (rec, why)
     }
 }

@@ -397,6 +397,7 @@ impl World {
         if info.origin == Origin::Ping && info.t_send >= self.cfg.start {
             let reply = self.cost(self.profile.costs.ping_reply_ns);
             let s = ProbeSample {
+                t_send: info.t_send,
                 rtt: t + reply - info.t_send,
                 wait_qdisc: info.t_xmit - info.t_send,
                 wait_ring: info.t_consume - info.t_xmit,

@@ -42,6 +42,8 @@ pub struct Config {
     pub consumer_pkt_ns: f64,
     pub start: u64,
     pub end: u64,
+    /// Time-series sampling interval (ns); 0 = none.
+    pub sample_interval: u64,
 }
 
 pub struct World {
@@ -111,6 +113,7 @@ impl World {
             tx_queues: d.tx_queues as u16,
             consumer_pkt_ns: profile.consumer_cost_ns(scn.consumer.nrules) + scn.consumer.app_cost_ns as f64,
             start: scn.warmup_ns,
+            sample_interval: scn.sample_interval_ns,
             end: scn.warmup_ns.saturating_add(scn.duration_ns),
         };
         let ncpu = scn.machine.cpus.max(2) as usize;
@@ -225,6 +228,9 @@ impl World {
         }
         w.cpu_kick(0, 0);
         w.events.push(w.cfg.start, Event::Warmup);
+        if w.cfg.sample_interval > 0 {
+            w.events.push(w.cfg.start, Event::Sample);
+        }
         if let Some(p) = &w.pinger {
             let phase = w.rng.gen_range(0..p.interval_ns.max(1));
             let ti = w.task_index(Task::Pinger);
@@ -280,7 +286,8 @@ impl World {
                 Event::Cpu(c) => self.cpu_run(c),
                 Event::TaskTimer(ti) => self.task_timer(ti),
                 Event::Warmup => self.warmup_done(),
-                Event::Sample | Event::QdiscWatchdog(_) => {}
+                Event::Sample => self.sample(),
+                Event::QdiscWatchdog(q) => self.qdisc_watchdog(q),
             }
         }
         self.now = self.cfg.end;
@@ -289,6 +296,7 @@ impl World {
     fn warmup_done(&mut self) {
         for q in &mut self.qdiscs {
             q.base = [q.sent_pkts, q.drops(), q.requeues, q.overlimits()];
+            q.xbase = q.q.as_ref().map_or_else(Vec::new, |a| a.xstats());
         }
         self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
         let m = &mut self.metrics;
