@@ -447,13 +447,22 @@ pub(crate) fn resolve(
         i32::MAX as i64,
     )? as u64;
     let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
-    let backpressure = d.boolean("backpressure", true)?;
+    // veth >= 6.16 stops its queue on a full ring by default; tun's IFF_BACKPRESSURE
+    // is opt-in ("Starting with Linux 7.2").
+    let backpressure = d.boolean("backpressure", driver == Driver::Veth)?;
     let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
 
     // [device.bql]
     let b = d.sub("bql")?;
     b.check_keys(BQL_KEYS, None)?;
     let enabled = b.boolean("enabled", false)?;
+    if enabled && driver == Driver::Tun {
+        return Err(b.value_err(
+            "enabled",
+            "`device.bql.enabled` = true: tun/tap has no BQL (drivers/net/tun.c never calls netdev_tx_sent_queue)".into(),
+            Some("set device.bql.enabled = false (its ring is bounded by txqueuelen; see device.backpressure), or use driver = \"veth\"".into()),
+        ));
+    }
     let unit = match b.choice("unit", "packet", &["packet", "byte"])? {
         "byte" => BqlUnit::Byte,
         _ => BqlUnit::Packet,

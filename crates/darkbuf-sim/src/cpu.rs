@@ -33,6 +33,10 @@ pub enum Task {
     NapiThread(u16),
     /// `ksoftirqd/<cpu>`.
     Ksoftirqd,
+    /// The user-space reader of tun queue n.
+    Reader(u16),
+    /// The vhost-net worker of tun queue n.
+    Vhost(u16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +76,10 @@ pub enum Frame {
     NapiPoll { rq: u16, phase: PollPhase, done: u32, flush_pending: bool },
     /// Passing the GRO normal list of `rq` up the stack (`gro_normal_list`).
     GroFlush { rq: u16 },
+    /// One `read()` of tun queue `q` by the user-space reader.
+    TunRead { q: u16 },
+    /// vhost-net's `handle_rx()` on tun queue `q`, `done` frames so far.
+    VhostRx { q: u16, done: u32 },
 }
 
 /// What a step did.

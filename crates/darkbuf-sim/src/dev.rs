@@ -91,8 +91,9 @@ impl World {
     /// flow hash picks (`skb_tx_hash`), fixed per flow.
     pub fn pick_tx(&self, flow: u32) -> u16 {
         match self.cfg.xps_txq {
-            Some(q) => q,
-            None => (darkbuf_model::skb::flow_hash(flow, 0x5eed) % self.cfg.tx_queues as u32) as u16,
+            // tun picks its queue itself (tun_select_queue: flow hash), never by XPS.
+            Some(q) if !self.cfg.tun => q,
+            _ => (darkbuf_model::skb::flow_hash(flow, 0x5eed) % self.cfg.tx_queues as u32) as u16,
         }
     }
 
@@ -104,7 +105,7 @@ impl World {
         let Some(qi) = self.txq_qdisc[txq as usize] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.
             let cost = self.cost(self.profile.costs.xmit_ns);
-            if self.txqs[txq as usize].xmit_stopped() || self.veth_xmit(cpu, skb, false) == NetdevTx::Busy {
+            if self.txqs[txq as usize].xmit_stopped() || self.ndo_start_xmit(cpu, skb, false) == NetdevTx::Busy {
                 self.metrics_noqueue_drop();
                 self.drop_pkt(id);
             }
@@ -281,7 +282,7 @@ impl World {
         // the driver stopped the queue (DRV_XOFF only) with packets left.
         for i in 0..list.len() {
             let more = i + 1 < list.len();
-            if self.veth_xmit(cpu, list[i], more) == NetdevTx::Busy {
+            if self.ndo_start_xmit(cpu, list[i], more) == NetdevTx::Busy {
                 self.dev_requeue_skb(cpu, qi, &list[i..]);
                 return false;
             }
@@ -291,6 +292,16 @@ impl World {
             }
         }
         true
+    }
+
+    /// `ndo_start_xmit()` of the device: veth or tun.
+    #[inline]
+    fn ndo_start_xmit(&mut self, cpu: u16, skb: Skb, more: bool) -> NetdevTx {
+        if self.cfg.tun {
+            self.tun_net_xmit(cpu, skb)
+        } else {
+            self.veth_xmit(cpu, skb, more)
+        }
     }
 
     /// `dev_requeue_skb()`: every skb of the list goes back to `gso_skb`, each counted.

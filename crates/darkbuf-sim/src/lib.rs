@@ -13,6 +13,7 @@ mod metrics;
 pub mod profile;
 mod report;
 mod traffic;
+mod tun;
 mod veth;
 mod world;
 

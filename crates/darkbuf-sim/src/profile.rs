@@ -34,6 +34,26 @@ pub struct Costs {
     pub wakeup_ns: f64,
     /// The echo reply's way back to the pinger (reverse veth, NAPI, ICMP socket).
     pub ping_reply_ns: f64,
+    /// tun/tap: one `read()` of a frame by the user-space reader (`tun_do_read` and the
+    /// syscall), without the application's own per-packet cost.
+    #[serde(default = "default_tun_read_ns")]
+    pub tun_read_ns: f64,
+    /// vhost-net: one batched consume of up to 64 entries (`vhost_net_buf_produce`).
+    #[serde(default = "default_vhost_batch_ns")]
+    pub vhost_batch_ns: f64,
+    /// vhost-net: handing one frame to the guest (copy into its virtqueue), per packet.
+    #[serde(default = "default_vhost_pkt_ns")]
+    pub vhost_pkt_ns: f64,
+}
+
+fn default_tun_read_ns() -> f64 {
+    2000.0
+}
+fn default_vhost_batch_ns() -> f64 {
+    500.0
+}
+fn default_vhost_pkt_ns() -> f64 {
+    400.0
 }
 
 /// A machine profile.

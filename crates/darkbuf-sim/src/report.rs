@@ -63,7 +63,10 @@ impl World {
             None => (0, 0),
         };
         let backlog: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
-        let ring = self.rqs.get(txq).map_or(0, |r| r.ring.len() as u64);
+        let ring = match self.cfg.tun {
+            true => self.tunqs.get(txq).map_or(0, |t| t.ring.len() as u64),
+            false => self.rqs.get(txq).map_or(0, |r| r.ring.len() as u64),
+        };
         let m = &mut self.metrics;
         m.series_t.push(self.now);
         for (v, s) in [limit, inflight, backlog, ring].into_iter().zip(m.series.iter_mut()) {
@@ -123,7 +126,8 @@ impl World {
     fn in_system(&self) -> u64 {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
         let r: u64 = self.rqs.iter().map(|r| (r.ring.len() + r.gro_list.len()) as u64).sum();
-        q + r
+        let t: u64 = self.tunqs.iter().map(|t| (t.ring.len() + t.vhost_buf.len()) as u64).sum();
+        q + r + t
     }
 
     fn check_invariants(&mut self) {
@@ -244,10 +248,16 @@ impl World {
         m.insert("txq.stack_xoff".into(), Some(xoff(&|s| s.stack_xoff)));
         m.insert("txq.drv_xoff".into(), Some(xoff(&|s| s.drv_xoff)));
 
-        m.insert("napi.polls".into(), Some(mt.napi_polls as f64));
-        let avg_work = if mt.napi_polls == 0 { 0.0 } else { mt.napi_work as f64 / mt.napi_polls as f64 };
-        m.insert("napi.avg_work".into(), Some(avg_work));
-        m.insert("napi.full_budget_polls".into(), Some(mt.napi_full_budget as f64));
+        if self.cfg.tun {
+            for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
+                none(&mut m, k, "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path");
+            }
+        } else {
+            m.insert("napi.polls".into(), Some(mt.napi_polls as f64));
+            let avg_work = if mt.napi_polls == 0 { 0.0 } else { mt.napi_work as f64 / mt.napi_polls as f64 };
+            m.insert("napi.avg_work".into(), Some(avg_work));
+            m.insert("napi.full_budget_polls".into(), Some(mt.napi_full_budget as f64));
+        }
         m.insert("ring.drops".into(), Some(mt.ring_drops as f64));
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         m.insert("dev.noqueue_drops".into(), Some(mt.noqueue_drops as f64));
@@ -262,7 +272,9 @@ impl World {
         if self.cfg.bql {
             histograms.insert("bql_inflight".to_string(), mt.hist_inflight.to_log2());
         }
-        histograms.insert("napi_work".to_string(), mt.hist_napi_work.to_log2());
+        if !self.cfg.tun {
+            histograms.insert("napi_work".to_string(), mt.hist_napi_work.to_log2());
+        }
         if !mt.probes.is_empty() {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }

@@ -385,7 +385,7 @@ impl World {
     }
 
     /// A packet reached its socket at time `t`.
-    fn deliver(&mut self, id: u32, t: u64) {
+    pub(crate) fn deliver(&mut self, id: u32, t: u64) {
         let info = *self.pkts.get(id);
         if t >= self.cfg.start && t <= self.cfg.end {
             self.metrics.consumer_pkts += 1;

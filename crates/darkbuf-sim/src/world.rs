@@ -8,6 +8,7 @@ use crate::event::{Event, EventQueue};
 use crate::metrics::Metrics;
 use crate::profile::Profile;
 use crate::traffic::{Pinger, Sender};
+use crate::tun::TunQueue;
 use crate::veth::VethRq;
 use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
@@ -44,6 +45,14 @@ pub struct Config {
     pub end: u64,
     /// Time-series sampling interval (ns); 0 = none.
     pub sample_interval: u64,
+    /// driver = "tun": the sender device is a tun/tap.
+    pub tun: bool,
+    /// tun: the consumer is vhost-net (else a user-space reader).
+    pub tun_vhost: bool,
+    /// tun backpressure: entries consumed after a stop before the queue is woken.
+    pub tun_wake_cnt: u32,
+    /// The receiving application's extra per-packet cost (ns).
+    pub app_cost_ns: f64,
 }
 
 pub struct World {
@@ -60,6 +69,8 @@ pub struct World {
     pub qdiscs: Vec<QdiscInst>,
     pub txq_qdisc: Vec<Option<u16>>,
     pub rqs: Vec<VethRq>,
+    /// driver = "tun": the tun queues (`rqs` is empty then).
+    pub tunqs: Vec<TunQueue>,
     /// TX queue counters at the start of the measured window.
     pub txq_base: Vec<darkbuf_model::txq::TxqStats>,
     pub senders: Vec<Sender>,
@@ -90,11 +101,7 @@ impl World {
     pub fn new(scn: &Scenario, profile: Profile, seed: u64) -> Result<World, SetupError> {
         use rand::SeedableRng;
         let d = &scn.device;
-        if d.driver != darkbuf_scenario::Driver::Veth {
-            return Err(SetupError::Unsupported(
-                "driver = \"tun\" is not simulated yet (tun/tap is a separate issue); use driver = \"veth\"".into(),
-            ));
-        }
+        let tun = d.driver == darkbuf_scenario::Driver::Tun;
         let hz = scn.machine.hz;
         let jiffies0 = initial_jiffies(hz);
         let cfg = Config {
@@ -114,6 +121,11 @@ impl World {
             consumer_pkt_ns: profile.consumer_cost_ns(scn.consumer.nrules) + scn.consumer.app_cost_ns as f64,
             start: scn.warmup_ns,
             sample_interval: scn.sample_interval_ns,
+            tun,
+            tun_vhost: scn.consumer.kind == darkbuf_scenario::ConsumerKind::Vhost,
+            // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
+            tun_wake_cnt: ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1)),
+            app_cost_ns: scn.consumer.app_cost_ns as f64,
             end: scn.warmup_ns.saturating_add(scn.duration_ns),
         };
         let ncpu = scn.machine.cpus.max(2) as usize;
@@ -165,7 +177,17 @@ impl World {
         }
 
         let mut tasks = Vec::new();
-        let rqs: Vec<VethRq> = (0..d.tx_queues)
+        let mut tunqs = Vec::new();
+        if tun {
+            for i in 0..d.tx_queues {
+                // The reader (or vhost worker) runs away from the sender, as NAPI does.
+                let cpu = 1 + (i as usize % (ncpu - 1)) as u16;
+                let task = if cfg.tun_vhost { Task::Vhost(i as u16) } else { Task::Reader(i as u16) };
+                tasks.push((task, TaskState::Sleeping, cpu));
+                tunqs.push(TunQueue::new(d.ring_size as usize, cpu));
+            }
+        }
+        let rqs: Vec<VethRq> = (0..if tun { 0 } else { d.tx_queues })
             .map(|i| {
                 // Threaded NAPI kthreads are pinned away from the sender (CPU 0).
                 let cpu = 1 + (i as usize % (ncpu - 1)) as u16;
@@ -209,6 +231,7 @@ impl World {
             txq_qdisc,
             txq_base: vec![Default::default(); d.tx_queues as usize],
             rqs,
+            tunqs,
             senders,
             pinger,
             metrics,
@@ -439,6 +462,7 @@ impl World {
             Task::Sender(_) | Task::Pinger => Frame::SendMsg(task),
             Task::NapiThread(rq) => Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false },
             Task::Ksoftirqd => Frame::TaskEnd(task),
+            Task::Reader(_) | Task::Vhost(_) => crate::tun::consumer_frame(task),
         }
     }
 
@@ -478,6 +502,7 @@ impl World {
             Task::Sender(i) => self.sender_wants_cpu(i),
             Task::Pinger => self.pinger.as_ref().map(|p| p.due > 0).unwrap_or(false),
             Task::NapiThread(_) => self.cpus[cpu as usize].ret_repoll || woken,
+            Task::Reader(q) | Task::Vhost(q) => self.tun_has_work(q),
             Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
         };
         let c = &mut self.cpus[cpu as usize];
@@ -511,6 +536,8 @@ impl World {
                 self.napi_poll_step(cpu, *rq, phase, done, flush_pending)
             }
             Frame::GroFlush { rq } => self.gro_flush(cpu, *rq),
+            Frame::TunRead { q } => self.tun_read(cpu, *q),
+            Frame::VhostRx { q, done } => self.vhost_handle_rx(cpu, *q, done),
         }
     }
 }

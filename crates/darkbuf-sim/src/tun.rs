@@ -1,0 +1,201 @@
+//! tun/tap and its consumers: mirrors `tun_net_xmit()`, `tun_ring_recv()` /
+//! `tun_do_read()` and the IFF_BACKPRESSURE series' `__tun_wake_queue()` in
+//! drivers/net/tun.c, and vhost-net's batched consume (`vhost_net_buf_produce()`,
+//! `handle_rx()` in drivers/vhost/net.c).
+//!
+//! The ring is the queue's `tfile->tx_ring`, a ptr_ring of `txqueuelen` entries with
+//! the consumer's batched slot release. `tun_net_xmit()` orphans the skb (the sender's
+//! socket gets its memory back at once, so a tap never blocks a UDP sender) and
+//! produces it. Stock: a full ring tail-drops (`tx_dropped`), the qdisc never sees a
+//! queue. With `backpressure` (IFF_BACKPRESSURE) and a qdisc attached, the produce that
+//! fills the ring stops the TX queue (DRV_XOFF); the consumer counts consumed entries in
+//! `cons_cnt` and wakes the queue once `wake_threshold` of the ring has been consumed. A
+//! produce that still finds the ring full (the lltx race) drops; tun never returns
+//! NETDEV_TX_BUSY, so requeues stay near 0.
+//!
+//! `cons_cnt` counts from the moment the queue was stopped; the series' exact wake body
+//! was not retrieved (../shared/reference/kernel-txpath.md §6), this is its description.
+
+use crate::cpu::{Frame, Step, Task};
+use crate::veth::NetdevTx;
+use crate::world::World;
+use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_model::Skb;
+use std::collections::VecDeque;
+
+/// vhost-net's batch: `VHOST_NET_BATCH` entries per `ptr_ring_consume_batched()`.
+pub const VHOST_NET_BATCH: usize = 64;
+/// `VHOST_NET_PKT_WEIGHT`: packets one `handle_rx()` run may move before requeueing.
+pub const VHOST_NET_PKT_WEIGHT: u32 = 256;
+
+/// One tun queue (`struct tun_file`) and its consumer.
+pub struct TunQueue {
+    /// `tfile->tx_ring`.
+    pub ring: PtrRing,
+    /// Entries consumed since the TX queue was stopped (`tfile->cons_cnt`).
+    pub cons_cnt: u32,
+    /// The consumer sleeps on the socket's wait queue (empty ring).
+    pub waiting: bool,
+    /// vhost-net's private batch (`nvq->rxq`), consumed from the ring 64 at a time.
+    pub vhost_buf: VecDeque<u32>,
+    /// The CPU the consumer task runs on.
+    pub cpu: u16,
+}
+
+impl TunQueue {
+    pub fn new(size: usize, cpu: u16) -> Self {
+        TunQueue {
+            ring: PtrRing::new(size, 64),
+            cons_cnt: 0,
+            waiting: true,
+            vhost_buf: VecDeque::with_capacity(VHOST_NET_BATCH),
+            cpu,
+        }
+    }
+}
+
+impl World {
+    /// The consumer task of tun queue `q`.
+    fn tun_consumer(&self, q: u16) -> Task {
+        if self.cfg.tun_vhost {
+            Task::Vhost(q)
+        } else {
+            Task::Reader(q)
+        }
+    }
+
+    /// `tun_net_xmit()` on queue `skb.queue_mapping`.
+    pub fn tun_net_xmit(&mut self, cpu: u16, skb: Skb) -> NetdevTx {
+        let qi = skb.queue_mapping as usize;
+        let id = skb.id;
+        // skb_orphan(): the sender's socket is credited now, not when the reader frees it.
+        if self.pkts.get(id).owns_wmem {
+            self.sock_wfree(id);
+        }
+        let backpressure = self.cfg.backpressure && self.txq_qdisc[qi].is_some();
+        if self.tunqs[qi].ring.produce(id).is_err() {
+            // Stock: a full ring drops (tx_dropped, SKB_DROP_REASON_FULL_RING); with
+            // backpressure only a produce racing into a ring that just filled gets here.
+            if self.measuring() {
+                self.metrics.ring_drops += 1;
+            }
+            self.drop_pkt(id);
+            return NetdevTx::Ok;
+        }
+        self.pkts.get_mut(id).t_xmit = self.now;
+        self.tun_ring_metric(qi);
+        if backpressure && !self.tunqs[qi].ring.check_produce() {
+            // The produce filled the ring: stop the queue until the consumer makes room.
+            let jiffies = self.jiffies();
+            self.txqs[qi].tx_stop_queue(jiffies);
+            self.tunqs[qi].cons_cnt = 0;
+        }
+        // Wake the reader (sk_data_ready / wake_up_interruptible_poll).
+        if self.tunqs[qi].waiting {
+            self.tunqs[qi].waiting = false;
+            let (task, tcpu) = (self.tun_consumer(qi as u16), self.tunqs[qi].cpu);
+            self.wake_task(task, tcpu);
+        }
+        let _ = cpu;
+        NetdevTx::Ok
+    }
+
+    /// `__tun_wake_queue()`: after the consumer took `consumed` entries, wake a TX queue
+    /// stopped on a full ring once enough of it has been consumed. The qdisc is
+    /// rescheduled on the consumer's CPU.
+    fn tun_wake_queue(&mut self, cpu: u16, q: u16, consumed: u32) {
+        let qi = q as usize;
+        if !self.txqs[qi].tx_queue_stopped() {
+            return;
+        }
+        let tq = &mut self.tunqs[qi];
+        tq.cons_cnt += consumed;
+        if tq.cons_cnt >= self.cfg.tun_wake_cnt && !tq.ring.full() {
+            tq.cons_cnt = 0;
+            if self.txqs[qi].tx_wake_queue() {
+                if let Some(qd) = self.txq_qdisc[qi] {
+                    self.netif_schedule(cpu, qd);
+                }
+            }
+        }
+    }
+
+    /// One `read()` by the user-space reader of queue `q` (`tun_do_read` ->
+    /// `tun_ring_recv`): a frame, or sleep on an empty ring.
+    pub fn tun_read(&mut self, cpu: u16, q: u16) -> Step {
+        let qi = q as usize;
+        let Some(id) = self.tunqs[qi].ring.consume() else {
+            self.tunqs[qi].waiting = true;
+            return Step::Done(0);
+        };
+        self.tun_consumed(cpu, q, id, 1);
+        let cost = self.cost(self.profile.costs.tun_read_ns + self.cfg.app_cost_ns);
+        self.deliver(id, self.now + cost);
+        Step::Done(cost)
+    }
+
+    /// Bookkeeping of one consumed entry (and the wake check for `n` consumed).
+    fn tun_consumed(&mut self, cpu: u16, q: u16, id: u32, n: u32) {
+        self.pkts.get_mut(id).t_consume = self.now;
+        self.tun_ring_metric(q as usize);
+        if n > 0 {
+            self.tun_wake_queue(cpu, q, n);
+        }
+    }
+
+    /// One step of vhost-net's `handle_rx()` for queue `q`: refill the private batch
+    /// from the ring when it is empty (waking the TX queue for the batch), then move one
+    /// frame to the guest. `done` counts frames in this run, up to the packet weight.
+    pub fn vhost_handle_rx(&mut self, cpu: u16, q: u16, done: &mut u32) -> Step {
+        let qi = q as usize;
+        let mut cost = 0;
+        if self.tunqs[qi].vhost_buf.is_empty() {
+            let mut n = 0;
+            while n < VHOST_NET_BATCH {
+                let Some(id) = self.tunqs[qi].ring.consume() else { break };
+                self.tunqs[qi].vhost_buf.push_back(id);
+                self.pkts.get_mut(id).t_consume = self.now;
+                n += 1;
+            }
+            if n == 0 {
+                self.tunqs[qi].waiting = true;
+                return Step::Done(0);
+            }
+            self.tun_ring_metric(qi);
+            self.tun_wake_queue(cpu, q, n as u32);
+            cost += self.cost(self.profile.costs.vhost_batch_ns);
+        }
+        let id = self.tunqs[qi].vhost_buf.pop_front().expect("refilled");
+        cost += self.cost(self.profile.costs.vhost_pkt_ns + self.cfg.app_cost_ns);
+        self.deliver(id, self.now + cost);
+        *done += 1;
+        if *done >= VHOST_NET_PKT_WEIGHT {
+            // vhost_exceeds_weight(): requeue the work; the task stays runnable.
+            return Step::Done(cost);
+        }
+        Step::Continue(cost)
+    }
+
+    /// Whether queue `q`'s consumer has work (its task stays runnable).
+    pub fn tun_has_work(&self, q: u16) -> bool {
+        let tq = &self.tunqs[q as usize];
+        !tq.ring.is_empty() || !tq.vhost_buf.is_empty()
+    }
+
+    fn tun_ring_metric(&mut self, q: usize) {
+        if q == self.main_txq().unwrap_or(0) as usize {
+            let len = self.tunqs[q].ring.len() as u64;
+            let (now, start) = (self.now, self.cfg.start);
+            self.metrics.ring_occupancy.set(now, start, len);
+        }
+    }
+}
+
+/// The frame a tun consumer's unit of work starts with.
+pub fn consumer_frame(task: Task) -> Frame {
+    match task {
+        Task::Reader(q) => Frame::TunRead { q },
+        Task::Vhost(q) => Frame::VhostRx { q, done: 0 },
+        _ => unreachable!("not a tun consumer"),
+    }
+}
