@@ -1,1 +1,41 @@
-//! darkbuf's own load generator, sink and prober (not built yet).
+//! darkbuf's own load generator, sink, prober, UDP echo server and tap reader.
+//!
+//! Every tool runs in its own named thread, which first enters the tool's network
+//! namespace (`setns` affects only the calling thread), then opens its sockets or
+//! device; no child processes. Every `spawn_*` returns once the tool's setup is
+//! done (socket bound, tap created) or has failed (the error is then the join
+//! result), so a sink started before a flood is already listening.
+//!
+//! Bounds: every loop ends on its `stop` flag, its `duration` and (flood) its
+//! `max_packets`; blocking calls are bounded by 50 ms socket timeouts or poll
+//! timeouts, so a tool notices `stop` within about 50 ms (the prober additionally
+//! waits up to `timeout` for replies to probes already sent).
+//!
+//! An empty `netns` means "stay in the caller's namespace" (used by the loopback
+//! tests that need no privileges).
+//!
+//! Timestamps are CLOCK_MONOTONIC, shared by all namespaces of the host, so the
+//! flood's payload stamps give one-way delays at the sink and the tap reader.
+//!
+//! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
+//! `tap`, `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
+
+mod echo;
+mod flood;
+mod netns;
+pub mod payload;
+mod probe;
+mod sink;
+mod sys;
+mod tap;
+
+pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};
+pub use flood::{spawn_flood, spawn_flood_pinned, FloodSpec, FloodStats, FLOOD_SNDTIMEO, MAX_BATCH, MAX_UDP_PAYLOAD};
+pub use netns::{enter_netns, NETNS_RUN_DIR};
+pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResult, ProbeSample, ProbeSpec};
+pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};
+pub use sys::{mono_ns, pin_to_cpu};
+pub use tap::{
+    create_tap_reader, create_tap_reader_with, spawn_tap_reader, TapInfo, TapOpts, TapReader, TapReaderSpec,
+    TapReaderStats, TAP_PEER_MAC,
+};
