@@ -110,7 +110,9 @@ impl World {
         }
         let tq = &mut self.tunqs[qi];
         tq.cons_cnt += consumed;
-        if tq.cons_cnt >= self.cfg.tun_wake_cnt && !tq.ring.full() {
+        // An empty ring always wakes: entries consumed before the stop but not yet
+        // released (ptr_ring's batching) mean fewer than ring-size entries may follow it.
+        if (tq.cons_cnt >= self.cfg.tun_wake_cnt && !tq.ring.full()) || tq.ring.is_empty() {
             tq.cons_cnt = 0;
             if self.txqs[qi].tx_wake_queue() {
                 if let Some(qd) = self.txq_qdisc[qi] {
