@@ -100,6 +100,8 @@ pub struct Metrics {
     pub consumer_pkts: u64,
     /// Flood packets delivered to the sink, per flood.
     pub sink_pkts: Vec<u64>,
+    /// Sum of the flood packets' one-way delays (send to delivery), ns.
+    pub sink_owd_ns: u128,
     pub probes: Vec<ProbeSample>,
     pub probes_sent: u64,
     pub probes_lost: u64,

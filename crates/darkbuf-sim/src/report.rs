@@ -208,6 +208,11 @@ impl World {
         m.insert("consumer.pps".into(), Some(mt.consumer_pkts as f64 / secs));
         let sink: u64 = mt.sink_pkts.iter().sum();
         m.insert("sink.pps".into(), Some(sink as f64 / secs));
+        if sink > 0 {
+            m.insert("sink.owd_avg_ms".into(), Some(mt.sink_owd_ns as f64 / sink as f64 / 1e6));
+        } else {
+            none(&mut m, "sink.owd_avg_ms", "no flood packet was delivered in the measured window");
+        }
         for (i, s) in self.senders.iter().enumerate() {
             m.insert(format!("sink.pps.{}", s.traffic_index), Some(mt.sink_pkts[i] as f64 / secs));
         }

@@ -390,7 +390,10 @@ impl World {
         if t >= self.cfg.start && t <= self.cfg.end {
             self.metrics.consumer_pkts += 1;
             match info.origin {
-                Origin::Flood(i) => self.metrics.sink_pkts[i as usize] += 1,
+                Origin::Flood(i) => {
+                    self.metrics.sink_pkts[i as usize] += 1;
+                    self.metrics.sink_owd_ns += (t - info.t_send) as u128;
+                }
                 Origin::Ping => {}
             }
         }
