@@ -179,8 +179,39 @@ fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
                 params(kv)
             })
             .boxed(),
-        // Kinds with their own parameter proptests in tests/qdisc_<kind>.rs: defaults here.
-        "fq" | "tbf" | "htb" => Just(Params::default()).boxed(),
+        "tbf" => (prop::sample::select(vec!["1mbit", "20mbit", "1gbit"]), 1514i64..40_000, 1i64..60_000)
+            .prop_map(|(r, b, l)| {
+                params(vec![
+                    ("rate", ParamValue::Str(r.into())),
+                    ("burst", ParamValue::Int(b)),
+                    ("limit", ParamValue::Int(l)),
+                ])
+            })
+            .boxed(),
+        "htb" => prop::sample::select(vec!["0", "10"])
+            .prop_map(|d| {
+                let c = |kv: Vec<(&str, ParamValue)>| {
+                    Params::new(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                };
+                params(vec![
+                    ("default", ParamValue::Str(d.into())),
+                    (
+                        "class",
+                        ParamValue::Tables(vec![
+                            c(vec![("classid", ParamValue::Str("1:1".into())), ("rate", ParamValue::Str("10mbit".into()))]),
+                            c(vec![
+                                ("classid", ParamValue::Str("1:10".into())),
+                                ("parent", ParamValue::Str("1:1".into())),
+                                ("rate", ParamValue::Str("2mbit".into())),
+                                ("ceil", ParamValue::Str("10mbit".into())),
+                            ]),
+                        ]),
+                    ),
+                ])
+            })
+            .boxed(),
+        // fq has its own parameter proptest in tests/qdisc_fq.rs: defaults here.
+        "fq" => Just(Params::default()).boxed(),
         other => panic!("no parameter generator for buildable kind {other}; add one"),
     }
 }

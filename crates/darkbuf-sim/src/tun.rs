@@ -178,10 +178,13 @@ impl World {
         Step::Continue(cost)
     }
 
-    /// Whether queue `q`'s consumer has work (its task stays runnable).
-    pub fn tun_has_work(&self, q: u16) -> bool {
-        let tq = &self.tunqs[q as usize];
-        !tq.ring.is_empty() || !tq.vhost_buf.is_empty()
+    /// Whether queue `q`'s consumer has work (its task stays runnable); if not, it goes
+    /// to sleep on the socket's wait queue and the next produce wakes it.
+    pub fn tun_consumer_wants_cpu(&mut self, q: u16) -> bool {
+        let tq = &mut self.tunqs[q as usize];
+        let work = !tq.ring.is_empty() || !tq.vhost_buf.is_empty();
+        tq.waiting = !work;
+        work
     }
 
     fn tun_ring_metric(&mut self, q: usize) {

@@ -502,7 +502,7 @@ impl World {
             Task::Sender(i) => self.sender_wants_cpu(i),
             Task::Pinger => self.pinger.as_ref().map(|p| p.due > 0).unwrap_or(false),
             Task::NapiThread(_) => self.cpus[cpu as usize].ret_repoll || woken,
-            Task::Reader(q) | Task::Vhost(q) => self.tun_has_work(q),
+            Task::Reader(q) | Task::Vhost(q) => self.tun_consumer_wants_cpu(q),
             Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
         };
         let c = &mut self.cpus[cpu as usize];

@@ -19,14 +19,28 @@ fn scenario(
     size: u32,
     backpressure: bool,
     sndbuf: u32,
+    tun: Option<&str>,
 ) -> String {
-    let bql = bql && qdisc != "noqueue";
+    // tun/tap has no BQL; its consumer is a reader or vhost-net.
+    let bql = bql && qdisc != "noqueue" && tun.is_none();
+    let (driver, consumer) = match tun {
+        Some(kind) => ("tun", kind),
+        None => ("veth", "napi"),
+    };
+    let qdisc_params = match qdisc {
+        "tbf" => "rate = \"50mbit\"\nburst = \"10kb\"\nlatency = \"20ms\"",
+        "cake" => "bandwidth = \"100mbit\"",
+        "fq" => "maxrate = \"200mbit\"",
+        _ => "",
+    };
     let xps = if xps { format!("xps_txq = {}", txqs - 1) } else { String::new() };
     format!(
         r#"
 duration = "50ms"
 warmup = "10ms"
 [device]
+driver = "{driver}"
+txqueuelen = 64
 tx_queues = {txqs}
 {xps}
 napi = "{napi}"
@@ -38,7 +52,9 @@ limit_min = {limit_min}
 tx_usecs = 50
 [qdisc]
 kind = "{qdisc}"
+{qdisc_params}
 [consumer]
+kind = "{consumer}"
 nrules = {nrules}
 [[traffic]]
 kind = "udp"
@@ -57,7 +73,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
     #[test]
     fn simulator_keeps_kernel_invariants(
-        qdisc in prop::sample::select(vec!["noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "mq"]),
+        qdisc in prop::sample::select(vec![
+            "noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "mq", "codel",
+            "fq_codel", "fq", "cake", "tbf",
+        ]),
+        tun in prop::option::weighted(0.3, prop::sample::select(vec!["reader", "vhost"])),
         bql in any::<bool>(),
         completion in prop::sample::select(vec!["per-packet", "per-poll", "coalesced"]),
         limit_min in prop::sample::select(vec![0u32, 1, 4, 8, 64, 1 << 30]),
@@ -71,7 +91,7 @@ proptest! {
         sndbuf in prop::sample::select(vec![4608u32, 65536, 1 << 20]),
         seed in 0u64..1000,
     ) {
-        let text = scenario(qdisc, bql, completion, limit_min, napi, txqs, xps, nrules, rate, size, backpressure, sndbuf);
+        let text = scenario(qdisc, bql, completion, limit_min, napi, txqs, xps, nrules, rate, size, backpressure, sndbuf, tun);
         let scn = load_str("prop.toml", &text, &[]).expect("generated scenario is valid");
         let p = Profile::load("seed-vm").unwrap();
         let (rec, _) = simulate(&scn, &p, seed).expect("simulates");

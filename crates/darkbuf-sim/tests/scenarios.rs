@@ -70,3 +70,16 @@ fn fq_codel_with_bql_at_13000_rules() {
     assert!(m(&no_bql, "ping.wait_ring_ms") > m(&no_bql, "ping.wait_qdisc_ms"));
     assert!(m(&bql, "ping.wait_ring_ms") < m(&bql, "ping.wait_qdisc_ms"));
 }
+
+/// A tbf shaper at 20mbit below the consumer's rate delivers 20 Mbit/s of L2 frames
+/// (1400 B payload = 1442 B frames), within 7%.
+#[test]
+fn tbf_20mbit_shapes_the_bottleneck() {
+    let r = run(
+        "veth-bql.toml",
+        &["duration=3s", "qdisc.kind=tbf", "qdisc.rate=20mbit", "qdisc.burst=32kb", "qdisc.latency=50ms"],
+    );
+    let bits = m(&r, "sink.pps") * 1442.0 * 8.0;
+    assert!((bits / 20e6 - 1.0).abs() < 0.07, "{bits} bit/s through a 20mbit tbf");
+    assert!(m(&r, "qdisc.overlimits") > 0.0);
+}

@@ -95,7 +95,7 @@ pub const ALL_KINDS: &[&str] = &[
 
 /// Kinds [`build`] can construct. `noqueue` and `mq` are structure, not algorithms: the
 /// device model handles them.
-pub const BUILDABLE_KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq"];
+pub const BUILDABLE_KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "tbf", "htb"];
 
 /// Why [`build`] could not make a qdisc.
 #[derive(Clone, Debug, PartialEq)]
