@@ -9,6 +9,7 @@
 //! `@name:` followed by its buckets and an empty line.
 
 use crate::results::{Log2Hist, RunRecord};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 const BAR_WIDTH: usize = 52;
@@ -65,6 +66,33 @@ pub fn hist_text(name: &str, h: &Log2Hist) -> String {
     format!("{at}{name}:\n{}\n", hist_lines(h))
 }
 
+/// The bucket-wise sum of two histograms.
+pub fn merge_hist(into: &mut Log2Hist, h: &Log2Hist) {
+    if into.buckets.len() < h.buckets.len() {
+        into.buckets.resize(h.buckets.len(), 0);
+    }
+    for (a, b) in into.buckets.iter_mut().zip(&h.buckets) {
+        *a = a.saturating_add(*b);
+    }
+}
+
+/// Every histogram name of any run, with its buckets summed over the runs: the
+/// distribution over all runs together.
+pub fn merged_histograms(runs: &[RunRecord]) -> BTreeMap<String, Log2Hist> {
+    let mut out: BTreeMap<String, Log2Hist> = BTreeMap::new();
+    for run in runs {
+        for (name, h) in &run.histograms {
+            merge_hist(out.entry(name.clone()).or_default(), h);
+        }
+    }
+    out
+}
+
+/// Histograms in name order, each as [`hist_text`].
+pub fn hists_text(hists: &BTreeMap<String, Log2Hist>) -> String {
+    hists.iter().map(|(name, h)| hist_text(name, h)).collect()
+}
+
 /// Every histogram of a run, in name order, each as [`hist_text`].
 pub fn histograms_text(run: &RunRecord) -> String {
     run.histograms
@@ -88,6 +116,20 @@ mod tests {
         assert_eq!(bucket_label(21), "[1M, 2M)");
         assert_eq!(bucket_label(31), "[1G, 2G)");
         assert_eq!(bucket_label(64), "[8E, 16E)");
+    }
+
+    #[test]
+    fn merging_sums_buckets() {
+        let run = |b: Vec<u64>| RunRecord {
+            histograms: [("x".to_string(), Log2Hist { buckets: b })]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        let m = merged_histograms(&[run(vec![1, 2]), run(vec![0, 1, 5]), RunRecord::default()]);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m["x"].buckets, vec![1, 3, 5]);
+        assert!(merged_histograms(&[]).is_empty());
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn metric_names(r: &Results) -> Vec<String> {
 }
 
 /// The note for a metric: why it is null, or in how many runs it was null.
-fn note(r: &Results, metric: &str) -> String {
+pub(crate) fn note(r: &Results, metric: &str) -> String {
     let reason = r.unavailable.get(metric).map(String::as_str).unwrap_or("");
     let runs = r.runs.len() as u32;
     match r.summary.get(metric).copied().flatten() {

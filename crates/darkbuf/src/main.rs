@@ -55,7 +55,9 @@ pub struct Common {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Also write results.json and results.csv into this directory.
+    /// Also write into this directory: results.json, results.csv, results.flent.gz
+    /// (flent's data format: `flent -i results.flent.gz -p ping_cdf`), the SVG plots
+    /// and report.html.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -67,7 +69,8 @@ enum Cmd {
         scenario: PathBuf,
         #[command(flatten)]
         common: Common,
-        /// Print the log2 histograms (BQL inflight, NAPI work, ping RTT) as bpftrace does.
+        /// Also print each run's log2 histograms (the table output always prints them
+        /// summed over the runs, as bpftrace does).
         #[arg(long)]
         hist: bool,
     },
@@ -80,6 +83,13 @@ enum Cmd {
         /// Which metrics to print as rows in table format.
         #[arg(long, value_enum, default_value_t = Rows::Seed)]
         rows: Rows,
+        /// Metric to plot against the swept parameter, with its 95% CI band, in --out
+        /// (repeatable; default ping.rtt_avg_ms and consumer.pps).
+        #[arg(long = "plot", value_name = "METRIC")]
+        plot: Vec<String>,
+        /// Also print each point's log2 histograms (summed over its runs), as bpftrace does.
+        #[arg(long)]
+        hist: bool,
     },
     /// Run the scenario on both backends side by side, with the relative error.
     Compare {
@@ -101,11 +111,17 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Print a saved results JSON as a table (HTML output is not built yet).
+    /// Print a saved results JSON (of `run` or `sweep`) as a table, or write it as one
+    /// self-contained HTML page: scenario, environment, tables, histograms, plots.
     Report {
         results: PathBuf,
-        #[arg(long)]
+        /// Write the HTML report here (no network requests: CSS and SVG inline).
+        #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
+        /// Sweeps: metric to plot against the swept parameter (repeatable; default
+        /// ping.rtt_avg_ms and consumer.pps).
+        #[arg(long = "plot", value_name = "METRIC")]
+        plot: Vec<String>,
     },
 }
 
@@ -116,8 +132,8 @@ fn main() -> ExitCode {
             kernel_cli::run(&scenario, &common, hist)
         }
         Cmd::Run { scenario, common, hist } => run::run(&scenario, &common, hist),
-        Cmd::Sweep { scenario, common, rows } => run::sweep(&scenario, &common, rows),
-        Cmd::Report { results, html } => run::report(&results, html.as_deref()),
+        Cmd::Sweep { scenario, common, rows, plot, hist } => run::sweep(&scenario, &common, rows, &plot, hist),
+        Cmd::Report { results, html, plot } => run::report(&results, html.as_deref(), &plot),
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
         Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
         Cmd::Calibrate { out } => kernel_cli::calibrate(&out),

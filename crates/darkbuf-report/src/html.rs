@@ -1,0 +1,406 @@
+//! The HTML report: one self-contained page per results file.
+//!
+//! Everything is inline: CSS in a `<style>`, plots as inline `<svg>` (without the
+//! `xmlns` attribute, which HTML does not need), no script, no font, no image file. A
+//! Content-Security-Policy of `default-src 'none'` makes the browser refuse any request
+//! the page might still try, so it renders the same offline, from a mail attachment or
+//! a CI artifact. The page holds the scenario (the resolved scenario JSON), the
+//! environment, the summary tables (mean ± 95% CI), the plots, the log2 histograms in
+//! bpftrace's format, and any invariant findings.
+//!
+//! Pure functions: the same results and plots always give the same bytes.
+
+use crate::format::{format_for_metric, CellFormat};
+use crate::hist::{hist_text, merged_histograms};
+use crate::plot::Plot;
+use crate::results::{Environment, Results, RunRecord, SweepResults};
+use crate::table::{default_rows, metric_names, note, sweep_metric_names};
+use std::fmt::Write;
+
+/// Escape text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = "\
+:root{color-scheme:light}
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1.5rem;color:#1d1d1f;background:#fff;line-height:1.4}
+h1{font-size:1.6rem;margin:0 0 .2rem}
+h2{font-size:1.25rem;margin:2rem 0 .6rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+h3{font-size:1.05rem;margin:1.2rem 0 .4rem}
+.sub{color:#555;margin:0 0 1rem}
+nav a{margin-right:1rem;color:#2a5db0;text-decoration:none}
+table{border-collapse:collapse;margin:.4rem 0 1rem;font-variant-numeric:tabular-nums;font-size:.92rem}
+th,td{border:1px solid #d8d8d8;padding:.25rem .55rem;vertical-align:top}
+th{background:#f3f4f6;text-align:left}
+td.num{text-align:right;white-space:nowrap}
+td.na{color:#888;text-align:right}
+td.note{color:#666;font-size:.85rem}
+tr:nth-child(even) td{background:#fafafa}
+figure{margin:1rem 0 1.5rem}
+figure svg{max-width:100%;height:auto;border:1px solid #eee}
+pre{background:#f6f8fa;border:1px solid #e4e4e4;padding:.7rem;overflow-x:auto;font-size:.8rem;line-height:1.25}
+.finding{color:#a40000}
+";
+
+/// The page's head and the opening of its body.
+fn head(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n",
+        escape(title)
+    );
+}
+
+fn nav(out: &mut String, sections: &[(&str, &str)]) {
+    out.push_str("<nav>");
+    for (id, name) in sections {
+        let _ = write!(out, "<a href=\"#{id}\">{}</a>", escape(name));
+    }
+    out.push_str("</nav>\n");
+}
+
+/// An inline SVG for the page: the document's `<svg` tag without `xmlns` (HTML parses
+/// inline SVG without it), with `role="img"` and the title as its accessible name.
+pub fn inline_svg(plot: &Plot) -> String {
+    let svg = plot
+        .svg
+        .replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
+    let svg = svg.trim_start_matches(|c: char| c != '<');
+    match svg.strip_prefix("<svg") {
+        Some(rest) => format!(
+            "<svg role=\"img\" aria-label=\"{}\" class=\"plot\"{rest}",
+            escape(&plot.title)
+        ),
+        None => String::new(),
+    }
+}
+
+fn plots_section(out: &mut String, plots: &[Plot]) {
+    out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
+    if plots.is_empty() {
+        out.push_str("<p>No plots: the results have no probes, waits or time series.</p>\n");
+    }
+    for p in plots {
+        let _ = write!(
+            out,
+            "<figure id=\"plot-{}\">\n{}</figure>\n",
+            escape(&p.name),
+            inline_svg(p)
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+fn environment_table(out: &mut String, backend: &str, e: &Environment) {
+    out.push_str("<table class=\"environment\">\n");
+    for (k, v) in [
+        ("backend", backend),
+        ("kernel", &e.kernel),
+        ("cpu", &e.cpu),
+        ("profile", &e.profile),
+        ("darkbuf", &e.darkbuf_version),
+    ] {
+        let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
+    }
+    out.push_str("</table>\n");
+}
+
+fn scenario_pre(out: &mut String, scenario: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(scenario).unwrap_or_default();
+    let _ = writeln!(out, "<pre class=\"scenario\">{}</pre>", escape(&text));
+}
+
+fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
+    let hists = merged_histograms(runs);
+    if hists.is_empty() {
+        return false;
+    }
+    let text: String = hists.iter().map(|(n, h)| hist_text(n, h)).collect();
+    let _ = writeln!(out, "<pre class=\"histograms\">{}</pre>", escape(&text));
+    true
+}
+
+fn findings_list(out: &mut String, label: &str, runs: &[RunRecord]) {
+    for run in runs {
+        for f in &run.findings {
+            let _ = writeln!(
+                out,
+                "<p class=\"finding\">{}seed {}: invariant “{}” broken at t = {} ns: {}</p>",
+                escape(label),
+                run.seed,
+                escape(&f.invariant),
+                f.time_ns,
+                escape(&f.detail)
+            );
+        }
+    }
+}
+
+fn num_cell(format: CellFormat, v: f64) -> String {
+    format!("<td class=\"num\">{}</td>", escape(&format.format(v)))
+}
+
+/// The summary table of one results: `metric | mean ± ci95 | min | max | n`, and a
+/// `note` column (why a metric is null) when any metric has one.
+fn run_summary_table(out: &mut String, r: &Results) {
+    let names = metric_names(r);
+    let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
+    let with_note = notes.iter().any(|n| !n.is_empty());
+    out.push_str("<table class=\"summary\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
+    if with_note {
+        out.push_str("<th>note</th>");
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for (m, note) in names.iter().zip(&notes) {
+        let f = format_for_metric(m);
+        let _ = write!(out, "<tr><th>{}</th>", escape(m));
+        match r.metric(m) {
+            Some(s) => {
+                let cell = if s.n > 1 {
+                    format!("{} ± {}", f.format(s.mean), f.format_ci(s.ci95))
+                } else {
+                    f.format(s.mean)
+                };
+                let _ = write!(
+                    out,
+                    "<td class=\"num\">{}</td>{}{}<td class=\"num\">{}</td>",
+                    escape(&cell),
+                    num_cell(f, s.min),
+                    num_cell(f, s.max),
+                    s.n
+                );
+            }
+            None => {
+                out.push_str("<td class=\"na\">n/a</td><td></td><td></td><td class=\"num\">0</td>")
+            }
+        }
+        if with_note {
+            let _ = write!(out, "<td class=\"note\">{}</td>", escape(note));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n");
+}
+
+/// The report of one `darkbuf run`.
+pub fn run_html(r: &Results, plots: &[Plot]) -> String {
+    let name = r
+        .scenario
+        .get("name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("darkbuf results")
+        .to_string();
+    let mut out = String::new();
+    head(&mut out, &format!("darkbuf: {name}"));
+    let _ = writeln!(out, "<h1>{}</h1>", escape(&name));
+    let n = r.runs.len();
+    let _ = writeln!(
+        out,
+        "<p class=\"sub\">darkbuf {} · {} backend · {n} run{} (seeds {}) · profile {}</p>",
+        escape(&r.environment.darkbuf_version),
+        escape(&r.backend),
+        if n == 1 { "" } else { "s" },
+        escape(&seeds(&r.runs)),
+        escape(&r.environment.profile)
+    );
+    nav(
+        &mut out,
+        &[
+            ("summary", "Summary"),
+            ("plots", "Plots"),
+            ("histograms", "Histograms"),
+            ("environment", "Environment"),
+            ("scenario", "Scenario"),
+        ],
+    );
+    out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
+    findings_list(&mut out, "", &r.runs);
+    let _ = writeln!(
+        out,
+        "<p>Mean over {n} run{}{}; the 95% confidence interval of the mean is Student t’s.</p>",
+        if n == 1 { "" } else { "s" },
+        if n == 1 {
+            " (one run: no interval)"
+        } else {
+            ""
+        }
+    );
+    run_summary_table(&mut out, r);
+    out.push_str("</section>\n");
+    plots_section(&mut out, plots);
+    out.push_str("<section id=\"histograms\">\n<h2>Histograms</h2>\n");
+    if histograms_pre(&mut out, &r.runs) {
+        let _ = writeln!(out, "<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over the {n} run{}.</p>", if n == 1 { "" } else { "s" });
+    } else {
+        out.push_str("<p>No histograms in these results.</p>\n");
+    }
+    out.push_str("</section>\n<section id=\"environment\">\n<h2>Environment</h2>\n");
+    environment_table(&mut out, &r.backend, &r.environment);
+    out.push_str("</section>\n<section id=\"scenario\">\n<h2>Scenario</h2>\n");
+    scenario_pre(&mut out, &r.scenario);
+    out.push_str("</section>\n</body>\n</html>\n");
+    out
+}
+
+fn seeds(runs: &[RunRecord]) -> String {
+    runs.iter()
+        .map(|r| r.seed.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn sweep_cell(r: &Results, metric: &str, f: CellFormat) -> String {
+    match r.metric(metric) {
+        Some(s) => format!(
+            "<td class=\"num\">{}</td>",
+            escape(&f.cell(s.mean, s.ci95, s.n).replace(" ±", " ± "))
+        ),
+        None => "<td class=\"na\">n/a</td>".to_string(),
+    }
+}
+
+fn sweep_table_html(
+    out: &mut String,
+    s: &SweepResults,
+    class: &str,
+    rows: impl Iterator<Item = (String, String, CellFormat)>,
+) {
+    let _ = write!(out, "<table class=\"{class}\">\n<thead><tr><th>Metric</th>");
+    for p in &s.points {
+        let _ = write!(out, "<th>{}</th>", escape(&p.label));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for (label, metric, f) in rows {
+        let _ = write!(out, "<tr><th>{}</th>", escape(&label));
+        for p in &s.points {
+            out.push_str(&sweep_cell(&p.results, &metric, f));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n");
+}
+
+/// The report of one `darkbuf sweep`.
+pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
+    let name = if s.name.is_empty() {
+        "darkbuf sweep"
+    } else {
+        &s.name
+    };
+    let first = s.points.first().map(|p| &p.results);
+    let mut out = String::new();
+    head(&mut out, &format!("darkbuf: {name}"));
+    let _ = writeln!(out, "<h1>{}</h1>", escape(name));
+    let backend = first.map_or("", |r| r.backend.as_str());
+    let runs: Vec<usize> = s.points.iter().map(|p| p.results.runs.len()).collect();
+    let runs_text = match (runs.iter().min(), runs.iter().max()) {
+        (Some(a), Some(b)) if a == b => {
+            format!("{a} run{} per point", if *a == 1 { "" } else { "s" })
+        }
+        (Some(a), Some(b)) => format!("{a}–{b} runs per point"),
+        _ => "no runs".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"sub\">darkbuf {} · {} backend · {} point{} · {runs_text}</p>",
+        escape(first.map_or("", |r| r.environment.darkbuf_version.as_str())),
+        escape(backend),
+        s.points.len(),
+        if s.points.len() == 1 { "" } else { "s" },
+    );
+    nav(
+        &mut out,
+        &[
+            ("summary", "Summary"),
+            ("plots", "Plots"),
+            ("points", "Points"),
+            ("histograms", "Histograms"),
+            ("environment", "Environment"),
+            ("scenario", "Scenario"),
+        ],
+    );
+    out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
+    for p in &s.points {
+        findings_list(&mut out, &format!("{}: ", p.label), &p.results.runs);
+    }
+    out.push_str("<p>One column per point: the mean over its runs, ± the 95% confidence interval (Student t) when a point has more than one run.</p>\n<h3>The seed report’s rows</h3>\n");
+    sweep_table_html(
+        &mut out,
+        s,
+        "sweep",
+        default_rows()
+            .into_iter()
+            .map(|r| (r.label.to_string(), r.metric.to_string(), r.format)),
+    );
+    out.push_str("<h3>Every metric</h3>\n");
+    sweep_table_html(
+        &mut out,
+        s,
+        "sweep-all",
+        sweep_metric_names(s).into_iter().map(|m| {
+            let f = format_for_metric(&m);
+            (m.clone(), m, f)
+        }),
+    );
+    out.push_str("</section>\n");
+    plots_section(&mut out, plots);
+    out.push_str("<section id=\"points\">\n<h2>Points</h2>\n<table class=\"points\">\n<thead><tr><th>point</th><th>set</th><th>seeds</th><th>unavailable</th></tr></thead>\n<tbody>\n");
+    for p in &s.points {
+        let unavailable: Vec<String> = p
+            .results
+            .unavailable
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr><th>{}</th><td><code>{}</code></td><td>{}</td><td class=\"note\">{}</td></tr>",
+            escape(&p.label),
+            escape(&p.set.join(" ")),
+            escape(&seeds(&p.results.runs)),
+            escape(&unavailable.join("; "))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n<section id=\"histograms\">\n<h2>Histograms</h2>\n<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over each point’s runs.</p>\n");
+    let mut any = false;
+    for p in &s.points {
+        let mut h = String::new();
+        if histograms_pre(&mut h, &p.results.runs) {
+            let _ = writeln!(out, "<h3>{}</h3>", escape(&p.label));
+            out.push_str(&h);
+            any = true;
+        }
+    }
+    if !any {
+        out.push_str("<p>No histograms in these results.</p>\n");
+    }
+    out.push_str("</section>\n<section id=\"environment\">\n<h2>Environment</h2>\n");
+    if let Some(r) = first {
+        environment_table(&mut out, &r.backend, &r.environment);
+    }
+    out.push_str("</section>\n<section id=\"scenario\">\n<h2>Scenario</h2>\n");
+    if let Some(r) = first {
+        let _ = writeln!(
+            out,
+            "<p>The first point’s resolved scenario; the others differ by their <code>set</code> keys (see Points).</p>"
+        );
+        scenario_pre(&mut out, &r.scenario);
+    }
+    out.push_str("</section>\n</body>\n</html>\n");
+    out
+}
