@@ -1,33 +1,116 @@
 //! The kernel backend's commands: `run --backend kernel`, `check`, `calibrate`, `compare`.
+//! The work is in the darkbuf-kernel crate; this file maps its errors to exit codes and
+//! prints.
 
-use crate::run::Failure;
+use crate::run::{self, Failure};
 use crate::{Common, Format};
+use darkbuf_kernel::KernelError;
 use std::path::Path;
 
-fn unavailable() -> Failure {
-    Failure::Backend("the kernel backend is not built yet; run with --backend sim (the default)".into())
+fn failure(e: KernelError) -> Failure {
+    match e {
+        KernelError::Input(m) => Failure::Input(m),
+        KernelError::Unavailable(m) => Failure::Backend(m),
+        KernelError::Internal(m) => Failure::Internal(m),
+    }
+}
+
+fn print_notes(notes: &[String]) {
+    for n in notes {
+        eprintln!("darkbuf: kernel: {n}");
+    }
 }
 
 /// `darkbuf run SCENARIO --backend kernel`.
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
-    let _ = (path, c, hist);
-    Err(unavailable())
+    let mut scn = run::load(path, &c.set)?;
+    run::apply_common(&mut scn, c);
+    let opts = darkbuf_kernel::backend::RunOpts::from_env().map_err(failure)?;
+    let pb = run::progress(scn.runs as u64, &scn.name);
+    let (results, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| pb.inc(1)).map_err(failure)?;
+    pb.finish_and_clear();
+    print_notes(&notes);
+    run::emit(c, &results, darkbuf_report::run_csv(&results), || {
+        println!(
+            "{} ({} run{}, kernel {})",
+            scn.name,
+            scn.runs,
+            if scn.runs == 1 { "" } else { "s" },
+            results.environment.kernel
+        );
+        print!("{}", darkbuf_report::run_table(&results));
+        if hist {
+            for r in &results.runs {
+                println!("\nhistograms, seed {}:", r.seed);
+                print!("{}", darkbuf_report::histograms_text(r));
+            }
+        }
+    })
 }
 
 /// `darkbuf check [--cleanup] [--format table|json]`.
 pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
-    let _ = (cleanup, format);
-    Err(unavailable())
+    if format == Format::Csv {
+        return Err(Failure::Input("check prints a table or JSON (--format table|json)".into()));
+    }
+    let caps = darkbuf_kernel::caps::check(cleanup).map_err(failure)?;
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&caps).map_err(|e| Failure::Internal(e.to_string()))? + "\n",
+        _ => darkbuf_kernel::caps::render_table(&caps),
+    };
+    // A closed pipe (`darkbuf check | head`) is not an error.
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if !caps.cleanup_errors.is_empty() {
+        return Err(Failure::Internal(format!("could not remove: {}", caps.cleanup_errors.join("; "))));
+    }
+    Ok(())
 }
 
-/// `darkbuf calibrate --out PROFILE.toml`.
+/// `darkbuf calibrate --out PROFILE.toml`. `DARKBUF_CALIBRATE_QUICK=1` shortens the
+/// matrix to about 30 s.
 pub fn calibrate(out: &Path) -> Result<(), Failure> {
-    let _ = out;
-    Err(unavailable())
+    darkbuf_kernel::error::require_root().map_err(failure)?;
+    let quick = darkbuf_kernel::calibrate::quick_from_env();
+    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
+    print!("{}", darkbuf_kernel::calibrate::summary(&cal, out));
+    Ok(())
 }
 
-/// `darkbuf compare SCENARIO`.
+/// `darkbuf compare SCENARIO`: the simulator, then the kernel, on the same scenario.
 pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
-    let _ = (path, c);
-    Err(unavailable())
+    let mut scn = run::load(path, &c.set)?;
+    run::apply_common(&mut scn, c);
+    let opts = darkbuf_kernel::backend::RunOpts::from_env().map_err(failure)?;
+    // The kernel side first: it is the one that can be unavailable (exit 3).
+    let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;
+    print_notes(&notes);
+    let p = run::profile_of(&scn)?;
+    let jobs: Vec<(darkbuf_scenario::Scenario, u64)> = (0..scn.runs as u64).map(|i| (scn.clone(), scn.seed.wrapping_add(i))).collect();
+    let profiles = vec![p.clone(); jobs.len()];
+    let sim = run::results_of(&scn, &p, run::run_jobs(&jobs, &profiles, &indicatif::ProgressBar::hidden())?);
+    run::warn_findings(" (sim)", &sim);
+    let rows = darkbuf_kernel::compare::rows(&sim, &kernel);
+    let cmp = darkbuf_kernel::compare::Comparison { scenario: kernel.scenario.clone(), rows, sim, kernel };
+    let csv = compare_csv(&cmp.rows);
+    run::emit(c, &cmp, csv, || {
+        println!(
+            "{}: sim (profile {}) vs kernel {} ({} run{} each)",
+            scn.name,
+            p.name,
+            cmp.kernel.environment.kernel,
+            scn.runs,
+            if scn.runs == 1 { "" } else { "s" }
+        );
+        print!("{}", darkbuf_kernel::compare::render_table(&cmp.rows));
+    })
+}
+
+fn compare_csv(rows: &[darkbuf_kernel::compare::Row]) -> String {
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    let mut s = String::from("metric,sim,kernel,rel_error\n");
+    for r in rows {
+        s.push_str(&format!("{},{},{},{}\n", darkbuf_report::csv_field(&r.metric), f(r.sim), f(r.kernel), f(r.rel_error)));
+    }
+    s
 }

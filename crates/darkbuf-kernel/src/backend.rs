@@ -1,0 +1,903 @@
+//! One scenario on the running kernel: setup, warmup, the measured window, teardown,
+//! and the measurements in the results contract's metric names
+//! (../shared/DESIGN.md "Results").
+//!
+//! Timeline of a run (all load tools are threads of this process, see [`crate::load`]):
+//!
+//! ```text
+//! setup ─ sinks ─ floods + prober start ─ warmup ─ snapshot A ─ samples every
+//! sample_interval ─ snapshot B ─ stop, join ─ teardown
+//! ```
+//!
+//! Rates and counters are deltas between the two snapshots, divided by the time between
+//! them; probes count when they were sent inside that window. What the kernel does not
+//! count (per-stage probe waits, ring occupancy, txq stops, BQL on a device without
+//! it) is `null` with the reason in `unavailable`.
+//!
+//! Counter sources, per metric:
+//! - `consumer.pps`: veth `ethtool -S` `rx_queue_N_xdp_packets` of the peer (every
+//!   packet veth's NAPI poll handled; the packet count of `ip -s link` when NAPI never
+//!   ran), tap: its `tx_packets` (frames the reader read);
+//! - `sink.pps`: `Udp InDatagrams` of /proc/net/snmp in the receiving namespace (tap:
+//!   the reader's flood frames); `sink.pps.<traffic index>` splits it by each sink's
+//!   own count;
+//! - `qdisc.*`: the root qdisc of `tc -s -j qdisc` (mq: the sum of its children), the
+//!   backlog averaged over the samples;
+//! - `bql.*`: `byte_queue_limits/{limit,inflight}` summed over TX queues, sampled;
+//! - `napi.polls`, `napi.full_budget_polls`: the `napi:napi_poll` tracepoint
+//!   ([`crate::trace`]); `napi.avg_work` = consumer packets / polls;
+//! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
+//! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
+//! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
+//! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
+
+use crate::cmd;
+use crate::counters::{self, LinkCounters, QdiscCounters};
+use crate::error::{KernelError, Result};
+use crate::load::{self, FloodSpec, FloodStats, ProbeKind, ProbeOpts, ProbeResult, ProbeSpec, SinkSpec, SinkStats, TapReaderSpec, TapReaderStats};
+use crate::names::Names;
+use crate::rules::RuleScope;
+use crate::signals;
+use crate::topo::{self, Options, Topology};
+use crate::trace::{NapiPollCounter, PollCounts};
+use crate::KernelVersion;
+use darkbuf_model::units::Rate;
+use darkbuf_report::{Environment, Log2Hist, Results, RunRecord, TimeSeries};
+use darkbuf_scenario::{Driver, Scenario, Traffic};
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// First UDP port of the floods (flood i sends to FLOOD_PORT_BASE + i).
+pub const FLOOD_PORT_BASE: u16 = 5001;
+/// A probe without a reply after this long is lost.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Sample period of the qdisc backlog when the scenario asks for no time series.
+pub const DEFAULT_SAMPLE: Duration = Duration::from_millis(100);
+
+static RUN_SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// Kernel-backend options that are not scenario keys (yet).
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    /// Which received packets traverse the rules (`DARKBUF_KERNEL_RULES`).
+    pub rule_scope: RuleScope,
+}
+
+impl RunOpts {
+    pub fn from_env() -> Result<RunOpts> {
+        Ok(RunOpts { rule_scope: RuleScope::from_env()? })
+    }
+}
+
+/// One run's results.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub record: RunRecord,
+    /// Metric -> why it is null.
+    pub unavailable: BTreeMap<String, String>,
+    /// What the kernel did differently from the scenario, and other remarks.
+    pub notes: Vec<String>,
+}
+
+/// The results' `environment` for the kernel backend.
+pub fn environment() -> Environment {
+    Environment {
+        kernel: crate::uname_release(),
+        cpu: crate::cpu_model(),
+        profile: "kernel".into(),
+        darkbuf_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Runs every run of `scn` (`scn.runs`, seeds seed, seed+1, ...) and assembles the
+/// results. `each` is called after every run (for a progress bar).
+pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOutput)) -> Result<(Results, Vec<String>)> {
+    signals::install();
+    let kv = KernelVersion::running();
+    topo::preflight(scn, kv)?;
+    let mut records = Vec::new();
+    let mut unavailable = BTreeMap::new();
+    let mut notes: Vec<String> = Vec::new();
+    for i in 0..scn.runs.max(1) as u64 {
+        // A signal also kills the tool a setup step was running: report the signal.
+        let out = run_once(scn, scn.seed.wrapping_add(i), opts).map_err(|e| interrupted().unwrap_or(e))?;
+        each(&out);
+        for n in &out.notes {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+        unavailable.extend(out.unavailable);
+        records.push(out.record);
+    }
+    let scenario = serde_json::to_value(scn).map_err(|e| KernelError::Internal(e.to_string()))?;
+    Ok((Results::from_runs(scenario, "kernel", environment(), records, unavailable), notes))
+}
+
+/// Everything read at one instant (a snapshot takes a few exec's: ~10-20 ms).
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    at: Option<Instant>,
+    mono_ns: u64,
+    qdisc: Option<QdiscCounters>,
+    /// Root and children (mq), for stall detection.
+    qdiscs: Vec<(String, QdiscCounters)>,
+    tx_link: Option<LinkCounters>,
+    rx_link: Option<LinkCounters>,
+    /// Peer's `ethtool -S` (veth).
+    rx_ethtool: BTreeMap<String, u64>,
+    snmp_tx: BTreeMap<String, u64>,
+    snmp_rx: BTreeMap<String, u64>,
+    napi_cpu_ns: Option<u64>,
+    polls: Option<PollCounts>,
+    cpu: Vec<(u64, u64)>,
+    squeeze: Option<u64>,
+    /// CPU ticks of every other user-space process (load that is not ours).
+    other_ticks: u64,
+}
+
+/// One sample of the time series.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    t_ms: f64,
+    qlen: Option<u64>,
+    /// The root qdisc's sent packets (to see a stalled queue).
+    sent: Option<u64>,
+    bql_limit: Option<u64>,
+    bql_inflight: Option<u64>,
+}
+
+/// The running tools.
+#[derive(Default)]
+struct Tools {
+    floods: Vec<(usize, JoinHandle<io::Result<FloodStats>>)>,
+    sinks: Vec<(usize, JoinHandle<io::Result<SinkStats>>)>,
+    prober: Option<JoinHandle<io::Result<ProbeResult>>>,
+    tap: Option<JoinHandle<io::Result<TapReaderStats>>>,
+}
+
+#[derive(Default)]
+struct Joined {
+    floods: Vec<(usize, FloodStats)>,
+    sinks: Vec<(usize, SinkStats)>,
+    probe: Option<ProbeResult>,
+    tap: Option<TapReaderStats>,
+    errors: Vec<String>,
+}
+
+fn join_by<T>(h: JoinHandle<io::Result<T>>, deadline: Instant, what: &str, errors: &mut Vec<String>) -> Option<T> {
+    while !h.is_finished() {
+        if Instant::now() >= deadline {
+            errors.push(format!("the {what} thread did not stop in time (its namespace is freed when it ends)"));
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    match h.join() {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) => {
+            errors.push(format!("{what}: {e}"));
+            None
+        }
+        Err(_) => {
+            errors.push(format!("the {what} thread panicked"));
+            None
+        }
+    }
+}
+
+impl Tools {
+    /// Stops everything and waits (bounded) for the threads.
+    fn stop_and_join(&mut self, stop: &AtomicBool) -> Joined {
+        stop.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(5);
+        let mut j = Joined::default();
+        for (i, h) in self.floods.drain(..) {
+            if let Some(s) = join_by(h, deadline, "flood", &mut j.errors) {
+                j.floods.push((i, s));
+            }
+        }
+        for (i, h) in self.sinks.drain(..) {
+            if let Some(s) = join_by(h, deadline, "sink", &mut j.errors) {
+                j.sinks.push((i, s));
+            }
+        }
+        if let Some(h) = self.prober.take() {
+            j.probe = join_by(h, deadline, "prober", &mut j.errors);
+        }
+        if let Some(h) = self.tap.take() {
+            j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
+        }
+        j
+    }
+}
+
+/// Stops the tools when dropped (an early return or a panic still ends every thread
+/// before the namespaces go).
+struct StopGuard {
+    stop: Arc<AtomicBool>,
+    tools: Tools,
+}
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        let _ = self.tools.stop_and_join(&self.stop);
+    }
+}
+
+/// How long a qdisc may hold packets without sending any before the run is declared stuck.
+pub const STALL_AFTER: Duration = Duration::from_secs(2);
+
+/// A TX queue that stopped for good (seen on 6.18 with veth multiqueue: see the message).
+fn stall_error(scn: &Scenario, qlen: u64, held: Duration) -> KernelError {
+    let mut m = format!(
+        "the TX queue stalled: the qdisc held {qlen} packets and sent none for {:.1} s",
+        held.as_secs_f64()
+    );
+    if scn.device.driver == Driver::Veth && scn.device.tx_queues > 1 && scn.device.xps_txq != Some(0) {
+        m.push_str(
+            ". With several TX queues, veth's ring backpressure (>= 6.16) wakes a stopped queue from veth_poll() \
+             through the peer's rq->xdp_rxq.queue_index, which only XDP registers: in GRO mode it is 0 for every \
+             RX queue, so a stopped TX queue other than 0 is never woken on this kernel. Use device.xps_txq = 0 or \
+             device.tx_queues = 1",
+        );
+    }
+    KernelError::Unavailable(m)
+}
+
+fn interrupted() -> Option<KernelError> {
+    signals::received().map(|s| {
+        KernelError::Internal(format!("interrupted by {}; everything darkbuf created was removed", signals::name(s)))
+    })
+}
+
+/// Flood packets-per-second for a scenario rate (bit rates count L2 frames, as the simulator does).
+pub fn rate_pps(rate: &Rate, payload: u32) -> Option<f64> {
+    match rate {
+        Rate::Max => None,
+        Rate::Pps(p) => Some(*p),
+        Rate::Bps(b) => Some(*b as f64 / (8.0 * darkbuf_scenario::udp_frame_len(payload) as f64)),
+    }
+}
+
+/// Runs `scn` once.
+pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> {
+    signals::install();
+    let kv = KernelVersion::running();
+    if let Some(e) = interrupted() {
+        return Err(e);
+    }
+    let seq = RUN_SEQ.fetch_add(1, Ordering::SeqCst);
+    let names = Names::for_run(seq);
+    let floods: Vec<(usize, &darkbuf_scenario::UdpFlood)> = scn
+        .traffic
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t {
+            Traffic::Udp(u) => Some((i, u)),
+            _ => None,
+        })
+        .collect();
+    let pings: Vec<&darkbuf_scenario::Ping> = scn
+        .traffic
+        .iter()
+        .filter_map(|t| match t {
+            Traffic::Ping(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let ports: Vec<u16> = (0..floods.len()).map(|k| FLOOD_PORT_BASE + k as u16).collect();
+    let o = Options::for_machine(opts.rule_scope, ports.clone());
+    let mut notes = Vec::new();
+    if pings.len() > 1 {
+        notes.push(format!("{} [[traffic]] pings: the kernel backend runs one prober, at the first one's interval", pings.len()));
+    }
+    if crate::online_cpus() < 2 {
+        notes.push("one CPU: producer and consumer share it".into());
+    }
+
+    let mut topo = Topology::create(names.clone(), scn.device.driver)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
+    let warmup = Duration::from_nanos(scn.warmup_ns);
+    let duration = Duration::from_nanos(scn.duration_ns);
+    let total = warmup + duration;
+    let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
+
+    // Devices, and the consumer side.
+    let (dst, tx_ns, tx_dev) = match scn.device.driver {
+        Driver::Veth => {
+            topo.setup_veth(scn, &o, kv)?;
+            for (k, (i, _)) in floods.iter().enumerate() {
+                let spec = SinkSpec {
+                    netns: names.ns_rx.clone(),
+                    bind: topo::VETH_RX_ADDR,
+                    port: ports[k],
+                    duration: total + Duration::from_secs(1),
+                    app_cost,
+                };
+                let (port, h) = load::spawn_sink_bound(spec, Some(o.consumer_cpu), stop.clone());
+                if port.is_none() {
+                    let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+                    return Err(KernelError::Internal(format!("starting the sink: {e}")));
+                }
+                guard.tools.sinks.push((*i, h));
+            }
+            (topo::VETH_RX_ADDR, names.ns_tx.clone(), names.dev_tx.clone())
+        }
+        Driver::Tun => {
+            let spec = TapReaderSpec {
+                netns: names.ns_tx.clone(),
+                tap_name: names.tap.clone(),
+                app_cost,
+                echo_icmp: true,
+                duration: total + Duration::from_secs(1),
+            };
+            let reader = load::create_tap_reader_with(spec, load::TapOpts { cpu: Some(o.consumer_cpu), persist: false }, stop.clone())
+                .map_err(|e| KernelError::Unavailable(format!("creating the tap (/dev/net/tun): {e}")))?;
+            topo.configure_tap(scn, kv)?;
+            guard.tools.tap = Some(reader.start());
+            (topo::TAP_PEER_ADDR, names.ns_tx.clone(), names.tap.clone())
+        }
+    };
+    notes.append(&mut topo.report.notes);
+    if let Some(e) = interrupted() {
+        return Err(e);
+    }
+
+    // NAPI poll counting (veth only).
+    let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
+    let poll_counter = match scn.device.driver {
+        Driver::Veth => match NapiPollCounter::start(&names.dev_rx, &names.tag, topo::VETH_NAPI_WEIGHT) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
+                    unavailable.insert(k.into(), format!("napi:napi_poll tracepoint unavailable: {e}"));
+                }
+                None
+            }
+        },
+        Driver::Tun => None,
+    };
+
+    // Load.
+    for (k, (i, u)) in floods.iter().enumerate() {
+        let rate = rate_pps(&u.rate, u.size);
+        let batch = match rate {
+            None => 32,
+            Some(r) => ((r / 1000.0) as usize).clamp(1, 32),
+        };
+        let max_packets = match rate {
+            Some(r) => (r * total.as_secs_f64() * 1.2) as u64 + 1000,
+            None => (5e6 * total.as_secs_f64()) as u64 + 1000,
+        };
+        let spec = FloodSpec {
+            netns: tx_ns.clone(),
+            dst,
+            dst_port: ports[k],
+            payload: u.size as usize,
+            rate_pps: rate,
+            flows: u.flows.max(1),
+            sndbuf: Some((u.sndbuf / 2).min(i32::MAX as u64 / 2) as u32),
+            priority: u.priority,
+            tos: (u.dscp << 2) | (u.ecn & 3),
+            max_packets,
+            duration: total,
+            batch,
+        };
+        guard.tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(o.producer_cpu), stop.clone())));
+    }
+    if let Some(p) = pings.first() {
+        let interval = Duration::from_nanos(p.interval_ns.max(1_000));
+        let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;
+        let spec = ProbeSpec {
+            netns: tx_ns.clone(),
+            dst,
+            kind: ProbeKind::Icmp,
+            interval,
+            count,
+            timeout: PROBE_TIMEOUT,
+            payload: p.size as usize,
+        };
+        guard.tools.prober = Some(load::spawn_prober_with(spec, ProbeOpts::default(), stop.clone()));
+    }
+
+    // Warmup, then the measured window.
+    let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
+    if !signals::sleep_unless_signalled(warmup, &stop) {
+        return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
+    }
+    let a = reader.snapshot(poll_counter.as_ref());
+    let t_a = a.at.unwrap_or_else(Instant::now);
+    let interval = if scn.sample_interval_ns > 0 { Duration::from_nanos(scn.sample_interval_ns) } else { DEFAULT_SAMPLE };
+    let bql = topo.report.bql_present;
+    let mut samples: Vec<Sample> = Vec::new();
+    let end = t_a + duration;
+    // A queue that holds packets but sends none for STALL_AFTER is stuck.
+    let mut progress = (t_a, a.qdisc.as_ref().map(|q| q.packets));
+    let mut next = t_a + interval.min(duration);
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        let wait = next.min(end).saturating_duration_since(now);
+        if !signals::sleep_unless_signalled(wait, &stop) {
+            return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped".into())));
+        }
+        if Instant::now() >= end {
+            break;
+        }
+        let mut s = reader.sample(bql, scn.device.tx_queues);
+        s.t_ms = t_a.elapsed().as_secs_f64() * 1e3;
+        if s.sent != progress.1 || s.qlen == Some(0) {
+            progress = (Instant::now(), s.sent);
+        } else if progress.0.elapsed() >= STALL_AFTER && s.qlen.is_some() {
+            return Err(stall_error(scn, s.qlen.unwrap_or(0), progress.0.elapsed()));
+        }
+        samples.push(s);
+        next += interval;
+    }
+    let b = reader.snapshot(poll_counter.as_ref());
+    let stalled = counters::stalled_qdiscs(&a.qdiscs, &b.qdiscs);
+    if !stalled.is_empty() && scn.qdisc.kind != "noqueue" {
+        let held = b.at.zip(a.at).map_or(duration, |(y, x)| y.saturating_duration_since(x));
+        let qlen = b.qdiscs.iter().filter(|(h, _)| stalled.contains(h)).map(|(_, q)| q.qlen).max().unwrap_or(0);
+        return Err(stall_error(scn, qlen, held));
+    }
+    let joined = guard.tools.stop_and_join(&stop);
+    drop(poll_counter);
+    for e in &joined.errors {
+        notes.push(e.clone());
+    }
+    let teardown_errors = topo.teardown();
+    for e in teardown_errors {
+        notes.push(format!("teardown: {e}"));
+    }
+    if let Some(e) = interrupted() {
+        return Err(e);
+    }
+
+    let mut out = metrics(scn, seed, &a, &b, &samples, &joined, &topo.report, bql, &mut unavailable, &mut notes);
+    out.unavailable = unavailable;
+    out.notes = notes;
+    Ok(out)
+}
+
+/// Reads counters of one run's devices.
+struct Reader {
+    names: Names,
+    driver: Driver,
+    tx_dev: String,
+    napi_pids: Vec<u32>,
+}
+
+impl Reader {
+    fn snapshot(&self, polls: Option<&NapiPollCounter>) -> Snapshot {
+        let mut s = Snapshot { mono_ns: load::mono_ns(), ..Default::default() };
+        let start = Instant::now();
+        let n = &self.names;
+        // Sender namespace: qdisc, link, snmp.
+        let tx_cmds = vec![
+            format!("tc -s -j qdisc show dev {}", self.tx_dev),
+            format!("ip -s -j link show dev {}", self.tx_dev),
+            "cat /proc/net/snmp".to_string(),
+        ];
+        if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
+            s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
+            s.qdiscs = r[0].as_deref().map(counters::parse_tc_all).unwrap_or_default();
+            s.tx_link = r[1].as_deref().and_then(counters::parse_ip_link);
+            s.snmp_tx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
+        }
+        if self.driver == Driver::Veth {
+            let rx_cmds = vec![
+                format!("ethtool -S {}", n.dev_rx),
+                format!("ip -s -j link show dev {}", n.dev_rx),
+                "cat /proc/net/snmp".to_string(),
+            ];
+            if let Ok(r) = cmd::sections_in(&n.ns_rx, &rx_cmds) {
+                s.rx_ethtool = r[0].as_deref().map(counters::parse_ethtool_stats).unwrap_or_default();
+                s.rx_link = r[1].as_deref().and_then(counters::parse_ip_link);
+                s.snmp_rx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
+            }
+        }
+        if !self.napi_pids.is_empty() {
+            let mut total = 0;
+            let mut any = false;
+            for p in &self.napi_pids {
+                if let Some(v) = std::fs::read_to_string(format!("/proc/{p}/schedstat")).ok().as_deref().and_then(counters::parse_schedstat) {
+                    total += v;
+                    any = true;
+                }
+            }
+            s.napi_cpu_ns = any.then_some(total);
+        }
+        s.polls = polls.and_then(|p| p.counts().ok());
+        s.cpu = std::fs::read_to_string("/proc/stat").map(|t| counters::parse_proc_stat(&t)).unwrap_or_default();
+        s.squeeze = std::fs::read_to_string("/proc/net/softnet_stat").ok().map(|t| counters::parse_softnet_squeeze(&t));
+        s.other_ticks = counters::other_processes_ticks(std::process::id());
+        // The snapshot's instant: the middle of its reads.
+        s.at = Some(start + start.elapsed() / 2);
+        s.mono_ns += (start.elapsed() / 2).as_nanos() as u64;
+        s
+    }
+
+    fn sample(&self, bql: bool, txqs: u32) -> Sample {
+        let mut cmds = vec![format!("tc -s -j qdisc show dev {}", self.tx_dev)];
+        if bql {
+            for q in 0..txqs {
+                let d = format!("/sys/class/net/{}/queues/tx-{q}/byte_queue_limits", self.tx_dev);
+                cmds.push(format!("cat {d}/limit"));
+                cmds.push(format!("cat {d}/inflight"));
+            }
+        }
+        let mut s = Sample::default();
+        let r = if bql {
+            cmd::sections_in(&self.names.ns_tx, &cmds).unwrap_or_default()
+        } else {
+            // tc's own -n is cheaper than ip netns exec (no /sys remount).
+            let o = cmd::run("tc", &["-n", &self.names.ns_tx, "-s", "-j", "qdisc", "show", "dev", &self.tx_dev]);
+            vec![o.ok().filter(|o| o.ok()).map(|o| o.stdout)]
+        };
+        let root = r.first().cloned().flatten().as_deref().and_then(counters::parse_tc_root);
+        s.qlen = root.as_ref().map(|q| q.qlen);
+        s.sent = root.as_ref().map(|q| q.packets);
+        if bql {
+            let num = |i: usize| r.get(i).cloned().flatten().and_then(|t| t.trim().parse::<u64>().ok());
+            let (mut lim, mut inf, mut ok) = (0, 0, true);
+            for q in 0..txqs as usize {
+                match (num(1 + 2 * q), num(2 + 2 * q)) {
+                    (Some(l), Some(i)) => {
+                        lim += l;
+                        inf += i;
+                    }
+                    _ => ok = false,
+                }
+            }
+            if ok {
+                s.bql_limit = Some(lim);
+                s.bql_inflight = Some(inf);
+            }
+        }
+        s
+    }
+}
+
+fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    Some(b?.saturating_sub(a?))
+}
+
+fn snmp_delta(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>, k: &str) -> Option<u64> {
+    delta(a.get(k).copied(), b.get(k).copied())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn metrics(
+    scn: &Scenario,
+    seed: u64,
+    a: &Snapshot,
+    b: &Snapshot,
+    samples: &[Sample],
+    j: &Joined,
+    setup: &topo::SetupReport,
+    bql: bool,
+    why: &mut BTreeMap<String, String>,
+    notes: &mut Vec<String>,
+) -> RunOutput {
+    let mut m: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    let mut none = |m: &mut BTreeMap<String, Option<f64>>, k: &str, reason: &str| {
+        m.insert(k.into(), None);
+        why.entry(k.into()).or_insert_with(|| reason.into());
+    };
+    let secs = match (a.at, b.at) {
+        (Some(x), Some(y)) if y > x => (y - x).as_secs_f64(),
+        _ => scn.duration_ns as f64 / 1e9,
+    };
+    let veth = scn.device.driver == Driver::Veth;
+    let mut timeseries = BTreeMap::new();
+    let mut histograms = BTreeMap::new();
+
+    // Probes.
+    let ping_keys = ["ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms", "ping.loss_pct"];
+    let has_ping = scn.traffic.iter().any(|t| matches!(t, Traffic::Ping(_)));
+    match (&j.probe, has_ping) {
+        (_, false) => {
+            for k in ping_keys {
+                none(&mut m, k, "the scenario has no ping traffic");
+            }
+        }
+        (None, true) => {
+            for k in ping_keys {
+                none(&mut m, k, "the prober failed (see the run's notes)");
+            }
+        }
+        (Some(p), true) => {
+            let in_window: Vec<(u64, Option<u64>)> = p
+                .samples
+                .iter()
+                .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns))
+                .filter(|(t, _)| *t >= a.mono_ns && *t < b.mono_ns)
+                .collect();
+            let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r)| *r).collect();
+            rtts.sort_unstable();
+            let ms = |ns: f64| ns / 1e6;
+            if rtts.is_empty() {
+                for k in &ping_keys[..5] {
+                    none(&mut m, k, "no probe sent in the measured window was answered");
+                }
+            } else {
+                let avg = rtts.iter().map(|&r| r as f64).sum::<f64>() / rtts.len() as f64;
+                m.insert("ping.rtt_avg_ms".into(), Some(ms(avg)));
+                m.insert("ping.rtt_min_ms".into(), Some(ms(rtts[0] as f64)));
+                m.insert("ping.rtt_p50_ms".into(), counters::percentile(&rtts, 50.0).map(ms));
+                m.insert("ping.rtt_p99_ms".into(), counters::percentile(&rtts, 99.0).map(ms));
+                m.insert("ping.rtt_max_ms".into(), Some(ms(*rtts.last().unwrap_or(&0) as f64)));
+                let mut h = Log2Hist::default();
+                for &r in &rtts {
+                    h.record(r / 1000);
+                }
+                histograms.insert("ping_rtt_us".to_string(), h);
+            }
+            let n = in_window.len();
+            let lost = in_window.iter().filter(|(_, r)| r.is_none()).count();
+            if n > 0 {
+                m.insert("ping.loss_pct".into(), Some(100.0 * lost as f64 / n as f64));
+            } else {
+                none(&mut m, "ping.loss_pct", "no probe was sent in the measured window");
+            }
+            m.insert("ping.probes".into(), Some(n as f64));
+            m.insert("ping.unsendable".into(), Some(p.unsendable as f64));
+            timeseries.insert(
+                "ping.rtt_ms".to_string(),
+                TimeSeries {
+                    unit: "ms".into(),
+                    t_ms: in_window.iter().map(|(t, _)| (t - a.mono_ns) as f64 / 1e6).collect(),
+                    values: in_window.iter().map(|(_, r)| r.map(|x| x as f64 / 1e6)).collect(),
+                },
+            );
+        }
+    }
+    for k in ["ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms"] {
+        none(&mut m, k, "not measurable on the kernel: a probe carries no per-stage timestamps (qdisc, ring, consumer), only its round trip");
+    }
+
+    // Consumer and sink.
+    let rate = |d: Option<u64>| d.map(|x| x as f64 / secs);
+    if veth {
+        let napi_pkts = delta(counters::sum_rx_queue(&a.rx_ethtool, "xdp_packets"), counters::sum_rx_queue(&b.rx_ethtool, "xdp_packets"));
+        let rx_pkts = delta(a.rx_link.as_ref().map(|l| l.rx_packets), b.rx_link.as_ref().map(|l| l.rx_packets));
+        let consumer = match napi_pkts {
+            Some(p) if p > 0 => Some(p),
+            _ => {
+                if rx_pkts.unwrap_or(0) > 0 {
+                    notes.push("veth did not use its NAPI path (rx_queue_*_xdp_packets did not grow): packets were not GRO-eligible, so there is no ring backpressure and no qdisc queue".into());
+                }
+                rx_pkts
+            }
+        };
+        match rate(consumer) {
+            Some(v) => {
+                m.insert("consumer.pps".into(), Some(v));
+            }
+            None => none(&mut m, "consumer.pps", "the peer's packet counters could not be read"),
+        }
+        let udp_in = snmp_delta(&a.snmp_rx, &b.snmp_rx, "InDatagrams");
+        match rate(udp_in) {
+            Some(total) => {
+                m.insert("sink.pps".into(), Some(total));
+                let sum: u64 = j.sinks.iter().map(|(_, s)| s.received).sum();
+                if j.sinks.len() > 1 && sum > 0 {
+                    for (i, s) in &j.sinks {
+                        m.insert(format!("sink.pps.{i}"), Some(total * s.received as f64 / sum as f64));
+                    }
+                } else if let Some((i, _)) = j.sinks.first() {
+                    m.insert(format!("sink.pps.{i}"), Some(total));
+                }
+            }
+            None => none(&mut m, "sink.pps", "/proc/net/snmp of the receiving namespace could not be read"),
+        }
+        for (k, c) in [("udp.rcvbuf_errors", "RcvbufErrors"), ("udp.in_errors", "InErrors")] {
+            m.insert(k.into(), snmp_delta(&a.snmp_rx, &b.snmp_rx, c).map(|v| v as f64));
+        }
+        // ptr_ring full (rx_queue_N_drops) plus XDP drops where an XDP program runs.
+        let ring = |s: &Snapshot| {
+            let d = counters::sum_rx_queue(&s.rx_ethtool, "drops")?;
+            Some(d + counters::sum_rx_queue(&s.rx_ethtool, "xdp_drops").unwrap_or(0))
+        };
+        let drops = delta(ring(a), ring(b));
+        match drops {
+            Some(d) => {
+                m.insert("ring.drops".into(), Some(d as f64));
+            }
+            None => none(&mut m, "ring.drops", "ethtool -S of the veth peer has no rx_queue_N_drops"),
+        }
+        let consumer_pkts = consumer.unwrap_or(0);
+        match (a.polls, b.polls) {
+            (Some(pa), Some(pb)) => {
+                let polls = pb.polls.saturating_sub(pa.polls);
+                m.insert("napi.polls".into(), Some(polls as f64));
+                m.insert("napi.full_budget_polls".into(), Some(pb.full_budget.saturating_sub(pa.full_budget) as f64));
+                m.insert("napi.avg_work".into(), Some(if polls == 0 { 0.0 } else { consumer_pkts as f64 / polls as f64 }));
+            }
+            _ => {
+                for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
+                    none(&mut m, k, "the napi:napi_poll counts could not be read");
+                }
+            }
+        }
+        match delta(a.napi_cpu_ns, b.napi_cpu_ns) {
+            Some(ns) => {
+                m.insert("napi.thread_cpu_pct".into(), Some(100.0 * ns as f64 / (secs * 1e9)));
+            }
+            None => none(
+                &mut m,
+                "napi.thread_cpu_pct",
+                if scn.device.napi == darkbuf_scenario::NapiMode::Threaded { "the NAPI kthread's schedstat could not be read" } else { "napi = \"softirq\": NAPI runs in softirq context, not in a thread of its own" },
+            ),
+        }
+    } else {
+        let tx = |s: &Snapshot| s.tx_link.as_ref().map(|l| l.tx_packets);
+        let read = delta(tx(a), tx(b));
+        match rate(read) {
+            Some(v) => {
+                m.insert("consumer.pps".into(), Some(v));
+                let share = j.tap.as_ref().filter(|t| t.frames > 0).map_or(1.0, |t| t.flood_frames as f64 / t.frames as f64);
+                m.insert("sink.pps".into(), Some(v * share));
+            }
+            None => {
+                none(&mut m, "consumer.pps", "the tap's counters could not be read");
+                none(&mut m, "sink.pps", "the tap's counters could not be read");
+            }
+        }
+        let dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
+        m.insert("ring.drops".into(), dropped.map(|d| d as f64));
+        for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls", "napi.thread_cpu_pct"] {
+            none(&mut m, k, "a tap has no NAPI consumer: a user-space reader reads its ring");
+        }
+        for k in ["udp.rcvbuf_errors", "udp.in_errors"] {
+            none(&mut m, k, "a tap's consumer is a user-space reader, not a UDP socket");
+        }
+    }
+    none(&mut m, "ring.occupancy_avg", "the kernel does not expose a ptr_ring's fill level");
+
+    // Sender.
+    match rate(snmp_delta(&a.snmp_tx, &b.snmp_tx, "OutDatagrams")) {
+        Some(v) => {
+            m.insert("flood.pps".into(), Some(v));
+        }
+        None => none(&mut m, "flood.pps", "/proc/net/snmp of the sending namespace could not be read"),
+    }
+    m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
+    m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
+    let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
+    if veth {
+        m.insert("dev.tx_dropped".into(), tx_dropped.map(|v| v as f64));
+    }
+
+    // Qdisc.
+    let qkeys = ["qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits", "qdisc.backlog_avg_pkts"];
+    if scn.qdisc.kind == "noqueue" {
+        for k in qkeys {
+            none(&mut m, k, "no qdisc: the device runs noqueue");
+        }
+        m.insert("dev.noqueue_drops".into(), tx_dropped.map(|v| v as f64));
+    } else {
+        match (&a.qdisc, &b.qdisc) {
+            (Some(qa), Some(qb)) => {
+                m.insert("qdisc.sent_pkts".into(), Some(qb.packets.saturating_sub(qa.packets) as f64));
+                m.insert("qdisc.drops".into(), Some(qb.drops.saturating_sub(qa.drops) as f64));
+                m.insert("qdisc.requeues".into(), Some(qb.requeues.saturating_sub(qa.requeues) as f64));
+                m.insert("qdisc.overlimits".into(), Some(qb.overlimits.saturating_sub(qa.overlimits) as f64));
+                let q: Vec<u64> = samples.iter().filter_map(|s| s.qlen).collect();
+                let avg = if q.is_empty() { (qa.qlen + qb.qlen) as f64 / 2.0 } else { q.iter().sum::<u64>() as f64 / q.len() as f64 };
+                m.insert("qdisc.backlog_avg_pkts".into(), Some(avg));
+            }
+            _ => {
+                for k in qkeys {
+                    none(&mut m, k, "tc -s -j qdisc could not be read");
+                }
+            }
+        }
+        m.insert("dev.noqueue_drops".into(), Some(0.0));
+    }
+    if scn.sample_interval_ns > 0 && !samples.is_empty() && scn.qdisc.kind != "noqueue" {
+        timeseries.insert(
+            "qdisc.backlog_pkts".to_string(),
+            TimeSeries { unit: "pkts".into(), t_ms: samples.iter().map(|s| s.t_ms).collect(), values: samples.iter().map(|s| s.qlen.map(|v| v as f64)).collect() },
+        );
+    }
+
+    // BQL.
+    let bkeys = ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"];
+    if bql {
+        let lim: Vec<u64> = samples.iter().filter_map(|s| s.bql_limit).collect();
+        let inf: Vec<u64> = samples.iter().filter_map(|s| s.bql_inflight).collect();
+        if lim.is_empty() {
+            for k in bkeys {
+                none(&mut m, k, "byte_queue_limits could not be sampled");
+            }
+        } else {
+            let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+            m.insert("bql.limit_avg".into(), Some(mean(&lim)));
+            m.insert("bql.limit_last".into(), lim.last().map(|&v| v as f64));
+            m.insert("bql.inflight_avg".into(), Some(mean(&inf)));
+            m.insert("bql.inflight_max".into(), inf.iter().max().map(|&v| v as f64));
+            none(&mut m, "bql.completions", "the kernel does not count DQL completions");
+            if scn.sample_interval_ns > 0 {
+                let ts = |f: &dyn Fn(&Sample) -> Option<u64>| TimeSeries {
+                    unit: "units".into(),
+                    t_ms: samples.iter().map(|s| s.t_ms).collect(),
+                    values: samples.iter().map(|s| f(s).map(|v| v as f64)).collect(),
+                };
+                timeseries.insert("bql.limit".to_string(), ts(&|s| s.bql_limit));
+                timeseries.insert("bql.inflight".to_string(), ts(&|s| s.bql_inflight));
+            }
+        }
+    } else {
+        let dev = if veth { "veth" } else { "tap" };
+        let reason = format!("kernel {} has no BQL on {dev} (no queues/tx-N/byte_queue_limits)", crate::uname_release());
+        for k in bkeys {
+            none(&mut m, k, &reason);
+        }
+    }
+    for k in ["txq.stack_xoff", "txq.drv_xoff"] {
+        none(&mut m, k, "the kernel does not count TX queue stops; qdisc.requeues counts the driver's NETDEV_TX_BUSY returns");
+    }
+
+    // Global counters.
+    if let (Some(x), Some(y)) = (a.squeeze, b.squeeze) {
+        m.insert("softnet.time_squeeze".into(), Some(y.saturating_sub(x) as f64));
+    }
+    if a.cpu.len() == b.cpu.len() {
+        for (i, ((ba, ta), (bb, tb))) in a.cpu.iter().zip(&b.cpu).enumerate() {
+            let total = tb.saturating_sub(*ta);
+            if total > 0 {
+                m.insert(format!("cpu.{i}.busy_pct"), Some(100.0 * bb.saturating_sub(*ba) as f64 / total as f64));
+            }
+        }
+    }
+    // Other processes' CPU use: the measurement is only as clean as the machine.
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let other = 100.0 * b.other_ticks.saturating_sub(a.other_ticks) as f64 / hz / secs;
+    m.insert("machine.other_cpu_pct".into(), Some(other));
+    if other > 10.0 {
+        notes.push(format!("other processes used {other:.0}% of a CPU during the measured window: rates and delays are disturbed"));
+    }
+    // One-way delays of the flood (whole run, warmup included).
+    let mut owd: Vec<u64> = j.sinks.iter().flat_map(|(_, s)| s.owd_ns_samples.iter().copied()).collect();
+    if let Some(t) = &j.tap {
+        owd.extend(t.owd_ns_samples.iter().copied());
+    }
+    owd.sort_unstable();
+    if !owd.is_empty() {
+        m.insert("sink.owd_p50_ms".into(), counters::percentile(&owd, 50.0).map(|v| v / 1e6));
+        m.insert("sink.owd_p99_ms".into(), counters::percentile(&owd, 99.0).map(|v| v / 1e6));
+    }
+    if let Some(r) = setup.rules {
+        notes.push(format!("{} rules loaded with {}", scn.consumer.nrules, r.name()));
+    }
+    // Every null has a reason.
+    let nulls: Vec<String> = m.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.clone()).collect();
+    for k in nulls {
+        why.entry(k).or_insert_with(|| "could not be read".into());
+    }
+    RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries }, unavailable: BTreeMap::new(), notes: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(rate_pps(&Rate::Max, 64), None);
+        assert_eq!(rate_pps(&Rate::Pps(50_000.0), 64), Some(50_000.0));
+        // 1 Mbit/s of 106-byte frames (64 + 42) = 1e6 / 848 pps.
+        assert_eq!(rate_pps(&Rate::Bps(1_000_000), 64), Some(1e6 / 848.0));
+    }
+}

@@ -1,0 +1,392 @@
+//! `darkbuf check`: what the running kernel can do, probed (never assumed) in a scratch
+//! namespace that is always removed, plus the leftovers of killed runs.
+//!
+//! Probes, following ../shared/reference/real-kernel-notes.md "Recommendations":
+//! - every qdisc kind of `darkbuf_model::qdisc::ALL_KINDS`: `tc qdisc replace ... root
+//!   KIND` on a veth ("Specified qdisc kind is unknown" = not available);
+//! - BQL: a `byte_queue_limits` directory under `queues/tx-0` of a veth and of a tap;
+//! - threaded NAPI: `/sys/class/net/DEV/threaded` accepts 1 once the peer has GRO on,
+//!   and a `napi/DEV-*` kthread appears;
+//! - ethtool: `-K gro` / `-K tso`, `-L` channels (the maximum), `-C tx-usecs`;
+//! - netfilter: `nft -f` and `iptables-restore` of a one-rule table;
+//! - tracefs (mounted, or mountable) and the `napi:napi_poll` tracepoint;
+//! - veth ring backpressure (v6.16, dc82a33297fc): by kernel version, as it has no knob.
+
+use crate::cmd;
+use crate::names::{self, Leftover, Names};
+use crate::{KernelVersion, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One probed capability. `available` is `None` when it could not be probed (not root).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Probe {
+    pub available: Option<bool>,
+    pub detail: String,
+}
+
+impl Probe {
+    pub fn yes(detail: impl Into<String>) -> Probe {
+        Probe { available: Some(true), detail: detail.into() }
+    }
+    pub fn no(detail: impl Into<String>) -> Probe {
+        Probe { available: Some(false), detail: detail.into() }
+    }
+    pub fn unknown(detail: impl Into<String>) -> Probe {
+        Probe { available: None, detail: detail.into() }
+    }
+    pub fn is_yes(&self) -> bool {
+        self.available == Some(true)
+    }
+}
+
+/// What `darkbuf check` reports (its JSON form).
+#[derive(Clone, Debug, Serialize)]
+pub struct Capabilities {
+    pub kernel: String,
+    pub kernel_version: String,
+    pub hz: Option<u32>,
+    pub cpus: usize,
+    pub cpu: String,
+    pub root: bool,
+    /// Tool name -> path (null if missing).
+    pub tools: BTreeMap<String, Option<String>>,
+    /// Qdisc kind -> probe.
+    pub qdiscs: BTreeMap<String, Probe>,
+    /// Feature -> probe: bql.veth, bql.tap, napi.threaded, ethtool.gro, ethtool.tso,
+    /// ethtool.channels, ethtool.tx_usecs, veth.backpressure, rules.nft,
+    /// rules.iptables, tracefs, tracepoint.napi_poll.
+    pub features: BTreeMap<String, Probe>,
+    /// darkbuf-named objects found (an owner still running means in use, not left over).
+    pub leftovers: Vec<Leftover>,
+    /// With --cleanup: what was removed, and what could not be.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cleanup_errors: Vec<String>,
+}
+
+pub const TOOLS: &[&str] = &["ip", "tc", "ethtool", "nft", "iptables-restore", "zcat"];
+
+/// Minimal parameters a kind needs before `tc` accepts it at all.
+fn probe_params(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "tbf" => &["rate", "1mbit", "burst", "10kb", "latency", "50ms"],
+        _ => &[],
+    }
+}
+
+/// The kernel version whose veth stops its queue on a full ptr_ring (NETDEV_TX_BUSY).
+pub const VETH_BACKPRESSURE_SINCE: KernelVersion = KernelVersion(6, 16, 0);
+
+/// Removes the scratch namespace on drop.
+struct Scratch {
+    ns: String,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = cmd::run("ip", &["netns", "del", &self.ns]);
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    l.strip_prefix("Error: ").unwrap_or(l).to_string()
+}
+
+/// Probes everything. `cleanup` removes leftovers whose owner is not running (root only).
+pub fn check(cleanup: bool) -> Result<Capabilities> {
+    if cleanup {
+        crate::error::require_root()?;
+    }
+    let kv = KernelVersion::running();
+    let root = crate::error::is_root();
+    let mut caps = Capabilities {
+        kernel: crate::uname_release(),
+        kernel_version: kv.to_string(),
+        hz: crate::config_hz(),
+        cpus: crate::online_cpus(),
+        cpu: crate::cpu_model(),
+        root,
+        tools: TOOLS.iter().map(|t| (t.to_string(), cmd::which(t))).collect(),
+        qdiscs: BTreeMap::new(),
+        features: BTreeMap::new(),
+        leftovers: Vec::new(),
+        removed: Vec::new(),
+        cleanup_errors: Vec::new(),
+    };
+    let bp = if kv >= VETH_BACKPRESSURE_SINCE {
+        Probe::yes(format!("kernel {kv} >= 6.16: veth stops its txq on a full ptr_ring (dc82a33297fc) in NAPI mode"))
+    } else {
+        Probe::no(format!("kernel {kv} < 6.16: veth drops at a full ptr_ring, the qdisc never queues"))
+    };
+    caps.features.insert("veth.backpressure".into(), bp);
+    if root {
+        let scratch_dev = probe_as_root(&mut caps, kv);
+        // The scratch namespace's devices (and their NAPI kthreads) are freed
+        // asynchronously; wait briefly so they are not listed as leftovers.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while !names::napi_threads_of(&scratch_dev).is_empty() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    } else {
+        for k in darkbuf_model::qdisc::ALL_KINDS {
+            caps.qdiscs.insert(k.to_string(), Probe::unknown("not probed: needs root"));
+        }
+        for f in ["bql.veth", "bql.tap", "napi.threaded", "ethtool.gro", "ethtool.tso", "ethtool.channels", "ethtool.tx_usecs", "rules.nft", "rules.iptables"] {
+            caps.features.insert(f.into(), Probe::unknown("not probed: needs root"));
+        }
+        let t = match crate::trace::tracefs_mount() {
+            Some(p) => Probe::yes(format!("mounted at {}", p.display())),
+            None => Probe::unknown("not mounted; mounting it needs root"),
+        };
+        caps.features.insert("tracefs".into(), t);
+        caps.features.insert("tracepoint.napi_poll".into(), Probe::unknown("not probed: needs root"));
+    }
+    caps.leftovers = names::find_leftovers();
+    if cleanup {
+        let (removed, errors) = names::remove_leftovers(&caps.leftovers);
+        caps.removed = removed;
+        caps.cleanup_errors = errors;
+        caps.leftovers = names::find_leftovers();
+    }
+    Ok(caps)
+}
+
+/// Probes in a scratch namespace (removed on return); returns the scratch peer's name.
+fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
+    let n = Names::new(std::process::id(), 35);
+    let ns = format!("{}-check", n.tag);
+    let (s, r, tap) = (n.dev_tx.clone(), n.dev_rx.clone(), n.tap.clone());
+    let f = &mut caps.features;
+    if cmd::which("ip").is_none() {
+        for k in darkbuf_model::qdisc::ALL_KINDS {
+            caps.qdiscs.insert(k.to_string(), Probe::unknown("`ip` (iproute2) is not installed"));
+        }
+        return r;
+    }
+    let created = cmd::run("ip", &["netns", "add", &ns]);
+    if !matches!(&created, Ok(o) if o.ok()) {
+        let why = match created {
+            Ok(o) => first_line(&o.stderr),
+            Err(e) => e.to_string(),
+        };
+        for k in darkbuf_model::qdisc::ALL_KINDS {
+            caps.qdiscs.insert(k.to_string(), Probe::unknown(format!("cannot create a scratch namespace: {why}")));
+        }
+        return r;
+    }
+    let _guard = Scratch { ns: ns.clone() };
+    let ipn = |args: &[&str]| {
+        let mut v = vec!["-n", ns.as_str()];
+        v.extend_from_slice(args);
+        cmd::run("ip", &v)
+    };
+    let veth = ipn(&["link", "add", &s, "type", "veth", "peer", "name", &r]);
+    let veth_ok = matches!(&veth, Ok(o) if o.ok());
+    if !veth_ok {
+        let why = veth.map(|o| first_line(&o.stderr)).unwrap_or_else(|e| e.to_string());
+        for k in darkbuf_model::qdisc::ALL_KINDS {
+            caps.qdiscs.insert(k.to_string(), Probe::unknown(format!("no veth to probe on: {why}")));
+        }
+        f.insert("bql.veth".into(), Probe::unknown(format!("cannot create a veth pair: {why}")));
+    } else {
+        let _ = ipn(&["link", "set", &s, "up"]);
+        let _ = ipn(&["link", "set", &r, "up"]);
+        // Qdiscs.
+        for k in darkbuf_model::qdisc::ALL_KINDS {
+            let mut args = vec!["-n", ns.as_str(), "qdisc", "replace", "dev", s.as_str(), "root", k];
+            args.extend_from_slice(probe_params(k));
+            let p = match cmd::run("tc", &args) {
+                Ok(o) if o.ok() => Probe::yes(""),
+                Ok(o) => Probe::no(first_line(&o.stderr)),
+                Err(e) => Probe::unknown(format!("cannot run tc: {e}")),
+            };
+            caps.qdiscs.insert(k.to_string(), p);
+            let _ = cmd::run("tc", &["-n", &ns, "qdisc", "del", "dev", &s, "root"]);
+        }
+        // BQL on veth.
+        let bql = format!("/sys/class/net/{s}/queues/tx-0/byte_queue_limits");
+        let p = match cmd::run_in(&ns, "test", &["-d", &bql], None) {
+            Ok(o) if o.ok() => Probe::yes(format!("{bql} present (not verified under load)")),
+            Ok(_) => Probe::no("veth has no queues/tx-0/byte_queue_limits (no BQL on veth in this kernel)"),
+            Err(e) => Probe::unknown(e.to_string()),
+        };
+        f.insert("bql.veth".into(), p);
+        // ethtool toggles and the NAPI recipe.
+        if cmd::which("ethtool").is_none() {
+            for k in ["ethtool.gro", "ethtool.tso", "ethtool.channels", "ethtool.tx_usecs", "napi.threaded"] {
+                f.insert(k.into(), Probe::unknown("ethtool is not installed"));
+            }
+        } else {
+            let et = |args: &[&str]| cmd::run_in(&ns, "ethtool", args, None);
+            let res = |o: std::io::Result<cmd::Output>, yes: &str| match o {
+                Ok(o) if o.ok() => Probe::yes(yes),
+                Ok(o) => Probe::no(first_line(&format!("{}{}", o.stderr, o.stdout))),
+                Err(e) => Probe::unknown(e.to_string()),
+            };
+            f.insert("ethtool.gro".into(), res(et(&["-K", &r, "gro", "on"]), "ethtool -K gro on (selects veth's NAPI path)"));
+            f.insert("ethtool.tso".into(), res(et(&["-K", &s, "tso", "off"]), "ethtool -K tso off"));
+            let ch = match et(&["-l", &s]) {
+                Ok(o) if o.ok() => {
+                    let max_tx = parse_channels_max_tx(&o.stdout);
+                    Probe::yes(format!("ethtool -L: up to {} TX queues", max_tx.map_or("?".into(), |m| m.to_string())))
+                }
+                Ok(o) => Probe::no(first_line(&o.stderr)),
+                Err(e) => Probe::unknown(e.to_string()),
+            };
+            f.insert("ethtool.channels".into(), ch);
+            f.insert("ethtool.tx_usecs".into(), res(et(&["-C", &s, "tx-usecs", "10"]), "ethtool -C tx-usecs"));
+            let threaded = format!("/sys/class/net/{r}/threaded");
+            let p = match cmd::write_file_in(&ns, &threaded, "1") {
+                Ok(()) => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    let threads = names::napi_threads_of(&r);
+                    if threads.is_empty() {
+                        Probe::no(format!("{threaded} accepted 1 but no napi/{r}-* kthread appeared"))
+                    } else {
+                        Probe::yes(format!("{threaded}: kthread napi/{r}-* (pid {})", threads[0]))
+                    }
+                }
+                Err(e) => Probe::no(e.to_string()),
+            };
+            f.insert("napi.threaded".into(), p);
+        }
+    }
+    // BQL on tap.
+    let tp = match ipn(&["tuntap", "add", "dev", &tap, "mode", "tap"]) {
+        Ok(o) if o.ok() => {
+            let bql = format!("/sys/class/net/{tap}/queues/tx-0/byte_queue_limits");
+            match cmd::run_in(&ns, "test", &["-d", &bql], None) {
+                Ok(o) if o.ok() => Probe::yes(format!("{bql} present")),
+                Ok(_) => Probe::no("tap has no queues/tx-0/byte_queue_limits (tun does not use BQL)"),
+                Err(e) => Probe::unknown(e.to_string()),
+            }
+        }
+        Ok(o) => Probe::unknown(format!("cannot create a tap: {}", first_line(&o.stderr))),
+        Err(e) => Probe::unknown(e.to_string()),
+    };
+    f.insert("bql.tap".into(), tp);
+    // Netfilter.
+    let nft = if cmd::which("nft").is_some() {
+        match cmd::run_in(&ns, "nft", &["-f", "-"], Some(&crate::rules::nft_script(1, crate::rules::RuleScope::All, &[]))) {
+            Ok(o) if o.ok() => Probe::yes("nft -f loads rules in a namespace"),
+            Ok(o) => Probe::no(first_line(&o.stderr)),
+            Err(e) => Probe::unknown(e.to_string()),
+        }
+    } else {
+        Probe::no("nft is not installed")
+    };
+    f.insert("rules.nft".into(), nft);
+    let ipt = if cmd::which("iptables-restore").is_some() {
+        match cmd::run_in(&ns, "iptables-restore", &[], Some(&crate::rules::iptables_script(1, crate::rules::RuleScope::All, &[]))) {
+            Ok(o) if o.ok() => Probe::yes("iptables-restore loads rules in a namespace"),
+            Ok(o) => Probe::no(first_line(&o.stderr)),
+            Err(e) => Probe::unknown(e.to_string()),
+        }
+    } else {
+        Probe::no("iptables-restore is not installed")
+    };
+    f.insert("rules.iptables".into(), ipt);
+    // Tracing.
+    match crate::trace::Tracefs::get() {
+        Ok(fs) => {
+            let how = if fs.mounted_by_us() { "not mounted; mountable (darkbuf mounts it for a run and unmounts it after)".to_string() } else { format!("mounted at {}", fs.root.display()) };
+            f.insert("tracefs".into(), Probe::yes(how));
+            let tp = if fs.has_event("napi", "napi_poll") {
+                Probe::yes("napi:napi_poll (dev_name, work, budget)")
+            } else {
+                Probe::no("no events/napi/napi_poll")
+            };
+            f.insert("tracepoint.napi_poll".into(), tp);
+        }
+        Err(e) => {
+            f.insert("tracefs".into(), Probe::no(e));
+            f.insert("tracepoint.napi_poll".into(), Probe::unknown("tracefs unavailable"));
+        }
+    }
+    r
+}
+
+/// "TX:" under "Pre-set maximums" of `ethtool -l`.
+pub fn parse_channels_max_tx(text: &str) -> Option<u32> {
+    let mut in_max = false;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with("Pre-set maximums") {
+            in_max = true;
+        } else if l.starts_with("Current hardware settings") {
+            in_max = false;
+        } else if in_max {
+            if let Some(v) = l.strip_prefix("TX:") {
+                return v.trim().parse().ok();
+            }
+        }
+    }
+    None
+}
+
+fn yn(p: &Probe) -> &'static str {
+    match p.available {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "?",
+    }
+}
+
+/// The human-readable table.
+pub fn render_table(c: &Capabilities) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "darkbuf check: kernel {}, HZ {}, {}, root {}\n\n",
+        c.kernel,
+        c.hz.map_or("unknown".into(), |h| h.to_string()),
+        c.cpu,
+        if c.root { "yes" } else { "no" }
+    ));
+    s.push_str(&format!("{:<22} {:<9} {}\n", "qdisc", "available", "detail"));
+    for (k, p) in &c.qdiscs {
+        s.push_str(&format!("{:<22} {:<9} {}\n", k, yn(p), p.detail));
+    }
+    s.push_str(&format!("\n{:<22} {:<9} {}\n", "feature", "available", "detail"));
+    for (k, p) in &c.features {
+        s.push_str(&format!("{:<22} {:<9} {}\n", k, yn(p), p.detail));
+    }
+    s.push_str(&format!("\n{:<22} {}\n", "tool", "path"));
+    for (k, p) in &c.tools {
+        s.push_str(&format!("{:<22} {}\n", k, p.as_deref().unwrap_or("missing")));
+    }
+    s.push('\n');
+    if c.leftovers.is_empty() {
+        s.push_str("leftovers: none\n");
+    } else {
+        s.push_str("leftovers:\n");
+        for l in &c.leftovers {
+            let state = if l.owner_alive { " (in use by a running darkbuf)" } else { "" };
+            s.push_str(&format!("  {} {}{}\n", l.kind, l.name, state));
+        }
+        if c.leftovers.iter().any(|l| !l.owner_alive) {
+            s.push_str("remove them with: darkbuf check --cleanup\n");
+        }
+    }
+    for r in &c.removed {
+        s.push_str(&format!("removed: {r}\n"));
+    }
+    for e in &c.cleanup_errors {
+        s.push_str(&format!("could not remove: {e}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_max() {
+        let t = "Channel parameters for x:\nPre-set maximums:\nRX:\t\t2\nTX:\t\t2\nOther:\t\tn/a\nCombined:\tn/a\nCurrent hardware settings:\nRX:\t\t1\nTX:\t\t1\n";
+        assert_eq!(parse_channels_max_tx(t), Some(2));
+        assert_eq!(parse_channels_max_tx(""), None);
+    }
+}

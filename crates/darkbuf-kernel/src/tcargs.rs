@@ -1,0 +1,266 @@
+//! The scenario's `[qdisc]` as `tc` command lines.
+//!
+//! The scenario already uses tc's parameter names, so most parameters pass through as
+//! `KEY VALUE`: integers and strings ("5ms", "20mbit", "1514b") as written, `true` as
+//! the bare flag (sfq's `headdrop`), `false` as tc's negation where tc has one
+//! (`noecn`) and otherwise omitted (tc's default is off). Two kinds of keys need care:
+//!
+//! - *Model options* choose between kernel generations in the simulator
+//!   (`pfifo_fast.limit_mode`, `sfq.allot_mode`); the running kernel has exactly one
+//!   behaviour, so the key is dropped when it names that behaviour and the run exits 3
+//!   when it names the other one.
+//! - *Tables*: htb's `[[qdisc.class]]` become `tc class add` lines (`classid`, `parent`
+//!   and the class's own parameters).
+//!
+//! `mq` gets `handle 1:` and one child qdisc per TX queue at `parent 1:<n>` (n from 1,
+//! in hex as tc writes class minors).
+
+use crate::error::{KernelError, Result};
+use crate::KernelVersion;
+use darkbuf_model::params::{ParamValue, Params};
+use darkbuf_scenario::QdiscSpec;
+
+/// A darkbuf model option: (qdisc kind, key, the value this kernel implements).
+pub fn model_option(kind: &str, key: &str, kv: KernelVersion) -> Option<&'static str> {
+    match (kind, key) {
+        // pfifo_fast became three skb_arrays of tx_queue_len each in 4.16.
+        ("pfifo_fast", "limit_mode") => Some(if kv >= KernelVersion(4, 16, 0) { "per-band" } else { "total" }),
+        // "net_sched: sch_sfq: handle bigger packets" (6.13): allot counted in bytes.
+        ("sfq", "allot_mode") => Some(if kv >= KernelVersion(6, 13, 0) { "bytes" } else { "scaled" }),
+        _ => None,
+    }
+}
+
+/// tc's negated flag for a boolean parameter set to false, where it has one.
+fn negation(kind: &str, key: &str) -> Option<&'static str> {
+    match (kind, key) {
+        ("fq_codel" | "codel" | "fq_pie" | "pie", "ecn") => Some("noecn"),
+        ("fq", "pacing") => Some("nopacing"),
+        ("cake", "split_gso") => Some("no-split-gso"),
+        _ => None,
+    }
+}
+
+fn value_str(v: &ParamValue) -> Option<String> {
+    match v {
+        ParamValue::Int(i) => Some(i.to_string()),
+        ParamValue::Float(f) => Some(f.to_string()),
+        ParamValue::Str(s) => Some(s.clone()),
+        ParamValue::Bool(_) | ParamValue::Tables(_) => None,
+    }
+}
+
+/// `KEY VALUE ...` for `kind`'s scalar parameters (tables are left to the caller).
+pub fn param_args(kind: &str, params: &Params, kv: KernelVersion) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (k, v) in params.iter() {
+        if let Some(native) = model_option(kind, k, kv) {
+            let wanted = match v {
+                ParamValue::Str(s) => s.to_ascii_lowercase(),
+                other => other.to_string(),
+            };
+            if wanted != native {
+                return Err(KernelError::Unavailable(format!(
+                    "qdisc.{k} = \"{wanted}\" is a simulator option for older or newer kernels; kernel {kv} implements \
+                     {kind} {k} \"{native}\" only (set qdisc.{k} = \"{native}\" or remove it)"
+                )));
+            }
+            continue;
+        }
+        match v {
+            ParamValue::Bool(true) => out.push(k.clone()),
+            ParamValue::Bool(false) => {
+                if let Some(n) = negation(kind, k) {
+                    out.push(n.to_string());
+                }
+            }
+            ParamValue::Tables(_) => {}
+            other => {
+                out.push(k.clone());
+                out.push(value_str(other).unwrap_or_default());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The tc commands (arguments after `tc`) that install `spec` as the root qdisc of
+/// `dev`, which has `tx_queues` TX queues.
+pub fn qdisc_commands(dev: &str, spec: &QdiscSpec, tx_queues: u32, kv: KernelVersion) -> Result<Vec<Vec<String>>> {
+    let s = |x: &str| x.to_string();
+    let mut cmds = Vec::new();
+    match spec.kind.as_str() {
+        "noqueue" => cmds.push(vec![s("qdisc"), s("replace"), s("dev"), s(dev), s("root"), s("noqueue")]),
+        "mq" => {
+            cmds.push(vec![s("qdisc"), s("replace"), s("dev"), s(dev), s("root"), s("handle"), s("1:"), s("mq")]);
+            let child = spec.child.as_deref();
+            for q in 1..=tx_queues {
+                let mut c = vec![s("qdisc"), s("replace"), s("dev"), s(dev), s("parent"), format!("1:{q:x}")];
+                match child {
+                    Some(ch) => {
+                        if ch.params.iter().any(|(_, v)| matches!(v, ParamValue::Tables(_))) {
+                            return Err(KernelError::Unavailable(format!(
+                                "an mq child {} with classes is not supported by the kernel backend",
+                                ch.kind
+                            )));
+                        }
+                        c.push(ch.kind.clone());
+                        c.extend(param_args(&ch.kind, &ch.params, kv)?);
+                    }
+                    None => c.push(s("pfifo_fast")),
+                }
+                cmds.push(c);
+            }
+        }
+        kind => {
+            let mut root = vec![s("qdisc"), s("replace"), s("dev"), s(dev), s("root"), s("handle"), s("1:"), s(kind)];
+            root.extend(param_args(kind, &spec.params, kv)?);
+            cmds.push(root);
+            for (key, v) in spec.params.iter() {
+                let ParamValue::Tables(tables) = v else { continue };
+                if key != "class" {
+                    return Err(KernelError::Unavailable(format!(
+                        "qdisc.{key}: the kernel backend only knows [[qdisc.class]] tables (tc class add)"
+                    )));
+                }
+                for (i, t) in tables.iter().enumerate() {
+                    cmds.push(class_command(dev, kind, t, kv).map_err(|e| e.context(&format!("qdisc.class[{i}]")))?);
+                }
+            }
+        }
+    }
+    Ok(cmds)
+}
+
+/// `tc class replace dev DEV parent P classid C KIND params...` for one `[[qdisc.class]]`.
+fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result<Vec<String>> {
+    let mut rest = Params::default();
+    let mut classid = None;
+    let mut parent = None;
+    let mut map = std::collections::BTreeMap::new();
+    for (k, v) in t.iter() {
+        match (k.as_str(), v) {
+            ("classid", v) => classid = value_str(v),
+            ("parent", v) => parent = value_str(v),
+            _ => {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if !map.is_empty() {
+        rest = Params::new(map);
+    }
+    let classid = classid.ok_or_else(|| KernelError::Input("a class needs `classid` (e.g. \"1:10\")".into()))?;
+    let parent = parent.unwrap_or_else(|| "1:".into());
+    let mut c = vec![
+        "class".to_string(), "replace".into(), "dev".into(), dev.into(), "parent".into(), parent,
+        "classid".into(), classid, kind.into(),
+    ];
+    c.extend(param_args(kind, &rest, kv)?);
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const KV: KernelVersion = KernelVersion(6, 18, 44);
+
+    fn spec(kind: &str, params: &[(&str, ParamValue)]) -> QdiscSpec {
+        let map: BTreeMap<String, ParamValue> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        QdiscSpec { kind: kind.into(), params: Params::new(map), child: None }
+    }
+
+    fn line(v: &[String]) -> String {
+        v.join(" ")
+    }
+
+    #[test]
+    fn pfifo_limit_passes_through() {
+        let c = qdisc_commands("d", &spec("pfifo", &[("limit", ParamValue::Int(100))]), 1, KV).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: pfifo limit 100");
+    }
+
+    #[test]
+    fn booleans_become_flags() {
+        let c = qdisc_commands(
+            "d",
+            &spec("fq_codel", &[("ecn", ParamValue::Bool(false)), ("target", ParamValue::Str("5ms".into()))]),
+            1,
+            KV,
+        )
+        .unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: fq_codel noecn target 5ms");
+        let c = qdisc_commands("d", &spec("sfq", &[("headdrop", ParamValue::Bool(true))]), 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: sfq headdrop");
+        let c = qdisc_commands("d", &spec("sfq", &[("headdrop", ParamValue::Bool(false))]), 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: sfq");
+    }
+
+    #[test]
+    fn model_options_match_the_kernel_or_exit_3() {
+        let ok = spec("pfifo_fast", &[("limit_mode", ParamValue::Str("per-band".into()))]);
+        let c = qdisc_commands("d", &ok, 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: pfifo_fast");
+        let old = spec("pfifo_fast", &[("limit_mode", ParamValue::Str("total".into()))]);
+        let e = qdisc_commands("d", &old, 1, KV).unwrap_err();
+        assert_eq!(e.code(), 3);
+        assert!(e.message().contains("per-band"), "{e}");
+        // On a 4.15 kernel it is the other way round.
+        assert!(qdisc_commands("d", &old, 1, KernelVersion(4, 15, 0)).is_ok());
+        let e = qdisc_commands("d", &spec("sfq", &[("allot_mode", ParamValue::Str("scaled".into()))]), 1, KV).unwrap_err();
+        assert_eq!(e.code(), 3);
+    }
+
+    #[test]
+    fn mq_gets_one_child_per_queue() {
+        let mut s = spec("mq", &[]);
+        s.child = Some(Box::new(spec("pfifo", &[("limit", ParamValue::Int(50))])));
+        let c = qdisc_commands("d", &s, 2, KV).unwrap();
+        let lines: Vec<String> = c.iter().map(|v| line(v)).collect();
+        assert_eq!(
+            lines,
+            [
+                "qdisc replace dev d root handle 1: mq",
+                "qdisc replace dev d parent 1:1 pfifo limit 50",
+                "qdisc replace dev d parent 1:2 pfifo limit 50",
+            ]
+        );
+        let mut s = spec("mq", &[]);
+        s.child = None;
+        let c = qdisc_commands("d", &s, 1, KV).unwrap();
+        assert_eq!(line(&c[1]), "qdisc replace dev d parent 1:1 pfifo_fast");
+    }
+
+    #[test]
+    fn htb_classes_become_class_commands() {
+        let class = |id: &str, rate: &str| {
+            let mut m = BTreeMap::new();
+            m.insert("classid".to_string(), ParamValue::Str(id.into()));
+            m.insert("rate".to_string(), ParamValue::Str(rate.into()));
+            Params::new(m)
+        };
+        let s = spec(
+            "htb",
+            &[("default", ParamValue::Int(10)), ("class", ParamValue::Tables(vec![class("1:10", "20mbit"), class("1:20", "1mbit")]))],
+        );
+        let c = qdisc_commands("d", &s, 1, KV).unwrap();
+        let lines: Vec<String> = c.iter().map(|v| line(v)).collect();
+        assert_eq!(
+            lines,
+            [
+                "qdisc replace dev d root handle 1: htb default 10",
+                "class replace dev d parent 1: classid 1:10 htb rate 20mbit",
+                "class replace dev d parent 1: classid 1:20 htb rate 1mbit",
+            ]
+        );
+    }
+
+    #[test]
+    fn noqueue() {
+        let c = qdisc_commands("d", &spec("noqueue", &[]), 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root noqueue");
+    }
+}

@@ -1,0 +1,522 @@
+//! Setting up one run's namespaces and devices, and tearing them down whatever happens.
+//!
+//! veth (`driver = "veth"`): namespaces `<tag>-tx` (the sender, its qdisc) and `<tag>-rx`
+//! (the NAPI consumer, the rules, the sink), a veth pair `dev_tx` 10.200.0.1 <->
+//! `dev_rx` 10.200.0.2, then in order:
+//!
+//! 1. TX queues: `ethtool -L DEV rx N tx N` on both ends (veth channels);
+//! 2. `txqueuelen`, addresses, links up, permanent neighbour entries (no ARP in a run);
+//! 3. the NAPI recipe of real-kernel-notes.md section 4, which is what makes a queue
+//!    build at all: `ethtool -K dev_rx gro on` and `ethtool -K dev_tx tso off gso off`
+//!    make the sender's skbs GRO-eligible, so veth_xmit() produces them into the peer's
+//!    256-slot ptr_ring (and, >= 6.16, stops the txq when it is full) instead of
+//!    running netif_rx() in the sender's softirq; `napi = "threaded"` writes 1 to
+//!    /sys/class/net/dev_rx/threaded and pins the `napi/dev_rx-*` kthread to the last
+//!    CPU, away from the sender (CPU 0); `napi = "softirq"` writes 0;
+//! 4. XPS: `xps_txq` gets every CPU in its `xps_cpus`, the other queues none;
+//! 5. the qdisc ([`crate::tcargs`]);
+//! 6. BQL `limit_min` / `limit_max` / `hold_time` in sysfs where the device has a
+//!    `byte_queue_limits` directory, `ethtool -C tx-usecs` for coalesced completion;
+//! 7. the rules ([`crate::rules`]) in `<tag>-rx`.
+//!
+//! tun (`driver = "tun"`): namespace `<tag>-tx` only; the tap is created there by the
+//! tap reader ([`crate::load::spawn_tap_reader`], which holds its only file descriptor),
+//! then [`Topology::configure_tap`] sets its txqueuelen (tun's ptr_ring size),
+//! 10.201.0.1/24, a permanent neighbour 10.201.0.2 (the reader answers for it) and the
+//! qdisc.
+//!
+//! Teardown deletes the namespaces, which removes every device, qdisc and rule in them.
+//! It is idempotent, runs from [`Drop`] too, and leaves the NAPI kthreads to the kernel,
+//! which stops them when the device is unregistered.
+
+use crate::cmd;
+use crate::error::{KernelError, Result};
+use crate::names::Names;
+use crate::rules::{RuleBackend, RuleScope};
+use crate::KernelVersion;
+use darkbuf_scenario::{Driver, NapiMode, Scenario};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+pub const VETH_TX_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 1);
+pub const VETH_RX_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
+pub const TAP_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
+/// The address behind the tap: the tap reader answers ARP and ICMP echo for it.
+pub const TAP_PEER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 2);
+
+/// The tap reader's MAC ([`crate::load::TAP_PEER_MAC`]) as `ip neigh` takes it.
+pub fn tap_peer_mac() -> String {
+    crate::load::TAP_PEER_MAC.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+/// veth's NAPI weight (NAPI_POLL_WEIGHT); the kernel has no knob for it.
+pub const VETH_NAPI_WEIGHT: u32 = 64;
+/// veth's ptr_ring size (VETH_RING_SIZE).
+pub const VETH_RING: u32 = 256;
+
+/// Options that are not (yet) scenario keys.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub rule_scope: RuleScope,
+    /// Destination ports of the floods (for [`RuleScope::Flood`]).
+    pub flood_ports: Vec<u16>,
+    /// Sender CPU (the floods are pinned here).
+    pub producer_cpu: usize,
+    /// Consumer CPU (the NAPI kthread and the sinks).
+    pub consumer_cpu: usize,
+}
+
+impl Options {
+    pub fn for_machine(rule_scope: RuleScope, flood_ports: Vec<u16>) -> Options {
+        let n = crate::online_cpus();
+        Options { rule_scope, flood_ports, producer_cpu: 0, consumer_cpu: n.saturating_sub(1) }
+    }
+}
+
+/// What the setup found and did, for the results.
+#[derive(Clone, Debug, Default)]
+pub struct SetupReport {
+    /// The device whose TX queues carry the flood (veth dev_tx or the tap).
+    pub tx_dev: String,
+    /// The consumer device (veth dev_rx); empty for tun.
+    pub rx_dev: String,
+    /// `byte_queue_limits` exists on the TX device.
+    pub bql_present: bool,
+    /// NAPI kthreads of the consumer (threaded mode).
+    pub napi_pids: Vec<u32>,
+    /// The netfilter front end used for the rules, if any were loaded.
+    pub rules: Option<RuleBackend>,
+    /// Notes on what the kernel does differently from the scenario, for stderr.
+    pub notes: Vec<String>,
+}
+
+/// The namespaces of one run; torn down on drop.
+pub struct Topology {
+    pub names: Names,
+    pub driver: Driver,
+    namespaces: Vec<String>,
+    torn_down: bool,
+    pub report: SetupReport,
+}
+
+fn ip_n(ns: &str, args: &[&str]) -> Result<cmd::Output> {
+    let mut v = vec!["-n", ns];
+    v.extend_from_slice(args);
+    cmd::must("ip", &v)
+}
+
+fn tc_n(ns: &str, args: &[&str]) -> std::io::Result<cmd::Output> {
+    let mut v = vec!["-n", ns];
+    v.extend_from_slice(args);
+    cmd::run("tc", &v)
+}
+
+fn unavailable(what: &str, e: KernelError) -> KernelError {
+    match e {
+        KernelError::Internal(m) | KernelError::Unavailable(m) => KernelError::Unavailable(format!("{what}: {m}")),
+        other => other,
+    }
+}
+
+/// Checks the scenario against what the kernel backend can do at all, before anything
+/// is created. Errors are exit 3 (or 2), naming the missing piece.
+pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
+    use darkbuf_scenario::ConsumerKind;
+    crate::error::require_root()?;
+    for t in ["ip", "tc"] {
+        if cmd::which(t).is_none() {
+            return Err(KernelError::Unavailable(format!("`{t}` (iproute2) is not installed")));
+        }
+    }
+    let d = &scn.device;
+    match scn.device.driver {
+        Driver::Veth => {
+            if cmd::which("ethtool").is_none() {
+                return Err(KernelError::Unavailable(
+                    "ethtool is not installed: the veth NAPI mode needs `ethtool -K` (apt-get install ethtool)".into(),
+                ));
+            }
+            if d.napi_weight != VETH_NAPI_WEIGHT {
+                return Err(KernelError::Unavailable(format!(
+                    "device.napi_weight = {}: veth's NAPI weight is fixed at {VETH_NAPI_WEIGHT} (NAPI_POLL_WEIGHT) in the kernel",
+                    d.napi_weight
+                )));
+            }
+            let has_bp = kv >= crate::caps::VETH_BACKPRESSURE_SINCE;
+            if d.backpressure && !has_bp {
+                return Err(KernelError::Unavailable(format!(
+                    "device.backpressure = true: veth ring backpressure (dc82a33297fc) arrived in 6.16; kernel {kv} drops at a full ptr_ring (set device.backpressure = false)"
+                )));
+            }
+            if !d.backpressure && has_bp {
+                return Err(KernelError::Unavailable(format!(
+                    "device.backpressure = false: kernel {kv} (>= 6.16) always stops a veth txq on a full ptr_ring and has no knob to turn it off"
+                )));
+            }
+        }
+        Driver::Tun => {
+            if d.backpressure {
+                return Err(KernelError::Unavailable(format!(
+                    "device.backpressure = true: tun has no IFF_BACKPRESSURE in kernel {kv} (a full tap ring tail-drops); set device.backpressure = false"
+                )));
+            }
+            if scn.consumer.kind == ConsumerKind::Vhost {
+                return Err(KernelError::Unavailable(
+                    "consumer.kind = \"vhost\": the kernel backend has no vhost-net consumer (it needs a VM); use \"reader\"".into(),
+                ));
+            }
+            if scn.consumer.nrules > 0 {
+                return Err(KernelError::Unavailable(
+                    "consumer.nrules > 0 with driver = \"tun\": the tap's consumer is a user-space reader, which no netfilter rule sees; set consumer.nrules = 0".into(),
+                ));
+            }
+            if d.tx_queues > 1 {
+                return Err(KernelError::Unavailable(
+                    "device.tx_queues > 1 with driver = \"tun\": the tap reader opens one queue (no IFF_MULTI_QUEUE)".into(),
+                ));
+            }
+            if d.bql.enabled {
+                return Err(KernelError::Unavailable(
+                    "device.bql.enabled = true with driver = \"tun\": tun does not use BQL (no byte_queue_limits on a tap); set device.bql.enabled = false".into(),
+                ));
+            }
+        }
+    }
+    if scn.consumer.nrules > 0 && RuleBackend::detect().is_none() {
+        return Err(KernelError::Unavailable(format!(
+            "consumer.nrules = {}: neither nft nor iptables-restore is installed (apt-get install nftables)",
+            scn.consumer.nrules
+        )));
+    }
+    Ok(())
+}
+
+/// `xps_cpus` mask with every one of `n` CPUs set, in sysfs' comma-separated 32-bit groups.
+pub fn all_cpus_mask(n: usize) -> String {
+    let n = n.max(1);
+    let groups = n.div_ceil(32);
+    let mut parts = Vec::new();
+    for g in (0..groups).rev() {
+        let bits = (n - g * 32).min(32);
+        let v: u64 = if bits == 32 { 0xffff_ffff } else { (1u64 << bits) - 1 };
+        parts.push(format!("{v:08x}"));
+    }
+    parts.join(",")
+}
+
+/// Pins thread/process `pid` to `cpu`.
+pub fn pin(pid: u32, cpu: usize) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays in bounds for cpu < 1024.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(pid as libc::pid_t, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl Topology {
+    /// Creates the namespaces (both for veth, the sender's for tun).
+    pub fn create(names: Names, driver: Driver) -> Result<Topology> {
+        let mut t = Topology { names, driver, namespaces: Vec::new(), torn_down: false, report: SetupReport::default() };
+        let mut list = vec![t.names.ns_tx.clone()];
+        if driver == Driver::Veth {
+            list.push(t.names.ns_rx.clone());
+        }
+        for ns in list {
+            cmd::must("ip", &["netns", "add", &ns]).map_err(|e| unavailable("creating a network namespace", e))?;
+            t.namespaces.push(ns.clone());
+            ip_n(&ns, &["link", "set", "lo", "up"])?;
+        }
+        Ok(t)
+    }
+
+    /// Sets up the veth pair and everything on it (steps 1-7 of the module docs).
+    pub fn setup_veth(&mut self, scn: &Scenario, opt: &Options, kv: KernelVersion) -> Result<()> {
+        let n = self.names.clone();
+        let (tx, rx) = (n.ns_tx.as_str(), n.ns_rx.as_str());
+        let (a, b) = (n.dev_tx.as_str(), n.dev_rx.as_str());
+        let d = &scn.device;
+        self.report.tx_dev = a.to_string();
+        self.report.rx_dev = b.to_string();
+        ip_n(tx, &["link", "add", a, "type", "veth", "peer", "name", b, "netns", rx])
+            .map_err(|e| unavailable("creating a veth pair", e))?;
+        // 1. TX queues.
+        if d.tx_queues > 1 {
+            let q = d.tx_queues.to_string();
+            for (ns, dev) in [(tx, a), (rx, b)] {
+                cmd::must_in(ns, "ethtool", &["-L", dev, "rx", &q, "tx", &q], None).map_err(|e| {
+                    unavailable(
+                        &format!("device.tx_queues = {}: veth channels are limited to the number of CPUs ({})", d.tx_queues, crate::online_cpus()),
+                        e,
+                    )
+                })?;
+            }
+        }
+        // 2. Queue length, addresses, links, neighbours.
+        ip_n(tx, &["link", "set", a, "txqueuelen", &d.txqueuelen.to_string()])?;
+        ip_n(tx, &["addr", "add", &format!("{VETH_TX_ADDR}/24"), "dev", a])?;
+        ip_n(rx, &["addr", "add", &format!("{VETH_RX_ADDR}/24"), "dev", b])?;
+        ip_n(rx, &["link", "set", b, "up"])?;
+        ip_n(tx, &["link", "set", a, "up"])?;
+        let mac_a = mac_of(tx, a)?;
+        let mac_b = mac_of(rx, b)?;
+        ip_n(tx, &["neigh", "replace", &VETH_RX_ADDR.to_string(), "lladdr", &mac_b, "dev", a, "nud", "permanent"])?;
+        ip_n(rx, &["neigh", "replace", &VETH_TX_ADDR.to_string(), "lladdr", &mac_a, "dev", b, "nud", "permanent"])?;
+        // 3. The NAPI recipe.
+        cmd::must_in(rx, "ethtool", &["-K", b, "gro", "on"], None)
+            .map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
+        cmd::must_in(tx, "ethtool", &["-K", a, "tso", "off", "gso", "off"], None)
+            .map_err(|e| unavailable("veth NAPI mode (ethtool -K tso off gso off on the sender)", e))?;
+        let threaded = format!("/sys/class/net/{b}/threaded");
+        match d.napi {
+            NapiMode::Threaded => {
+                cmd::write_file_in(rx, &threaded, "1").map_err(|e| unavailable("napi = \"threaded\"", e))?;
+                // The kthread appears when threading is switched on; its pid changes
+                // whenever NAPI is re-enabled, so look it up after every toggle.
+                let mut pids = Vec::new();
+                for _ in 0..50 {
+                    pids = crate::names::napi_threads_of(b);
+                    if pids.len() >= d.tx_queues as usize {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if pids.is_empty() {
+                    return Err(KernelError::Unavailable(format!(
+                        "napi = \"threaded\": {threaded} accepted 1 but no napi/{b}-* kthread appeared"
+                    )));
+                }
+                for &p in &pids {
+                    if let Err(e) = pin(p, opt.consumer_cpu) {
+                        self.report.notes.push(format!("could not pin napi kthread {p} to CPU {}: {e}", opt.consumer_cpu));
+                    }
+                }
+                self.report.napi_pids = pids;
+            }
+            NapiMode::Softirq => {
+                // Default 0 already; written anyway so the mode is explicit.
+                let _ = cmd::write_file_in(rx, &threaded, "0");
+            }
+        }
+        // 4. XPS.
+        if let Some(q) = d.xps_txq {
+            let all = all_cpus_mask(crate::online_cpus());
+            for i in 0..d.tx_queues {
+                let mask = if i == q { all.clone() } else { "0".to_string() };
+                cmd::write_file_in(tx, &format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), &mask)
+                    .map_err(|e| unavailable(&format!("device.xps_txq = {q} (XPS)"), e))?;
+            }
+        }
+        // 5. The qdisc.
+        self.install_qdisc(tx, a, scn, kv)?;
+        // 6. BQL.
+        self.configure_bql(tx, a, scn)?;
+        // 7. Rules.
+        if scn.consumer.nrules > 0 {
+            let backend = RuleBackend::detect().ok_or_else(|| {
+                KernelError::Unavailable("neither nft nor iptables-restore is installed".into())
+            })?;
+            crate::rules::load(rx, scn.consumer.nrules, opt.rule_scope, &opt.flood_ports, backend)
+                .map_err(|e| unavailable(&format!("consumer.nrules = {}", scn.consumer.nrules), e))?;
+            self.report.rules = Some(backend);
+        }
+        self.check_globals(scn);
+        Ok(())
+    }
+
+    /// Configures the tap the tap reader created in the sender namespace.
+    pub fn configure_tap(&mut self, scn: &Scenario, kv: KernelVersion) -> Result<()> {
+        let n = self.names.clone();
+        let (tx, t) = (n.ns_tx.as_str(), n.tap.as_str());
+        let d = &scn.device;
+        self.report.tx_dev = t.to_string();
+        // tun's ptr_ring has txqueuelen slots (tun_queue_resize on a change).
+        ip_n(tx, &["link", "set", t, "txqueuelen", &d.ring_size.to_string()])?;
+        ip_n(tx, &["addr", "add", &format!("{TAP_ADDR}/24"), "dev", t])?;
+        ip_n(tx, &["link", "set", t, "up"])?;
+        ip_n(tx, &["neigh", "replace", &TAP_PEER_ADDR.to_string(), "lladdr", &tap_peer_mac(), "dev", t, "nud", "permanent"])?;
+        let mut spec = scn.clone();
+        if d.ring_size != d.txqueuelen {
+            // The device has one tx_queue_len for both the ring and the qdisc's default
+            // limit: give the qdisc its limit explicitly where it takes one.
+            let kind = spec.qdisc.kind.clone();
+            let has_limit = spec.qdisc.params.iter().any(|(k, _)| k == "limit");
+            let mut map: std::collections::BTreeMap<String, darkbuf_model::params::ParamValue> =
+                spec.qdisc.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            match kind.as_str() {
+                "pfifo" | "pfifo_head_drop" if !has_limit => {
+                    map.insert("limit".into(), darkbuf_model::params::ParamValue::Int(d.txqueuelen as i64));
+                }
+                "bfifo" if !has_limit => {
+                    map.insert("limit".into(), darkbuf_model::params::ParamValue::Int(d.txqueuelen as i64 * 1514));
+                }
+                "pfifo_fast" | "htb" | "mq" => {
+                    return Err(KernelError::Unavailable(format!(
+                        "device.ring_size = {} differs from device.txqueuelen = {}: a tap's ring and {kind}'s limit are both its tx_queue_len; make them equal",
+                        d.ring_size, d.txqueuelen
+                    )))
+                }
+                _ => {}
+            }
+            spec.qdisc.params = darkbuf_model::params::Params::new(map);
+        }
+        self.install_qdisc(tx, t, &spec, kv)?;
+        Ok(())
+    }
+
+    fn install_qdisc(&mut self, ns: &str, dev: &str, scn: &Scenario, kv: KernelVersion) -> Result<()> {
+        let cmds = crate::tcargs::qdisc_commands(dev, &scn.qdisc, scn.device.tx_queues, kv)?;
+        for c in cmds {
+            let args: Vec<&str> = c.iter().map(|s| s.as_str()).collect();
+            let o = tc_n(ns, &args).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))?;
+            if !o.ok() {
+                let err = o.stderr.trim().to_string();
+                let kind = if c.first().map(|s| s.as_str()) == Some("class") { "class of" } else { "qdisc" };
+                let what = if err.contains("Specified qdisc kind is unknown") || err.contains("qdisc kind is unknown") {
+                    format!("qdisc `{}` is not available in kernel {kv} (not built in, and no module can be loaded)", qdisc_kind_of(&c))
+                } else {
+                    format!("tc rejected the {kind} `{}`", qdisc_kind_of(&c))
+                };
+                return Err(KernelError::Unavailable(format!("{what}: `tc {}`: {err}", c.join(" "))));
+            }
+        }
+        Ok(())
+    }
+
+    fn configure_bql(&mut self, ns: &str, dev: &str, scn: &Scenario) -> Result<()> {
+        let b = &scn.device.bql;
+        let dir0 = format!("/sys/class/net/{dev}/queues/tx-0/byte_queue_limits");
+        let present = cmd::run_in(ns, "test", &["-d", &dir0], None).map(|o| o.ok()).unwrap_or(false);
+        self.report.bql_present = present;
+        if !present {
+            if b.enabled {
+                return Err(KernelError::Unavailable(format!(
+                    "device.bql.enabled = true: kernel {} has no BQL on {} ({dir0} does not exist; veth BQL is the unmerged \"veth: BQL\" series); set device.bql.enabled = false",
+                    crate::uname_release(),
+                    if scn.device.driver == Driver::Veth { "veth" } else { "tap" }
+                )));
+            }
+            return Ok(());
+        }
+        let (min, max) = if b.enabled {
+            (b.limit_min, b.limit_max)
+        } else {
+            self.report.notes.push("BQL exists on this device but the scenario disables it: limit_min = DQL_MAX_LIMIT, so it never stops the queue".into());
+            (darkbuf_scenario::DQL_MAX_LIMIT, darkbuf_scenario::DQL_MAX_LIMIT)
+        };
+        for i in 0..scn.device.tx_queues {
+            let dir = format!("/sys/class/net/{dev}/queues/tx-{i}/byte_queue_limits");
+            // limit_max before limit_min, so min <= max holds at every step.
+            cmd::write_file_in(ns, &format!("{dir}/limit_max"), &max.to_string()).map_err(|e| unavailable("BQL limit_max", e))?;
+            cmd::write_file_in(ns, &format!("{dir}/limit_min"), &min.to_string()).map_err(|e| unavailable("BQL limit_min", e))?;
+            let ms = (b.hold_time_ns / 1_000_000).max(1);
+            cmd::write_file_in(ns, &format!("{dir}/hold_time"), &ms.to_string()).map_err(|e| unavailable("BQL hold_time", e))?;
+        }
+        if b.enabled && b.completion == darkbuf_scenario::Completion::Coalesced {
+            cmd::must_in(ns, "ethtool", &["-C", dev, "tx-usecs", &b.tx_usecs.to_string()], None)
+                .map_err(|e| unavailable("device.bql.completion = \"coalesced\" (ethtool -C tx-usecs)", e))?;
+        }
+        if b.enabled {
+            self.report.notes.push("BQL's unit and completion points are the driver's own; device.bql.unit and completion only describe them".into());
+        }
+        Ok(())
+    }
+
+    /// Global sysctls darkbuf does not change: note when the scenario assumes others.
+    fn check_globals(&mut self, scn: &Scenario) {
+        let d = &scn.device;
+        for (key, file, want) in [
+            ("device.netdev_budget", "/proc/sys/net/core/netdev_budget", d.netdev_budget as u64),
+            ("device.netdev_budget_usecs", "/proc/sys/net/core/netdev_budget_usecs", d.netdev_budget_usecs),
+            ("device.gro_normal_batch", "/proc/sys/net/core/gro_normal_batch", d.gro_normal_batch as u64),
+        ] {
+            if let Some(have) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+                if have != want {
+                    self.report.notes.push(format!(
+                        "{key} = {want} but this machine has {have} ({file} is global; darkbuf does not change it)"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Removes everything; safe to call twice. Returns what could not be removed.
+    pub fn teardown(&mut self) -> Vec<String> {
+        if self.torn_down {
+            return Vec::new();
+        }
+        self.torn_down = true;
+        let mut errors = Vec::new();
+        for ns in self.namespaces.iter().rev() {
+            match cmd::run("ip", &["netns", "del", ns]) {
+                Ok(o) if o.ok() => {}
+                Ok(o) if o.stderr.contains("No such file") => {}
+                Ok(o) => errors.push(format!("ip netns del {ns}: {}", o.stderr.trim())),
+                Err(e) => errors.push(format!("ip netns del {ns}: {e}")),
+            }
+        }
+        errors
+    }
+
+    /// Whether this run's NAPI kthreads and namespaces are gone, waiting up to `wait` for
+    /// the kernel's asynchronous namespace cleanup. Returns what is still there.
+    pub fn remaining(&self, wait: Duration) -> Vec<String> {
+        let end = std::time::Instant::now() + wait;
+        loop {
+            let mut left: Vec<String> = crate::names::darkbuf_namespaces()
+                .into_iter()
+                .filter(|n| self.namespaces.contains(n))
+                .map(|n| format!("netns {n}"))
+                .collect();
+            for dev in [&self.names.dev_rx, &self.names.dev_tx, &self.names.tap] {
+                for p in crate::names::napi_threads_of(dev) {
+                    left.push(format!("napi kthread of {dev} (pid {p})"));
+                }
+            }
+            if left.is_empty() || std::time::Instant::now() >= end {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for e in self.teardown() {
+            eprintln!("darkbuf: teardown: {e}");
+        }
+    }
+}
+
+fn mac_of(ns: &str, dev: &str) -> Result<String> {
+    let o = ip_n(ns, &["-j", "link", "show", "dev", dev])?;
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim())
+        .map_err(|e| KernelError::Internal(format!("ip -j link show {dev}: {e}")))?;
+    v.get(0)
+        .and_then(|d| d.get("address"))
+        .and_then(|a| a.as_str())
+        .map(|s| s.to_string())
+        .ok_or_else(|| KernelError::Internal(format!("no MAC address for {dev}")))
+}
+
+fn qdisc_kind_of(c: &[String]) -> String {
+    // `qdisc replace dev D root handle 1: KIND ...` / `... parent 1:1 KIND` / `class ... classid C KIND`.
+    let known = darkbuf_model::qdisc::ALL_KINDS;
+    c.iter().find(|w| known.contains(&w.as_str())).cloned().unwrap_or_else(|| c.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_masks() {
+        assert_eq!(all_cpus_mask(2), "00000003");
+        assert_eq!(all_cpus_mask(32), "ffffffff");
+        assert_eq!(all_cpus_mask(33), "00000001,ffffffff");
+        assert_eq!(all_cpus_mask(0), "00000001");
+    }
+}

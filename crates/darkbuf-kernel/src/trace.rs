@@ -1,0 +1,206 @@
+//! Counting NAPI polls with the `napi:napi_poll` tracepoint, through tracefs.
+//!
+//! No event is ever read: each count gets its own tracing instance with a filter on the
+//! event, in overwrite mode, and the number of events written on a CPU is that CPU's
+//! `entries + overrun` in `per_cpu/cpuN/stats` (ring_buffer_entries_cpu() is
+//! entries - overrun - read; nothing reads). One instance counts every poll of the
+//! device, a second only the polls that used the whole budget (`work >= 64`, veth's
+//! NAPI_POLL_WEIGHT). The packets per poll then come from the device's packet counter.
+//!
+//! tracefs is mounted at /sys/kernel/tracing if it is not mounted anywhere, and
+//! unmounted again when the counter is dropped.
+
+use std::path::{Path, PathBuf};
+
+/// Where tracefs is mounted, from /proc/mounts.
+pub fn tracefs_mount() -> Option<PathBuf> {
+    let m = std::fs::read_to_string("/proc/mounts").ok()?;
+    for line in m.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 3 && f[2] == "tracefs" {
+            return Some(PathBuf::from(f[1]));
+        }
+    }
+    None
+}
+
+const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// Marker files `/run/darkbuf-tracefs.<pid>`: this pid mounted tracefs and has not
+/// unmounted it yet (a killed run leaves one; `darkbuf check --cleanup` unmounts).
+pub const MOUNT_MARKER_PREFIX: &str = "/run/darkbuf-tracefs.";
+
+/// (pid, marker path) of every tracefs mount marker.
+pub fn mount_markers() -> Vec<(u32, PathBuf)> {
+    let mut v = Vec::new();
+    let (dir, prefix) = MOUNT_MARKER_PREFIX.rsplit_once('/').unwrap_or(("/run", "darkbuf-tracefs."));
+    if let Ok(rd) = std::fs::read_dir(if dir.is_empty() { "/" } else { dir }) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.parse::<u32>().ok()) {
+                v.push((pid, e.path()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Unmounts tracefs at `root` (lazily).
+pub fn unmount(root: &Path) {
+    if let Ok(t) = std::ffi::CString::new(root.to_string_lossy().as_bytes()) {
+        // SAFETY: valid path string. MNT_DETACH so a busy mount still goes away.
+        unsafe {
+            libc::umount2(t.as_ptr(), libc::MNT_DETACH);
+        }
+    }
+}
+
+/// A tracefs mount, ours (unmounted on drop) or pre-existing.
+pub struct Tracefs {
+    pub root: PathBuf,
+    mounted_by_us: bool,
+}
+
+impl Tracefs {
+    /// The existing mount, or a new one at /sys/kernel/tracing.
+    pub fn get() -> Result<Tracefs, String> {
+        if let Some(root) = tracefs_mount() {
+            return Ok(Tracefs { root, mounted_by_us: false });
+        }
+        let target = std::ffi::CString::new(DEFAULT_MOUNT).map_err(|e| e.to_string())?;
+        let src = std::ffi::CString::new("nodev").map_err(|e| e.to_string())?;
+        let fstype = std::ffi::CString::new("tracefs").map_err(|e| e.to_string())?;
+        // SAFETY: valid NUL-terminated strings, no data argument.
+        let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+        if rc != 0 {
+            return Err(format!("cannot mount tracefs at {DEFAULT_MOUNT}: {}", std::io::Error::last_os_error()));
+        }
+        let _ = std::fs::write(format!("{MOUNT_MARKER_PREFIX}{}", std::process::id()), DEFAULT_MOUNT);
+        Ok(Tracefs { root: PathBuf::from(DEFAULT_MOUNT), mounted_by_us: true })
+    }
+
+    pub fn has_event(&self, system: &str, event: &str) -> bool {
+        self.root.join("events").join(system).join(event).is_dir()
+    }
+
+    pub fn mounted_by_us(&self) -> bool {
+        self.mounted_by_us
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_by_us {
+            unmount(&self.root);
+            let _ = std::fs::remove_file(format!("{MOUNT_MARKER_PREFIX}{}", std::process::id()));
+        }
+    }
+}
+
+/// Turns off every event of an instance directory (before removing it).
+pub fn disable_instance(dir: &Path) {
+    let _ = std::fs::write(dir.join("tracing_on"), "0");
+    let _ = std::fs::write(dir.join("events/enable"), "0");
+}
+
+/// Counts of one filtered event in one instance.
+struct Counter {
+    dir: PathBuf,
+}
+
+impl Counter {
+    fn create(fs: &Tracefs, name: &str, filter: &str) -> Result<Counter, String> {
+        let dir = fs.root.join("instances").join(name);
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot create tracing instance {}: {e}", dir.display()))?;
+        let c = Counter { dir };
+        // A small buffer: events are only counted, never read.
+        let _ = std::fs::write(c.dir.join("buffer_size_kb"), "16");
+        let _ = std::fs::write(c.dir.join("options/overwrite"), "1");
+        let ev = c.dir.join("events/napi/napi_poll");
+        std::fs::write(ev.join("filter"), filter)
+            .map_err(|e| format!("cannot set the napi_poll filter `{filter}`: {e}"))?;
+        std::fs::write(ev.join("enable"), "1").map_err(|e| format!("cannot enable napi:napi_poll: {e}"))?;
+        let _ = std::fs::write(c.dir.join("tracing_on"), "1");
+        Ok(c)
+    }
+
+    /// Events written so far, summed over CPUs.
+    fn count(&self) -> Result<u64, String> {
+        let mut total = 0u64;
+        let rd = std::fs::read_dir(self.dir.join("per_cpu")).map_err(|e| e.to_string())?;
+        for e in rd.flatten() {
+            let text = std::fs::read_to_string(e.path().join("stats")).map_err(|e| e.to_string())?;
+            total += parse_cpu_stats(&text);
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        disable_instance(&self.dir);
+        let _ = std::fs::write(self.dir.join("events/napi/napi_poll/filter"), "0");
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `entries + overrun` of one `per_cpu/cpuN/stats` file.
+pub fn parse_cpu_stats(text: &str) -> u64 {
+    let mut n = 0;
+    for line in text.lines() {
+        let mut it = line.splitn(2, ':');
+        let (k, v) = (it.next().unwrap_or("").trim(), it.next().unwrap_or("").trim());
+        if k == "entries" || k == "overrun" {
+            n += v.parse::<u64>().unwrap_or(0);
+        }
+    }
+    n
+}
+
+/// NAPI poll counters for one device. Drop order: counters first, then the mount.
+pub struct NapiPollCounter {
+    all: Counter,
+    full: Counter,
+    _fs: Tracefs,
+}
+
+/// (polls, polls that used the whole budget).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollCounts {
+    pub polls: u64,
+    pub full_budget: u64,
+}
+
+impl NapiPollCounter {
+    /// Starts counting `napi:napi_poll` events of device `dev`. `tag` names the
+    /// instances (`<tag>-polls`, `<tag>-full`); `budget` is the NAPI weight.
+    pub fn start(dev: &str, tag: &str, budget: u32) -> Result<NapiPollCounter, String> {
+        let fs = Tracefs::get()?;
+        if !fs.has_event("napi", "napi_poll") {
+            return Err("this kernel has no napi:napi_poll tracepoint".into());
+        }
+        if !fs.root.join("instances").is_dir() {
+            return Err("tracefs has no instances directory".into());
+        }
+        let all = Counter::create(&fs, &format!("{tag}-polls"), &format!("dev_name == \"{dev}\""))?;
+        let full = Counter::create(&fs, &format!("{tag}-full"), &format!("dev_name == \"{dev}\" && work >= {budget}"))?;
+        Ok(NapiPollCounter { all, full, _fs: fs })
+    }
+
+    pub fn counts(&self) -> Result<PollCounts, String> {
+        Ok(PollCounts { polls: self.all.count()?, full_budget: self.full.count()? })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_stats_sum_entries_and_overrun() {
+        let t = "entries: 12\noverrun: 30\ncommit overrun: 0\nbytes: 640\noldest event ts:  1.0\nnow ts:  2.0\ndropped events: 0\nread events: 0\n";
+        assert_eq!(parse_cpu_stats(t), 42);
+        assert_eq!(parse_cpu_stats(""), 0);
+    }
+}

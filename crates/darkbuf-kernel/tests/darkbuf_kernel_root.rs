@@ -1,0 +1,192 @@
+//! The kernel backend on the running kernel. These tests need root (namespaces, veth,
+//! qdiscs, rules), so they are `#[ignore]`d and skip (printing why) when not root:
+//!
+//!     sudo cargo test --release -p darkbuf-kernel -- --ignored --test-threads=1
+//!
+//! They check structure, never timing: that a run produces the contract's metrics, that
+//! veth's NAPI mode makes a qdisc queue build (requeues, backlog) where the kernel has
+//! ring backpressure, that a missing piece is exit 3 naming it, and that nothing is left
+//! behind. (This file's name starts with "darkbuf" so `darkbuf check` recognises a
+//! running test binary as a live owner of its namespaces.)
+
+use darkbuf_kernel::backend::{run_scenario, RunOpts};
+use darkbuf_kernel::caps;
+use darkbuf_kernel::rules::RuleScope;
+use darkbuf_kernel::KernelError;
+
+fn root_or_skip(test: &str) -> bool {
+    if darkbuf_kernel::error::is_root() {
+        return true;
+    }
+    eprintln!("{test}: skipped: needs root (network namespaces, veth, qdiscs, netfilter rules)");
+    false
+}
+
+fn scenario(text: &str) -> darkbuf_scenario::Scenario {
+    darkbuf_scenario::load_str("test.toml", text, &[]).unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn veth_text(backpressure: bool, qdisc: &str, nrules: u32, extra: &str) -> String {
+    format!(
+        "duration = \"1500ms\"\nwarmup = \"500ms\"\nsample_interval = \"100ms\"\n\
+         [device]\ndriver = \"veth\"\nbackpressure = {backpressure}\n{extra}\n\
+         [qdisc]\n{qdisc}\n\
+         [consumer]\nnrules = {nrules}\n\
+         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"32MiB\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
+    )
+}
+
+fn has_backpressure() -> bool {
+    darkbuf_kernel::KernelVersion::running() >= caps::VETH_BACKPRESSURE_SINCE
+}
+
+/// Nothing of this process is left: namespaces, NAPI kthreads, trace instances.
+fn assert_nothing_left() {
+    let me = std::process::id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<_> = darkbuf_kernel::names::find_leftovers()
+            .into_iter()
+            .filter(|l| l.owner_pid == Some(me))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!("left behind: {left:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn opts() -> RunOpts {
+    RunOpts { rule_scope: RuleScope::All }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn check_probes_the_kernel_and_removes_its_scratch_namespace() {
+    if !root_or_skip("check") {
+        return;
+    }
+    let c = caps::check(false).expect("check");
+    for k in darkbuf_model::qdisc::ALL_KINDS {
+        assert!(c.qdiscs.contains_key(*k), "no probe for qdisc {k}");
+    }
+    assert_eq!(c.qdiscs["pfifo_fast"].available, Some(true), "{:?}", c.qdiscs["pfifo_fast"]);
+    assert_eq!(c.qdiscs["pfifo"].available, Some(true));
+    for f in ["bql.veth", "bql.tap", "napi.threaded", "ethtool.gro", "veth.backpressure", "tracefs", "rules.nft"] {
+        assert!(c.features.contains_key(f), "no probe for {f}");
+    }
+    assert!(c.root);
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["qdiscs"]["pfifo_fast"]["available"].as_bool().unwrap());
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn veth_napi_mode_builds_a_qdisc_queue_and_leaves_nothing() {
+    if !root_or_skip("veth run") {
+        return;
+    }
+    let bp = has_backpressure();
+    let scn = scenario(&veth_text(bp, "kind = \"pfifo\"\nlimit = 500", 1000, ""));
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    eprintln!("notes: {notes:?}");
+    assert_eq!(r.backend, "kernel");
+    for k in [
+        "ping.rtt_p50_ms", "ping.loss_pct", "consumer.pps", "sink.pps", "qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues",
+        "qdisc.backlog_avg_pkts", "bql.limit_avg", "txq.drv_xoff", "napi.polls", "ring.drops", "ping.wait_qdisc_ms",
+    ] {
+        assert!(r.runs[0].metrics.contains_key(k), "missing {k}");
+    }
+    // Every null has a reason.
+    for (k, v) in &r.runs[0].metrics {
+        if v.is_none() {
+            assert!(r.unavailable.contains_key(k), "{k} is null without a reason");
+        }
+    }
+    assert!(r.metric("consumer.pps").unwrap().mean > 0.0);
+    assert!(r.metric("qdisc.sent_pkts").unwrap().mean > 0.0);
+    assert!(r.runs[0].timeseries.contains_key("qdisc.backlog_pkts"));
+    assert!(r.runs[0].timeseries.contains_key("ping.rtt_ms"));
+    if bp {
+        // The ring's backpressure makes the qdisc hold packets and requeue.
+        assert!(r.metric("qdisc.requeues").unwrap().mean > 0.0, "no requeues: {:?}", r.runs[0].metrics);
+        assert!(r.metric("qdisc.backlog_avg_pkts").unwrap().mean > 50.0, "{:?}", r.runs[0].metrics);
+        let p50 = r.metric("ping.rtt_p50_ms").map(|s| s.mean);
+        let model = (r.metric("qdisc.backlog_avg_pkts").unwrap().mean + 256.0) / r.metric("consumer.pps").unwrap().mean * 1e3;
+        eprintln!("ping p50 {p50:?} ms; (backlog + 256) / consumer pps = {model:.2} ms");
+    }
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn tap_reader_run_leaves_nothing() {
+    if !root_or_skip("tap run") {
+        return;
+    }
+    let scn = scenario(
+        "duration = \"1s\"\nwarmup = \"300ms\"\n[device]\ndriver = \"tun\"\ntxqueuelen = 200\nbackpressure = false\n\
+         [qdisc]\nkind = \"pfifo_fast\"\n[consumer]\nkind = \"reader\"\napp_cost = \"20us\"\n\
+         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n",
+    );
+    let (r, _) = run_scenario(&scn, &opts(), |_| {}).expect("tap run");
+    assert!(r.metric("consumer.pps").unwrap().mean > 0.0);
+    assert!(r.metric("ring.drops").is_some());
+    assert!(r.metric("napi.polls").is_none() && r.unavailable.contains_key("napi.polls"));
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_missing_qdisc_is_exit_3_naming_it() {
+    if !root_or_skip("missing qdisc") {
+        return;
+    }
+    let c = caps::check(false).expect("check");
+    // A kind the simulator accepts (so the scenario loads) but this kernel lacks.
+    let Some(kind) = darkbuf_model::qdisc::BUILDABLE_KINDS.iter().find(|k| c.qdiscs.get(**k).and_then(|p| p.available) == Some(false)) else {
+        eprintln!("missing qdisc: skipped: this kernel has every qdisc the simulator models");
+        return;
+    };
+    let scn = scenario(&veth_text(has_backpressure(), &format!("kind = \"{kind}\""), 0, ""));
+    let e = run_scenario(&scn, &opts(), |_| {}).expect_err("must fail");
+    assert_eq!(e.code(), 3, "{e}");
+    assert!(e.message().contains(kind), "{e}");
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn bql_on_a_veth_without_bql_is_exit_3() {
+    if !root_or_skip("bql") {
+        return;
+    }
+    let c = caps::check(false).expect("check");
+    if c.features["bql.veth"].available != Some(false) {
+        eprintln!("bql: skipped: this kernel has BQL on veth");
+        return;
+    }
+    let scn = scenario(&veth_text(has_backpressure(), "kind = \"pfifo\"", 0, "[device.bql]\nenabled = true\n"));
+    let e = run_scenario(&scn, &opts(), |_| {}).expect_err("must fail");
+    assert_eq!(e.code(), 3, "{e}");
+    assert!(e.message().contains("BQL"), "{e}");
+    assert_nothing_left();
+}
+
+#[test]
+fn without_root_the_backend_is_unavailable() {
+    if darkbuf_kernel::error::is_root() {
+        eprintln!("without root: skipped: running as root");
+        return;
+    }
+    let scn = scenario(&veth_text(true, "kind = \"pfifo\"", 0, ""));
+    match run_scenario(&scn, &opts(), |_| {}) {
+        Err(KernelError::Unavailable(m)) => assert!(m.contains("root"), "{m}"),
+        other => panic!("expected exit 3, got {other:?}"),
+    }
+}
