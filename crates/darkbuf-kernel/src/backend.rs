@@ -63,13 +63,13 @@ static RUN_SEQ: AtomicU32 = AtomicU32::new(0);
 /// Kernel-backend options that are not scenario keys (yet).
 #[derive(Clone, Debug)]
 pub struct RunOpts {
-    /// Which received packets traverse the rules (`DARKBUF_KERNEL_RULES`).
+    /// Which received packets traverse the rules (`consumer.rules_match`).
     pub rule_scope: RuleScope,
 }
 
 impl RunOpts {
-    pub fn from_env() -> Result<RunOpts> {
-        Ok(RunOpts { rule_scope: RuleScope::from_env()? })
+    pub fn for_scenario(scn: &Scenario) -> RunOpts {
+        RunOpts { rule_scope: RuleScope::of(scn.consumer.rules_match) }
     }
 }
 

@@ -45,13 +45,12 @@ impl RuleScope {
         }
     }
 
-    /// From `DARKBUF_KERNEL_RULES` (all | udp | flood), default all.
-    pub fn from_env() -> Result<RuleScope> {
-        match std::env::var("DARKBUF_KERNEL_RULES") {
-            Err(_) => Ok(RuleScope::All),
-            Ok(v) => RuleScope::parse(&v).ok_or_else(|| {
-                KernelError::Input(format!("DARKBUF_KERNEL_RULES = \"{v}\" is not valid; expected all, udp or flood"))
-            }),
+    /// From the scenario's `consumer.rules_match`.
+    pub fn of(m: darkbuf_scenario::RulesMatch) -> RuleScope {
+        match m {
+            darkbuf_scenario::RulesMatch::All => RuleScope::All,
+            darkbuf_scenario::RulesMatch::Udp => RuleScope::Udp,
+            darkbuf_scenario::RulesMatch::Flood => RuleScope::Flood,
         }
     }
 }

@@ -49,7 +49,7 @@ pub const BQL_KEYS: &[&str] = &[
     "limit_max",
     "hold_time",
 ];
-pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "app_cost"];
+pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
 pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn"];
 pub const PING_KEYS: &[&str] = &["kind", "interval", "size"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
@@ -578,10 +578,16 @@ pub(crate) fn resolve(
         _ => {}
     }
     let nrules = c.u32("nrules", 0, 0, u32::MAX)?;
+    let rules_match = match c.choice("rules_match", "all", &["all", "udp", "flood"])? {
+        "udp" => RulesMatch::Udp,
+        "flood" => RulesMatch::Flood,
+        _ => RulesMatch::All,
+    };
     let app_cost_ns = c.duration("app_cost", 0, false)?;
     let consumer = Consumer {
         kind: ckind,
         nrules,
+        rules_match,
         app_cost_ns,
     };
 

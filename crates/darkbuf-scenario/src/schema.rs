@@ -178,11 +178,25 @@ pub enum ConsumerKind {
     Vhost,
 }
 
+/// Which received packets the consumer's netfilter rules apply to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RulesMatch {
+    /// Every packet (the seeds' setup: the rules sit in the input hook unconditionally).
+    All,
+    /// UDP only: the probes (ICMP) skip them.
+    Udp,
+    /// The flood's packets only (its destination port).
+    Flood,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Consumer {
     pub kind: ConsumerKind,
-    /// Netfilter rules every received packet traverses.
+    /// Netfilter rules the received packets traverse.
     pub nrules: u32,
+    /// Which received packets traverse them (the seeds' setup: all).
+    pub rules_match: RulesMatch,
     /// Extra per-packet cost in the receiving application or reader, ns.
     pub app_cost_ns: u64,
 }

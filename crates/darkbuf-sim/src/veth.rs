@@ -376,7 +376,11 @@ impl World {
             if self.pkts.get(id).owns_wmem {
                 self.sock_wfree(id);
             }
-            t += self.cost(self.cfg.consumer_pkt_ns);
+            let per_pkt = match self.pkts.get(id).origin {
+                Origin::Ping => self.cfg.probe_pkt_ns,
+                Origin::Flood(_) => self.cfg.consumer_pkt_ns,
+            };
+            t += self.cost(per_pkt);
             self.deliver(id, t);
         }
         list.clear();

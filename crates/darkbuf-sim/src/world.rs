@@ -41,6 +41,9 @@ pub struct Config {
     pub tx_queues: u16,
     /// Per-packet stack cost of the consumer: base + rules + application (ns).
     pub consumer_pkt_ns: f64,
+    /// The same for a probe (an echo request: no application; the rules only if
+    /// `consumer.rules_match = "all"`).
+    pub probe_pkt_ns: f64,
     pub start: u64,
     pub end: u64,
     /// Time-series sampling interval (ns); 0 = none.
@@ -119,6 +122,10 @@ impl World {
             xps_txq: d.xps_txq.map(|x| x as u16),
             tx_queues: d.tx_queues as u16,
             consumer_pkt_ns: profile.consumer_cost_ns(scn.consumer.nrules) + scn.consumer.app_cost_ns as f64,
+            probe_pkt_ns: match scn.consumer.rules_match {
+                darkbuf_scenario::RulesMatch::All => profile.consumer_cost_ns(scn.consumer.nrules),
+                _ => profile.consumer_cost_ns(0),
+            },
             start: scn.warmup_ns,
             sample_interval: scn.sample_interval_ns,
             tun,

@@ -25,7 +25,7 @@ fn print_notes(notes: &[String]) {
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
     run::apply_common(&mut scn, c);
-    let opts = darkbuf_kernel::backend::RunOpts::from_env().map_err(failure)?;
+    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
     let pb = run::progress(scn.runs as u64, &scn.name);
     let (results, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| pb.inc(1)).map_err(failure)?;
     pb.finish_and_clear();
@@ -67,11 +67,11 @@ pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `darkbuf calibrate --out PROFILE.toml`. `DARKBUF_CALIBRATE_QUICK=1` shortens the
-/// matrix to about 30 s.
-pub fn calibrate(out: &Path) -> Result<(), Failure> {
+/// `darkbuf calibrate --out PROFILE.toml [--quick]`: `--quick` (or
+/// `DARKBUF_CALIBRATE_QUICK=1`) shortens the matrix to about 30 s.
+pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
     darkbuf_kernel::error::require_root().map_err(failure)?;
-    let quick = darkbuf_kernel::calibrate::quick_from_env();
+    let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
     let cal = darkbuf_kernel::calibrate::calibrate(out, quick, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
     print!("{}", darkbuf_kernel::calibrate::summary(&cal, out));
     Ok(())
@@ -81,7 +81,7 @@ pub fn calibrate(out: &Path) -> Result<(), Failure> {
 pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
     run::apply_common(&mut scn, c);
-    let opts = darkbuf_kernel::backend::RunOpts::from_env().map_err(failure)?;
+    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
     // The kernel side first: it is the one that can be unavailable (exit 3).
     let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;
     print_notes(&notes);

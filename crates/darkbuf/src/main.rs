@@ -110,6 +110,9 @@ enum Cmd {
     Calibrate {
         #[arg(long)]
         out: PathBuf,
+        /// A one-second, single-run matrix (about 30 s in all) instead of about 1.5 min.
+        #[arg(long)]
+        quick: bool,
     },
     /// Print a saved results JSON (of `run` or `sweep`) as a table, or write it as one
     /// self-contained HTML page: scenario, environment, tables, histograms, plots.
@@ -136,7 +139,7 @@ fn main() -> ExitCode {
         Cmd::Report { results, html, plot } => run::report(&results, html.as_deref(), &plot),
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
         Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
-        Cmd::Calibrate { out } => kernel_cli::calibrate(&out),
+        Cmd::Calibrate { out, quick } => kernel_cli::calibrate(&out, quick),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
