@@ -154,6 +154,14 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
     let light_p = point("light", 0, 0, &light, dur_s);
     let idle = run("idle", scenario_text("idle", dur, "kind = \"pfifo\"\nlimit = 1000", 0, 0, None, true), 1, &mut progress)?;
     let idle_p = point("idle", 0, 0, &idle, dur_s);
+    // A tap read by a reader with no application cost: the reader's own per-frame cost.
+    let tap_text = format!(
+        "name = \"calibrate-tap\"\nduration = \"{dur}\"\nwarmup = \"1s\"\nsample_interval = \"0s\"\n\n\
+         [device]\ndriver = \"tun\"\ntxqueuelen = 1000\nbackpressure = false\n\n[qdisc]\nkind = \"pfifo_fast\"\n\n\
+         [consumer]\nkind = \"reader\"\napp_cost = \"0ns\"\n\n[[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\n"
+    );
+    let tap = run("tap", tap_text, 1, &mut progress)?;
+    let tap_p = point("tap", 0, 0, &tap, dur_s);
 
     let mut c = base.costs.clone();
     let mut fitted = Vec::new();
@@ -245,9 +253,20 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
         notes.push("ping_reply_ns kept assumed: the idle ping was not measured".into());
     }
 
+    // tun_read_ns: the saturated reader's time per frame (its ring never runs dry under a
+    // max-rate flood, so it reads back to back).
+    match tap_p.consumer_pps {
+        Some(pps) if pps > 0.0 => {
+            c.tun_read_ns = round2(1e9 / pps);
+            fitted.push("tun_read_ns".into());
+            notes.push(format!("tun_read_ns: 1e9 / {pps:.0} frames/s of a tap reader with no application cost under a max-rate flood"));
+        }
+        _ => notes.push("tun_read_ns kept assumed: the tap reader's rate was not measured".into()),
+    }
+
     let all = [
         "send_ns", "ping_send_ns", "dequeue_ns", "xmit_ns", "softirq_ns", "napi_poll_ns", "consume_ns", "consumer_base_ns",
-        "consumer_per_rule_ns", "wakeup_ns", "ping_reply_ns",
+        "consumer_per_rule_ns", "wakeup_ns", "ping_reply_ns", "tun_read_ns", "vhost_batch_ns", "vhost_pkt_ns",
     ];
     let assumed: Vec<String> = all.iter().filter(|k| !fitted.iter().any(|f| f == *k)).map(|k| k.to_string()).collect();
     let profile = Profile {
@@ -276,7 +295,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
             points: fit_pts,
         }),
     };
-    let text = render_profile(&profile, &points, &[send_p, light_p, idle_p], &fitted, &assumed, &notes, overhead)?;
+    let text = render_profile(&profile, &points, &[send_p, light_p, idle_p, tap_p], &fitted, &assumed, &notes, overhead)?;
     std::fs::write(out, &text).map_err(|e| KernelError::Input(format!("cannot write {}: {e}", out.display())))?;
     // The simulator must accept what was written.
     let path = out.to_string_lossy();
