@@ -240,7 +240,8 @@ impl Topology {
         let d = &scn.device;
         self.report.tx_dev = a.to_string();
         self.report.rx_dev = b.to_string();
-        ip_n(tx, &["link", "add", a, "type", "veth", "peer", "name", b, "netns", rx])
+        let nq = d.num_tx_queues.to_string();
+        ip_n(tx, &["link", "add", a, "numtxqueues", &nq, "numrxqueues", &nq, "type", "veth", "peer", "name", b, "numtxqueues", &nq, "numrxqueues", &nq, "netns", rx])
             .map_err(|e| unavailable("creating a veth pair", e))?;
         // 1. TX queues.
         if d.tx_queues > 1 {

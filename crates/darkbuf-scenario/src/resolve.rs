@@ -28,6 +28,7 @@ pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
     "driver",
     "tx_queues",
+    "num_tx_queues",
     "xps_txq",
     "ring_size",
     "txqueuelen",
@@ -414,6 +415,14 @@ pub(crate) fn resolve(
             ))
         }
     };
+    // veth_get_num_queues() = num_possible_cpus(); tun: MAX_TAP_QUEUES with
+    // IFF_MULTI_QUEUE, else 1.
+    let default_num = match driver {
+        Driver::Veth => cpus.max(tx_queues),
+        Driver::Tun if tx_queues > 1 => 256,
+        Driver::Tun => 1,
+    };
+    let num_tx_queues = d.u32("num_tx_queues", default_num, tx_queues, 4096)?;
     let txqueuelen = d.u32(
         "txqueuelen",
         if driver == Driver::Veth { 1000 } else { 500 },
@@ -505,6 +514,7 @@ pub(crate) fn resolve(
     let device = Device {
         driver,
         tx_queues,
+        num_tx_queues,
         xps_txq,
         ring_size,
         txqueuelen,

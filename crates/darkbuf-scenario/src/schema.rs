@@ -60,6 +60,10 @@ pub struct Device {
     pub driver: Driver,
     /// TX queues (veth channels); each feeds the peer's RX queue of the same index.
     pub tx_queues: u32,
+    /// TX queues allocated (`ip link add ... numtxqueues N`; `dev->num_tx_queues`). A root
+    /// qdisc gets TCQ_F_ONETXQUEUE (and bulk-dequeues by BQL budget) only when this is 1:
+    /// veth allocates num_possible_cpus() by default, a single-queue tap 1.
+    pub num_tx_queues: u32,
     /// XPS: all local traffic goes to this TX queue. `None` = flow hashing.
     pub xps_txq: Option<u32>,
     /// Driver ring entries: veth 256 (fixed in the kernel), tun/tap: txqueuelen.

@@ -177,7 +177,9 @@ impl World {
                 }
             }
             _ => {
-                let onetx = d.tx_queues == 1;
+                // qdisc_create(): TCQ_F_ONETXQUEUE only if !netif_is_multiqueue(dev), i.e. one
+                // TX queue *allocated* (veth allocates num_possible_cpus() by default).
+                let onetx = d.num_tx_queues == 1;
                 qdiscs.push(QdiscInst::new(Some(build(&scn.qdisc)?), onetx, onetx.then_some(0)));
                 txq_qdisc.iter_mut().for_each(|s| *s = Some(0));
             }
