@@ -240,11 +240,23 @@ impl Topology {
         let d = &scn.device;
         self.report.tx_dev = a.to_string();
         self.report.rx_dev = b.to_string();
+        // veth allocates num_possible_cpus() queues unless told otherwise; the scenario's
+        // device.num_tx_queues defaults to that. Given explicitly, numtxqueues also sets the
+        // *real* queue count, so the channels are set back to tx_queues below.
+        let explicit = d.num_tx_queues as usize != crate::online_cpus();
         let nq = d.num_tx_queues.to_string();
-        ip_n(tx, &["link", "add", a, "numtxqueues", &nq, "numrxqueues", &nq, "type", "veth", "peer", "name", b, "numtxqueues", &nq, "numrxqueues", &nq, "netns", rx])
-            .map_err(|e| unavailable("creating a veth pair", e))?;
+        let mut args = vec!["link", "add", a];
+        if explicit {
+            args.extend(["numtxqueues", &nq, "numrxqueues", &nq]);
+        }
+        args.extend(["type", "veth", "peer", "name", b]);
+        if explicit {
+            args.extend(["numtxqueues", &nq, "numrxqueues", &nq]);
+        }
+        args.extend(["netns", rx]);
+        ip_n(tx, &args).map_err(|e| unavailable("creating a veth pair", e))?;
         // 1. TX queues.
-        if d.tx_queues > 1 {
+        if d.tx_queues > 1 || (explicit && d.num_tx_queues > 1) {
             let q = d.tx_queues.to_string();
             for (ns, dev) in [(tx, a), (rx, b)] {
                 cmd::must_in(ns, "ethtool", &["-L", dev, "rx", &q, "tx", &q], None).map_err(|e| {

@@ -48,6 +48,14 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     })
 }
 
+/// One sweep point on the kernel backend (`darkbuf sweep --backend kernel`).
+pub fn run_point(scn: &darkbuf_scenario::Scenario) -> Result<darkbuf_report::Results, Failure> {
+    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(scn);
+    let (results, notes) = darkbuf_kernel::backend::run_scenario(scn, &opts, |_| {}).map_err(failure)?;
+    print_notes(&notes);
+    Ok(results)
+}
+
 /// `darkbuf check [--cleanup] [--format table|json]`.
 pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
     if format == Format::Csv {

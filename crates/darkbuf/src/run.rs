@@ -41,14 +41,6 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
     darkbuf_scenario::load(path, set).map_err(|d| Failure::Input(d.to_string()))
 }
 
-fn check_backend(c: &Common) -> Result<(), Failure> {
-    match c.backend {
-        Backend::Sim => Ok(()),
-        Backend::Kernel => Err(Failure::Backend(
-            "the kernel backend is not built yet; run with --backend sim (the default)".into(),
-        )),
-    }
-}
 
 /// How long work runs before its progress bar appears.
 const SHOW_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
@@ -171,7 +163,6 @@ pub(crate) fn write_out(dir: &Path, json: &str, csv: &str) -> Result<(), Failure
 }
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
-    check_backend(c)?;
     let mut scn = load(path, &c.set)?;
     apply_common(&mut scn, c);
     let p = profile_of(&scn)?;
@@ -339,7 +330,6 @@ pub(crate) fn print_run_table(results: &Results, per_run: bool) {
 }
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
-    check_backend(c)?;
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
     let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| {
         s.split_once('=').is_some_and(|(_, v)| v.contains(',') && !v.trim_start().starts_with('['))
@@ -351,6 +341,21 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         apply_common(&mut scn, c);
         let p = profile_of(&scn)?;
         points.push((spec.clone(), scn, p));
+    }
+    if c.backend == Backend::Kernel {
+        // One point after the other on the real kernel (they share its CPUs).
+        let mut sweep = SweepResults { name: points.first().map(|(_, s, _)| s.name.clone()).unwrap_or_default(), points: Vec::new() };
+        for (spec, scn, _) in &points {
+            let results = crate::kernel_cli::run_point(scn)?;
+            sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+        }
+        return emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
+            println!("{}: {} points (kernel)", sweep.name, sweep.points.len());
+            match rows {
+                Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
+                Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
+            }
+        });
     }
     let mut jobs = Vec::new();
     let mut profiles = Vec::new();
