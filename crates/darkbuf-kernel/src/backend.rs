@@ -875,6 +875,9 @@ fn metrics(
     }
     owd.sort_unstable();
     if !owd.is_empty() {
+        // The mean is what the simulator reports too (sink.owd_avg_ms), so compare lines them up.
+        let mean = owd.iter().map(|&v| v as f64).sum::<f64>() / owd.len() as f64;
+        m.insert("sink.owd_avg_ms".into(), Some(mean / 1e6));
         m.insert("sink.owd_p50_ms".into(), counters::percentile(&owd, 50.0).map(|v| v / 1e6));
         m.insert("sink.owd_p99_ms".into(), counters::percentile(&owd, 99.0).map(|v| v / 1e6));
     }
