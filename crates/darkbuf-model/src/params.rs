@@ -90,6 +90,11 @@ impl Params {
         Params { map }
     }
 
+    /// From `(key, value)` pairs, as a `tc qdisc add` line lists them.
+    pub fn from_pairs(kv: &[(&str, ParamValue)]) -> Self {
+        Params { map: kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

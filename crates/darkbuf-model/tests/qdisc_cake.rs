@@ -8,15 +8,8 @@ use darkbuf_model::qdisc::{DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<BTreeMap<_, _>>(),
-    )
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -24,7 +17,7 @@ fn s(v: &str) -> ParamValue {
 
 fn cake(kv: &[(&str, ParamValue)]) -> Cake {
     Cake::from_params(
-        params(kv),
+        Params::from_pairs(kv),
         &DevInfo {
             hash_key: 0x1234_5678,
             ..DevInfo::default()
@@ -612,12 +605,12 @@ fn default_memlimit_bounds_truesize() {
 fn build_through_the_qdisc_registry() {
     let dev = DevInfo::default();
     let q = cake::build(
-        params(&[("bandwidth", s("unlimited")), ("rtt", s("internet"))]),
+        Params::from_pairs(&[("bandwidth", s("unlimited")), ("rtt", s("internet"))]),
         &dev,
     )
     .unwrap();
     assert_eq!(q.kind(), "cake");
-    assert!(cake::build(params(&[("bogus", ParamValue::Int(1))]), &dev).is_err());
+    assert!(cake::build(Params::from_pairs(&[("bogus", ParamValue::Int(1))]), &dev).is_err());
 }
 
 // ---------------------------------------------------------------------------------
@@ -693,7 +686,7 @@ fn cake_params() -> impl Strategy<Value = Params> {
             if let Some(v) = ingress {
                 kv.push(("ingress", ParamValue::Bool(v)));
             }
-            params(&kv)
+            Params::from_pairs(&kv)
         })
 }
 

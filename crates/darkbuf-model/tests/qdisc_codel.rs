@@ -12,20 +12,17 @@ use darkbuf_model::qdisc::codel::{
 use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 const INTERVAL: u32 = 97656;
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<BTreeMap<_, _>>())
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
 }
 
 fn codel(kv: &[(&str, ParamValue)]) -> Codel {
-    Codel::from_params(params(kv), &DevInfo::default()).unwrap()
+    Codel::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
 }
 
 fn pkt(id: u32, len: u32, ecn: u8) -> Skb {
@@ -71,17 +68,17 @@ fn defaults_and_tc_units() {
     assert_eq!((c.limit, c.params.target, c.params.interval), (1000, 4882, 97656));
     // mtu = clamp(psched_mtu, 256, 1 MiB).
     let small = DevInfo { mtu_l2: 100, ..DevInfo::default() };
-    assert_eq!(Codel::from_params(params(&[]), &small).unwrap().config().params.mtu, 256);
+    assert_eq!(Codel::from_params(Params::from_pairs(&[]), &small).unwrap().config().params.mtu, 256);
     let huge = DevInfo { mtu_l2: 9_000_000, ..DevInfo::default() };
-    assert_eq!(Codel::from_params(params(&[]), &huge).unwrap().config().params.mtu, 1 << 20);
+    assert_eq!(Codel::from_params(Params::from_pairs(&[]), &huge).unwrap().config().params.mtu, 1 << 20);
 
-    let bad = |kv: &[(&str, ParamValue)]| Codel::from_params(params(kv), &DevInfo::default()).is_err();
+    let bad = |kv: &[(&str, ParamValue)]| Codel::from_params(Params::from_pairs(kv), &DevInfo::default()).is_err();
     assert!(bad(&[("flows", ParamValue::Int(4))]));
     assert!(bad(&[("target", s("5"))]), "a duration needs a unit");
     assert!(bad(&[("target", s("5000s"))]), "beyond tc's u32 microseconds");
     assert!(bad(&[("limit", ParamValue::Int(-1))]));
     assert!(bad(&[("min_backlog", s("bytes"))]));
-    assert!(build("codel", params(&[]), &DevInfo::default()).is_ok());
+    assert!(build("codel", Params::from_pairs(&[]), &DevInfo::default()).is_ok());
 }
 
 /// rec_inv_sqrt for count 1..=10 and the control-law step for each.
@@ -370,7 +367,7 @@ fn codel_params() -> impl Strategy<Value = Params> {
             if let Some(v) = mode {
                 kv.push(("min_backlog", s(v)));
             }
-            params(&kv)
+            Params::from_pairs(&kv)
         })
 }
 

@@ -11,11 +11,8 @@ use darkbuf_model::qdisc::fq::{Fq, FqVersion, FQ_DEFAULT_PRIO2BAND, FQ_DEFAULT_W
 use darkbuf_model::qdisc::{DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<BTreeMap<_, _>>())
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -26,11 +23,11 @@ fn int(v: i64) -> ParamValue {
 }
 
 fn fq(kv: &[(&str, ParamValue)]) -> Fq {
-    Fq::from_params(params(kv), &DevInfo::default()).unwrap()
+    Fq::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
 }
 
 fn err(kv: &[(&str, ParamValue)]) -> bool {
-    Fq::from_params(params(kv), &DevInfo::default()).is_err()
+    Fq::from_params(Params::from_pairs(kv), &DevInfo::default()).is_err()
 }
 
 fn pkt(id: u32, sk: u32, len: u32) -> Skb {
@@ -171,12 +168,12 @@ fn invalid_parameters_are_rejected() {
     assert!(err(&[("version", s("6.6")), ("weights", s("65536 65536 65536"))]));
     // A device MTU of 0 gives quantum 0 (DRR would never progress); HZ 0 has no jiffies.
     let dev = DevInfo { mtu_l2: 0, ..DevInfo::default() };
-    assert!(Fq::from_params(params(&[]), &dev).is_err());
-    assert!(Fq::from_params(params(&[("quantum", int(1514))]), &dev).is_ok());
+    assert!(Fq::from_params(Params::from_pairs(&[]), &dev).is_err());
+    assert!(Fq::from_params(Params::from_pairs(&[("quantum", int(1514))]), &dev).is_ok());
     let dev = DevInfo { mtu_l2: u32::MAX, ..DevInfo::default() };
-    assert!(Fq::from_params(params(&[]), &dev).is_err());
+    assert!(Fq::from_params(Params::from_pairs(&[]), &dev).is_err());
     let dev = DevInfo { hz: 0, ..DevInfo::default() };
-    assert!(Fq::from_params(params(&[]), &dev).is_err());
+    assert!(Fq::from_params(Params::from_pairs(&[]), &dev).is_err());
 }
 
 // ---------------------------------------------------------------- pacing
@@ -866,7 +863,7 @@ fn fq_params() -> impl Strategy<Value = Params> {
             if let (Some(v), false) = (weights, v66) {
                 kv.push(("weights", s(v)));
             }
-            params(&kv)
+            Params::from_pairs(&kv)
         })
 }
 

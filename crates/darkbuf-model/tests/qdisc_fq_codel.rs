@@ -9,11 +9,8 @@ use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<BTreeMap<_, _>>())
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -24,7 +21,7 @@ fn int(v: i64) -> ParamValue {
 }
 
 fn fq(kv: &[(&str, ParamValue)]) -> FqCodel {
-    FqCodel::from_params(params(kv), &DevInfo::default()).unwrap()
+    FqCodel::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
 }
 
 fn pkt(id: u32, flow: u32, len: u32) -> Skb {
@@ -93,9 +90,9 @@ fn defaults_and_clamps() {
     assert_eq!((c.params.ce_threshold_selector, c.params.ce_threshold_mask), (0, 0));
     // Default quantum = psched_mtu clamped to 256..=1 MiB.
     let dev = DevInfo { mtu_l2: 68, ..DevInfo::default() };
-    assert_eq!(FqCodel::from_params(params(&[]), &dev).unwrap().config().quantum, 256);
+    assert_eq!(FqCodel::from_params(Params::from_pairs(&[]), &dev).unwrap().config().quantum, 256);
 
-    let bad = |kv: &[(&str, ParamValue)]| FqCodel::from_params(params(kv), &DevInfo::default()).is_err();
+    let bad = |kv: &[(&str, ParamValue)]| FqCodel::from_params(Params::from_pairs(kv), &DevInfo::default()).is_err();
     assert!(bad(&[("flows", int(65537))]));
     assert!(bad(&[("quantum", int((1 << 20) + 1))]));
     assert!(bad(&[("memory_limit", s("4gb"))]));
@@ -103,7 +100,7 @@ fn defaults_and_clamps() {
     assert!(bad(&[("ce_threshold_selector", s("1/256"))]));
     assert!(bad(&[("perturb", int(1))]));
     assert!(!bad(&[("flows", int(65536))]));
-    assert!(build("fq_codel", params(&[]), &DevInfo::default()).is_ok());
+    assert!(build("fq_codel", Params::from_pairs(&[]), &DevInfo::default()).is_ok());
 }
 
 /// limit 10: A holds 8 x 1000 B, B 2 x 1000 B. B's third packet makes 11 > 10:
@@ -335,9 +332,9 @@ fn codel_per_flow_uses_the_qdisc_backlog() {
 #[test]
 fn one_flow_behaves_like_codel() {
     let dev = DevInfo::default();
-    let mut c = Codel::from_params(params(&[("limit", int(100_000))]), &dev).unwrap();
+    let mut c = Codel::from_params(Params::from_pairs(&[("limit", int(100_000))]), &dev).unwrap();
     let mut f = FqCodel::from_params(
-        params(&[("flows", int(1)), ("ecn", ParamValue::Bool(false)), ("limit", int(100_000))]),
+        Params::from_pairs(&[("flows", int(1)), ("ecn", ParamValue::Bool(false)), ("limit", int(100_000))]),
         &dev,
     )
     .unwrap();
@@ -420,7 +417,7 @@ fn fq_params() -> impl Strategy<Value = Params> {
             if let Some((v, m)) = sel {
                 kv.push(("ce_threshold_selector", s(&format!("{v:#x}/{m}"))));
             }
-            params(&kv)
+            Params::from_pairs(&kv)
         })
 }
 

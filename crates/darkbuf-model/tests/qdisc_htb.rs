@@ -8,15 +8,8 @@ use darkbuf_model::qdisc::htb::{Htb, HtbMode};
 use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<BTreeMap<_, _>>(),
-    )
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -27,13 +20,13 @@ fn int(v: i64) -> ParamValue {
 }
 
 fn class(kv: &[(&str, ParamValue)]) -> Params {
-    params(kv)
+    Params::from_pairs(kv)
 }
 
 fn htb_params(top: &[(&str, ParamValue)], classes: Vec<Params>) -> Params {
     let mut kv = top.to_vec();
     kv.push(("class", ParamValue::Tables(classes)));
-    params(&kv)
+    Params::from_pairs(&kv)
 }
 
 fn htb(top: &[(&str, ParamValue)], classes: Vec<Params>) -> Htb {

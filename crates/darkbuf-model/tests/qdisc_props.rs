@@ -6,14 +6,10 @@ use darkbuf_model::params::{ParamValue, Params};
 use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, BUILDABLE_KINDS};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 fn params(kv: Vec<(&'static str, ParamValue)>) -> Params {
-    Params::new(
-        kv.into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<BTreeMap<_, _>>(),
-    )
+    Params::from_pairs(&kv)
 }
 
 /// Valid parameters for `kind` (a few combinations may still be rejected by the
@@ -190,9 +186,7 @@ fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
             .boxed(),
         "htb" => prop::sample::select(vec!["0", "10"])
             .prop_map(|d| {
-                let c = |kv: Vec<(&str, ParamValue)>| {
-                    Params::new(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-                };
+                let c = |kv: Vec<(&str, ParamValue)>| Params::from_pairs(&kv);
                 params(vec![
                     ("default", ParamValue::Str(d.into())),
                     (

@@ -7,15 +7,8 @@ use darkbuf_model::qdisc::tbf::{tc_calc_xmittime, LinkLayer, PschedRatecfg, Tbf}
 use darkbuf_model::qdisc::{build, BuildError, DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-fn params(kv: &[(&str, ParamValue)]) -> Params {
-    Params::new(
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<BTreeMap<_, _>>(),
-    )
-}
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -26,11 +19,11 @@ fn int(v: i64) -> ParamValue {
 }
 
 fn tbf(kv: &[(&str, ParamValue)]) -> Tbf {
-    Tbf::from_params(params(kv), &DevInfo::default()).unwrap()
+    Tbf::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
 }
 
 fn tbf_err(kv: &[(&str, ParamValue)]) -> ParamError {
-    match Tbf::from_params(params(kv), &DevInfo::default()) {
+    match Tbf::from_params(Params::from_pairs(kv), &DevInfo::default()) {
         Err(e) => e,
         Ok(_) => panic!("{kv:?} was accepted"),
     }
@@ -221,7 +214,7 @@ fn invalid_parameters_are_rejected_like_tc() {
         e => panic!("{e:?}"),
     }
     assert!(matches!(
-        build("tbf", params(&[("rate", s("1mbit"))]), &DevInfo::default()),
+        build("tbf", Params::from_pairs(&[("rate", s("1mbit"))]), &DevInfo::default()),
         Err(BuildError::Param(_))
     ));
     let e = tbf_err(&[
@@ -421,7 +414,7 @@ fn other_child_is_peeked_into_a_stash() {
         ..DevInfo::default()
     };
     let mut q = Tbf::from_params(
-        params(&[
+        Params::from_pairs(&[
             ("rate", s("1mbit")),
             ("burst", int(1000)),
             ("limit", int(1)),
@@ -505,7 +498,7 @@ fn tbf_params() -> impl Strategy<Value = Params> {
             if let Some(l) = ll {
                 kv.push(("linklayer", s(l)));
             }
-            params(&kv)
+            Params::from_pairs(&kv)
         })
 }
 

@@ -173,15 +173,7 @@ impl Qdisc for Fifo {
 mod tests {
     use super::*;
     use crate::params::ParamValue;
-    use std::collections::BTreeMap;
 
-    fn params(kv: &[(&str, ParamValue)]) -> Params {
-        Params::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    }
 
     fn skb(id: u32, len: u32) -> Skb {
         Skb {
@@ -208,26 +200,26 @@ mod tests {
         let dev = DevInfo::default();
         let b = Fifo::from_params(
             "bfifo",
-            params(&[("limit", ParamValue::Str("3kb".into()))]),
+            Params::from_pairs(&[("limit", ParamValue::Str("3kb".into()))]),
             &dev,
         )
         .unwrap();
         assert_eq!(b.limit(), 3072);
         assert!(b.can_bypass());
         let small =
-            Fifo::from_params("bfifo", params(&[("limit", ParamValue::Int(1513))]), &dev).unwrap();
+            Fifo::from_params("bfifo", Params::from_pairs(&[("limit", ParamValue::Int(1513))]), &dev).unwrap();
         assert!(!small.can_bypass());
         let zero =
-            Fifo::from_params("pfifo", params(&[("limit", ParamValue::Int(0))]), &dev).unwrap();
+            Fifo::from_params("pfifo", Params::from_pairs(&[("limit", ParamValue::Int(0))]), &dev).unwrap();
         assert!(!zero.can_bypass());
-        assert!(Fifo::from_params("pfifo", params(&[("limt", ParamValue::Int(1))]), &dev).is_err());
+        assert!(Fifo::from_params("pfifo", Params::from_pairs(&[("limt", ParamValue::Int(1))]), &dev).is_err());
     }
 
     #[test]
     fn pfifo_tail_drops() {
         let dev = DevInfo::default();
         let mut q =
-            Fifo::from_params("pfifo", params(&[("limit", ParamValue::Int(2))]), &dev).unwrap();
+            Fifo::from_params("pfifo", Params::from_pairs(&[("limit", ParamValue::Int(2))]), &dev).unwrap();
         let mut drops = Vec::new();
         assert_eq!(
             q.enqueue(skb(1, 100), 0, &mut drops),
@@ -252,7 +244,7 @@ mod tests {
     fn bfifo_counts_bytes_inclusive() {
         let dev = DevInfo::default();
         let mut q =
-            Fifo::from_params("bfifo", params(&[("limit", ParamValue::Int(3000))]), &dev).unwrap();
+            Fifo::from_params("bfifo", Params::from_pairs(&[("limit", ParamValue::Int(3000))]), &dev).unwrap();
         let mut drops = Vec::new();
         assert_eq!(
             q.enqueue(skb(1, 1500), 0, &mut drops),
@@ -271,7 +263,7 @@ mod tests {
         let dev = DevInfo::default();
         let mut q = Fifo::from_params(
             "pfifo_head_drop",
-            params(&[("limit", ParamValue::Int(2))]),
+            Params::from_pairs(&[("limit", ParamValue::Int(2))]),
             &dev,
         )
         .unwrap();

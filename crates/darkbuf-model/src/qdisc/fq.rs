@@ -336,30 +336,6 @@ pub struct Fq {
     gc_scratch: Vec<u32>,
 }
 
-const FQ_PARAMS_6_7: &[&str] = &[
-    "version",
-    "limit",
-    "flow_limit",
-    "quantum",
-    "initial_quantum",
-    "maxrate",
-    "buckets",
-    "pacing",
-    "nopacing",
-    "refill_delay",
-    "low_rate_threshold",
-    "orphan_mask",
-    "timer_slack",
-    "ce_threshold",
-    "horizon",
-    "horizon_drop",
-    "horizon_cap",
-    "bands",
-    "priomap",
-    "weights",
-    "offload_horizon",
-];
-
 const FQ_PARAMS_6_6: &[&str] = &[
     "version",
     "limit",
@@ -580,9 +556,9 @@ impl Fq {
                 ));
             }
         }
-        params.finish(match version {
-            FqVersion::V6_7 => FQ_PARAMS_6_7,
-            FqVersion::V6_6 => FQ_PARAMS_6_6,
+        params.finish(&match version {
+            FqVersion::V6_7 => [FQ_PARAMS_6_6, FQ_KEYS_6_7_ONLY].concat(),
+            FqVersion::V6_6 => FQ_PARAMS_6_6.to_vec(),
         })?;
         let cfg = FqConfig {
             version,

@@ -669,22 +669,14 @@ impl Qdisc for Sfq {
 mod tests {
     use super::*;
     use crate::params::ParamValue;
-    use std::collections::BTreeMap;
 
-    fn params(kv: &[(&str, ParamValue)]) -> Params {
-        Params::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    }
 
     fn int(v: i64) -> ParamValue {
         ParamValue::Int(v)
     }
 
     fn sfq(kv: &[(&str, ParamValue)]) -> Sfq {
-        Sfq::from_params(params(kv), &DevInfo::default()).unwrap()
+        Sfq::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
     }
 
     /// Flows whose buckets differ under `q`'s hash, so tests do not depend on
@@ -756,7 +748,7 @@ mod tests {
     #[test]
     fn invalid_params_are_rejected() {
         let dev = DevInfo::default();
-        let bad = |kv: &[(&str, ParamValue)]| Sfq::from_params(params(kv), &dev).is_err();
+        let bad = |kv: &[(&str, ParamValue)]| Sfq::from_params(Params::from_pairs(kv), &dev).is_err();
         assert!(bad(&[("limit", int(1))]));
         assert!(bad(&[
             ("limit", int(5)),

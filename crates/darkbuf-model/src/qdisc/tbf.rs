@@ -619,15 +619,7 @@ pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError
 mod tests {
     use super::*;
     use crate::params::ParamValue;
-    use std::collections::BTreeMap;
 
-    fn params(kv: &[(&str, ParamValue)]) -> Params {
-        Params::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    }
 
     fn s(v: &str) -> ParamValue {
         ParamValue::Str(v.into())
@@ -659,7 +651,7 @@ mod tests {
     fn latency_becomes_a_limit() {
         let dev = DevInfo::default();
         let q = Tbf::from_params(
-            params(&[
+            Params::from_pairs(&[
                 ("rate", s("20mbit")),
                 ("burst", s("15140")),
                 ("latency", s("50ms")),

@@ -1906,9 +1906,6 @@ impl Qdisc for Cake {
 mod tests {
     use super::*;
 
-    fn params(kv: &[(&str, ParamValue)]) -> Params {
-        Params::new(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
-    }
 
     fn s(v: &str) -> ParamValue {
         ParamValue::Str(v.into())
@@ -1941,7 +1938,7 @@ mod tests {
     #[test]
     fn set_rate_fixed_point_at_20mbit() {
         let q =
-            Cake::from_params(params(&[("bandwidth", s("20mbit"))]), &DevInfo::default()).unwrap();
+            Cake::from_params(Params::from_pairs(&[("bandwidth", s("20mbit"))]), &DevInfo::default()).unwrap();
         // 2.5 MB/s = 400 ns per byte = (400 << 25) >> 25.
         assert_eq!(q.rate_ns, 400 << 25);
         assert_eq!(q.rate_shft, 25);
@@ -1961,25 +1958,25 @@ mod tests {
     #[test]
     fn memlimit_from_rate_and_config() {
         let q =
-            Cake::from_params(params(&[("bandwidth", s("1gbit"))]), &DevInfo::default()).unwrap();
+            Cake::from_params(Params::from_pairs(&[("bandwidth", s("1gbit"))]), &DevInfo::default()).unwrap();
         // 4 * 125e6 * 0.1 = 50e6, capped at 10240 * 1514.
         assert_eq!(q.buffer_limit, 10240 * 1514);
         let q =
-            Cake::from_params(params(&[("bandwidth", s("200mbit"))]), &DevInfo::default()).unwrap();
+            Cake::from_params(Params::from_pairs(&[("bandwidth", s("200mbit"))]), &DevInfo::default()).unwrap();
         assert_eq!(q.buffer_limit, 10_000_000);
-        let q = Cake::from_params(params(&[("memlimit", s("32Mb"))]), &DevInfo::default()).unwrap();
+        let q = Cake::from_params(Params::from_pairs(&[("memlimit", s("32Mb"))]), &DevInfo::default()).unwrap();
         assert_eq!(q.buffer_limit, 32 << 20);
     }
 
     #[test]
     fn rtt_presets_and_tc_rules() {
-        let c = CakeConfig::from_params(params(&[("rtt", s("lan"))])).unwrap();
+        let c = CakeConfig::from_params(Params::from_pairs(&[("rtt", s("lan"))])).unwrap();
         assert_eq!((c.target_us, c.interval_us), (50, 1000));
-        let c = CakeConfig::from_params(params(&[("rtt", s("30ms"))])).unwrap();
+        let c = CakeConfig::from_params(Params::from_pairs(&[("rtt", s("30ms"))])).unwrap();
         assert_eq!((c.target_us, c.interval_us), (1500, 30000));
-        let c = CakeConfig::from_params(params(&[("rtt", s("0ms"))])).unwrap();
+        let c = CakeConfig::from_params(Params::from_pairs(&[("rtt", s("0ms"))])).unwrap();
         assert_eq!((c.target_us, c.interval_us), (1, 100000));
-        assert!(CakeConfig::from_params(params(&[("rtt", ParamValue::Int(5))])).is_err());
+        assert!(CakeConfig::from_params(Params::from_pairs(&[("rtt", ParamValue::Int(5))])).is_err());
     }
 
     #[test]
@@ -1997,11 +1994,11 @@ mod tests {
             ("limit", ParamValue::Int(10)),
         ] {
             assert!(
-                CakeConfig::from_params(params(&[(k, v.clone())])).is_err(),
+                CakeConfig::from_params(Params::from_pairs(&[(k, v.clone())])).is_err(),
                 "{k} = {v}"
             );
         }
-        let c = CakeConfig::from_params(params(&[
+        let c = CakeConfig::from_params(Params::from_pairs(&[
             ("overhead", ParamValue::Int(-4)),
             ("mpu", ParamValue::Int(64)),
             ("atm", s("ptm")),
@@ -2023,7 +2020,7 @@ mod tests {
     #[test]
     fn overhead_compensation() {
         let mut q = Cake::from_params(
-            params(&[
+            Params::from_pairs(&[
                 ("overhead", ParamValue::Int(38)),
                 ("mpu", ParamValue::Int(84)),
             ]),
@@ -2035,13 +2032,13 @@ mod tests {
         // 60 - 14 + 38 = 84 = mpu.
         assert_eq!(q.cake_overhead(42), 84);
         let mut q = Cake::from_params(
-            params(&[("overhead", ParamValue::Int(0)), ("atm", s("atm"))]),
+            Params::from_pairs(&[("overhead", ParamValue::Int(0)), ("atm", s("atm"))]),
             &DevInfo::default(),
         )
         .unwrap();
         // 100 - 14 = 86 -> 2 cells = 106.
         assert_eq!(q.cake_overhead(100), 106);
-        let mut q = Cake::from_params(params(&[("atm", s("ptm"))]), &DevInfo::default()).unwrap();
+        let mut q = Cake::from_params(Params::from_pairs(&[("atm", s("ptm"))]), &DevInfo::default()).unwrap();
         // raw: 128 + 2.
         assert_eq!(q.cake_overhead(128), 130);
         assert_eq!(
@@ -2115,7 +2112,7 @@ mod tests {
     #[test]
     fn wash_clears_dscp_after_classifying() {
         let q = Cake::from_params(
-            params(&[("wash", ParamValue::Bool(true))]),
+            Params::from_pairs(&[("wash", ParamValue::Bool(true))]),
             &DevInfo::default(),
         )
         .unwrap();
