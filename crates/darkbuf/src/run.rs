@@ -342,41 +342,39 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         let p = profile_of(&scn)?;
         points.push((spec.clone(), scn, p));
     }
-    if c.backend == Backend::Kernel {
-        // One point after the other on the real kernel (they share its CPUs).
-        let mut sweep = SweepResults { name: points.first().map(|(_, s, _)| s.name.clone()).unwrap_or_default(), points: Vec::new() };
-        for (spec, scn, _) in &points {
-            let results = crate::kernel_cli::run_point(scn)?;
-            sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
-        }
-        return emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
-            println!("{}: {} points (kernel)", sweep.name, sweep.points.len());
-            match rows {
-                Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
-                Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
-            }
-        });
-    }
-    let mut jobs = Vec::new();
-    let mut profiles = Vec::new();
-    for (_, scn, p) in &points {
-        for i in 0..scn.runs as u64 {
-            jobs.push((scn.clone(), scn.seed.wrapping_add(i)));
-            profiles.push(p.clone());
-        }
-    }
     let name = points.first().map(|(_, s, _)| s.name.clone()).unwrap_or_default();
-    let pb = progress(jobs.len() as u64, &name);
-    let mut outs = run_jobs(&jobs, &profiles, &pb)?.into_iter();
     let mut sweep = SweepResults { name: name.clone(), points: Vec::new() };
-    for (spec, scn, p) in &points {
-        let runs: Vec<_> = outs.by_ref().take(scn.runs as usize).collect();
-        let results = results_of(scn, p, runs);
-        warn_findings(&format!(" in point \"{}\"", spec.label), &results);
-        sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
-    }
+    let backend = match c.backend {
+        Backend::Kernel => {
+            // One point after the other on the real kernel (they share its CPUs).
+            for (spec, scn, _) in &points {
+                let results = crate::kernel_cli::run_point(scn)?;
+                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            }
+            "kernel"
+        }
+        Backend::Sim => {
+            let mut jobs = Vec::new();
+            let mut profiles = Vec::new();
+            for (_, scn, p) in &points {
+                for i in 0..scn.runs as u64 {
+                    jobs.push((scn.clone(), scn.seed.wrapping_add(i)));
+                    profiles.push(p.clone());
+                }
+            }
+            let pb = progress(jobs.len() as u64, &name);
+            let mut outs = run_jobs(&jobs, &profiles, &pb)?.into_iter();
+            for (spec, scn, p) in &points {
+                let runs: Vec<_> = outs.by_ref().take(scn.runs as usize).collect();
+                let results = results_of(scn, p, runs);
+                warn_findings(&format!(" in point \"{}\"", spec.label), &results);
+                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            }
+            "sim"
+        }
+    };
     emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
-        println!("{name}: {} points (sim)", sweep.points.len());
+        println!("{name}: {} points ({backend})", sweep.points.len());
         match rows {
             Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
             Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
