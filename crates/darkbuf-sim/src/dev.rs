@@ -298,7 +298,7 @@ impl World {
     #[inline]
     fn ndo_start_xmit(&mut self, cpu: u16, skb: Skb, more: bool) -> NetdevTx {
         if self.cfg.tun {
-            self.tun_net_xmit(cpu, skb)
+            self.tun_net_xmit(skb)
         } else {
             self.veth_xmit(cpu, skb, more)
         }

@@ -64,8 +64,9 @@ impl World {
         }
     }
 
-    /// `tun_net_xmit()` on queue `skb.queue_mapping`.
-    pub fn tun_net_xmit(&mut self, cpu: u16, skb: Skb) -> NetdevTx {
+    /// `tun_net_xmit()` on queue `skb.queue_mapping`. The reader is woken on its own
+    /// CPU, so the caller's CPU does not matter (unlike veth's NAPI schedule).
+    pub fn tun_net_xmit(&mut self, skb: Skb) -> NetdevTx {
         let qi = skb.queue_mapping as usize;
         let id = skb.id;
         // skb_orphan(): the sender's socket is credited now, not when the reader frees it.
@@ -96,7 +97,6 @@ impl World {
             let (task, tcpu) = (self.tun_consumer(qi as u16), self.tunqs[qi].cpu);
             self.wake_task(task, tcpu);
         }
-        let _ = cpu;
         NetdevTx::Ok
     }
 
@@ -130,19 +130,12 @@ impl World {
             self.tunqs[qi].waiting = true;
             return Step::Done(0);
         };
-        self.tun_consumed(cpu, q, id, 1);
+        self.pkts.get_mut(id).t_consume = self.now;
+        self.tun_ring_metric(qi);
+        self.tun_wake_queue(cpu, q, 1);
         let cost = self.cost(self.profile.costs.tun_read_ns + self.cfg.app_cost_ns);
         self.deliver(id, self.now + cost);
         Step::Done(cost)
-    }
-
-    /// Bookkeeping of one consumed entry (and the wake check for `n` consumed).
-    fn tun_consumed(&mut self, cpu: u16, q: u16, id: u32, n: u32) {
-        self.pkts.get_mut(id).t_consume = self.now;
-        self.tun_ring_metric(q as usize);
-        if n > 0 {
-            self.tun_wake_queue(cpu, q, n);
-        }
     }
 
     /// One step of vhost-net's `handle_rx()` for queue `q`: refill the private batch
