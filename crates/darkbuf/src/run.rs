@@ -339,24 +339,24 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     for spec in &plan.points {
         let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
         apply_common(&mut scn, c);
-        let p = profile_of(&scn)?;
-        points.push((spec.clone(), scn, p));
+        points.push((spec.clone(), scn));
     }
-    let name = points.first().map(|(_, s, _)| s.name.clone()).unwrap_or_default();
+    let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
     let mut sweep = SweepResults { name: name.clone(), points: Vec::new() };
     let backend = match c.backend {
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
-            for (spec, scn, _) in &points {
+            for (spec, scn) in &points {
                 let results = crate::kernel_cli::run_point(scn)?;
                 sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
             }
             "kernel"
         }
         Backend::Sim => {
+            let point_profiles = points.iter().map(|(_, scn)| profile_of(scn)).collect::<Result<Vec<_>, _>>()?;
             let mut jobs = Vec::new();
             let mut profiles = Vec::new();
-            for (_, scn, p) in &points {
+            for ((_, scn), p) in points.iter().zip(&point_profiles) {
                 for i in 0..scn.runs as u64 {
                     jobs.push((scn.clone(), scn.seed.wrapping_add(i)));
                     profiles.push(p.clone());
@@ -364,7 +364,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             }
             let pb = progress(jobs.len() as u64, &name);
             let mut outs = run_jobs(&jobs, &profiles, &pb)?.into_iter();
-            for (spec, scn, p) in &points {
+            for ((spec, scn), p) in points.iter().zip(&point_profiles) {
                 let runs: Vec<_> = outs.by_ref().take(scn.runs as usize).collect();
                 let results = results_of(scn, p, runs);
                 warn_findings(&format!(" in point \"{}\"", spec.label), &results);
