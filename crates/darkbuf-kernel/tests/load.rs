@@ -271,11 +271,24 @@ fn loopback_udp_echo_probe() {
     assert!(r.samples.windows(2).all(|w| w[0].t_send_ns <= w[1].t_send_ns));
 }
 
+/// A UDP port on 127.0.0.1 that is free and below `ip_local_port_range`.
+fn closed_port_outside_ephemeral_range() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let low: u16 = range.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(32768);
+    (1024..low)
+        .rev()
+        .find(|&p| std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free UDP port below the ephemeral range")
+}
+
 #[test]
 fn udp_probe_without_echo_server_loses_everything() {
     let _g = serial();
-    // Bind a socket to get a free port, then close it: nobody answers there.
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // A free port below the ephemeral range: nobody answers there, and the prober's own
+    // socket (bound to an ephemeral port) can never be given it. A port just freed from
+    // the ephemeral range could be handed to the prober itself, which would then "echo"
+    // its own probes.
+    let port = closed_port_outside_ephemeral_range();
     let r = join(spawn_prober(
         ProbeSpec {
             kind: ProbeKind::UdpEcho { port },
