@@ -26,6 +26,9 @@ pub struct PtrRing {
     size: usize,
     batch: usize,
     queue: Vec<u32>,
+    /// Entries produced and not yet consumed (bookkeeping for [`PtrRing::len`], which
+    /// the simulator reads on every packet; the kernel has no such field).
+    count: usize,
 }
 
 impl PtrRing {
@@ -45,6 +48,7 @@ impl PtrRing {
             size,
             batch,
             queue: vec![NULL; size],
+            count: 0,
         }
     }
 
@@ -62,6 +66,7 @@ impl PtrRing {
             return Err(v);
         }
         self.queue[self.producer] = v;
+        self.count += 1;
         self.producer += 1;
         if self.producer >= self.size {
             self.producer = 0;
@@ -93,6 +98,7 @@ impl PtrRing {
     /// `__ptr_ring_discard_one()`.
     pub fn consume(&mut self) -> Option<u32> {
         let v = self.peek()?;
+        self.count -= 1;
         self.discard_one();
         Some(v)
     }
@@ -119,20 +125,7 @@ impl PtrRing {
 
     /// Entries produced and not yet consumed (not a kernel function; for metrics).
     pub fn len(&self) -> usize {
-        if self.size == 0 {
-            return 0;
-        }
-        if self.producer == self.consumer_head {
-            // Either empty or every slot holds an unconsumed entry: the head slot is
-            // never a consumed-but-unreleased one.
-            if self.queue[self.consumer_head] == NULL {
-                0
-            } else {
-                self.size
-            }
-        } else {
-            (self.producer + self.size - self.consumer_head) % self.size
-        }
+        self.count
     }
 
     /// True when no entry is waiting (same as [`PtrRing::empty`]).

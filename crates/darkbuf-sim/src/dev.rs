@@ -156,6 +156,7 @@ impl World {
     }
 
     /// One `qdisc_restart()` inside `__qdisc_run()`.
+    #[inline(never)]
     pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
         // The skb chain handed to the driver lives in a buffer reused across steps.
         let mut list = std::mem::take(&mut self.bulk);
@@ -354,6 +355,7 @@ impl World {
     }
 
     /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
+    #[inline(never)]
     pub fn net_tx_action(&mut self, cpu: u16, started: &mut bool) -> Step {
         let c = &mut self.cpus[cpu as usize];
         if !*started {

@@ -83,6 +83,7 @@ impl Pinger {
 
 impl World {
     /// One `sendmsg()` by a flood or one echo request by the pinger.
+    #[inline(never)]
     pub fn send_msg(&mut self, cpu: u16, task: Task) -> Step {
         let now = self.now;
         let (skb, origin, cost_ns) = match task {

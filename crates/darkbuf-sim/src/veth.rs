@@ -137,6 +137,7 @@ impl World {
     }
 
     /// One step of `__napi_poll()` -> `veth_poll()` on RX queue `rq`.
+    #[inline(never)]
     pub fn napi_poll_step(
         &mut self,
         cpu: u16,
@@ -367,6 +368,7 @@ impl World {
     /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through
     /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
     /// the socket, one after another on this CPU.
+    #[inline(never)]
     pub fn gro_flush(&mut self, _cpu: u16, rq: u16) -> Step {
         let r = rq as usize;
         let mut list = std::mem::take(&mut self.rqs[r].gro_list);
@@ -419,6 +421,7 @@ impl World {
 
     /// `net_rx_action()`: poll the NAPIs on this CPU's list within the 300-packet and
     /// 2-jiffy budgets; leftovers and repolls go back on the list and re-raise NET_RX.
+    #[inline(never)]
     pub fn net_rx_action(
         &mut self,
         cpu: u16,

@@ -26,6 +26,8 @@ pub fn initial_jiffies(hz: u32) -> u64 {
 /// Scenario settings the hot path reads, resolved once.
 pub struct Config {
     pub hz: u32,
+    /// ns per jiffy (1e9 / HZ).
+    pub jiffy_ns: u64,
     pub napi_threaded: bool,
     pub napi_weight: u32,
     pub netdev_budget: i32,
@@ -65,6 +67,10 @@ pub struct World {
     pub events: EventQueue,
     pub cpus: Vec<Cpu>,
     pub tasks: Vec<(Task, TaskState, u16)>,
+    /// Where each task sits in `tasks` (the hot path looks tasks up on every wake-up).
+    task_ix: TaskIndex,
+    /// `jiffies()`: start of the current tick (ns) and its jiffies value.
+    jiffy_cache: std::cell::Cell<(u64, u64)>,
     pub pkts: Arena,
     /// The sender device's TX queues (veth: index i feeds the peer's RX queue i).
     pub txqs: Vec<NetdevQueue>,
@@ -93,6 +99,38 @@ pub struct World {
     pub dropped: u64,
 }
 
+/// Positions in `World::tasks`, by task kind.
+#[derive(Default)]
+struct TaskIndex {
+    sender: Vec<u16>,
+    pinger: u16,
+    /// NapiThread(i), Reader(i) or Vhost(i): the task of queue i.
+    per_queue: Vec<u16>,
+    /// ksoftirqd, by CPU.
+    ksoftirqd: Vec<u16>,
+}
+
+impl TaskIndex {
+    fn new(tasks: &[(Task, TaskState, u16)]) -> Self {
+        let mut ix = TaskIndex::default();
+        let put = |v: &mut Vec<u16>, at: u16, i: usize| {
+            if v.len() <= at as usize {
+                v.resize(at as usize + 1, u16::MAX);
+            }
+            v[at as usize] = i as u16;
+        };
+        for (i, &(task, _, cpu)) in tasks.iter().enumerate() {
+            match task {
+                Task::Sender(s) => put(&mut ix.sender, s, i),
+                Task::Pinger => ix.pinger = i as u16,
+                Task::NapiThread(q) | Task::Reader(q) | Task::Vhost(q) => put(&mut ix.per_queue, q, i),
+                Task::Ksoftirqd => put(&mut ix.ksoftirqd, cpu, i),
+            }
+        }
+        ix
+    }
+}
+
 /// The simulator could not be set up for this scenario.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -109,6 +147,7 @@ impl World {
         let jiffies0 = initial_jiffies(hz);
         let cfg = Config {
             hz,
+            jiffy_ns: 1_000_000_000 / hz as u64,
             napi_threaded: d.napi == NapiMode::Threaded,
             napi_weight: d.napi_weight,
             netdev_budget: d.netdev_budget as i32,
@@ -233,6 +272,8 @@ impl World {
             profile,
             events: EventQueue::new(ncpu),
             cpus: (0..ncpu).map(|_| Cpu::new()).collect(),
+            task_ix: TaskIndex::new(&tasks),
+            jiffy_cache: std::cell::Cell::new((0, jiffies0)),
             tasks,
             pkts: Arena::with_capacity(4096),
             txqs,
@@ -272,7 +313,16 @@ impl World {
     }
 
     pub fn jiffies(&self) -> u64 {
-        initial_jiffies(self.cfg.hz) + self.now / (1_000_000_000 / self.cfg.hz as u64)
+        // The tick that began at `from` is still current on nearly every call; the
+        // division is done only when the clock has moved to another tick.
+        let (from, j) = self.jiffy_cache.get();
+        if self.now.wrapping_sub(from) < self.cfg.jiffy_ns {
+            return j;
+        }
+        let n = self.now / self.cfg.jiffy_ns;
+        let j = initial_jiffies(self.cfg.hz) + n;
+        self.jiffy_cache.set((n * self.cfg.jiffy_ns, j));
+        j
     }
 
     pub fn measuring(&self) -> bool {
@@ -297,14 +347,19 @@ impl World {
     }
 
     pub fn task_index(&self, t: Task) -> u16 {
-        self.tasks.iter().position(|(x, _, _)| *x == t).expect("task exists") as u16
+        self.task_index_on(t, 0)
     }
 
+    /// Index of `t` in `tasks` (`cpu` picks the ksoftirqd).
+    #[inline]
     fn task_index_on(&self, t: Task, cpu: u16) -> u16 {
-        self.tasks
-            .iter()
-            .position(|(x, _, c)| *x == t && (t != Task::Ksoftirqd || *c == cpu))
-            .expect("task exists") as u16
+        let ix = &self.task_ix;
+        match t {
+            Task::Sender(s) => ix.sender[s as usize],
+            Task::Pinger => ix.pinger,
+            Task::NapiThread(q) | Task::Reader(q) | Task::Vhost(q) => ix.per_queue[q as usize],
+            Task::Ksoftirqd => ix.ksoftirqd[cpu as usize],
+        }
     }
 
     /// Runs the simulation to the end of the measured window.
@@ -490,6 +545,7 @@ impl World {
 
     /// The bottom frame of a task's unit: softirqs first (local_bh_enable), then the
     /// task's own decision to run again or sleep.
+#[inline(never)]
     fn task_end(&mut self, cpu: u16, task: Task) -> Step {
         let c = &mut self.cpus[cpu as usize];
         if c.softirq_pending != 0 {
@@ -531,7 +587,9 @@ impl World {
         Step::Done(0)
     }
 
-    /// Dispatches one step of `frame` on `cpu`.
+    /// Dispatches one step of `frame` on `cpu`. The handlers it calls are kept out of
+    /// line (`#[inline(never)]`): inlined, they made this dispatcher's prologue and
+    /// epilogue, paid on every step, cost more than the calls.
     fn step(&mut self, cpu: u16, frame: &mut Frame) -> Step {
         match frame {
             Frame::TaskEnd(task) => self.task_end(cpu, *task),

@@ -472,10 +472,15 @@ impl Sfq {
     /// The perturbation timer (`sfq_perturbation()`), run lazily: every period that
     /// has elapsed by `now` re-keys the hash and, if packets are queued, rehashes them.
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
+    #[inline]
     fn run_perturb_timer(&mut self, now: u64, drops: &mut Vec<Skb>) {
-        if self.perturb_period_ns == 0 {
-            return;
+        if self.perturb_period_ns != 0 && now >= self.perturb_next_ns {
+            self.perturb_expired(now, drops);
         }
+    }
+
+    #[cold]
+    fn perturb_expired(&mut self, now: u64, drops: &mut Vec<Skb>) {
         while now >= self.perturb_next_ns {
             self.perturb_count = self.perturb_count.wrapping_add(1);
             // A deterministic stand-in for get_random_bytes(&q->perturbation).
