@@ -26,7 +26,7 @@ pub use resolve::{
     SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
 };
 pub use schema::*;
-pub use sweep::{sweep_plan, sweep_plan_str, SweepPlan, SweepPointSpec};
+pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, SweepPlan, SweepPointSpec};
 
 use std::path::Path;
 
@@ -80,15 +80,16 @@ pub fn load_str(
     resolve::resolve(&root, &ctx, stem)
 }
 
-/// Loads one point of a [`SweepPlan`]: `base_overrides`, then the point's own `set`
-/// (so the point wins), with `Scenario::label` set to the point's label.
+/// Loads one point of a [`SweepPlan`]: the point's own `set`, then `base_overrides`
+/// (the command line's single-value `--set`s, so they win), with `Scenario::label` set
+/// to the point's label.
 pub fn load_point(
     path: &Path,
     base_overrides: &[String],
     point: &SweepPointSpec,
 ) -> Result<Scenario, Diagnostic> {
-    let mut all = base_overrides.to_vec();
-    all.extend(point.set.iter().cloned());
+    let mut all = point.set.clone();
+    all.extend(base_overrides.iter().cloned());
     let mut sc = load(path, &all)?;
     sc.label = point.label.clone();
     Ok(sc)

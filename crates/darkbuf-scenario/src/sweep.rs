@@ -272,19 +272,36 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
 
 /// Reads `path` and plans its sweep (see [`sweep_plan_str`]).
 pub fn sweep_plan(path: &Path, cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
+    sweep_plan_fixed(path, &[], cli_sweeps)
+}
+
+/// [`sweep_plan`] with single-value `--set`s (`fixed`) that apply to every point: each
+/// point is checked with them, as [`crate::load_point`] will load it.
+pub fn sweep_plan_fixed(path: &Path, fixed: &[String], cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
     let (name, text) = crate::read_scenario(path)?;
-    sweep_plan_str(&name, &text, cli_sweeps)
+    sweep_plan_str_fixed(&name, &text, fixed, cli_sweeps)
+}
+
+/// [`sweep_plan_str_fixed`] without fixed overrides.
+pub fn sweep_plan_str(
+    name_for_errors: &str,
+    text: &str,
+    cli_sweeps: &[String],
+) -> Result<SweepPlan, Diagnostic> {
+    sweep_plan_str_fixed(name_for_errors, text, &[], cli_sweeps)
 }
 
 /// Plans a sweep: the file's variants (in order; one unnamed variant if none) times the
 /// cross product of the file's `[sweep]` and `cli_sweeps` (`KEY=V1,V2,...`; a CLI key
 /// replaces a file key of the same name). The first key varies slowest.
 ///
-/// Every point is loaded once to check it, so a bad key or value in `[sweep]` or
-/// `[[variant]]` is reported at its line in the file before anything runs.
-pub fn sweep_plan_str(
+/// Every point is loaded once to check it, with the `fixed` single-value overrides
+/// applied last as [`crate::load_point`] applies them, so a bad key or value in
+/// `[sweep]` or `[[variant]]` is reported at its line in the file before anything runs.
+pub fn sweep_plan_str_fixed(
     name_for_errors: &str,
     text: &str,
+    fixed: &[String],
     cli_sweeps: &[String],
 ) -> Result<SweepPlan, Diagnostic> {
     let ctx = Ctx {
@@ -377,7 +394,8 @@ pub fn sweep_plan_str(
 
     // Check every point, pointing errors back at the sweep entry that caused them.
     for (p, src) in points.iter().zip(&srcs) {
-        if let Err(d) = crate::load_str(name_for_errors, text, &p.set) {
+        let all: Vec<String> = p.set.iter().chain(fixed).cloned().collect();
+        if let Err(d) = crate::load_str(name_for_errors, text, &all) {
             let which = p.set.iter().position(|s| d.file == format!("--set {s}"));
             let Some(i) = which else { return Err(d) };
             let prefix = if p.label.is_empty() {

@@ -540,3 +540,29 @@ fn missing_file_is_a_diagnostic() {
     let d = load(&examples().join("does-not-exist.toml"), &[]).unwrap_err();
     assert_eq!(d.kind, DiagnosticKind::Io);
 }
+
+#[test]
+fn sweep_points_are_checked_with_the_single_value_sets() {
+    // `--set qdisc.kind=fq_codel --set qdisc.target=5ms,20ms` on a pfifo_fast file: the
+    // target axis is only valid for the kind the fixed `--set` chose.
+    let text = format!("{UDP}[qdisc]\nkind = \"pfifo_fast\"\n");
+    let sweeps = ["qdisc.target=5ms,20ms".to_string()];
+    let d = sweep_plan_str("x.toml", &text, &sweeps).unwrap_err();
+    assert!(d.message.contains("target"), "{d:?}");
+    let fixed = ["qdisc.kind=fq_codel".to_string()];
+    let plan = sweep_plan_str_fixed("x.toml", &text, &fixed, &sweeps).unwrap();
+    assert_eq!(plan.points.len(), 2);
+
+    // And a single-value `--set` wins over a variant's key when the point is loaded.
+    let dir = std::env::temp_dir().join(format!("darkbuf-sweep-fixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("v.toml");
+    let text = format!("{UDP}[[variant]]\nlabel = \"long\"\nduration = \"9s\"\n");
+    std::fs::write(&path, &text).unwrap();
+    let fixed = ["duration=2s".to_string()];
+    let plan = sweep_plan_fixed(&path, &fixed, &[]).unwrap();
+    let scn = load_point(&path, &fixed, &plan.points[0]).unwrap();
+    assert_eq!(scn.duration_ns, 2_000_000_000);
+    assert_eq!(scn.label, "long");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -334,7 +334,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| {
         s.split_once('=').is_some_and(|(_, v)| v.contains(',') && !v.trim_start().starts_with('['))
     });
-    let plan = darkbuf_scenario::sweep_plan(path, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
+    let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
     let mut points = Vec::new();
     for spec in &plan.points {
         let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
