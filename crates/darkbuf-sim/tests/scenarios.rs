@@ -83,3 +83,47 @@ fn tbf_20mbit_shapes_the_bottleneck() {
     assert!((bits / 20e6 - 1.0).abs() < 0.07, "{bits} bit/s through a 20mbit tbf");
     assert!(m(&r, "qdisc.overlimits") > 0.0);
 }
+
+/// IFF_BACKPRESSURE with fq_codel: the ring holds between half and all of txqueuelen, so
+/// its delay is ~0.5-1x txqueuelen / reader rate whatever the qdisc does. At txqueuelen 16
+/// the queue moves into fq_codel: the sparse probe skips it (it waits at most one stop
+/// period, half a ring, for the wake, then behind at most a ring), CoDel's target sets the
+/// flood's delay (a flood a few % over the reader, 30 ms interval, as the scenario explains),
+/// and the reader keeps its rate. At tap's default 1000 the ring's wait dominates the probe's.
+#[test]
+fn tap_fq_codel_with_backpressure_delay_follows_the_qdisc_at_a_small_ring() {
+    let t5 = run("tap-fq_codel.toml", &["duration=2s", "warmup=1s"]);
+    let t20 = run("tap-fq_codel.toml", &["duration=2s", "warmup=1s", "qdisc.target=20ms"]);
+    let stock = run("tap-fq_codel.toml", &["duration=2s", "warmup=1s", "device.backpressure=false"]);
+    let pps = m(&t5, "consumer.pps");
+    let ring_full_ms = 16.0 / pps * 1e3;
+    let stop_ms = ring_full_ms / 2.0;
+    let stock_1000_ms = 1000.0 / pps * 1e3;
+    for (r, target) in [(&t5, 5.0), (&t20, 20.0)] {
+        assert_eq!(m(r, "ring.drops"), 0.0);
+        assert!(m(r, "qdisc.drops") > 0.0);
+        let occ = m(r, "ring.occupancy_avg");
+        assert!((8.0..=16.0).contains(&occ), "ring holds {occ} of 16");
+        let (wq, wr) = (m(r, "ping.wait_qdisc_ms"), m(r, "ping.wait_ring_ms"));
+        assert!(wq < stop_ms, "probe waits {wq} ms in the qdisc, a stop period is {stop_ms} ms");
+        assert!(wr < ring_full_ms, "probe waits {wr} ms in the ring, a full ring is {ring_full_ms} ms");
+        let p50 = m(r, "ping.rtt_p50_ms");
+        assert!(p50 < 1.5 * ring_full_ms + 0.3, "ping p50 {p50} ms vs ring {ring_full_ms} ms");
+        assert!(p50 < stock_1000_ms / 20.0, "ping p50 {p50} ms vs {stock_1000_ms} ms at stock txqueuelen");
+        // The flood's qdisc share: at least target, at most 1.5x target plus a stop period.
+        let ring_ms = occ / pps * 1e3;
+        let q = m(r, "sink.owd_avg_ms") - ring_ms;
+        assert!(q >= target && q <= 1.5 * target + stop_ms, "flood waits {q} ms in fq_codel at target {target} ms");
+        assert!(ring_ms < 0.25 * m(r, "sink.owd_avg_ms"));
+    }
+    let d = m(&t20, "sink.owd_avg_ms") - m(&t5, "sink.owd_avg_ms");
+    assert!((d / 15.0 - 1.0).abs() < 0.3, "15 ms more target adds {d} ms to the flood's delay");
+    assert!(m(&stock, "ring.drops") > 0.0);
+    let (a, b) = (m(&stock, "consumer.pps"), pps);
+    assert!((b / a - 1.0).abs() < 0.01, "reader {b} pps with backpressure at txqueuelen 16 vs {a} stock");
+
+    let big = run("tap-fq_codel.toml", &["duration=2s", "warmup=5s", "device.txqueuelen=1000"]);
+    let (wq, wr) = (m(&big, "ping.wait_qdisc_ms"), m(&big, "ping.wait_ring_ms"));
+    assert!(wr > 2.0 * wq, "at txqueuelen 1000 the probe waits {wr} ms in the ring, {wq} ms in the qdisc");
+    assert!(wr > 0.4 * 1000.0 / m(&big, "consumer.pps") * 1e3);
+}
