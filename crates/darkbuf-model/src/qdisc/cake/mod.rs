@@ -502,6 +502,54 @@ struct CakeHost {
     dsthost_bulk_flow_count: u16,
 }
 
+/// Which half of a [`CakeHost`] a lookup uses: `cake_hash()` runs the same search once
+/// for the source host and once for the destination host.
+#[derive(Clone, Copy)]
+enum HostSide {
+    Src,
+    Dst,
+}
+
+impl CakeHost {
+    fn tag(&mut self, side: HostSide) -> &mut u32 {
+        match side {
+            HostSide::Src => &mut self.srchost_tag,
+            HostSide::Dst => &mut self.dsthost_tag,
+        }
+    }
+
+    fn bulk_flow_count(&self, side: HostSide) -> u16 {
+        match side {
+            HostSide::Src => self.srchost_bulk_flow_count,
+            HostSide::Dst => self.dsthost_bulk_flow_count,
+        }
+    }
+}
+
+/// `cake_hash()`'s host lookup: in the `host_hash`'s set of `CAKE_SET_WAYS`, the way
+/// already tagged with it, else the first way with no bulk flows (else the way the
+/// search started from), which is tagged with it.
+fn cake_host_slot(hosts: &mut [CakeHost], host_hash: u32, side: HostSide) -> usize {
+    let idx = host_hash as usize % CAKE_QUEUES;
+    let inner_hash = idx % CAKE_SET_WAYS;
+    let outer_hash = idx - inner_hash;
+    let mut k = inner_hash;
+    for _ in 0..CAKE_SET_WAYS {
+        if *hosts[outer_hash + k].tag(side) == host_hash {
+            return outer_hash + k;
+        }
+        k = (k + 1) % CAKE_SET_WAYS;
+    }
+    for _ in 0..CAKE_SET_WAYS {
+        if hosts[outer_hash + k].bulk_flow_count(side) == 0 {
+            break;
+        }
+        k = (k + 1) % CAKE_SET_WAYS;
+    }
+    *hosts[outer_hash + k].tag(side) = host_hash;
+    outer_hash + k
+}
+
 /// The three `list_head`s of a tin (`new_flows`, `old_flows`, `decaying_flows`) and
 /// each flow's `flowchain`, as index-linked circular lists: nodes 0..1024 are flows,
 /// 1024..1027 the heads. A node linked to itself is `list_del_init()`ed.
@@ -1036,8 +1084,8 @@ impl Cake {
             q.way_directs += 1;
             return reduced_hash;
         }
-        let mut inner_hash = reduced_hash % CAKE_SET_WAYS;
-        let mut outer_hash = reduced_hash - inner_hash;
+        let inner_hash = reduced_hash % CAKE_SET_WAYS;
+        let outer_hash = reduced_hash - inner_hash;
         let mut allocate_src = false;
         let mut allocate_dst = false;
         let mut k = inner_hash;
@@ -1089,28 +1137,7 @@ impl Cake {
         q.tags[reduced_hash] = flow_hash_v;
 
         if allocate_src {
-            let srchost_idx = srchost_hash as usize % CAKE_QUEUES;
-            inner_hash = srchost_idx % CAKE_SET_WAYS;
-            outer_hash = srchost_idx - inner_hash;
-            k = inner_hash;
-            let mut found = false;
-            for _ in 0..CAKE_SET_WAYS {
-                if q.hosts[outer_hash + k].srchost_tag == srchost_hash {
-                    found = true;
-                    break;
-                }
-                k = (k + 1) % CAKE_SET_WAYS;
-            }
-            if !found {
-                for _ in 0..CAKE_SET_WAYS {
-                    if q.hosts[outer_hash + k].srchost_bulk_flow_count == 0 {
-                        break;
-                    }
-                    k = (k + 1) % CAKE_SET_WAYS;
-                }
-                q.hosts[outer_hash + k].srchost_tag = srchost_hash;
-            }
-            let srchost_idx = outer_hash + k;
+            let srchost_idx = cake_host_slot(&mut q.hosts, srchost_hash, HostSide::Src);
             if q.flows[reduced_hash].set == CAKE_SET_BULK {
                 let h = &mut q.hosts[srchost_idx];
                 h.srchost_bulk_flow_count = h.srchost_bulk_flow_count.wrapping_add(1);
@@ -1119,28 +1146,7 @@ impl Cake {
         }
 
         if allocate_dst {
-            let dsthost_idx = dsthost_hash as usize % CAKE_QUEUES;
-            inner_hash = dsthost_idx % CAKE_SET_WAYS;
-            outer_hash = dsthost_idx - inner_hash;
-            k = inner_hash;
-            let mut found = false;
-            for _ in 0..CAKE_SET_WAYS {
-                if q.hosts[outer_hash + k].dsthost_tag == dsthost_hash {
-                    found = true;
-                    break;
-                }
-                k = (k + 1) % CAKE_SET_WAYS;
-            }
-            if !found {
-                for _ in 0..CAKE_SET_WAYS {
-                    if q.hosts[outer_hash + k].dsthost_bulk_flow_count == 0 {
-                        break;
-                    }
-                    k = (k + 1) % CAKE_SET_WAYS;
-                }
-                q.hosts[outer_hash + k].dsthost_tag = dsthost_hash;
-            }
-            let dsthost_idx = outer_hash + k;
+            let dsthost_idx = cake_host_slot(&mut q.hosts, dsthost_hash, HostSide::Dst);
             if q.flows[reduced_hash].set == CAKE_SET_BULK {
                 let h = &mut q.hosts[dsthost_idx];
                 h.dsthost_bulk_flow_count = h.dsthost_bulk_flow_count.wrapping_add(1);
