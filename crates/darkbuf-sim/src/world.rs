@@ -546,7 +546,7 @@ impl World {
     /// The bottom frame of a task's unit: softirqs first (local_bh_enable), then the
     /// task's own decision to run again or sleep.
 #[inline(never)]
-    fn task_end(&mut self, cpu: u16, task: Task) -> Step {
+    fn task_end(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
         let c = &mut self.cpus[cpu as usize];
         if c.softirq_pending != 0 {
             if c.softirq_rounds == 0 {
@@ -576,7 +576,7 @@ impl World {
             // start its next unit here (what pick_next() would do, without the round trip).
             self.tasks[ti].1 = TaskState::Running { woken: false };
             c.softirq_rounds = 0;
-            return Step::Call(0, Self::unit_frame(task));
+            return self.start_unit(cpu, task, frame);
         }
         if runnable {
             self.tasks[ti].1 = TaskState::Runnable;
@@ -584,7 +584,33 @@ impl World {
         } else {
             self.tasks[ti].1 = TaskState::Sleeping;
         }
+        // The unit is over and the stack would be empty: when pick_next() would start a
+        // sender's or the pinger's next sendmsg, do it here, in place (the same effects
+        // at the same time, one dispatch instead of three).
+        if c.softirq_pending == 0 {
+            if let Some(&next @ (Task::Sender(_) | Task::Pinger)) = c.runnable.front() {
+                c.runnable.pop_front();
+                let ni = self.task_index_on(next, cpu) as usize;
+                self.tasks[ni].1 = TaskState::Running { woken: false };
+                self.cpus[cpu as usize].softirq_rounds = 0;
+                return self.start_unit(cpu, next, frame);
+            }
+        }
         Step::Done(0)
+    }
+
+    /// Starts `task`'s next unit on top of its `TaskEnd` (which `frame` becomes). A
+    /// sendmsg runs at once, in this step; other units are pushed.
+    fn start_unit(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
+        *frame = Frame::TaskEnd(task);
+        match Self::unit_frame(task) {
+            Frame::SendMsg(t) => match self.send_msg(cpu, t) {
+                Step::Done(c) => Step::Continue(c),
+                Step::Then(c, f) => Step::Call(c, f),
+                _ => unreachable!("send_msg finishes or tail-calls"),
+            },
+            f => Step::Call(0, f),
+        }
     }
 
     /// Dispatches one step of `frame` on `cpu`. The handlers it calls are kept out of
@@ -592,7 +618,10 @@ impl World {
     /// epilogue, paid on every step, cost more than the calls.
     fn step(&mut self, cpu: u16, frame: &mut Frame) -> Step {
         match frame {
-            Frame::TaskEnd(task) => self.task_end(cpu, *task),
+            Frame::TaskEnd(task) => {
+                let task = *task;
+                self.task_end(cpu, task, frame)
+            }
             Frame::SendMsg(task) => self.send_msg(cpu, *task),
             Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
             Frame::NetTxAction { started } => self.net_tx_action(cpu, started),
