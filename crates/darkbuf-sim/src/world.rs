@@ -440,62 +440,69 @@ impl World {
     }
 
     /// Executes steps on `cpu` until one takes time or the CPU goes idle.
+    ///
+    /// The top frame is held in a local while the CPU executes (`frames` keeps the ones
+    /// below it): the common steps, which keep or replace the top, then never touch
+    /// the stack in memory.
     fn cpu_run(&mut self, cpu: u16) {
         let ci = cpu as usize;
-        loop {
-            // The top frame is copied out, stepped, and written back in place if it stays.
-            let Some(&top) = self.cpus[ci].frames.last() else {
+        'idle: loop {
+            let Some(mut top) = self.cpus[ci].frames.pop() else {
                 if !self.pick_next(cpu) {
                     self.cpus[ci].busy = false;
                     return;
                 }
                 continue;
             };
-            let depth = self.cpus[ci].frames.len();
-            let mut frame = top;
-            let step = self.step(cpu, &mut frame);
-            // Steps push frames only through their return value, so the top is still ours.
-            debug_assert_eq!(self.cpus[ci].frames.len(), depth);
-            let frames = &mut self.cpus[ci].frames;
-            let cost = match step {
-                Step::Continue(c) => {
-                    frames[depth - 1] = frame;
-                    c
+            loop {
+                let step = self.step(cpu, &mut top);
+                let (cost, empty) = match step {
+                    Step::Continue(c) => (c, false),
+                    Step::Done(c) => match self.cpus[ci].frames.pop() {
+                        Some(f) => {
+                            top = f;
+                            (c, false)
+                        }
+                        None => (c, true),
+                    },
+                    Step::Then(c, next) => {
+                        top = next;
+                        (c, false)
+                    }
+                    Step::Call(c, child) => {
+                        self.cpus[ci].frames.push(top);
+                        top = child;
+                        (c, false)
+                    }
+                    Step::Softirqs => {
+                        self.cpus[ci].frames.push(top);
+                        self.push_softirqs(cpu);
+                        top = self.cpus[ci].frames.pop().expect("softirq frame");
+                        (0, false)
+                    }
+                };
+                if cost > 0 {
+                    if self.now >= self.cfg.start {
+                        self.cpus[ci].busy_ns += cost;
+                    }
+                    let next = self.now + cost;
+                    // Conservative lookahead: if this CPU's next step comes strictly before
+                    // every pending event, the queue would hand it straight back (an event
+                    // pushed now sorts after all existing ones at the same time), so run it
+                    // inline. Same order of effects, without the heap traffic.
+                    if next < self.events.peek_time() && next <= self.cfg.end {
+                        self.now = next;
+                    } else {
+                        if !empty {
+                            self.cpus[ci].frames.push(top);
+                        }
+                        self.events.push(next, Event::Cpu(cpu));
+                        return;
+                    }
                 }
-                Step::Done(c) => {
-                    frames.pop();
-                    c
+                if empty {
+                    continue 'idle;
                 }
-                Step::Then(c, next) => {
-                    frames[depth - 1] = next;
-                    c
-                }
-                Step::Call(c, child) => {
-                    frames[depth - 1] = frame;
-                    frames.push(child);
-                    c
-                }
-                Step::Softirqs => {
-                    frames[depth - 1] = frame;
-                    self.push_softirqs(cpu);
-                    0
-                }
-            };
-            if cost > 0 {
-                if self.now >= self.cfg.start {
-                    self.cpus[ci].busy_ns += cost;
-                }
-                let next = self.now + cost;
-                // Conservative lookahead: if this CPU's next step comes strictly before
-                // every pending event, the queue would hand it straight back (an event
-                // pushed now sorts after all existing ones at the same time), so run it
-                // inline. Same order of effects, without the heap traffic.
-                if next < self.events.peek_time() && next <= self.cfg.end {
-                    self.now = next;
-                    continue;
-                }
-                self.events.push(next, Event::Cpu(cpu));
-                return;
             }
         }
     }
