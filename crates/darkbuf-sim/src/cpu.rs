@@ -60,6 +60,9 @@ pub enum PollPhase {
 
 /// One activation record on a CPU.
 #[derive(Clone, Copy, Debug)]
+/// A plain one-byte tag at offset 0: the dispatcher reads it on every step (a niche-packed
+/// tag took a decode before the jump).
+#[repr(u8)]
 pub enum Frame {
     /// The bottom of a task's unit: runs pending softirqs, then decides whether the
     /// task stays runnable.

@@ -97,10 +97,11 @@ impl World {
         }
     }
 
-    /// `__dev_queue_xmit()` for packet `id` from a task on `cpu`. Returns the frame
-    /// to run next (the qdisc run loop), if any, and the cost of what was done inline.
-    pub fn dev_queue_xmit(&mut self, cpu: u16, id: u32) -> (u64, Option<Frame>) {
-        let skb = self.pkts.get(id).skb;
+    /// `__dev_queue_xmit()` for `skb` (already in the arena as `skb.id`) from a task on
+    /// `cpu`. Returns the frame to run next (the qdisc run loop), if any, and the cost of
+    /// what was done inline.
+    pub fn dev_queue_xmit(&mut self, cpu: u16, skb: Skb) -> (u64, Option<Frame>) {
+        let id = skb.id;
         let txq = skb.queue_mapping;
         let Some(qi) = self.txq_qdisc[txq as usize] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.

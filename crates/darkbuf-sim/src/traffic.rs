@@ -129,7 +129,9 @@ impl World {
         let mut skb = skb;
         skb.queue_mapping = self.pick_tx(skb.flow);
         let owns_wmem = matches!(origin, Origin::Flood(_));
-        let id = self.pkts.alloc(PktInfo {
+        // The skb goes on from this copy, not from the arena slot just written: reading
+        // that back at once would wait for the stores (no store-to-load forwarding).
+        skb.id = self.pkts.alloc(PktInfo {
             skb,
             origin,
             t_send: now,
@@ -138,7 +140,6 @@ impl World {
             bql_charged: false,
             owns_wmem,
         });
-        self.pkts.get_mut(id).skb.id = id;
         self.created += 1;
         if now >= self.cfg.start {
             if origin == Origin::Ping {
@@ -146,7 +147,7 @@ impl World {
             }
         }
         let send_cost = self.cost(cost_ns);
-        let (xmit_cost, next) = self.dev_queue_xmit(cpu, id);
+        let (xmit_cost, next) = self.dev_queue_xmit(cpu, skb);
         match next {
             Some(f) => Step::Then(send_cost + xmit_cost, f),
             None => Step::Done(send_cost + xmit_cost),

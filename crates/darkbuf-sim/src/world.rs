@@ -333,11 +333,12 @@ impl World {
     #[inline]
     pub fn cost(&mut self, ns: f64) -> u64 {
         if self.noise_per_u32 == 0.0 {
-            return ns as u64;
+            return (ns as i64).max(0) as u64;
         }
         // factor = 1 - noise + 2 * noise * u, u uniform in [0, 1) from 32 seeded bits.
         let u = rand::RngCore::next_u32(&mut self.rng) as f64;
-        (ns * (self.noise_floor + u * self.noise_per_u32)) as u64
+        // Through i64: one conversion instruction; the same value for any cost below 2^63.
+        ((ns * (self.noise_floor + u * self.noise_per_u32)) as i64).max(0) as u64
     }
 
     pub fn finding(&mut self, invariant: &str, detail: String) {
