@@ -59,9 +59,12 @@ pub enum PollPhase {
 }
 
 /// One activation record on a CPU.
+///
+/// Eight bytes with a plain one-byte tag at offset 0: the dispatcher reads the tag on
+/// every step, and a [`Step`] carrying a frame comes back in two registers. (Wider
+/// frames went through memory, written field by field and read back whole, which
+/// stalls on store-to-load forwarding.) State that does not fit lives in [`Cpu`].
 #[derive(Clone, Copy, Debug)]
-/// A plain one-byte tag at offset 0: the dispatcher reads it on every step (a niche-packed
-/// tag took a decode before the jump).
 #[repr(u8)]
 pub enum Frame {
     /// The bottom of a task's unit: runs pending softirqs, then decides whether the
@@ -73,16 +76,17 @@ pub enum Frame {
     QdiscRun { q: u16, quota: i32 },
     /// `net_tx_action()`.
     NetTxAction { started: bool },
-    /// `net_rx_action()`.
-    NetRxAction { started: bool, budget: i32, time_limit: u64, awaiting: Option<u16> },
-    /// `__napi_poll()` of RX queue `rq` (veth_poll).
-    NapiPoll { rq: u16, phase: PollPhase, done: u32, flush_pending: bool },
+    /// `net_rx_action()` (its budget and time limit are in [`Cpu`]: softirqs do not
+    /// nest, so a CPU runs at most one).
+    NetRxAction { started: bool, awaiting: Option<u16> },
+    /// `__napi_poll()` of RX queue `rq` (veth_poll); `done` is at most the weight (256).
+    NapiPoll { phase: PollPhase, flush_pending: bool, rq: u16, done: u16 },
     /// Passing the GRO normal list of `rq` up the stack (`gro_normal_list`).
     GroFlush { rq: u16 },
     /// One `read()` of tun queue `q` by the user-space reader.
     TunRead { q: u16 },
     /// vhost-net's `handle_rx()` on tun queue `q`, `done` frames so far.
-    VhostRx { q: u16, done: u32 },
+    VhostRx { q: u16, done: u16 },
 }
 
 /// What a step did.
@@ -91,13 +95,14 @@ pub enum Step {
     Continue(u64),
     /// The frame is finished; the CPU is busy for this many ns.
     Done(u64),
-    /// The frame stays and `Frame` is pushed on top after this many ns.
+    /// The frame stays and `Frame` is pushed on top after this many ns. (A tail call
+    /// overwrites the frame it was given and returns `Continue`.)
     Call(u64, Frame),
-    /// The frame is finished and `Frame` runs in its place after this many ns (a tail call).
-    Then(u64, Frame),
     /// The frame stays and the pending softirqs' handlers run on top of it now.
     Softirqs,
 }
+
+const _: () = assert!(std::mem::size_of::<Frame>() == 8 && std::mem::size_of::<Step>() == 16);
 
 pub struct Cpu {
     pub frames: Vec<Frame>,
@@ -120,6 +125,9 @@ pub struct Cpu {
     /// Return registers for a finished NAPI poll: packets done and whether to repoll.
     pub ret_work: u32,
     pub ret_repoll: bool,
+    /// The running `net_rx_action()`'s remaining budget and its time limit (jiffies).
+    pub rx_budget: i32,
+    pub rx_time_limit: u64,
     /// ns spent busy (measured window only).
     pub busy_ns: u64,
     pub time_squeeze: u64,
@@ -141,6 +149,8 @@ impl Cpu {
             runnable: VecDeque::with_capacity(8),
             ret_work: 0,
             ret_repoll: false,
+            rx_budget: 0,
+            rx_time_limit: 0,
             busy_ns: 0,
             time_squeeze: 0,
         }

@@ -8,7 +8,7 @@
 //! default 212992-byte sndbuf holds fewer skbs than the ring.
 
 use crate::arena::{Origin, PktInfo};
-use crate::cpu::{Step, Task};
+use crate::cpu::{Frame, Task};
 use crate::world::World;
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::units::Rate;
@@ -82,9 +82,10 @@ impl Pinger {
 }
 
 impl World {
-    /// One `sendmsg()` by a flood or one echo request by the pinger.
+    /// One `sendmsg()` by a flood or one echo request by the pinger: its cost, and the
+    /// frame to run next in its place (the qdisc run loop), if any.
     #[inline(never)]
-    pub fn send_msg(&mut self, cpu: u16, task: Task) -> Step {
+    pub fn send_msg(&mut self, cpu: u16, task: Task) -> (u64, Option<Frame>) {
         let now = self.now;
         let (skb, origin, cost_ns) = match task {
             Task::Sender(i) => {
@@ -92,7 +93,7 @@ impl World {
                 if s.wmem >= s.sndbuf {
                     // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.
                     s.blocked = true;
-                    return Step::Done(0);
+                    return (0, None);
                 }
                 let flow = ((s.traffic_index as u32) << 16) | s.next_flow;
                 s.next_flow = (s.next_flow + 1) % s.flows;
@@ -117,7 +118,7 @@ impl World {
             Task::Pinger => {
                 let p = self.pinger.as_mut().expect("pinger");
                 if p.due == 0 {
-                    return Step::Done(0);
+                    return (0, None);
                 }
                 p.due -= 1;
                 let len = p.frame_len;
@@ -148,10 +149,7 @@ impl World {
         }
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next) = self.dev_queue_xmit(cpu, skb);
-        match next {
-            Some(f) => Step::Then(send_cost + xmit_cost, f),
-            None => Step::Done(send_cost + xmit_cost),
-        }
+        (send_cost + xmit_cost, next)
     }
 
     /// Whether a flood's task stays runnable after a send; arms its rate timer if not.

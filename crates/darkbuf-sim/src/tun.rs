@@ -141,7 +141,7 @@ impl World {
     /// One step of vhost-net's `handle_rx()` for queue `q`: refill the private batch
     /// from the ring when it is empty (waking the TX queue for the batch), then move one
     /// frame to the guest. `done` counts frames in this run, up to the packet weight.
-    pub fn vhost_handle_rx(&mut self, cpu: u16, q: u16, done: &mut u32) -> Step {
+    pub fn vhost_handle_rx(&mut self, cpu: u16, q: u16, done: &mut u16) -> Step {
         let qi = q as usize;
         let mut cost = 0;
         if self.tunqs[qi].vhost_buf.is_empty() {
@@ -164,7 +164,7 @@ impl World {
         cost += self.cost(self.profile.costs.vhost_pkt_ns + self.cfg.app_cost_ns);
         self.deliver(id, self.now + cost);
         *done += 1;
-        if *done >= VHOST_NET_PKT_WEIGHT {
+        if *done as u32 >= VHOST_NET_PKT_WEIGHT {
             // vhost_exceeds_weight(): requeue the work; the task stays runnable.
             return Step::Done(cost);
         }

@@ -143,7 +143,7 @@ impl World {
         cpu: u16,
         rq: u16,
         phase: &mut PollPhase,
-        done: &mut u32,
+        done: &mut u16,
         flush_pending: &mut bool,
     ) -> Step {
         let budget = self.cfg.napi_weight;
@@ -166,7 +166,7 @@ impl World {
                     return Step::Call(0, Frame::GroFlush { rq });
                 }
                 // veth_xdp_rcv(): consume until the budget is used or the ring is empty.
-                if *done >= budget {
+                if *done as u32 >= budget {
                     *phase = PollPhase::AfterRcv;
                     return Step::Continue(0);
                 }
@@ -190,7 +190,7 @@ impl World {
                 Step::Continue(self.cost(self.profile.costs.consume_ns))
             }
             PollPhase::AfterRcv => {
-                let work = *done;
+                let work = *done as u32;
                 if self.measuring() {
                     self.metrics.napi_polls += 1;
                     self.metrics.napi_work += work as u64;
@@ -232,7 +232,7 @@ impl World {
                     self.napi_schedule(cpu, rq);
                 }
                 self.veth_wake_peer_txq(cpu, rq);
-                self.cpus[cpu as usize].ret_work = *done;
+                self.cpus[cpu as usize].ret_work = *done as u32;
                 self.cpus[cpu as usize].ret_repoll = false;
                 Step::Done(0)
             }
@@ -247,7 +247,7 @@ impl World {
                 Step::Continue(0)
             }
             PollPhase::End => {
-                self.cpus[cpu as usize].ret_work = *done;
+                self.cpus[cpu as usize].ret_work = *done as u32;
                 self.cpus[cpu as usize].ret_repoll = true;
                 Step::Done(0)
             }
@@ -426,16 +426,15 @@ impl World {
         &mut self,
         cpu: u16,
         started: &mut bool,
-        budget: &mut i32,
-        time_limit: &mut u64,
         awaiting: &mut Option<u16>,
     ) -> Step {
         let ci = cpu as usize;
         if !*started {
             *started = true;
-            *budget = self.cfg.netdev_budget;
-            *time_limit = self.jiffies() + self.cfg.netdev_budget_jiffies;
+            let time_limit = self.jiffies() + self.cfg.netdev_budget_jiffies;
             let c = &mut self.cpus[ci];
+            c.rx_budget = self.cfg.netdev_budget;
+            c.rx_time_limit = time_limit;
             let mut pl = std::mem::take(&mut c.poll_list);
             c.rx_local.append(&mut pl);
             c.poll_list = pl;
@@ -443,11 +442,12 @@ impl World {
         }
         if let Some(rq) = awaiting.take() {
             let c = &mut self.cpus[ci];
-            *budget -= c.ret_work as i32;
+            c.rx_budget -= c.ret_work as i32;
             if c.ret_repoll {
                 c.rx_repoll.push_back(rq);
             }
-            if *budget <= 0 || self.jiffies() >= *time_limit {
+            let c = &self.cpus[ci];
+            if c.rx_budget <= 0 || self.jiffies() >= c.rx_time_limit {
                 self.cpus[ci].time_squeeze += 1;
                 return self.net_rx_action_end(cpu);
             }
@@ -455,7 +455,7 @@ impl World {
         match self.cpus[ci].rx_local.pop_front() {
             Some(rq) => {
                 *awaiting = Some(rq);
-                Step::Call(0, Frame::NapiPoll { rq, phase: PollPhase::Start, done: 0, flush_pending: false })
+                Step::Call(0, Frame::NapiPoll { phase: PollPhase::Start, flush_pending: false, rq, done: 0 })
             }
             None => self.net_rx_action_end(cpu),
         }

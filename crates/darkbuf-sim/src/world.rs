@@ -466,10 +466,6 @@ impl World {
                         }
                         None => (c, true),
                     },
-                    Step::Then(c, next) => {
-                        top = next;
-                        (c, false)
-                    }
                     Step::Call(c, child) => {
                         self.cpus[ci].frames.push(top);
                         top = child;
@@ -544,7 +540,7 @@ impl World {
         let c = &mut self.cpus[cpu as usize];
         let pending = std::mem::take(&mut c.softirq_pending);
         if pending & NET_RX_SOFTIRQ != 0 {
-            c.frames.push(Frame::NetRxAction { started: false, budget: 0, time_limit: 0, awaiting: None });
+            c.frames.push(Frame::NetRxAction { started: false, awaiting: None });
         }
         if pending & NET_TX_SOFTIRQ != 0 {
             c.frames.push(Frame::NetTxAction { started: false });
@@ -613,9 +609,8 @@ impl World {
         *frame = Frame::TaskEnd(task);
         match Self::unit_frame(task) {
             Frame::SendMsg(t) => match self.send_msg(cpu, t) {
-                Step::Done(c) => Step::Continue(c),
-                Step::Then(c, f) => Step::Call(c, f),
-                _ => unreachable!("send_msg finishes or tail-calls"),
+                (c, None) => Step::Continue(c),
+                (c, Some(f)) => Step::Call(c, f),
             },
             f => Step::Call(0, f),
         }
@@ -630,13 +625,18 @@ impl World {
                 let task = *task;
                 self.task_end(cpu, task, frame)
             }
-            Frame::SendMsg(task) => self.send_msg(cpu, *task),
+            Frame::SendMsg(task) => match self.send_msg(cpu, *task) {
+                (c, None) => Step::Done(c),
+                (c, Some(next)) => {
+                    // A tail call: the qdisc run replaces the sendmsg.
+                    *frame = next;
+                    Step::Continue(c)
+                }
+            },
             Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
             Frame::NetTxAction { started } => self.net_tx_action(cpu, started),
-            Frame::NetRxAction { started, budget, time_limit, awaiting } => {
-                self.net_rx_action(cpu, started, budget, time_limit, awaiting)
-            }
-            Frame::NapiPoll { rq, phase, done, flush_pending } => {
+            Frame::NetRxAction { started, awaiting } => self.net_rx_action(cpu, started, awaiting),
+            Frame::NapiPoll { phase, flush_pending, rq, done } => {
                 self.napi_poll_step(cpu, *rq, phase, done, flush_pending)
             }
             Frame::GroFlush { rq } => self.gro_flush(cpu, *rq),
