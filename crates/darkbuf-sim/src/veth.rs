@@ -160,7 +160,9 @@ impl World {
                 self.rqs[r].bql_poll_count = 0;
                 Step::Continue(self.cost(self.profile.costs.napi_poll_ns))
             }
-            PollPhase::Rcv => {
+            // Packets come off the ring one step each; while no other event falls
+            // between two of them, the next one is taken here without a dispatch.
+            PollPhase::Rcv => loop {
                 if *flush_pending {
                     *flush_pending = false;
                     return Step::Call(0, Frame::GroFlush { rq });
@@ -187,8 +189,11 @@ impl World {
                 if self.rqs[r].gro_list.len() >= self.cfg.gro_normal_batch {
                     *flush_pending = true;
                 }
-                Step::Continue(self.cost(self.profile.costs.consume_ns))
-            }
+                let cost = self.cost(self.profile.costs.consume_ns);
+                if !self.advance_inline(cpu, cost) {
+                    return Step::Continue(cost);
+                }
+            },
             PollPhase::AfterRcv => {
                 let work = *done as u32;
                 if self.measuring() {

@@ -504,6 +504,24 @@ impl World {
         }
     }
 
+    /// What the dispatcher does after a step that keeps its frame, for a handler that
+    /// goes on in place instead of returning: books `cost` on `cpu` and moves the
+    /// clock past it if the CPU's next step comes strictly before every pending event
+    /// (true: the caller runs that step now). Otherwise books nothing and returns
+    /// false: the caller returns `Step::Continue(cost)`.
+    #[inline]
+    pub fn advance_inline(&mut self, cpu: u16, cost: u64) -> bool {
+        let next = self.now + cost;
+        if cost > 0 && !(next < self.events.peek_time() && next <= self.cfg.end) {
+            return false;
+        }
+        if self.now >= self.cfg.start {
+            self.cpus[cpu as usize].busy_ns += cost;
+        }
+        self.now = next;
+        true
+    }
+
     /// Nothing on the stack: run pending softirqs or the next runnable task.
     fn pick_next(&mut self, cpu: u16) -> bool {
         let c = &mut self.cpus[cpu as usize];
