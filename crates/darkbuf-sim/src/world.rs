@@ -567,8 +567,37 @@ impl World {
 
     /// The bottom frame of a task's unit: softirqs first (local_bh_enable), then the
     /// task's own decision to run again or sleep.
-#[inline(never)]
-    fn task_end(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
+    #[inline(never)]
+    fn task_end(&mut self, cpu: u16, mut task: Task, frame: &mut Frame) -> Step {
+        // A sender's loop (sendmsg, the qdisc run it starts, the next sendmsg) goes on
+        // here while no other event comes first: what the dispatcher would do next,
+        // without the dispatches.
+        loop {
+            let cost = match self.task_end_once(cpu, task, frame) {
+                // A sendmsg that did not start the qdisc: TaskEnd again after it.
+                Step::Continue(c) => c,
+                Step::Call(c, Frame::QdiscRun { q, mut quota }) => {
+                    if !self.advance_inline(cpu, c) {
+                        return Step::Call(c, Frame::QdiscRun { q, quota });
+                    }
+                    match self.qdisc_run_step(cpu, q, &mut quota) {
+                        Step::Done(c) => c,
+                        Step::Continue(c) => return Step::Call(c, Frame::QdiscRun { q, quota }),
+                        _ => unreachable!("the qdisc run keeps or finishes its frame"),
+                    }
+                }
+                other => return other,
+            };
+            if !self.advance_inline(cpu, cost) {
+                return Step::Continue(cost);
+            }
+            let Frame::TaskEnd(next) = *frame else { unreachable!("a TaskEnd frame") };
+            task = next;
+        }
+    }
+
+    #[inline(always)]
+    fn task_end_once(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
         let c = &mut self.cpus[cpu as usize];
         if c.softirq_pending != 0 {
             if c.softirq_rounds == 0 {
