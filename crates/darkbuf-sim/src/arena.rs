@@ -1,8 +1,6 @@
 //! Packets in flight live here, in a slab indexed by `Skb::id`; queues hold only the
 //! `Skb` descriptor. Freed slots are reused, so the steady state allocates nothing.
 
-use darkbuf_model::Skb;
-
 /// Who sent a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -13,10 +11,13 @@ pub enum Origin {
     Ping,
 }
 
-/// What the simulator remembers about a packet besides its descriptor.
+/// What the simulator remembers about a packet besides its descriptor (of which it
+/// keeps only the two sizes it needs after the qdisc: not a copy of the whole `Skb`).
 #[derive(Clone, Copy, Debug)]
 pub struct PktInfo {
-    pub skb: Skb,
+    /// `skb->len` (BQL's byte unit) and `skb->truesize` (the socket charge).
+    pub len: u32,
+    pub truesize: u32,
     pub origin: Origin,
     /// Created by the sender (ns).
     pub t_send: u64,
@@ -41,15 +42,13 @@ impl Arena {
         Arena { slots: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0 }
     }
 
-    pub fn alloc(&mut self, mut info: PktInfo) -> u32 {
+    pub fn alloc(&mut self, info: PktInfo) -> u32 {
         self.live += 1;
         if let Some(id) = self.free.pop() {
-            info.skb.id = id;
             self.slots[id as usize] = info;
             id
         } else {
             let id = self.slots.len() as u32;
-            info.skb.id = id;
             self.slots.push(info);
             id
         }

@@ -130,10 +130,9 @@ impl World {
         let mut skb = skb;
         skb.queue_mapping = self.pick_tx(skb.flow);
         let owns_wmem = matches!(origin, Origin::Flood(_));
-        // The skb goes on from this copy, not from the arena slot just written: reading
-        // that back at once would wait for the stores (no store-to-load forwarding).
         skb.id = self.pkts.alloc(PktInfo {
-            skb,
+            len: skb.len,
+            truesize: skb.truesize,
             origin,
             t_send: now,
             t_xmit: 0,
@@ -184,7 +183,7 @@ impl World {
         let info = self.pkts.get_mut(id);
         info.owns_wmem = false;
         let Origin::Flood(si) = info.origin else { return };
-        let truesize = info.skb.truesize as u64;
+        let truesize = info.truesize as u64;
         let s = &mut self.senders[si as usize];
         s.wmem -= truesize;
         if s.blocked && s.wmem < s.sndbuf / 2 {

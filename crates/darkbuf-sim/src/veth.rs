@@ -182,7 +182,7 @@ impl World {
                 let info = self.pkts.get_mut(id);
                 info.t_consume = now;
                 if info.bql_charged {
-                    let units = if self.cfg.bql_unit_packet { 1 } else { info.skb.len };
+                    let units = if self.cfg.bql_unit_packet { 1 } else { info.len };
                     self.bql_consumed(cpu, rq, units);
                 }
                 self.rqs[r].gro_list.push(id);
