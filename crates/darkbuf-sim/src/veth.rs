@@ -164,8 +164,14 @@ impl World {
             // between two of them, the next one is taken here without a dispatch.
             PollPhase::Rcv => loop {
                 if *flush_pending {
+                    // A full GRO batch goes up the stack now, as a call of this poll
+                    // (what pushing a GroFlush frame would do, without the dispatch).
                     *flush_pending = false;
-                    return Step::Call(0, Frame::GroFlush { rq });
+                    let cost = self.gro_flush(cpu, rq);
+                    if !self.advance_inline(cpu, cost) {
+                        return Step::Continue(cost);
+                    }
+                    continue;
                 }
                 // veth_xdp_rcv(): consume until the budget is used or the ring is empty.
                 if *done as u32 >= budget {
@@ -374,7 +380,7 @@ impl World {
     /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
     /// the socket, one after another on this CPU.
     #[inline(never)]
-    pub fn gro_flush(&mut self, _cpu: u16, rq: u16) -> Step {
+    pub fn gro_flush(&mut self, _cpu: u16, rq: u16) -> u64 {
         let r = rq as usize;
         let mut list = std::mem::take(&mut self.rqs[r].gro_list);
         let mut t = self.now;
@@ -392,7 +398,7 @@ impl World {
         }
         list.clear();
         self.rqs[r].gro_list = list;
-        Step::Done(t - self.now)
+        t - self.now
     }
 
     /// A packet reached its socket at time `t`.

@@ -686,7 +686,7 @@ impl World {
             Frame::NapiPoll { phase, flush_pending, rq, done } => {
                 self.napi_poll_step(cpu, *rq, phase, done, flush_pending)
             }
-            Frame::GroFlush { rq } => self.gro_flush(cpu, *rq),
+            Frame::GroFlush { rq } => Step::Done(self.gro_flush(cpu, *rq)),
             Frame::TunRead { q } => self.tun_read(cpu, *q),
             Frame::VhostRx { q, done } => self.vhost_handle_rx(cpu, *q, done),
         }
