@@ -378,7 +378,7 @@ impl World {
 
     /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through
     /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
-    /// the socket, one after another on this CPU.
+    /// the socket, one after another on this CPU. Returns the time that took (ns).
     #[inline(never)]
     pub fn gro_flush(&mut self, _cpu: u16, rq: u16) -> u64 {
         let r = rq as usize;

@@ -478,24 +478,15 @@ impl World {
                         (0, false)
                     }
                 };
-                if cost > 0 {
+                if !self.advance_inline(cpu, cost) {
                     if self.now >= self.cfg.start {
                         self.cpus[ci].busy_ns += cost;
                     }
-                    let next = self.now + cost;
-                    // Conservative lookahead: if this CPU's next step comes strictly before
-                    // every pending event, the queue would hand it straight back (an event
-                    // pushed now sorts after all existing ones at the same time), so run it
-                    // inline. Same order of effects, without the heap traffic.
-                    if next < self.events.peek_time() && next <= self.cfg.end {
-                        self.now = next;
-                    } else {
-                        if !empty {
-                            self.cpus[ci].frames.push(top);
-                        }
-                        self.events.push(next, Event::Cpu(cpu));
-                        return;
+                    if !empty {
+                        self.cpus[ci].frames.push(top);
                     }
+                    self.events.push(self.now + cost, Event::Cpu(cpu));
+                    return;
                 }
                 if empty {
                     continue 'idle;
@@ -504,11 +495,15 @@ impl World {
         }
     }
 
-    /// What the dispatcher does after a step that keeps its frame, for a handler that
-    /// goes on in place instead of returning: books `cost` on `cpu` and moves the
-    /// clock past it if the CPU's next step comes strictly before every pending event
-    /// (true: the caller runs that step now). Otherwise books nothing and returns
-    /// false: the caller returns `Step::Continue(cost)`.
+    /// The executor's conservative lookahead after a step of `cost` ns on `cpu`: if
+    /// the CPU's next step comes strictly before every pending event, the queue would
+    /// hand it straight back (an event pushed now sorts after all existing ones at the
+    /// same time), so it runs now: books `cost`, moves the clock past it and returns
+    /// true. Same order of effects, without the heap traffic. Otherwise books nothing
+    /// and returns false.
+    ///
+    /// Handlers that loop (a sender's sendmsg loop, the NAPI receive loop) call it too
+    /// and go on in place on true, returning `Step::Continue(cost)` on false.
     #[inline]
     pub fn advance_inline(&mut self, cpu: u16, cost: u64) -> bool {
         let next = self.now + cost;
@@ -596,6 +591,8 @@ impl World {
         }
     }
 
+    /// One pass of `task_end`: run softirqs, or decide whether the task runs again and
+    /// start the next sendmsg in place when there is one.
     #[inline(always)]
     fn task_end_once(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
         let c = &mut self.cpus[cpu as usize];
