@@ -196,17 +196,16 @@ impl World {
         Step::Continue(cost)
     }
 
-    /// `dequeue_skb()`: the requeue slot first (if its queue runs), else the algorithm,
-    /// with bulking. Returns whether the packets came from the algorithm.
+    /// `dequeue_skb()`: the requeue slot first, else the algorithm, with bulking.
+    /// Returns whether the packets came from the algorithm. The caller has already
+    /// returned if the requeued head's queue is stopped (`qdisc_run_step`'s first check).
     fn dequeue_skb(&mut self, cpu: u16, qi: u16, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
-        if let Some(head) = q.gso_skb.front() {
+        if let Some(head) = q.gso_skb.pop_front() {
             // Requeued skbs were validated already; no bulking from gso_skb.
-            if !self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
-                list.push(q.gso_skb.pop_front().expect("head"));
-                self.update_backlog_metric();
-            }
+            list.push(head);
+            self.update_backlog_metric();
             return false;
         }
         if q.onetxqueue {
