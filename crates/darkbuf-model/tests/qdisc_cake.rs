@@ -3,8 +3,8 @@
 //! packet conservation under random use.
 
 use darkbuf_model::params::{ParamValue, Params};
-use darkbuf_model::qdisc::cake::{self, Cake};
-use darkbuf_model::qdisc::{DevInfo, EnqueueVerdict, Qdisc};
+use darkbuf_model::qdisc::cake::Cake;
+use darkbuf_model::qdisc::{self, DevInfo, EnqueueVerdict, Qdisc};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use proptest::prelude::*;
@@ -604,13 +604,14 @@ fn default_memlimit_bounds_truesize() {
 #[test]
 fn build_through_the_qdisc_registry() {
     let dev = DevInfo::default();
-    let q = cake::build(
+    let q = qdisc::build(
+        "cake",
         Params::from_pairs(&[("bandwidth", s("unlimited")), ("rtt", s("internet"))]),
         &dev,
     )
     .unwrap();
     assert_eq!(q.kind(), "cake");
-    assert!(cake::build(Params::from_pairs(&[("bogus", ParamValue::Int(1))]), &dev).is_err());
+    assert!(qdisc::build("cake", Params::from_pairs(&[("bogus", ParamValue::Int(1))]), &dev).is_err());
 }
 
 // ---------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //! enqueue/dequeue interleavings, and `build()` never panicking on any parameters.
 
 use darkbuf_model::params::{ParamValue, Params};
-use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, BUILDABLE_KINDS};
+use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, Qdisc, BUILDABLE_KINDS};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;

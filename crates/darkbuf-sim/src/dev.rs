@@ -15,7 +15,7 @@ use crate::arena::Origin;
 use crate::cpu::{Frame, Step, NET_TX_SOFTIRQ};
 use crate::veth::NetdevTx;
 use crate::world::World;
-use darkbuf_model::qdisc::{EnqueueVerdict, Qdisc};
+use darkbuf_model::qdisc::{AnyQdisc, EnqueueVerdict, Qdisc};
 use darkbuf_model::Skb;
 use std::collections::VecDeque;
 
@@ -27,7 +27,7 @@ pub const MAX_BULK: usize = DEV_TX_WEIGHT as usize;
 
 /// One `struct Qdisc` as the run loop sees it.
 pub struct QdiscInst {
-    pub q: Option<Box<dyn Qdisc>>,
+    pub q: Option<AnyQdisc>,
     /// `q->gso_skb`: requeued packets, retried first.
     pub gso_skb: VecDeque<Skb>,
     /// `q->skb_bad_txq`: a slow-bulk packet for another TX queue.
@@ -52,7 +52,7 @@ pub struct QdiscInst {
 }
 
 impl QdiscInst {
-    pub fn new(q: Option<Box<dyn Qdisc>>, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
+    pub fn new(q: Option<AnyQdisc>, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
         QdiscInst {
             q,
             gso_skb: VecDeque::with_capacity(MAX_BULK),

@@ -3,6 +3,7 @@
 use crate::profile::Profile;
 use crate::world::{SetupError, World};
 use crate::metrics::SERIES;
+use darkbuf_model::qdisc::Qdisc;
 use darkbuf_report::{RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
 use std::collections::BTreeMap;

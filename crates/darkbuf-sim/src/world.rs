@@ -11,7 +11,7 @@ use crate::traffic::{Pinger, Sender};
 use crate::tun::TunQueue;
 use crate::veth::VethRq;
 use darkbuf_model::dql::Dql;
-use darkbuf_model::qdisc::{self, DevInfo};
+use darkbuf_model::qdisc::{self, DevInfo, Qdisc};
 use darkbuf_model::txq::NetdevQueue;
 use darkbuf_report::Finding;
 use darkbuf_scenario::{Completion, NapiMode, Scenario};

@@ -32,7 +32,7 @@
 //! defines as a cap on drops per `codel_dequeue()` call; its use in codel_impl.h was
 //! not available to check, so the loop is uncapped as in every codel_impl.h seen.
 
-use super::{BuildError, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::Skb;
 use std::collections::VecDeque;
@@ -569,10 +569,6 @@ impl Qdisc for Codel {
     }
 }
 
-/// Makes the qdisc from tc-style parameters (`codel_init()` / `codel_change()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(Codel::from_params(params, dev)?))
-}
 
 #[cfg(test)]
 mod tests {

@@ -98,7 +98,7 @@
 //! - `fq_change()` on a live qdisc (re-limiting, `fq_resize()` rehash): parameters are
 //!   set once, at init.
 
-use super::{BuildError, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, ParamValue, Params};
 use crate::skb::flow_hash;
 use crate::Skb;
@@ -1130,10 +1130,6 @@ impl Fq {
     }
 }
 
-/// Makes the qdisc from tc-style parameters (`fq_init()` / `fq_change()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(Fq::from_params(params, dev)?))
-}
 
 impl Qdisc for Fq {
     fn kind(&self) -> &'static str {

@@ -30,9 +30,9 @@
 //! 100 ms, ECN on, ce_threshold off, memory_limit 32 MiB (the x86_64 value; other
 //! architectures use 4 MiB), drop_batch 64.
 //!
-//! Packets live in one slab of index-linked nodes (the kernel's `skb->next` lists),
-//! reused through a free list, so enqueue and dequeue do not allocate once the slab
-//! has grown to the peak queue length.
+//! Packets live in one [`SkbSlab`] of index-linked nodes (the kernel's `skb->next`
+//! lists), reused through a free list, so enqueue and dequeue do not allocate once the
+//! slab has grown to the peak queue length.
 //!
 //! Kernel-version notes: `min_backlog` as in [`super::codel`]. Older 4.x kernels
 //! counted batch drops in a per-flow `dropped` field instead of raising
@@ -43,7 +43,8 @@ use super::codel::{
     clamped_mtu, codel_dequeue, codel_time_to_us, drop_next_us, take_codel_params, CodelParams,
     CodelQueue, CodelStats, CodelVars,
 };
-use super::{BuildError, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::skb_list::{SkbList, SkbSlab, NIL};
 use crate::params::{ParamError, Params};
 use crate::skb::{flow_hash, reciprocal_scale};
 use crate::Skb;
@@ -61,8 +62,6 @@ pub const FQ_CODEL_DEFAULT_MEMORY_LIMIT: u32 = 32 << 20;
 /// Default `drop_batch_size`.
 pub const FQ_CODEL_DEFAULT_DROP_BATCH: u32 = 64;
 
-const NIL: u32 = u32::MAX;
-
 /// Which flow list a flow is on (`flow->flowchain`; `None` = `list_empty()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ListId {
@@ -74,9 +73,8 @@ enum ListId {
 /// `struct fq_codel_flow`, plus the list links as indices.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
-    /// First and last slab node of the flow's packets (`head`, `tail`).
-    head: u32,
-    tail: u32,
+    /// The flow's packets (`head`, `tail`).
+    skbs: SkbList,
     /// Packets held (the kernel counts them by walking the list for class stats).
     qlen: u32,
     deficit: i32,
@@ -89,8 +87,7 @@ struct Flow {
 impl Default for Flow {
     fn default() -> Self {
         Flow {
-            head: NIL,
-            tail: NIL,
+            skbs: SkbList::EMPTY,
             qlen: 0,
             deficit: 0,
             cvars: CodelVars::default(),
@@ -111,61 +108,6 @@ struct FlowList {
 
 impl FlowList {
     const EMPTY: FlowList = FlowList { head: NIL, tail: NIL, len: 0 };
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    skb: Skb,
-    next: u32,
-}
-
-/// Packet storage: singly linked per-flow FIFOs over one node array.
-#[derive(Debug, Default)]
-struct Slab {
-    nodes: Vec<Node>,
-    free: u32,
-}
-
-impl Slab {
-    fn with_capacity(n: usize) -> Self {
-        Slab { nodes: Vec::with_capacity(n), free: NIL }
-    }
-
-    /// `flow_queue_add()`.
-    fn push_tail(&mut self, head: &mut u32, tail: &mut u32, skb: Skb) {
-        let node = Node { skb, next: NIL };
-        let i = if self.free != NIL {
-            let i = self.free;
-            self.free = self.nodes[i as usize].next;
-            self.nodes[i as usize] = node;
-            i
-        } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
-        };
-        if *head == NIL {
-            *head = i;
-        } else {
-            self.nodes[*tail as usize].next = i;
-        }
-        *tail = i;
-    }
-
-    /// `dequeue_head()`.
-    fn pop_head(&mut self, head: &mut u32, tail: &mut u32) -> Option<Skb> {
-        if *head == NIL {
-            return None;
-        }
-        let i = *head;
-        let node = self.nodes[i as usize];
-        *head = node.next;
-        if *head == NIL {
-            *tail = NIL;
-        }
-        self.nodes[i as usize].next = self.free;
-        self.free = i;
-        Some(node.skb)
-    }
 }
 
 /// The configuration `fq_codel_change()` commits (what `tc -d qdisc show` prints).
@@ -218,7 +160,7 @@ pub struct FqCodel {
     backlogs: Vec<u64>,
     new_flows: FlowList,
     old_flows: FlowList,
-    slab: Slab,
+    slab: SkbSlab,
     hash_key: u32,
     qlen: u32,
     backlog: u64,
@@ -255,9 +197,8 @@ fn parse_u8_base0(s: &str) -> Option<u8> {
 /// `dequeue_func()` / `drop_func()` of sch_fq_codel.c for one flow: removes the head
 /// of the flow and charges it to the flow's and the qdisc's counters.
 struct FlowCtx<'a> {
-    slab: &'a mut Slab,
-    head: &'a mut u32,
-    tail: &'a mut u32,
+    slab: &'a mut SkbSlab,
+    skbs: &'a mut SkbList,
     flow_qlen: &'a mut u32,
     flow_backlog: &'a mut u64,
     qlen: &'a mut u32,
@@ -269,7 +210,7 @@ struct FlowCtx<'a> {
 
 impl CodelQueue for FlowCtx<'_> {
     fn dequeue_func(&mut self) -> Option<Skb> {
-        let skb = self.slab.pop_head(self.head, self.tail)?;
+        let skb = self.slab.pop_head(self.skbs)?;
         *self.flow_qlen -= 1;
         *self.flow_backlog -= skb.len as u64;
         *self.memory_usage -= skb.truesize as u64;
@@ -395,7 +336,7 @@ impl FqCodel {
             backlogs: vec![0; n],
             new_flows: FlowList::EMPTY,
             old_flows: FlowList::EMPTY,
-            slab: Slab::with_capacity((cfg.limit as usize).saturating_add(1).min(16_384)),
+            slab: SkbSlab::with_capacity((cfg.limit as usize).saturating_add(1).min(16_384)),
             hash_key,
             qlen: 0,
             backlog: 0,
@@ -539,7 +480,7 @@ impl FqCodel {
         let threshold = maxbacklog >> 1;
         let (mut len, mut mem, mut i) = (0u64, 0u64, 0u32);
         let flow = &mut self.flows[idx];
-        while let Some(skb) = self.slab.pop_head(&mut flow.head, &mut flow.tail) {
+        while let Some(skb) = self.slab.pop_head(&mut flow.skbs) {
             flow.qlen -= 1;
             len += skb.len as u64;
             mem += skb.truesize as u64;
@@ -572,7 +513,7 @@ impl Qdisc for FqCodel {
         let (len, truesize) = (skb.len as u64, skb.truesize as u64);
         {
             let f = &mut self.flows[idx as usize];
-            self.slab.push_tail(&mut f.head, &mut f.tail, skb);
+            self.slab.push_tail(&mut f.skbs, skb);
             f.qlen += 1;
         }
         self.backlogs[idx as usize] += len;
@@ -624,11 +565,10 @@ impl Qdisc for FqCodel {
             let skb = {
                 let FqCodel { flows, slab, backlogs, qlen, backlog, memory_usage, stats, cparams, cstats, .. } =
                     &mut *self;
-                let Flow { head, tail, qlen: flow_qlen, cvars, .. } = &mut flows[idx as usize];
+                let Flow { skbs, qlen: flow_qlen, cvars, .. } = &mut flows[idx as usize];
                 let mut ctx = FlowCtx {
                     slab,
-                    head,
-                    tail,
+                    skbs,
                     flow_qlen,
                     flow_backlog: &mut backlogs[idx as usize],
                     qlen,
@@ -694,10 +634,6 @@ impl Qdisc for FqCodel {
     }
 }
 
-/// Makes the qdisc from tc-style parameters (`fq_codel_init()` / `fq_codel_change()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(FqCodel::from_params(params, dev)?))
-}
 
 #[cfg(test)]
 mod tests {
@@ -711,20 +647,5 @@ mod tests {
         assert_eq!(parse_u8_base0("256"), None);
         assert_eq!(parse_u8_base0("0"), Some(0));
         assert_eq!(parse_u8_base0("x"), None);
-    }
-
-    #[test]
-    fn slab_reuses_nodes() {
-        let mut s = Slab::with_capacity(2);
-        let (mut h, mut t) = (NIL, NIL);
-        for i in 0..3 {
-            s.push_tail(&mut h, &mut t, Skb { id: i, ..Skb::default() });
-        }
-        assert_eq!(s.pop_head(&mut h, &mut t).map(|x| x.id), Some(0));
-        s.push_tail(&mut h, &mut t, Skb { id: 3, ..Skb::default() });
-        assert_eq!(s.nodes.len(), 3);
-        let ids: Vec<u32> = std::iter::from_fn(|| s.pop_head(&mut h, &mut t)).map(|x| x.id).collect();
-        assert_eq!(ids, [1, 2, 3]);
-        assert_eq!((h, t), (NIL, NIL));
     }
 }

@@ -60,7 +60,7 @@ use super::tbf::{
     build_child, psched_ns2ticks, psched_ticks2ns, tc_calc_xmittime, tc_rate_bytes, which_alias,
     LinkLayer, PschedRatecfg, NSEC_PER_SEC,
 };
-use super::{BuildError, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, ParamValue, Params};
 use crate::Skb;
 use std::collections::{BTreeSet, VecDeque};
@@ -1338,10 +1338,6 @@ pub fn tokens_in_ticks(ns: i64) -> i32 {
     psched_ns2ticks(ns).clamp(i32::MIN as i64, i32::MAX as i64) as i32
 }
 
-/// Makes the qdisc from tc-style parameters (`htb_init()` + `htb_change_class()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(Htb::from_params(params, dev)?))
-}
 
 #[cfg(test)]
 mod tests {

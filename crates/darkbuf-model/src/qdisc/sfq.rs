@@ -33,7 +33,7 @@ use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::skb::flow_hash;
 use crate::Skb;
-use std::collections::VecDeque;
+use super::skb_list::{SkbList, SkbSlab};
 
 /// `SFQ_MAX_DEPTH`: max packets per flow.
 pub const SFQ_MAX_DEPTH: u32 = 127;
@@ -75,10 +75,10 @@ struct SfqHead {
     prev: SfqIndex,
 }
 
-/// `struct sfq_slot` (the skb list as a `VecDeque`, reused across activations).
-#[derive(Clone, Debug, Default)]
+/// `struct sfq_slot`; its skb list is linked through the qdisc's [`SkbSlab`].
+#[derive(Clone, Copy, Debug, Default)]
 struct SfqSlot {
-    skbs: VecDeque<Skb>,
+    skbs: SkbList,
     /// Number of skbs; moved only by `sfq_inc()` / `sfq_dec()`, as in the kernel.
     qlen: u16,
     /// Next slot in the round-robin ring.
@@ -116,6 +116,8 @@ pub struct Sfq {
     /// Hash table: bucket -> slot or SFQ_EMPTY_SLOT.
     ht: Vec<SfqIndex>,
     slots: Vec<SfqSlot>,
+    /// The nodes every slot's skb list is linked through.
+    skbs: SkbSlab,
     /// `dep[d]`: list of slots holding d packets; `dep[0]` is the free list.
     dep: [SfqHead; SFQ_MAX_DEPTH as usize + 1],
     /// Current slot in the round (`q->tail`); `tail.next` is served next.
@@ -288,6 +290,7 @@ impl Sfq {
             cur_depth: 0,
             ht: vec![SFQ_EMPTY_SLOT; cfg.divisor as usize],
             slots: vec![SfqSlot::default(); cfg.maxflows as usize],
+            skbs: SkbSlab::with_capacity((cfg.limit as usize + 1).min(16_384)),
             dep: [SfqHead::default(); SFQ_MAX_DEPTH as usize + 1],
             tail: None,
             qlen: 0,
@@ -454,9 +457,9 @@ impl Sfq {
         };
         let slot = &mut self.slots[x as usize];
         let skb = if self.headdrop {
-            slot.skbs.pop_front()
+            self.skbs.pop_head(&mut slot.skbs)
         } else {
-            slot.skbs.pop_back()
+            self.skbs.pop_tail(&mut slot.skbs)
         }
         .expect("a slot in dep[d >= 1] holds packets");
         let len = skb.len;
@@ -503,9 +506,9 @@ impl Sfq {
                 continue;
             }
             while self.slots[i].qlen > 0 {
-                let skb = self.slots[i]
+                let skb = self
                     .skbs
-                    .pop_front()
+                    .pop_head(&mut self.slots[i].skbs)
                     .expect("qlen matches the list");
                 self.sfq_dec(i as SfqIndex);
                 list.push(skb);
@@ -539,7 +542,7 @@ impl Sfq {
                 continue;
             }
             let slot = &mut self.slots[x as usize];
-            slot.skbs.push_back(skb);
+            self.skbs.push_tail(&mut slot.skbs, skb);
             slot.backlog += skb.len as u64;
             self.sfq_inc(x);
             if self.slots[x as usize].qlen == 1 {
@@ -556,6 +559,7 @@ impl Qdisc for Sfq {
     }
 
     /// `sfq_enqueue()`.
+    #[inline]
     fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         self.run_perturb_timer(now, drops);
         let hash = self.bucket_of(&skb);
@@ -579,9 +583,9 @@ impl Qdisc for Sfq {
                 return EnqueueVerdict::Dropped;
             }
             let slot = &mut self.slots[x as usize];
-            let head = slot.skbs.pop_front().expect("a full slot holds packets");
+            let head = self.skbs.pop_head(&mut slot.skbs).expect("a full slot holds packets");
             slot.backlog = slot.backlog - head.len as u64 + skb.len as u64;
-            slot.skbs.push_back(skb);
+            self.skbs.push_tail(&mut slot.skbs, skb);
             self.backlog = self.backlog - head.len as u64 + skb.len as u64;
             self.stats.drops += 1;
             drops.push(head);
@@ -592,7 +596,7 @@ impl Qdisc for Sfq {
         self.backlog += skb.len as u64;
         let slot = &mut self.slots[x as usize];
         slot.backlog += skb.len as u64;
-        slot.skbs.push_back(skb);
+        self.skbs.push_tail(&mut slot.skbs, skb);
         self.sfq_inc(x);
         if self.slots[x as usize].qlen == 1 {
             self.activate(x);
@@ -613,6 +617,7 @@ impl Qdisc for Sfq {
     }
 
     /// `sfq_dequeue()`: DRR over the ring starting at `tail.next`.
+    #[inline]
     fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
         self.run_perturb_timer(now, drops);
         let tail = self.tail?;
@@ -628,9 +633,9 @@ impl Qdisc for Sfq {
             }
             break a;
         };
-        let skb = self.slots[a as usize]
+        let skb = self
             .skbs
-            .pop_front()
+            .pop_head(&mut self.slots[a as usize].skbs)
             .expect("an active slot holds packets");
         self.sfq_dec(a);
         self.qlen -= 1;

@@ -209,7 +209,7 @@ pub(crate) fn build_child(
     dev: &DevInfo,
 ) -> Result<Box<dyn Qdisc>, ParamError> {
     match super::build(kind, Params::default(), dev) {
-        Ok(q) => Ok(q),
+        Ok(q) => Ok(Box::new(q)),
         Err(BuildError::NotModelled(k)) => Err(invalid(
             key,
             format!("qdisc \"{k}\" is not modelled yet"),
@@ -610,10 +610,6 @@ impl Qdisc for Tbf {
     }
 }
 
-/// Makes the qdisc from tc-style parameters (`tbf_init()` / `tbf_change()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(Tbf::from_params(params, dev)?))
-}
 
 #[cfg(test)]
 mod tests {

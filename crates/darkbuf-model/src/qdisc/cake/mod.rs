@@ -105,7 +105,7 @@ pub use cobalt::{
     REC_INV_SQRT_CACHE,
 };
 
-use super::{BuildError, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, ParamValue, Params};
 use crate::skb::flow_hash;
 use crate::units;
@@ -458,10 +458,6 @@ impl CakeConfig {
     }
 }
 
-/// Makes the qdisc from tc-style parameters (`cake_init()` / `cake_change()`).
-pub fn build(params: Params, dev: &DevInfo) -> Result<Box<dyn Qdisc>, BuildError> {
-    Ok(Box::new(Cake::from_params(params, dev)?))
-}
 
 /// `struct cake_flow` (the skb list is index-linked through the packet slab).
 #[derive(Clone, Copy, Debug)]
