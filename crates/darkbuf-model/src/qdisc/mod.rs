@@ -138,9 +138,9 @@ pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<AnyQdisc, Buil
 /// The simulator enqueues and dequeues through this `match` rather than a `dyn Qdisc`
 /// vtable: the compiler can then inline the algorithm into the run loop, and the packet
 /// handed to `enqueue` stays in registers instead of being spilled for an indirect call.
-/// The kernel has the same indirection (`q->enqueue`); here it costs a tenth of the
-/// simulator's time, so it is resolved statically. Each variant is still used through
-/// the [`Qdisc`] trait.
+/// The kernel has the same indirection (`q->enqueue`); in the simulator it sits on the
+/// hottest path, so it is resolved statically. Each variant is still used through the
+/// [`Qdisc`] trait, and tbf/htb children stay `Box<dyn Qdisc>`.
 pub enum AnyQdisc {
     PfifoFast(pfifo_fast::PfifoFast),
     Fifo(fifo::Fifo),
