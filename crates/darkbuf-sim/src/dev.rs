@@ -157,10 +157,12 @@ impl World {
     }
 
     /// One `qdisc_restart()` inside `__qdisc_run()`.
-    #[inline(never)]
+    ///
+    /// The common case under backpressure is checked here, inline in the callers: the
+    /// requeued head waits for its stopped queue, so `dequeue_skb()` returns nothing and
+    /// the run ends. The rest is out of line.
+    #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
-        // The common case under backpressure, first: the requeued head waits for its
-        // stopped queue, so dequeue_skb() returns nothing and the run ends.
         let q = &self.qdiscs[qi as usize];
         if let Some(head) = q.gso_skb.front() {
             if self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
@@ -168,6 +170,12 @@ impl World {
                 return Step::Done(0);
             }
         }
+        self.qdisc_restart(cpu, qi, quota)
+    }
+
+    /// `qdisc_restart()` past the stopped-head check: dequeue and hand to the driver.
+    #[inline(never)]
+    fn qdisc_restart(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
         // The skb chain handed to the driver lives in a buffer reused across steps.
         let mut list = std::mem::take(&mut self.bulk);
         list.clear();
