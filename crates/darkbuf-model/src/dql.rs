@@ -153,6 +153,7 @@ impl Dql {
     /// Mirrors `dql_queued()`: records `count` objects handed to the queue. The caller
     /// is expected to have checked [`Dql::avail`] first (BQL checks it afterwards, so
     /// the object that crosses the limit is already queued).
+    #[inline]
     pub fn queued(&mut self, count: u32) -> Result<(), DqlError> {
         if count > DQL_MAX_OBJECT {
             return Err(DqlError::ObjectTooLarge { count });
@@ -164,11 +165,13 @@ impl Dql {
 
     /// Mirrors `dql_avail()`: how many objects may still be queued; `< 0` means over
     /// the limit.
+    #[inline]
     pub fn avail(&self) -> i32 {
         self.adj_limit.wrapping_sub(self.num_queued) as i32
     }
 
     /// `num_queued - num_completed`, as sysfs `byte_queue_limits/inflight` shows it.
+    #[inline]
     pub fn inflight(&self) -> u32 {
         self.num_queued.wrapping_sub(self.num_completed)
     }
@@ -185,6 +188,7 @@ impl Dql {
     ///
     /// Completing more than is in flight returns [`DqlError::Overcomplete`] and changes
     /// nothing (the kernel would `BUG()`).
+    #[inline]
     pub fn completed(&mut self, count: u32, now_jiffies: u64) -> Result<(), DqlError> {
         let num_queued = self.num_queued;
         let inflight = num_queued.wrapping_sub(self.num_completed);

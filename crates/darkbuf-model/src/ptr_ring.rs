@@ -53,6 +53,7 @@ impl PtrRing {
     }
 
     /// Mirrors `__ptr_ring_check_produce() == 0`: true when the producer slot is free.
+    #[inline]
     pub fn check_produce(&self) -> bool {
         self.size != 0 && self.queue[self.producer] == NULL
     }
@@ -60,6 +61,7 @@ impl PtrRing {
     /// Mirrors `__ptr_ring_produce()`: stores `v`, or returns it back (`-ENOSPC`) when
     /// the producer slot still holds an entry (unconsumed, or consumed but not yet
     /// released by the consumer's batched zeroing).
+    #[inline]
     pub fn produce(&mut self, v: u32) -> Result<(), u32> {
         debug_assert_ne!(v, NULL, "u32::MAX is the NULL sentinel");
         if !self.check_produce() {
@@ -76,11 +78,13 @@ impl PtrRing {
 
     /// Mirrors `__ptr_ring_full()`: the producer slot is not NULL. (A zero-size ring,
     /// which the kernel never reads here, counts as full.)
+    #[inline]
     pub fn full(&self) -> bool {
         !self.check_produce()
     }
 
     /// Mirrors `__ptr_ring_empty()`: the consumer head slot is NULL.
+    #[inline]
     pub fn empty(&self) -> bool {
         self.size == 0 || self.queue[self.consumer_head] == NULL
     }
@@ -96,6 +100,7 @@ impl PtrRing {
 
     /// Mirrors `__ptr_ring_consume()`: takes the entry at `consumer_head`, then
     /// `__ptr_ring_discard_one()`.
+    #[inline]
     pub fn consume(&mut self) -> Option<u32> {
         let v = self.peek()?;
         self.count -= 1;
@@ -124,11 +129,13 @@ impl PtrRing {
     }
 
     /// Entries produced and not yet consumed (not a kernel function; for metrics).
+    #[inline]
     pub fn len(&self) -> usize {
         self.count
     }
 
     /// True when no entry is waiting (same as [`PtrRing::empty`]).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.empty()
     }

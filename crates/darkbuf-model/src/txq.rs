@@ -39,26 +39,31 @@ impl NetdevQueue {
     }
 
     /// `netif_tx_queue_stopped()`: the driver's bit only.
+    #[inline]
     pub fn tx_queue_stopped(&self) -> bool {
         self.state & QUEUE_STATE_DRV_XOFF != 0
     }
 
     /// `netif_xmit_stopped()`: driver or BQL.
+    #[inline]
     pub fn xmit_stopped(&self) -> bool {
         self.state & (QUEUE_STATE_DRV_XOFF | QUEUE_STATE_STACK_XOFF) != 0
     }
 
     /// `netif_xmit_frozen_or_stopped()`: what the qdisc layer checks before transmitting.
+    #[inline]
     pub fn xmit_frozen_or_stopped(&self) -> bool {
         self.state != 0
     }
 
     /// `netif_xmit_frozen_or_drv_stopped()`.
+    #[inline]
     pub fn xmit_frozen_or_drv_stopped(&self) -> bool {
         self.state & (QUEUE_STATE_DRV_XOFF | QUEUE_STATE_FROZEN) != 0
     }
 
     /// `netif_tx_stop_queue()`.
+    #[inline]
     pub fn tx_stop_queue(&mut self, jiffies: u64) {
         self.trans_start = jiffies;
         if self.state & QUEUE_STATE_DRV_XOFF == 0 {
@@ -68,6 +73,7 @@ impl NetdevQueue {
     }
 
     /// `netif_tx_start_queue()`: clears DRV_XOFF without scheduling the qdisc.
+    #[inline]
     pub fn tx_start_queue(&mut self) {
         self.state &= !QUEUE_STATE_DRV_XOFF;
     }
@@ -76,6 +82,7 @@ impl NetdevQueue {
     /// which case the caller must `__netif_schedule()` the qdisc, even if BQL still
     /// holds the queue.
     #[must_use]
+    #[inline]
     pub fn tx_wake_queue(&mut self) -> bool {
         let was = self.state & QUEUE_STATE_DRV_XOFF != 0;
         self.state &= !QUEUE_STATE_DRV_XOFF;
@@ -85,6 +92,7 @@ impl NetdevQueue {
     /// `netdev_tx_sent_queue()`: charges `bytes` to DQL and sets STACK_XOFF once the
     /// limit is exceeded. The object that crosses the limit is already queued, so the
     /// producer overshoots by one object. Without BQL this is a no-op.
+    #[inline]
     pub fn netdev_tx_sent_queue(&mut self, bytes: u32, jiffies: u64) -> Result<(), DqlError> {
         let Some(dql) = self.dql.as_mut() else { return Ok(()) };
         dql.queued(bytes)?;
@@ -104,6 +112,7 @@ impl NetdevQueue {
     /// `netdev_tx_completed_queue()`: completes `bytes` and, if that brings the queue
     /// under its limit, clears STACK_XOFF. Returns true when the caller must
     /// `netif_schedule_queue()`: STACK_XOFF was cleared and DRV_XOFF is clear too.
+    #[inline]
     pub fn netdev_tx_completed_queue(&mut self, bytes: u32, jiffies: u64) -> Result<bool, DqlError> {
         if bytes == 0 {
             return Ok(false);

@@ -40,6 +40,7 @@ impl EventQueue {
         EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], first: (0, EMPTY), seq: 0 }
     }
 
+    #[inline]
     pub fn push(&mut self, at: u64, ev: Event) {
         self.seq += 1;
         match ev {
@@ -62,6 +63,7 @@ impl EventQueue {
         heap.min(self.first.1 .0)
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
         let (c, k) = self.first;
         let cpu_first = match self.heap.peek() {
