@@ -111,6 +111,7 @@ impl PtrRing {
     /// Mirrors `__ptr_ring_discard_one()`: advances `consumer_head`; once `batch`
     /// entries are consumed, or at the end of the array, NULLs them all in reverse
     /// order (the slot the producer may be reading last) and moves `consumer_tail`.
+    #[inline]
     fn discard_one(&mut self) {
         let mut consumer_head = self.consumer_head;
         let head = consumer_head;
