@@ -400,8 +400,7 @@ impl World {
 
     pub fn update_backlog_metric(&mut self) {
         let backlog: u32 = self.qdiscs.iter().map(|q| q.qlen()).sum();
-        let (now, start) = (self.now, self.cfg.start);
-        self.metrics.qdisc_backlog.set(now, start, backlog as u64);
+        self.metrics.qdisc_backlog.set(self.now, backlog as u64);
     }
 
     fn metrics_noqueue_drop(&mut self) {

@@ -16,24 +16,23 @@ pub struct TimeAvg {
 }
 
 impl TimeAvg {
-    /// The quantity changes to `v` at time `now`; only time at or after `start` counts.
+    /// The quantity changes to `v` at time `now`. Before the measured window this
+    /// accumulates too; [`TimeAvg::start_window`] discards it, so the per-packet path
+    /// has no window test.
     #[inline]
-    pub fn set(&mut self, now: u64, start: u64, v: u64) {
+    pub fn set(&mut self, now: u64, v: u64) {
         if v == self.last_v {
             return;
         }
-        if now > start {
-            let from = self.last_t.max(start);
-            self.acc += self.last_v as u128 * now.saturating_sub(from) as u128;
-            self.max = self.max.max(v);
-        }
+        self.acc += self.last_v as u128 * (now - self.last_t) as u128;
+        self.max = self.max.max(v);
         self.last_t = now;
         self.last_v = v;
     }
 
+    /// Mean over `start..end`; [`TimeAvg::start_window`] ran at `start`.
     pub fn mean(&self, start: u64, end: u64) -> f64 {
-        let from = self.last_t.max(start);
-        let acc = self.acc + self.last_v as u128 * end.saturating_sub(from) as u128;
+        let acc = self.acc + self.last_v as u128 * end.saturating_sub(self.last_t) as u128;
         if end > start {
             acc as f64 / (end - start) as f64
         } else {
@@ -41,8 +40,11 @@ impl TimeAvg {
         }
     }
 
-    /// At the start of the measured window: the value held then counts for `max`.
-    pub fn start_window(&mut self) {
+    /// At the start of the measured window (`now`): what accumulated before is
+    /// dropped, and the value held then counts for `max`.
+    pub fn start_window(&mut self, now: u64) {
+        self.acc = 0;
+        self.last_t = now;
         self.max = self.last_v;
     }
 

@@ -183,8 +183,7 @@ impl World {
     fn tun_ring_metric(&mut self, q: usize) {
         if q == self.main_txq().unwrap_or(0) as usize {
             let len = self.tunqs[q].ring.len() as u64;
-            let (now, start) = (self.now, self.cfg.start);
-            self.metrics.ring_occupancy.set(now, start, len);
+            self.metrics.ring_occupancy.set(self.now, len);
         }
     }
 }

@@ -355,10 +355,10 @@ impl World {
         }
         let Some(dql) = self.txqs[txq].dql.as_ref() else { return };
         let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
-        let (now, start) = (self.now, self.cfg.start);
-        self.metrics.bql_limit.set(now, start, limit);
-        self.metrics.bql_inflight.set(now, start, inflight);
-        if now >= start {
+        let now = self.now;
+        self.metrics.bql_limit.set(now, limit);
+        self.metrics.bql_inflight.set(now, inflight);
+        if now >= self.cfg.start {
             self.metrics.hist_inflight.record(inflight);
         }
     }
@@ -371,8 +371,7 @@ impl World {
     fn ring_metric(&mut self, rq: usize) {
         if Some(rq as u16) == self.main_txq() {
             let len = self.rqs[rq].ring.len() as u64;
-            let (now, start) = (self.now, self.cfg.start);
-            self.metrics.ring_occupancy.set(now, start, len);
+            self.metrics.ring_occupancy.set(self.now, len);
         }
     }
 

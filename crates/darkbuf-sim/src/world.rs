@@ -387,9 +387,9 @@ impl World {
             q.xbase = q.q.as_ref().map_or_else(Vec::new, |a| a.xstats());
         }
         self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
-        let m = &mut self.metrics;
+        let (m, now) = (&mut self.metrics, self.now);
         for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.qdisc_backlog, &mut m.ring_occupancy] {
-            avg.start_window();
+            avg.start_window(now);
         }
     }
 
