@@ -99,7 +99,9 @@ impl World {
         info.bql_charged = charged;
         info.t_xmit = now;
         self.rqs[rqi].ring.produce(id).expect("ring checked not full");
-        self.ring_metric(rqi);
+        if Some(rqi as u16) == self.main_txq() {
+            self.metrics.veth_ring.enter(now);
+        }
         self.veth_xdp_flush(cpu, rqi as u16);
         NetdevTx::Ok
     }
@@ -183,10 +185,13 @@ impl World {
                     return Step::Continue(0);
                 };
                 *done += 1;
-                self.ring_metric(r);
                 let now = self.now;
+                let measured_ring = Some(rq) == self.main_txq();
                 let info = self.pkts.get_mut(id);
                 info.t_consume = now;
+                if measured_ring {
+                    self.metrics.veth_ring.leave(now, info.t_xmit);
+                }
                 if info.bql_charged {
                     let units = if self.cfg.bql_unit_packet { 1 } else { info.len };
                     self.bql_consumed(cpu, rq, units);
@@ -366,13 +371,6 @@ impl World {
     /// The TX queue the BQL and ring metrics describe: the XPS queue, else queue 0.
     pub fn main_txq(&self) -> Option<u16> {
         Some(self.cfg.xps_txq.unwrap_or(0))
-    }
-
-    fn ring_metric(&mut self, rq: usize) {
-        if Some(rq as u16) == self.main_txq() {
-            let len = self.rqs[rq].ring.len() as u64;
-            self.metrics.ring_occupancy.set(self.now, len);
-        }
     }
 
     /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through

@@ -391,6 +391,7 @@ impl World {
         for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.qdisc_backlog, &mut m.ring_occupancy] {
             avg.start_window(now);
         }
+        m.veth_ring.start_window(now);
     }
 
     /// Makes an idle CPU start executing after `delay` ns.
