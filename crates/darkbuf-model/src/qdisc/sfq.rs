@@ -29,11 +29,11 @@
 //!   `SFQ_ALLOT_SIZE(quantum)`; rounding each packet up to 8 bytes makes small
 //!   packets cost more.
 
+use super::skb_list::{SkbList, SkbSlab};
 use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::skb::flow_hash;
 use crate::Skb;
-use super::skb_list::{SkbList, SkbSlab};
 
 /// `SFQ_MAX_DEPTH`: max packets per flow.
 pub const SFQ_MAX_DEPTH: u32 = 127;
