@@ -32,12 +32,7 @@ impl TimeAvg {
 
     /// Mean over `start..end`; [`TimeAvg::start_window`] ran at `start`.
     pub fn mean(&self, start: u64, end: u64) -> f64 {
-        let acc = self.acc + self.last_v as u128 * end.saturating_sub(self.last_t) as u128;
-        if end > start {
-            acc as f64 / (end - start) as f64
-        } else {
-            0.0
-        }
+        window_mean(self.acc + self.last_v as u128 * end.saturating_sub(self.last_t) as u128, start, end)
     }
 
     /// At the start of the measured window (`now`): what accumulated before is
@@ -50,6 +45,15 @@ impl TimeAvg {
 
     pub fn last(&self) -> u64 {
         self.last_v
+    }
+}
+
+/// An integral over `start..end` (value x ns) as a mean; 0 for an empty window.
+fn window_mean(integral: u128, start: u64, end: u64) -> f64 {
+    if end > start {
+        integral as f64 / (end - start) as f64
+    } else {
+        0.0
     }
 }
 
@@ -95,12 +99,7 @@ impl SojournAvg {
 
     /// Mean occupancy over `start..end`; [`SojournAvg::start_window`] ran at `start`.
     pub fn mean(&self, start: u64, end: u64) -> f64 {
-        let acc = self.acc + self.inside as u128 * end as u128 - self.t_in;
-        if end > start {
-            acc as f64 / (end - start) as f64
-        } else {
-            0.0
-        }
+        window_mean(self.acc + self.inside as u128 * end as u128 - self.t_in, start, end)
     }
 }
 
