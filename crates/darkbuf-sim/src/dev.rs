@@ -247,6 +247,7 @@ impl World {
             // (qdisc_watchdog_schedule_ns()) for when the next one may go.
             let wake = if algo.qlen() > 0 { algo.next_wakeup() } else { None };
             self.free_drops();
+            self.update_backlog_metric();
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
