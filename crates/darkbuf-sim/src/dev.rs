@@ -122,7 +122,9 @@ impl World {
             q.sent_bytes += skb.len as u64;
             let mut list = std::mem::take(&mut self.bulk);
             list.clear();
-            list.push(skb);
+            // Stamped like an enqueued packet: if the driver pushes it back, it joins
+            // the backlog from now.
+            list.push(Skb { tstamp: now, ..skb });
             let cost = self.cost(self.profile.costs.xmit_ns);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;
@@ -135,10 +137,10 @@ impl World {
         let mut stamped = skb;
         stamped.tstamp = now;
         self.drops.clear();
+        self.metrics.qdisc_backlog.enter(now);
         // The verdict matters to the sender only (NET_XMIT_CN/DROP); drops are freed below.
         let _verdict: EnqueueVerdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
         self.free_drops();
-        self.update_backlog_metric();
         let q = &mut self.qdiscs[qi as usize];
         if !q.running {
             q.running = true;
@@ -147,10 +149,11 @@ impl World {
         (0, None)
     }
 
-    /// Frees every packet the qdisc put in `self.drops`.
+    /// Frees every packet the qdisc put in `self.drops`: each leaves the backlog.
     pub fn free_drops(&mut self) {
         for i in 0..self.drops.len() {
-            let id = self.drops[i].id;
+            let Skb { id, tstamp, .. } = self.drops[i];
+            self.metrics.qdisc_backlog.leave(self.now, tstamp);
             self.drop_pkt(id);
         }
         self.drops.clear();
@@ -213,7 +216,7 @@ impl World {
         if let Some(head) = q.gso_skb.pop_front() {
             // Requeued skbs were validated already; no bulking from gso_skb.
             list.push(head);
-            self.update_backlog_metric();
+            self.metrics.qdisc_backlog.leave(now, head.tstamp);
             return false;
         }
         if q.onetxqueue {
@@ -227,6 +230,9 @@ impl World {
         if let Some(head) = q.bad_txq.front() {
             if !self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
                 first = q.bad_txq.pop_front();
+                if let Some(s) = first {
+                    self.metrics.qdisc_backlog.leave(now, s.tstamp);
+                }
             }
         }
         self.drops.clear();
@@ -238,6 +244,7 @@ impl World {
                 if let Some(s) = s {
                     q.sent_pkts += 1;
                     q.sent_bytes += s.len as u64;
+                    self.metrics.qdisc_backlog.leave(now, s.tstamp);
                 }
                 s
             }
@@ -247,7 +254,6 @@ impl World {
             // (qdisc_watchdog_schedule_ns()) for when the next one may go.
             let wake = if algo.qlen() > 0 { algo.next_wakeup() } else { None };
             self.free_drops();
-            self.update_backlog_metric();
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
@@ -265,6 +271,7 @@ impl World {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += 1;
                 q.sent_bytes += s.len as u64;
+                self.metrics.qdisc_backlog.leave(now, s.tstamp);
                 bytelimit -= bql_units(unit_packet, &s) as i32;
                 list.push(s);
             }
@@ -277,15 +284,16 @@ impl World {
                 q.sent_pkts += 1;
                 q.sent_bytes += s.len as u64;
                 if s.queue_mapping != mapping {
+                    // Out of the algorithm, but still held by the qdisc.
                     q.bad_txq.push_back(s);
                     break;
                 }
+                self.metrics.qdisc_backlog.leave(now, s.tstamp);
                 list.push(s);
                 cnt += 1;
             }
         }
         self.free_drops();
-        self.update_backlog_metric();
         true
     }
 
@@ -329,8 +337,9 @@ impl World {
         for s in skbs {
             q.gso_skb.push_back(*s);
             q.requeues += 1;
+            // Handed to the driver at this instant and pushed back: in the backlog all along.
+            self.metrics.qdisc_backlog.requeue(self.now, s.tstamp);
         }
-        self.update_backlog_metric();
         self.netif_schedule(cpu, qi);
     }
 
@@ -397,11 +406,6 @@ impl World {
     /// The BQL charge of one packet: veth's one unit, or its length.
     pub fn bql_charge(&self, skb: &Skb) -> u32 {
         bql_units(self.cfg.bql_unit_packet, skb)
-    }
-
-    pub fn update_backlog_metric(&mut self) {
-        let backlog: u32 = self.qdiscs.iter().map(|q| q.qlen()).sum();
-        self.metrics.qdisc_backlog.set(self.now, backlog as u64);
     }
 
     fn metrics_noqueue_drop(&mut self) {

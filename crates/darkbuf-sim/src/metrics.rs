@@ -89,6 +89,16 @@ impl SojournAvg {
         self.acc += (now - from) as u128;
     }
 
+    /// A packet that left at `now` (entered at `entered`) is back at the same instant,
+    /// as if it had never left: a requeue.
+    #[inline]
+    pub fn requeue(&mut self, now: u64, entered: u64) {
+        let from = entered.max(self.start);
+        self.inside += 1;
+        self.t_in += from as u128;
+        self.acc -= (now - from) as u128;
+    }
+
     /// At the start of the measured window: what accumulated before is dropped, and the
     /// packets inside count from `now`.
     pub fn start_window(&mut self, now: u64) {
@@ -173,7 +183,9 @@ pub struct Metrics {
     pub hist_rtt_us: Hist,
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
-    pub qdisc_backlog: TimeAvg,
+    /// Packets held by the qdiscs (algorithm, requeue slot and bad-txq slot), each
+    /// from its enqueue (`skb.tstamp`) to its hand-off to the driver or its drop.
+    pub qdisc_backlog: SojournAvg,
     /// The tun/tap ring's occupancy.
     pub ring_occupancy: TimeAvg,
     /// The veth ring's occupancy (from each packet's time in the ring).
@@ -206,6 +218,19 @@ mod tests {
         assert_eq!(s.mean(12, 40), 41.0 / 28.0);
         assert_eq!(t.mean(12, 40), 41.0 / 28.0);
         assert_eq!(t.max, 2);
+    }
+
+    /// A packet enqueued at 0, handed to the driver and pushed back at 20, sent at 30;
+    /// window 10..40: it was held 10..30, 20 packet-ns over 30 ns.
+    #[test]
+    fn requeue_keeps_the_packet_in_the_backlog() {
+        let mut s = SojournAvg::default();
+        s.enter(0);
+        s.start_window(10);
+        s.leave(20, 0);
+        s.requeue(20, 0);
+        s.leave(30, 0);
+        assert_eq!(s.mean(10, 40), 20.0 / 30.0);
     }
 
     proptest::proptest! {

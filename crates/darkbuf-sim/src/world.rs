@@ -388,10 +388,12 @@ impl World {
         }
         self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
         let (m, now) = (&mut self.metrics, self.now);
-        for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.qdisc_backlog, &mut m.ring_occupancy] {
+        for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.ring_occupancy] {
             avg.start_window(now);
         }
-        m.veth_ring.start_window(now);
+        for avg in [&mut m.qdisc_backlog, &mut m.veth_ring] {
+            avg.start_window(now);
+        }
     }
 
     /// Makes an idle CPU start executing after `delay` ns.
