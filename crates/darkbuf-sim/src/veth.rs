@@ -92,7 +92,7 @@ impl World {
             if let Err(e) = self.txqs[txq].netdev_tx_sent_queue(units, jiffies) {
                 self.finding("dql_queued object too large", format!("{e:?}"));
             }
-            self.bql_sample(txq);
+            self.bql_sample(txq, false);
         }
         let now = self.now;
         let info = self.pkts.get_mut(id);
@@ -339,7 +339,7 @@ impl World {
                 if self.measuring() {
                     self.metrics.bql_completions += 1;
                 }
-                self.bql_sample(txq);
+                self.bql_sample(txq, true);
                 if schedule {
                     if let Some(qi) = self.txq_qdisc[txq] {
                         self.netif_schedule(cpu, qi);
@@ -353,15 +353,18 @@ impl World {
         }
     }
 
-    /// Samples BQL limit and in-flight units for the measured TX queue.
-    pub fn bql_sample(&mut self, txq: usize) {
+    /// Samples BQL in-flight units for the measured TX queue, and its limit after a
+    /// completion (`dql_queued()` never moves the limit).
+    pub fn bql_sample(&mut self, txq: usize, completed: bool) {
         if Some(txq as u16) != self.main_txq() {
             return;
         }
         let Some(dql) = self.txqs[txq].dql.as_ref() else { return };
         let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
         let now = self.now;
-        self.metrics.bql_limit.set(now, limit);
+        if completed {
+            self.metrics.bql_limit.set(now, limit);
+        }
         self.metrics.bql_inflight.set(now, inflight);
         if now >= self.cfg.start {
             self.metrics.hist_inflight.record(inflight);
