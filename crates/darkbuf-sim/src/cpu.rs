@@ -122,7 +122,7 @@ pub struct Cpu {
     pub rx_local: VecDeque<u16>,
     pub rx_repoll: VecDeque<u16>,
     /// Tasks ready to run here, in order.
-    pub runnable: VecDeque<Task>,
+    pub runnable: RunQueue,
     /// Return registers for a finished NAPI poll: packets done and whether to repoll.
     pub ret_work: u32,
     pub ret_repoll: bool,
@@ -135,7 +135,8 @@ pub struct Cpu {
 }
 
 impl Cpu {
-    pub fn new() -> Self {
+    /// A CPU whose run queue has room for `ntasks` tasks (every task of the world).
+    pub fn new(ntasks: usize) -> Self {
         Cpu {
             frames: Vec::with_capacity(16),
             busy: false,
@@ -147,13 +148,113 @@ impl Cpu {
             poll_list: VecDeque::with_capacity(8),
             rx_local: VecDeque::with_capacity(8),
             rx_repoll: VecDeque::with_capacity(8),
-            runnable: VecDeque::with_capacity(8),
+            runnable: RunQueue::with_room_for(ntasks),
             ret_work: 0,
             ret_repoll: false,
             rx_budget: 0,
             rx_time_limit: 0,
             busy_ns: 0,
             time_squeeze: 0,
+        }
+    }
+}
+
+/// The tasks ready to run on one CPU, in the order they will run (the CFS run queue,
+/// reduced to the FIFO order this model schedules in).
+///
+/// A ring with room for every task of the world: a task is in at most one run queue,
+/// at most once (only a sleeping task is woken, only a running one is put back), so a
+/// push never has to grow it. The senders' round robin (`rotate`) costs two stores.
+pub struct RunQueue {
+    buf: Box<[Task]>,
+    /// `buf.len() - 1`; `buf.len()` is a power of two.
+    mask: usize,
+    head: usize,
+    len: usize,
+}
+
+impl RunQueue {
+    pub fn with_room_for(ntasks: usize) -> Self {
+        let cap = ntasks.max(1).next_power_of_two();
+        RunQueue { buf: vec![Task::Ksoftirqd; cap].into_boxed_slice(), mask: cap - 1, head: 0, len: 0 }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn front(&self) -> Option<Task> {
+        (self.len > 0).then(|| self.buf[self.head])
+    }
+
+    #[inline]
+    pub fn push_back(&mut self, task: Task) {
+        assert!(self.len <= self.mask, "run queue overflow: a task queued twice");
+        self.buf[(self.head + self.len) & self.mask] = task;
+        self.len += 1;
+    }
+
+    /// A task that preempts the queue (the pinger at wake-up).
+    #[inline]
+    pub fn push_front(&mut self, task: Task) {
+        assert!(self.len <= self.mask, "run queue overflow: a task queued twice");
+        self.head = self.head.wrapping_sub(1) & self.mask;
+        self.buf[self.head] = task;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<Task> {
+        if self.len == 0 {
+            return None;
+        }
+        let task = self.buf[self.head];
+        self.head = (self.head + 1) & self.mask;
+        self.len -= 1;
+        Some(task)
+    }
+
+    /// `push_back(task)` then `pop_front()` on a non-empty queue, in place: `task` goes
+    /// to the back and the front comes out.
+    #[inline]
+    pub fn rotate(&mut self, task: Task) -> Task {
+        debug_assert!(self.len > 0);
+        let front = self.buf[self.head];
+        self.buf[(self.head + self.len) & self.mask] = task;
+        self.head = (self.head + 1) & self.mask;
+        front
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_queue_is_fifo_across_wrap_around() {
+        let mut q = RunQueue::with_room_for(3); // 4 slots
+        assert_eq!(q.pop_front(), None);
+        for round in 0..5u16 {
+            q.push_back(Task::Sender(round));
+            q.push_back(Task::Reader(round));
+            q.push_front(Task::Pinger);
+            assert_eq!(q.pop_front(), Some(Task::Pinger));
+            assert_eq!(q.rotate(Task::Vhost(round)), Task::Sender(round));
+            assert_eq!(q.front(), Some(Task::Reader(round)));
+            assert_eq!(q.pop_front(), Some(Task::Reader(round)));
+            assert_eq!(q.pop_front(), Some(Task::Vhost(round)));
+            assert!(q.is_empty());
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "run queue overflow")]
+    fn run_queue_refuses_a_fifth_task_in_four_slots() {
+        let mut q = RunQueue::with_room_for(4);
+        for i in 0..5 {
+            q.push_back(Task::Sender(i));
         }
     }
 }

@@ -271,7 +271,7 @@ impl World {
             cfg,
             profile,
             events: EventQueue::new(ncpu),
-            cpus: (0..ncpu).map(|_| Cpu::new()).collect(),
+            cpus: (0..ncpu).map(|_| Cpu::new(tasks.len())).collect(),
             task_ix: TaskIndex::new(&tasks),
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
             tasks,
@@ -629,23 +629,26 @@ impl World {
             c.softirq_rounds = 0;
             return self.start_unit(cpu, task, frame);
         }
-        if runnable {
-            self.tasks[ti].1 = TaskState::Runnable;
-            c.runnable.push_back(task);
-        } else {
-            self.tasks[ti].1 = TaskState::Sleeping;
-        }
         // The unit is over and the stack would be empty: when pick_next() would start a
         // sender's or the pinger's next sendmsg, do it here, in place (the same effects
         // at the same time, one dispatch instead of three).
-        if c.softirq_pending == 0 {
-            if let Some(&next @ (Task::Sender(_) | Task::Pinger)) = c.runnable.front() {
-                c.runnable.pop_front();
-                let ni = self.task_index_on(next, cpu) as usize;
-                self.tasks[ni].1 = TaskState::Running { woken: false };
-                self.cpus[cpu as usize].softirq_rounds = 0;
-                return self.start_unit(cpu, next, frame);
-            }
+        let next = match c.runnable.front() {
+            Some(next @ (Task::Sender(_) | Task::Pinger)) if c.softirq_pending == 0 => Some(next),
+            _ => None,
+        };
+        match (next, runnable) {
+            // This task to the back of the queue, the front one runs: one rotation.
+            (Some(_), true) => _ = c.runnable.rotate(task),
+            (Some(_), false) => _ = c.runnable.pop_front(),
+            (None, true) => c.runnable.push_back(task),
+            (None, false) => {}
+        }
+        self.tasks[ti].1 = if runnable { TaskState::Runnable } else { TaskState::Sleeping };
+        if let Some(next) = next {
+            let ni = self.task_index_on(next, cpu) as usize;
+            self.tasks[ni].1 = TaskState::Running { woken: false };
+            self.cpus[cpu as usize].softirq_rounds = 0;
+            return self.start_unit(cpu, next, frame);
         }
         Step::Done(0)
     }
