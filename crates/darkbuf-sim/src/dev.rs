@@ -25,11 +25,18 @@ pub const DEV_TX_WEIGHT: i32 = 64;
 /// BQL budget for ONETXQUEUE qdiscs (capped here as 0345552a653c caps it, at the quota).
 pub const MAX_BULK: usize = DEV_TX_WEIGHT as usize;
 
+/// `QdiscInst::gso_head_txq` with nothing requeued.
+const NO_TXQ: u16 = u16::MAX;
+
 /// One `struct Qdisc` as the run loop sees it.
 pub struct QdiscInst {
     pub q: Option<AnyQdisc>,
     /// `q->gso_skb`: requeued packets, retried first.
     pub gso_skb: VecDeque<Skb>,
+    /// The TX queue of `gso_skb`'s head (`NO_TXQ` when empty): the run loop's first
+    /// check reads it on every send under backpressure, one load instead of a chase
+    /// through the deque.
+    gso_head_txq: u16,
     /// `q->skb_bad_txq`: a slow-bulk packet for another TX queue.
     pub bad_txq: VecDeque<Skb>,
     /// `qdisc_run_begin()` succeeded somewhere (the RUNNING state).
@@ -56,6 +63,7 @@ impl QdiscInst {
         QdiscInst {
             q,
             gso_skb: VecDeque::with_capacity(MAX_BULK),
+            gso_head_txq: NO_TXQ,
             bad_txq: VecDeque::with_capacity(1),
             running: false,
             sched: false,
@@ -166,9 +174,9 @@ impl World {
     /// the run ends. The rest is out of line.
     #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
-        let q = &self.qdiscs[qi as usize];
-        if let Some(head) = q.gso_skb.front() {
-            if self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
+        let head_txq = self.qdiscs[qi as usize].gso_head_txq;
+        if head_txq != NO_TXQ {
+            if self.txqs[head_txq as usize].xmit_frozen_or_stopped() {
                 self.qdiscs[qi as usize].running = false;
                 return Step::Done(0);
             }
@@ -214,6 +222,7 @@ impl World {
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
         if let Some(head) = q.gso_skb.pop_front() {
+            q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
             // Requeued skbs were validated already; no bulking from gso_skb.
             list.push(head);
             self.metrics.qdisc_backlog.leave(now, head.tstamp);
@@ -334,6 +343,9 @@ impl World {
     /// `dev_requeue_skb()`: every skb of the list goes back to `gso_skb`, each counted.
     fn dev_requeue_skb(&mut self, cpu: u16, qi: u16, skbs: &[Skb]) {
         let q = &mut self.qdiscs[qi as usize];
+        if let (true, Some(first)) = (q.gso_skb.is_empty(), skbs.first()) {
+            q.gso_head_txq = first.queue_mapping;
+        }
         for s in skbs {
             q.gso_skb.push_back(*s);
             q.requeues += 1;
