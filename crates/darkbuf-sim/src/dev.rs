@@ -160,8 +160,8 @@ impl World {
     /// Frees every packet the qdisc put in `self.drops`: each leaves the backlog.
     pub fn free_drops(&mut self) {
         for i in 0..self.drops.len() {
-            let Skb { id, tstamp, .. } = self.drops[i];
-            self.metrics.qdisc_backlog.leave(self.now, tstamp);
+            let id = self.drops[i].id;
+            self.metrics.qdisc_backlog.leave(self.now);
             self.drop_pkt(id);
         }
         self.drops.clear();
@@ -225,7 +225,7 @@ impl World {
             q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
             // Requeued skbs were validated already; no bulking from gso_skb.
             list.push(head);
-            self.metrics.qdisc_backlog.leave(now, head.tstamp);
+            self.metrics.qdisc_backlog.leave(now);
             return false;
         }
         if q.onetxqueue {
@@ -239,9 +239,7 @@ impl World {
         if let Some(head) = q.bad_txq.front() {
             if !self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
                 first = q.bad_txq.pop_front();
-                if let Some(s) = first {
-                    self.metrics.qdisc_backlog.leave(now, s.tstamp);
-                }
+                self.metrics.qdisc_backlog.leave(now);
             }
         }
         self.drops.clear();
@@ -253,7 +251,7 @@ impl World {
                 if let Some(s) = s {
                     q.sent_pkts += 1;
                     q.sent_bytes += s.len as u64;
-                    self.metrics.qdisc_backlog.leave(now, s.tstamp);
+                    self.metrics.qdisc_backlog.leave(now);
                 }
                 s
             }
@@ -280,7 +278,7 @@ impl World {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += 1;
                 q.sent_bytes += s.len as u64;
-                self.metrics.qdisc_backlog.leave(now, s.tstamp);
+                self.metrics.qdisc_backlog.leave(now);
                 bytelimit -= bql_units(unit_packet, &s) as i32;
                 list.push(s);
             }
@@ -297,7 +295,7 @@ impl World {
                     q.bad_txq.push_back(s);
                     break;
                 }
-                self.metrics.qdisc_backlog.leave(now, s.tstamp);
+                self.metrics.qdisc_backlog.leave(now);
                 list.push(s);
                 cnt += 1;
             }
@@ -350,7 +348,7 @@ impl World {
             q.gso_skb.push_back(*s);
             q.requeues += 1;
             // Handed to the driver at this instant and pushed back: in the backlog all along.
-            self.metrics.qdisc_backlog.requeue(self.now, s.tstamp);
+            self.metrics.qdisc_backlog.enter(self.now);
         }
         self.netif_schedule(cpu, qi);
     }

@@ -57,59 +57,46 @@ fn window_mean(integral: u128, start: u64, end: u64) -> f64 {
     }
 }
 
-/// The time-average occupancy of a FIFO by Little's law: the integral of the
-/// occupancy over the window is the sum of the time each packet spent inside it. The
-/// same integer as a [`TimeAvg`] set on every enqueue and dequeue, for an addition per
-/// packet and the time it entered, which the packet carries anyway.
+/// The time-average occupancy of a queue by Little's law: the integral of the
+/// occupancy over the window is the sum of the time each packet spent inside it, and
+/// that sum is the sum of the exit times minus the sum of the entry times (a packet
+/// still inside at the end exits at the end; one inside at the start entered then).
+/// The same integer as a [`TimeAvg`] set on every enqueue and dequeue, for one
+/// addition per packet and no entry time to look up at the exit.
 #[derive(Clone, Debug, Default)]
 pub struct SojournAvg {
-    /// Time spent inside by the packets that left during the window.
-    acc: u128,
+    /// Sum of exit times minus sum of entry times so far in the window (ns).
+    acc: i128,
     /// Packets inside now.
     inside: u64,
-    /// Sum of their entry times, each at least the window's start.
-    t_in: u128,
-    /// The window's start (0 before it).
-    start: u64,
 }
 
 impl SojournAvg {
+    /// A packet enters at `now`. A requeue is an exit and an entry at the same
+    /// instant, so it too is an `enter`: the packet was inside all along.
     #[inline]
     pub fn enter(&mut self, now: u64) {
         self.inside += 1;
-        self.t_in += now as u128;
+        self.acc -= now as i128;
     }
 
-    /// A packet that entered at `entered` leaves at `now`.
+    /// A packet leaves at `now`.
     #[inline]
-    pub fn leave(&mut self, now: u64, entered: u64) {
-        let from = entered.max(self.start);
+    pub fn leave(&mut self, now: u64) {
         self.inside -= 1;
-        self.t_in -= from as u128;
-        self.acc += (now - from) as u128;
-    }
-
-    /// A packet that left at `now` (entered at `entered`) is back at the same instant,
-    /// as if it had never left: a requeue.
-    #[inline]
-    pub fn requeue(&mut self, now: u64, entered: u64) {
-        let from = entered.max(self.start);
-        self.inside += 1;
-        self.t_in += from as u128;
-        self.acc -= (now - from) as u128;
+        self.acc += now as i128;
     }
 
     /// At the start of the measured window: what accumulated before is dropped, and the
-    /// packets inside count from `now`.
+    /// packets inside count as entering `now`.
     pub fn start_window(&mut self, now: u64) {
-        self.acc = 0;
-        self.t_in = self.inside as u128 * now as u128;
-        self.start = now;
+        self.acc = -(self.inside as i128 * now as i128);
     }
 
     /// Mean occupancy over `start..end`; [`SojournAvg::start_window`] ran at `start`.
     pub fn mean(&self, start: u64, end: u64) -> f64 {
-        window_mean(self.acc + self.inside as u128 * end as u128 - self.t_in, start, end)
+        let integral = self.acc + self.inside as i128 * end as i128;
+        window_mean(u128::try_from(integral).unwrap_or(0), start, end)
     }
 }
 
@@ -209,11 +196,11 @@ mod tests {
         t.set(10, 2);
         s.start_window(12);
         t.start_window(12);
-        s.leave(15, 5);
+        s.leave(15);
         t.set(15, 1);
         s.enter(20);
         t.set(20, 2);
-        s.leave(30, 10);
+        s.leave(30);
         t.set(30, 1);
         assert_eq!(s.mean(12, 40), 41.0 / 28.0);
         assert_eq!(t.mean(12, 40), 41.0 / 28.0);
@@ -227,21 +214,22 @@ mod tests {
         let mut s = SojournAvg::default();
         s.enter(0);
         s.start_window(10);
-        s.leave(20, 0);
-        s.requeue(20, 0);
-        s.leave(30, 0);
+        s.leave(20);
+        s.enter(20);
+        s.leave(30);
         assert_eq!(s.mean(10, 40), 20.0 / 30.0);
     }
 
     proptest::proptest! {
-        /// Any FIFO history: the sojourn average equals the sampled time average.
+        /// Any history of entries and exits: the sojourn average equals the sampled
+        /// time average.
         #[test]
         fn sojourn_matches_time_average(
             steps in proptest::collection::vec((0u64..50, proptest::bool::ANY), 1..200),
             start_at in 0usize..200,
         ) {
             let (mut s, mut t) = (SojournAvg::default(), TimeAvg::default());
-            let mut fifo = std::collections::VecDeque::new();
+            let mut inside = 0u64;
             let mut now = 0;
             let mut start = None;
             for (i, &(dt, enter)) in steps.iter().enumerate() {
@@ -251,14 +239,14 @@ mod tests {
                     t.start_window(now);
                     start = Some(now);
                 }
-                if enter || fifo.is_empty() {
-                    fifo.push_back(now);
+                if enter || inside == 0 {
+                    inside += 1;
                     s.enter(now);
                 } else {
-                    let entered = fifo.pop_front().unwrap();
-                    s.leave(now, entered);
+                    inside -= 1;
+                    s.leave(now);
                 }
-                t.set(now, fifo.len() as u64);
+                t.set(now, inside);
             }
             let end = now + 7;
             let start = start.unwrap();

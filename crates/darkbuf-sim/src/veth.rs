@@ -190,7 +190,7 @@ impl World {
                 let info = self.pkts.get_mut(id);
                 info.t_consume = now;
                 if measured_ring {
-                    self.metrics.veth_ring.leave(now, info.t_xmit);
+                    self.metrics.veth_ring.leave(now);
                 }
                 if info.bql_charged {
                     let units = if self.cfg.bql_unit_packet { 1 } else { info.len };
