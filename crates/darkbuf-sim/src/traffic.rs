@@ -96,7 +96,11 @@ impl World {
                     return (0, None);
                 }
                 let flow = ((s.traffic_index as u32) << 16) | s.next_flow;
-                s.next_flow = (s.next_flow + 1) % s.flows;
+                // Round robin over the flows (a compare, not a division per send).
+                s.next_flow += 1;
+                if s.next_flow == s.flows {
+                    s.next_flow = 0;
+                }
                 s.wmem += s.truesize as u64;
                 s.sent += 1;
                 if s.interval_ns > 0.0 {
