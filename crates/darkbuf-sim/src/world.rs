@@ -99,10 +99,12 @@ pub struct World {
     pub dropped: u64,
 }
 
-/// Positions in `World::tasks`, by task kind.
+/// Positions in `World::tasks`, by task kind. The floods' tasks are contiguous, so a
+/// sender's position (looked up twice per sendmsg) is one addition.
 #[derive(Default)]
 struct TaskIndex {
-    sender: Vec<u16>,
+    /// Position of `Sender(0)`; `Sender(s)` is at `sender_base + s`.
+    sender_base: u16,
     pinger: u16,
     /// NapiThread(i), Reader(i) or Vhost(i): the task of queue i.
     per_queue: Vec<u16>,
@@ -121,7 +123,8 @@ impl TaskIndex {
         };
         for (i, &(task, _, cpu)) in tasks.iter().enumerate() {
             match task {
-                Task::Sender(s) => put(&mut ix.sender, s, i),
+                Task::Sender(0) => ix.sender_base = i as u16,
+                Task::Sender(s) => debug_assert_eq!(i, (ix.sender_base + s) as usize, "floods contiguous"),
                 Task::Pinger => ix.pinger = i as u16,
                 Task::NapiThread(q) | Task::Reader(q) | Task::Vhost(q) => put(&mut ix.per_queue, q, i),
                 Task::Ksoftirqd => put(&mut ix.ksoftirqd, cpu, i),
@@ -256,10 +259,12 @@ impl World {
                 darkbuf_scenario::Traffic::Ping(p) => {
                     if pinger.is_none() {
                         pinger = Some(Pinger::new(p));
-                        tasks.push((Task::Pinger, TaskState::Sleeping, 0));
                     }
                 }
             }
+        }
+        if pinger.is_some() {
+            tasks.push((Task::Pinger, TaskState::Sleeping, 0));
         }
         for c in 0..ncpu {
             tasks.push((Task::Ksoftirqd, TaskState::Sleeping, c as u16));
@@ -355,8 +360,11 @@ impl World {
     #[inline]
     fn task_index_on(&self, t: Task, cpu: u16) -> u16 {
         let ix = &self.task_ix;
+        if let Task::Sender(s) = t {
+            return ix.sender_base + s;
+        }
         match t {
-            Task::Sender(s) => ix.sender[s as usize],
+            Task::Sender(s) => ix.sender_base + s,
             Task::Pinger => ix.pinger,
             Task::NapiThread(q) | Task::Reader(q) | Task::Vhost(q) => ix.per_queue[q as usize],
             Task::Ksoftirqd => ix.ksoftirqd[cpu as usize],
@@ -613,13 +621,10 @@ impl World {
             self.wake_task(Task::Ksoftirqd, cpu);
         }
         let ti = self.task_index_on(task, cpu) as usize;
-        let woken = matches!(self.tasks[ti].1, TaskState::Running { woken: true });
-        let runnable = match task {
-            Task::Sender(i) => self.sender_wants_cpu(i),
-            Task::Pinger => self.pinger.as_ref().map(|p| p.due > 0).unwrap_or(false),
-            Task::NapiThread(_) => self.cpus[cpu as usize].ret_repoll || woken,
-            Task::Reader(q) | Task::Vhost(q) => self.tun_consumer_wants_cpu(q),
-            Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
+        let runnable = if let Task::Sender(i) = task {
+            self.sender_wants_cpu(i)
+        } else {
+            self.task_wants_cpu(cpu, task, ti)
         };
         let c = &mut self.cpus[cpu as usize];
         if runnable && c.runnable.is_empty() && c.softirq_pending == 0 && task != Task::Ksoftirqd {
@@ -648,9 +653,24 @@ impl World {
             let ni = self.task_index_on(next, cpu) as usize;
             self.tasks[ni].1 = TaskState::Running { woken: false };
             self.cpus[cpu as usize].softirq_rounds = 0;
-            return self.start_unit(cpu, next, frame);
+            *frame = Frame::TaskEnd(next);
+            return self.send_msg_step(cpu, next);
         }
         Step::Done(0)
+    }
+
+    /// Whether a task other than a flood stays runnable at the end of its unit.
+    fn task_wants_cpu(&mut self, cpu: u16, task: Task, ti: usize) -> bool {
+        match task {
+            Task::Sender(i) => self.sender_wants_cpu(i),
+            Task::Pinger => self.pinger.as_ref().map(|p| p.due > 0).unwrap_or(false),
+            Task::NapiThread(_) => {
+                self.cpus[cpu as usize].ret_repoll
+                    || matches!(self.tasks[ti].1, TaskState::Running { woken: true })
+            }
+            Task::Reader(q) | Task::Vhost(q) => self.tun_consumer_wants_cpu(q),
+            Task::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
+        }
     }
 
     /// Starts `task`'s next unit on top of its `TaskEnd` (which `frame` becomes). A
@@ -658,11 +678,17 @@ impl World {
     fn start_unit(&mut self, cpu: u16, task: Task, frame: &mut Frame) -> Step {
         *frame = Frame::TaskEnd(task);
         match Self::unit_frame(task) {
-            Frame::SendMsg(t) => match self.send_msg(cpu, t) {
-                (c, None) => Step::Continue(c),
-                (c, Some(f)) => Step::Call(c, f),
-            },
+            Frame::SendMsg(t) => self.send_msg_step(cpu, t),
             f => Step::Call(0, f),
+        }
+    }
+
+    /// A sendmsg on top of its task's `TaskEnd`: its cost, and the qdisc run it starts.
+    #[inline(always)]
+    fn send_msg_step(&mut self, cpu: u16, task: Task) -> Step {
+        match self.send_msg(cpu, task) {
+            (c, None) => Step::Continue(c),
+            (c, Some(f)) => Step::Call(c, f),
         }
     }
 
