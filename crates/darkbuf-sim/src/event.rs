@@ -32,12 +32,15 @@ pub struct EventQueue {
     /// The earliest CPU slot: its index and (time, seq); kept up to date on every
     /// push and pop, so peeking costs nothing.
     first: (usize, (u64, u64)),
+    /// Time of the heap's earliest timer (`u64::MAX` if none), kept on every heap push
+    /// and pop: `peek_time()` runs after every step.
+    heap_first: u64,
     seq: u64,
 }
 
 impl EventQueue {
     pub fn new(ncpu: usize) -> Self {
-        EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], first: (0, EMPTY), seq: 0 }
+        EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], first: (0, EMPTY), heap_first: u64::MAX, seq: 0 }
     }
 
     #[inline]
@@ -52,15 +55,17 @@ impl EventQueue {
                     self.first = (c as usize, k);
                 }
             }
-            _ => self.heap.push(Reverse((at, self.seq, ev))),
+            _ => {
+                self.heap.push(Reverse((at, self.seq, ev)));
+                self.heap_first = self.heap_first.min(at);
+            }
         }
     }
 
     /// Time of the earliest pending event (`u64::MAX` if none).
     #[inline]
     pub fn peek_time(&self) -> u64 {
-        let heap = self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t);
-        heap.min(self.first.1 .0)
+        self.heap_first.min(self.first.1 .0)
     }
 
     #[inline]
@@ -71,7 +76,9 @@ impl EventQueue {
             Some(Reverse((t, s, _))) => k < (*t, *s),
         };
         if !cpu_first {
-            return self.heap.pop().map(|Reverse((t, _, ev))| (t, ev));
+            let popped = self.heap.pop().map(|Reverse((t, _, ev))| (t, ev));
+            self.heap_first = self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t);
+            return popped;
         }
         self.cpu[c] = EMPTY;
         self.first = (0, EMPTY);
