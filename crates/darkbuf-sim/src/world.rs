@@ -124,7 +124,7 @@ impl TaskIndex {
         for (i, &(task, _, cpu)) in tasks.iter().enumerate() {
             match task {
                 Task::Sender(0) => ix.sender_base = i as u16,
-                Task::Sender(s) => debug_assert_eq!(i, (ix.sender_base + s) as usize, "floods contiguous"),
+                Task::Sender(s) => assert_eq!(i, (ix.sender_base + s) as usize, "floods' tasks are contiguous"),
                 Task::Pinger => ix.pinger = i as u16,
                 Task::NapiThread(q) | Task::Reader(q) | Task::Vhost(q) => put(&mut ix.per_queue, q, i),
                 Task::Ksoftirqd => put(&mut ix.ksoftirqd, cpu, i),
@@ -360,6 +360,7 @@ impl World {
     #[inline]
     fn task_index_on(&self, t: Task, cpu: u16) -> u16 {
         let ix = &self.task_ix;
+        // Floods first: on the sendmsg path this is a compare, not the match's jump table.
         if let Task::Sender(s) = t {
             return ix.sender_base + s;
         }
