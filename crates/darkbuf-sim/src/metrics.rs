@@ -171,12 +171,11 @@ pub struct Metrics {
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
     /// Packets held by the qdiscs (algorithm, requeue slot and bad-txq slot), each
-    /// from its enqueue (`skb.tstamp`) to its hand-off to the driver or its drop.
+    /// from its enqueue to its hand-off to the driver or its drop.
     pub qdisc_backlog: SojournAvg,
-    /// The tun/tap ring's occupancy.
-    pub ring_occupancy: TimeAvg,
-    /// The veth ring's occupancy (from each packet's time in the ring).
-    pub veth_ring: SojournAvg,
+    /// The measured driver ring's occupancy (veth's or tun's), each packet from its
+    /// produce to its consume.
+    pub ring: SojournAvg,
     pub findings: Vec<Finding>,
 }
 

@@ -267,12 +267,7 @@ impl World {
         m.insert("ring.drops".into(), Some(mt.ring_drops as f64));
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         m.insert("dev.noqueue_drops".into(), Some(mt.noqueue_drops as f64));
-        let occupancy = if self.cfg.tun {
-            mt.ring_occupancy.mean(start, end)
-        } else {
-            mt.veth_ring.mean(start, end)
-        };
-        m.insert("ring.occupancy_avg".into(), Some(occupancy));
+        m.insert("ring.occupancy_avg".into(), Some(mt.ring.mean(start, end)));
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         m.insert("softnet.time_squeeze".into(), Some(squeeze as f64));
         for (i, c) in self.cpus.iter().enumerate() {

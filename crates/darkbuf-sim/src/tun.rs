@@ -84,7 +84,9 @@ impl World {
             return NetdevTx::Ok;
         }
         self.pkts.get_mut(id).t_xmit = self.now;
-        self.tun_ring_metric(qi);
+        if self.is_main_txq(qi) {
+            self.metrics.ring.enter(self.now);
+        }
         if backpressure && !self.tunqs[qi].ring.check_produce() {
             // The produce filled the ring: stop the queue until the consumer makes room.
             let jiffies = self.jiffies();
@@ -131,7 +133,9 @@ impl World {
             return Step::Done(0);
         };
         self.pkts.get_mut(id).t_consume = self.now;
-        self.tun_ring_metric(qi);
+        if self.is_main_txq(qi) {
+            self.metrics.ring.leave(self.now);
+        }
         self.tun_wake_queue(cpu, q, 1);
         let cost = self.cost(self.profile.costs.tun_read_ns + self.cfg.app_cost_ns);
         self.deliver(id, self.now + cost);
@@ -150,13 +154,15 @@ impl World {
                 let Some(id) = self.tunqs[qi].ring.consume() else { break };
                 self.tunqs[qi].vhost_buf.push_back(id);
                 self.pkts.get_mut(id).t_consume = self.now;
+                if self.is_main_txq(qi) {
+                    self.metrics.ring.leave(self.now);
+                }
                 n += 1;
             }
             if n == 0 {
                 self.tunqs[qi].waiting = true;
                 return Step::Done(0);
             }
-            self.tun_ring_metric(qi);
             self.tun_wake_queue(cpu, q, n as u32);
             cost += self.cost(self.profile.costs.vhost_batch_ns);
         }
@@ -180,12 +186,6 @@ impl World {
         work
     }
 
-    fn tun_ring_metric(&mut self, q: usize) {
-        if q == self.main_txq().unwrap_or(0) as usize {
-            let len = self.tunqs[q].ring.len() as u64;
-            self.metrics.ring_occupancy.set(self.now, len);
-        }
-    }
 }
 
 /// The frame a tun consumer's unit of work starts with.

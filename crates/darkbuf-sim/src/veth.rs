@@ -99,8 +99,8 @@ impl World {
         info.bql_charged = charged;
         info.t_xmit = now;
         self.rqs[rqi].ring.produce(id).expect("ring checked not full");
-        if Some(rqi as u16) == self.main_txq() {
-            self.metrics.veth_ring.enter(now);
+        if self.is_main_txq(rqi) {
+            self.metrics.ring.enter(now);
         }
         self.veth_xdp_flush(cpu, rqi as u16);
         NetdevTx::Ok
@@ -186,11 +186,11 @@ impl World {
                 };
                 *done += 1;
                 let now = self.now;
-                let measured_ring = Some(rq) == self.main_txq();
+                let measured_ring = self.is_main_txq(r);
                 let info = self.pkts.get_mut(id);
                 info.t_consume = now;
                 if measured_ring {
-                    self.metrics.veth_ring.leave(now);
+                    self.metrics.ring.leave(now);
                 }
                 if info.bql_charged {
                     let units = if self.cfg.bql_unit_packet { 1 } else { info.len };
@@ -356,7 +356,7 @@ impl World {
     /// Samples BQL in-flight units for the measured TX queue, and its limit after a
     /// completion (`dql_queued()` never moves the limit).
     pub fn bql_sample(&mut self, txq: usize, completed: bool) {
-        if Some(txq as u16) != self.main_txq() {
+        if !self.is_main_txq(txq) {
             return;
         }
         let Some(dql) = self.txqs[txq].dql.as_ref() else { return };
@@ -374,6 +374,12 @@ impl World {
     /// The TX queue the BQL and ring metrics describe: the XPS queue, else queue 0.
     pub fn main_txq(&self) -> Option<u16> {
         Some(self.cfg.xps_txq.unwrap_or(0))
+    }
+
+    /// Whether TX queue (and ring) `q` is [`World::main_txq`].
+    #[inline]
+    pub(crate) fn is_main_txq(&self, q: usize) -> bool {
+        Some(q as u16) == self.main_txq()
     }
 
     /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through

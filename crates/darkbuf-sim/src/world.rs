@@ -397,10 +397,10 @@ impl World {
         }
         self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
         let (m, now) = (&mut self.metrics, self.now);
-        for avg in [&mut m.bql_limit, &mut m.bql_inflight, &mut m.ring_occupancy] {
+        for avg in [&mut m.bql_limit, &mut m.bql_inflight] {
             avg.start_window(now);
         }
-        for avg in [&mut m.qdisc_backlog, &mut m.veth_ring] {
+        for avg in [&mut m.qdisc_backlog, &mut m.ring] {
             avg.start_window(now);
         }
     }
