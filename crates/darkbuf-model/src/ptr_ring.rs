@@ -26,9 +26,6 @@ pub struct PtrRing {
     size: usize,
     batch: usize,
     queue: Vec<u32>,
-    /// Entries produced and not yet consumed (bookkeeping for [`PtrRing::len`], which
-    /// the simulator reads on every packet; the kernel has no such field).
-    count: usize,
 }
 
 impl PtrRing {
@@ -48,7 +45,6 @@ impl PtrRing {
             size,
             batch,
             queue: vec![NULL; size],
-            count: 0,
         }
     }
 
@@ -68,7 +64,6 @@ impl PtrRing {
             return Err(v);
         }
         self.queue[self.producer] = v;
-        self.count += 1;
         self.producer += 1;
         if self.producer >= self.size {
             self.producer = 0;
@@ -103,7 +98,6 @@ impl PtrRing {
     #[inline]
     pub fn consume(&mut self) -> Option<u32> {
         let v = self.peek()?;
-        self.count -= 1;
         self.discard_one();
         Some(v)
     }
@@ -129,10 +123,23 @@ impl PtrRing {
         self.consumer_head = consumer_head;
     }
 
-    /// Entries produced and not yet consumed (not a kernel function; for metrics).
-    #[inline]
+    /// Entries produced and not yet consumed (not a kernel function; for metrics and
+    /// time series, read per sample, not per packet).
     pub fn len(&self) -> usize {
-        self.count
+        if self.size == 0 {
+            return 0;
+        }
+        if self.producer == self.consumer_head {
+            // Either empty or every slot holds an unconsumed entry: the head slot is
+            // never a consumed-but-unreleased one.
+            if self.queue[self.consumer_head] == NULL {
+                0
+            } else {
+                self.size
+            }
+        } else {
+            (self.producer + self.size - self.consumer_head) % self.size
+        }
     }
 
     /// True when no entry is waiting (same as [`PtrRing::empty`]).
