@@ -175,11 +175,9 @@ impl World {
     #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
         let head_txq = self.qdiscs[qi as usize].gso_head_txq;
-        if head_txq != NO_TXQ {
-            if self.txqs[head_txq as usize].xmit_frozen_or_stopped() {
-                self.qdiscs[qi as usize].running = false;
-                return Step::Done(0);
-            }
+        if head_txq != NO_TXQ && self.txqs[head_txq as usize].xmit_frozen_or_stopped() {
+            self.qdiscs[qi as usize].running = false;
+            return Step::Done(0);
         }
         self.qdisc_restart(cpu, qi, quota)
     }
