@@ -1,14 +1,24 @@
 //! Packets in flight live here, in a slab indexed by `Skb::id`; queues hold only the
 //! `Skb` descriptor. Freed slots are reused, so the steady state allocates nothing.
 
-/// Who sent a packet.
+use crate::cpu::SockId;
+
+/// The IP protocol of a packet: what the receiver's netfilter rules match on
+/// (`consumer.rules_match`) and which probes are which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// The UDP flood with this index in `World::senders` (not the `[[traffic]]` index,
-    /// which counts the pinger too).
-    Flood(u16),
-    /// The pinger's echo request.
-    Ping,
+pub enum Proto {
+    Udp,
+    /// ICMP echo requests (and replies): the pinger's probes.
+    Icmp,
+}
+
+/// `skb->destructor`: what freeing or orphaning the skb does to its socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destructor {
+    /// None, or already run (`skb_orphan()`).
+    None,
+    /// `sock_wfree()`: give `truesize` back to the socket's `sk_wmem_alloc`.
+    SockWfree,
 }
 
 /// What the simulator remembers about a packet besides its descriptor (of which it
@@ -18,7 +28,9 @@ pub struct PktInfo {
     /// `skb->len` (BQL's byte unit) and `skb->truesize` (the socket charge).
     pub len: u32,
     pub truesize: u32,
-    pub origin: Origin,
+    /// `skb->sk`: the sending socket, which also receives what the far end answers.
+    pub sock: SockId,
+    pub proto: Proto,
     /// Created by the sender (ns).
     pub t_send: u64,
     /// Left the qdisc into the driver ring (ns).
@@ -27,8 +39,7 @@ pub struct PktInfo {
     pub t_consume: u64,
     /// Charged to BQL by the driver (veth's tagged ring pointer).
     pub bql_charged: bool,
-    /// Still charged to its socket's send buffer (not yet orphaned or freed).
-    pub owns_wmem: bool,
+    pub destructor: Destructor,
 }
 
 pub struct Arena {

@@ -22,21 +22,37 @@ pub const NET_RX_SOFTIRQ: u8 = 1 << 1;
 pub const MAX_SOFTIRQ_RESTART: u32 = 10;
 pub const MAX_SOFTIRQ_TIME_NS: u64 = 2_000_000;
 
-/// Something the scheduler can run.
+/// Ids of the world's objects: indices into `World::{tasks, devs, napis, socks, qdiscs}`.
+pub type TaskId = u16;
+pub type CpuId = u16;
+pub type DevId = u16;
+pub type NapiId = u16;
+pub type SockId = u16;
+pub type QdiscId = u16;
+pub type HostId = u16;
+
+/// What a task is: the scheduler runs its unit of work without knowing more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Task {
-    /// The UDP flood process with this traffic index.
-    Sender(u16),
-    /// The pinger process.
-    Pinger,
-    /// The threaded-NAPI kthread of this RX queue (`napi/<dev>-<id>`).
-    NapiThread(u16),
+pub enum TaskKind {
+    /// The process that owns socket n and sends on it (a flood, the pinger, iperf).
+    Proc(SockId),
+    /// The threaded-NAPI kthread of NAPI instance n (`napi/<dev>-<id>`).
+    NapiThread(NapiId),
     /// `ksoftirqd/<cpu>`.
     Ksoftirqd,
-    /// The user-space reader of tun queue n.
-    Reader(u16),
-    /// The vhost-net worker of tun queue n.
-    Vhost(u16),
+    /// A driver's consumer of one of its queues (the tun reader, the vhost-net worker).
+    DevWorker { dev: DevId, queue: u16 },
+}
+
+/// One schedulable entity, pinned to its CPU (taskset, kthread affinity).
+#[derive(Clone, Copy, Debug)]
+pub struct Task {
+    pub kind: TaskKind,
+    pub state: TaskState,
+    pub cpu: CpuId,
+    /// CFS lets a task that sleeps most of the time (the pinger) preempt at wake-up:
+    /// it goes to the front of the run queue.
+    pub wake_preempt: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,24 +85,24 @@ pub enum PollPhase {
 pub enum Frame {
     /// The bottom of a task's unit: runs pending softirqs, then decides whether the
     /// task stays runnable.
-    TaskEnd(Task),
-    /// One `sendmsg()` by a sender or the pinger.
-    SendMsg(Task),
+    TaskEnd(TaskId),
+    /// One `sendmsg()` on a socket by its process.
+    SendMsg(SockId),
     /// `__qdisc_run()` of qdisc `q` with its remaining quota.
     QdiscRun { q: u16, quota: i32 },
     /// `net_tx_action()`.
     NetTxAction { started: bool },
     /// `net_rx_action()` (its budget and time limit are in [`Cpu`]: softirqs do not
     /// nest, so a CPU runs at most one).
-    NetRxAction { started: bool, awaiting: Option<u16> },
-    /// `__napi_poll()` of RX queue `rq` (veth_poll); `done` is at most the weight (256).
-    NapiPoll { phase: PollPhase, flush_pending: bool, rq: u16, done: u16 },
-    /// Passing the GRO normal list of `rq` up the stack (`gro_normal_list`).
-    GroFlush { rq: u16 },
-    /// One `read()` of tun queue `q` by the user-space reader.
-    TunRead { q: u16 },
-    /// vhost-net's `handle_rx()` on tun queue `q`, `done` frames so far.
-    VhostRx { q: u16, done: u16 },
+    NetRxAction { started: bool, awaiting: Option<NapiId> },
+    /// `__napi_poll()` of NAPI instance `napi` (the driver's poll function); `done` is
+    /// at most the weight (256).
+    NapiPoll { phase: PollPhase, flush_pending: bool, napi: NapiId, done: u16 },
+    /// Passing the GRO normal list of `napi` up the stack (`gro_normal_list`).
+    GroFlush { napi: NapiId },
+    /// A driver's work item run by its worker task on queue `queue` of device `dev`
+    /// (the tun reader's `read()`, vhost-net's `handle_rx()`), `done` frames so far.
+    DevWork { dev: DevId, queue: u16, done: u16 },
 }
 
 /// What a step did.
@@ -106,6 +122,8 @@ pub enum Step {
 const _: () = assert!(std::mem::size_of::<Frame>() == 8);
 
 pub struct Cpu {
+    /// The host (machine) this CPU belongs to.
+    pub host: HostId,
     pub frames: Vec<Frame>,
     /// A `Event::Cpu` is pending for this CPU (it is executing or about to).
     pub busy: bool,
@@ -114,13 +132,13 @@ pub struct Cpu {
     pub softirq_rounds: u32,
     pub softirq_burst_start: u64,
     /// `softnet_data.output_queue`: qdiscs scheduled by `__netif_schedule` on this CPU.
-    pub output_queue: VecDeque<u16>,
+    pub output_queue: VecDeque<QdiscId>,
     /// `net_tx_action`'s spliced list.
-    pub tx_local: VecDeque<u16>,
+    pub tx_local: VecDeque<QdiscId>,
     /// `softnet_data.poll_list`: NAPIs scheduled on this CPU in softirq mode.
-    pub poll_list: VecDeque<u16>,
-    pub rx_local: VecDeque<u16>,
-    pub rx_repoll: VecDeque<u16>,
+    pub poll_list: VecDeque<NapiId>,
+    pub rx_local: VecDeque<NapiId>,
+    pub rx_repoll: VecDeque<NapiId>,
     /// Tasks ready to run here, in order.
     pub runnable: RunQueue,
     /// Return registers for a finished NAPI poll: packets done and whether to repoll.
@@ -136,8 +154,9 @@ pub struct Cpu {
 
 impl Cpu {
     /// A CPU whose run queue has room for `ntasks` tasks (every task of the world).
-    pub fn new(ntasks: usize) -> Self {
+    pub fn new(host: HostId, ntasks: usize) -> Self {
         Cpu {
+            host,
             frames: Vec::with_capacity(16),
             busy: false,
             softirq_pending: 0,
@@ -166,7 +185,7 @@ impl Cpu {
 /// at most once (only a sleeping task is woken, only a running one is put back), so a
 /// push never has to grow it. The senders' round robin (`rotate`) costs two stores.
 pub struct RunQueue {
-    buf: Box<[Task]>,
+    buf: Box<[TaskId]>,
     /// `buf.len() - 1`; `buf.len()` is a power of two.
     mask: usize,
     head: usize,
@@ -176,7 +195,7 @@ pub struct RunQueue {
 impl RunQueue {
     pub fn with_room_for(ntasks: usize) -> Self {
         let cap = ntasks.max(1).next_power_of_two();
-        RunQueue { buf: vec![Task::Ksoftirqd; cap].into_boxed_slice(), mask: cap - 1, head: 0, len: 0 }
+        RunQueue { buf: vec![0; cap].into_boxed_slice(), mask: cap - 1, head: 0, len: 0 }
     }
 
     #[inline]
@@ -185,12 +204,12 @@ impl RunQueue {
     }
 
     #[inline]
-    pub fn front(&self) -> Option<Task> {
+    pub fn front(&self) -> Option<TaskId> {
         (self.len > 0).then(|| self.buf[self.head])
     }
 
     #[inline]
-    pub fn push_back(&mut self, task: Task) {
+    pub fn push_back(&mut self, task: TaskId) {
         assert!(self.len <= self.mask, "run queue overflow: a task queued twice");
         self.buf[(self.head + self.len) & self.mask] = task;
         self.len += 1;
@@ -198,7 +217,7 @@ impl RunQueue {
 
     /// A task that preempts the queue (the pinger at wake-up).
     #[inline]
-    pub fn push_front(&mut self, task: Task) {
+    pub fn push_front(&mut self, task: TaskId) {
         assert!(self.len <= self.mask, "run queue overflow: a task queued twice");
         self.head = self.head.wrapping_sub(1) & self.mask;
         self.buf[self.head] = task;
@@ -206,7 +225,7 @@ impl RunQueue {
     }
 
     #[inline]
-    pub fn pop_front(&mut self) -> Option<Task> {
+    pub fn pop_front(&mut self) -> Option<TaskId> {
         if self.len == 0 {
             return None;
         }
@@ -219,7 +238,7 @@ impl RunQueue {
     /// `push_back(task)` then `pop_front()` on a non-empty queue, in place: `task` goes
     /// to the back and the front comes out.
     #[inline]
-    pub fn rotate(&mut self, task: Task) -> Task {
+    pub fn rotate(&mut self, task: TaskId) -> TaskId {
         debug_assert!(self.len > 0);
         let front = self.buf[self.head];
         self.buf[(self.head + self.len) & self.mask] = task;
@@ -237,14 +256,15 @@ mod tests {
         let mut q = RunQueue::with_room_for(3); // 4 slots
         assert_eq!(q.pop_front(), None);
         for round in 0..5u16 {
-            q.push_back(Task::Sender(round));
-            q.push_back(Task::Reader(round));
-            q.push_front(Task::Pinger);
-            assert_eq!(q.pop_front(), Some(Task::Pinger));
-            assert_eq!(q.rotate(Task::Vhost(round)), Task::Sender(round));
-            assert_eq!(q.front(), Some(Task::Reader(round)));
-            assert_eq!(q.pop_front(), Some(Task::Reader(round)));
-            assert_eq!(q.pop_front(), Some(Task::Vhost(round)));
+            let (a, b, p, v) = (10 + round, 20 + round, 1, 30 + round);
+            q.push_back(a);
+            q.push_back(b);
+            q.push_front(p);
+            assert_eq!(q.pop_front(), Some(p));
+            assert_eq!(q.rotate(v), a);
+            assert_eq!(q.front(), Some(b));
+            assert_eq!(q.pop_front(), Some(b));
+            assert_eq!(q.pop_front(), Some(v));
             assert!(q.is_empty());
         }
     }
@@ -254,7 +274,7 @@ mod tests {
     fn run_queue_refuses_a_fifth_task_in_four_slots() {
         let mut q = RunQueue::with_room_for(4);
         for i in 0..5 {
-            q.push_back(Task::Sender(i));
+            q.push_back(i);
         }
     }
 }

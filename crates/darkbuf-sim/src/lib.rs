@@ -1,20 +1,29 @@
 //! darkbuf's simulator: a deterministic discrete-event model of the Linux transmit
-//! path — qdisc, BQL/DQL, the veth ring, NAPI — on CPUs whose every step costs time
+//! path — qdisc, BQL/DQL, the driver ring, NAPI — on CPUs whose every step costs time
 //! from a machine profile.
 //!
 //! Time is integer nanoseconds; randomness comes only from the seed, so the same
 //! scenario and seed give the same results, byte for byte.
+//!
+//! The shape follows the kernel's: a world of hosts (`host`), each with CPUs that run
+//! tasks and softirqs (`cpu`, `sched`, `softirq`), network devices with their TX
+//! queues, qdiscs and BQL (`dev`) behind one driver enum (`drivers`), NAPI instances
+//! any driver's poll drives (`napi`), and sockets behind one enum (`sock`).
 
 mod arena;
 mod cpu;
 mod dev;
+mod drivers;
 mod event;
+mod host;
 mod metrics;
+mod napi;
 pub mod profile;
 mod report;
-mod traffic;
-mod tun;
-mod veth;
+mod sched;
+mod setup;
+mod sock;
+mod softirq;
 mod world;
 
 pub use profile::Profile;

@@ -147,8 +147,6 @@ pub const SERIES: [(&str, &str); 4] = [
 #[derive(Default)]
 pub struct Metrics {
     pub consumer_pkts: u64,
-    /// Flood packets delivered to the sink, per flood.
-    pub sink_pkts: Vec<u64>,
     /// Sum of the flood packets' one-way delays (send to delivery), ns.
     pub sink_owd_ns: u128,
     pub probes: Vec<ProbeSample>,

@@ -1,8 +1,11 @@
 //! Running one simulation and reporting it in the results contract's metric names.
 
 use crate::profile::Profile;
-use crate::world::{SetupError, World};
+use crate::setup::SetupError;
+use crate::world::World;
 use crate::metrics::SERIES;
+use crate::dev::sch::TcCounters;
+use crate::dev::NetDev;
 use darkbuf_model::qdisc::Qdisc;
 use darkbuf_report::{RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
@@ -38,6 +41,17 @@ const XSTAT_GAUGES: &[&str] = &[
 ];
 
 impl World {
+    /// The device whose TX queue the BQL and ring metrics describe.
+    fn measured_dev(&self) -> &NetDev {
+        &self.devs[self.measured_txq.0 as usize]
+    }
+
+    /// Whether the measured path has a NAPI receive side (veth; a tun's consumer is
+    /// its reader or vhost-net).
+    fn has_measured_napi(&self) -> bool {
+        self.napis.iter().any(|n| n.measured)
+    }
+
     /// The qdisc algorithms' xstats by tc's names, summed over the qdiscs (mq's
     /// children): counters over the measured window, gauges at its end.
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
@@ -58,16 +72,13 @@ impl World {
 
     /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
     pub fn sample(&mut self) {
-        let txq = self.main_txq().unwrap_or(0) as usize;
-        let (limit, inflight) = match self.txqs.get(txq).and_then(|q| q.dql.as_ref()) {
+        let (dev, txq) = self.measured_txq;
+        let (limit, inflight) = match self.devs[dev as usize].txqs.get(txq as usize).and_then(|q| q.dql.as_ref()) {
             Some(d) => (d.limit as u64, d.inflight() as u64),
             None => (0, 0),
         };
         let backlog: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
-        let ring = match self.cfg.tun {
-            true => self.tunqs.get(txq).map_or(0, |t| t.ring.len() as u64),
-            false => self.rqs.get(txq).map_or(0, |r| r.ring.len() as u64),
-        };
+        let ring = self.drv_ring_len(dev, txq) as u64;
         let m = &mut self.metrics;
         m.series_t.push(self.now);
         for (v, s) in [limit, inflight, backlog, ring].into_iter().zip(m.series.iter_mut()) {
@@ -90,7 +101,7 @@ impl World {
             let t_ms: Vec<f64> = mt.series_t.iter().map(|&t| ms(t)).collect();
             for ((name, unit), values) in SERIES.iter().zip(&mt.series) {
                 let bql = name.starts_with("bql.");
-                if (bql && !self.cfg.bql) || (*name == "qdisc.backlog_pkts" && self.qdiscs.is_empty()) {
+                if (bql && !self.measured_dev().bql) || (*name == "qdisc.backlog_pkts" && self.qdiscs.is_empty()) {
                     continue;
                 }
                 out.insert(
@@ -103,7 +114,7 @@ impl World {
                 );
             }
         }
-        if self.pinger.is_some() {
+        if self.ping_sock().is_some() {
             let mut pts: Vec<(u64, Option<f64>)> = mt
                 .probes
                 .iter()
@@ -126,9 +137,9 @@ impl World {
     /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
     fn in_system(&self) -> u64 {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
-        let r: u64 = self.rqs.iter().map(|r| (r.ring.len() + r.gro_list.len()) as u64).sum();
-        let t: u64 = self.tunqs.iter().map(|t| (t.ring.len() + t.vhost_buf.len()) as u64).sum();
-        q + r + t
+        let d: u64 = (0..self.devs.len()).map(|d| self.drv_held(d as u16)).sum();
+        let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
+        q + d + g
     }
 
     fn check_invariants(&mut self) {
@@ -147,12 +158,13 @@ impl World {
         // dev_watchdog(): a queue stopped for longer than watchdog_timeo (5 s) is stuck.
         let timeo = 5 * self.cfg.hz as u64;
         let jiffies = self.jiffies();
-        for i in 0..self.txqs.len() {
-            let q = &self.txqs[i];
-            if q.xmit_stopped() && jiffies > q.trans_start + timeo {
-                let detail = format!("txq {i} stopped (state {:#x}) since jiffy {}, now {jiffies}", q.state, q.trans_start);
-                self.finding("a stopped queue is always eventually woken", detail);
-            }
+        let queues = self.devs.iter().flat_map(|d| d.txqs.iter().enumerate());
+        let stuck: Vec<String> = queues
+            .filter(|(_, q)| q.xmit_stopped() && jiffies > q.trans_start + timeo)
+            .map(|(i, q)| format!("txq {i} stopped (state {:#x}) since jiffy {}, now {jiffies}", q.state, q.trans_start))
+            .collect();
+        for detail in stuck {
+            self.finding("a stopped queue is always eventually woken", detail);
         }
     }
 
@@ -173,7 +185,7 @@ impl World {
             "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
             "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
         ];
-        if self.pinger.is_none() {
+        if self.ping_sock().is_none() {
             for k in ping_keys {
                 none(&mut m, k, "the scenario has no ping traffic");
             }
@@ -198,7 +210,7 @@ impl World {
             m.insert("ping.wait_ring_ms".into(), Some(ms(avg(&|p| p.wait_ring))));
             m.insert("ping.wait_consumer_ms".into(), Some(ms(avg(&|p| p.wait_consumer))));
         }
-        if self.pinger.is_some() {
+        if self.ping_sock().is_some() {
             // Probes still in flight at the end are neither answered nor lost.
             let fated = mt.probes.len() as u64 + mt.probes_lost;
             let loss = if fated == 0 { 0.0 } else { 100.0 * mt.probes_lost as f64 / fated as f64 };
@@ -207,15 +219,15 @@ impl World {
         }
 
         m.insert("consumer.pps".into(), Some(mt.consumer_pkts as f64 / secs));
-        let sink: u64 = mt.sink_pkts.iter().sum();
+        let sink: u64 = self.udp_socks().map(|u| u.sink_pkts).sum();
         m.insert("sink.pps".into(), Some(sink as f64 / secs));
         if sink > 0 {
             m.insert("sink.owd_avg_ms".into(), Some(mt.sink_owd_ns as f64 / sink as f64 / 1e6));
         } else {
             none(&mut m, "sink.owd_avg_ms", "no flood packet was delivered in the measured window");
         }
-        for (i, s) in self.senders.iter().enumerate() {
-            m.insert(format!("sink.pps.{}", s.traffic_index), Some(mt.sink_pkts[i] as f64 / secs));
+        for u in self.udp_socks() {
+            m.insert(format!("sink.pps.{}", u.traffic_index), Some(u.sink_pkts as f64 / secs));
         }
 
         // Qdisc counters, as `tc -s qdisc` shows the root (mq: the sum of its children).
@@ -224,20 +236,21 @@ impl World {
                 none(&mut m, k, "no qdisc: the device runs noqueue");
             }
         } else {
-            let sum = |f: &dyn Fn(&crate::dev::QdiscInst) -> (u64, u64)| -> f64 {
-                self.qdiscs.iter().map(|q| { let (v, b) = f(q); v - b }).sum::<u64>() as f64
+            let window: Vec<(TcCounters, TcCounters)> = self.qdiscs.iter().map(|q| (q.tc_counters(), q.base)).collect();
+            let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 {
+                window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64
             };
-            m.insert("qdisc.sent_pkts".into(), Some(sum(&|q| (q.sent_pkts, q.base[0]))));
-            m.insert("qdisc.drops".into(), Some(sum(&|q| (q.drops(), q.base[1]))));
-            m.insert("qdisc.requeues".into(), Some(sum(&|q| (q.requeues, q.base[2]))));
-            m.insert("qdisc.overlimits".into(), Some(sum(&|q| (q.overlimits(), q.base[3]))));
+            m.insert("qdisc.sent_pkts".into(), Some(sum(&|c| c.sent_pkts)));
+            m.insert("qdisc.drops".into(), Some(sum(&|c| c.drops)));
+            m.insert("qdisc.requeues".into(), Some(sum(&|c| c.requeues)));
+            m.insert("qdisc.overlimits".into(), Some(sum(&|c| c.overlimits)));
             m.insert("qdisc.backlog_avg_pkts".into(), Some(mt.qdisc_backlog.mean(start, end)));
             for (name, v) in self.qdisc_xstats() {
                 m.insert(format!("qdisc.{name}"), Some(v));
             }
         }
 
-        if self.cfg.bql {
+        if self.measured_dev().bql {
             m.insert("bql.limit_avg".into(), Some(mt.bql_limit.mean(start, end)));
             m.insert("bql.limit_last".into(), Some(mt.bql_limit.last() as f64));
             m.insert("bql.inflight_avg".into(), Some(mt.bql_inflight.mean(start, end)));
@@ -249,12 +262,13 @@ impl World {
             }
         }
         let xoff = |f: &dyn Fn(&darkbuf_model::txq::TxqStats) -> u64| -> f64 {
-            self.txqs.iter().zip(&self.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64
+            let d = self.measured_dev();
+            d.txqs.iter().zip(&d.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64
         };
         m.insert("txq.stack_xoff".into(), Some(xoff(&|s| s.stack_xoff)));
         m.insert("txq.drv_xoff".into(), Some(xoff(&|s| s.drv_xoff)));
 
-        if self.cfg.tun {
+        if !self.has_measured_napi() {
             for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
                 none(&mut m, k, "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path");
             }
@@ -275,10 +289,10 @@ impl World {
         }
 
         let mut histograms = BTreeMap::new();
-        if self.cfg.bql {
+        if self.measured_dev().bql {
             histograms.insert("bql_inflight".to_string(), mt.hist_inflight.to_log2());
         }
-        if !self.cfg.tun {
+        if self.has_measured_napi() {
             histograms.insert("napi_work".to_string(), mt.hist_napi_work.to_log2());
         }
         if !mt.probes.is_empty() {

@@ -1,7 +1,7 @@
-//! The generic qdisc layer around the algorithms: mirrors `__dev_queue_xmit()` /
-//! `__dev_xmit_skb()` / `net_tx_action()` in net/core/dev.c and `__qdisc_run()` /
-//! `qdisc_restart()` / `dequeue_skb()` / `sch_direct_xmit()` / `dev_requeue_skb()` in
-//! net/sched/sch_generic.c.
+//! The generic qdisc layer around the algorithms: mirrors `__qdisc_run()` /
+//! `qdisc_restart()` / `dequeue_skb()` / `sch_direct_xmit()` / `dev_requeue_skb()` /
+//! `__netif_schedule()` and the qdisc watchdog in net/sched/sch_generic.c and
+//! net/sched/sch_api.c.
 //!
 //! Requeues happen exactly where the kernel counts them: a driver that returns
 //! NETDEV_TX_BUSY, a TX queue found stopped between dequeue and the TX lock, or
@@ -11,11 +11,11 @@
 //! whole bulk; a ONETXQUEUE qdisc (single-queue device, mq child) checks first and
 //! bulks by the BQL budget (`try_bulk_dequeue_skb`).
 
-use crate::arena::Origin;
-use crate::cpu::{Frame, Step, NET_TX_SOFTIRQ};
-use crate::veth::NetdevTx;
+use crate::cpu::{CpuId, DevId, QdiscId, Step, NET_TX_SOFTIRQ};
+use crate::drivers::NetdevTx;
+use crate::event::Event;
 use crate::world::World;
-use darkbuf_model::qdisc::{AnyQdisc, EnqueueVerdict, Qdisc};
+use darkbuf_model::qdisc::{AnyQdisc, Qdisc};
 use darkbuf_model::Skb;
 use std::collections::VecDeque;
 
@@ -28,9 +28,20 @@ pub const MAX_BULK: usize = DEV_TX_WEIGHT as usize;
 /// `QdiscInst::gso_head_txq` with nothing requeued.
 const NO_TXQ: u16 = u16::MAX;
 
+/// The counters `tc -s qdisc` prints for a qdisc, at one instant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcCounters {
+    pub sent_pkts: u64,
+    pub drops: u64,
+    pub requeues: u64,
+    pub overlimits: u64,
+}
+
 /// One `struct Qdisc` as the run loop sees it.
 pub struct QdiscInst {
     pub q: Option<AnyQdisc>,
+    /// The device whose TX queues it feeds.
+    pub dev: DevId,
     /// `q->gso_skb`: requeued packets, retried first.
     pub gso_skb: VecDeque<Skb>,
     /// The TX queue of `gso_skb`'s head (`NO_TXQ` when empty): the run loop's first
@@ -46,22 +57,24 @@ pub struct QdiscInst {
     /// `TCQ_F_ONETXQUEUE`, with the one TX queue it feeds.
     pub onetxqueue: bool,
     pub dev_queue: Option<u16>,
+    /// `bstats` (kept by the run loop, not the algorithm) and `qstats.requeues`.
     pub sent_pkts: u64,
     pub sent_bytes: u64,
     pub requeues: u64,
     /// Counters at the start of the measured window.
-    pub base: [u64; 4],
+    pub base: TcCounters,
     /// The algorithm's xstats at the start of the measured window.
     pub xbase: Vec<(&'static str, u64)>,
     /// `q->watchdog`: when the armed hrtimer fires, and on which CPU it was armed.
     pub watchdog_at: Option<u64>,
-    pub watchdog_cpu: u16,
+    pub watchdog_cpu: CpuId,
 }
 
 impl QdiscInst {
-    pub fn new(q: Option<AnyQdisc>, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
+    pub fn new(q: Option<AnyQdisc>, dev: DevId, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
         QdiscInst {
             q,
+            dev,
             gso_skb: VecDeque::with_capacity(MAX_BULK),
             gso_head_txq: NO_TXQ,
             bad_txq: VecDeque::with_capacity(1),
@@ -72,7 +85,7 @@ impl QdiscInst {
             sent_pkts: 0,
             sent_bytes: 0,
             requeues: 0,
-            base: [0; 4],
+            base: TcCounters::default(),
             xbase: Vec::new(),
             watchdog_at: None,
             watchdog_cpu: 0,
@@ -84,85 +97,25 @@ impl QdiscInst {
         self.q.as_ref().map_or(0, |q| q.qlen()) + (self.gso_skb.len() + self.bad_txq.len()) as u32
     }
 
-    pub fn drops(&self) -> u64 {
-        self.q.as_ref().map_or(0, |q| q.stats().drops)
-    }
-
-    pub fn overlimits(&self) -> u64 {
-        self.q.as_ref().map_or(0, |q| q.stats().overlimits)
+    /// The `tc -s qdisc` counters now.
+    pub fn tc_counters(&self) -> TcCounters {
+        let stats = self.q.as_ref().map(|q| q.stats());
+        TcCounters {
+            sent_pkts: self.sent_pkts,
+            drops: stats.map_or(0, |s| s.drops),
+            requeues: self.requeues,
+            overlimits: stats.map_or(0, |s| s.overlimits),
+        }
     }
 }
 
-
 impl World {
-    /// `netdev_core_pick_tx()`: XPS sends all local traffic to one queue; otherwise the
-    /// flow hash picks (`skb_tx_hash`), fixed per flow.
-    pub fn pick_tx(&self, flow: u32) -> u16 {
-        match self.cfg.xps_txq {
-            // tun picks its queue itself (tun_select_queue: flow hash), never by XPS.
-            Some(q) if !self.cfg.tun => q,
-            _ => (darkbuf_model::skb::flow_hash(flow, 0x5eed) % self.cfg.tx_queues as u32) as u16,
-        }
-    }
-
-    /// `__dev_queue_xmit()` for `skb` (already in the arena as `skb.id`) from a task on
-    /// `cpu`. Returns the frame to run next (the qdisc run loop), if any, and the cost of
-    /// what was done inline.
-    pub fn dev_queue_xmit(&mut self, cpu: u16, skb: Skb) -> (u64, Option<Frame>) {
-        let id = skb.id;
-        let txq = skb.queue_mapping;
-        let Some(qi) = self.txq_qdisc[txq as usize] else {
-            // noqueue: straight to the driver if the queue runs; a busy driver drops.
-            let cost = self.cost(self.profile.costs.xmit_ns);
-            if self.txqs[txq as usize].xmit_stopped() || self.ndo_start_xmit(cpu, skb, false) == NetdevTx::Busy {
-                self.metrics_noqueue_drop();
-                self.drop_pkt(id);
-            }
-            return (cost, None);
-        };
-        let now = self.now;
-        let q = &mut self.qdiscs[qi as usize];
-        let can_bypass = q.q.as_ref().expect("qdisc").can_bypass();
-        if can_bypass && q.qlen() == 0 && !q.running {
-            // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
-            q.running = true;
-            q.sent_pkts += 1;
-            q.sent_bytes += skb.len as u64;
-            let mut list = std::mem::take(&mut self.bulk);
-            list.clear();
-            // Stamped like an enqueued packet: if the driver pushes it back, it joins
-            // the backlog from now.
-            list.push(Skb { tstamp: now, ..skb });
-            let cost = self.cost(self.profile.costs.xmit_ns);
-            let ok = self.sch_direct_xmit(cpu, qi, &list);
-            self.bulk = list;
-            if ok {
-                return (cost, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }));
-            }
-            self.qdiscs[qi as usize].running = false;
-            return (cost, None);
-        }
-        let mut stamped = skb;
-        stamped.tstamp = now;
-        self.drops.clear();
-        self.metrics.qdisc_backlog.enter(now);
-        // The verdict matters to the sender only (NET_XMIT_CN/DROP); drops are freed below.
-        let _verdict: EnqueueVerdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
-        self.free_drops();
-        let q = &mut self.qdiscs[qi as usize];
-        if !q.running {
-            q.running = true;
-            return (0, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }));
-        }
-        (0, None)
-    }
-
     /// Frees every packet the qdisc put in `self.drops`: each leaves the backlog.
     pub fn free_drops(&mut self) {
         for i in 0..self.drops.len() {
             let id = self.drops[i].id;
             self.metrics.qdisc_backlog.leave(self.now);
-            self.drop_pkt(id);
+            self.kfree_skb(id);
         }
         self.drops.clear();
     }
@@ -173,9 +126,10 @@ impl World {
     /// requeued head waits for its stopped queue, so `dequeue_skb()` returns nothing and
     /// the run ends. The rest is out of line.
     #[inline(always)]
-    pub fn qdisc_run_step(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
-        let head_txq = self.qdiscs[qi as usize].gso_head_txq;
-        if head_txq != NO_TXQ && self.txqs[head_txq as usize].xmit_frozen_or_stopped() {
+    pub fn qdisc_run_step(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
+        let q = &self.qdiscs[qi as usize];
+        let head_txq = q.gso_head_txq;
+        if head_txq != NO_TXQ && self.devs[q.dev as usize].txqs[head_txq as usize].xmit_frozen_or_stopped() {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
@@ -184,7 +138,7 @@ impl World {
 
     /// `qdisc_restart()` past the stopped-head check: dequeue and hand to the driver.
     #[inline(never)]
-    fn qdisc_restart(&mut self, cpu: u16, qi: u16, quota: &mut i32) -> Step {
+    fn qdisc_restart(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
         // The skb chain handed to the driver lives in a buffer reused across steps.
         let mut list = std::mem::take(&mut self.bulk);
         list.clear();
@@ -216,7 +170,7 @@ impl World {
     /// `dequeue_skb()`: the requeue slot first, else the algorithm, with bulking.
     /// Returns whether the packets came from the algorithm. The caller has already
     /// returned if the requeued head's queue is stopped (`qdisc_run_step`'s first check).
-    fn dequeue_skb(&mut self, cpu: u16, qi: u16, list: &mut Vec<Skb>) -> bool {
+    fn dequeue_skb(&mut self, cpu: CpuId, qi: QdiscId, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
         if let Some(head) = q.gso_skb.pop_front() {
@@ -226,16 +180,17 @@ impl World {
             self.metrics.qdisc_backlog.leave(now);
             return false;
         }
+        let dev = &self.devs[q.dev as usize];
         if q.onetxqueue {
             let txq = q.dev_queue.expect("ONETXQUEUE qdisc has its queue") as usize;
-            if self.txqs[txq].xmit_frozen_or_stopped() {
+            if dev.txqs[txq].xmit_frozen_or_stopped() {
                 return false;
             }
         }
         // qdisc_dequeue_skb_bad_txq(): only if its queue runs.
         let mut first = None;
         if let Some(head) = q.bad_txq.front() {
-            if !self.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
+            if !dev.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
                 first = q.bad_txq.pop_front();
                 self.metrics.qdisc_backlog.leave(now);
             }
@@ -269,15 +224,14 @@ impl World {
             // try_bulk_dequeue_skb(): as many as the BQL budget allows (none without BQL:
             // dql_avail() is 0 when the driver never charges).
             let txq = q.dev_queue.expect("queue") as usize;
-            let avail = self.txqs[txq].dql.as_ref().map_or(0, |d| d.avail());
-            let unit_packet = self.cfg.bql_unit_packet;
-            let mut bytelimit = avail - bql_units(unit_packet, &first) as i32;
+            let avail = dev.txqs[txq].dql.as_ref().map_or(0, |d| d.avail());
+            let mut bytelimit = avail - dev.bql_units(first.len) as i32;
             while bytelimit > 0 && list.len() < MAX_BULK {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += 1;
                 q.sent_bytes += s.len as u64;
                 self.metrics.qdisc_backlog.leave(now);
-                bytelimit -= bql_units(unit_packet, &s) as i32;
+                bytelimit -= dev.bql_units(s.len) as i32;
                 list.push(s);
             }
         } else {
@@ -304,9 +258,10 @@ impl World {
 
     /// `sch_direct_xmit()`: hands the list to the driver under the TX lock; whatever the
     /// driver does not take is requeued. Returns false to stop `__qdisc_run()`.
-    pub fn sch_direct_xmit(&mut self, cpu: u16, qi: u16, list: &[Skb]) -> bool {
+    pub fn sch_direct_xmit(&mut self, cpu: CpuId, qi: QdiscId, list: &[Skb]) -> bool {
+        let dev = self.qdiscs[qi as usize].dev;
         let txq = list[0].queue_mapping as usize;
-        if self.txqs[txq].xmit_frozen_or_stopped() {
+        if self.devs[dev as usize].txqs[txq].xmit_frozen_or_stopped() {
             self.dev_requeue_skb(cpu, qi, list);
             return false;
         }
@@ -314,11 +269,11 @@ impl World {
         // the driver stopped the queue (DRV_XOFF only) with packets left.
         for i in 0..list.len() {
             let more = i + 1 < list.len();
-            if self.ndo_start_xmit(cpu, list[i], more) == NetdevTx::Busy {
+            if self.ndo_start_xmit(cpu, dev, list[i], more) == NetdevTx::Busy {
                 self.dev_requeue_skb(cpu, qi, &list[i..]);
                 return false;
             }
-            if more && self.txqs[txq].tx_queue_stopped() {
+            if more && self.devs[dev as usize].txqs[txq].tx_queue_stopped() {
                 self.dev_requeue_skb(cpu, qi, &list[i + 1..]);
                 return false;
             }
@@ -326,18 +281,8 @@ impl World {
         true
     }
 
-    /// `ndo_start_xmit()` of the device: veth or tun.
-    #[inline]
-    fn ndo_start_xmit(&mut self, cpu: u16, skb: Skb, more: bool) -> NetdevTx {
-        if self.cfg.tun {
-            self.tun_net_xmit(skb)
-        } else {
-            self.veth_xmit(cpu, skb, more)
-        }
-    }
-
     /// `dev_requeue_skb()`: every skb of the list goes back to `gso_skb`, each counted.
-    fn dev_requeue_skb(&mut self, cpu: u16, qi: u16, skbs: &[Skb]) {
+    fn dev_requeue_skb(&mut self, cpu: CpuId, qi: QdiscId, skbs: &[Skb]) {
         let q = &mut self.qdiscs[qi as usize];
         if let (true, Some(first)) = (q.gso_skb.is_empty(), skbs.first()) {
             q.gso_head_txq = first.queue_mapping;
@@ -353,7 +298,7 @@ impl World {
 
     /// `__netif_schedule()`: queue the qdisc on THIS CPU's output_queue and raise
     /// NET_TX there, unless it is already scheduled.
-    pub fn netif_schedule(&mut self, cpu: u16, qi: u16) {
+    pub fn netif_schedule(&mut self, cpu: CpuId, qi: QdiscId) {
         let q = &mut self.qdiscs[qi as usize];
         if !q.sched {
             q.sched = true;
@@ -364,7 +309,7 @@ impl World {
 
     /// `qdisc_watchdog_schedule_range_ns()`: (re)arm the qdisc's hrtimer on this CPU;
     /// re-arming for the time already set is a no-op, as the kernel skips it.
-    fn qdisc_watchdog_schedule(&mut self, cpu: u16, qi: u16, at: u64) {
+    fn qdisc_watchdog_schedule(&mut self, cpu: CpuId, qi: QdiscId, at: u64) {
         let at = at.max(self.now);
         let q = &mut self.qdiscs[qi as usize];
         if q.watchdog_at == Some(at) {
@@ -372,13 +317,13 @@ impl World {
         }
         q.watchdog_at = Some(at);
         q.watchdog_cpu = cpu;
-        self.events.push(at, crate::event::Event::QdiscWatchdog(qi));
+        self.events.push(at, Event::QdiscWatchdog(qi));
     }
 
     /// `qdisc_watchdog()`: the hrtimer fired; `__netif_schedule()` the qdisc on the CPU
     /// the timer was armed on (its TX softirq runs when that CPU next can). A timer
     /// re-armed or cancelled since this event was queued is stale and ignored.
-    pub fn qdisc_watchdog(&mut self, qi: u16) {
+    pub fn qdisc_watchdog(&mut self, qi: QdiscId) {
         let q = &mut self.qdiscs[qi as usize];
         if q.watchdog_at != Some(self.now) {
             return;
@@ -387,62 +332,5 @@ impl World {
         let cpu = q.watchdog_cpu;
         self.netif_schedule(cpu, qi);
         self.cpu_kick(cpu, 0);
-    }
-
-    /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
-    #[inline(never)]
-    pub fn net_tx_action(&mut self, cpu: u16, started: &mut bool) -> Step {
-        let c = &mut self.cpus[cpu as usize];
-        if !*started {
-            *started = true;
-            let mut oq = std::mem::take(&mut c.output_queue);
-            c.tx_local.append(&mut oq);
-            c.output_queue = oq;
-            return Step::Continue(self.cost(self.profile.costs.softirq_ns));
-        }
-        let Some(qi) = c.tx_local.pop_front() else { return Step::Done(0) };
-        let q = &mut self.qdiscs[qi as usize];
-        q.sched = false;
-        if q.running {
-            // Another CPU runs it and will drain it (qdisc_run_begin() fails).
-            return Step::Continue(0);
-        }
-        q.running = true;
-        Step::Call(0, Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT })
-    }
-
-    /// The BQL charge of one packet: veth's one unit, or its length.
-    pub fn bql_charge(&self, skb: &Skb) -> u32 {
-        bql_units(self.cfg.bql_unit_packet, skb)
-    }
-
-    fn metrics_noqueue_drop(&mut self) {
-        if self.measuring() {
-            self.metrics.noqueue_drops += 1;
-        }
-    }
-
-    /// A packet is dropped anywhere: release its socket charge and its slot.
-    pub fn drop_pkt(&mut self, id: u32) {
-        let info = *self.pkts.get(id);
-        if info.owns_wmem {
-            self.sock_wfree(id);
-        }
-        self.dropped += 1;
-        if info.t_send >= self.cfg.start {
-            if info.origin == Origin::Ping {
-                self.metrics.probes_lost += 1;
-                self.metrics.lost_at.push(info.t_send);
-            }
-        }
-        self.pkts.free(id);
-    }
-}
-
-fn bql_units(unit_packet: bool, skb: &Skb) -> u32 {
-    if unit_packet {
-        1
-    } else {
-        skb.len
     }
 }

@@ -14,10 +14,10 @@
 //! NETDEV_TX_BUSY, so requeues stay near 0.
 //!
 //! `cons_cnt` counts from the moment the queue was stopped; the series' exact wake body
-//! was not retrieved (../shared/reference/kernel-txpath.md §6), this is its description.
+//! was not retrieved (kernel-txpath reference §6), this is its description.
 
-use crate::cpu::{Frame, Step, Task};
-use crate::veth::NetdevTx;
+use crate::cpu::{CpuId, DevId, Step, TaskId};
+use crate::drivers::{Driver, NetdevTx};
 use crate::world::World;
 use darkbuf_model::ptr_ring::PtrRing;
 use darkbuf_model::Skb;
@@ -27,6 +27,17 @@ use std::collections::VecDeque;
 pub const VHOST_NET_BATCH: usize = 64;
 /// `VHOST_NET_PKT_WEIGHT`: packets one `handle_rx()` run may move before requeueing.
 pub const VHOST_NET_PKT_WEIGHT: u32 = 256;
+
+/// A tun/tap device (`struct tun_struct`) and its queues' consumers.
+pub struct Tun {
+    pub queues: Vec<TunQueue>,
+    /// The consumer is vhost-net (else a user-space reader).
+    pub vhost: bool,
+    /// Backpressure: entries consumed after a stop before the queue is woken.
+    pub wake_cnt: u32,
+    /// The reader's (or guest's) own per-packet cost, ns.
+    pub app_cost_ns: f64,
+}
 
 /// One tun queue (`struct tun_file`) and its consumer.
 pub struct TunQueue {
@@ -38,66 +49,65 @@ pub struct TunQueue {
     pub waiting: bool,
     /// vhost-net's private batch (`nvq->rxq`), consumed from the ring 64 at a time.
     pub vhost_buf: VecDeque<u32>,
-    /// The CPU the consumer task runs on.
-    pub cpu: u16,
+    /// The consumer task (reader process or vhost worker).
+    pub task: TaskId,
 }
 
 impl TunQueue {
-    pub fn new(size: usize, cpu: u16) -> Self {
+    pub fn new(size: usize, task: TaskId) -> Self {
         TunQueue {
             ring: PtrRing::new(size, 64),
             cons_cnt: 0,
             waiting: true,
             vhost_buf: VecDeque::with_capacity(VHOST_NET_BATCH),
-            cpu,
+            task,
         }
     }
 }
 
 impl World {
-    /// The consumer task of tun queue `q`.
-    fn tun_consumer(&self, q: u16) -> Task {
-        if self.cfg.tun_vhost {
-            Task::Vhost(q)
-        } else {
-            Task::Reader(q)
+    fn tun_mut(&mut self, dev: DevId) -> &mut Tun {
+        match &mut self.devs[dev as usize].driver {
+            Driver::Tun(t) => t,
+            _ => unreachable!("device {dev} is a tun"),
         }
     }
 
     /// `tun_net_xmit()` on queue `skb.queue_mapping`. The reader is woken on its own
     /// CPU, so the caller's CPU does not matter (unlike veth's NAPI schedule).
-    pub fn tun_net_xmit(&mut self, skb: Skb) -> NetdevTx {
+    pub fn tun_net_xmit(&mut self, dev: DevId, skb: Skb) -> NetdevTx {
         let qi = skb.queue_mapping as usize;
         let id = skb.id;
         // skb_orphan(): the sender's socket is credited now, not when the reader frees it.
-        if self.pkts.get(id).owns_wmem {
-            self.sock_wfree(id);
-        }
-        let backpressure = self.cfg.backpressure && self.txq_qdisc[qi].is_some();
-        if self.tunqs[qi].ring.produce(id).is_err() {
+        self.skb_orphan(id);
+        let d = &self.devs[dev as usize];
+        let backpressure = d.backpressure && d.txq_qdisc[qi].is_some();
+        if self.tun_mut(dev).queues[qi].ring.produce(id).is_err() {
             // Stock: a full ring drops (tx_dropped, SKB_DROP_REASON_FULL_RING); with
             // backpressure only a produce racing into a ring that just filled gets here.
             if self.measuring() {
                 self.metrics.ring_drops += 1;
             }
-            self.drop_pkt(id);
+            self.kfree_skb(id);
             return NetdevTx::Ok;
         }
-        self.pkts.get_mut(id).t_xmit = self.now;
-        if self.is_main_txq(qi) {
-            self.metrics.ring.enter(self.now);
+        let now = self.now;
+        self.pkts.get_mut(id).t_xmit = now;
+        if self.is_measured_txq(dev, qi as u16) {
+            self.metrics.ring.enter(now);
         }
-        if backpressure && !self.tunqs[qi].ring.check_produce() {
+        if backpressure && !self.tun_mut(dev).queues[qi].ring.check_produce() {
             // The produce filled the ring: stop the queue until the consumer makes room.
             let jiffies = self.jiffies();
-            self.txqs[qi].tx_stop_queue(jiffies);
-            self.tunqs[qi].cons_cnt = 0;
+            self.devs[dev as usize].txqs[qi].tx_stop_queue(jiffies);
+            self.tun_mut(dev).queues[qi].cons_cnt = 0;
         }
         // Wake the reader (sk_data_ready / wake_up_interruptible_poll).
-        if self.tunqs[qi].waiting {
-            self.tunqs[qi].waiting = false;
-            let (task, tcpu) = (self.tun_consumer(qi as u16), self.tunqs[qi].cpu);
-            self.wake_task(task, tcpu);
+        let tq = &mut self.tun_mut(dev).queues[qi];
+        if tq.waiting {
+            tq.waiting = false;
+            let task = tq.task;
+            self.wake_task(task);
         }
         NetdevTx::Ok
     }
@@ -105,39 +115,48 @@ impl World {
     /// `__tun_wake_queue()`: after the consumer took `consumed` entries, wake a TX queue
     /// stopped on a full ring once enough of it has been consumed. The qdisc is
     /// rescheduled on the consumer's CPU.
-    fn tun_wake_queue(&mut self, cpu: u16, q: u16, consumed: u32) {
+    fn tun_wake_queue(&mut self, cpu: CpuId, dev: DevId, q: u16, consumed: u32) {
         let qi = q as usize;
-        if !self.txqs[qi].tx_queue_stopped() {
+        if !self.devs[dev as usize].txqs[qi].tx_queue_stopped() {
             return;
         }
-        let tq = &mut self.tunqs[qi];
+        let t = self.tun_mut(dev);
+        let wake_cnt = t.wake_cnt;
+        let tq = &mut t.queues[qi];
         tq.cons_cnt += consumed;
         // An empty ring always wakes: entries consumed before the stop but not yet
         // released (ptr_ring's batching) mean fewer than ring-size entries may follow it.
-        if (tq.cons_cnt >= self.cfg.tun_wake_cnt && !tq.ring.full()) || tq.ring.is_empty() {
+        if (tq.cons_cnt >= wake_cnt && !tq.ring.full()) || tq.ring.is_empty() {
             tq.cons_cnt = 0;
-            if self.txqs[qi].tx_wake_queue() {
-                if let Some(qd) = self.txq_qdisc[qi] {
+            let d = &mut self.devs[dev as usize];
+            if d.txqs[qi].tx_wake_queue() {
+                if let Some(qd) = d.txq_qdisc[qi] {
                     self.netif_schedule(cpu, qd);
                 }
             }
         }
     }
 
-    /// One `read()` by the user-space reader of queue `q` (`tun_do_read` ->
-    /// `tun_ring_recv`): a frame, or sleep on an empty ring.
-    pub fn tun_read(&mut self, cpu: u16, q: u16) -> Step {
-        let qi = q as usize;
-        let Some(id) = self.tunqs[qi].ring.consume() else {
-            self.tunqs[qi].waiting = true;
-            return Step::Done(0);
-        };
+    /// A frame left the ring for the consumer.
+    fn tun_consumed(&mut self, dev: DevId, q: u16, id: u32) {
         self.pkts.get_mut(id).t_consume = self.now;
-        if self.is_main_txq(qi) {
+        if self.is_measured_txq(dev, q) {
             self.metrics.ring.leave(self.now);
         }
-        self.tun_wake_queue(cpu, q, 1);
-        let cost = self.cost(self.profile.costs.tun_read_ns + self.cfg.app_cost_ns);
+    }
+
+    /// One `read()` by the user-space reader of queue `q` (`tun_do_read` ->
+    /// `tun_ring_recv`): a frame, or sleep on an empty ring.
+    pub(super) fn tun_read(&mut self, cpu: CpuId, dev: DevId, q: u16) -> Step {
+        let qi = q as usize;
+        let Some(id) = self.tun_mut(dev).queues[qi].ring.consume() else {
+            self.tun_mut(dev).queues[qi].waiting = true;
+            return Step::Done(0);
+        };
+        self.tun_consumed(dev, q, id);
+        self.tun_wake_queue(cpu, dev, q, 1);
+        let app = self.tun_mut(dev).app_cost_ns;
+        let cost = self.cost(self.profile.costs.tun_read_ns + app);
         self.deliver(id, self.now + cost);
         Step::Done(cost)
     }
@@ -145,29 +164,28 @@ impl World {
     /// One step of vhost-net's `handle_rx()` for queue `q`: refill the private batch
     /// from the ring when it is empty (waking the TX queue for the batch), then move one
     /// frame to the guest. `done` counts frames in this run, up to the packet weight.
-    pub fn vhost_handle_rx(&mut self, cpu: u16, q: u16, done: &mut u16) -> Step {
+    pub(super) fn vhost_handle_rx(&mut self, cpu: CpuId, dev: DevId, q: u16, done: &mut u16) -> Step {
         let qi = q as usize;
         let mut cost = 0;
-        if self.tunqs[qi].vhost_buf.is_empty() {
+        if self.tun_mut(dev).queues[qi].vhost_buf.is_empty() {
             let mut n = 0;
             while n < VHOST_NET_BATCH {
-                let Some(id) = self.tunqs[qi].ring.consume() else { break };
-                self.tunqs[qi].vhost_buf.push_back(id);
-                self.pkts.get_mut(id).t_consume = self.now;
-                if self.is_main_txq(qi) {
-                    self.metrics.ring.leave(self.now);
-                }
+                let tq = &mut self.tun_mut(dev).queues[qi];
+                let Some(id) = tq.ring.consume() else { break };
+                tq.vhost_buf.push_back(id);
+                self.tun_consumed(dev, q, id);
                 n += 1;
             }
             if n == 0 {
-                self.tunqs[qi].waiting = true;
+                self.tun_mut(dev).queues[qi].waiting = true;
                 return Step::Done(0);
             }
-            self.tun_wake_queue(cpu, q, n as u32);
+            self.tun_wake_queue(cpu, dev, q, n as u32);
             cost += self.cost(self.profile.costs.vhost_batch_ns);
         }
-        let id = self.tunqs[qi].vhost_buf.pop_front().expect("refilled");
-        cost += self.cost(self.profile.costs.vhost_pkt_ns + self.cfg.app_cost_ns);
+        let id = self.tun_mut(dev).queues[qi].vhost_buf.pop_front().expect("refilled");
+        let app = self.tun_mut(dev).app_cost_ns;
+        cost += self.cost(self.profile.costs.vhost_pkt_ns + app);
         self.deliver(id, self.now + cost);
         *done += 1;
         if *done as u32 >= VHOST_NET_PKT_WEIGHT {
@@ -179,20 +197,10 @@ impl World {
 
     /// Whether queue `q`'s consumer has work (its task stays runnable); if not, it goes
     /// to sleep on the socket's wait queue and the next produce wakes it.
-    pub fn tun_consumer_wants_cpu(&mut self, q: u16) -> bool {
-        let tq = &mut self.tunqs[q as usize];
+    pub(super) fn tun_consumer_wants_cpu(&mut self, dev: DevId, q: u16) -> bool {
+        let tq = &mut self.tun_mut(dev).queues[q as usize];
         let work = !tq.ring.is_empty() || !tq.vhost_buf.is_empty();
         tq.waiting = !work;
         work
-    }
-
-}
-
-/// The frame a tun consumer's unit of work starts with.
-pub fn consumer_frame(task: Task) -> Frame {
-    match task {
-        Task::Reader(q) => Frame::TunRead { q },
-        Task::Vhost(q) => Frame::VhostRx { q, done: 0 },
-        _ => unreachable!("not a tun consumer"),
     }
 }

@@ -1,0 +1,227 @@
+//! A network device as the stack sees it (`struct net_device` with its
+//! `netdev_queue`s): TX queues with their DQL and state bits, the qdisc on each, the
+//! XPS map, and the driver behind them. Mirrors `netdev_pick_tx()` /
+//! `netdev_core_pick_tx()` and `__dev_queue_xmit()` / `__dev_xmit_skb()` in
+//! net/core/dev.c and the BQL hooks of include/linux/netdevice.h; the qdisc run loop
+//! is in [`sch`].
+
+pub mod bql;
+pub mod sch;
+
+use crate::cpu::{CpuId, DevId, Frame};
+use crate::drivers::{Driver, NetdevTx};
+use crate::world::World;
+use darkbuf_model::qdisc::{EnqueueVerdict, Qdisc};
+use darkbuf_model::skb::flow_hash;
+use darkbuf_model::txq::{NetdevQueue, TxqStats};
+use darkbuf_model::Skb;
+use sch::DEV_TX_WEIGHT;
+
+/// Transmit packet steering: how `netdev_pick_tx()` maps the sending CPU to a TX queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Xps {
+    /// No XPS map: `skb_tx_hash()` spreads flows over the queues.
+    Hash,
+    /// Every CPU's `xps_cpus` mask names this one queue (the veth selftest's setup).
+    Queue(u16),
+}
+
+/// One network device.
+pub struct NetDev {
+    /// `dev->_tx`: the TX queues (`real_num_tx_queues` of them).
+    pub txqs: Vec<NetdevQueue>,
+    /// The qdisc attached to each TX queue (`txq->qdisc`); `None` = noqueue.
+    pub txq_qdisc: Vec<Option<crate::cpu::QdiscId>>,
+    /// TX queue counters at the start of the measured window.
+    pub txq_base: Vec<TxqStats>,
+    pub xps: Xps,
+    /// BQL is enabled on the TX queues, and charges one unit per packet (veth's
+    /// `VETH_BQL_UNIT`) or `skb->len` bytes.
+    pub bql: bool,
+    pub bql_unit_packet: bool,
+    /// The driver stops its queue on a full ring instead of dropping (veth >= 6.16,
+    /// tun IFF_BACKPRESSURE).
+    pub backpressure: bool,
+    /// The key of `skb_tx_hash()`'s flow hash (fixed: a flow keeps its queue across
+    /// runs and seeds).
+    pub txhash_key: u32,
+    pub driver: Driver,
+}
+
+impl NetDev {
+    /// The BQL charge of a packet of `len` bytes.
+    #[inline]
+    pub fn bql_units(&self, len: u32) -> u32 {
+        if self.bql_unit_packet {
+            1
+        } else {
+            len
+        }
+    }
+
+    /// `skb_tx_hash()`: the flow's hash, scaled to the TX queues.
+    #[inline]
+    pub fn skb_tx_hash(&self, skb: &Skb) -> u16 {
+        (flow_hash(skb.flow, self.txhash_key) % self.txqs.len() as u32) as u16
+    }
+}
+
+impl World {
+    /// `netdev_core_pick_tx()` for `skb` sent from `cpu` on `dev`: the driver's own
+    /// choice, else the XPS map, else the flow hash (fixed per flow).
+    #[inline]
+    pub fn netdev_pick_tx(&self, dev: DevId, skb: &Skb, _cpu: CpuId) -> u16 {
+        if let Some(q) = self.ndo_select_queue(dev, skb) {
+            return q;
+        }
+        let d = &self.devs[dev as usize];
+        match d.xps {
+            Xps::Queue(q) => q,
+            Xps::Hash => d.skb_tx_hash(skb),
+        }
+    }
+
+    /// `__dev_queue_xmit()` of `skb` (already in the arena as `skb.id`) on `dev` from a
+    /// task on `cpu`. Returns the cost of what was done inline, the frame to run next
+    /// (the qdisc run loop) if any, and the enqueue verdict for the socket.
+    #[inline]
+    pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
+        let id = skb.id;
+        let txq = skb.queue_mapping as usize;
+        let Some(qi) = self.devs[dev as usize].txq_qdisc[txq] else {
+            // noqueue: straight to the driver if the queue runs; a busy driver drops.
+            let cost = self.cost(self.profile.costs.xmit_ns);
+            if self.devs[dev as usize].txqs[txq].xmit_stopped()
+                || self.ndo_start_xmit(cpu, dev, skb, false) == NetdevTx::Busy
+            {
+                if self.measuring() {
+                    self.metrics.noqueue_drops += 1;
+                }
+                self.kfree_skb(id);
+                return (cost, None, EnqueueVerdict::Dropped);
+            }
+            return (cost, None, EnqueueVerdict::Success);
+        };
+        let now = self.now;
+        let q = &mut self.qdiscs[qi as usize];
+        let can_bypass = q.q.as_ref().expect("qdisc").can_bypass();
+        if can_bypass && q.qlen() == 0 && !q.running {
+            // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
+            q.running = true;
+            q.sent_pkts += 1;
+            q.sent_bytes += skb.len as u64;
+            let mut list = std::mem::take(&mut self.bulk);
+            list.clear();
+            // Stamped like an enqueued packet: if the driver pushes it back, it joins
+            // the backlog from now.
+            list.push(Skb { tstamp: now, ..skb });
+            let cost = self.cost(self.profile.costs.xmit_ns);
+            let ok = self.sch_direct_xmit(cpu, qi, &list);
+            self.bulk = list;
+            if ok {
+                return (cost, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), EnqueueVerdict::Success);
+            }
+            self.qdiscs[qi as usize].running = false;
+            return (cost, None, EnqueueVerdict::Success);
+        }
+        let mut stamped = skb;
+        stamped.tstamp = now;
+        self.drops.clear();
+        self.metrics.qdisc_backlog.enter(now);
+        let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
+        self.free_drops();
+        let q = &mut self.qdiscs[qi as usize];
+        if !q.running {
+            q.running = true;
+            return (0, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), verdict);
+        }
+        (0, None, verdict)
+    }
+
+    /// `netdev_tx_completed_queue()` of `units` on `dev`'s TX queue `txq`; a cleared
+    /// STACK_XOFF schedules the qdisc on THIS (the completing) CPU.
+    pub(crate) fn bql_complete(&mut self, cpu: CpuId, dev: DevId, txq: u16, units: u32) {
+        if units == 0 {
+            return;
+        }
+        let jiffies = self.jiffies();
+        match self.devs[dev as usize].txqs[txq as usize].netdev_tx_completed_queue(units, jiffies) {
+            Ok(schedule) => {
+                if self.measuring() {
+                    self.metrics.bql_completions += 1;
+                }
+                self.bql_sample(dev, txq as usize, true);
+                if schedule {
+                    if let Some(qi) = self.devs[dev as usize].txq_qdisc[txq as usize] {
+                        self.netif_schedule(cpu, qi);
+                    }
+                }
+            }
+            Err(e) => self.finding(
+                "DQL completes no more than was queued",
+                format!("txq {txq}: dql_completed({units}) refused: {e:?}"),
+            ),
+        }
+    }
+
+    /// Samples BQL in-flight units for the measured TX queue, and its limit after a
+    /// completion (`dql_queued()` never moves the limit).
+    #[inline]
+    pub fn bql_sample(&mut self, dev: DevId, txq: usize, completed: bool) {
+        if !self.is_measured_txq(dev, txq as u16) {
+            return;
+        }
+        let Some(dql) = self.devs[dev as usize].txqs[txq].dql.as_ref() else { return };
+        let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
+        let now = self.now;
+        if completed {
+            self.metrics.bql_limit.set(now, limit);
+        }
+        self.metrics.bql_inflight.set(now, inflight);
+        if now >= self.cfg.start {
+            self.metrics.hist_inflight.record(inflight);
+        }
+    }
+
+    /// Whether TX queue `q` of `dev` is the one the BQL and ring metrics describe.
+    #[inline]
+    pub(crate) fn is_measured_txq(&self, dev: DevId, q: u16) -> bool {
+        (dev, q) == self.measured_txq
+    }
+
+    /// `kfree_skb()`: a packet is dropped anywhere; its destructor runs and its slot is
+    /// freed. A dropped probe counts as lost.
+    pub fn kfree_skb(&mut self, id: u32) {
+        self.skb_orphan(id);
+        let info = *self.pkts.get(id);
+        self.dropped += 1;
+        if info.t_send >= self.cfg.start && info.proto == crate::arena::Proto::Icmp {
+            self.metrics.probes_lost += 1;
+            self.metrics.lost_at.push(info.t_send);
+        }
+        self.pkts.free(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+    use crate::world::World;
+
+    #[test]
+    fn overcompletion_is_a_finding_with_time_not_a_panic() {
+        let text = "[device.bql]\nenabled = true\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\n";
+        let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let mut w = World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap();
+        w.now = 12_345;
+        // Nothing was queued on txq 0: completing 5 units is what dql_completed BUG()s on.
+        w.bql_complete(1, 0, 0, 5);
+        let f = &w.metrics.findings;
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].time_ns, 12_345);
+        assert!(f[0].invariant.contains("no more than was queued"), "{f:?}");
+        assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
+        // And the queue state is untouched.
+        assert_eq!(w.devs[0].txqs[0].dql.as_ref().unwrap().num_completed, 0);
+    }
+}

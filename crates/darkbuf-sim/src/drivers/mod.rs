@@ -1,0 +1,143 @@
+//! Device drivers behind one enum, dispatched here and nowhere else, as the kernel
+//! dispatches through `net_device_ops` (`ndo_start_xmit`, `ndo_select_queue`) and the
+//! NAPI poll function a driver registers.
+//!
+//! Adding a driver is its own file, one [`Driver`] variant and one arm in each match
+//! below (the compiler lists the ones missing).
+
+pub mod tun;
+pub mod veth;
+
+use crate::cpu::{CpuId, DevId, NapiId, Step};
+use crate::world::World;
+use darkbuf_model::Skb;
+
+pub use tun::Tun;
+pub use veth::Veth;
+
+/// What `ndo_start_xmit` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetdevTx {
+    Ok,
+    Busy,
+}
+
+/// A device's driver and its private state (`netdev_priv()`).
+pub enum Driver {
+    Veth(Veth),
+    Tun(Tun),
+}
+
+impl World {
+    /// `ops->ndo_start_xmit()` of device `dev` for `skb` on TX queue
+    /// `skb.queue_mapping`; `more` is `netdev_xmit_more()`.
+    #[inline]
+    pub fn ndo_start_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, more: bool) -> NetdevTx {
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_xmit(cpu, dev, skb, more),
+            Driver::Tun(_) => self.tun_net_xmit(dev, skb),
+        }
+    }
+
+    /// `ops->ndo_select_queue()`: the driver's own TX queue choice, if it has one
+    /// (tun's `tun_select_queue()` hashes the flow and never follows XPS).
+    #[inline]
+    pub fn ndo_select_queue(&self, dev: DevId, skb: &Skb) -> Option<u16> {
+        let d = &self.devs[dev as usize];
+        match d.driver {
+            Driver::Veth(_) => None,
+            Driver::Tun(_) => Some(d.skb_tx_hash(skb)),
+        }
+    }
+
+    /// One step of the work item of a driver's worker task on `queue` (the tun reader,
+    /// vhost-net).
+    pub fn dev_work(&mut self, cpu: CpuId, dev: DevId, queue: u16, done: &mut u16) -> Step {
+        match &self.devs[dev as usize].driver {
+            Driver::Tun(t) if t.vhost => self.vhost_handle_rx(cpu, dev, queue, done),
+            Driver::Tun(_) => self.tun_read(cpu, dev, queue),
+            Driver::Veth(_) => unreachable!("veth has no worker task"),
+        }
+    }
+
+    /// Whether a driver's worker task on `queue` has more work (stays runnable).
+    pub fn dev_worker_wants_cpu(&mut self, dev: DevId, queue: u16) -> bool {
+        match self.devs[dev as usize].driver {
+            Driver::Tun(_) => self.tun_consumer_wants_cpu(dev, queue),
+            Driver::Veth(_) => false,
+        }
+    }
+
+    /// NAPI poll hook: the driver's poll starts.
+    #[inline]
+    pub fn drv_poll_begin(&mut self, n: NapiId) {
+        let (dev, q) = self.napi_owner(n);
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_poll_begin(dev, q),
+            Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
+        }
+    }
+
+    /// NAPI poll hook: take one received packet off the driver, with the per-packet
+    /// cost (ns) of doing so; `None` when there is none.
+    #[inline(always)]
+    pub fn drv_rx_one(&mut self, cpu: CpuId, n: NapiId) -> Option<(u32, f64)> {
+        let (dev, q) = self.napi_owner(n);
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_rcv_one(cpu, dev, q),
+            Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
+        }
+    }
+
+    /// NAPI poll hook: the driver's receive loop is over.
+    pub fn drv_poll_rx_end(&mut self, cpu: CpuId, n: NapiId) {
+        let (dev, q) = self.napi_owner(n);
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_poll_rx_end(cpu, dev, q),
+            Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
+        }
+    }
+
+    /// NAPI poll hook: `napi_complete_done()` cleared SCHED; the driver re-enables its
+    /// notifications (interrupts) and catches what arrived meanwhile.
+    pub fn drv_napi_rearm(&mut self, cpu: CpuId, n: NapiId) {
+        let (dev, q) = self.napi_owner(n);
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_napi_rearm(cpu, dev, q),
+            Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
+        }
+    }
+
+    /// NAPI poll hook: the last act of the driver's poll, whether it completed or
+    /// used its whole budget.
+    pub fn drv_poll_end(&mut self, cpu: CpuId, n: NapiId) {
+        let (dev, q) = self.napi_owner(n);
+        match self.devs[dev as usize].driver {
+            Driver::Veth(_) => self.veth_wake_peer_txq(cpu, dev, q),
+            Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
+        }
+    }
+
+    /// Packets in the ring that TX queue `q` of `dev` feeds (what `ring.occupancy`
+    /// samples).
+    pub fn drv_ring_len(&self, dev: DevId, q: u16) -> usize {
+        match &self.devs[dev as usize].driver {
+            Driver::Veth(v) => v.peer_rqs.get(q as usize).map_or(0, |r| r.ring.len()),
+            Driver::Tun(t) => t.queues.get(q as usize).map_or(0, |t| t.ring.len()),
+        }
+    }
+
+    /// Packets the driver holds (rings, private batches), for the conservation check.
+    pub fn drv_held(&self, dev: DevId) -> u64 {
+        match &self.devs[dev as usize].driver {
+            Driver::Veth(v) => v.peer_rqs.iter().map(|r| r.ring.len() as u64).sum(),
+            Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
+        }
+    }
+
+    #[inline(always)]
+    fn napi_owner(&self, n: NapiId) -> (DevId, u16) {
+        let napi = &self.napis[n as usize];
+        (napi.dev, napi.queue)
+    }
+}

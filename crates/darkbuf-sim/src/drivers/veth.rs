@@ -1,0 +1,180 @@
+//! veth: mirrors `veth_xmit()`, `veth_xdp_rx()`, `__veth_xdp_flush()`, `veth_poll()`
+//! and `veth_xdp_rcv()` in drivers/net/veth.c, with the >= 6.16 qdisc backpressure
+//! (dc82a33297fc + 5442a9da6978) and the veth BQL series.
+//!
+//! `veth_xmit()` produces the skb into the peer's RX queue of the same index
+//! (`priv->rq`, a 256-entry ptr_ring) and schedules that queue's NAPI; the peer's poll
+//! consumes the ring, completes BQL on the sending TX queue (one unit per packet, per
+//! packet / per poll / coalesced as the series' versions did it) and wakes that queue
+//! when backpressure stopped it.
+//!
+//! The device modelled is the sending end. The peer's RX queues it feeds are kept in
+//! its driver state (`peer_rqs`), with the NAPI instances that poll them: the
+//! per-packet path then touches one device. The peer end gets a device of its own
+//! when its TX path is modelled.
+
+use crate::cpu::{CpuId, DevId, NapiId};
+use crate::dev::bql::CompletionBatch;
+use crate::drivers::{Driver, NetdevTx};
+use crate::world::World;
+use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_model::Skb;
+
+/// `SMP_CACHE_BYTES` on x86_64: sets ptr_ring's consumer batch (16 pointers).
+const SMP_CACHE_BYTES: usize = 64;
+
+/// The sending end of a veth pair (`struct veth_priv`).
+pub struct Veth {
+    /// The peer's RX queues (`peer_priv->rq`) that this end's `veth_xmit()` fills.
+    pub peer_rqs: Vec<VethRq>,
+}
+
+/// One RX queue (`struct veth_rq`) with its NAPI instance.
+pub struct VethRq {
+    /// `rq->xdp_ring`.
+    pub ring: PtrRing,
+    /// `rq->rx_notify_masked`.
+    pub rx_notify_masked: bool,
+    pub napi: NapiId,
+    /// When the BQL charge of consumed entries is completed on the peer's TX queue.
+    pub bql: CompletionBatch,
+}
+
+impl VethRq {
+    pub fn new(ring_size: usize, napi: NapiId, bql: CompletionBatch) -> Self {
+        VethRq { ring: PtrRing::new(ring_size, SMP_CACHE_BYTES), rx_notify_masked: false, napi, bql }
+    }
+}
+
+impl World {
+    #[inline(always)]
+    fn veth_mut(&mut self, dev: DevId) -> &mut Veth {
+        match &mut self.devs[dev as usize].driver {
+            Driver::Veth(v) => v,
+            _ => unreachable!("device {dev} is a veth"),
+        }
+    }
+
+    /// `veth_xmit()` of `skb` on `dev`'s TX queue `skb.queue_mapping`, into the peer's
+    /// RX queue of the same index.
+    pub fn veth_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, _xmit_more: bool) -> NetdevTx {
+        let q = skb.queue_mapping;
+        let txq = q as usize;
+        let id = skb.id;
+        let jiffies = self.jiffies();
+        let d = &mut self.devs[dev as usize];
+        let has_qdisc = d.txq_qdisc[txq].is_some();
+        let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
+        // veth_xdp_rx(): produce under the producer lock, or report a full ring.
+        if v.peer_rqs[txq].ring.full() {
+            if d.backpressure && has_qdisc {
+                // Stop the queue and push the skb back to the qdisc (NETDEV_TX_BUSY), then
+                // always flush so the consumer cannot miss the stop (5442a9da6978).
+                d.txqs[txq].tx_stop_queue(jiffies);
+                self.veth_xdp_flush(cpu, dev, q);
+                return NetdevTx::Busy;
+            }
+            // Stock, or no qdisc to push back to: the skb is dropped (tx_dropped).
+            if self.measuring() {
+                self.metrics.ring_drops += 1;
+            }
+            self.kfree_skb(id);
+            return NetdevTx::Ok;
+        }
+        // BQL charge only when a qdisc is attached (!qdisc_txq_has_no_queue), before
+        // producing, one unit per packet for veth; the ring pointer is tagged charged.
+        let charged = d.bql && has_qdisc;
+        if charged {
+            let units = d.bql_units(skb.len);
+            if let Err(e) = d.txqs[txq].netdev_tx_sent_queue(units, jiffies) {
+                self.finding("dql_queued object too large", format!("{e:?}"));
+            }
+            self.bql_sample(dev, txq, false);
+        }
+        let now = self.now;
+        let info = self.pkts.get_mut(id);
+        info.bql_charged = charged;
+        info.t_xmit = now;
+        self.veth_mut(dev).peer_rqs[txq].ring.produce(id).expect("ring checked not full");
+        if self.is_measured_txq(dev, q) {
+            self.metrics.ring.enter(now);
+        }
+        self.veth_xdp_flush(cpu, dev, q);
+        NetdevTx::Ok
+    }
+
+    /// `__veth_xdp_flush()` on the peer's RX queue `q`: schedule its NAPI unless
+    /// notifications are masked.
+    #[inline(always)]
+    fn veth_xdp_flush(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        let rq = &mut self.veth_mut(dev).peer_rqs[q as usize];
+        if rq.rx_notify_masked {
+            return;
+        }
+        let napi = rq.napi;
+        if self.napi_schedule_prep(napi) {
+            self.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
+            self.napi_schedule(cpu, napi);
+        }
+    }
+
+    /// `veth_poll()` begins: the per-poll BQL count starts from zero.
+    pub(super) fn veth_poll_begin(&mut self, dev: DevId, q: u16) {
+        self.veth_mut(dev).peer_rqs[q as usize].bql.poll_begin();
+    }
+
+    /// `veth_xdp_rcv()` for one entry: consume it, complete its BQL charge per the
+    /// configured mode, and hand it to GRO (the caller); with its per-packet cost.
+    #[inline(always)]
+    pub(super) fn veth_rcv_one(&mut self, cpu: CpuId, dev: DevId, q: u16) -> Option<(u32, f64)> {
+        let id = self.veth_mut(dev).peer_rqs[q as usize].ring.consume()?;
+        let now = self.now;
+        let measured_ring = self.is_measured_txq(dev, q);
+        let info = self.pkts.get_mut(id);
+        info.t_consume = now;
+        if measured_ring {
+            self.metrics.ring.leave(now);
+        }
+        if info.bql_charged {
+            let d = &mut self.devs[dev as usize];
+            let units = d.bql_units(info.len);
+            let limit = d.txqs[q as usize].dql.as_ref().map_or(0, |d| d.limit);
+            let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
+            let n = v.peer_rqs[q as usize].bql.consumed(units, now, limit);
+            self.bql_complete(cpu, dev, q, n);
+        }
+        Some((id, self.profile.costs.consume_ns))
+    }
+
+    /// End of `veth_poll()`'s receive loop: the per-poll completion, and the
+    /// coalescing window's time check.
+    pub(super) fn veth_poll_rx_end(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        let now = self.now;
+        let n = self.veth_mut(dev).peer_rqs[q as usize].bql.poll_end(now);
+        self.bql_complete(cpu, dev, q, n);
+    }
+
+    /// After `napi_complete_done()`: unmask notifications, and reschedule at once if
+    /// the producer filled the ring meanwhile.
+    pub(super) fn veth_napi_rearm(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        let rq = &mut self.veth_mut(dev).peer_rqs[q as usize];
+        rq.rx_notify_masked = false;
+        let napi = rq.napi;
+        if !rq.ring.empty() && self.napi_schedule_prep(napi) {
+            self.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
+            self.napi_schedule(cpu, napi);
+        }
+    }
+
+    /// End of `veth_poll()`: wake the sending TX queue the producer stopped on a full
+    /// ring, and schedule its qdisc on this CPU.
+    pub(super) fn veth_wake_peer_txq(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        let d = &mut self.devs[dev as usize];
+        let txq = &mut d.txqs[q as usize];
+        if txq.tx_queue_stopped() && txq.tx_wake_queue() {
+            if let Some(qi) = d.txq_qdisc[q as usize] {
+                self.netif_schedule(cpu, qi);
+            }
+        }
+    }
+}

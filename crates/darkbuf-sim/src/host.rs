@@ -1,0 +1,17 @@
+//! A host: a machine's CPUs and the sysctls its network stack runs with. Devices and
+//! sockets name their host; which CPU runs what is data (`Task::cpu`, a NAPI's CPU,
+//! a socket's process), set at construction from the scenario's placement.
+//!
+//! A veth pair's two network namespaces are one host: they share its CPUs.
+
+use crate::cpu::CpuId;
+use std::ops::Range;
+
+pub struct Host {
+    /// The CPUs it owns (indices into `World::cpus`).
+    pub cpus: Range<CpuId>,
+    /// `net.core.netdev_budget`: packets one `net_rx_action()` may poll.
+    pub netdev_budget: i32,
+    /// `net.core.netdev_budget_usecs`, in jiffies (rounded up).
+    pub netdev_budget_jiffies: u64,
+}

@@ -1,0 +1,185 @@
+//! Sockets: the traffic sources and sinks, one file per kind behind one enum, as the
+//! kernel dispatches through `struct proto` (`udp_sendmsg`, `raw_sendmsg`, ...).
+//!
+//! A socket is owned by a process (its task), sends on the device its route leaves
+//! by, and holds what `struct sock` holds for every protocol: the send buffer charge
+//! (`sk_wmem_alloc` against `sk_sndbuf`) that `sock_wfree()` releases. Its kind owns
+//! the protocol's state, its send loop, its timers and its receive handler. The
+//! executor and the drivers know only a [`SockId`]; everything protocol-specific is
+//! dispatched here, in one place.
+
+pub mod ping;
+pub mod udp;
+
+use crate::arena::{Destructor, PktInfo};
+use crate::cpu::{CpuId, DevId, Frame, SockId, TaskId};
+use crate::world::World;
+use darkbuf_model::Skb;
+
+pub use ping::PingSock;
+pub use udp::UdpSock;
+
+/// One socket (`struct sock`) and its protocol state.
+pub struct Sock {
+    /// The process that owns the socket and sends on it.
+    pub task: TaskId,
+    /// The device its route leaves by.
+    pub dev: DevId,
+    /// `sk_wmem_alloc`: truesize of this socket's skbs not yet freed or orphaned.
+    pub wmem_alloc: u64,
+    /// `sk_sndbuf`.
+    pub sndbuf: u64,
+    /// Sleeping in `sock_alloc_send_pskb()` until `sock_wfree()` makes it writeable.
+    pub blocked: bool,
+    pub kind: SockKind,
+}
+
+/// What a protocol's sendmsg built: the skb, its destructor, and the CPU time the
+/// protocol spent on it (syscall, socket, protocol and IP layers), ns.
+pub struct Outgoing {
+    pub skb: Skb,
+    pub proto: crate::arena::Proto,
+    pub destructor: Destructor,
+    pub cost_ns: f64,
+}
+
+/// The protocol of a socket.
+pub enum SockKind {
+    /// A UDP flood (and its sink on the far end).
+    Udp(UdpSock),
+    /// The pinger's ICMP socket (and the far end's echo responder).
+    Ping(PingSock),
+}
+
+impl World {
+    /// One `sendmsg()` on socket `s` by its process on `cpu`: the protocol builds the
+    /// skb, then, as `ip_finish_output2()` -> `__dev_queue_xmit()` do for every
+    /// protocol, it is charged, steered to a TX queue and handed to the qdisc. Returns
+    /// the cost, and the frame to run next in its place (the qdisc run loop), if any.
+    #[inline(never)]
+    pub fn send_msg(&mut self, cpu: CpuId, s: SockId) -> (u64, Option<Frame>) {
+        let out = match self.socks[s as usize].kind {
+            SockKind::Udp(_) => self.udp_sendmsg(s),
+            SockKind::Ping(_) => self.ping_sendmsg(s),
+        };
+        let Some(Outgoing { mut skb, proto, destructor, cost_ns }) = out else { return (0, None) };
+        let dev = self.socks[s as usize].dev;
+        skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
+        self.sock_alloc_skb(s, &mut skb, proto, destructor);
+        let send_cost = self.cost(cost_ns);
+        let (xmit_cost, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        (send_cost + xmit_cost, next)
+    }
+
+    /// Whether socket `s`'s process stays runnable at the end of a unit (another send
+    /// is due now); if not, it sleeps, with a timer armed for its next send if it has
+    /// one.
+    #[inline]
+    pub fn sock_wants_cpu(&mut self, s: SockId) -> bool {
+        let sk = &self.socks[s as usize];
+        match &sk.kind {
+            SockKind::Udp(u) => {
+                if sk.blocked {
+                    return false;
+                }
+                match u.next_send_timer(self.now) {
+                    Some(at) => {
+                        self.events.push(at, crate::event::Event::TaskTimer(sk.task));
+                        false
+                    }
+                    None => true,
+                }
+            }
+            SockKind::Ping(p) => p.due > 0,
+        }
+    }
+
+    /// A timer of socket `s`'s process fired (before its task is woken).
+    pub fn sock_timer(&mut self, s: SockId) {
+        if let SockKind::Ping(_) = self.socks[s as usize].kind {
+            self.ping_timer(s);
+        }
+    }
+
+    /// Allocates `skb` for socket `s` in the arena (its `id` is set), charging the
+    /// socket's send buffer when the skb carries `sock_wfree` as its destructor.
+    pub fn sock_alloc_skb(&mut self, s: SockId, skb: &mut Skb, proto: crate::arena::Proto, destructor: Destructor) {
+        if destructor == Destructor::SockWfree {
+            self.socks[s as usize].wmem_alloc += skb.truesize as u64;
+        }
+        skb.id = self.pkts.alloc(PktInfo {
+            len: skb.len,
+            truesize: skb.truesize,
+            sock: s,
+            proto,
+            t_send: self.now,
+            t_xmit: 0,
+            t_consume: 0,
+            bql_charged: false,
+            destructor,
+        });
+        self.created += 1;
+    }
+
+    /// `sock_wfree()`: return the skb's truesize to its socket and wake a process
+    /// blocked on a full sndbuf once it is writeable again (`sock_writeable()`:
+    /// wmem_alloc < sndbuf / 2).
+    pub fn sock_wfree(&mut self, id: u32) {
+        let info = self.pkts.get_mut(id);
+        info.destructor = Destructor::None;
+        let (s, truesize) = (info.sock as usize, info.truesize as u64);
+        let sk = &mut self.socks[s];
+        sk.wmem_alloc -= truesize;
+        if sk.blocked && sk.wmem_alloc < sk.sndbuf / 2 {
+            sk.blocked = false;
+            let task = sk.task;
+            self.wake_task(task);
+        }
+    }
+
+    /// `skb_orphan()`: run the skb's destructor now (the receive path's `ip_rcv_core()`,
+    /// `tun_net_xmit()`), so its socket gets its memory back before the skb is freed.
+    #[inline]
+    pub fn skb_orphan(&mut self, id: u32) {
+        if self.pkts.get(id).destructor == Destructor::SockWfree {
+            self.sock_wfree(id);
+        }
+    }
+
+    /// The packet reached its destination socket at time `t` (the flood's sink, the
+    /// echo responder): the far end's receive handler, then the skb is consumed.
+    pub(crate) fn deliver(&mut self, id: u32, t: u64) {
+        let info = *self.pkts.get(id);
+        if t >= self.cfg.start && t <= self.cfg.end {
+            self.metrics.consumer_pkts += 1;
+        }
+        match &mut self.socks[info.sock as usize].kind {
+            SockKind::Udp(u) => {
+                // The flood's sink (`udp_rcv()` on the far end).
+                if t >= self.cfg.start && t <= self.cfg.end {
+                    u.sink_pkts += 1;
+                    self.metrics.sink_owd_ns += (t - info.t_send) as u128;
+                }
+            }
+            SockKind::Ping(_) => self.ping_echo_rcv(&info, t),
+        }
+        self.delivered += 1;
+        self.pkts.free(id);
+    }
+
+    /// The pinger's socket, if the scenario has one.
+    pub fn ping_sock(&self) -> Option<&PingSock> {
+        self.socks.iter().find_map(|s| match &s.kind {
+            SockKind::Ping(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The UDP floods' sockets, in `[[traffic]]` order.
+    pub fn udp_socks(&self) -> impl Iterator<Item = &UdpSock> {
+        self.socks.iter().filter_map(|s| match &s.kind {
+            SockKind::Udp(u) => Some(u),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! The UDP flood, as the seed's selftest runs it: a process doing `sendmsg()` in a loop
+//! (`udp_sendmsg()` -> `ip_make_skb()` -> `udp_send_skb()`), and its sink on the far end.
+//!
+//! Each skb is charged to the socket (`sk_wmem_alloc += truesize`) until it is orphaned
+//! on the receive side or dropped; `sock_alloc_send_pskb()` lets the send through while
+//! wmem < sndbuf (overshooting by one skb) and otherwise sleeps until `sock_wfree()`
+//! brings wmem under half the sndbuf (`sock_writeable()`), which is what bounds a
+//! flood's in-flight packets when the default 212992-byte sndbuf holds fewer skbs than
+//! the ring. The enqueue verdict does not reach the sender: `udp_send_skb()` turns
+//! NET_XMIT_DROP's -ENOBUFS into success unless IP_RECVERR is set (counting
+//! `SNDBUFERRORS`), and NET_XMIT_CN is success.
+
+use crate::arena::{Destructor, Proto};
+use crate::cpu::{SockId, TaskId};
+use crate::sock::{Outgoing, Sock, SockKind};
+use crate::world::World;
+use darkbuf_model::skb::truesize_for_len;
+use darkbuf_model::units::Rate;
+use darkbuf_model::Skb;
+use darkbuf_scenario::{udp_frame_len, UdpFlood};
+
+/// The flood's state (the sending process and its sockets: one per flow).
+pub struct UdpSock {
+    /// Index in the scenario's `[[traffic]]`.
+    pub traffic_index: u16,
+    pub frame_len: u32,
+    pub truesize: u32,
+    /// Distinct 5-tuples, round robin: one socket per flow, as a multi-flow load
+    /// generator opens them (fq keys on `skb->sk`); they share one send buffer here.
+    pub flows: u32,
+    pub next_flow: u32,
+    /// ns between sends for a rate-limited flood (0 = as fast as possible).
+    pub interval_ns: f64,
+    pub next_send: f64,
+    pub priority: u32,
+    pub dscp: u8,
+    pub ecn: u8,
+    pub sent: u64,
+    /// Packets its sink received in the measured window.
+    pub sink_pkts: u64,
+}
+
+impl UdpSock {
+    /// The socket of `[[traffic]]` entry `traffic_index`, owned by `task`, leaving by `dev`.
+    pub fn new_sock(traffic_index: u16, u: &UdpFlood, task: TaskId, dev: crate::cpu::DevId) -> Sock {
+        let frame_len = udp_frame_len(u.size);
+        let interval_ns = match u.rate {
+            Rate::Max => 0.0,
+            Rate::Pps(pps) => 1e9 / pps,
+            Rate::Bps(bps) => frame_len as f64 * 8.0 * 1e9 / bps as f64,
+        };
+        let udp = UdpSock {
+            traffic_index,
+            frame_len,
+            truesize: truesize_for_len(frame_len),
+            flows: u.flows.max(1),
+            next_flow: 0,
+            interval_ns,
+            next_send: 0.0,
+            priority: u.priority,
+            dscp: u.dscp,
+            ecn: u.ecn,
+            sent: 0,
+            sink_pkts: 0,
+        };
+        Sock { task, dev, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, kind: SockKind::Udp(udp) }
+    }
+}
+
+impl UdpSock {
+    /// A rate-limited flood whose next send is not due at `now`: when it is (the
+    /// process sleeps on a timer until then).
+    #[inline]
+    pub fn next_send_timer(&self, now: u64) -> Option<u64> {
+        (self.interval_ns > 0.0 && self.next_send > now as f64).then(|| self.next_send.ceil() as u64)
+    }
+}
+
+impl World {
+    fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64, u64) {
+        let sk = &mut self.socks[s as usize];
+        let (wmem, sndbuf) = (sk.wmem_alloc, sk.sndbuf);
+        match &mut sk.kind {
+            SockKind::Udp(u) => (u, wmem, sndbuf),
+            _ => unreachable!("socket {s} is UDP"),
+        }
+    }
+
+    /// `udp_sendmsg()` of one datagram: blocks on a full send buffer, else builds the
+    /// skb of the next flow.
+    #[inline(always)]
+    pub(super) fn udp_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
+        let now = self.now;
+        let (u, wmem, sndbuf) = self.udp(s);
+        if wmem >= sndbuf {
+            // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.
+            self.socks[s as usize].blocked = true;
+            return None;
+        }
+        let flow = ((u.traffic_index as u32) << 16) | u.next_flow;
+        // Round robin over the flows (a compare, not a division per send).
+        u.next_flow += 1;
+        if u.next_flow == u.flows {
+            u.next_flow = 0;
+        }
+        u.sent += 1;
+        if u.interval_ns > 0.0 {
+            u.next_send = u.next_send.max(now as f64) + u.interval_ns;
+        }
+        let skb = Skb {
+            flow,
+            sk: flow + 1,
+            len: u.frame_len,
+            truesize: u.truesize,
+            priority: u.priority,
+            dscp: u.dscp,
+            ecn: u.ecn,
+            ..Skb::default()
+        };
+        Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::SockWfree, cost_ns: self.profile.costs.send_ns })
+    }
+}

@@ -1,0 +1,105 @@
+//! The network softirqs: mirrors `raise_softirq()` and `__do_softirq()`'s handler order
+//! in kernel/softirq.c, and `net_tx_action()` / `net_rx_action()` in net/core/dev.c.
+//! When pending softirqs run (at the end of a task's unit, `local_bh_enable()`) and
+//! when they are deferred to ksoftirqd is the executor's (`sched.rs`).
+
+use crate::cpu::{CpuId, Frame, NapiId, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ};
+use crate::dev::sch::DEV_TX_WEIGHT;
+use crate::world::World;
+
+impl World {
+    /// `raise_softirq()` on `cpu` (always the CPU executing the caller).
+    pub fn raise_softirq(&mut self, cpu: CpuId, bit: u8) {
+        self.cpus[cpu as usize].softirq_pending |= bit;
+    }
+
+    /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
+    /// before NET_RX, by softirq number).
+    pub fn push_softirqs(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu as usize];
+        let pending = std::mem::take(&mut c.softirq_pending);
+        if pending & NET_RX_SOFTIRQ != 0 {
+            c.frames.push(Frame::NetRxAction { started: false, awaiting: None });
+        }
+        if pending & NET_TX_SOFTIRQ != 0 {
+            c.frames.push(Frame::NetTxAction { started: false });
+        }
+    }
+
+    /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
+    #[inline(never)]
+    pub fn net_tx_action(&mut self, cpu: CpuId, started: &mut bool) -> Step {
+        let c = &mut self.cpus[cpu as usize];
+        if !*started {
+            *started = true;
+            let mut oq = std::mem::take(&mut c.output_queue);
+            c.tx_local.append(&mut oq);
+            c.output_queue = oq;
+            return Step::Continue(self.cost(self.profile.costs.softirq_ns));
+        }
+        let Some(qi) = c.tx_local.pop_front() else { return Step::Done(0) };
+        let q = &mut self.qdiscs[qi as usize];
+        q.sched = false;
+        if q.running {
+            // Another CPU runs it and will drain it (qdisc_run_begin() fails).
+            return Step::Continue(0);
+        }
+        q.running = true;
+        Step::Call(0, Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT })
+    }
+
+    /// `net_rx_action()`: poll the NAPIs on this CPU's list within the
+    /// `netdev_budget` (300-packet) and `netdev_budget_usecs` (2-jiffy) budgets;
+    /// leftovers and repolls go back on the list and re-raise NET_RX.
+    #[inline(never)]
+    pub fn net_rx_action(&mut self, cpu: CpuId, started: &mut bool, awaiting: &mut Option<NapiId>) -> Step {
+        let ci = cpu as usize;
+        if !*started {
+            *started = true;
+            let host = &self.hosts[self.cpus[ci].host as usize];
+            let (budget, budget_jiffies) = (host.netdev_budget, host.netdev_budget_jiffies);
+            let time_limit = self.jiffies() + budget_jiffies;
+            let c = &mut self.cpus[ci];
+            c.rx_budget = budget;
+            c.rx_time_limit = time_limit;
+            let mut pl = std::mem::take(&mut c.poll_list);
+            c.rx_local.append(&mut pl);
+            c.poll_list = pl;
+            return Step::Continue(self.cost(self.profile.costs.softirq_ns));
+        }
+        if let Some(n) = awaiting.take() {
+            let c = &mut self.cpus[ci];
+            c.rx_budget -= c.ret_work as i32;
+            if c.ret_repoll {
+                c.rx_repoll.push_back(n);
+            }
+            let c = &self.cpus[ci];
+            if c.rx_budget <= 0 || self.jiffies() >= c.rx_time_limit {
+                self.cpus[ci].time_squeeze += 1;
+                return self.net_rx_action_end(cpu);
+            }
+        }
+        match self.cpus[ci].rx_local.pop_front() {
+            Some(n) => {
+                *awaiting = Some(n);
+                Step::Call(0, Frame::NapiPoll { phase: PollPhase::Start, flush_pending: false, napi: n, done: 0 })
+            }
+            None => self.net_rx_action_end(cpu),
+        }
+    }
+
+    fn net_rx_action_end(&mut self, cpu: CpuId) -> Step {
+        let c = &mut self.cpus[cpu as usize];
+        // poll_list = unpolled ++ newly scheduled ++ repoll.
+        let mut newly = std::mem::take(&mut c.poll_list);
+        let mut list = std::mem::take(&mut c.rx_local);
+        list.append(&mut newly);
+        list.append(&mut c.rx_repoll);
+        c.poll_list = list;
+        c.rx_local = newly;
+        if !c.poll_list.is_empty() {
+            c.softirq_pending |= NET_RX_SOFTIRQ;
+        }
+        Step::Done(0)
+    }
+}
