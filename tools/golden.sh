@@ -8,12 +8,12 @@
 #   tools/golden.sh record DIR      # write DIR/<case>.json with the current build
 #   tools/golden.sh check DIR       # run again and compare with DIR; exit 1 on a difference
 #
-# Uses ./target/release/darkbuf (build it first: cargo build --release).
+# Uses ./target/release/darkbuf (build it first: cargo build --release), or $DARKBUF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?record|check}
 dir=${2:?directory}
-bin=./target/release/darkbuf
+bin=${DARKBUF:-./target/release/darkbuf}
 short=(--set duration=1s --set warmup=200ms)
 
 # name | command line after `darkbuf` (the scenario file and its --set overrides)
@@ -69,7 +69,14 @@ cases() {
 }
 
 # The parts of a results JSON that must not move: runs and summary.
-extract() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("runs","summary","points") if k in d}, sort_keys=True))'; }
+extract() {
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+keep = lambda r: {k: r[k] for k in ("runs", "summary")}
+points = [dict(label=p["label"], set=p["set"], **keep(p["results"])) for p in d.get("points", [])]
+print(json.dumps(points if points else keep(d), sort_keys=True))'
+}
 
 mkdir -p "$dir"
 status=0

@@ -264,9 +264,41 @@ pub fn rate_pps(rate: &Rate, payload: u32) -> Option<f64> {
     }
 }
 
+/// The placement keys the kernel backend does not apply yet: it pins every flood to
+/// CPU 0 and its consumer to the last CPU, and sets XPS only by `xps_txq`.
+fn check_placement(scn: &Scenario) -> Result<()> {
+    let d = &scn.device;
+    let default_irq: Vec<u32> = (1..scn.machine.cpus).collect();
+    let mut keys = Vec::new();
+    if d.xps != darkbuf_scenario::XpsSpec::None {
+        keys.push("device.xps".to_string());
+    }
+    if d.irq_cpus != default_irq {
+        keys.push("device.irq_cpus".to_string());
+    }
+    for (i, t) in scn.traffic.iter().enumerate() {
+        let cpu = match t {
+            Traffic::Udp(u) => u.cpu,
+            Traffic::Ping(p) => p.cpu,
+        };
+        if cpu != 0 {
+            keys.push(format!("traffic.{i}.cpu"));
+        }
+    }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err(KernelError::Unavailable(format!(
+        "{}: the kernel backend does not apply this placement yet (it pins the floods to CPU 0 and the consumer \
+         to the last CPU, and sets XPS only with device.xps_txq); run it on the simulator, or remove the key",
+        keys.join(", ")
+    )))
+}
+
 /// Runs `scn` once.
 pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> {
     signals::install();
+    check_placement(scn)?;
     let kv = KernelVersion::running();
     if let Some(e) = interrupted() {
         return Err(e);

@@ -30,6 +30,8 @@ pub const DEVICE_KEYS: &[&str] = &[
     "tx_queues",
     "num_tx_queues",
     "xps_txq",
+    "xps",
+    "irq_cpus",
     "ring_size",
     "txqueuelen",
     "napi",
@@ -51,8 +53,8 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn"];
-pub const PING_KEYS: &[&str] = &["kind", "interval", "size"];
+pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
+pub const PING_KEYS: &[&str] = &["kind", "interval", "size", "cpu"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 
 static EMPTY: Table = Table {
@@ -213,6 +215,34 @@ impl<'a> Sec<'a> {
             )),
             _ => Err(self.type_err(e, "an integer", Some(format!("expected {range}")))),
         }
+    }
+
+    /// An array of CPU numbers, each below `cpus`, at least one; `None` if absent.
+    pub fn cpu_list(&self, key: &str, cpus: u32) -> Result<Option<Vec<u32>>, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(None);
+        };
+        let expected = format!("expected an array of CPU numbers in 0..={} (machine.cpus = {cpus}), e.g. [1]", cpus - 1);
+        let V::Array(items) = &e.node.v else {
+            return Err(self.type_err(e, "an array of CPU numbers", Some(expected)));
+        };
+        if items.is_empty() {
+            return Err(self.value_err(key, format!("`{}` is empty", self.kp(key)), Some(expected)));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, n) in items.iter().enumerate() {
+            match n.v {
+                V::Int(c) if (0..cpus as i64).contains(&c) => out.push(c as u32),
+                _ => {
+                    let what = match n.v {
+                        V::Int(c) => format!("`{}.{i}` = {c} is not a CPU of the machine", self.kp(key)),
+                        _ => format!("`{}.{i}` must be a CPU number, found {}", self.kp(key), n.v.describe()),
+                    };
+                    return Err(self.ctx.diag(K::Value, &n.at, &format!("{}.{i}", self.kp(key)), what, Some(expected)));
+                }
+            }
+        }
+        Ok(Some(out))
     }
 
     pub fn int(&self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, Diagnostic> {
@@ -423,6 +453,36 @@ pub(crate) fn resolve(
         Driver::Tun => 1,
     };
     let num_tx_queues = d.u32("num_tx_queues", default_num, tx_queues, 4096)?;
+    let xps = match d.entry("xps") {
+        None => XpsSpec::None,
+        Some(e) => match &e.node.v {
+            V::Array(_) => {
+                let cpus_of_queues = d.cpu_list("xps", cpus)?.unwrap_or_default();
+                if cpus_of_queues.len() != tx_queues as usize {
+                    return Err(d.value_err(
+                        "xps",
+                        format!("`device.xps` names {} CPUs for {tx_queues} TX queues", cpus_of_queues.len()),
+                        Some("expected one CPU per TX queue: xps[i] is the CPU in tx-i's xps_cpus".into()),
+                    ));
+                }
+                XpsSpec::Cpus(cpus_of_queues)
+            }
+            _ => match d.choice("xps", "none", &["none", "cpu"])? {
+                "cpu" => XpsSpec::Cpu,
+                _ => XpsSpec::None,
+            },
+        },
+    };
+    if xps != XpsSpec::None && xps_txq.is_some() {
+        return Err(d.value_err(
+            "xps",
+            "`device.xps` and `device.xps_txq` both set the XPS map".into(),
+            Some("keep one: xps_txq = N steers every CPU to queue N (the selftest's setup); xps = \"cpu\" or a list maps CPUs to queues".into()),
+        ));
+    }
+    // By default a queue's consumer (threaded NAPI kthread, tun reader) runs away from
+    // the senders on CPU 0: queue i on CPU 1 + i % (cpus - 1).
+    let irq_cpus = d.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| (1..cpus).collect());
     let txqueuelen = d.u32(
         "txqueuelen",
         if driver == Driver::Veth { 1000 } else { 500 },
@@ -516,6 +576,8 @@ pub(crate) fn resolve(
         tx_queues,
         num_tx_queues,
         xps_txq,
+        xps,
+        irq_cpus,
         ring_size,
         txqueuelen,
         napi,
@@ -602,7 +664,7 @@ pub(crate) fn resolve(
     };
 
     // [[traffic]]
-    let traffic = resolve_traffic(&top)?;
+    let traffic = resolve_traffic(&top, cpus)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
     crate::sweep::file_sweep(&top)?;
@@ -788,7 +850,7 @@ fn resolve_qdisc(
     })
 }
 
-fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
+fn resolve_traffic(top: &Sec<'_>, cpus: u32) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
     let Some(e) = top.entry("traffic") else {
@@ -946,7 +1008,9 @@ fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
                     },
                 },
             };
+            let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
             out.push(Traffic::Udp(UdpFlood {
+                cpu,
                 size,
                 rate,
                 flows,
@@ -962,7 +1026,8 @@ fn resolve_traffic(top: &Sec<'_>) -> Result<Vec<Traffic>, Diagnostic> {
             )?;
             let interval_ns = s.duration("interval", 200_000_000, true)?;
             let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
-            out.push(Traffic::Ping(Ping { interval_ns, size }));
+            let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+            out.push(Traffic::Ping(Ping { interval_ns, size, cpu }));
         }
     }
     Ok(out)

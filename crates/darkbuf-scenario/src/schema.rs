@@ -66,6 +66,11 @@ pub struct Device {
     pub num_tx_queues: u32,
     /// XPS: all local traffic goes to this TX queue. `None` = flow hashing.
     pub xps_txq: Option<u32>,
+    /// The XPS CPU map (`/sys/class/net/DEV/queues/tx-N/xps_cpus`).
+    pub xps: XpsSpec,
+    /// The CPU servicing TX/RX queue i's interrupt and NAPI is `irq_cpus[i % len]`
+    /// (veth: the threaded NAPI kthread's CPU; tun: the reader or vhost worker's).
+    pub irq_cpus: Vec<u32>,
     /// Driver ring entries: veth 256 (fixed in the kernel), tun/tap: txqueuelen.
     pub ring_size: u32,
     /// dev->tx_queue_len: default limit of pfifo_fast/pfifo/bfifo.
@@ -85,6 +90,19 @@ pub struct Device {
     /// tun backpressure: fraction of the ring consumed before the txq is woken.
     pub wake_threshold: f64,
     pub bql: Bql,
+}
+
+/// The XPS map a scenario asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XpsSpec {
+    /// No map: `skb_tx_hash()` picks the queue.
+    None,
+    /// The driver's map: CPU c sends on queue c % tx_queues (one queue per core).
+    Cpu,
+    /// `xps[i]` is the CPU in TX queue i's `xps_cpus`.
+    #[serde(untagged)]
+    Cpus(Vec<u32>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -214,6 +232,8 @@ pub enum Traffic {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct UdpFlood {
+    /// The sending process's CPU (taskset).
+    pub cpu: u32,
     /// UDP payload bytes (the L2 frame adds 8 + 20 + 14).
     pub size: u32,
     #[serde(serialize_with = "serialize_rate")]
@@ -246,6 +266,8 @@ pub struct Ping {
     pub interval_ns: u64,
     /// ICMP payload bytes (ping's default 56; the L2 frame adds 8 + 20 + 14).
     pub size: u32,
+    /// The pinger's CPU (taskset).
+    pub cpu: u32,
 }
 
 /// L2 frame length of a UDP datagram with `payload` bytes: + UDP 8 + IPv4 20 + Ethernet 14.

@@ -566,3 +566,30 @@ fn sweep_points_are_checked_with_the_single_value_sets() {
     assert_eq!(scn.label, "long");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Placement keys: CPUs must exist, one XPS CPU per queue, and XPS given once.
+#[test]
+fn placement_keys_are_checked() {
+    let s = ok_set(&format!("[machine]\ncpus = 4\n[device]\ntx_queues = 2\nxps = [2, 3]\nirq_cpus = [3]\n{UDP}cpu = 2\n"), &[]);
+    assert_eq!(s.device.xps, XpsSpec::Cpus(vec![2, 3]));
+    assert_eq!(s.device.irq_cpus, vec![3]);
+    assert!(matches!(&s.traffic[0], Traffic::Udp(u) if u.cpu == 2));
+    // Defaults: no XPS map, queue i's consumer on CPU 1 + i % (cpus - 1), senders on CPU 0.
+    let s = ok_set(&format!("[machine]\ncpus = 3\n{UDP}"), &[]);
+    assert_eq!((s.device.xps.clone(), s.device.irq_cpus.clone()), (XpsSpec::None, vec![1, 2]));
+
+    let d = err(&format!("{UDP}cpu = 2\n"));
+    assert_eq!((d.key.as_str(), d.line, d.column), ("traffic.0.cpu", Some(3), Some(7)));
+    assert!(d.help.unwrap().contains("0..=1"));
+    let d = err(&format!("[device]\nirq_cpus = [1, 5]\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line, d.column), ("device.irq_cpus.1", Some(2), Some(16)));
+    assert!(d.message.contains("not a CPU of the machine"), "{d}");
+    let d = err(&format!("[device]\nirq_cpus = []\n{UDP}"));
+    assert_eq!(d.key, "device.irq_cpus");
+    let d = err(&format!("[device]\ntx_queues = 2\nxps = [1]\n{UDP}"));
+    assert!(d.message.contains("1 CPUs for 2 TX queues"), "{d}");
+    let d = err(&format!("[device]\nxps = \"cpus\"\n{UDP}"));
+    assert!(d.help.unwrap().contains("\"cpu\""));
+    let d = err(&format!("[device]\ntx_queues = 2\nxps_txq = 1\nxps = \"cpu\"\n{UDP}"));
+    assert!(d.message.contains("both set the XPS map"), "{d}");
+}

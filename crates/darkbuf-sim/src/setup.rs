@@ -2,9 +2,10 @@
 //! pair, or a tun/tap) with their TX queues, BQL and qdiscs, the NAPI instances, the
 //! sockets and their processes, and where each task runs.
 //!
-//! Placement (today's defaults, kept): every sending process runs on CPU 0; a
-//! queue's consumer (threaded NAPI kthread, tun reader, vhost worker) on CPU
-//! 1 + queue % (cpus - 1), away from the senders.
+//! Placement is the scenario's: each sending process on its `cpu` (taskset; default
+//! 0), queue i's consumer (threaded NAPI kthread, tun reader, vhost worker) on
+//! `irq_cpus[i % len]` (default CPU 1 + i % (cpus - 1), away from the senders), and
+//! the XPS map that `netdev_pick_tx()` follows from the sending CPU.
 
 use crate::arena::Arena;
 use crate::cpu::{Cpu, CpuId, DevId, Task, TaskId, TaskKind, TaskState};
@@ -24,7 +25,9 @@ use crate::world::{initial_jiffies, msecs_to_jiffies, usecs_to_jiffies, Config, 
 use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
 use darkbuf_model::txq::NetdevQueue;
-use darkbuf_scenario::{BqlUnit, ConsumerKind, Device, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic};
+use darkbuf_scenario::{
+    BqlUnit, ConsumerKind, Device, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
+};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -83,7 +86,13 @@ impl World {
         let txqs = bql_txqs(d, hz, jiffies0);
         let txq_qdisc = build_qdiscs(&mut b, scn, &qdev, 0)?;
         let bql_unit_packet = d.bql.unit == BqlUnit::Packet;
-        let xps = d.xps_txq.map_or(Xps::Hash, |q| Xps::Queue(q as u16));
+        let xps = match (&d.xps, d.xps_txq) {
+            (_, Some(q)) => Xps::Queue(q as u16),
+            (XpsSpec::None, None) => Xps::Hash,
+            // The driver's map (mlx5e sets channel i's xps_cpus to its CPU): one queue per core.
+            (XpsSpec::Cpu, None) => Xps::CpuMap((0..ncpu as u32).map(|c| vec![(c % d.tx_queues) as u16]).collect()),
+            (XpsSpec::Cpus(cpus), None) => Xps::from_queue_cpus(cpus.iter().copied(), ncpu),
+        };
         let netdev = |txqs: Vec<NetdevQueue>, txq_qdisc, xps, bql, driver| NetDev {
             txq_base: vec![Default::default(); txqs.len()],
             txqs,
@@ -95,9 +104,8 @@ impl World {
             txhash_key: TXHASH_KEY,
             driver,
         };
-        // A queue's consumer runs away from the senders (CPU 0).
-        let consumers = host.cpus.start + 1..host.cpus.end;
-        let consumer_cpu = |i: u32| consumers.start + (i % consumers.len() as u32) as CpuId;
+        // A queue's consumer (NAPI kthread, tun reader) on its IRQ CPU.
+        let consumer_cpu = |i: u32| d.irq_cpus[i as usize % d.irq_cpus.len()] as CpuId;
         match d.driver {
             DriverKind::Veth => {
                 // veth0 (this end, dev 0) and veth1 (the peer namespace's end, dev 1),
@@ -134,6 +142,7 @@ impl World {
                 b.devs.push(netdev(txqs, txq_qdisc, xps, d.bql.enabled, Driver::Tun(tun)));
             }
         }
+        let xps_of_dev0 = b.devs[0].xps.clone();
 
         // Sockets, each with its process: every flood, and the first pinger.
         let mut pinger = None;
@@ -141,11 +150,11 @@ impl World {
             let s = b.socks.len() as u16;
             match t {
                 Traffic::Udp(u) => {
-                    let task = b.task(TaskKind::Proc(s), TaskState::Runnable, 0);
+                    let task = b.task(TaskKind::Proc(s), TaskState::Runnable, u.cpu as CpuId);
                     b.socks.push(UdpSock::new_sock(i as u16, u, task, 0));
                 }
                 Traffic::Ping(p) if pinger.is_none() => {
-                    let task = b.task(TaskKind::Proc(s), TaskState::Sleeping, 0);
+                    let task = b.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
                     // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
                     b.tasks[task as usize].wake_preempt = true;
                     b.socks.push(PingSock::new_sock(p, task, 0));
@@ -165,7 +174,7 @@ impl World {
             cfg,
             profile,
             events: EventQueue::new(ncpu),
-            cpus: (0..ncpu).map(|_| Cpu::new(0, b.tasks.len())).collect(),
+            cpus: host.cpus.clone().map(|_| Cpu::new(0, b.tasks.len())).collect(),
             ksoftirqd_base,
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
             tasks: b.tasks,
@@ -175,7 +184,7 @@ impl World {
             napis: b.napis,
             socks: b.socks,
             pkts: Arena::with_capacity(4096),
-            measured_txq: (0, d.xps_txq.unwrap_or(0) as u16),
+            measured_txq: (0, measured_queue(scn, &xps_of_dev0)),
             metrics: Metrics::default(),
             rng,
             noise_floor: 1.0 - profile_noise,
@@ -210,6 +219,22 @@ impl World {
             w.events.push(phase, Event::TaskTimer(task));
         }
         Ok(w)
+    }
+}
+
+/// The TX queue the BQL and ring metrics describe: `xps_txq`, else the queue XPS
+/// maps the first flood's CPU to (its first one), else queue 0.
+fn measured_queue(scn: &Scenario, xps: &Xps) -> u16 {
+    if let Some(q) = scn.device.xps_txq {
+        return q as u16;
+    }
+    let first_flood_cpu = scn.traffic.iter().find_map(|t| match t {
+        Traffic::Udp(u) => Some(u.cpu as usize),
+        _ => None,
+    });
+    match (xps, first_flood_cpu) {
+        (Xps::CpuMap(map), Some(c)) => map[c].first().copied().unwrap_or(0),
+        _ => 0,
     }
 }
 

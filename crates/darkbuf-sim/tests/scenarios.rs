@@ -127,3 +127,30 @@ fn tap_fq_codel_with_backpressure_delay_follows_the_qdisc_at_a_small_ring() {
     assert!(wr > 2.0 * wq, "at txqueuelen 1000 the probe waits {wr} ms in the ring, {wq} ms in the qdisc");
     assert!(wr > 0.4 * 1000.0 / m(&big, "consumer.pps") * 1e3);
 }
+
+/// Placement is data: the flood's process runs where `traffic.N.cpu` puts it, and with
+/// the driver's XPS map its packets leave by that CPU's queue, whose NAPI runs on the
+/// queue's IRQ CPU.
+#[test]
+fn placement_moves_the_work_between_cpus() {
+    let base = ["duration=500ms", "warmup=100ms", "machine.cpus=4", "device.tx_queues=4", "qdisc.kind=mq", "consumer.nrules=0"];
+    let on = |extra: &[&str]| {
+        let mut set: Vec<&str> = base.to_vec();
+        set.extend_from_slice(extra);
+        run("veth-bql.toml", &set)
+    };
+    // The file steers to tx-1 (xps_txq = 1), whose NAPI runs on irq_cpus[1]: CPU 2.
+    let r = on(&[]);
+    assert!(m(&r, "cpu.0.busy_pct") > 50.0 && m(&r, "cpu.2.busy_pct") > 50.0, "{:?}", r.metrics);
+    assert!(m(&r, "cpu.1.busy_pct") < 1.0 && m(&r, "cpu.3.busy_pct") < 1.0);
+    // The flood on CPU 3 with XPS by CPU: queue 3, polled on irq_cpus[3] = CPU 1.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/veth-bql.toml");
+    let text = std::fs::read_to_string(path).unwrap().replace("xps_txq = 1", "xps = \"cpu\"");
+    let mut set: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    set.push("traffic.0.cpu=3".into());
+    let scn = darkbuf_scenario::load_str("veth-bql.toml", &text, &set).unwrap();
+    let (r, _) = simulate(&scn, &Profile::load("seed-vm").unwrap(), 1).unwrap();
+    assert!(m(&r, "cpu.3.busy_pct") > 50.0 && m(&r, "cpu.1.busy_pct") > 50.0, "{:?}", r.metrics);
+    assert!(m(&r, "cpu.0.busy_pct") < 1.0 && m(&r, "cpu.2.busy_pct") < 1.0);
+    assert!(m(&r, "bql.limit_avg") > 0.0, "the measured queue is the one XPS picked");
+}

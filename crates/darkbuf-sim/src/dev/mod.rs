@@ -24,6 +24,19 @@ pub enum Xps {
     Hash,
     /// Every CPU's `xps_cpus` mask names this one queue (the veth selftest's setup).
     Queue(u16),
+    /// `xps_cpus_map`: per CPU, the TX queues whose `xps_cpus` mask holds it.
+    CpuMap(Vec<Vec<u16>>),
+}
+
+impl Xps {
+    /// The map that puts CPU `cpus_of_queues[i]` in TX queue i's `xps_cpus`.
+    pub fn from_queue_cpus(cpus_of_queues: impl Iterator<Item = u32>, ncpu: usize) -> Xps {
+        let mut map = vec![Vec::new(); ncpu];
+        for (q, c) in cpus_of_queues.enumerate() {
+            map[c as usize].push(q as u16);
+        }
+        Xps::CpuMap(map)
+    }
 }
 
 /// One network device.
@@ -68,16 +81,22 @@ impl NetDev {
 
 impl World {
     /// `netdev_core_pick_tx()` for `skb` sent from `cpu` on `dev`: the driver's own
-    /// choice, else the XPS map, else the flow hash (fixed per flow).
+    /// choice, else `get_xps_queue()` on the sending CPU's XPS entry (one of its queues
+    /// by the flow hash when it has several), else `skb_tx_hash()` (fixed per flow).
     #[inline]
-    pub fn netdev_pick_tx(&self, dev: DevId, skb: &Skb, _cpu: CpuId) -> u16 {
+    pub fn netdev_pick_tx(&self, dev: DevId, skb: &Skb, cpu: CpuId) -> u16 {
         if let Some(q) = self.ndo_select_queue(dev, skb) {
             return q;
         }
         let d = &self.devs[dev as usize];
-        match d.xps {
-            Xps::Queue(q) => q,
+        match &d.xps {
+            Xps::Queue(q) => *q,
             Xps::Hash => d.skb_tx_hash(skb),
+            Xps::CpuMap(map) => match map[cpu as usize].as_slice() {
+                [] => d.skb_tx_hash(skb),
+                [q] => *q,
+                qs => qs[darkbuf_model::skb::reciprocal_scale(flow_hash(skb.flow, d.txhash_key), qs.len() as u32) as usize],
+            },
         }
     }
 
@@ -223,5 +242,49 @@ mod tests {
         assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
         // And the queue state is untouched.
         assert_eq!(w.devs[0].txqs[0].dql.as_ref().unwrap().num_completed, 0);
+    }
+}
+
+#[cfg(test)]
+mod xps_tests {
+    use crate::profile::Profile;
+    use crate::world::World;
+    use darkbuf_model::Skb;
+
+    fn world(device: &str) -> World {
+        let text = format!("[machine]\ncpus = 4\n[device]\n{device}\n[[traffic]]\nkind = \"udp\"\n");
+        let scn = darkbuf_scenario::load_str("t.toml", &text, &[]).unwrap();
+        World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap()
+    }
+
+    fn flow(f: u32) -> Skb {
+        Skb { flow: f, ..Skb::default() }
+    }
+
+    /// The driver's map: CPU c sends on queue c % 2, whatever the flow.
+    #[test]
+    fn xps_cpu_follows_the_sending_cpu() {
+        let w = world("tx_queues = 2\nxps = \"cpu\"");
+        for f in 0..8 {
+            let picked: Vec<u16> = (0..4).map(|cpu| w.netdev_pick_tx(0, &flow(f), cpu)).collect();
+            assert_eq!(picked, [0, 1, 0, 1], "flow {f}");
+        }
+    }
+
+    /// A CPU in no queue's mask falls back to the flow hash; a CPU in two masks picks
+    /// one of them by the flow hash; a CPU in one mask always gets it.
+    #[test]
+    fn xps_list_maps_cpus_to_queues() {
+        let w = world("tx_queues = 3\nxps = [1, 1, 2]");
+        let hashed = world("tx_queues = 3");
+        let mut seen = std::collections::BTreeSet::new();
+        for f in 0..64 {
+            assert_eq!(w.netdev_pick_tx(0, &flow(f), 0), hashed.netdev_pick_tx(0, &flow(f), 0), "CPU 0: no map");
+            assert_eq!(w.netdev_pick_tx(0, &flow(f), 2), 2);
+            let q = w.netdev_pick_tx(0, &flow(f), 1);
+            assert!(q < 2, "CPU 1 is in tx-0 and tx-1 only: {q}");
+            seen.insert(q);
+        }
+        assert_eq!(seen.len(), 2, "flows spread over both of CPU 1's queues");
     }
 }

@@ -14,6 +14,7 @@ pub mod udp;
 use crate::arena::{Destructor, PktInfo};
 use crate::cpu::{CpuId, DevId, Frame, SockId, TaskId};
 use crate::world::World;
+use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::Skb;
 
 pub use ping::PingSock;
@@ -67,8 +68,24 @@ impl World {
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor);
         let send_cost = self.cost(cost_ns);
-        let (xmit_cost, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        self.sock_xmit_verdict(s, verdict);
         (send_cost + xmit_cost, next)
+    }
+
+    /// What `__dev_queue_xmit()` returned reaches the protocol. UDP turns
+    /// NET_XMIT_DROP into success (`udp_send_skb()`: -ENOBUFS without IP_RECVERR counts
+    /// `UDP_MIB_SNDBUFERRORS`); the pinger's `ip_send_skb()` returns -ENOBUFS to ping(8),
+    /// which reports the probe as not answered. Both count it.
+    #[inline]
+    fn sock_xmit_verdict(&mut self, s: SockId, verdict: EnqueueVerdict) {
+        if verdict != EnqueueVerdict::Dropped {
+            return;
+        }
+        match &mut self.socks[s as usize].kind {
+            SockKind::Udp(u) => u.sndbuf_errors += 1,
+            SockKind::Ping(p) => p.send_errors += 1,
+        }
     }
 
     /// Whether socket `s`'s process stays runnable at the end of a unit (another send

@@ -21,11 +21,13 @@ pub struct PingSock {
     /// Probes whose timer fired and that are not sent yet.
     pub due: u32,
     pub next_timer: u64,
+    /// Probes `sendmsg()` failed with -ENOBUFS (the qdisc dropped them).
+    pub send_errors: u64,
 }
 
 impl PingSock {
     pub fn new_sock(p: &Ping, task: TaskId, dev: DevId) -> Sock {
-        let ping = PingSock { interval_ns: p.interval_ns.max(1), frame_len: icmp_frame_len(p.size), due: 0, next_timer: 0 };
+        let ping = PingSock { interval_ns: p.interval_ns.max(1), frame_len: icmp_frame_len(p.size), due: 0, next_timer: 0, send_errors: 0 };
         Sock { task, dev, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, kind: SockKind::Ping(ping) }
     }
 }

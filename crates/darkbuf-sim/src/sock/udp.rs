@@ -38,6 +38,8 @@ pub struct UdpSock {
     pub sent: u64,
     /// Packets its sink received in the measured window.
     pub sink_pkts: u64,
+    /// `UDP_MIB_SNDBUFERRORS`: sends the qdisc dropped (NET_XMIT_DROP).
+    pub sndbuf_errors: u64,
 }
 
 impl UdpSock {
@@ -62,6 +64,7 @@ impl UdpSock {
             ecn: u.ecn,
             sent: 0,
             sink_pkts: 0,
+            sndbuf_errors: 0,
         };
         Sock { task, dev, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, kind: SockKind::Udp(udp) }
     }
