@@ -22,11 +22,12 @@ cases() {
   for s in scenarios/*.toml crates/darkbuf-kernel/scenarios/*.toml; do
     local n; n=$(basename "$s" .toml)
     case "$s" in crates/*) n="kernel-$n" ;; esac
-    case "$s" in
-      scenarios/seed-*|scenarios/fq_codel-13000.toml|scenarios/tap-wake-threshold.toml|scenarios/tap-fq_codel.toml)
-        echo "sweep-$n|sweep $s ${short[*]} --set runs=1" ;;
-      *) echo "run-$n|run $s ${short[*]}" ;;
-    esac
+    # A file with a sweep or variants runs as a sweep (every point), others as a run.
+    if grep -qE '^\[sweep\]|^\[\[variant\]\]' "$s"; then
+      echo "sweep-$n|sweep $s ${short[*]} --set runs=1"
+    else
+      echo "run-$n|run $s ${short[*]}"
+    fi
   done
   echo "all-keys|run scenarios/examples/all-keys.toml ${short[*]}"
   local v=scenarios/veth-bql.toml

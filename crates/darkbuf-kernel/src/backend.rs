@@ -375,6 +375,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             guard.tools.tap = Some(reader.start());
             (topo::TAP_PEER_ADDR, names.ns_tx.clone(), names.tap.clone())
         }
+        Driver::Nic => unreachable!("preflight refuses a NIC"),
     };
     notes.append(&mut topo.report.notes);
     if let Some(e) = interrupted() {
@@ -394,6 +395,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             }
         },
         Driver::Tun => None,
+        Driver::Nic => unreachable!("preflight refuses a NIC"),
     };
 
     // Load.

@@ -121,6 +121,14 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 /// is created. Errors are exit 3 (or 2), naming the missing piece.
 pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     use darkbuf_scenario::ConsumerKind;
+    if scn.device.driver == Driver::Nic {
+        return Err(KernelError::Unavailable(
+            "device.driver = \"nic\": the kernel backend drives only the veth pairs and taps it creates in its own \
+             namespaces, and this machine has no NIC it may take over (`darkbuf check` lists the NICs and their BQL, \
+             read-only); run the scenario on the simulator"
+                .into(),
+        ));
+    }
     crate::error::require_root()?;
     for t in ["ip", "tc"] {
         if cmd::which(t).is_none() {
@@ -180,6 +188,7 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
                 ));
             }
         }
+        Driver::Nic => unreachable!("refused above"),
     }
     if scn.consumer.nrules > 0 && RuleBackend::detect().is_none() {
         return Err(KernelError::Unavailable(format!(

@@ -109,6 +109,23 @@ impl NetdevQueue {
         Ok(())
     }
 
+    /// `__netdev_tx_sent_queue()` (3e59020abf0f): with `xmit_more` (more skbs of the
+    /// same bulk follow) only `dql_queued()`, so STACK_XOFF waits for the bulk's last
+    /// skb; otherwise `netdev_tx_sent_queue()`. Returns whether the driver rings its
+    /// doorbell now: always for the last skb, and mid-bulk only if DRV_XOFF is set (the
+    /// driver just stopped the queue, so nothing more will come to flush it).
+    #[inline]
+    pub fn netdev_tx_sent_queue_more(&mut self, bytes: u32, xmit_more: bool, jiffies: u64) -> Result<bool, DqlError> {
+        if xmit_more {
+            if let Some(dql) = self.dql.as_mut() {
+                dql.queued(bytes)?;
+            }
+            return Ok(self.tx_queue_stopped());
+        }
+        self.netdev_tx_sent_queue(bytes, jiffies)?;
+        Ok(true)
+    }
+
     /// `netdev_tx_completed_queue()`: completes `bytes` and, if that brings the queue
     /// under its limit, clears STACK_XOFF. Returns true when the caller must
     /// `netif_schedule_queue()`: STACK_XOFF was cleared and DRV_XOFF is clear too.
@@ -158,6 +175,24 @@ mod tests {
         assert_eq!(q.stats.stack_xoff, 1);
         assert!(q.netdev_tx_completed_queue(1, 0).unwrap());
         assert!(!q.xmit_stopped());
+    }
+
+    /// A bulk of three 1500-byte skbs over a 2000-byte limit: the skbs with xmit_more
+    /// only charge DQL (no STACK_XOFF, no doorbell); the last one stops the queue and
+    /// rings the doorbell for all three.
+    #[test]
+    fn xmit_more_defers_stack_xoff_and_the_doorbell_to_the_last_skb() {
+        let mut q = bql_queue(2000);
+        assert!(!q.netdev_tx_sent_queue_more(1500, true, 0).unwrap());
+        assert!(!q.netdev_tx_sent_queue_more(1500, true, 0).unwrap());
+        assert!(!q.xmit_stopped(), "over the limit, but mid-bulk");
+        assert!(q.netdev_tx_sent_queue_more(1500, false, 0).unwrap());
+        assert!(q.xmit_stopped());
+        assert_eq!(q.dql.as_ref().unwrap().num_queued, 4500);
+        // Mid-bulk with DRV_XOFF set: the driver rings at once.
+        let mut q = bql_queue(100_000);
+        q.tx_stop_queue(0);
+        assert!(q.netdev_tx_sent_queue_more(1500, true, 0).unwrap());
     }
 
     #[test]

@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod diag;
+mod nic;
 mod resolve;
 pub mod schema;
 pub mod sweep;
@@ -25,6 +26,7 @@ pub use resolve::{
     effective_sndbuf, BQL_KEYS, CONSUMER_KEYS, DEVICE_KEYS, DQL_MAX_LIMIT, MACHINE_KEYS, PING_KEYS,
     SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
 };
+pub use nic::{COALESCE_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PATH_KEYS, PEER_KEYS};
 pub use schema::*;
 pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, SweepPlan, SweepPointSpec};
 

@@ -22,7 +22,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
-    "consumer", "traffic", "sweep", "variant",
+    "consumer", "path", "peer", "traffic", "sweep", "variant",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -42,6 +42,10 @@ pub const DEVICE_KEYS: &[&str] = &[
     "backpressure",
     "wake_threshold",
     "bql",
+    "rate",
+    "mtu",
+    "tso",
+    "coalesce",
 ];
 pub const BQL_KEYS: &[&str] = &[
     "enabled",
@@ -429,10 +433,12 @@ pub(crate) fn resolve(
     // [device]
     let d = top.sub("device")?;
     d.check_keys(DEVICE_KEYS, None)?;
-    let driver = match d.choice("driver", "veth", &["veth", "tun"])? {
+    let driver = match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
         "tun" => Driver::Tun,
+        "nic" => Driver::Nic,
         _ => Driver::Veth,
     };
+    let nic = crate::nic::resolve_nic(&d, driver)?;
     let tx_queues = d.u32("tx_queues", 1, 1, 64)?;
     let xps_txq = match d.int_opt("xps_txq", 0, 63)? {
         None => None,
@@ -451,6 +457,7 @@ pub(crate) fn resolve(
         Driver::Veth => cpus.max(tx_queues),
         Driver::Tun if tx_queues > 1 => 256,
         Driver::Tun => 1,
+        Driver::Nic => tx_queues,
     };
     let num_tx_queues = d.u32("num_tx_queues", default_num, tx_queues, 4096)?;
     let xps = match d.entry("xps") {
@@ -485,7 +492,8 @@ pub(crate) fn resolve(
     let irq_cpus = d.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| (1..cpus).collect());
     let txqueuelen = d.u32(
         "txqueuelen",
-        if driver == Driver::Veth { 1000 } else { 500 },
+        // tun/tap's TUN_READQ_SIZE; everything else ether_setup()'s DEFAULT_TX_QUEUE_LEN.
+        if driver == Driver::Tun { 500 } else { 1000 },
         1,
         u32::MAX,
     )?;
@@ -502,8 +510,11 @@ pub(crate) fn resolve(
             }
         },
         Driver::Tun => d.u32("ring_size", txqueuelen, 1, u32::MAX)?,
+        Driver::Nic => crate::nic::ring_size(&d, nic.as_ref().expect("a NIC's settings"))?,
     };
-    let napi = match d.choice("napi", "threaded", &["threaded", "softirq"])? {
+    // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
+    let napi_default = if driver == Driver::Nic { "softirq" } else { "threaded" };
+    let napi = match d.choice("napi", napi_default, &["threaded", "softirq"])? {
         "softirq" => NapiMode::Softirq,
         _ => NapiMode::Threaded,
     };
@@ -518,13 +529,22 @@ pub(crate) fn resolve(
     let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
     // veth >= 6.16 stops its queue on a full ring by default; tun's IFF_BACKPRESSURE
     // is opt-in ("Starting with Linux 7.2").
-    let backpressure = d.boolean("backpressure", driver == Driver::Veth)?;
+    if driver == Driver::Nic && d.entry("backpressure").is_some() {
+        return Err(d.value_err(
+            "backpressure",
+            "`device.backpressure` is a veth/tun option: a NIC always stops its queue when its descriptor ring is nearly full".into(),
+            Some("remove device.backpressure; the NIC's stop and wake thresholds are MAX_SKB_FRAGS + 4 and twice that".into()),
+        ));
+    }
+    let backpressure = d.boolean("backpressure", driver != Driver::Tun)?;
     let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
 
     // [device.bql]
     let b = d.sub("bql")?;
     b.check_keys(BQL_KEYS, None)?;
-    let enabled = b.boolean("enabled", false)?;
+    // Drivers with a ring and BQL support keep it on (the talk's "add BQL to every
+    // driver"); turning it off is a huge limit_min, as the talk says, or enabled = false.
+    let enabled = b.boolean("enabled", driver == Driver::Nic)?;
     if enabled && driver == Driver::Tun {
         return Err(b.value_err(
             "enabled",
@@ -532,10 +552,28 @@ pub(crate) fn resolve(
             Some("set device.bql.enabled = false (its ring is bounded by txqueuelen; see device.backpressure), or use driver = \"veth\"".into()),
         ));
     }
-    let unit = match b.choice("unit", "packet", &["packet", "byte"])? {
+    let unit = match b.choice("unit", if driver == Driver::Nic { "byte" } else { "packet" }, &["packet", "byte"])? {
         "byte" => BqlUnit::Byte,
         _ => BqlUnit::Packet,
     };
+    if driver == Driver::Nic {
+        if unit == BqlUnit::Packet {
+            return Err(b.value_err(
+                "unit",
+                "`device.bql.unit` = \"packet\": a NIC charges BQL in bytes (netdev_tx_sent_queue(txq, skb->len)); one unit per packet is veth's".into(),
+                Some("set unit = \"byte\" (the default for a NIC), or use driver = \"veth\"".into()),
+            ));
+        }
+        for k in ["completion", "tx_usecs"] {
+            if b.entry(k).is_some() {
+                return Err(b.value_err(
+                    k,
+                    format!("`device.bql.{k}` is the veth BQL series' completion mode: a NIC completes BQL in its TX-completion NAPI poll"),
+                    Some("set the interrupt moderation in [device.coalesce] (tx_usecs, tx_frames) instead".into()),
+                ));
+            }
+        }
+    }
     let completion = match b.choice(
         "completion",
         "per-packet",
@@ -588,6 +626,7 @@ pub(crate) fn resolve(
         backpressure,
         wake_threshold,
         bql,
+        nic,
     };
 
     // [qdisc]
@@ -598,6 +637,7 @@ pub(crate) fn resolve(
         hash_key: 0,
         hz,
     };
+    let dev_info = DevInfo { mtu_l2: device.mtu_l2(), ..dev_info };
     let default_kind = if driver == Driver::Veth {
         "noqueue"
     } else {
@@ -621,10 +661,10 @@ pub(crate) fn resolve(
     c.check_keys(CONSUMER_KEYS, None)?;
     let ckind = match c.choice(
         "kind",
-        if driver == Driver::Veth {
-            "napi"
-        } else {
+        if driver == Driver::Tun {
             "reader"
+        } else {
+            "napi"
         },
         &["napi", "reader", "vhost"],
     )? {
@@ -663,6 +703,8 @@ pub(crate) fn resolve(
         app_cost_ns,
     };
 
+    let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, hz)?;
+
     // [[traffic]]
     let traffic = resolve_traffic(&top, cpus)?;
 
@@ -681,6 +723,8 @@ pub(crate) fn resolve(
         device,
         qdisc,
         consumer,
+        path,
+        peer,
         traffic,
         label: String::new(),
     })
@@ -707,6 +751,11 @@ fn param_value(v: &V) -> Option<ParamValue> {
         }
         _ => return None,
     })
+}
+
+/// A root qdisc spec (`[qdisc]`, `[peer.qdisc]`) with its default kind.
+pub(crate) fn resolve_qdisc_spec(q: &Sec<'_>, default_kind: &'static str, dev: &DevInfo) -> Result<QdiscSpec, Diagnostic> {
+    resolve_qdisc(q, default_kind, dev, true)
 }
 
 fn resolve_qdisc(

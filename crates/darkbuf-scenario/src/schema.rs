@@ -23,6 +23,10 @@ pub struct Scenario {
     pub device: Device,
     pub qdisc: QdiscSpec,
     pub consumer: Consumer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerSpec>,
     pub traffic: Vec<Traffic>,
     /// The label of this point when it came from a sweep or variant, else empty.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -44,6 +48,18 @@ pub struct Machine {
 pub enum Driver {
     Veth,
     Tun,
+    /// A physical NIC: descriptor rings, a wire, TX-completion interrupts.
+    Nic,
+}
+
+impl Driver {
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Veth => "veth",
+            Driver::Tun => "tun",
+            Driver::Nic => "nic",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,6 +106,71 @@ pub struct Device {
     /// tun backpressure: fraction of the ring consumed before the txq is woken.
     pub wake_threshold: f64,
     pub bql: Bql,
+    /// driver = "nic": the line, the offloads and the interrupt coalescing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicSpec>,
+}
+
+impl Device {
+    /// The L2 MTU (`psched_mtu()`: MTU + hard header), as qdiscs size quanta by it.
+    pub fn mtu_l2(&self) -> u32 {
+        self.nic.as_ref().map_or(1500, |n| n.mtu) + 14
+    }
+}
+
+/// Which driver's defaults and thresholds a NIC follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NicModel {
+    /// Intel igb (1 GbE): 256-descriptor rings, interrupt throttling (ITR).
+    Igb,
+    /// Mellanox mlx5 (25-400 GbE): 1024-entry send queues, CQ moderation.
+    Mlx5,
+}
+
+/// A physical NIC's line and offloads.
+#[derive(Clone, Debug, Serialize)]
+pub struct NicSpec {
+    pub model: NicModel,
+    /// Line rate, bit/s.
+    pub rate_bps: u64,
+    /// The interface MTU (IP packet bytes).
+    pub mtu: u32,
+    /// TSO/GSO: TCP may hand the device skbs of up to 64 KB.
+    pub tso: bool,
+    pub coalesce: Coalesce,
+}
+
+/// `ethtool -C`: TX-completion interrupt moderation.
+#[derive(Clone, Debug, Serialize)]
+pub struct Coalesce {
+    /// The moderation period, µs (0 = interrupt at once).
+    pub tx_usecs: u32,
+    /// ... or as soon as this many completions are pending (0 = no count trigger).
+    pub tx_frames: u32,
+    /// mlx5's `tx_cqe_moder` private flag: the period runs from the first pending
+    /// completion; otherwise (igb's ITR, mlx5's default EQE mode) from the last
+    /// interrupt.
+    pub cqe_mode: bool,
+    pub adaptive_tx: bool,
+}
+
+/// What lies beyond the wire, each direction (netem-like).
+#[derive(Clone, Debug, Serialize)]
+pub struct PathSpec {
+    /// One-way propagation delay, ns.
+    pub delay_ns: u64,
+}
+
+/// The far host: its CPUs, its NIC's queues and their IRQ CPUs (its own numbering), and
+/// the qdisc of its TX path back (replies, ACKs, download flows). Its NIC mirrors this
+/// host's (rate, MTU, rings, coalescing, BQL).
+#[derive(Clone, Debug, Serialize)]
+pub struct PeerSpec {
+    pub cpus: u32,
+    pub tx_queues: u32,
+    pub irq_cpus: Vec<u32>,
+    pub qdisc: QdiscSpec,
 }
 
 /// The XPS map a scenario asks for.

@@ -12,6 +12,15 @@ pub enum Proto {
     Icmp,
 }
 
+/// Which way a packet travels on its socket's connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// From the socket to its far end (data, echo requests).
+    Out,
+    /// From the far end back to the socket (echo replies, ACKs).
+    Back,
+}
+
 /// `skb->destructor`: what freeing or orphaning the skb does to its socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Destructor {
@@ -31,10 +40,19 @@ pub struct PktInfo {
     /// `skb->sk`: the sending socket, which also receives what the far end answers.
     pub sock: SockId,
     pub proto: Proto,
+    pub dir: Dir,
+    /// The flow (what RSS hashes at a receiving NIC).
+    pub flow: u32,
+    /// The protocol's sequence number (the echo's, for the pinger).
+    pub seq: u32,
     /// Created by the sender (ns).
     pub t_send: u64,
     /// Left the qdisc into the driver ring (ns).
     pub t_xmit: u64,
+    /// A NIC started serializing it onto the wire (ns).
+    pub t_wire: u64,
+    /// Arrived at the far NIC's RX ring (ns).
+    pub t_arrive: u64,
     /// Taken off the ring by the consumer (ns).
     pub t_consume: u64,
     /// Charged to BQL by the driver (veth's tagged ring pointer).

@@ -21,6 +21,14 @@ pub enum Event {
     Sample,
     /// Qdisc `n`'s watchdog (`qdisc_watchdog`) fired: schedule it again.
     QdiscWatchdog(u16),
+    /// Device `n`'s port finished serializing its current skb.
+    Wire(u16),
+    /// The interrupt moderation timer of device `n`'s channel fired.
+    NicIrqTimer(u16, u16),
+    /// The oldest packet on link `n` arrives at its far end.
+    LinkArrival(u16),
+    /// The transmit in slot `n` of `World::deferred` is due.
+    DeferredXmit(u32),
 }
 
 const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);

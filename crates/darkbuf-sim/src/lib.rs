@@ -18,6 +18,7 @@ mod event;
 mod host;
 mod metrics;
 mod napi;
+mod path;
 pub mod profile;
 mod report;
 mod sched;

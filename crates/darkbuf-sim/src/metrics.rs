@@ -134,6 +134,10 @@ pub struct ProbeSample {
     pub wait_qdisc: u64,
     pub wait_ring: u64,
     pub wait_consumer: u64,
+    /// With a modelled reply path: the request's serialization and propagation, and
+    /// the reply's whole way back (far end's TX path, wire, this host's RX path).
+    pub wait_wire: u64,
+    pub wait_return: u64,
 }
 
 /// The time series sampled every `sample_interval`: name and unit.

@@ -117,8 +117,8 @@ impl World {
                     return Step::Done(0);
                 }
                 *phase = PollPhase::Rcv;
-                self.drv_poll_begin(n);
-                Step::Continue(self.cost(self.profile.costs.napi_poll_ns))
+                let driver_ns = self.drv_poll_begin(cpu, n);
+                Step::Continue(self.cost(self.profile.costs.napi_poll_ns + driver_ns))
             }
             // Packets come off the driver one step each; while no other event falls
             // between two of them, the next one is taken here without a dispatch.
@@ -127,7 +127,7 @@ impl World {
                     // A full GRO batch goes up the stack now, as a call of this poll
                     // (what pushing a GroFlush frame would do, without the dispatch).
                     *flush_pending = false;
-                    let cost = self.gro_flush(n);
+                    let cost = self.gro_flush(cpu, n);
                     if !self.advance_inline(cpu, cost) {
                         return Step::Continue(cost);
                     }
@@ -163,8 +163,8 @@ impl World {
                         self.metrics.napi_full_budget += 1;
                     }
                 }
-                self.drv_poll_rx_end(cpu, n);
-                if work < budget {
+                let busy = self.drv_poll_rx_end(cpu, n);
+                if work < budget && !busy {
                     // napi_complete_done(): pass the GRO list up first, then clear SCHED.
                     *phase = PollPhase::Complete;
                     if !self.napis[ni].gro_list.is_empty() {
@@ -207,7 +207,7 @@ impl World {
     /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
     /// the socket, one after another on this CPU. Returns the time that took (ns).
     #[inline(never)]
-    pub fn gro_flush(&mut self, n: NapiId) -> u64 {
+    pub fn gro_flush(&mut self, cpu: CpuId, n: NapiId) -> u64 {
         let ni = n as usize;
         let mut list = std::mem::take(&mut self.napis[ni].gro_list);
         let rx = self.napis[ni].rx_stack;
@@ -217,7 +217,7 @@ impl World {
             self.skb_orphan(id);
             let per_pkt = rx.cost_ns(self.pkts.get(id).proto);
             t += self.cost(per_pkt);
-            self.deliver(id, t);
+            t += self.deliver(cpu, id, t);
         }
         list.clear();
         self.napis[ni].gro_list = list;

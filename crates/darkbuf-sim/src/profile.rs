@@ -44,6 +44,19 @@ pub struct Costs {
     /// vhost-net: handing one frame to the guest (copy into its virtqueue), per packet.
     #[serde(default = "default_vhost_pkt_ns")]
     pub vhost_pkt_ns: f64,
+    /// A NIC's `ndo_start_xmit` per skb: descriptors, DMA mapping (the doorbell's MMIO
+    /// write included).
+    #[serde(default = "default_nic_xmit_ns")]
+    pub nic_xmit_ns: f64,
+    /// Reclaiming one completed skb in the TX NAPI poll: unmap, the destructor, free.
+    #[serde(default = "default_nic_tx_clean_ns")]
+    pub nic_tx_clean_ns: f64,
+    /// Receiving one frame from a NIC's RX ring into GRO (descriptor, `build_skb`).
+    #[serde(default = "default_nic_rx_ns")]
+    pub nic_rx_ns: f64,
+    /// One hard interrupt: entry, the handler's `napi_schedule()`, exit.
+    #[serde(default = "default_nic_irq_ns")]
+    pub nic_irq_ns: f64,
 }
 
 fn default_tun_read_ns() -> f64 {
@@ -54,6 +67,20 @@ fn default_vhost_batch_ns() -> f64 {
 }
 fn default_vhost_pkt_ns() -> f64 {
     400.0
+}
+// The NIC costs are assumptions of the order driver profiles report on current x86
+// servers, not fits: a calibration for a NIC needs a NIC darkbuf may drive.
+fn default_nic_xmit_ns() -> f64 {
+    250.0
+}
+fn default_nic_tx_clean_ns() -> f64 {
+    100.0
+}
+fn default_nic_rx_ns() -> f64 {
+    250.0
+}
+fn default_nic_irq_ns() -> f64 {
+    1000.0
 }
 
 /// A machine profile.

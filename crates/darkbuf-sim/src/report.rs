@@ -70,6 +70,30 @@ impl World {
         out
     }
 
+    /// The NIC's counters as `ethtool -S` names them (this host's device), its wire's
+    /// utilisation, and its TX interrupts.
+    fn nic_metrics(&self, m: &mut BTreeMap<String, Option<f64>>, window_ns: u64) {
+        let crate::drivers::Driver::Nic(nic) = &self.measured_dev().driver else { return };
+        let s = nic.stats.since(&nic.base);
+        let secs = window_ns as f64 / 1e9;
+        m.insert("nic.tx_packets".into(), Some(s.tx_packets as f64));
+        m.insert("nic.tx_bytes".into(), Some(s.tx_bytes as f64));
+        m.insert("nic.tx_xmit_more".into(), Some(s.tx_xmit_more as f64));
+        m.insert("nic.tx_queue_stopped".into(), Some(s.tx_queue_stopped as f64));
+        m.insert("nic.tx_queue_wake".into(), Some(s.tx_queue_wake as f64));
+        m.insert("nic.tx_cqes".into(), Some(s.tx_cqes as f64));
+        m.insert("nic.tx_irqs".into(), Some(s.tx_irqs as f64));
+        m.insert("nic.tx_irqs_per_s".into(), Some(s.tx_irqs as f64 / secs));
+        let per_irq = if s.tx_irqs == 0 { 0.0 } else { s.tx_cqes as f64 / s.tx_irqs as f64 };
+        m.insert("nic.completions_per_irq".into(), Some(per_irq));
+        m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
+        if let Some(crate::drivers::Driver::Nic(peer)) = self.devs.get(1).map(|d| &d.driver) {
+            let p = peer.stats.since(&peer.base);
+            m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
+            m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
+        }
+    }
+
     /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
     pub fn sample(&mut self) {
         let (dev, txq) = self.measured_txq;
@@ -139,15 +163,17 @@ impl World {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
         let d: u64 = (0..self.devs.len()).map(|d| self.drv_held(d as u16)).sum();
         let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
-        q + d + g
+        let l: u64 = self.links.iter().map(|l| l.in_flight.len() as u64).sum();
+        let x = self.deferred.iter().flatten().count() as u64;
+        q + d + g + l + x
     }
 
     fn check_invariants(&mut self) {
         let inside = self.in_system();
-        if self.created != self.delivered + self.dropped + inside {
+        if self.created != self.delivered + self.dropped + self.transmitted + inside {
             let detail = format!(
-                "created {} != delivered {} + dropped {} + queued {}",
-                self.created, self.delivered, self.dropped, inside
+                "created {} != delivered {} + dropped {} + sent by a NIC {} + queued {}",
+                self.created, self.delivered, self.dropped, self.transmitted, inside
             );
             self.finding("every packet is delivered, dropped or still queued", detail);
         }
@@ -209,6 +235,12 @@ impl World {
             m.insert("ping.wait_qdisc_ms".into(), Some(ms(avg(&|p| p.wait_qdisc))));
             m.insert("ping.wait_ring_ms".into(), Some(ms(avg(&|p| p.wait_ring))));
             m.insert("ping.wait_consumer_ms".into(), Some(ms(avg(&|p| p.wait_consumer))));
+            if self.links.is_empty() {
+                // veth, tun: the way back is the profile's constant; there is no wire.
+            } else {
+                m.insert("ping.wait_wire_ms".into(), Some(ms(avg(&|p| p.wait_wire))));
+                m.insert("ping.wait_return_ms".into(), Some(ms(avg(&|p| p.wait_return))));
+            }
         }
         if self.ping_sock().is_some() {
             // Probes still in flight at the end are neither answered nor lost.
@@ -282,6 +314,7 @@ impl World {
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         m.insert("dev.noqueue_drops".into(), Some(mt.noqueue_drops as f64));
         m.insert("ring.occupancy_avg".into(), Some(mt.ring.mean(start, end)));
+        self.nic_metrics(&mut m, end - start);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         m.insert("softnet.time_squeeze".into(), Some(squeeze as f64));
         for (i, c) in self.cpus.iter().enumerate() {

@@ -294,7 +294,7 @@ impl World {
             Frame::NapiPoll { phase, flush_pending, napi, done } => {
                 self.napi_poll_step(cpu, *napi, phase, done, flush_pending)
             }
-            Frame::GroFlush { napi } => Step::Done(self.gro_flush(*napi)),
+            Frame::GroFlush { napi } => Step::Done(self.gro_flush(cpu, *napi)),
             Frame::DevWork { dev, queue, done } => self.dev_work(cpu, *dev, *queue, done),
         }
     }

@@ -1,17 +1,25 @@
-//! Building the world from a scenario: the host and its CPUs, the devices (a veth
-//! pair, or a tun/tap) with their TX queues, BQL and qdiscs, the NAPI instances, the
-//! sockets and their processes, and where each task runs.
+//! Building the world from a scenario: the hosts and their CPUs, the devices with
+//! their TX queues, BQL and qdiscs, the NAPI instances, the links, the sockets and
+//! their processes, and where each task runs.
+//!
+//! - veth: one host; the sending end (dev 0) keeps the peer's RX rings, polled by
+//!   NAPI instances in the peer namespace (the same CPUs).
+//! - tun: one host; the device (dev 0) and its queues' reader or vhost tasks.
+//! - nic: this host's NIC (dev 0), a wire each way (links 0 and 1) and the far host
+//!   (`[peer]`, its CPUs after this host's) with its own NIC (dev 1), whose RX path
+//!   receives the traffic and whose TX path sends the echo replies back.
 //!
 //! Placement is the scenario's: each sending process on its `cpu` (taskset; default
-//! 0), queue i's consumer (threaded NAPI kthread, tun reader, vhost worker) on
-//! `irq_cpus[i % len]` (default CPU 1 + i % (cpus - 1), away from the senders), and
-//! the XPS map that `netdev_pick_tx()` follows from the sending CPU.
+//! 0), queue i's consumer (threaded NAPI kthread, tun reader, vhost worker, NIC IRQ
+//! and NAPI) on `irq_cpus[i % len]` (default CPU 1 + i % (cpus - 1), away from the
+//! senders), and the XPS map that `netdev_pick_tx()` follows from the sending CPU.
 
 use crate::arena::Arena;
-use crate::cpu::{Cpu, CpuId, DevId, Task, TaskId, TaskKind, TaskState};
+use crate::cpu::{Cpu, CpuId, DevId, HostId, Task, TaskId, TaskKind, TaskState};
 use crate::dev::bql::CompletionBatch;
 use crate::dev::sch::{QdiscInst, MAX_BULK};
 use crate::dev::{NetDev, Xps};
+use crate::drivers::nic::Nic;
 use crate::drivers::tun::{Tun, TunQueue};
 use crate::drivers::veth::{Veth, VethRq};
 use crate::drivers::Driver;
@@ -19,14 +27,16 @@ use crate::event::{Event, EventQueue};
 use crate::host::Host;
 use crate::metrics::Metrics;
 use crate::napi::{Napi, RxStack};
+use crate::path::Link;
 use crate::profile::Profile;
+use crate::sock::ping::ReplyPath;
 use crate::sock::{PingSock, UdpSock};
 use crate::world::{initial_jiffies, msecs_to_jiffies, usecs_to_jiffies, Config, World};
 use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
 use darkbuf_model::txq::NetdevQueue;
 use darkbuf_scenario::{
-    BqlUnit, ConsumerKind, Device, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
+    BqlUnit, ConsumerKind, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -42,26 +52,279 @@ pub enum SetupError {
 }
 
 /// What construction accumulates before the world exists.
-#[derive(Default)]
-struct Builder {
+struct Builder<'a> {
+    scn: &'a Scenario,
+    profile: &'a Profile,
+    hz: u32,
+    jiffies0: u64,
+    /// The qdiscs' hash perturbation key, drawn from the seed.
+    qdisc_hash_key: u32,
+    hosts: Vec<Host>,
     tasks: Vec<Task>,
     devs: Vec<NetDev>,
     qdiscs: Vec<QdiscInst>,
     napis: Vec<Napi>,
     socks: Vec<crate::sock::Sock>,
+    links: Vec<Link>,
+    /// How the pinger's echo replies come back.
+    reply: ReplyPath,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn task(&mut self, kind: TaskKind, state: TaskState, cpu: CpuId) -> TaskId {
         self.tasks.push(Task { kind, state, cpu, wake_preempt: false });
         (self.tasks.len() - 1) as TaskId
+    }
+
+    /// A host of `ncpu` CPUs after the ones that exist, with the scenario's sysctls.
+    fn host(&mut self, ncpu: u32) -> HostId {
+        let first = self.hosts.last().map_or(0, |h| h.cpus.end);
+        let d = &self.scn.device;
+        self.hosts.push(Host {
+            cpus: first..first + ncpu as CpuId,
+            netdev_budget: d.netdev_budget as i32,
+            netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, self.hz),
+        });
+        (self.hosts.len() - 1) as HostId
+    }
+
+    /// The stack's per-packet receive cost where the consumer's rules apply (the
+    /// flood's sink), and where none do (the pinger's own host).
+    fn rx_stack(&self, with_rules: bool) -> RxStack {
+        let c = &self.scn.consumer;
+        let p = self.profile;
+        if !with_rules {
+            return RxStack { pkt_ns: p.consumer_cost_ns(0), probe_ns: p.consumer_cost_ns(0) };
+        }
+        RxStack {
+            pkt_ns: p.consumer_cost_ns(c.nrules) + c.app_cost_ns as f64,
+            probe_ns: match c.rules_match {
+                RulesMatch::All => p.consumer_cost_ns(c.nrules),
+                _ => p.consumer_cost_ns(0),
+            },
+        }
+    }
+
+    /// A NAPI instance for RX queue `queue` of `dev`, with its kthread pinned to `cpu`
+    /// (created in softirq mode too, where it never runs).
+    fn napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack, measured: bool) -> u16 {
+        let d = &self.scn.device;
+        let n = self.napis.len() as u16;
+        let task = self.task(TaskKind::NapiThread(n), TaskState::Sleeping, cpu);
+        let gro_batch = d.gro_normal_batch.max(1) as usize;
+        self.napis.push(Napi {
+            sched: false,
+            missed: false,
+            threaded: d.napi == NapiMode::Threaded,
+            task,
+            weight: d.napi_weight,
+            dev,
+            queue,
+            gro_list: Vec::with_capacity(gro_batch.max(64)),
+            gro_batch,
+            rx_stack,
+            measured,
+        });
+        n
+    }
+
+    /// `tx_queues` TX queues, with DQL as the BQL series sets it up (`dql_init(HZ)`,
+    /// limits via sysfs) when BQL is enabled.
+    fn txqs(&self, tx_queues: u32) -> Vec<NetdevQueue> {
+        let bql = &self.scn.device.bql;
+        let hold_jiffies = msecs_to_jiffies(bql.hold_time_ns / 1_000_000, self.hz);
+        (0..tx_queues)
+            .map(|_| {
+                let dql = bql.enabled.then(|| {
+                    let mut dql = Dql::new(hold_jiffies, self.jiffies0);
+                    dql.set_min_limit(bql.limit_min);
+                    dql.max_limit = bql.limit_max;
+                    dql
+                });
+                NetdevQueue::new(dql)
+            })
+            .collect()
+    }
+
+    /// The qdiscs of device `dev` (`tx_queues` of `num_tx_queues` allocated): noqueue,
+    /// one root over all TX queues, or mq with a child per queue. Returns each TX
+    /// queue's qdisc.
+    fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<u16>>, SetupError> {
+        let d = &self.scn.device;
+        let info = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
+        let build = |spec: &QdiscSpec| {
+            qdisc::build(&spec.kind, spec.params.clone(), &info)
+                .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
+        };
+        let mut txq_qdisc = vec![None; tx_queues as usize];
+        match spec.kind.as_str() {
+            "noqueue" => {}
+            "mq" => {
+                let default_child = QdiscSpec { kind: "pfifo_fast".into(), params: Default::default(), child: None };
+                let child = spec.child.as_deref().unwrap_or(&default_child);
+                for (i, slot) in txq_qdisc.iter_mut().enumerate() {
+                    // mq children have TCQ_F_ONETXQUEUE: they may bulk-dequeue by BQL budget.
+                    self.qdiscs.push(QdiscInst::new(Some(build(child)?), dev, true, Some(i as u16)));
+                    *slot = Some((self.qdiscs.len() - 1) as u16);
+                }
+            }
+            _ => {
+                // qdisc_create(): TCQ_F_ONETXQUEUE only if !netif_is_multiqueue(dev), i.e.
+                // one TX queue *allocated* (veth allocates num_possible_cpus() by default).
+                let onetx = num_tx_queues == 1;
+                self.qdiscs.push(QdiscInst::new(Some(build(spec)?), dev, onetx, onetx.then_some(0)));
+                let root = (self.qdiscs.len() - 1) as u16;
+                txq_qdisc.iter_mut().for_each(|s| *s = Some(root));
+            }
+        }
+        Ok(txq_qdisc)
+    }
+
+    /// A device with the scenario's BQL and XPS settings.
+    fn netdev(&self, txqs: Vec<NetdevQueue>, txq_qdisc: Vec<Option<u16>>, xps: Xps, xmit_ns: f64, driver: Driver) -> NetDev {
+        let d = &self.scn.device;
+        NetDev {
+            txq_base: vec![Default::default(); txqs.len()],
+            txqs,
+            txq_qdisc,
+            xps,
+            bql: d.bql.enabled,
+            bql_unit_packet: d.bql.unit == BqlUnit::Packet,
+            backpressure: d.backpressure,
+            xmit_ns,
+            txhash_key: TXHASH_KEY,
+            driver,
+        }
+    }
+
+    /// The XPS map of this host's device, over its `ncpu` CPUs.
+    fn xps(&self, ncpu: usize) -> Xps {
+        let d = &self.scn.device;
+        match (&d.xps, d.xps_txq) {
+            (_, Some(q)) => Xps::Queue(q as u16),
+            (XpsSpec::None, None) => Xps::Hash,
+            // The driver's map (mlx5e sets channel i's xps_cpus to its CPU): one queue per core.
+            (XpsSpec::Cpu, None) => Xps::CpuMap((0..ncpu as u32).map(|c| vec![(c % d.tx_queues) as u16]).collect()),
+            (XpsSpec::Cpus(cpus), None) => Xps::from_queue_cpus(cpus.iter().copied(), ncpu),
+        }
+    }
+
+    /// The CPU of this host's queue i's consumer: its IRQ CPU.
+    fn irq_cpu(&self, i: u32) -> CpuId {
+        let cpus = &self.scn.device.irq_cpus;
+        cpus[i as usize % cpus.len()] as CpuId
+    }
+
+    /// veth: the sending end, holding the peer's RX queues, each polled by its NAPI.
+    fn veth(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let txqs = self.txqs(d.tx_queues);
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let rx = self.rx_stack(true);
+        let peer_rqs = (0..d.tx_queues)
+            .map(|i| {
+                let napi = self.napi(0, i as u16, self.irq_cpu(i), rx, true);
+                let completion = CompletionBatch::new(d.bql.completion, d.bql.tx_usecs);
+                VethRq::new(d.ring_size as usize, napi, completion)
+            })
+            .collect();
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs }));
+        self.devs.push(dev);
+        Ok(())
+    }
+
+    /// tun/tap: the device and its queues' consumers (reader processes or vhost workers).
+    fn tun(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let txqs = self.txqs(d.tx_queues);
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let vhost = self.scn.consumer.kind == ConsumerKind::Vhost;
+        let queues = (0..d.tx_queues)
+            .map(|i| {
+                let task = self.task(TaskKind::DevWorker { dev: 0, queue: i as u16 }, TaskState::Sleeping, self.irq_cpu(i));
+                TunQueue::new(d.ring_size as usize, task)
+            })
+            .collect();
+        // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
+        let wake_cnt = ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1));
+        let tun = Tun { queues, vhost, wake_cnt, app_cost_ns: self.scn.consumer.app_cost_ns as f64 };
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Tun(tun));
+        self.devs.push(dev);
+        Ok(())
+    }
+
+    /// nic: this host's NIC (dev 0), the far host and its NIC (dev 1), a link each way.
+    fn nic(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let spec = d.nic.clone().expect("driver = nic has its settings");
+        let peer = self.scn.peer.clone().expect("driver = nic has a peer");
+        let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
+        let peer_host = self.host(peer.cpus);
+        let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
+        let xmit_ns = self.profile.costs.nic_xmit_ns;
+        // This host: its traffic's device; its RX path receives the replies.
+        let mut nic = Nic::new(spec.rate_bps, 0, &spec.coalesce);
+        let rx = self.rx_stack(false);
+        for i in 0..d.tx_queues {
+            let cpu = self.irq_cpu(i);
+            let napi = self.napi(0, i as u16, cpu, rx, false);
+            nic.add_channel(d.ring_size, napi, cpu);
+        }
+        let txqs = self.txqs(d.tx_queues);
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let dev = self.netdev(txqs, txq_qdisc, xps, xmit_ns, Driver::Nic(nic));
+        self.devs.push(dev);
+        // The far host's NIC: where the consumer's rules apply and its polls are the
+        // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
+        let mut nic = Nic::new(spec.rate_bps, 1, &spec.coalesce);
+        let rx = self.rx_stack(true);
+        for i in 0..peer.tx_queues {
+            let cpu = peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId;
+            let napi = self.napi(1, i as u16, cpu, rx, true);
+            nic.add_channel(d.ring_size, napi, cpu);
+        }
+        let txqs = self.txqs(peer.tx_queues);
+        let txq_qdisc = self.qdiscs(&peer.qdisc, 1, peer.tx_queues, peer.tx_queues)?;
+        let dev = self.netdev(txqs, txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
+        self.devs.push(dev);
+        for to in [1, 0] {
+            self.links.push(Link { to, delay_ns, in_flight: Default::default() });
+        }
+        self.reply = ReplyPath::Modelled { dev: 1 };
+        Ok(())
+    }
+
+    /// Sockets, each with its process: every flood, and the first pinger. Returns the
+    /// pinger's socket and interval.
+    fn sockets(&mut self) -> Option<(u16, u64)> {
+        let mut pinger = None;
+        for (i, t) in self.scn.traffic.iter().enumerate() {
+            let s = self.socks.len() as u16;
+            match t {
+                Traffic::Udp(u) => {
+                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, u.cpu as CpuId);
+                    self.socks.push(UdpSock::new_sock(i as u16, u, task, 0));
+                }
+                Traffic::Ping(p) if pinger.is_none() => {
+                    let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
+                    // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
+                    self.tasks[task as usize].wake_preempt = true;
+                    self.socks.push(PingSock::new_sock(p, task, 0, self.reply));
+                    pinger = Some((s, p.interval_ns.max(1)));
+                }
+                Traffic::Ping(_) => {}
+            }
+        }
+        pinger
     }
 }
 
 impl World {
     pub fn new(scn: &Scenario, profile: Profile, seed: u64) -> Result<World, SetupError> {
         use rand::SeedableRng;
-        let d = &scn.device;
         let hz = scn.machine.hz;
         let jiffies0 = initial_jiffies(hz);
         let cfg = Config {
@@ -71,154 +334,96 @@ impl World {
             end: scn.warmup_ns.saturating_add(scn.duration_ns),
             sample_interval: scn.sample_interval_ns,
         };
-        let ncpu = scn.machine.cpus.max(2) as usize;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let qdisc_hash_key: u32 = rng.gen();
-        let host = Host {
-            cpus: 0..ncpu as CpuId,
-            netdev_budget: d.netdev_budget as i32,
-            netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, hz),
+        let mut b = Builder {
+            scn,
+            profile: &profile,
+            hz,
+            jiffies0,
+            qdisc_hash_key: rng.gen(),
+            hosts: Vec::new(),
+            tasks: Vec::new(),
+            devs: Vec::new(),
+            qdiscs: Vec::new(),
+            napis: Vec::new(),
+            socks: Vec::new(),
+            links: Vec::new(),
+            reply: ReplyPath::Constant,
         };
-        let mut b = Builder::default();
-
-        // The device the scenario's traffic leaves by: dev 0.
-        let qdev = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: 1514, hash_key: qdisc_hash_key, hz };
-        let txqs = bql_txqs(d, hz, jiffies0);
-        let txq_qdisc = build_qdiscs(&mut b, scn, &qdev, 0)?;
-        let bql_unit_packet = d.bql.unit == BqlUnit::Packet;
-        let xps = match (&d.xps, d.xps_txq) {
-            (_, Some(q)) => Xps::Queue(q as u16),
-            (XpsSpec::None, None) => Xps::Hash,
-            // The driver's map (mlx5e sets channel i's xps_cpus to its CPU): one queue per core.
-            (XpsSpec::Cpu, None) => Xps::CpuMap((0..ncpu as u32).map(|c| vec![(c % d.tx_queues) as u16]).collect()),
-            (XpsSpec::Cpus(cpus), None) => Xps::from_queue_cpus(cpus.iter().copied(), ncpu),
-        };
-        let netdev = |txqs: Vec<NetdevQueue>, txq_qdisc, xps, bql, driver| NetDev {
-            txq_base: vec![Default::default(); txqs.len()],
-            txqs,
-            txq_qdisc,
-            xps,
-            bql,
-            bql_unit_packet,
-            backpressure: d.backpressure,
-            txhash_key: TXHASH_KEY,
-            driver,
-        };
-        // A queue's consumer (NAPI kthread, tun reader) on its IRQ CPU.
-        let consumer_cpu = |i: u32| d.irq_cpus[i as usize % d.irq_cpus.len()] as CpuId;
-        match d.driver {
-            DriverKind::Veth => {
-                // veth0 (this end, dev 0) and veth1 (the peer namespace's end, dev 1),
-                // whose RX queues veth0's xmit fills and whose NAPI polls them.
-                let rx = RxStack {
-                    pkt_ns: profile.consumer_cost_ns(scn.consumer.nrules) + scn.consumer.app_cost_ns as f64,
-                    probe_ns: match scn.consumer.rules_match {
-                        RulesMatch::All => profile.consumer_cost_ns(scn.consumer.nrules),
-                        _ => profile.consumer_cost_ns(0),
-                    },
-                };
-                // The peer's RX queues, each polled by its NAPI on a consumer CPU.
-                let peer_rqs = (0..d.tx_queues)
-                    .map(|i| {
-                        let napi = add_napi(&mut b, d, 0, i as u16, consumer_cpu(i), rx);
-                        let completion = CompletionBatch::new(d.bql.completion, d.bql.tx_usecs);
-                        VethRq::new(d.ring_size as usize, napi, completion)
-                    })
-                    .collect();
-                b.devs.push(netdev(txqs, txq_qdisc, xps, d.bql.enabled, Driver::Veth(Veth { peer_rqs })));
-            }
-            DriverKind::Tun => {
-                let vhost = scn.consumer.kind == ConsumerKind::Vhost;
-                let queues = (0..d.tx_queues)
-                    .map(|i| {
-                        // The reader (or vhost worker) runs away from the sender, as NAPI does.
-                        let task = b.task(TaskKind::DevWorker { dev: 0, queue: i as u16 }, TaskState::Sleeping, consumer_cpu(i));
-                        TunQueue::new(d.ring_size as usize, task)
-                    })
-                    .collect();
-                // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
-                let wake_cnt = ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1));
-                let tun = Tun { queues, vhost, wake_cnt, app_cost_ns: scn.consumer.app_cost_ns as f64 };
-                b.devs.push(netdev(txqs, txq_qdisc, xps, d.bql.enabled, Driver::Tun(tun)));
-            }
+        b.host(scn.machine.cpus.max(2));
+        match scn.device.driver {
+            DriverKind::Veth => b.veth()?,
+            DriverKind::Tun => b.tun()?,
+            DriverKind::Nic => b.nic()?,
         }
-        let xps_of_dev0 = b.devs[0].xps.clone();
-
-        // Sockets, each with its process: every flood, and the first pinger.
-        let mut pinger = None;
-        for (i, t) in scn.traffic.iter().enumerate() {
-            let s = b.socks.len() as u16;
-            match t {
-                Traffic::Udp(u) => {
-                    let task = b.task(TaskKind::Proc(s), TaskState::Runnable, u.cpu as CpuId);
-                    b.socks.push(UdpSock::new_sock(i as u16, u, task, 0));
-                }
-                Traffic::Ping(p) if pinger.is_none() => {
-                    let task = b.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
-                    // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
-                    b.tasks[task as usize].wake_preempt = true;
-                    b.socks.push(PingSock::new_sock(p, task, 0));
-                    pinger = Some((s, p.interval_ns.max(1)));
-                }
-                Traffic::Ping(_) => {}
-            }
-        }
+        let pinger = b.sockets();
+        let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
         let ksoftirqd_base = b.tasks.len() as TaskId;
         for c in 0..ncpu {
             b.task(TaskKind::Ksoftirqd, TaskState::Sleeping, c as CpuId);
         }
-
+        let measured_txq = (0, measured_queue(scn, &b.devs[0].xps));
+        let ntasks = b.tasks.len();
+        let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.clone().map(move |_| Cpu::new(h as HostId, ntasks)));
         let profile_noise = profile.noise;
         let mut w = World {
             now: 0,
             cfg,
-            profile,
             events: EventQueue::new(ncpu),
-            cpus: host.cpus.clone().map(|_| Cpu::new(0, b.tasks.len())).collect(),
+            cpus: cpus.collect(),
             ksoftirqd_base,
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
             tasks: b.tasks,
-            hosts: vec![host],
+            hosts: b.hosts,
             devs: b.devs,
             qdiscs: b.qdiscs,
             napis: b.napis,
             socks: b.socks,
+            links: b.links,
+            deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),
-            measured_txq: (0, measured_queue(scn, &xps_of_dev0)),
+            measured_txq,
             metrics: Metrics::default(),
             rng,
             noise_floor: 1.0 - profile_noise,
             noise_per_u32: 2.0 * profile_noise / 4294967296.0,
+            profile,
             drops: Vec::with_capacity(64),
             bulk: Vec::with_capacity(MAX_BULK),
             created: 0,
             delivered: 0,
             dropped: 0,
+            transmitted: 0,
         };
-        // Runnable processes start in task order on their CPUs.
-        for ti in 0..w.tasks.len() {
-            let t = w.tasks[ti];
+        w.start(pinger);
+        Ok(w)
+    }
+
+    /// Time 0: runnable processes start in task order on their CPUs, and the first
+    /// events are queued.
+    fn start(&mut self, pinger: Option<(u16, u64)>) {
+        for ti in 0..self.tasks.len() {
+            let t = self.tasks[ti];
             if t.state == TaskState::Runnable {
-                w.cpus[t.cpu as usize].runnable.push_back(ti as TaskId);
+                self.cpus[t.cpu as usize].runnable.push_back(ti as TaskId);
             }
         }
-        for c in 0..ncpu {
-            if !w.cpus[c].runnable.is_empty() {
-                w.cpu_kick(c as CpuId, 0);
+        for c in 0..self.cpus.len() {
+            if !self.cpus[c].runnable.is_empty() {
+                self.cpu_kick(c as CpuId, 0);
             }
         }
-        w.events.push(w.cfg.start, Event::Warmup);
-        if w.cfg.sample_interval > 0 {
-            w.events.push(w.cfg.start, Event::Sample);
+        self.events.push(self.cfg.start, Event::Warmup);
+        if self.cfg.sample_interval > 0 {
+            self.events.push(self.cfg.start, Event::Sample);
         }
         // The pinger's first probe comes at a random phase within its interval, so runs
         // with different seeds sample differently.
         if let Some((s, interval)) = pinger {
-            let phase = w.rng.gen_range(0..interval);
-            let task = w.socks[s as usize].task;
-            w.events.push(phase, Event::TaskTimer(task));
+            let phase = self.rng.gen_range(0..interval);
+            let task = self.socks[s as usize].task;
+            self.events.push(phase, Event::TaskTimer(task));
         }
-        Ok(w)
     }
 }
 
@@ -236,75 +441,4 @@ fn measured_queue(scn: &Scenario, xps: &Xps) -> u16 {
         (Xps::CpuMap(map), Some(c)) => map[c].first().copied().unwrap_or(0),
         _ => 0,
     }
-}
-
-/// The device's TX queues, with DQL as the veth BQL series sets it up (`dql_init(HZ)`,
-/// limits via sysfs) when BQL is enabled.
-fn bql_txqs(d: &Device, hz: u32, jiffies0: u64) -> Vec<NetdevQueue> {
-    let hold_jiffies = msecs_to_jiffies(d.bql.hold_time_ns / 1_000_000, hz);
-    (0..d.tx_queues)
-        .map(|_| {
-            let dql = d.bql.enabled.then(|| {
-                let mut dql = Dql::new(hold_jiffies, jiffies0);
-                dql.set_min_limit(d.bql.limit_min);
-                dql.max_limit = d.bql.limit_max;
-                dql
-            });
-            NetdevQueue::new(dql)
-        })
-        .collect()
-}
-
-/// The qdiscs of device `dev`: noqueue, one root over all TX queues, or mq with a child
-/// per queue. Returns each TX queue's qdisc.
-fn build_qdiscs(b: &mut Builder, scn: &Scenario, info: &DevInfo, dev: DevId) -> Result<Vec<Option<u16>>, SetupError> {
-    let d = &scn.device;
-    let mut txq_qdisc = vec![None; d.tx_queues as usize];
-    let build = |spec: &QdiscSpec| {
-        qdisc::build(&spec.kind, spec.params.clone(), info)
-            .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
-    };
-    match scn.qdisc.kind.as_str() {
-        "noqueue" => {}
-        "mq" => {
-            let default_child = QdiscSpec { kind: "pfifo_fast".into(), params: Default::default(), child: None };
-            let child = scn.qdisc.child.as_deref().unwrap_or(&default_child);
-            for (i, slot) in txq_qdisc.iter_mut().enumerate() {
-                // mq children have TCQ_F_ONETXQUEUE: they may bulk-dequeue by BQL budget.
-                b.qdiscs.push(QdiscInst::new(Some(build(child)?), dev, true, Some(i as u16)));
-                *slot = Some((b.qdiscs.len() - 1) as u16);
-            }
-        }
-        _ => {
-            // qdisc_create(): TCQ_F_ONETXQUEUE only if !netif_is_multiqueue(dev), i.e. one
-            // TX queue *allocated* (veth allocates num_possible_cpus() by default).
-            let onetx = d.num_tx_queues == 1;
-            b.qdiscs.push(QdiscInst::new(Some(build(&scn.qdisc)?), dev, onetx, onetx.then_some(0)));
-            let root = (b.qdiscs.len() - 1) as u16;
-            txq_qdisc.iter_mut().for_each(|s| *s = Some(root));
-        }
-    }
-    Ok(txq_qdisc)
-}
-
-/// A NAPI instance for RX queue `queue` of `dev`, with its kthread pinned to `cpu`
-/// (created in softirq mode too, where it never runs).
-fn add_napi(b: &mut Builder, d: &Device, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack) -> u16 {
-    let n = b.napis.len() as u16;
-    let task = b.task(TaskKind::NapiThread(n), TaskState::Sleeping, cpu);
-    let gro_batch = d.gro_normal_batch.max(1) as usize;
-    b.napis.push(Napi {
-        sched: false,
-        missed: false,
-        threaded: d.napi == NapiMode::Threaded,
-        task,
-        weight: d.napi_weight,
-        dev,
-        queue,
-        gro_list: Vec::with_capacity(gro_batch.max(64)),
-        gro_batch,
-        rx_stack,
-        measured: true,
-    });
-    n
 }

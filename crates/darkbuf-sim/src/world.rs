@@ -49,6 +49,10 @@ pub struct World {
     pub qdiscs: Vec<QdiscInst>,
     pub napis: Vec<Napi>,
     pub socks: Vec<Sock>,
+    pub links: Vec<crate::path::Link>,
+    /// Transmits put off to a time inside a step (`dev_queue_xmit_at`); freed slots
+    /// are `None` and reused.
+    pub deferred: Vec<Option<(CpuId, DevId, darkbuf_model::Skb)>>,
     pub pkts: Arena,
     /// The TX queue (device, queue) the BQL and ring metrics describe.
     pub measured_txq: (DevId, u16),
@@ -61,10 +65,12 @@ pub struct World {
     pub drops: Vec<darkbuf_model::Skb>,
     /// Reused buffer for the skb chain one `qdisc_restart()` hands to the driver.
     pub bulk: Vec<darkbuf_model::Skb>,
-    /// Packets created, delivered and dropped since time 0, for the conservation check.
+    /// Packets created, delivered and dropped since time 0, and skbs freed after a
+    /// NIC sent them (the far end got a copy), for the conservation check.
     pub created: u64,
     pub delivered: u64,
     pub dropped: u64,
+    pub transmitted: u64,
 }
 
 impl World {
@@ -116,6 +122,10 @@ impl World {
                 Event::Warmup => self.warmup_done(),
                 Event::Sample => self.sample(),
                 Event::QdiscWatchdog(q) => self.qdisc_watchdog(q),
+                Event::Wire(dev) => self.nic_wire_done(dev),
+                Event::NicIrqTimer(dev, ch) => self.nic_irq_timer(dev, ch),
+                Event::LinkArrival(link) => self.link_arrival(link),
+                Event::DeferredXmit(slot) => self.deferred_xmit(slot),
             }
         }
         self.now = self.cfg.end;
@@ -129,6 +139,9 @@ impl World {
         }
         for d in &mut self.devs {
             d.txq_base = d.txqs.iter().map(|q| q.stats.clone()).collect();
+            if let crate::drivers::Driver::Nic(n) = &mut d.driver {
+                n.base = n.stats;
+            }
         }
         let (m, now) = (&mut self.metrics, self.now);
         for avg in [&mut m.bql_limit, &mut m.bql_inflight] {

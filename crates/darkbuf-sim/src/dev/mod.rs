@@ -55,6 +55,8 @@ pub struct NetDev {
     /// The driver stops its queue on a full ring instead of dropping (veth >= 6.16,
     /// tun IFF_BACKPRESSURE).
     pub backpressure: bool,
+    /// The driver's `ndo_start_xmit` per skb, ns (the profile's cost for this driver).
+    pub xmit_ns: f64,
     /// The key of `skb_tx_hash()`'s flow hash (fixed: a flow keeps its queue across
     /// runs and seeds).
     pub txhash_key: u32,
@@ -109,7 +111,7 @@ impl World {
         let txq = skb.queue_mapping as usize;
         let Some(qi) = self.devs[dev as usize].txq_qdisc[txq] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.
-            let cost = self.cost(self.profile.costs.xmit_ns);
+            let cost = self.cost(self.devs[dev as usize].xmit_ns);
             if self.devs[dev as usize].txqs[txq].xmit_stopped()
                 || self.ndo_start_xmit(cpu, dev, skb, false) == NetdevTx::Busy
             {
@@ -134,7 +136,7 @@ impl World {
             // Stamped like an enqueued packet: if the driver pushes it back, it joins
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
-            let cost = self.cost(self.profile.costs.xmit_ns);
+            let cost = self.cost(self.devs[dev as usize].xmit_ns);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;
             if ok {
@@ -155,6 +157,32 @@ impl World {
             return (0, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), verdict);
         }
         (0, None, verdict)
+    }
+
+    /// `__dev_queue_xmit()` from softirq context at time `t` inside the current step
+    /// (an echo reply built while a GRO batch goes up the stack): it happens at `t`, by
+    /// `Event::DeferredXmit`. A qdisc run it starts is left to NET_TX on `cpu`.
+    pub fn dev_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb) {
+        let slot = match self.deferred.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.deferred.push(None);
+                self.deferred.len() - 1
+            }
+        };
+        self.deferred[slot] = Some((cpu, dev, skb));
+        self.events.push(t, crate::event::Event::DeferredXmit(slot as u32));
+    }
+
+    /// `Event::DeferredXmit`: the transmit `dev_queue_xmit_at()` put off.
+    pub fn deferred_xmit(&mut self, slot: u32) {
+        let (cpu, dev, skb) = self.deferred[slot as usize].take().expect("a deferred transmit");
+        let (_, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        if let Some(Frame::QdiscRun { q, .. }) = next {
+            self.qdiscs[q as usize].running = false;
+            self.netif_schedule(cpu, q);
+            self.cpu_kick(cpu, 0);
+        }
     }
 
     /// `netdev_tx_completed_queue()` of `units` on `dev`'s TX queue `txq`; a cleared

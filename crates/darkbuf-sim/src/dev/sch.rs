@@ -149,8 +149,8 @@ impl World {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
-        let c = &self.profile.costs;
-        let ns = n as f64 * (c.xmit_ns + if from_queue { c.dequeue_ns } else { 0.0 });
+        let xmit_ns = self.devs[self.qdiscs[qi as usize].dev as usize].xmit_ns;
+        let ns = n as f64 * (xmit_ns + if from_queue { self.profile.costs.dequeue_ns } else { 0.0 });
         let cost = self.cost(ns);
         let ok = self.sch_direct_xmit(cpu, qi, &list);
         self.bulk = list;

@@ -5,6 +5,7 @@
 //! Adding a driver is its own file, one [`Driver`] variant and one arm in each match
 //! below (the compiler lists the ones missing).
 
+pub mod nic;
 pub mod tun;
 pub mod veth;
 
@@ -12,6 +13,7 @@ use crate::cpu::{CpuId, DevId, NapiId, Step};
 use crate::world::World;
 use darkbuf_model::Skb;
 
+pub use nic::Nic;
 pub use tun::Tun;
 pub use veth::Veth;
 
@@ -26,6 +28,7 @@ pub enum NetdevTx {
 pub enum Driver {
     Veth(Veth),
     Tun(Tun),
+    Nic(Nic),
 }
 
 impl World {
@@ -36,6 +39,7 @@ impl World {
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_xmit(cpu, dev, skb, more),
             Driver::Tun(_) => self.tun_net_xmit(dev, skb),
+            Driver::Nic(_) => self.nic_xmit(dev, skb, more),
         }
     }
 
@@ -45,7 +49,7 @@ impl World {
     pub fn ndo_select_queue(&self, dev: DevId, skb: &Skb) -> Option<u16> {
         let d = &self.devs[dev as usize];
         match d.driver {
-            Driver::Veth(_) => None,
+            Driver::Veth(_) | Driver::Nic(_) => None,
             Driver::Tun(_) => Some(d.skb_tx_hash(skb)),
         }
     }
@@ -56,7 +60,7 @@ impl World {
         match &self.devs[dev as usize].driver {
             Driver::Tun(t) if t.vhost => self.vhost_handle_rx(cpu, dev, queue, done),
             Driver::Tun(_) => self.tun_read(cpu, dev, queue),
-            Driver::Veth(_) => unreachable!("veth has no worker task"),
+            Driver::Veth(_) | Driver::Nic(_) => unreachable!("no worker task"),
         }
     }
 
@@ -64,16 +68,21 @@ impl World {
     pub fn dev_worker_wants_cpu(&mut self, dev: DevId, queue: u16) -> bool {
         match self.devs[dev as usize].driver {
             Driver::Tun(_) => self.tun_consumer_wants_cpu(dev, queue),
-            Driver::Veth(_) => false,
+            Driver::Veth(_) | Driver::Nic(_) => false,
         }
     }
 
-    /// NAPI poll hook: the driver's poll starts.
+    /// NAPI poll hook: the driver's poll starts; returns the CPU time of what it does
+    /// first (a NIC reclaims its TX completions), ns.
     #[inline]
-    pub fn drv_poll_begin(&mut self, n: NapiId) {
+    pub fn drv_poll_begin(&mut self, cpu: CpuId, n: NapiId) -> f64 {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
-            Driver::Veth(_) => self.veth_poll_begin(dev, q),
+            Driver::Veth(_) => {
+                self.veth_poll_begin(dev, q);
+                0.0
+            }
+            Driver::Nic(_) => self.nic_poll_begin(cpu, dev, q),
             Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
         }
     }
@@ -85,15 +94,22 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_rcv_one(cpu, dev, q),
+            Driver::Nic(_) => self.nic_rcv_one(dev, q),
             Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
         }
     }
 
-    /// NAPI poll hook: the driver's receive loop is over.
-    pub fn drv_poll_rx_end(&mut self, cpu: CpuId, n: NapiId) {
+    /// NAPI poll hook: the driver's receive loop is over. Returns whether the driver
+    /// has work left regardless of the receive budget (a NIC's TX completions beyond
+    /// its TX budget): the poll then claims its whole budget and is polled again.
+    pub fn drv_poll_rx_end(&mut self, cpu: CpuId, n: NapiId) -> bool {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
-            Driver::Veth(_) => self.veth_poll_rx_end(cpu, dev, q),
+            Driver::Veth(_) => {
+                self.veth_poll_rx_end(cpu, dev, q);
+                false
+            }
+            Driver::Nic(_) => self.nic_poll_busy(dev, q),
             Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
         }
     }
@@ -104,6 +120,7 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_napi_rearm(cpu, dev, q),
+            Driver::Nic(_) => self.nic_rearm(dev, q),
             Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
         }
     }
@@ -114,16 +131,18 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_wake_peer_txq(cpu, dev, q),
+            Driver::Nic(_) => {}
             Driver::Tun(_) => unreachable!("tun has no NAPI poll here"),
         }
     }
 
     /// Packets in the ring that TX queue `q` of `dev` feeds (what `ring.occupancy`
-    /// samples).
+    /// samples; a NIC's: posted and not yet sent).
     pub fn drv_ring_len(&self, dev: DevId, q: u16) -> usize {
         match &self.devs[dev as usize].driver {
             Driver::Veth(v) => v.peer_rqs.get(q as usize).map_or(0, |r| r.ring.len()),
             Driver::Tun(t) => t.queues.get(q as usize).map_or(0, |t| t.ring.len()),
+            Driver::Nic(n) => n.unsent(q as usize),
         }
     }
 
@@ -132,6 +151,7 @@ impl World {
         match &self.devs[dev as usize].driver {
             Driver::Veth(v) => v.peer_rqs.iter().map(|r| r.ring.len() as u64).sum(),
             Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
+            Driver::Nic(n) => n.held(),
         }
     }
 

@@ -11,7 +11,7 @@
 pub mod ping;
 pub mod udp;
 
-use crate::arena::{Destructor, PktInfo};
+use crate::arena::{Destructor, Dir, PktInfo};
 use crate::cpu::{CpuId, DevId, Frame, SockId, TaskId};
 use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
@@ -42,6 +42,8 @@ pub struct Outgoing {
     pub proto: crate::arena::Proto,
     pub destructor: Destructor,
     pub cost_ns: f64,
+    /// The protocol's sequence number (the echo's).
+    pub seq: u32,
 }
 
 /// The protocol of a socket.
@@ -63,10 +65,10 @@ impl World {
             SockKind::Udp(_) => self.udp_sendmsg(s),
             SockKind::Ping(_) => self.ping_sendmsg(s),
         };
-        let Some(Outgoing { mut skb, proto, destructor, cost_ns }) = out else { return (0, None) };
+        let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return (0, None) };
         let dev = self.socks[s as usize].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
-        self.sock_alloc_skb(s, &mut skb, proto, destructor);
+        self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         self.sock_xmit_verdict(s, verdict);
@@ -120,7 +122,7 @@ impl World {
 
     /// Allocates `skb` for socket `s` in the arena (its `id` is set), charging the
     /// socket's send buffer when the skb carries `sock_wfree` as its destructor.
-    pub fn sock_alloc_skb(&mut self, s: SockId, skb: &mut Skb, proto: crate::arena::Proto, destructor: Destructor) {
+    pub fn sock_alloc_skb(&mut self, s: SockId, skb: &mut Skb, proto: crate::arena::Proto, destructor: Destructor, dir: Dir, seq: u32) {
         if destructor == Destructor::SockWfree {
             self.socks[s as usize].wmem_alloc += skb.truesize as u64;
         }
@@ -129,8 +131,13 @@ impl World {
             truesize: skb.truesize,
             sock: s,
             proto,
+            dir,
+            flow: skb.flow,
+            seq,
             t_send: self.now,
             t_xmit: 0,
+            t_wire: 0,
+            t_arrive: 0,
             t_consume: 0,
             bql_charged: false,
             destructor,
@@ -163,25 +170,31 @@ impl World {
         }
     }
 
-    /// The packet reached its destination socket at time `t` (the flood's sink, the
-    /// echo responder): the far end's receive handler, then the skb is consumed.
-    pub(crate) fn deliver(&mut self, id: u32, t: u64) {
+    /// The packet reached its destination socket at time `t`, on `cpu`: the far end's
+    /// receive handler (the flood's sink, the echo responder) or the socket's own (the
+    /// echo reply), then the skb is consumed. Returns CPU time the handler spent
+    /// beyond the receive path's (building an echo reply), ns.
+    pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
         let info = *self.pkts.get(id);
-        if t >= self.cfg.start && t <= self.cfg.end {
+        let in_window = t >= self.cfg.start && t <= self.cfg.end;
+        if in_window && info.dir == Dir::Out {
             self.metrics.consumer_pkts += 1;
         }
-        match &mut self.socks[info.sock as usize].kind {
-            SockKind::Udp(u) => {
+        let mut extra = 0;
+        match (&mut self.socks[info.sock as usize].kind, info.dir) {
+            (SockKind::Udp(u), _) => {
                 // The flood's sink (`udp_rcv()` on the far end).
-                if t >= self.cfg.start && t <= self.cfg.end {
+                if in_window {
                     u.sink_pkts += 1;
                     self.metrics.sink_owd_ns += (t - info.t_send) as u128;
                 }
             }
-            SockKind::Ping(_) => self.ping_echo_rcv(&info, t),
+            (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
+            (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
         }
         self.delivered += 1;
         self.pkts.free(id);
+        extra
     }
 
     /// The pinger's socket, if the scenario has one.

@@ -1,9 +1,15 @@
 //! The pinger: one ICMP echo request per `interval` from its own process, as ping(8)
 //! sends them (`raw_sendmsg()`/`ping_v4_sendmsg()`), and the far end's echo responder
-//! (`icmp_echo()`), whose reply's way back costs the profile's `ping_reply_ns`.
+//! (`icmp_echo()` -> `icmp_reply()`).
+//!
+//! Where the far end is another host with a modelled TX path (a NIC's peer), the
+//! reply is a packet of its own: built on the CPU that received the request, sent
+//! through the peer's qdisc, BQL, ring and wire, and received by this host's NIC,
+//! NAPI and stack before the pinger sees it. Otherwise (veth, tun: the reply path is
+//! not modelled) the way back is the profile's constant `ping_reply_ns`.
 
-use crate::arena::{Destructor, PktInfo, Proto};
-use crate::cpu::{DevId, SockId, TaskId};
+use crate::arena::{Destructor, Dir, PktInfo, Proto};
+use crate::cpu::{CpuId, DevId, SockId, TaskId};
 use crate::event::Event;
 use crate::metrics::ProbeSample;
 use crate::sock::{Outgoing, Sock, SockKind};
@@ -15,6 +21,26 @@ use darkbuf_scenario::{icmp_frame_len, Ping};
 /// The flow id of the pinger's packets (floods use traffic index << 16 | flow).
 const PING_FLOW: u32 = 0xffff_0000;
 
+/// How an echo reply gets back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyPath {
+    /// A constant: the profile's `ping_reply_ns`.
+    Constant,
+    /// Sent by the far host on its device `dev`.
+    Modelled { dev: DevId },
+}
+
+/// Where one probe's request spent its time, recorded when the far end echoes it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EchoTimes {
+    pub qdisc: u64,
+    pub ring: u64,
+    pub wire: u64,
+    pub peer: u64,
+    /// When the far end sent the reply (ns).
+    pub t_echo: u64,
+}
+
 pub struct PingSock {
     pub interval_ns: u64,
     pub frame_len: u32,
@@ -23,11 +49,25 @@ pub struct PingSock {
     pub next_timer: u64,
     /// Probes `sendmsg()` failed with -ENOBUFS (the qdisc dropped them).
     pub send_errors: u64,
+    pub reply: ReplyPath,
+    /// The next echo sequence number.
+    pub seq: u32,
+    /// Per sequence number, the request's times once echoed (modelled replies).
+    pub echoes: Vec<EchoTimes>,
 }
 
 impl PingSock {
-    pub fn new_sock(p: &Ping, task: TaskId, dev: DevId) -> Sock {
-        let ping = PingSock { interval_ns: p.interval_ns.max(1), frame_len: icmp_frame_len(p.size), due: 0, next_timer: 0, send_errors: 0 };
+    pub fn new_sock(p: &Ping, task: TaskId, dev: DevId, reply: ReplyPath) -> Sock {
+        let ping = PingSock {
+            interval_ns: p.interval_ns.max(1),
+            frame_len: icmp_frame_len(p.size),
+            due: 0,
+            next_timer: 0,
+            send_errors: 0,
+            reply,
+            seq: 0,
+            echoes: Vec::new(),
+        };
         Sock { task, dev, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, kind: SockKind::Ping(ping) }
     }
 }
@@ -47,12 +87,15 @@ impl World {
             return None;
         }
         p.due -= 1;
+        let seq = p.seq;
+        p.seq += 1;
         let len = p.frame_len;
         let skb = Skb { flow: PING_FLOW, sk: PING_FLOW, len, truesize: truesize_for_len(len), ..Skb::default() };
         if self.now >= self.cfg.start {
             self.metrics.probes_sent += 1;
         }
-        Some(Outgoing { skb, proto: Proto::Icmp, destructor: Destructor::None, cost_ns: self.profile.costs.ping_send_ns })
+        let cost_ns = self.profile.costs.ping_send_ns;
+        Some(Outgoing { skb, proto: Proto::Icmp, destructor: Destructor::None, cost_ns, seq })
     }
 
     /// The interval timer fired: one more probe is due, and the next interval starts.
@@ -69,10 +112,20 @@ impl World {
         self.events.push(at, Event::TaskTimer(task));
     }
 
-    /// The echo request reached the far end at `t`: the reply comes back after the
-    /// profile's constant `ping_reply_ns` (the reverse path is not modelled), and the
-    /// probe's round trip and where its time went are recorded.
-    pub(super) fn ping_echo_rcv(&mut self, info: &PktInfo, t: u64) {
+    /// The echo request reached the far end's stack at `t` on `cpu`. With a constant
+    /// way back the probe completes here; with a modelled one the reply is sent.
+    /// Returns the CPU time building the reply took, ns.
+    pub(super) fn ping_echo_rcv(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
+        match self.ping(info.sock).reply {
+            ReplyPath::Constant => {
+                self.ping_constant_reply(info, t);
+                0
+            }
+            ReplyPath::Modelled { dev } => self.ping_send_reply(cpu, dev, info, t),
+        }
+    }
+
+    fn ping_constant_reply(&mut self, info: &PktInfo, t: u64) {
         if info.t_send < self.cfg.start {
             return;
         }
@@ -83,6 +136,54 @@ impl World {
             wait_qdisc: info.t_xmit - info.t_send,
             wait_ring: info.t_consume - info.t_xmit,
             wait_consumer: t - info.t_consume,
+            wait_wire: 0,
+            wait_return: 0,
+        };
+        self.metrics.hist_rtt_us.record(s.rtt / 1000);
+        self.metrics.probes.push(s);
+    }
+
+    /// `icmp_reply()` on the far host: record where the request's time went, then send
+    /// the reply from this softirq, at `t`, through the far host's device `dev`.
+    fn ping_send_reply(&mut self, cpu: CpuId, dev: DevId, req: &PktInfo, t: u64) -> u64 {
+        let times = EchoTimes {
+            qdisc: req.t_xmit - req.t_send,
+            ring: req.t_wire - req.t_xmit,
+            wire: req.t_arrive - req.t_wire,
+            peer: t - req.t_arrive,
+            t_echo: t,
+        };
+        let p = self.ping(req.sock);
+        let seq = req.seq as usize;
+        if p.echoes.len() <= seq {
+            p.echoes.resize(seq + 1, EchoTimes::default());
+        }
+        p.echoes[seq] = times;
+        let len = p.frame_len;
+        let mut skb = Skb { flow: PING_FLOW, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
+        skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
+        self.sock_alloc_skb(req.sock, &mut skb, Proto::Icmp, Destructor::None, Dir::Back, req.seq);
+        // The reply carries the probe's send time: its RTT, and its loss if dropped.
+        self.pkts.get_mut(skb.id).t_send = req.t_send;
+        let build = self.cost(self.profile.costs.ping_send_ns);
+        self.dev_queue_xmit_at(t + build, cpu, dev, skb);
+        build
+    }
+
+    /// The echo reply reached the pinger at `t`: one probe's round trip.
+    pub(super) fn ping_reply_rcv(&mut self, info: &PktInfo, t: u64) {
+        if info.t_send < self.cfg.start {
+            return;
+        }
+        let e = self.ping(info.sock).echoes[info.seq as usize];
+        let s = ProbeSample {
+            t_send: info.t_send,
+            rtt: t - info.t_send,
+            wait_qdisc: e.qdisc,
+            wait_ring: e.ring,
+            wait_consumer: e.peer,
+            wait_wire: e.wire,
+            wait_return: t - e.t_echo,
         };
         self.metrics.hist_rtt_us.record(s.rtt / 1000);
         self.metrics.probes.push(s);

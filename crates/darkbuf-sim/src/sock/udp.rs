@@ -120,6 +120,6 @@ impl World {
             ecn: u.ecn,
             ..Skb::default()
         };
-        Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::SockWfree, cost_ns: self.profile.costs.send_ns })
+        Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::SockWfree, cost_ns: self.profile.costs.send_ns, seq: 0 })
     }
 }

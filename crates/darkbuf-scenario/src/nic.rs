@@ -1,0 +1,151 @@
+//! The keys of a physical NIC, the path beyond its wire and the far host
+//! (`driver = "nic"`, `[device.coalesce]`, `[path]`, `[peer]`), with their bounds.
+//!
+//! The names follow ethtool (`-g` ring sizes, `-C` coalescing) and tc; the bounds are
+//! what the drivers accept (mlx5e's `MLX5E_PARAMS_MINIMUM_LOG_SQ_SIZE`..`MAXIMUM`
+//! rings, `MLX5_MAX_COAL_TIME` / `MLX5_MAX_COAL_FRAMES` coalescing).
+
+use crate::diag::Diagnostic;
+use crate::resolve::{resolve_qdisc_spec, Sec};
+use crate::schema::*;
+use crate::tree::V;
+use darkbuf_model::qdisc::DevInfo;
+use darkbuf_model::units::{self, Rate};
+
+pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
+pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
+pub const PATH_KEYS: &[&str] = &["delay"];
+pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
+
+/// `MAX_SKB_FRAGS` (17): a maximal skb takes this many fragment descriptors plus one.
+pub const MAX_SKB_FRAGS: u32 = 17;
+/// The smallest and largest TX ring `ethtool -G` accepts here (mlx5e: 2^6..2^13).
+pub const NIC_RING_MIN: u32 = 64;
+pub const NIC_RING_MAX: u32 = 8192;
+/// The line rates modelled: 10 Mbit/s to 400 Gbit/s.
+pub const RATE_MIN_BPS: u64 = 10_000_000;
+pub const RATE_MAX_BPS: u64 = 400_000_000_000;
+
+/// The NIC's TX ring size (ethtool -g); the model's default (igb 256, mlx5 1024).
+pub(crate) fn ring_size(d: &Sec<'_>, nic: &NicSpec) -> Result<u32, Diagnostic> {
+    let default = match nic.model {
+        NicModel::Igb => 256,
+        NicModel::Mlx5 => 1024,
+    };
+    let Some(r) = d.int_opt("ring_size", i64::MIN, i64::MAX)? else { return Ok(default) };
+    if (NIC_RING_MIN as i64..=NIC_RING_MAX as i64).contains(&r) {
+        return Ok(r as u32);
+    }
+    Err(d.value_err(
+        "ring_size",
+        format!(
+            "`device.ring_size` = {r}: a NIC's TX ring holds {NIC_RING_MIN}..={NIC_RING_MAX} descriptors \
+             (a maximal skb alone takes MAX_SKB_FRAGS + 1 = {}, and the driver stops the queue with \
+             MAX_SKB_FRAGS + 4 = {} free)",
+            MAX_SKB_FRAGS + 1,
+            MAX_SKB_FRAGS + 4
+        ),
+        Some(format!("expected ethtool -G tx {NIC_RING_MIN}..={NIC_RING_MAX}, e.g. 256 (igb) or 1024 (mlx5)")),
+    ))
+}
+
+/// `rate`, `mtu`, `tso` and `[device.coalesce]` of a NIC; these keys on another driver
+/// are an error.
+pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>, Diagnostic> {
+    if driver != Driver::Nic {
+        for k in NIC_KEYS {
+            if d.entry(k).is_some() {
+                return Err(d.value_err(
+                    k,
+                    format!("`device.{k}` is a NIC setting: the {} driver has no line rate or interrupt coalescing", driver.name()),
+                    Some("set device.driver = \"nic\", or remove the key".into()),
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let rate_bps = match d.entry("rate") {
+        None => 1_000_000_000,
+        Some(e) => {
+            let expected = format!("a line rate from 10Mbit to 400Gbit, e.g. \"100Mbit\", \"10Gbit\" ({})", units::RATE_EXPECTED);
+            let V::Str(r) = &e.node.v else { return Err(d.type_err(e, "a rate string", Some(expected))) };
+            match units::parse_rate(r) {
+                Ok(Rate::Bps(b)) if (RATE_MIN_BPS..=RATE_MAX_BPS).contains(&b) => b,
+                Ok(Rate::Bps(b)) => {
+                    return Err(d.value_err("rate", format!("`device.rate` = \"{r}\" ({b} bit/s) is out of range"), Some(expected)))
+                }
+                Ok(_) => {
+                    return Err(d.value_err("rate", format!("`device.rate` = \"{r}\" is not a bit rate"), Some(expected)))
+                }
+                Err(u) => return Err(d.value_err("rate", format!("`device.rate`: {}", u.message), Some(expected))),
+            }
+        }
+    };
+    // A gigabit-class port is an Intel igb by default (the talk's "on intel"); faster
+    // ones a Mellanox mlx5.
+    let model_default = if rate_bps <= 2_500_000_000 { "igb" } else { "mlx5" };
+    let model = match d.choice("model", model_default, &["igb", "mlx5"])? {
+        "mlx5" => NicModel::Mlx5,
+        _ => NicModel::Igb,
+    };
+    let mtu = d.u32("mtu", 1500, 68, 9216)?;
+    let tso = d.boolean("tso", true)?;
+    let c = d.sub("coalesce")?;
+    c.check_keys(COALESCE_KEYS, None)?;
+    // igb: the interrupt throttle its dynamic ITR settles at under bulk load
+    // (IGB_4K_ITR, 4000 interrupts/s), no frame trigger. mlx5e: tx-usecs 16,
+    // tx-frames 32 (MLX5E_PARAMS_DEFAULT_TX_CQ_MODERATION_*), period from the last EQE.
+    let (usecs, frames) = match model {
+        NicModel::Igb => (250, 0),
+        NicModel::Mlx5 => (16, 32),
+    };
+    let tx_usecs = c.u32("tx_usecs", usecs, 0, 4095)?;
+    let tx_frames = c.u32("tx_frames", frames, 0, 65535)?;
+    let cqe_mode = c.boolean("cqe_mode", false)?;
+    let adaptive_tx = c.boolean("adaptive_tx", false)?;
+    if adaptive_tx {
+        return Err(c.value_err(
+            "adaptive_tx",
+            "`device.coalesce.adaptive_tx` = true: adaptive moderation (net_dim) is not modelled yet".into(),
+            Some("set fixed tx_usecs and tx_frames (ethtool -C DEV adaptive-tx off tx-usecs N tx-frames M)".into()),
+        ));
+    }
+    Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce: Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx } }))
+}
+
+/// `[path]` (the wire's far side, each direction) and `[peer]` (the far host); both
+/// only with a NIC.
+pub(crate) fn resolve_far_end(
+    top: &Sec<'_>,
+    driver: Driver,
+    device: &Device,
+    hz: u32,
+) -> Result<(Option<PathSpec>, Option<PeerSpec>), Diagnostic> {
+    if driver != Driver::Nic {
+        for k in ["path", "peer"] {
+            if top.entry(k).is_some() {
+                return Err(top.value_err(
+                    k,
+                    format!("[{k}] describes what lies beyond a NIC's wire: the {} driver has none", driver.name()),
+                    Some("set device.driver = \"nic\", or remove the section".into()),
+                ));
+            }
+        }
+        return Ok((None, None));
+    }
+    let p = top.sub("path")?;
+    p.check_keys(PATH_KEYS, None)?;
+    let delay_ns = p.duration("delay", 0, false)?;
+    if delay_ns > 10_000_000_000 {
+        return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
+    }
+    let pe = top.sub("peer")?;
+    pe.check_keys(PEER_KEYS, None)?;
+    let cpus = pe.u32("cpus", 2, 1, 64)?;
+    let tx_queues = pe.u32("tx_queues", 1, 1, 64)?;
+    let irq_cpus = pe.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| vec![(1 % cpus)]);
+    let q = pe.sub("qdisc")?;
+    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
+    let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
+    Ok((Some(PathSpec { delay_ns }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+}

@@ -1,0 +1,453 @@
+//! A physical NIC: per TX queue a descriptor ring, one port serializing frames onto the
+//! wire at line rate, TX-completion interrupts with ethtool's coalescing, and a NAPI
+//! poll per channel that reclaims completions and receives frames. Mirrors the shape
+//! of igb's `igb_xmit_frame_ring()` / `igb_clean_tx_irq()` / `igb_poll()` and mlx5e's
+//! `mlx5e_xmit()` / `mlx5e_poll_tx_cq()` / `mlx5e_napi_poll()`, with bcmgenet's BQL
+//! hooks (drivers/net/ethernet/broadcom/genet/bcmgenet.c):
+//!
+//! - `ndo_start_xmit` posts the skb's descriptors (`1 + nr_frags`), charges BQL in
+//!   bytes (`__netdev_tx_sent_queue()`: with `xmit_more` only `dql_queued()`), stops
+//!   the queue (DRV_XOFF) when fewer than `DESC_NEEDED` = MAX_SKB_FRAGS + 4
+//!   descriptors are free (igb's `igb_maybe_stop_tx()`), and rings the doorbell on the
+//!   bulk's last skb: only then does the NIC see the descriptors.
+//! - The port sends one skb at a time, its frames back to back, each taking
+//!   (frame + FCS 4 + preamble/SFD 8 + IFG 12 bytes) x 8 / rate; TX queues with
+//!   visible descriptors share it round-robin per skb (mlx5's per-WQE arbitration, an
+//!   assumption: the arbitration is not documented). The port clock is kept in
+//!   picoseconds, so back-to-back frames do not drift.
+//! - A finished skb writes a completion. The channel's interrupt fires when
+//!   `tx_frames` completions are pending, or once `tx_usecs` have passed since the
+//!   last interrupt (igb's ITR throttle, mlx5's default EQE-based period) or since the
+//!   first pending completion (`cqe_mode`, mlx5's `tx_cqe_moder`); 0 = at once. It
+//!   stays masked until its NAPI poll completes. RX frames interrupt when the
+//!   interrupt is armed (rx-usecs 0: RX moderation is not modelled).
+//! - The poll reclaims up to `MLX5E_TX_CQ_POLL_BUDGET` = 128 completions (the skb's
+//!   destructor runs here, on the IRQ CPU), calls `netdev_tx_completed_queue()` once
+//!   with their bytes, wakes a stopped queue once `2 * DESC_NEEDED` descriptors are
+//!   free (`TX_WAKE_THRESHOLD`), then receives up to its budget; more completions than
+//!   128 keep the NAPI scheduled (returns the budget).
+//!
+//! Channel i is TX queue i with RX queue i, one NAPI and one IRQ on `irq_cpus[i]`.
+//! The CPU cost of the hard interrupt is charged at the start of the poll it schedules.
+
+use crate::arena::PktInfo;
+use crate::cpu::{CpuId, DevId, NapiId};
+use crate::drivers::{Driver, NetdevTx};
+use crate::event::Event;
+use crate::path::LinkId;
+use crate::world::World;
+use darkbuf_model::Skb;
+use std::collections::VecDeque;
+
+/// `MAX_SKB_FRAGS`.
+const MAX_SKB_FRAGS: u32 = darkbuf_scenario::MAX_SKB_FRAGS;
+/// igb's `DESC_NEEDED`: the free descriptors below which the queue is stopped.
+pub const DESC_NEEDED: u32 = MAX_SKB_FRAGS + 4;
+/// igb's `TX_WAKE_THRESHOLD`: the free descriptors at which a stopped queue is woken.
+pub const TX_WAKE_THRESHOLD: u32 = 2 * DESC_NEEDED;
+/// `MLX5E_TX_CQ_POLL_BUDGET`: completions one poll reclaims at most.
+pub const TX_CQ_POLL_BUDGET: usize = 128;
+/// Bytes on the wire per frame beyond the L2 frame: FCS 4, preamble + SFD 8, IFG 12.
+pub const WIRE_OVERHEAD: u32 = 24;
+/// `ETH_ZLEN`: frames are padded to 60 bytes (plus FCS: 64).
+pub const ETH_ZLEN: u32 = 60;
+/// The rx ring size (ethtool -g rx): what the far end buffers before it drops.
+pub const RX_RING_SIZE: usize = 1024;
+
+/// One posted skb.
+#[derive(Clone, Copy, Debug)]
+struct TxEntry {
+    id: u32,
+    descs: u32,
+    /// What BQL was charged: the bytes `netdev_tx_sent_queue()` got.
+    bytes: u32,
+    /// Serialization time of all its frames, ps.
+    wire_ps: u64,
+}
+
+/// A TX descriptor ring (`struct igb_ring`, mlx5's SQ).
+pub struct TxRing {
+    free: u32,
+    /// Posted skbs, oldest first, until reclaimed. The first `done` have been sent
+    /// (their completions written); the first `visible` were announced by a doorbell.
+    ring: VecDeque<TxEntry>,
+    done: usize,
+    visible: usize,
+}
+
+/// One channel: a TX ring, an RX ring, their NAPI and interrupt.
+pub struct Channel {
+    pub tx: TxRing,
+    pub rx: VecDeque<u32>,
+    pub napi: NapiId,
+    pub irq_cpu: CpuId,
+    /// The interrupt is enabled (not masked by a scheduled NAPI).
+    armed: bool,
+    /// When the armed moderation timer fires (ns), if one is.
+    timer_at: Option<u64>,
+    /// When the interrupt last fired (ns).
+    last_irq: u64,
+    /// The hard interrupt's cost is still to be charged to the poll it scheduled.
+    irq_cost_due: bool,
+    /// The last poll reclaimed its whole TX budget (`mlx5e_poll_tx_cq()` returned busy).
+    tx_busy: bool,
+}
+
+/// ethtool -S style counters, cumulative.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NicStats {
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_xmit_more: u64,
+    pub tx_queue_stopped: u64,
+    pub tx_queue_wake: u64,
+    /// Completions reclaimed by the TX NAPI polls.
+    pub tx_cqes: u64,
+    /// Interrupts that found TX completions pending.
+    pub tx_irqs: u64,
+    pub irqs: u64,
+    pub rx_packets: u64,
+    /// Frames the full RX ring dropped (mlx5 `rx_out_of_buffer`, igb `rx_fifo_errors`).
+    pub rx_dropped: u64,
+    /// ps the port spent serializing (measured window: see `busy_ps_in`).
+    pub busy_ps: u64,
+}
+
+impl NicStats {
+    /// The counters accumulated since `base`.
+    pub fn since(&self, base: &NicStats) -> NicStats {
+        NicStats {
+            tx_packets: self.tx_packets - base.tx_packets,
+            tx_bytes: self.tx_bytes - base.tx_bytes,
+            tx_xmit_more: self.tx_xmit_more - base.tx_xmit_more,
+            tx_queue_stopped: self.tx_queue_stopped - base.tx_queue_stopped,
+            tx_queue_wake: self.tx_queue_wake - base.tx_queue_wake,
+            tx_cqes: self.tx_cqes - base.tx_cqes,
+            tx_irqs: self.tx_irqs - base.tx_irqs,
+            irqs: self.irqs - base.irqs,
+            rx_packets: self.rx_packets - base.rx_packets,
+            rx_dropped: self.rx_dropped - base.rx_dropped,
+            busy_ps: self.busy_ps - base.busy_ps,
+        }
+    }
+}
+
+/// The NIC's port: one frame at a time.
+#[derive(Default)]
+struct Port {
+    /// The TX queue whose ring head (`done`) is on the wire.
+    busy: Option<u16>,
+    /// When the wire is free again, ps.
+    free_at_ps: u64,
+    /// Round robin: the queue to look at first.
+    next: u16,
+}
+
+/// A physical NIC's private state.
+pub struct Nic {
+    pub rate_bps: u64,
+    pub chans: Vec<Channel>,
+    port: Port,
+    /// Where this port's wire leads.
+    pub link: LinkId,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    pub cqe_mode: bool,
+    pub stats: NicStats,
+    pub base: NicStats,
+}
+
+impl Nic {
+    pub fn new(rate_bps: u64, link: LinkId, c: &darkbuf_scenario::Coalesce) -> Nic {
+        Nic {
+            rate_bps,
+            chans: Vec::new(),
+            port: Port::default(),
+            link,
+            tx_usecs: c.tx_usecs,
+            tx_frames: c.tx_frames,
+            cqe_mode: c.cqe_mode,
+            stats: NicStats::default(),
+            base: NicStats::default(),
+        }
+    }
+
+    /// Adds channel i with its NAPI and IRQ CPU.
+    pub fn add_channel(&mut self, ring_size: u32, napi: NapiId, irq_cpu: CpuId) {
+        self.chans.push(Channel {
+            tx: TxRing { free: ring_size, ring: VecDeque::with_capacity(ring_size as usize), done: 0, visible: 0 },
+            rx: VecDeque::with_capacity(RX_RING_SIZE),
+            napi,
+            irq_cpu,
+            armed: true,
+            timer_at: None,
+            last_irq: 0,
+            irq_cost_due: false,
+            tx_busy: false,
+        });
+    }
+
+    /// Serialization time of a frame of `len` L2 bytes, ps.
+    fn frame_ps(&self, len: u32) -> u64 {
+        (len.max(ETH_ZLEN) + WIRE_OVERHEAD) as u64 * 8_000_000_000_000 / self.rate_bps
+    }
+
+    /// skbs posted to TX queue `q` and not yet sent (the one on the wire included).
+    pub fn unsent(&self, q: usize) -> usize {
+        self.chans.get(q).map_or(0, |c| c.tx.ring.len() - c.tx.done)
+    }
+
+    /// Packets the NIC holds: posted and not reclaimed, and received and not polled.
+    pub fn held(&self) -> u64 {
+        self.chans.iter().map(|c| (c.tx.ring.len() + c.rx.len()) as u64).sum()
+    }
+}
+
+impl World {
+    #[inline(always)]
+    fn nic_mut(&mut self, dev: DevId) -> &mut Nic {
+        match &mut self.devs[dev as usize].driver {
+            Driver::Nic(n) => n,
+            _ => unreachable!("device {dev} is a NIC"),
+        }
+    }
+
+    /// `ndo_start_xmit`: post `skb` on TX queue `skb.queue_mapping`.
+    pub fn nic_xmit(&mut self, dev: DevId, skb: Skb, more: bool) -> NetdevTx {
+        let q = skb.queue_mapping as usize;
+        let jiffies = self.jiffies();
+        let now = self.now;
+        let d = &mut self.devs[dev as usize];
+        let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
+        let descs = 1;
+        if nic.chans[q].tx.free < descs {
+            // The queue should have been stopped: the driver's "BUG! Tx Ring full".
+            d.txqs[q].tx_stop_queue(jiffies);
+            return NetdevTx::Busy;
+        }
+        let bytes = skb.len.max(ETH_ZLEN);
+        let entry = TxEntry { id: skb.id, descs, bytes, wire_ps: nic.frame_ps(skb.len) };
+        let tx = &mut nic.chans[q].tx;
+        tx.ring.push_back(entry);
+        tx.free -= descs;
+        nic.stats.tx_packets += 1;
+        nic.stats.tx_bytes += bytes as u64;
+        nic.stats.tx_xmit_more += more as u64;
+        // igb_maybe_stop_tx(): stop while a maximal skb might not fit.
+        if tx.free < DESC_NEEDED {
+            d.txqs[q].tx_stop_queue(jiffies);
+            nic.stats.tx_queue_stopped += 1;
+        }
+        let doorbell = match d.txqs[q].netdev_tx_sent_queue_more(bytes, more, jiffies) {
+            Ok(ring) => ring,
+            Err(e) => {
+                self.finding("dql_queued object too large", format!("{e:?}"));
+                true
+            }
+        };
+        self.pkts.get_mut(skb.id).t_xmit = now;
+        if self.is_measured_txq(dev, q as u16) {
+            self.metrics.ring.enter(now);
+        }
+        self.bql_sample(dev, q, false);
+        if doorbell {
+            let nic = self.nic_mut(dev);
+            let tx = &mut nic.chans[q].tx;
+            tx.visible = tx.ring.len();
+            if nic.port.busy.is_none() {
+                let from_ps = nic.port.free_at_ps.max(now * 1000);
+                self.port_start(dev, from_ps);
+            }
+        }
+        NetdevTx::Ok
+    }
+
+    /// The port is idle: start the next visible skb at `start_ps`, round robin over the
+    /// TX queues.
+    fn port_start(&mut self, dev: DevId, start_ps: u64) {
+        let nic = self.nic_mut(dev);
+        let n = nic.chans.len();
+        let Some(q) = (0..n).map(|i| (nic.port.next as usize + i) % n).find(|&q| nic.chans[q].tx.visible > nic.chans[q].tx.done) else {
+            return;
+        };
+        nic.port.next = ((q + 1) % n) as u16;
+        nic.port.busy = Some(q as u16);
+        let e = nic.chans[q].tx.ring[nic.chans[q].tx.done];
+        let end_ps = start_ps + e.wire_ps;
+        nic.port.free_at_ps = end_ps;
+        nic.stats.busy_ps += e.wire_ps;
+        let start = start_ps.div_ceil(1000);
+        self.pkts.get_mut(e.id).t_wire = start;
+        if self.is_measured_txq(dev, q as u16) {
+            self.metrics.ring.leave(start.max(self.now));
+        }
+        self.events.push(end_ps.div_ceil(1000), Event::Wire(dev));
+    }
+
+    /// `Event::Wire`: the skb on the wire is sent. Its frames go down the link as a
+    /// copy (the far end's own skb), its completion is written, and the next one starts.
+    pub fn nic_wire_done(&mut self, dev: DevId) {
+        let nic = self.nic_mut(dev);
+        let q = nic.port.busy.take().expect("the port was sending") as usize;
+        let tx = &mut nic.chans[q].tx;
+        let id = tx.ring[tx.done].id;
+        tx.done += 1;
+        let link = nic.link;
+        let copy: PktInfo = *self.pkts.get(id);
+        let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
+        self.created += 1;
+        self.link_send(link, rx_id);
+        self.nic_completion(dev, q);
+        // Back to back: the next frame starts when this one's last bit left.
+        let from_ps = self.nic_mut(dev).port.free_at_ps;
+        self.port_start(dev, from_ps);
+    }
+
+    /// A TX completion is pending on channel `ch` (just written, or left when the
+    /// interrupt was re-armed): interrupt now, or arm the moderation timer.
+    fn nic_completion(&mut self, dev: DevId, ch: usize) {
+        let now = self.now;
+        let nic = self.nic_mut(dev);
+        let (frames, period, cqe_mode) = (nic.tx_frames, nic.tx_usecs as u64 * 1000, nic.cqe_mode);
+        let c = &mut nic.chans[ch];
+        if !c.armed {
+            return;
+        }
+        let pending = c.tx.done as u32;
+        if period == 0 || (frames > 0 && pending >= frames) {
+            self.nic_irq(dev, ch);
+            return;
+        }
+        if c.timer_at.is_some() {
+            return;
+        }
+        // The period runs from the first pending completion (CQE mode, this one: the
+        // timer is armed now) or from the last interrupt.
+        let due = if cqe_mode { now + period } else { c.last_irq + period };
+        if due <= now {
+            self.nic_irq(dev, ch);
+        } else {
+            c.timer_at = Some(due);
+            self.events.push(due, Event::NicIrqTimer(dev, ch as u16));
+        }
+    }
+
+    /// `Event::NicIrqTimer`: the moderation timer expired (unless it was cancelled or
+    /// re-armed since).
+    pub fn nic_irq_timer(&mut self, dev: DevId, ch: u16) {
+        let now = self.now;
+        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        if c.timer_at != Some(now) {
+            return;
+        }
+        c.timer_at = None;
+        if c.armed {
+            self.nic_irq(dev, ch as usize);
+        }
+    }
+
+    /// The channel's interrupt fires on its IRQ CPU: mask it and schedule the NAPI there.
+    fn nic_irq(&mut self, dev: DevId, ch: usize) {
+        let now = self.now;
+        let nic = self.nic_mut(dev);
+        let c = &mut nic.chans[ch];
+        c.armed = false;
+        c.timer_at = None;
+        c.irq_cost_due = true;
+        c.last_irq = now;
+        let (napi, cpu, tx) = (c.napi, c.irq_cpu, c.tx.done > 0);
+        nic.stats.irqs += 1;
+        nic.stats.tx_irqs += tx as u64;
+        if self.napi_schedule_prep(napi) {
+            self.napi_schedule(cpu, napi);
+            self.cpu_kick(cpu, 0);
+        }
+    }
+
+    /// A frame arrived from the link: into the RX ring of its flow's channel (RSS), or
+    /// dropped when the ring is full; the RX interrupt fires if it is armed.
+    pub fn nic_rx(&mut self, dev: DevId, id: u32) {
+        let now = self.now;
+        let flow = self.pkts.get(id).flow;
+        let d = &mut self.devs[dev as usize];
+        let hash = darkbuf_model::skb::flow_hash(flow, d.txhash_key);
+        let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
+        // RSS: the flow's hash picks the RX queue.
+        let ch = hash as usize % nic.chans.len();
+        if nic.chans[ch].rx.len() >= RX_RING_SIZE {
+            nic.stats.rx_dropped += 1;
+            self.kfree_skb(id);
+            return;
+        }
+        nic.chans[ch].rx.push_back(id);
+        nic.stats.rx_packets += 1;
+        let armed = nic.chans[ch].armed;
+        self.pkts.get_mut(id).t_arrive = now;
+        if armed {
+            self.nic_irq(dev, ch);
+        }
+    }
+
+    /// NAPI poll hook: reclaim up to 128 completions of the channel's TX ring, complete
+    /// their BQL bytes once, and wake the queue if it was stopped. Returns the CPU time.
+    pub(super) fn nic_poll_begin(&mut self, cpu: CpuId, dev: DevId, ch: u16) -> f64 {
+        let costs = (self.profile.costs.nic_tx_clean_ns, self.profile.costs.nic_irq_ns);
+        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let irq_ns = if std::mem::take(&mut c.irq_cost_due) { costs.1 } else { 0.0 };
+        let n = c.tx.done.min(TX_CQ_POLL_BUDGET);
+        let mut bytes = 0u32;
+        for _ in 0..n {
+            let tx = &mut self.nic_mut(dev).chans[ch as usize].tx;
+            let e = tx.ring.pop_front().expect("a sent entry");
+            tx.free += e.descs;
+            tx.done -= 1;
+            tx.visible -= 1;
+            bytes += e.bytes;
+            // napi_consume_skb(): the destructor (sock_wfree, tcp_wfree) runs here.
+            self.skb_orphan(e.id);
+            self.pkts.free(e.id);
+            self.transmitted += 1;
+        }
+        let nic = self.nic_mut(dev);
+        nic.stats.tx_cqes += n as u64;
+        nic.chans[ch as usize].tx_busy = n == TX_CQ_POLL_BUDGET;
+        // One netdev_tx_completed_queue() per poll, with everything it reclaimed.
+        self.bql_complete(cpu, dev, ch, bytes);
+        let d = &mut self.devs[dev as usize];
+        let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
+        let txq = &mut d.txqs[ch as usize];
+        if nic.chans[ch as usize].tx.free >= TX_WAKE_THRESHOLD && txq.tx_queue_stopped() && txq.tx_wake_queue() {
+            nic.stats.tx_queue_wake += 1;
+            if let Some(qi) = d.txq_qdisc[ch as usize] {
+                self.netif_schedule(cpu, qi);
+            }
+        }
+        irq_ns + n as f64 * costs.0
+    }
+
+    /// NAPI poll hook: one received frame off the RX ring, with its cost.
+    #[inline]
+    pub(super) fn nic_rcv_one(&mut self, dev: DevId, ch: u16) -> Option<(u32, f64)> {
+        let id = self.nic_mut(dev).chans[ch as usize].rx.pop_front()?;
+        self.pkts.get_mut(id).t_consume = self.now;
+        Some((id, self.profile.costs.nic_rx_ns))
+    }
+
+    /// NAPI poll hook: a TX reclaim that used its whole budget keeps the NAPI busy
+    /// (what arrives during a shorter one waits for the next interrupt).
+    pub(super) fn nic_poll_busy(&mut self, dev: DevId, ch: u16) -> bool {
+        self.nic_mut(dev).chans[ch as usize].tx_busy
+    }
+
+    /// NAPI poll hook, after `napi_complete_done()`: unmask the interrupt; what
+    /// arrived meanwhile interrupts again (RX at once, TX completions by moderation).
+    pub(super) fn nic_rearm(&mut self, dev: DevId, ch: u16) {
+        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        c.armed = true;
+        if !c.rx.is_empty() {
+            self.nic_irq(dev, ch as usize);
+        } else if c.tx.done > 0 {
+            self.nic_completion(dev, ch as usize);
+        }
+    }
+}
