@@ -42,6 +42,7 @@ pub const DEVICE_KEYS: &[&str] = &[
     "backpressure",
     "wake_threshold",
     "bql",
+    "model",
     "rate",
     "mtu",
     "tso",

@@ -593,3 +593,57 @@ fn placement_keys_are_checked() {
     let d = err(&format!("[device]\ntx_queues = 2\nxps_txq = 1\nxps = \"cpu\"\n{UDP}"));
     assert!(d.message.contains("both set the XPS map"), "{d}");
 }
+
+/// A NIC's settings: defaults by model, and every bad value is an error at its position
+/// that says what is valid.
+#[test]
+fn nic_keys_have_bounds() {
+    const NIC: &str = "[device]\ndriver = \"nic\"\n";
+    let s = ok_set(&format!("{NIC}rate = \"1Gbit\"\n{UDP}"), &[]);
+    let n = s.device.nic.as_ref().unwrap();
+    assert_eq!((n.model, n.rate_bps, n.mtu, n.coalesce.tx_usecs, n.coalesce.tx_frames), (NicModel::Igb, 1_000_000_000, 1500, 250, 0));
+    assert_eq!((s.device.ring_size, s.device.txqueuelen, s.qdisc.kind.as_str()), (256, 1000, "pfifo_fast"));
+    assert!(s.device.bql.enabled && s.device.bql.unit == BqlUnit::Byte);
+    assert_eq!(s.device.napi, NapiMode::Softirq);
+    assert_eq!(s.peer.as_ref().unwrap().qdisc.kind, "pfifo_fast");
+    let s = ok_set(&format!("{NIC}rate = \"100Gbit\"\nmtu = 9000\n{UDP}"), &[]);
+    let n = s.device.nic.as_ref().unwrap();
+    assert_eq!((n.model, n.coalesce.tx_usecs, n.coalesce.tx_frames, s.device.ring_size), (NicModel::Mlx5, 16, 32, 1024));
+    assert_eq!(s.device.mtu_l2(), 9014);
+
+    let d = err(&format!("{NIC}rate = \"0bit\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.rate", Some(3)));
+    let d = err(&format!("{NIC}rate = \"1Tbit\"\n{UDP}"));
+    assert!(d.message.contains("out of range") && d.help.unwrap().contains("10Mbit to 400Gbit"), "{}", d.message);
+    let d = err(&format!("{NIC}rate = \"50kpps\"\n{UDP}"));
+    assert!(d.message.contains("not a bit rate"), "{d}");
+    let d = err(&format!("{NIC}[device.coalesce]\ntx_usecs = 5000\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.coalesce.tx_usecs", Some(4)));
+    assert!(d.help.unwrap().contains("0..=4095"));
+    let d = err(&format!("{NIC}[device.coalesce]\ntx_frames = -1\n{UDP}"));
+    assert_eq!(d.key, "device.coalesce.tx_frames");
+    let d = err(&format!("{NIC}ring_size = 16\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.ring_size", Some(3)));
+    assert!(d.message.contains("MAX_SKB_FRAGS + 1 = 18"), "{d}");
+    let d = err(&format!("{NIC}[device.bql]\nunit = \"packet\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.bql.unit", Some(4)));
+    assert!(d.message.contains("bytes"), "{d}");
+    let d = err(&format!("{NIC}[device.bql]\ncompletion = \"per-poll\"\n{UDP}"));
+    assert!(d.help.unwrap().contains("[device.coalesce]"));
+    let d = err(&format!("{NIC}backpressure = true\n{UDP}"));
+    assert_eq!(d.key, "device.backpressure");
+    let d = err(&format!("{NIC}irq_cpus = [2]\n{UDP}"));
+    assert_eq!(d.key, "device.irq_cpus.0");
+    let d = err(&format!("{NIC}model = \"e1000\"\n{UDP}"));
+    assert!(d.help.unwrap().contains("\"igb\", \"mlx5\""));
+    let d = err(&format!("{NIC}[device.coalesce]\nadaptive_tx = true\n{UDP}"));
+    assert!(d.message.contains("not modelled"), "{d}");
+    let d = err(&format!("{NIC}[peer]\ncpus = 2\nirq_cpus = [3]\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("peer.irq_cpus.0", Some(5)));
+    // NIC keys on another driver, and [path]/[peer] without a NIC.
+    let d = err(&format!("[device]\nrate = \"1Gbit\"\n{UDP}"));
+    assert!(d.message.contains("NIC setting"), "{d}");
+    let d = err(&format!("[path]\ndelay = \"5ms\"\n{UDP}"));
+    assert_eq!(d.key, "path");
+    assert!(d.help.unwrap().contains("driver = \"nic\""));
+}
