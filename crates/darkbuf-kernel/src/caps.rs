@@ -57,6 +57,8 @@ pub struct Capabilities {
     /// ethtool.channels, ethtool.tx_usecs, veth.backpressure, rules.nft,
     /// rules.iptables, tracefs, tracepoint.napi_poll.
     pub features: BTreeMap<String, Probe>,
+    /// The physical NICs and their BQL, read-only.
+    pub nics: Vec<crate::nics::NicInfo>,
     /// darkbuf-named objects found (an owner still running means in use, not left over).
     pub leftovers: Vec<Leftover>,
     /// With --cleanup: what was removed, and what could not be.
@@ -112,6 +114,7 @@ pub fn check(cleanup: bool) -> Result<Capabilities> {
         tools: TOOLS.iter().map(|t| (t.to_string(), cmd::which(t))).collect(),
         qdiscs: BTreeMap::new(),
         features: BTreeMap::new(),
+        nics: crate::nics::list(std::path::Path::new("/sys/class/net")),
         leftovers: Vec::new(),
         removed: Vec::new(),
         cleanup_errors: Vec::new(),
@@ -353,6 +356,8 @@ pub fn render_table(c: &Capabilities) -> String {
     for (k, p) in &c.features {
         s.push_str(&format!("{:<22} {:<9} {}\n", k, yn(p), p.detail));
     }
+    s.push('\n');
+    s.push_str(&crate::nics::render(&c.nics));
     s.push_str(&format!("\n{:<22} {}\n", "tool", "path"));
     for (k, p) in &c.tools {
         s.push_str(&format!("{:<22} {}\n", k, p.as_deref().unwrap_or("missing")));

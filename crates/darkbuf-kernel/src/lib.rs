@@ -19,6 +19,7 @@ pub mod counters;
 pub mod error;
 pub mod load;
 pub mod names;
+pub mod nics;
 pub mod rules;
 pub mod signals;
 pub mod tcargs;

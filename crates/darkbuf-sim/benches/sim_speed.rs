@@ -2,7 +2,8 @@
 //!
 //! The scenarios are the seed's nrules=0 No-BQL point (about 1.8 Mpps through the
 //! consumer, the fastest case) and its nrules=15000 per-packet point (6.4 kpps consumed,
-//! ~2.4 M sends/s mostly dropped by sfq), each simulating 1 s after 100 ms warmup.
+//! ~2.4 M sends/s mostly dropped by sfq), and a 1 Gbit NIC (nic-1gbit.toml) with and
+//! without BQL, each simulating 1 s after 100 ms warmup.
 //! Throughput counts packets the consumer delivered.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -20,6 +21,11 @@ fn bench(c: &mut Criterion) {
     let cases = [
         ("nrules0_no_bql", load("seed-nrules0.toml", &["duration=1s", "warmup=100ms", "device.bql.limit_min=1073741824"])),
         ("nrules15000_per_packet", load("seed-nrules15000.toml", &["duration=1s", "warmup=100ms"])),
+        // A NIC at 1 Gbit, MTU 1500, saturated: BQL + fq_codel (the flood blocks on its
+        // send buffer), and no BQL under pfifo_fast (the flood's sendmsg loop spins on a
+        // full qdisc, ~3 M drops per simulated second).
+        ("nic_1gbit_fq_codel", load("nic-1gbit.toml", &["duration=1s", "warmup=100ms", "qdisc.kind=fq_codel"])),
+        ("nic_1gbit_pfifo_fast", load("nic-1gbit.toml", &["duration=1s", "warmup=100ms", "device.bql.limit_min=1073741824"])),
     ];
     let mut g = c.benchmark_group("simulate_1s");
     g.sample_size(10);
