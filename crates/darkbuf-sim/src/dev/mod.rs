@@ -85,7 +85,7 @@ impl World {
     /// `netdev_core_pick_tx()` for `skb` sent from `cpu` on `dev`: the driver's own
     /// choice, else `get_xps_queue()` on the sending CPU's XPS entry (one of its queues
     /// by the flow hash when it has several), else `skb_tx_hash()` (fixed per flow).
-    #[inline]
+    #[inline(always)]
     pub fn netdev_pick_tx(&self, dev: DevId, skb: &Skb, cpu: CpuId) -> u16 {
         if let Some(q) = self.ndo_select_queue(dev, skb) {
             return q;
@@ -104,8 +104,9 @@ impl World {
 
     /// `__dev_queue_xmit()` of `skb` (already in the arena as `skb.id`) on `dev` from a
     /// task on `cpu`. Returns the cost of what was done inline, the frame to run next
-    /// (the qdisc run loop) if any, and the enqueue verdict for the socket.
-    #[inline]
+    /// (the qdisc run loop) if any, and the enqueue verdict for the socket. Inlined:
+    /// its hot caller is `send_msg` (out of line: +0.5% instructions there).
+    #[inline(always)]
     pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
         let id = skb.id;
         let txq = skb.queue_mapping as usize;

@@ -122,6 +122,7 @@ impl World {
 
     /// Allocates `skb` for socket `s` in the arena (its `id` is set), charging the
     /// socket's send buffer when the skb carries `sock_wfree` as its destructor.
+    #[inline(always)]
     pub fn sock_alloc_skb(&mut self, s: SockId, skb: &mut Skb, proto: crate::arena::Proto, destructor: Destructor, dir: Dir, seq: u32) {
         if destructor == Destructor::SockWfree {
             self.socks[s as usize].wmem_alloc += skb.truesize as u64;
