@@ -196,131 +196,18 @@ impl World {
 
     pub fn finish(mut self, seed: u64) -> (RunRecord, BTreeMap<String, String>) {
         self.check_invariants();
+        let mut out = Out::default();
+        self.probe_metrics(&mut out);
+        self.traffic_metrics(&mut out);
+        self.qdisc_metrics(&mut out);
+        self.device_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
-        let secs = (end - start) as f64 / 1e9;
-        let mut m: BTreeMap<String, Option<f64>> = BTreeMap::new();
-        let mut why: BTreeMap<String, String> = BTreeMap::new();
-        let mut none = |m: &mut BTreeMap<String, Option<f64>>, k: &str, reason: &str| {
-            m.insert(k.into(), None);
-            why.insert(k.into(), reason.into());
-        };
-        let mt = &self.metrics;
-
-        // Probes.
-        let ping_keys = [
-            "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
-            "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
-        ];
-        if self.ping_sock().is_none() {
-            for k in ping_keys {
-                none(&mut m, k, "the scenario has no ping traffic");
-            }
-        } else if mt.probes.is_empty() {
-            for k in &ping_keys[..8] {
-                none(&mut m, k, "no probe was answered in the measured window");
-            }
-        } else {
-            let n = mt.probes.len() as f64;
-            let mut rtts: Vec<u64> = mt.probes.iter().map(|p| p.rtt).collect();
-            rtts.sort_unstable();
-            let ms = |ns: f64| ns / 1e6;
-            let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| {
-                mt.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n
-            };
-            m.insert("ping.rtt_avg_ms".into(), Some(ms(avg(&|p| p.rtt))));
-            m.insert("ping.rtt_min_ms".into(), Some(ms(rtts[0] as f64)));
-            m.insert("ping.rtt_p50_ms".into(), Some(ms(percentile(&rtts, 50.0))));
-            m.insert("ping.rtt_p99_ms".into(), Some(ms(percentile(&rtts, 99.0))));
-            m.insert("ping.rtt_max_ms".into(), Some(ms(*rtts.last().unwrap() as f64)));
-            m.insert("ping.wait_qdisc_ms".into(), Some(ms(avg(&|p| p.wait_qdisc))));
-            m.insert("ping.wait_ring_ms".into(), Some(ms(avg(&|p| p.wait_ring))));
-            m.insert("ping.wait_consumer_ms".into(), Some(ms(avg(&|p| p.wait_consumer))));
-            if self.links.is_empty() {
-                // veth, tun: the way back is the profile's constant; there is no wire.
-            } else {
-                m.insert("ping.wait_wire_ms".into(), Some(ms(avg(&|p| p.wait_wire))));
-                m.insert("ping.wait_return_ms".into(), Some(ms(avg(&|p| p.wait_return))));
-            }
-        }
-        if self.ping_sock().is_some() {
-            // Probes still in flight at the end are neither answered nor lost.
-            let fated = mt.probes.len() as u64 + mt.probes_lost;
-            let loss = if fated == 0 { 0.0 } else { 100.0 * mt.probes_lost as f64 / fated as f64 };
-            m.insert("ping.loss_pct".into(), Some(loss));
-            m.insert("ping.probes".into(), Some(fated as f64));
-        }
-
-        m.insert("consumer.pps".into(), Some(mt.consumer_pkts as f64 / secs));
-        let sink: u64 = self.udp_socks().map(|u| u.sink_pkts).sum();
-        m.insert("sink.pps".into(), Some(sink as f64 / secs));
-        if sink > 0 {
-            m.insert("sink.owd_avg_ms".into(), Some(mt.sink_owd_ns as f64 / sink as f64 / 1e6));
-        } else {
-            none(&mut m, "sink.owd_avg_ms", "no flood packet was delivered in the measured window");
-        }
-        for u in self.udp_socks() {
-            m.insert(format!("sink.pps.{}", u.traffic_index), Some(u.sink_pkts as f64 / secs));
-        }
-
-        // Qdisc counters, as `tc -s qdisc` shows the root (mq: the sum of its children).
-        if self.qdiscs.is_empty() {
-            for k in ["qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits", "qdisc.backlog_avg_pkts"] {
-                none(&mut m, k, "no qdisc: the device runs noqueue");
-            }
-        } else {
-            let window: Vec<(TcCounters, TcCounters)> = self.qdiscs.iter().map(|q| (q.tc_counters(), q.base)).collect();
-            let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 {
-                window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64
-            };
-            m.insert("qdisc.sent_pkts".into(), Some(sum(&|c| c.sent_pkts)));
-            m.insert("qdisc.drops".into(), Some(sum(&|c| c.drops)));
-            m.insert("qdisc.requeues".into(), Some(sum(&|c| c.requeues)));
-            m.insert("qdisc.overlimits".into(), Some(sum(&|c| c.overlimits)));
-            m.insert("qdisc.backlog_avg_pkts".into(), Some(mt.qdisc_backlog.mean(start, end)));
-            for (name, v) in self.qdisc_xstats() {
-                m.insert(format!("qdisc.{name}"), Some(v));
-            }
-        }
-
-        if self.measured_dev().bql {
-            m.insert("bql.limit_avg".into(), Some(mt.bql_limit.mean(start, end)));
-            m.insert("bql.limit_last".into(), Some(mt.bql_limit.last() as f64));
-            m.insert("bql.inflight_avg".into(), Some(mt.bql_inflight.mean(start, end)));
-            m.insert("bql.inflight_max".into(), Some(mt.bql_inflight.max as f64));
-            m.insert("bql.completions".into(), Some(mt.bql_completions as f64));
-        } else {
-            for k in ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"] {
-                none(&mut m, k, "BQL is disabled in this scenario");
-            }
-        }
-        let xoff = |f: &dyn Fn(&darkbuf_model::txq::TxqStats) -> u64| -> f64 {
-            let d = self.measured_dev();
-            d.txqs.iter().zip(&d.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64
-        };
-        m.insert("txq.stack_xoff".into(), Some(xoff(&|s| s.stack_xoff)));
-        m.insert("txq.drv_xoff".into(), Some(xoff(&|s| s.drv_xoff)));
-
-        if !self.has_measured_napi() {
-            for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
-                none(&mut m, k, "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path");
-            }
-        } else {
-            m.insert("napi.polls".into(), Some(mt.napi_polls as f64));
-            let avg_work = if mt.napi_polls == 0 { 0.0 } else { mt.napi_work as f64 / mt.napi_polls as f64 };
-            m.insert("napi.avg_work".into(), Some(avg_work));
-            m.insert("napi.full_budget_polls".into(), Some(mt.napi_full_budget as f64));
-        }
-        m.insert("ring.drops".into(), Some(mt.ring_drops as f64));
-        // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
-        m.insert("dev.noqueue_drops".into(), Some(mt.noqueue_drops as f64));
-        m.insert("ring.occupancy_avg".into(), Some(mt.ring.mean(start, end)));
-        self.nic_metrics(&mut m, end - start);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
-        m.insert("softnet.time_squeeze".into(), Some(squeeze as f64));
+        out.set("softnet.time_squeeze", squeeze as f64);
         for (i, c) in self.cpus.iter().enumerate() {
-            m.insert(format!("cpu.{i}.busy_pct"), Some(100.0 * c.busy_ns as f64 / (end - start) as f64));
+            out.m.insert(format!("cpu.{i}.busy_pct"), Some(100.0 * c.busy_ns as f64 / (end - start) as f64));
         }
-
+        let mt = &self.metrics;
         let mut histograms = BTreeMap::new();
         if self.measured_dev().bql {
             histograms.insert("bql_inflight".to_string(), mt.hist_inflight.to_log2());
@@ -332,7 +219,143 @@ impl World {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }
         let timeseries = self.timeseries();
-        let rec = RunRecord { seed, metrics: m, histograms, findings: self.metrics.findings.clone(), timeseries };
-        (rec, why)
+        let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries };
+        (rec, out.why)
+    }
+
+    /// The probes' round trips, where their time went, and their loss.
+    fn probe_metrics(&self, out: &mut Out) {
+        let mt = &self.metrics;
+        let ping_keys = [
+            "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
+            "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
+        ];
+        if self.ping_sock().is_none() {
+            for k in ping_keys {
+                out.none(k, "the scenario has no ping traffic");
+            }
+            return;
+        }
+        if mt.probes.is_empty() {
+            for k in &ping_keys[..8] {
+                out.none(k, "no probe was answered in the measured window");
+            }
+        } else {
+            let n = mt.probes.len() as f64;
+            let mut rtts: Vec<u64> = mt.probes.iter().map(|p| p.rtt).collect();
+            rtts.sort_unstable();
+            let ms = |ns: f64| ns / 1e6;
+            let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| mt.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n;
+            out.set("ping.rtt_avg_ms", ms(avg(&|p| p.rtt)));
+            out.set("ping.rtt_min_ms", ms(rtts[0] as f64));
+            out.set("ping.rtt_p50_ms", ms(percentile(&rtts, 50.0)));
+            out.set("ping.rtt_p99_ms", ms(percentile(&rtts, 99.0)));
+            out.set("ping.rtt_max_ms", ms(*rtts.last().unwrap() as f64));
+            out.set("ping.wait_qdisc_ms", ms(avg(&|p| p.wait_qdisc)));
+            out.set("ping.wait_ring_ms", ms(avg(&|p| p.wait_ring)));
+            out.set("ping.wait_consumer_ms", ms(avg(&|p| p.wait_consumer)));
+            // veth, tun: the way back is the profile's constant, and there is no wire.
+            if !self.links.is_empty() {
+                out.set("ping.wait_wire_ms", ms(avg(&|p| p.wait_wire)));
+                out.set("ping.wait_return_ms", ms(avg(&|p| p.wait_return)));
+            }
+        }
+        // Probes still in flight at the end are neither answered nor lost.
+        let fated = mt.probes.len() as u64 + mt.probes_lost;
+        let loss = if fated == 0 { 0.0 } else { 100.0 * mt.probes_lost as f64 / fated as f64 };
+        out.set("ping.loss_pct", loss);
+        out.set("ping.probes", fated as f64);
+    }
+
+    /// What the receiving side processed, and what the floods' sinks got.
+    fn traffic_metrics(&self, out: &mut Out) {
+        let mt = &self.metrics;
+        let secs = (self.cfg.end - self.cfg.start) as f64 / 1e9;
+        out.set("consumer.pps", mt.consumer_pkts as f64 / secs);
+        let sink: u64 = self.udp_socks().map(|u| u.sink_pkts).sum();
+        out.set("sink.pps", sink as f64 / secs);
+        if sink > 0 {
+            out.set("sink.owd_avg_ms", mt.sink_owd_ns as f64 / sink as f64 / 1e6);
+        } else {
+            out.none("sink.owd_avg_ms", "no flood packet was delivered in the measured window");
+        }
+        for u in self.udp_socks() {
+            out.m.insert(format!("sink.pps.{}", u.traffic_index), Some(u.sink_pkts as f64 / secs));
+        }
+    }
+
+    /// Qdisc counters, as `tc -s qdisc` shows the root (mq: the sum of its children).
+    fn qdisc_metrics(&self, out: &mut Out) {
+        if self.qdiscs.is_empty() {
+            for k in ["qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits", "qdisc.backlog_avg_pkts"] {
+                out.none(k, "no qdisc: the device runs noqueue");
+            }
+            return;
+        }
+        let window: Vec<(TcCounters, TcCounters)> = self.qdiscs.iter().map(|q| (q.tc_counters(), q.base)).collect();
+        let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 { window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64 };
+        out.set("qdisc.sent_pkts", sum(&|c| c.sent_pkts));
+        out.set("qdisc.drops", sum(&|c| c.drops));
+        out.set("qdisc.requeues", sum(&|c| c.requeues));
+        out.set("qdisc.overlimits", sum(&|c| c.overlimits));
+        out.set("qdisc.backlog_avg_pkts", self.metrics.qdisc_backlog.mean(self.cfg.start, self.cfg.end));
+        for (name, v) in self.qdisc_xstats() {
+            out.m.insert(format!("qdisc.{name}"), Some(v));
+        }
+    }
+
+    /// BQL, the TX queue's stops, the receiving NAPI, the driver's ring, the NIC.
+    fn device_metrics(&self, out: &mut Out) {
+        let mt = &self.metrics;
+        let (start, end) = (self.cfg.start, self.cfg.end);
+        if self.measured_dev().bql {
+            out.set("bql.limit_avg", mt.bql_limit.mean(start, end));
+            out.set("bql.limit_last", mt.bql_limit.last() as f64);
+            out.set("bql.inflight_avg", mt.bql_inflight.mean(start, end));
+            out.set("bql.inflight_max", mt.bql_inflight.max as f64);
+            out.set("bql.completions", mt.bql_completions as f64);
+        } else {
+            for k in ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"] {
+                out.none(k, "BQL is disabled in this scenario");
+            }
+        }
+        let d = self.measured_dev();
+        let xoff = |f: &dyn Fn(&darkbuf_model::txq::TxqStats) -> u64| -> f64 {
+            d.txqs.iter().zip(&d.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64
+        };
+        out.set("txq.stack_xoff", xoff(&|s| s.stack_xoff));
+        out.set("txq.drv_xoff", xoff(&|s| s.drv_xoff));
+        if !self.has_measured_napi() {
+            for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
+                out.none(k, "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path");
+            }
+        } else {
+            out.set("napi.polls", mt.napi_polls as f64);
+            out.set("napi.avg_work", if mt.napi_polls == 0 { 0.0 } else { mt.napi_work as f64 / mt.napi_polls as f64 });
+            out.set("napi.full_budget_polls", mt.napi_full_budget as f64);
+        }
+        out.set("ring.drops", mt.ring_drops as f64);
+        // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
+        out.set("dev.noqueue_drops", mt.noqueue_drops as f64);
+        out.set("ring.occupancy_avg", mt.ring.mean(start, end));
+        self.nic_metrics(&mut out.m, end - start);
+    }
+}
+
+/// A run's metrics as they are assembled: values, and for each `null` the reason.
+#[derive(Default)]
+struct Out {
+    m: BTreeMap<String, Option<f64>>,
+    why: BTreeMap<String, String>,
+}
+
+impl Out {
+    fn set(&mut self, k: &str, v: f64) {
+        self.m.insert(k.into(), Some(v));
+    }
+
+    fn none(&mut self, k: &str, reason: &str) {
+        self.m.insert(k.into(), None);
+        self.why.insert(k.into(), reason.into());
     }
 }
