@@ -3,27 +3,15 @@
 //! probes fast, the wire stays saturated, interrupts follow tx-usecs, and the kernel's
 //! invariants hold over random rates, coalescing settings and ring sizes.
 
-use darkbuf_report::RunRecord;
+mod common;
+
+use common::{m, run_text, scenario_text};
 use darkbuf_scenario::load_str;
 use darkbuf_sim::{simulate, Profile};
 use proptest::prelude::*;
-use std::path::PathBuf;
-
-fn run_text(text: &str, set: &[&str]) -> RunRecord {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    let scn = load_str("nic.toml", text, &set).unwrap_or_else(|d| panic!("{d}"));
-    let (rec, _) = simulate(&scn, &Profile::load("seed-vm").unwrap(), scn.seed).expect("simulates");
-    assert!(rec.findings.is_empty(), "invariant findings: {:?}", rec.findings);
-    rec
-}
 
 fn scenario(rate: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/nic-{rate}.toml"));
-    std::fs::read_to_string(path).expect("scenario file")
-}
-
-fn m(r: &RunRecord, k: &str) -> f64 {
-    r.metrics.get(k).copied().flatten().unwrap_or_else(|| panic!("metric {k} missing"))
+    scenario_text(&format!("nic-{rate}.toml"))
 }
 
 const NO_BQL: &str = "device.bql.limit_min=1073741824";

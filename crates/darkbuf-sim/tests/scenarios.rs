@@ -1,23 +1,9 @@
 //! Scenario tests for the behaviours issues 3 and 5 ask the simulator to show, run from
 //! the repository's scenario files (shortened; every claim is a steady state).
 
-use darkbuf_report::RunRecord;
-use darkbuf_sim::{simulate, Profile};
-use std::path::PathBuf;
+mod common;
 
-fn run(file: &str, set: &[&str]) -> RunRecord {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(file);
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    let scn = darkbuf_scenario::load(&path, &set).expect("scenario loads");
-    let profile = Profile::load(&scn.machine.profile).unwrap();
-    let (rec, _) = simulate(&scn, &profile, scn.seed).expect("simulates");
-    assert!(rec.findings.is_empty(), "invariant findings: {:?}", rec.findings);
-    rec
-}
-
-fn m(r: &RunRecord, k: &str) -> f64 {
-    r.metrics.get(k).copied().flatten().unwrap_or_else(|| panic!("metric {k} missing"))
-}
+use common::{m, run, run_text, scenario_text};
 
 /// Stock tap: the ring tail-drops, the qdisc stays empty, and the flood's packets wait
 /// about ring size / reader rate (a probe rarely finds a free slot in the full ring, so
@@ -144,12 +130,10 @@ fn placement_moves_the_work_between_cpus() {
     assert!(m(&r, "cpu.0.busy_pct") > 50.0 && m(&r, "cpu.2.busy_pct") > 50.0, "{:?}", r.metrics);
     assert!(m(&r, "cpu.1.busy_pct") < 1.0 && m(&r, "cpu.3.busy_pct") < 1.0);
     // The flood on CPU 3 with XPS by CPU: queue 3, polled on irq_cpus[3] = CPU 1.
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/veth-bql.toml");
-    let text = std::fs::read_to_string(path).unwrap().replace("xps_txq = 1", "xps = \"cpu\"");
-    let mut set: Vec<String> = base.iter().map(|s| s.to_string()).collect();
-    set.push("traffic.0.cpu=3".into());
-    let scn = darkbuf_scenario::load_str("veth-bql.toml", &text, &set).unwrap();
-    let (r, _) = simulate(&scn, &Profile::load("seed-vm").unwrap(), 1).unwrap();
+    let text = scenario_text("veth-bql.toml").replace("xps_txq = 1", "xps = \"cpu\"");
+    let mut set: Vec<&str> = base.to_vec();
+    set.push("traffic.0.cpu=3");
+    let r = run_text(&text, &set);
     assert!(m(&r, "cpu.3.busy_pct") > 50.0 && m(&r, "cpu.1.busy_pct") > 50.0, "{:?}", r.metrics);
     assert!(m(&r, "cpu.0.busy_pct") < 1.0 && m(&r, "cpu.2.busy_pct") < 1.0);
     assert!(m(&r, "bql.limit_avg") > 0.0, "the measured queue is the one XPS picked");

@@ -8,11 +8,10 @@ use darkbuf_report::RunRecord;
 use darkbuf_scenario::{load_point, sweep_plan};
 use darkbuf_sim::{simulate, Profile};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-fn scenario_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)
-}
+mod common;
+
+use common::{m, scenario_path};
 
 /// Runs every variant of a seed scenario (in parallel) and returns them by label.
 fn run_variants(file: &str, extra: &[&str]) -> BTreeMap<String, RunRecord> {
@@ -35,9 +34,6 @@ fn run_variants(file: &str, extra: &[&str]) -> BTreeMap<String, RunRecord> {
     })
 }
 
-fn m(r: &RunRecord, k: &str) -> f64 {
-    r.metrics.get(k).copied().flatten().unwrap_or_else(|| panic!("metric {k} missing"))
-}
 
 #[test]
 fn seed_nrules15000_shape() {
