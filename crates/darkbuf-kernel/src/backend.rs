@@ -280,6 +280,12 @@ fn check_placement(scn: &Scenario) -> Result<()> {
         let cpu = match t {
             Traffic::Udp(u) => u.cpu,
             Traffic::Ping(p) => p.cpu,
+            Traffic::Tcp(_) => {
+                return Err(KernelError::Unavailable(format!(
+                    "traffic.{i}: kind = \"tcp\" runs on the simulator only for now (the kernel backend's TCP load \
+                     generator and receiver are not built yet)"
+                )))
+            }
         };
         if cpu != 0 {
             keys.push(format!("traffic.{i}.cpu"));

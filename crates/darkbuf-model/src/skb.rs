@@ -27,6 +27,10 @@ pub struct Skb {
     pub ecn: u8,
     /// TX queue chosen by `netdev_core_pick_tx()` (`skb->queue_mapping`).
     pub queue_mapping: u16,
+    /// `skb_shinfo(skb)->gso_segs`: the segments a GSO/TSO skb becomes on the wire
+    /// (0 or 1: not a GSO skb). `len` then counts every segment's headers, as
+    /// `qdisc_pkt_len()` does.
+    pub gso_segs: u16,
     /// Time the packet entered the current qdisc (ns); qdiscs stamp it on enqueue.
     pub tstamp: u64,
     /// Earliest departure time (EDT, ns) requested by the socket; 0 = none.
@@ -36,6 +40,12 @@ pub struct Skb {
 }
 
 impl Skb {
+    /// The frames this skb becomes on the wire.
+    #[inline]
+    pub fn segs(&self) -> u32 {
+        self.gso_segs.max(1) as u32
+    }
+
     pub const ECN_NOT_ECT: u8 = 0;
     pub const ECN_ECT1: u8 = 1;
     pub const ECN_ECT0: u8 = 2;

@@ -18,6 +18,7 @@ pub mod diag;
 mod nic;
 mod resolve;
 pub mod schema;
+mod tcp;
 pub mod sweep;
 mod tree;
 
@@ -28,6 +29,7 @@ pub use resolve::{
 };
 pub use nic::{COALESCE_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PATH_KEYS, PEER_KEYS};
 pub use schema::*;
+pub use tcp::{CC_NAMES, TCP_KEYS};
 pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, SweepPlan, SweepPointSpec};
 
 use std::path::Path;

@@ -707,7 +707,7 @@ pub(crate) fn resolve(
     let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, hz)?;
 
     // [[traffic]]
-    let traffic = resolve_traffic(&top, cpus)?;
+    let traffic = resolve_traffic(&top, cpus, driver)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
     crate::sweep::file_sweep(&top)?;
@@ -900,7 +900,7 @@ fn resolve_qdisc(
     })
 }
 
-fn resolve_traffic(top: &Sec<'_>, cpus: u32) -> Result<Vec<Traffic>, Diagnostic> {
+fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
     let Some(e) = top.entry("traffic") else {
@@ -953,8 +953,10 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32) -> Result<Vec<Traffic>, Diagnostic>
                 Some("set kind = \"udp\" or kind = \"ping\"".into()),
             ));
         };
-        let kind = s.choice("kind", "udp", &["udp", "ping"])?;
-        if kind == "udp" {
+        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp"])?;
+        if kind == "tcp" {
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, driver)?));
+        } else if kind == "udp" {
             s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
             let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
             let rate = match s.entry("rate") {

@@ -309,6 +309,50 @@ pub struct Consumer {
 pub enum Traffic {
     Udp(UdpFlood),
     Ping(Ping),
+    Tcp(TcpFlow),
+}
+
+/// A congestion control, by its `net.ipv4.tcp_congestion_control` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cc {
+    Reno,
+    Cubic,
+    Bbr,
+}
+
+/// Which end sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// This host sends (an upload: iperf3 client, netperf TCP_STREAM).
+    Up,
+    /// The far host sends (a download: iperf3 -R, netperf TCP_MAERTS).
+    Down,
+}
+
+/// Bulk TCP flows (`flows` connections, each its own socket and process).
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpFlow {
+    pub cc: Cc,
+    pub direction: Direction,
+    pub flows: u32,
+    /// The sending process's CPU (taskset), on the sending host.
+    pub cpu: u32,
+    /// When the flows start, and stop writing (ns since the run's start; `None` = the
+    /// end of the run).
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+    /// The application's rate cap (iperf3 `-b`), or `Max`.
+    #[serde(serialize_with = "serialize_rate")]
+    pub rate: Rate,
+    pub dscp: u8,
+    /// Negotiate ECN (`net.ipv4.tcp_ecn` = 1 on both ends).
+    pub ecn: bool,
+    /// The sender's `sk_sndbuf` and the receiver's `sk_rcvbuf` once autotuned (their
+    /// ceilings, `tcp_wmem[2]` and `tcp_rmem[2]`), bytes.
+    pub sndbuf: u64,
+    pub rcvbuf: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -8,6 +8,7 @@ use crate::cpu::SockId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
     Udp,
+    Tcp,
     /// ICMP echo requests (and replies): the pinger's probes.
     Icmp,
 }
@@ -28,6 +29,9 @@ pub enum Destructor {
     None,
     /// `sock_wfree()`: give `truesize` back to the socket's `sk_wmem_alloc`.
     SockWfree,
+    /// `tcp_wfree()`: the same, and run TCP Small Queues' handler if the socket was
+    /// throttled.
+    TcpWfree,
 }
 
 /// What the simulator remembers about a packet besides its descriptor (of which it
@@ -43,8 +47,13 @@ pub struct PktInfo {
     pub dir: Dir,
     /// The flow (what RSS hashes at a receiving NIC).
     pub flow: u32,
-    /// The protocol's sequence number (the echo's, for the pinger).
+    /// The protocol's sequence number (the echo's; a TCP segment's first byte; an
+    /// ACK's record in its socket).
     pub seq: u32,
+    /// The frames it is on the wire (a TSO skb's segments).
+    pub segs: u16,
+    /// The IP header's ECN bits (CE marks by an AQM).
+    pub ecn: u8,
     /// Created by the sender (ns).
     pub t_send: u64,
     /// Left the qdisc into the driver ring (ns).

@@ -17,6 +17,9 @@ use std::collections::VecDeque;
 /// Softirq bits (`NET_TX_SOFTIRQ`, `NET_RX_SOFTIRQ`).
 pub const NET_TX_SOFTIRQ: u8 = 1 << 0;
 pub const NET_RX_SOFTIRQ: u8 = 1 << 1;
+/// `TASKLET_SOFTIRQ`: here, the sockets' deferred work (TCP Small Queues' tasklet, and
+/// the TCP timers that end in `tcp_tsq_handler()` or send an ACK).
+pub const TASKLET_SOFTIRQ: u8 = 1 << 2;
 
 /// `MAX_SOFTIRQ_RESTART` and `MAX_SOFTIRQ_TIME` in kernel/softirq.c.
 pub const MAX_SOFTIRQ_RESTART: u32 = 10;
@@ -95,6 +98,8 @@ pub enum Frame {
     /// `net_rx_action()` (its budget and time limit are in [`Cpu`]: softirqs do not
     /// nest, so a CPU runs at most one).
     NetRxAction { started: bool, awaiting: Option<NapiId> },
+    /// The sockets' deferred work on this CPU (`tsq_tasklet_func()` and the TCP timers).
+    SockWork { started: bool },
     /// `__napi_poll()` of NAPI instance `napi` (the driver's poll function); `done` is
     /// at most the weight (256).
     NapiPoll { phase: PollPhase, flush_pending: bool, napi: NapiId, done: u16 },
@@ -139,6 +144,8 @@ pub struct Cpu {
     pub poll_list: VecDeque<NapiId>,
     pub rx_local: VecDeque<NapiId>,
     pub rx_repoll: VecDeque<NapiId>,
+    /// Sockets with deferred work on this CPU (the TSQ tasklet's list).
+    pub sock_work: VecDeque<SockId>,
     /// Tasks ready to run here, in order.
     pub runnable: RunQueue,
     /// Return registers for a finished NAPI poll: packets done and whether to repoll.
@@ -167,6 +174,7 @@ impl Cpu {
             poll_list: VecDeque::with_capacity(8),
             rx_local: VecDeque::with_capacity(8),
             rx_repoll: VecDeque::with_capacity(8),
+            sock_work: VecDeque::with_capacity(8),
             runnable: RunQueue::with_room_for(ntasks),
             ret_work: 0,
             ret_repoll: false,

@@ -27,8 +27,10 @@ pub enum Event {
     NicIrqTimer(u16, u16),
     /// The oldest packet on link `n` arrives at its far end.
     LinkArrival(u16),
-    /// The transmit in slot `n` of `World::deferred` is due.
-    DeferredXmit(u32),
+    /// The transmit or delivery in slot `n` of `World::deferred` is due.
+    Deferred(u32),
+    /// Timer `kind` of TCP socket `n` (`sock::tcp::timer`) fired.
+    TcpTimer(u16, u8),
 }
 
 const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);

@@ -28,7 +28,7 @@ impl RxStack {
     pub fn cost_ns(&self, proto: Proto) -> f64 {
         match proto {
             Proto::Icmp => self.probe_ns,
-            Proto::Udp => self.pkt_ns,
+            Proto::Udp | Proto::Tcp => self.pkt_ns,
         }
     }
 }

@@ -57,6 +57,18 @@ pub struct Costs {
     /// One hard interrupt: entry, the handler's `napi_schedule()`, exit.
     #[serde(default = "default_nic_irq_ns")]
     pub nic_irq_ns: f64,
+    /// TCP: copying the application's data into the write queue, per KiB.
+    #[serde(default = "default_tcp_copy_ns_per_kb")]
+    pub tcp_copy_ns_per_kb: f64,
+    /// TCP: one skb through `__tcp_transmit_skb()` and the IP output path.
+    #[serde(default = "default_tcp_xmit_ns")]
+    pub tcp_xmit_ns: f64,
+    /// TCP: one ACK processed by the sender (`tcp_ack()`), or built by the receiver.
+    #[serde(default = "default_tcp_ack_ns")]
+    pub tcp_ack_ns: f64,
+    /// TCP: one data skb through the receiver's `tcp_rcv_established()`.
+    #[serde(default = "default_tcp_rcv_ns")]
+    pub tcp_rcv_ns: f64,
 }
 
 fn default_tun_read_ns() -> f64 {
@@ -81,6 +93,20 @@ fn default_nic_rx_ns() -> f64 {
 }
 fn default_nic_irq_ns() -> f64 {
     1000.0
+}
+// The TCP costs are assumptions of the same kind (perf profiles of bulk TCP on current
+// x86 servers: copies near 10 GB/s, a few hundred ns per skb and per ACK).
+fn default_tcp_copy_ns_per_kb() -> f64 {
+    100.0
+}
+fn default_tcp_xmit_ns() -> f64 {
+    600.0
+}
+fn default_tcp_ack_ns() -> f64 {
+    400.0
+}
+fn default_tcp_rcv_ns() -> f64 {
+    600.0
 }
 
 /// A machine profile.

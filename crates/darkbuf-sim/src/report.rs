@@ -138,6 +138,22 @@ impl World {
                 );
             }
         }
+        // Per TCP flow, goodput at flent's 0.2 s step (the step's end time).
+        let steps = ((self.cfg.end - start) / 200_000_000) as usize;
+        let mut n = 0;
+        for sk in &self.socks {
+            let crate::sock::SockKind::Tcp(t) = &sk.kind else { continue };
+            let g = &t.stats.goodput_steps;
+            out.insert(
+                format!("tcp.flow.{n}.goodput_mbps"),
+                TimeSeries {
+                    unit: "Mbit/s".into(),
+                    t_ms: (1..=steps).map(|i| i as f64 * 200.0).collect(),
+                    values: (0..steps).map(|i| Some(g.get(i).copied().unwrap_or(0) as f64 * 8.0 / 0.2 / 1e6)).collect(),
+                },
+            );
+            n += 1;
+        }
         if self.ping_sock().is_some() {
             let mut pts: Vec<(u64, Option<f64>)> = mt
                 .probes
@@ -201,6 +217,7 @@ impl World {
         self.traffic_metrics(&mut out);
         self.qdisc_metrics(&mut out);
         self.device_metrics(&mut out);
+        self.tcp_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         out.set("softnet.time_squeeze", squeeze as f64);
@@ -302,6 +319,45 @@ impl World {
         for (name, v) in self.qdisc_xstats() {
             out.m.insert(format!("qdisc.{name}"), Some(v));
         }
+    }
+
+    /// TCP flows as `ss -ti` and iperf3 name their figures: goodput per flow and in
+    /// total, retransmitted segments, and the time averages of cwnd, srtt and the
+    /// pacing rate over the measured window.
+    fn tcp_metrics(&mut self, out: &mut Out) {
+        let (start, end) = (self.cfg.start, self.cfg.end);
+        let window = (end - start) as f64;
+        let mut flows = Vec::new();
+        for s in 0..self.socks.len() {
+            if matches!(self.socks[s].kind, crate::sock::SockKind::Tcp(_)) {
+                self.tcp_stats_tick(s as u16);
+                flows.push(s);
+            }
+        }
+        if flows.is_empty() {
+            return;
+        }
+        let (mut total, mut retrans, mut cwnd, mut srtt, mut rate) = (0u64, 0u64, 0.0, 0.0, 0.0);
+        for (n, &s) in flows.iter().enumerate() {
+            let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
+            let st = &t.stats;
+            let mbps = st.goodput_bytes as f64 * 8.0 / window * 1e3;
+            out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
+            out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
+            out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / window));
+            out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / window / 1e3));
+            total += st.goodput_bytes;
+            retrans += t.total_retrans - st.retrans_base;
+            cwnd += st.cwnd_int as f64 / window;
+            srtt += st.srtt_int as f64 / window / 1e3;
+            rate += st.rate_int as f64 / window * 8.0 / 1e6;
+        }
+        let n = flows.len() as f64;
+        out.set("tcp.goodput_mbps", total as f64 * 8.0 / window * 1e3);
+        out.set("tcp.retrans", retrans as f64);
+        out.set("tcp.cwnd_avg_pkts", cwnd / n);
+        out.set("tcp.srtt_avg_ms", srtt / n);
+        out.set("tcp.pacing_rate_mbps", rate / n);
     }
 
     /// BQL, the TX queue's stops, the receiving NAPI, the driver's ring, the NIC.

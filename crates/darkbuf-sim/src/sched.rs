@@ -53,6 +53,7 @@ impl World {
     /// the stack in memory.
     pub(crate) fn cpu_run(&mut self, cpu: CpuId) {
         let ci = cpu as usize;
+        self.current_cpu = cpu;
         'idle: loop {
             let Some(mut top) = self.cpus[ci].frames.pop() else {
                 if !self.pick_next(cpu) {
@@ -296,6 +297,7 @@ impl World {
             }
             Frame::GroFlush { napi } => Step::Done(self.gro_flush(cpu, *napi)),
             Frame::DevWork { dev, queue, done } => self.dev_work(cpu, *dev, *queue, done),
+            Frame::SockWork { started } => self.sock_work_step(cpu, started),
         }
     }
 }

@@ -68,6 +68,8 @@ struct Builder<'a> {
     links: Vec<Link>,
     /// How the pinger's echo replies come back.
     reply: ReplyPath,
+    /// Processes that start later: (time, task).
+    starts: Vec<(u64, TaskId)>,
 }
 
 impl Builder<'_> {
@@ -316,9 +318,42 @@ impl Builder<'_> {
                     pinger = Some((s, p.interval_ns.max(1)));
                 }
                 Traffic::Ping(_) => {}
+                Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
             }
         }
         pinger
+    }
+
+    /// A TCP flow's connections, each with its sending process: on this host for an
+    /// upload, on the far host for a download. The ACKs come back through the other
+    /// host's device (a NIC), or by the profile's constant way back (veth, tun).
+    fn tcp_flows(&mut self, traffic_index: u16, f: &darkbuf_scenario::TcpFlow) {
+        use darkbuf_scenario::Direction;
+        let nic = self.scn.device.nic.is_some();
+        let (dev, ack_dev, cpu0) = match f.direction {
+            Direction::Up => (0, nic.then_some(1), 0),
+            Direction::Down => (1, Some(0), self.hosts[1].cpus.start),
+        };
+        let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
+        let end = self.scn.warmup_ns + self.scn.duration_ns;
+        // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
+        let spec = if dev == 1 { self.scn.peer.as_ref().map(|p| &p.qdisc) } else { Some(&self.scn.qdisc) };
+        let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
+        for flow in 0..f.flows {
+            let s = self.socks.len() as u16;
+            let state = if f.start_ns == 0 { TaskState::Runnable } else { TaskState::Sleeping };
+            let task = self.task(TaskKind::Proc(s), state, cpu0 + f.cpu as CpuId);
+            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, end);
+            if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
+                if fq {
+                    t.pacing = crate::sock::tcp::Pacing::Fq;
+                }
+            }
+            self.socks.push(sock);
+            if f.start_ns > 0 {
+                self.starts.push((f.start_ns, task));
+            }
+        }
     }
 }
 
@@ -349,14 +384,23 @@ impl World {
             socks: Vec::new(),
             links: Vec::new(),
             reply: ReplyPath::Constant,
+            starts: Vec::new(),
         };
         b.host(scn.machine.cpus.max(2));
+        for t in &scn.traffic {
+            if let Traffic::Tcp(f) = t {
+                if f.cc == darkbuf_scenario::Cc::Bbr {
+                    return Err(SetupError::Unsupported("cc = \"bbr\" is not modelled yet: use \"cubic\" or \"reno\"".into()));
+                }
+            }
+        }
         match scn.device.driver {
             DriverKind::Veth => b.veth()?,
             DriverKind::Tun => b.tun()?,
             DriverKind::Nic => b.nic()?,
         }
         let pinger = b.sockets();
+        let starts = std::mem::take(&mut b.starts);
         let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
         let ksoftirqd_base = b.tasks.len() as TaskId;
         for c in 0..ncpu {
@@ -383,6 +427,7 @@ impl World {
             deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),
             measured_txq,
+            current_cpu: 0,
             metrics: Metrics::default(),
             rng,
             noise_floor: 1.0 - profile_noise,
@@ -396,6 +441,9 @@ impl World {
             transmitted: 0,
         };
         w.start(pinger);
+        for (at, task) in starts {
+            w.events.push(at, Event::TaskTimer(task));
+        }
         Ok(w)
     }
 

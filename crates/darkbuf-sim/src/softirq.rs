@@ -3,7 +3,7 @@
 //! When pending softirqs run (at the end of a task's unit, `local_bh_enable()`) and
 //! when they are deferred to ksoftirqd is the executor's (`sched.rs`).
 
-use crate::cpu::{CpuId, Frame, NapiId, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ};
+use crate::cpu::{CpuId, Frame, NapiId, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ, TASKLET_SOFTIRQ};
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::world::World;
 
@@ -14,10 +14,13 @@ impl World {
     }
 
     /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
-    /// before NET_RX, by softirq number).
+    /// before NET_RX, and NET_RX before TASKLET, by softirq number).
     pub fn push_softirqs(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu as usize];
         let pending = std::mem::take(&mut c.softirq_pending);
+        if pending & TASKLET_SOFTIRQ != 0 {
+            c.frames.push(Frame::SockWork { started: false });
+        }
         if pending & NET_RX_SOFTIRQ != 0 {
             c.frames.push(Frame::NetRxAction { started: false, awaiting: None });
         }

@@ -52,10 +52,13 @@ pub struct World {
     pub links: Vec<crate::path::Link>,
     /// Transmits put off to a time inside a step (`dev_queue_xmit_at`); freed slots
     /// are `None` and reused.
-    pub deferred: Vec<Option<(CpuId, DevId, darkbuf_model::Skb)>>,
+    pub deferred: Vec<Option<crate::dev::Deferred>>,
     pub pkts: Arena,
     /// The TX queue (device, queue) the BQL and ring metrics describe.
     pub measured_txq: (DevId, u16),
+    /// The CPU executing now (what a destructor run from a driver's poll sees as
+    /// `smp_processor_id()`).
+    pub current_cpu: CpuId,
     pub metrics: Metrics,
     pub rng: ChaCha8Rng,
     /// `cost()`'s noise factor as 1 - noise + u * (2 * noise / 2^32).
@@ -125,7 +128,8 @@ impl World {
                 Event::Wire(dev) => self.nic_wire_done(dev),
                 Event::NicIrqTimer(dev, ch) => self.nic_irq_timer(dev, ch),
                 Event::LinkArrival(link) => self.link_arrival(link),
-                Event::DeferredXmit(slot) => self.deferred_xmit(slot),
+                Event::Deferred(slot) => self.deferred(slot),
+                Event::TcpTimer(s, kind) => self.tcp_timer(s, kind),
             }
         }
         self.now = self.cfg.end;
@@ -136,6 +140,12 @@ impl World {
         for q in &mut self.qdiscs {
             q.base = q.tc_counters();
             q.xbase = q.q.as_ref().map_or_else(Vec::new, |a| darkbuf_model::qdisc::Qdisc::xstats(a));
+        }
+        for s in 0..self.socks.len() {
+            if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
+                t.stats.retrans_base = t.total_retrans;
+                self.tcp_stats_tick(s as u16);
+            }
         }
         for d in &mut self.devs {
             d.txq_base = d.txqs.iter().map(|q| q.stats.clone()).collect();

@@ -39,6 +39,13 @@ impl Xps {
     }
 }
 
+/// Work put off to a time inside a CPU's step.
+#[derive(Clone, Copy, Debug)]
+pub enum Deferred {
+    Xmit { cpu: CpuId, dev: DevId, skb: Skb },
+    Deliver { cpu: CpuId, id: u32 },
+}
+
 /// One network device.
 pub struct NetDev {
     /// `dev->_tx`: the TX queues (`real_num_tx_queues` of them).
@@ -164,6 +171,16 @@ impl World {
     /// (an echo reply built while a GRO batch goes up the stack): it happens at `t`, by
     /// `Event::DeferredXmit`. A qdisc run it starts is left to NET_TX on `cpu`.
     pub fn dev_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb) {
+        self.defer(t, Deferred::Xmit { cpu, dev, skb });
+    }
+
+    /// Packet `id` reaches its socket's handler at `t` on `cpu` by a way back that is
+    /// not modelled (the profile's constant for veth and tun).
+    pub fn deliver_at(&mut self, t: u64, cpu: CpuId, id: u32) {
+        self.defer(t, Deferred::Deliver { cpu, id });
+    }
+
+    fn defer(&mut self, t: u64, what: Deferred) {
         let slot = match self.deferred.iter().position(Option::is_none) {
             Some(i) => i,
             None => {
@@ -171,18 +188,29 @@ impl World {
                 self.deferred.len() - 1
             }
         };
-        self.deferred[slot] = Some((cpu, dev, skb));
-        self.events.push(t, crate::event::Event::DeferredXmit(slot as u32));
+        self.deferred[slot] = Some(what);
+        self.events.push(t, crate::event::Event::Deferred(slot as u32));
     }
 
-    /// `Event::DeferredXmit`: the transmit `dev_queue_xmit_at()` put off.
-    pub fn deferred_xmit(&mut self, slot: u32) {
-        let (cpu, dev, skb) = self.deferred[slot as usize].take().expect("a deferred transmit");
-        let (_, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
-        if let Some(Frame::QdiscRun { q, .. }) = next {
-            self.qdiscs[q as usize].running = false;
-            self.netif_schedule(cpu, q);
-            self.cpu_kick(cpu, 0);
+    /// `Event::Deferred`: what `dev_queue_xmit_at()` or `deliver_at()` put off.
+    pub fn deferred(&mut self, slot: u32) {
+        match self.deferred[slot as usize].take().expect("a deferred item") {
+            Deferred::Xmit { cpu, dev, skb } => {
+                let info = *self.pkts.get(skb.id);
+                let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
+                if let Some(Frame::QdiscRun { q, .. }) = next {
+                    self.qdiscs[q as usize].running = false;
+                    self.netif_schedule(cpu, q);
+                    self.cpu_kick(cpu, 0);
+                }
+                // A TCP segment's sender learns the verdict (its local congestion signal).
+                if info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out {
+                    self.tcp_xmit_verdict(info.sock, info.seq, verdict);
+                }
+            }
+            Deferred::Deliver { cpu, id } => {
+                self.deliver(cpu, id, self.now);
+            }
         }
     }
 

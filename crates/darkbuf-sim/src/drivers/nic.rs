@@ -187,9 +187,11 @@ impl Nic {
         });
     }
 
-    /// Serialization time of a frame of `len` L2 bytes, ps.
-    fn frame_ps(&self, len: u32) -> u64 {
-        (len.max(ETH_ZLEN) + WIRE_OVERHEAD) as u64 * 8_000_000_000_000 / self.rate_bps
+    /// Serialization time of an skb of `len` L2 bytes in `segs` frames (a TSO skb's
+    /// `len` counts every segment's headers), ps.
+    fn frames_ps(&self, len: u32, segs: u32) -> u64 {
+        let bytes = if segs <= 1 { len.max(ETH_ZLEN) + WIRE_OVERHEAD } else { len + segs * WIRE_OVERHEAD };
+        bytes as u64 * 8_000_000_000_000 / self.rate_bps
     }
 
     /// skbs posted to TX queue `q` and not yet sent (the one on the wire included).
@@ -219,18 +221,19 @@ impl World {
         let now = self.now;
         let d = &mut self.devs[dev as usize];
         let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
-        let descs = 1;
+        // A descriptor for the headers and one per 32 KB page fragment of the payload.
+        let descs = 1 + (skb.segs() > 1) as u32 * skb.len.div_ceil(32768);
         if nic.chans[q].tx.free < descs {
             // The queue should have been stopped: the driver's "BUG! Tx Ring full".
             d.txqs[q].tx_stop_queue(jiffies);
             return NetdevTx::Busy;
         }
         let bytes = skb.len.max(ETH_ZLEN);
-        let entry = TxEntry { id: skb.id, descs, bytes, wire_ps: nic.frame_ps(skb.len) };
+        let entry = TxEntry { id: skb.id, descs, bytes, wire_ps: nic.frames_ps(skb.len, skb.segs()) };
         let tx = &mut nic.chans[q].tx;
         tx.ring.push_back(entry);
         tx.free -= descs;
-        nic.stats.tx_packets += 1;
+        nic.stats.tx_packets += skb.segs() as u64;
         nic.stats.tx_bytes += bytes as u64;
         nic.stats.tx_xmit_more += more as u64;
         // igb_maybe_stop_tx(): stop while a maximal skb might not fit.

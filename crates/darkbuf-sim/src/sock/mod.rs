@@ -9,6 +9,7 @@
 //! dispatched here, in one place.
 
 pub mod ping;
+pub mod tcp;
 pub mod udp;
 
 use crate::arena::{Destructor, Dir, PktInfo};
@@ -52,6 +53,8 @@ pub enum SockKind {
     Udp(UdpSock),
     /// The pinger's ICMP socket (and the far end's echo responder).
     Ping(PingSock),
+    /// A TCP connection: its sender and, at the far end, its receiver.
+    Tcp(Box<tcp::TcpSock>),
 }
 
 impl World {
@@ -64,6 +67,7 @@ impl World {
         let out = match self.socks[s as usize].kind {
             SockKind::Udp(_) => self.udp_sendmsg(s),
             SockKind::Ping(_) => self.ping_sendmsg(s),
+            SockKind::Tcp(_) => return (self.tcp_sendmsg(cpu, s), None),
         };
         let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return (0, None) };
         let dev = self.socks[s as usize].dev;
@@ -80,13 +84,14 @@ impl World {
     /// `UDP_MIB_SNDBUFERRORS`); the pinger's `ip_send_skb()` returns -ENOBUFS to ping(8),
     /// which reports the probe as not answered. Both count it.
     #[inline]
-    fn sock_xmit_verdict(&mut self, s: SockId, verdict: EnqueueVerdict) {
-        if verdict != EnqueueVerdict::Dropped {
+    pub(crate) fn sock_xmit_verdict(&mut self, s: SockId, verdict: EnqueueVerdict) {
+        if verdict == EnqueueVerdict::Success {
             return;
         }
         match &mut self.socks[s as usize].kind {
-            SockKind::Udp(u) => u.sndbuf_errors += 1,
-            SockKind::Ping(p) => p.send_errors += 1,
+            SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Ping(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Tcp(_) => {}
         }
     }
 
@@ -110,6 +115,7 @@ impl World {
                 }
             }
             SockKind::Ping(p) => p.due > 0,
+            SockKind::Tcp(_) => self.tcp_wants_cpu(s),
         }
     }
 
@@ -135,6 +141,8 @@ impl World {
             dir,
             flow: skb.flow,
             seq,
+            segs: skb.segs() as u16,
+            ecn: skb.ecn,
             t_send: self.now,
             t_xmit: 0,
             t_wire: 0,
@@ -166,8 +174,10 @@ impl World {
     /// `tun_net_xmit()`), so its socket gets its memory back before the skb is freed.
     #[inline]
     pub fn skb_orphan(&mut self, id: u32) {
-        if self.pkts.get(id).destructor == Destructor::SockWfree {
-            self.sock_wfree(id);
+        match self.pkts.get(id).destructor {
+            Destructor::None => {}
+            Destructor::SockWfree => self.sock_wfree(id),
+            Destructor::TcpWfree => self.tcp_wfree(id),
         }
     }
 
@@ -192,6 +202,8 @@ impl World {
             }
             (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
             (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
+            (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
+            (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
         }
         self.delivered += 1;
         self.pkts.free(id);

@@ -1,0 +1,71 @@
+//! `[[traffic]] kind = "tcp"`: bulk TCP flows as iperf3 or netperf run them, with the
+//! congestion control by its sysctl name, the direction, the start and stop times and
+//! an optional rate cap (iperf3 `-b`).
+
+use crate::diag::Diagnostic;
+use crate::resolve::Sec;
+use crate::schema::*;
+use crate::tree::V;
+use darkbuf_model::units::{self, Rate};
+
+pub const TCP_KEYS: &[&str] = &["kind", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf"];
+/// `net.ipv4.tcp_available_congestion_control` on the development machines.
+pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
+
+/// One `[[traffic]]` table of kind "tcp". `driver` decides whether a download (the
+/// far end sending) is possible: only a NIC has a modelled far host.
+pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver) -> Result<TcpFlow, Diagnostic> {
+    s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
+    let cc = match s.choice("cc", "cubic", CC_NAMES)? {
+        "reno" => Cc::Reno,
+        "bbr" => Cc::Bbr,
+        _ => Cc::Cubic,
+    };
+    let direction = match s.choice("direction", "up", &["up", "down"])? {
+        "down" => Direction::Down,
+        _ => Direction::Up,
+    };
+    if direction == Direction::Down && driver != Driver::Nic {
+        return Err(s.value_err(
+            "direction",
+            format!("`{}` = \"down\": the far end sends, and only a NIC's far host ([peer]) is modelled", s.kp("direction")),
+            Some("use direction = \"up\", or device.driver = \"nic\"".into()),
+        ));
+    }
+    let flows = s.u32("flows", 1, 1, 64)?;
+    let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+    let start_ns = s.duration("start", 0, false)?;
+    let stop_ns = match s.entry("stop") {
+        None => None,
+        Some(_) => Some(s.duration("stop", 0, true)?),
+    };
+    if let Some(stop) = stop_ns {
+        if stop <= start_ns {
+            return Err(s.value_err(
+                "stop",
+                format!("`{}` ({} ms) is not after `start` ({} ms)", s.kp("stop"), stop / 1_000_000, start_ns / 1_000_000),
+                Some("expected stop > start, or omit stop to send until the end of the run".into()),
+            ));
+        }
+    }
+    let rate = match s.entry("rate") {
+        None => Rate::Max,
+        Some(e) => {
+            let expected = format!("\"max\" or a bit rate such as \"50Mbit\" (iperf3 -b); {}", units::RATE_EXPECTED);
+            let V::Str(r) = &e.node.v else { return Err(s.type_err(e, "a rate string", Some(expected))) };
+            match units::parse_rate(r) {
+                Ok(Rate::Max) => Rate::Max,
+                Ok(Rate::Bps(b)) if b > 0 => Rate::Bps(b),
+                Ok(Rate::Bps(_)) => return Err(s.value_err("rate", format!("`{}` = \"{r}\" rounds to 0 bit/s", s.kp("rate")), Some(expected))),
+                Ok(Rate::Pps(_)) => return Err(s.value_err("rate", format!("`{}` = \"{r}\": a TCP flow's cap is a bit rate", s.kp("rate")), Some(expected))),
+                Err(u) => return Err(s.value_err("rate", format!("`{}`: {}", s.kp("rate"), u.message), Some(expected))),
+            }
+        }
+    };
+    let dscp = s.int("dscp", 0, 0, 63)? as u8;
+    let ecn = s.boolean("ecn", false)?;
+    // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
+    let sndbuf = s.u32("sndbuf", 4 << 20, 4096, 1 << 30)? as u64;
+    let rcvbuf = s.u32("rcvbuf", 6 << 20, 4096, 1 << 30)? as u64;
+    Ok(TcpFlow { cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
+}

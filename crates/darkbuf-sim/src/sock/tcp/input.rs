@@ -1,0 +1,292 @@
+//! The sender's ACK processing: mirrors `tcp_ack()` -> `tcp_clean_rtx_queue()`,
+//! `tcp_sacktag_write_queue()`, RACK's `tcp_rack_detect_loss()`, `tcp_fastretrans_alert()`
+//! (entering and leaving Recovery), `tcp_cwnd_reduction()` (PRR), `tcp_enter_cwr()`,
+//! `tcp_cong_control()`, `tcp_rtt_estimator()` / `tcp_set_rto()` and
+//! `tcp_retransmit_timer()` (net/ipv4/tcp_input.c, tcp_recovery.c, tcp_timer.c).
+//!
+//! RACK's reordering window: with no reordering seen (this model's paths are FIFO),
+//! a segment is lost once a segment sent after it is delivered and the DUPACK
+//! threshold (3 SACKed segments) is met or recovery is under way, as
+//! `tcp_rack_reo_wnd()` returns 0 then; the RACK reordering timer is not modelled.
+
+use super::cc::AckCtx;
+use super::{after, before, CaState, TCP_RTO_MIN_NS};
+use crate::arena::PktInfo;
+use crate::cpu::{CpuId, SockId};
+use crate::world::World;
+
+/// `tp->reordering` (`tcp_reordering`): the DUPACK threshold.
+const TCP_REORDERING: u32 = 3;
+
+impl World {
+    /// An ACK reached the sender at `t` on `cpu`. Returns the CPU time of its
+    /// processing and of what it transmits.
+    pub(crate) fn tcp_ack(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
+        let s = info.sock;
+        self.tcp_stats_tick(s);
+        let rec = self.tcp(s).rcv.ack(info.seq);
+        let tp = self.tcp(s);
+        tp.softirq_cpu = cpu;
+        if before(rec.ack, tp.snd_una) || after(rec.ack, tp.snd_nxt) {
+            return self.cost(self.profile.costs.tcp_ack_ns);
+        }
+        let prior_in_flight = tp.in_flight();
+        let prior_una = tp.snd_una;
+        let (acked, rtt_ns) = self.tcp_clean_rtx_queue(s, rec.ack, t);
+        let newly_sacked = self.tcp_sacktag(s, &rec);
+        let prior_lost = self.tcp(s).lost_out;
+        self.tcp_rack_mark_lost(s);
+        if let Some(rtt) = rtt_ns {
+            self.tcp_rtt_estimator(s, rtt);
+        }
+        let tp = self.tcp(s);
+        let newly_lost = tp.lost_out > prior_lost;
+        let una_advanced = tp.snd_una != prior_una;
+        // tp->delivered's growth: what this ACK newly ACKed or SACKed.
+        let delivered = acked + newly_sacked;
+        let tp = self.tcp(s);
+        // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
+        if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
+            tp.ca_state = CaState::Recovery;
+            self.tcp_init_cwnd_reduction(s);
+        } else if rec.ece && tp.ca_state == CaState::Open {
+            self.tcp_enter_cwr(s);
+        }
+        self.tcp_cong_control(s, delivered, prior_in_flight, una_advanced && !newly_lost, rtt_ns, t);
+        let tp = self.tcp(s);
+        if tp.packets_out == 0 || acked > 0 {
+            tp.backoff = 0;
+            self.tcp_rearm_rto(s);
+        }
+        self.tcp_update_pacing_rate(s);
+        self.tcp_write_space(s);
+        let cost = self.cost(self.profile.costs.tcp_ack_ns);
+        // tcp_data_snd_check(): the ACK clock.
+        cost + self.tcp_write_xmit(cpu, s, t + cost)
+    }
+
+    /// `tcp_clean_rtx_queue()`: drop what `ack` covers; returns the packets newly
+    /// delivered by it (not SACKed before), and the RTT sample of the last one never
+    /// retransmitted (Karn's rule).
+    fn tcp_clean_rtx_queue(&mut self, s: SockId, ack: u32, t: u64) -> (u32, Option<u64>) {
+        let tp = self.tcp(s);
+        let (mut acked, mut rtt) = (0, None);
+        while let Some(seg) = tp.rtx.front() {
+            if after(seg.end, ack) {
+                break;
+            }
+            let seg = tp.rtx.pop_front().expect("front");
+            tp.packets_out -= seg.segs;
+            if seg.sacked {
+                tp.sacked_out -= seg.segs;
+            } else {
+                acked += seg.segs;
+                if !seg.retrans {
+                    rtt = Some(t - seg.sent);
+                }
+            }
+            if seg.lost {
+                tp.lost_out -= seg.segs;
+            }
+            if seg.retrans {
+                tp.retrans_out -= seg.segs;
+            }
+            tp.wmem_queued -= seg.end.wrapping_sub(seg.start) as u64;
+        }
+        tp.snd_una = ack;
+        (acked, rtt)
+    }
+
+    /// `tcp_sacktag_write_queue()`: mark what the SACK blocks cover; returns the packets
+    /// newly SACKed.
+    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec) -> u32 {
+        let mut newly = 0;
+        for &(start, end) in &rec.sacks[..rec.n_sacks as usize] {
+            let first = self.tcp_seg_index(s, start);
+            let tp = self.tcp(s);
+            for seg in tp.rtx.iter_mut().skip(first) {
+                if after(seg.end, end) {
+                    break;
+                }
+                if seg.sacked {
+                    continue;
+                }
+                seg.sacked = true;
+                tp.sacked_out += seg.segs;
+                newly += seg.segs;
+                if seg.lost {
+                    seg.lost = false;
+                    tp.lost_out -= seg.segs;
+                }
+                if seg.retrans {
+                    seg.retrans = false;
+                    tp.retrans_out -= seg.segs;
+                }
+            }
+        }
+        newly
+    }
+
+    /// RACK: an unSACKed segment sent before the most recently sent delivered one is
+    /// lost, once the reordering window is 0 (DUPACK threshold met, or in recovery).
+    fn tcp_rack_mark_lost(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        if tp.sacked_out < TCP_REORDERING && tp.ca_state < CaState::Recovery {
+            return;
+        }
+        let Some(rack_sent) = tp.rtx.iter().filter(|g| g.sacked).map(|g| g.sent).max() else { return };
+        for seg in tp.rtx.iter_mut() {
+            if !seg.sacked && !seg.lost && seg.sent < rack_sent {
+                seg.lost = true;
+                tp.lost_out += seg.segs;
+                if seg.retrans {
+                    seg.retrans = false;
+                    tp.retrans_out -= seg.segs;
+                }
+            }
+        }
+    }
+
+    /// `tcp_init_cwnd_reduction()`: the window after the loss, and PRR's start.
+    fn tcp_init_cwnd_reduction(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        tp.high_seq = tp.snd_nxt;
+        tp.prior_cwnd = tp.w.cwnd;
+        tp.prr_delivered = 0;
+        tp.prr_out = 0;
+        let w = tp.w;
+        tp.w.ssthresh = tp.cc.ssthresh(&w);
+    }
+
+    /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
+    /// without a retransmission.
+    pub(super) fn tcp_enter_cwr(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        if tp.ca_state < CaState::Cwr {
+            tp.ca_state = CaState::Cwr;
+            self.tcp_init_cwnd_reduction(s);
+        }
+    }
+
+    /// `tcp_cong_control()`: PRR in a window reduction (`tcp_cwnd_reduction()`), else
+    /// the congestion control's growth when the flow is cwnd-limited; leaving Recovery
+    /// or CWR sets cwnd to ssthresh (`tcp_end_cwnd_reduction()`).
+    fn tcp_cong_control(&mut self, s: SockId, delivered: u32, prior_in_flight: u32, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
+        let jiffies = self.jiffies() as u32;
+        let hz = self.cfg.hz;
+        let tp = self.tcp(s);
+        let ctx = AckCtx {
+            jiffies,
+            now_us: (t / 1000) as u32,
+            hz,
+            snd_una: tp.snd_una,
+            snd_nxt: tp.snd_nxt,
+            pacing_rate: tp.pacing_rate,
+            paced: tp.pacing != super::Pacing::None,
+            gso_max_size: tp.gso_max_size,
+        };
+        tp.cc.pkts_acked(rtt_ns.map(|r| (r / 1000).min(u32::MAX as u64) as u32), &mut tp.w, &ctx);
+        match tp.ca_state {
+            CaState::Recovery | CaState::Cwr if !before(tp.snd_una, tp.high_seq) => {
+                // Everything up to the recovery point is acknowledged.
+                tp.ca_state = CaState::Open;
+                tp.w.cwnd = tp.w.ssthresh;
+            }
+            CaState::Recovery | CaState::Cwr if delivered > 0 => {
+                // PRR: proportional while more than ssthresh is in flight, then back up
+                // to it no faster than slow start (PRR-SSRB).
+                tp.prr_delivered += delivered;
+                let in_flight = tp.in_flight();
+                let delta = tp.w.ssthresh as i64 - in_flight as i64;
+                let mut sndcnt = if delta < 0 {
+                    let dividend = tp.w.ssthresh as u64 * tp.prr_delivered as u64 + tp.prior_cwnd as u64 - 1;
+                    (dividend / tp.prior_cwnd.max(1) as u64) as i64 - tp.prr_out as i64
+                } else {
+                    let grow = (tp.prr_delivered as i64 - tp.prr_out as i64).max(delivered as i64) + una_advanced as i64;
+                    grow.min(delta)
+                };
+                // Force a fast retransmit upon entering fast recovery.
+                sndcnt = sndcnt.max(if tp.prr_out == 0 { 1 } else { 0 });
+                tp.w.cwnd = (in_flight as i64 + sndcnt).max(1) as u32;
+            }
+            CaState::Recovery | CaState::Cwr => {}
+            CaState::Open | CaState::Loss => {
+                if tp.ca_state == CaState::Loss && !before(tp.snd_una, tp.high_seq) {
+                    tp.ca_state = CaState::Open;
+                }
+                // tcp_is_cwnd_limited(): in slow start, while cwnd < 2 x what was in
+                // flight; otherwise when cwnd stopped the last transmission.
+                let limited = if tp.w.in_slow_start() {
+                    tp.w.cwnd < 2 * tp.max_packets_out.max(prior_in_flight)
+                } else {
+                    tp.is_cwnd_limited
+                };
+                if limited && delivered > 0 {
+                    let mut w = tp.w;
+                    tp.cc.cong_avoid(&mut w, delivered, &ctx);
+                    tp.w = w;
+                }
+                tp.is_cwnd_limited = false;
+                tp.max_packets_out = tp.packets_out;
+            }
+        }
+    }
+
+    /// `tcp_rtt_estimator()` and `tcp_set_rto()` (RFC 6298, the kernel's mdev form):
+    /// RTO = srtt + max(4 x mdev, rto_min), at least `TCP_RTO_MIN`.
+    fn tcp_rtt_estimator(&mut self, s: SockId, rtt_ns: u64) {
+        let tp = self.tcp(s);
+        let m = ((rtt_ns / 1000).max(1)).min(u32::MAX as u64 / 16) as u32;
+        tp.min_rtt_us = tp.min_rtt_us.min(m);
+        if tp.srtt_us == 0 {
+            tp.srtt_us = m << 3;
+            tp.mdev_us = m << 1;
+            tp.rttvar_us = tp.mdev_us.max(200_000);
+        } else {
+            let mut m = m as i64 - (tp.srtt_us >> 3) as i64;
+            tp.srtt_us = (tp.srtt_us as i64 + m) as u32;
+            if m < 0 {
+                m = -m;
+            }
+            m -= (tp.mdev_us >> 2) as i64;
+            tp.mdev_us = (tp.mdev_us as i64 + m).max(0) as u32;
+            tp.rttvar_us = tp.mdev_us.max(200_000);
+        }
+        let rto_us = (tp.srtt_us >> 3) as u64 + tp.rttvar_us as u64;
+        tp.rto_ns = (rto_us * 1000).max(TCP_RTO_MIN_NS);
+    }
+
+    /// `tcp_retransmit_timer()`: every outstanding segment not SACKed is lost, cwnd
+    /// restarts at 1 (`tcp_enter_loss()`), the timer backs off.
+    pub(super) fn tcp_retransmit_timer(&mut self, s: SockId) {
+        let now = self.now;
+        let jiffies = self.jiffies() as u32;
+        let hz = self.cfg.hz;
+        let tp = self.tcp(s);
+        if tp.packets_out == 0 {
+            return;
+        }
+        let w = tp.w;
+        if tp.ca_state < CaState::Recovery || tp.ca_state == CaState::Loss {
+            tp.w.ssthresh = tp.cc.ssthresh(&w);
+        }
+        tp.ca_state = CaState::Loss;
+        tp.high_seq = tp.snd_nxt;
+        tp.w.cwnd = 1;
+        tp.w.cwnd_cnt = 0;
+        for seg in tp.rtx.iter_mut() {
+            if !seg.sacked && !seg.lost {
+                seg.lost = true;
+                tp.lost_out += seg.segs;
+            }
+            if seg.retrans {
+                seg.retrans = false;
+                tp.retrans_out -= seg.segs;
+            }
+        }
+        let ctx = AckCtx { jiffies, now_us: (now / 1000) as u32, hz, snd_una: tp.snd_una, snd_nxt: tp.snd_nxt, pacing_rate: tp.pacing_rate, paced: false, gso_max_size: tp.gso_max_size };
+        tp.cc.on_loss(&ctx);
+        tp.backoff += 1;
+        self.tcp_rearm_rto(s);
+    }
+}

@@ -1,0 +1,514 @@
+//! TCP: a bulk sender as iperf3 runs one, and its receiver on the far end.
+//!
+//! - `mod.rs`: the socket's state, the application's writes (`tcp_sendmsg()`), the
+//!   skb destructor `tcp_wfree()` with TCP Small Queues' handler, the timers, and the
+//!   deferred work a CPU runs for a socket (`tsq_tasklet_func()`, `tcp_pace_kick()`,
+//!   `tcp_retransmit_timer()`, `tcp_delack_timer()`).
+//! - `output.rs`: `tcp_write_xmit()` (cwnd, receive window, TSO autosizing, TSQ, EDT
+//!   pacing and internal pacing) and `__tcp_transmit_skb()`.
+//! - `input.rs`: `tcp_ack()`: the scoreboard, SACK, RACK loss marking, PRR recovery,
+//!   CWR, the RTT estimator and the RTO.
+//! - `recv.rs`: the receiver: in-order and out-of-order data, delayed and quick ACKs,
+//!   SACK blocks.
+//! - `cc.rs`: reno and CUBIC (with HyStart).
+//!
+//! Sequence numbers are `u32` and compared with wrap-around (`before()`/`after()`), as
+//! the kernel does. Every skb is timed on the CPU that sends it; transmissions from
+//! softirq context (ACK processing, TSQ, timers) are put at their time with
+//! `dev_queue_xmit_at`, and a qdisc run they start is left to NET_TX on that CPU.
+
+mod cc;
+mod input;
+mod output;
+mod recv;
+
+use crate::arena::Proto;
+use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};
+use crate::event::Event;
+use crate::sock::{Sock, SockKind};
+use crate::world::World;
+use cc::{CongestionControl, Window};
+use darkbuf_model::qdisc::EnqueueVerdict;
+use darkbuf_model::units::Rate;
+use darkbuf_scenario::TcpFlow;
+use std::collections::VecDeque;
+
+/// Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12: the headers of every segment.
+pub const TCP_HDR: u32 = 66;
+/// `TCP_INIT_CWND`.
+const TCP_INIT_CWND: u32 = 10;
+/// `TCP_RTO_MIN`, `TCP_TIMEOUT_INIT`, `TCP_RTO_MAX`.
+const TCP_RTO_MIN_NS: u64 = 200_000_000;
+const TCP_TIMEOUT_INIT_NS: u64 = 1_000_000_000;
+const TCP_RTO_MAX_NS: u64 = 120_000_000_000;
+/// One application `write()`: iperf3's default 128 KB block.
+const APP_WRITE: u32 = 128 * 1024;
+
+/// `a` is before `b` in sequence space.
+#[inline]
+pub fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+#[inline]
+pub fn after(a: u32, b: u32) -> bool {
+    before(b, a)
+}
+
+/// `icsk_ca_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    Open,
+    Cwr,
+    Recovery,
+    Loss,
+}
+
+/// `sk_pacing_status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pacing {
+    /// No pacing: skbs go out at once (CUBIC or reno over a qdisc other than fq).
+    None,
+    /// TCP paces itself with an hrtimer (BBR without fq).
+    Needed,
+    /// fq paces by each skb's departure time (set at the socket's first packet).
+    Fq,
+}
+
+/// One transmitted skb on the retransmit queue (the scoreboard).
+#[derive(Clone, Copy, Debug)]
+pub struct TxSeg {
+    pub start: u32,
+    pub end: u32,
+    pub segs: u32,
+    /// When it was last (re)transmitted (ns).
+    pub sent: u64,
+    pub sacked: bool,
+    pub lost: bool,
+    pub retrans: bool,
+    /// Dropped by the local qdisc: sent again as new data, not counted a retransmission.
+    pub local_drop: bool,
+    /// Its last transmission was counted as a retransmission.
+    pub counted: bool,
+}
+
+/// The timers a TCP socket arms (`Event::TcpTimer`'s kind).
+pub mod timer {
+    pub const RTO: u8 = 0;
+    pub const PACE: u8 = 1;
+    pub const DELACK: u8 = 2;
+}
+
+/// Deferred work bits for `World::sock_work_step`.
+mod work {
+    pub const TSQ: u8 = 1 << 0;
+    pub const RTO: u8 = 1 << 1;
+    pub const DELACK: u8 = 1 << 2;
+}
+
+/// The sender's and the receiver's state of one connection.
+pub struct TcpSock {
+    pub flow_index: u16,
+    pub traffic_index: u16,
+    pub cc: CongestionControl,
+    pub w: Window,
+    pub ca_state: CaState,
+    /// Segment size and the largest skb TSO may build (`sk_gso_max_size`).
+    pub mss: u32,
+    pub gso_max_size: u32,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub write_seq: u32,
+    /// Bytes of the write and retransmit queues (`sk_wmem_queued`) against `sk_sndbuf`.
+    pub wmem_queued: u64,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    pub rtx: VecDeque<TxSeg>,
+    pub high_seq: u32,
+    pub prior_cwnd: u32,
+    pub prr_delivered: u32,
+    pub prr_out: u32,
+    /// The largest in flight since the last cwnd check, and whether cwnd limited it.
+    pub max_packets_out: u32,
+    pub is_cwnd_limited: bool,
+    /// RTT estimator (`srtt_us` x 8, `mdev_us` x 4, `rttvar_us`), min RTT (µs), RTO (ns).
+    pub srtt_us: u32,
+    pub mdev_us: u32,
+    pub rttvar_us: u32,
+    pub min_rtt_us: u32,
+    pub rto_ns: u64,
+    pub rto_at: Option<u64>,
+    pub backoff: u32,
+    pub pacing: Pacing,
+    /// `sk_pacing_rate` in bytes/s (0 until the first RTT sample) and `tcp_wstamp_ns`.
+    pub pacing_rate: u64,
+    pub wstamp_ns: u64,
+    pub pace_at: Option<u64>,
+    pub data_segs_out: u64,
+    /// `tcp_limit_output_bytes`.
+    pub limit_output_bytes: u64,
+    pub tsq_throttled: bool,
+    /// The largest TSQ limit (plus the skb it admitted) so far: `sk_wmem_alloc` never
+    /// exceeds it (checked as an invariant).
+    pub tsq_bound: u64,
+    /// Deferred work bits queued on a CPU (`work::*`), and that CPU.
+    pub work: u8,
+    /// The socket's cached TX queue (`sk_tx_queue_mapping`).
+    pub tx_queue: Option<u16>,
+    /// The receive window the far end advertises (bytes).
+    pub rcv_wnd: u32,
+    pub ecn: bool,
+    /// Retransmitted segments (not counting local drops), for `ss -ti`'s `retrans`.
+    pub total_retrans: u64,
+    /// The application: when it starts and stops writing, and its rate cap.
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    pub app_rate_bps: Option<u64>,
+    pub app_written: u64,
+    /// The device the ACKs leave the far end by (`None`: the way back is the profile's
+    /// constant, veth and tun).
+    pub ack_dev: Option<DevId>,
+    /// The CPU its softirq work last ran on (the IRQ CPU for ACK processing).
+    pub softirq_cpu: CpuId,
+    pub rcv: recv::Receiver,
+    pub stats: TcpStats,
+}
+
+/// What the report needs of a flow.
+#[derive(Clone, Debug, Default)]
+pub struct TcpStats {
+    /// Bytes the receiving application read in each 200 ms step from the measured
+    /// window's start (flent's step).
+    pub goodput_steps: Vec<u64>,
+    /// Bytes read in the measured window.
+    pub goodput_bytes: u64,
+    /// `total_retrans` at the start of the measured window.
+    pub retrans_base: u64,
+    /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
+    /// pacing rate (B/s x ns), with the value and time of the last change.
+    pub cwnd_int: u128,
+    pub srtt_int: u128,
+    pub rate_int: u128,
+    pub last_t: u64,
+}
+
+/// `net.ipv4.tcp_limit_output_bytes`: 4 MiB since 6.16 (1 MiB before).
+const TCP_LIMIT_OUTPUT_BYTES: u64 = 4 << 20;
+
+impl TcpSock {
+    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, end_ns: u64) -> Sock {
+        // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
+        let mss = mtu - 52;
+        let tcp = TcpSock {
+            flow_index,
+            traffic_index,
+            cc: CongestionControl::new(f.cc),
+            w: Window { cwnd: TCP_INIT_CWND, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX },
+            ca_state: CaState::Open,
+            mss,
+            // GSO_MAX_SIZE (65536) - (MAX_TCP_HEADER + 1), rounded to whole segments.
+            gso_max_size: (65536 - 321) / mss * mss,
+            snd_una: 0,
+            snd_nxt: 0,
+            write_seq: 0,
+            wmem_queued: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            rtx: VecDeque::with_capacity(1024),
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            max_packets_out: 0,
+            is_cwnd_limited: false,
+            srtt_us: 0,
+            mdev_us: 0,
+            rttvar_us: 0,
+            min_rtt_us: u32::MAX,
+            rto_ns: TCP_TIMEOUT_INIT_NS,
+            rto_at: None,
+            backoff: 0,
+            pacing: Pacing::None,
+            pacing_rate: 0,
+            wstamp_ns: 0,
+            pace_at: None,
+            data_segs_out: 0,
+            limit_output_bytes: TCP_LIMIT_OUTPUT_BYTES,
+            tsq_throttled: false,
+            tsq_bound: 0,
+            work: 0,
+            tx_queue: None,
+            rcv_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
+            ecn: f.ecn,
+            total_retrans: 0,
+            start_ns: f.start_ns,
+            stop_ns: f.stop_ns.unwrap_or(end_ns).min(end_ns),
+            app_rate_bps: match f.rate {
+                Rate::Bps(b) => Some(b),
+                _ => None,
+            },
+            app_written: 0,
+            ack_dev,
+            softirq_cpu: 0,
+            rcv: recv::Receiver::new(mss),
+            stats: TcpStats::default(),
+        };
+        Sock { task, dev, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, kind: SockKind::Tcp(Box::new(tcp)) }
+    }
+
+    /// `tcp_packets_in_flight()`.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+}
+
+impl World {
+    #[inline]
+    pub(crate) fn tcp(&mut self, s: SockId) -> &mut TcpSock {
+        match &mut self.socks[s as usize].kind {
+            SockKind::Tcp(t) => t,
+            _ => unreachable!("socket {s} is TCP"),
+        }
+    }
+
+    /// The application's next `write()` and the `tcp_push()` after it, from its process on
+    /// `cpu`: the cost of the call and of the skbs it transmits.
+    pub(crate) fn tcp_sendmsg(&mut self, cpu: CpuId, s: SockId) -> u64 {
+        let n = self.tcp_app_room(s);
+        if n == 0 {
+            return 0;
+        }
+        let t = self.tcp(s);
+        t.write_seq = t.write_seq.wrapping_add(n);
+        t.wmem_queued += n as u64;
+        t.app_written += n as u64;
+        let cost = self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
+        let start = self.now + cost;
+        cost + self.tcp_write_xmit(cpu, s, start)
+    }
+
+    /// Bytes the application may write now: what its rate cap has accrued, what the
+    /// send buffer has room for, at most one `write()`.
+    fn tcp_app_room(&mut self, s: SockId) -> u32 {
+        let now = self.now;
+        let sndbuf = self.socks[s as usize].sndbuf;
+        let t = self.tcp(s);
+        if now < t.start_ns || now >= t.stop_ns {
+            return 0;
+        }
+        let mut room = sndbuf.saturating_sub(t.wmem_queued).min(APP_WRITE as u64);
+        if let Some(bps) = t.app_rate_bps {
+            let allowed = (now - t.start_ns) as u128 * bps as u128 / 8 / 1_000_000_000;
+            room = room.min((allowed as u64).saturating_sub(t.app_written));
+        }
+        room as u32
+    }
+
+    /// Whether the flow's process writes again at once; if not it sleeps: on its rate
+    /// cap's timer, or until ACKs free send buffer (`sk_stream_wait_memory()`).
+    pub(crate) fn tcp_wants_cpu(&mut self, s: SockId) -> bool {
+        if self.tcp_app_room(s) > 0 {
+            return true;
+        }
+        let now = self.now;
+        let task = self.socks[s as usize].task;
+        let sndbuf = self.socks[s as usize].sndbuf;
+        let t = self.tcp(s);
+        let (start, stop, rate, written, queued) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.app_written, t.wmem_queued);
+        if now < start {
+            self.events.push(start, Event::TaskTimer(task));
+            return false;
+        }
+        if now >= stop {
+            return false;
+        }
+        if let (Some(bps), true) = (rate, queued < sndbuf) {
+            // The cap's next 8 KB (iperf3 paces its writes the same way).
+            let due = start + ((written + 8192) as u128 * 8 * 1_000_000_000 / bps as u128) as u64;
+            self.events.push(due.max(now + 1), Event::TaskTimer(task));
+            return false;
+        }
+        self.socks[s as usize].blocked = true;
+        false
+    }
+
+    /// `sk_stream_write_space()`: ACKs freed send buffer; wake a writer blocked on it
+    /// once a third of the buffer is free.
+    fn tcp_write_space(&mut self, s: SockId) {
+        let sk = &self.socks[s as usize];
+        let SockKind::Tcp(t) = &sk.kind else { return };
+        if sk.blocked && sk.sndbuf.saturating_sub(t.wmem_queued) >= t.wmem_queued / 2 {
+            let task = sk.task;
+            self.socks[s as usize].blocked = false;
+            self.wake_task(task);
+        }
+    }
+
+    /// `tcp_wfree()`: the skb left the host (TX completion, or a drop); its truesize
+    /// leaves `sk_wmem_alloc`, and a socket TSQ throttled gets its tasklet on this CPU.
+    pub fn tcp_wfree(&mut self, id: u32) {
+        let info = self.pkts.get_mut(id);
+        info.destructor = crate::arena::Destructor::None;
+        let (s, truesize) = (info.sock, info.truesize as u64);
+        self.socks[s as usize].wmem_alloc -= truesize;
+        let cpu = self.current_cpu;
+        let t = self.tcp(s);
+        if t.tsq_throttled {
+            t.tsq_throttled = false;
+            self.sock_work_queue(cpu, s, work::TSQ);
+        }
+    }
+
+    /// Queues deferred work for socket `s` on `cpu` (the TSQ tasklet's list).
+    fn sock_work_queue(&mut self, cpu: CpuId, s: SockId, bits: u8) {
+        let t = self.tcp(s);
+        let was = t.work;
+        t.work |= bits;
+        if was == 0 {
+            self.cpus[cpu as usize].sock_work.push_back(s);
+            self.raise_softirq(cpu, TASKLET_SOFTIRQ);
+            self.cpu_kick(cpu, 0);
+        }
+    }
+
+    /// One step of the sockets' deferred work on `cpu`: one socket's queued work.
+    pub(crate) fn sock_work_step(&mut self, cpu: CpuId, started: &mut bool) -> crate::cpu::Step {
+        use crate::cpu::Step;
+        if !*started {
+            *started = true;
+            return Step::Continue(self.cost(self.profile.costs.softirq_ns));
+        }
+        let Some(s) = self.cpus[cpu as usize].sock_work.pop_front() else { return Step::Done(0) };
+        let bits = std::mem::take(&mut self.tcp(s).work);
+        let mut cost = 0;
+        if bits & work::DELACK != 0 {
+            cost += self.tcp_send_ack(cpu, s, self.now);
+        }
+        if bits & work::RTO != 0 {
+            self.tcp_retransmit_timer(s);
+        }
+        if bits & (work::TSQ | work::RTO) != 0 {
+            // tcp_tsq_handler() -> tcp_tsq_write(): retransmissions first, then new data.
+            let start = self.now + cost;
+            cost += self.tcp_write_xmit(cpu, s, start);
+        }
+        Step::Continue(cost)
+    }
+
+    /// `Event::TcpTimer`: a socket's timer fired (stale ones, re-armed or cancelled
+    /// since, are ignored). Its work runs in softirq on the CPU that armed it.
+    pub fn tcp_timer(&mut self, s: SockId, kind: u8) {
+        let now = self.now;
+        let t = self.tcp(s);
+        let cpu = t.softirq_cpu;
+        match kind {
+            timer::RTO if t.rto_at == Some(now) => {
+                t.rto_at = None;
+                self.sock_work_queue(cpu, s, work::RTO);
+            }
+            timer::PACE if t.pace_at == Some(now) => {
+                // tcp_pace_kick() -> tcp_tsq_handler().
+                t.pace_at = None;
+                self.sock_work_queue(cpu, s, work::TSQ);
+            }
+            timer::DELACK if t.rcv.delack_at == Some(now) => {
+                t.rcv.delack_at = None;
+                let rcpu = t.rcv.cpu;
+                self.sock_work_queue(rcpu, s, work::DELACK);
+            }
+            _ => {}
+        }
+    }
+
+    /// The enqueue verdict of segment `seq` (`__tcp_transmit_skb()`'s `err`): a local
+    /// drop or NET_XMIT_CN enters CWR (`tcp_enter_cwr()`); a dropped segment is sent
+    /// again later as new data, not counted as a retransmission.
+    ///
+    /// The verdict arrives when the deferred transmit runs, after later skbs of the
+    /// same burst may have been sent: only the burst's last skb can still be put back
+    /// as unsent data, as the kernel's `tcp_write_xmit()` does on the spot.
+    pub(crate) fn tcp_xmit_verdict(&mut self, s: SockId, seq: u32, verdict: EnqueueVerdict) {
+        if verdict == EnqueueVerdict::Success {
+            return;
+        }
+        if verdict == EnqueueVerdict::Dropped {
+            let t = self.tcp(s);
+            if let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) {
+                let seg = t.rtx[i];
+                if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
+                    // The newest skb never left: tcp_write_xmit() stopped before
+                    // tcp_event_new_data_sent(), so it is still unsent data.
+                    t.rtx.pop_back();
+                    t.snd_nxt = seg.start;
+                    t.packets_out -= seg.segs;
+                } else {
+                    let seg = &mut t.rtx[i];
+                    if seg.retrans {
+                        // A failed retransmission is not one (TCPRetransFail).
+                        seg.retrans = false;
+                        t.retrans_out -= seg.segs;
+                        if std::mem::take(&mut seg.counted) {
+                            t.total_retrans -= seg.segs as u64;
+                        }
+                    }
+                    if !seg.lost {
+                        seg.lost = true;
+                        t.lost_out += seg.segs;
+                    }
+                    seg.local_drop = true;
+                }
+            }
+        }
+        self.tcp_enter_cwr(s);
+        // tcp_write_xmit() stopped; the next ACK sends again. With nothing in flight no
+        // ACK comes: the probe timer (`tcp_check_probe_timer()`, armed like the RTO).
+        let t = self.tcp(s);
+        if t.packets_out == 0 && t.rto_at.is_none() {
+            self.tcp_arm_probe(s);
+        }
+    }
+
+    /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` with nothing in flight: send again
+    /// after one RTO.
+    fn tcp_arm_probe(&mut self, s: SockId) {
+        let now = self.now;
+        let t = self.tcp(s);
+        let at = now + t.rto_ns.min(TCP_RTO_MAX_NS);
+        t.rto_at = Some(at);
+        self.events.push(at, Event::TcpTimer(s, timer::RTO));
+    }
+
+    /// Arms (or re-arms) the retransmission timer `rto` from now.
+    fn tcp_rearm_rto(&mut self, s: SockId) {
+        let now = self.now;
+        let t = self.tcp(s);
+        if t.packets_out == 0 {
+            t.rto_at = None;
+            return;
+        }
+        let at = now + (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
+        t.rto_at = Some(at);
+        self.events.push(at, Event::TcpTimer(s, timer::RTO));
+    }
+
+    /// Accumulates the flow's time averages up to now (measured window only).
+    pub(crate) fn tcp_stats_tick(&mut self, s: SockId) {
+        let (now, start) = (self.now, self.cfg.start);
+        let t = self.tcp(s);
+        let from = t.stats.last_t.max(start);
+        if now > from {
+            let dt = (now - from) as u128;
+            t.stats.cwnd_int += t.w.cwnd as u128 * dt;
+            t.stats.srtt_int += (t.srtt_us >> 3) as u128 * dt;
+            t.stats.rate_int += t.pacing_rate as u128 * dt;
+        }
+        t.stats.last_t = now;
+    }
+}
+
+/// The protocol of TCP data and ACK packets.
+pub const PROTO: Proto = Proto::Tcp;

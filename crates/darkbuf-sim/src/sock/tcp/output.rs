@@ -1,0 +1,246 @@
+//! The sender's output path: mirrors `tcp_write_xmit()`, `tcp_cwnd_test()`,
+//! `tcp_snd_wnd_test()`, `tcp_tso_autosize()`, `tcp_small_queue_check()`,
+//! `tcp_pacing_check()`, `__tcp_transmit_skb()` and `tcp_update_skb_after_send()` in
+//! net/ipv4/tcp_output.c, and `tcp_update_pacing_rate()` (tcp_input.c).
+//!
+//! Simplifications, stated: no Nagle or TSO deferral (`tcp_tso_should_defer()`: a
+//! bulk sender with a full window sends full-sized skbs anyway), no MTU probing, and
+//! no tail loss probe (the RTO recovers a lost tail).
+
+use super::{after, before, CaState, Pacing, TxSeg, TCP_HDR};
+use crate::arena::{Destructor, Dir};
+use crate::cpu::{CpuId, SockId};
+use crate::event::Event;
+use crate::world::World;
+use darkbuf_model::Skb;
+
+/// `tcp_min_tso_segs`.
+const TCP_MIN_TSO_SEGS: u32 = 2;
+/// `sk_pacing_shift`: TSQ and TSO autosizing allow ~1 ms of data.
+const PACING_SHIFT: u32 = 10;
+/// `tcp_tso_rtt_log` (5.18+): larger TSO skbs for flows with a short min RTT.
+const TCP_TSO_RTT_LOG: u32 = 9;
+/// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (%).
+const PACING_SS_RATIO: u64 = 200;
+const PACING_CA_RATIO: u64 = 120;
+
+impl World {
+    /// `tcp_write_xmit()` for socket `s` from `cpu`, starting at `t0`: retransmits
+    /// first, then new data, while the congestion and receive windows, TSQ and pacing
+    /// allow. Returns the CPU time spent (each skb's transmission is put at its time).
+    pub(crate) fn tcp_write_xmit(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
+        let mut t = t0;
+        let mut sent_any = false;
+        loop {
+            let tp = self.tcp(s);
+            // tcp_pacing_check(): internal pacing waits for the departure time.
+            if tp.pacing == Pacing::Needed && tp.wstamp_ns > t {
+                let at = tp.wstamp_ns;
+                if tp.pace_at != Some(at) {
+                    tp.pace_at = Some(at);
+                    tp.softirq_cpu = cpu;
+                    self.events.push(at, Event::TcpTimer(s, super::timer::PACE));
+                }
+                break;
+            }
+            let in_flight = tp.in_flight();
+            // tcp_cwnd_test(): at most half the window in one burst, and none when full.
+            if in_flight >= tp.w.cwnd {
+                tp.is_cwnd_limited = true;
+                break;
+            }
+            let quota = (tp.w.cwnd - in_flight).min((tp.w.cwnd / 2).max(1));
+            let Some((start, end, retrans)) = self.tcp_next_to_send(s, quota) else { break };
+            if self.tcp_small_queue_check(s, end.wrapping_sub(start)) {
+                break;
+            }
+            t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
+            sent_any = true;
+        }
+        let tp = self.tcp(s);
+        tp.max_packets_out = tp.max_packets_out.max(tp.packets_out);
+        if sent_any && tp.rto_at.is_none() {
+            tp.softirq_cpu = cpu;
+            self.tcp_rearm_rto(s);
+        }
+        t - t0
+    }
+
+    /// The next range to send within `quota` segments: the first lost and not yet
+    /// retransmitted segment, else new data within the receive window, sized by TSO
+    /// autosizing.
+    fn tcp_next_to_send(&mut self, s: SockId, quota: u32) -> Option<(u32, u32, bool)> {
+        let goal = self.tcp_tso_segs(s).min(quota);
+        let tp = self.tcp(s);
+        if tp.lost_out > tp.retrans_out {
+            if let Some(i) = tp.rtx.iter().position(|g| g.lost && !g.retrans) {
+                // tcp_retransmit_skb(): an skb larger than the current TSO goal is split
+                // (tcp_fragment()) and its head goes first.
+                let seg = tp.rtx[i];
+                if seg.segs > goal {
+                    let mid = seg.start.wrapping_add(goal * tp.mss);
+                    tp.rtx[i].end = mid;
+                    tp.rtx[i].segs = goal;
+                    let tail = TxSeg { start: mid, segs: seg.segs - goal, ..seg };
+                    tp.rtx.insert(i + 1, tail);
+                }
+                let seg = tp.rtx[i];
+                return Some((seg.start, seg.end, true));
+            }
+        }
+        let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
+        if unsent == 0 {
+            return None;
+        }
+        // tcp_snd_wnd_test(): the first segment must fit the receive window.
+        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        if after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
+            return None;
+        }
+        let tp = self.tcp(s);
+        let len = (goal * tp.mss).min(unsent).min(wnd_end.wrapping_sub(tp.snd_nxt));
+        Some((tp.snd_nxt, tp.snd_nxt.wrapping_add(len), false))
+    }
+
+    /// `tcp_tso_autosize()`: about 1 ms of data at the pacing rate (plus the bonus for
+    /// short RTTs of `tcp_tso_rtt_log`), at least `tcp_min_tso_segs`, at most what
+    /// `sk_gso_max_size` holds.
+    fn tcp_tso_segs(&mut self, s: SockId) -> u32 {
+        let tp = self.tcp(s);
+        let mut bytes = (tp.pacing_rate >> PACING_SHIFT).min(tp.gso_max_size as u64);
+        let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us >> TCP_TSO_RTT_LOG };
+        if r < 32 {
+            bytes += (tp.gso_max_size >> r) as u64;
+        }
+        let bytes = bytes.min(tp.gso_max_size as u64) as u32;
+        (bytes / tp.mss).max(TCP_MIN_TSO_SEGS).min(tp.gso_max_size / tp.mss)
+    }
+
+    /// `tcp_small_queue_check()` for the next skb (`payload` bytes): stop while the
+    /// socket has more than ~1 ms of data (at least two such skbs) in the qdisc and the
+    /// device; unpaced flows at most
+    /// `tcp_limit_output_bytes`. A lone skb on the retransmit queue always goes
+    /// (f921a4a5bffa). Sets TSQ_THROTTLED, which `tcp_wfree()` clears.
+    fn tcp_small_queue_check(&mut self, s: SockId, payload: u32) -> bool {
+        let wmem_alloc = self.socks[s as usize].wmem_alloc;
+        let tp = self.tcp(s);
+        let truesize = payload as u64 + 768;
+        let mut limit = (2 * truesize).max(tp.pacing_rate >> PACING_SHIFT);
+        if tp.pacing == Pacing::None {
+            limit = limit.min(tp.limit_output_bytes);
+        }
+        if wmem_alloc > limit {
+            if tp.rtx.len() <= 1 {
+                return false;
+            }
+            tp.tsq_throttled = true;
+            return true;
+        }
+        // What TSQ admits: the host queues then hold at most the limit plus this skb.
+        tp.tsq_bound = tp.tsq_bound.max(limit + truesize);
+        false
+    }
+
+    /// `__tcp_transmit_skb()` of `start..end` at time `t` from `cpu`: the skb with its
+    /// EDT stamp and `tcp_wfree` destructor, `ooo_okay`, the TX queue; the scoreboard
+    /// and the pacing clock are updated. Returns its CPU cost.
+    fn tcp_transmit_skb(&mut self, cpu: CpuId, s: SockId, start: u32, end: u32, retrans: bool, t: u64) -> u64 {
+        let dev = self.socks[s as usize].dev;
+        let wmem_alloc = self.socks[s as usize].wmem_alloc;
+        let tp = self.tcp(s);
+        let payload = end.wrapping_sub(start);
+        let segs = payload.div_ceil(tp.mss).max(1);
+        // ooo_okay: nothing of this socket in the host queues, or nothing unacked
+        // (726e9e8b94b9): the flow may move to another TX queue without reordering.
+        let ooo_okay = wmem_alloc == 0 || tp.packets_out == 0;
+        // tcp_wstamp_ns = max(tcp_wstamp_ns, now): the skb's earliest departure time.
+        let prior = tp.wstamp_ns;
+        tp.wstamp_ns = tp.wstamp_ns.max(t);
+        let edt = if tp.pacing == Pacing::None { 0 } else { tp.wstamp_ns };
+        let flow = (tp.traffic_index as u32) << 16 | tp.flow_index as u32;
+        let mut skb = Skb {
+            flow,
+            sk: 0x1_0000 + s as u32,
+            len: payload + segs * TCP_HDR,
+            truesize: payload + 768,
+            gso_segs: segs as u16,
+            edt,
+            pacing_rate: if tp.pacing == Pacing::Fq { 0 } else { tp.pacing_rate },
+            ecn: if tp.ecn { Skb::ECN_ECT0 } else { Skb::ECN_NOT_ECT },
+            ..Skb::default()
+        };
+        skb.queue_mapping = self.tcp_pick_tx(s, dev, &skb, cpu, ooo_okay);
+        self.sock_alloc_skb(s, &mut skb, super::PROTO, Destructor::TcpWfree, Dir::Out, start);
+        self.socks[s as usize].wmem_alloc += skb.truesize as u64;
+        let (wmem, bound) = (self.socks[s as usize].wmem_alloc, self.tcp(s).tsq_bound);
+        if bound > 0 && wmem > bound {
+            self.finding("TSQ bounds a socket's bytes in the qdisc and the device", format!("sk_wmem_alloc {wmem} > {bound}"));
+        }
+        self.pkts.get_mut(skb.id).t_send = t;
+        let cost = self.cost(self.profile.costs.tcp_xmit_ns);
+        self.dev_queue_xmit_at(t + cost, cpu, dev, skb);
+        let tp = self.tcp(s);
+        if retrans {
+            if let Some(seg) = tp.rtx.iter_mut().find(|g| g.start == start) {
+                seg.retrans = true;
+                seg.sent = t;
+                tp.retrans_out += seg.segs;
+                seg.counted = !seg.local_drop;
+                if seg.counted {
+                    tp.total_retrans += seg.segs as u64;
+                }
+                seg.local_drop = false;
+            }
+        } else {
+            let seg = TxSeg { start, end, segs, sent: t, sacked: false, lost: false, retrans: false, local_drop: false, counted: false };
+            tp.rtx.push_back(seg);
+            tp.snd_nxt = end;
+            tp.packets_out += segs;
+        }
+        if matches!(tp.ca_state, CaState::Recovery | CaState::Cwr) {
+            tp.prr_out += segs;
+        }
+        tp.data_segs_out += segs as u64;
+        // tcp_update_skb_after_send(): the next departure time, forgiving up to half
+        // an skb of lateness.
+        if tp.pacing != Pacing::None && tp.pacing_rate > 0 && tp.data_segs_out >= 10 {
+            let len_ns = (skb.len as u128 * 1_000_000_000 / tp.pacing_rate as u128) as u64;
+            let credit = tp.wstamp_ns - prior;
+            tp.wstamp_ns += len_ns - (len_ns / 2).min(credit);
+        }
+        cost
+    }
+
+    /// `netdev_pick_tx()` with the socket's cached queue: a new pick (XPS from the
+    /// sending CPU) only when there is none or the skb is `ooo_okay`.
+    fn tcp_pick_tx(&mut self, s: SockId, dev: crate::cpu::DevId, skb: &Skb, cpu: CpuId, ooo_okay: bool) -> u16 {
+        let cached = self.tcp(s).tx_queue;
+        match cached {
+            Some(q) if !ooo_okay => q,
+            _ => {
+                let q = self.netdev_pick_tx(dev, skb, cpu);
+                self.tcp(s).tx_queue = Some(q);
+                q
+            }
+        }
+    }
+
+    /// `tcp_update_pacing_rate()`: ratio% x cwnd x mss / srtt (200% in slow start below
+    /// half ssthresh, else 120%).
+    pub(super) fn tcp_update_pacing_rate(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        if tp.srtt_us == 0 {
+            return;
+        }
+        let ratio = if tp.w.cwnd < tp.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
+        let window = tp.w.cwnd.max(tp.packets_out) as u64;
+        // srtt_us is kept x8: rate = mss * ratio/100 * window * 1e6 / (srtt_us / 8).
+        tp.pacing_rate = tp.mss as u64 * ratio * window * 8 * 1_000_000 / 100 / tp.srtt_us as u64;
+    }
+
+    /// The first segment sent after `seq` (for SACK marking).
+    pub(super) fn tcp_seg_index(&mut self, s: SockId, seq: u32) -> usize {
+        let tp = self.tcp(s);
+        tp.rtx.partition_point(|g| before(g.start, seq))
+    }
+}
