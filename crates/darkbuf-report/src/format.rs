@@ -169,13 +169,20 @@ pub fn fmt_mean_ci(mean: f64, ci: f64) -> (String, String) {
     if non_finite(mean).is_some() || non_finite(ci).is_some() {
         return (fmt_human(mean), fmt_human(ci));
     }
-    // An exact mean with an exact (zero) interval is an integer count: no decimals.
-    let d = match (ci > 0.0, mean.fract() == 0.0) {
+    let d = mean_ci_decimals(mean, ci);
+    (fmt_fixed(mean, d), fmt_ci_at(ci, d))
+}
+
+/// The decimals of [`fmt_mean_ci`]: the mean's at [`SIG_DIGITS`] and the interval's
+/// at [`CI_SIG_DIGITS`], whichever is fewer. An exact mean with a zero interval is an
+/// integer count: no decimals. (A table row shows its min and max at the same
+/// decimals, so one row has one precision.)
+pub fn mean_ci_decimals(mean: f64, ci: f64) -> usize {
+    match (ci > 0.0, mean.fract() == 0.0) {
         (true, _) => decimals_for(mean, SIG_DIGITS).min(decimals_for(ci, CI_SIG_DIGITS)),
         (false, true) => 0,
         (false, false) => decimals_for(mean, SIG_DIGITS),
-    };
-    (fmt_fixed(mean, d), fmt_ci_at(ci, d))
+    }
 }
 
 /// `ci` with `d` decimals, or `<` the smallest step when it is positive but rounds to 0.

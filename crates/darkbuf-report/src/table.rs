@@ -6,7 +6,7 @@
 
 pub use crate::format::CellFormat;
 use crate::format::{
-    ci_footnote, fmt_human, fmt_mean_ci, format_for_metric, markdown_table, md_escape, metric_sort_key, Align,
+    ci_footnote, fmt_human, fmt_mean_ci, format_for_metric, mean_ci_decimals, markdown_table, md_escape, metric_sort_key, Align,
 };
 pub use crate::hist::histograms_text;
 use crate::results::{Results, SweepResults};
@@ -73,9 +73,16 @@ pub fn run_table(r: &Results) -> String {
             let s = r.summary.get(m).copied().flatten();
             let mut row = vec![md_escape(m)];
             match (s, multi) {
+                // One run measured it: no interval, the value as a single run shows it.
+                (Some(s), true) if s.n <= 1 => {
+                    row.extend([fmt_human(s.mean), String::new(), fmt_human(s.min), fmt_human(s.max), s.n.to_string()])
+                }
                 (Some(s), true) => {
+                    // One precision per row: min and max at the mean's decimals.
                     let (mean, ci) = fmt_mean_ci(s.mean, s.ci95);
-                    row.extend([mean, format!("±{ci}"), fmt_human(s.min), fmt_human(s.max), s.n.to_string()])
+                    let d = mean_ci_decimals(s.mean, s.ci95);
+                    let at = |v: f64| if v.is_finite() { crate::format::fmt_fixed(v, d) } else { fmt_human(v) };
+                    row.extend([mean, format!("±{ci}"), at(s.min), at(s.max), s.n.to_string()])
                 }
                 (None, true) => row.extend(["n/a", "", "", "", "0"].map(String::from)),
                 (Some(s), false) => row.push(fmt_human(s.mean)),

@@ -150,7 +150,7 @@ fn run_table_several_runs() {
     let want = "\
 | metric          | mean | ± ci95 | min | max | n | note                            |
 |-----------------|-----:|-------:|----:|----:|--:|---------------------------------|
-| ping.rtt_avg_ms |  2.0 |   ±2.5 |   1 |   3 | 3 |                                 |
+| ping.rtt_avg_ms |  2.0 |   ±2.5 | 1.0 | 3.0 | 3 |                                 |
 | qdisc.requeues  |  200 |   ±248 | 100 | 300 | 3 |                                 |
 | bql.limit_last  |    2 |     ±0 |   2 |   2 | 3 |                                 |
 | txq.drv_xoff    |  n/a |        |     |     | 0 | veth has no driver xoff counter |
