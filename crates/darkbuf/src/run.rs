@@ -621,9 +621,33 @@ pub(crate) fn stdout_width() -> Option<usize> {
     terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize)
 }
 
+/// The largest results file `report` reads: what the bounds on a command
+/// (`limits::MAX_TOTAL_POINTS` samples and probes) let a results JSON grow to.
+const MAX_RESULTS_BYTES: u64 = 1 << 30;
+
+/// A results file's text: a regular file or a pipe of at most [`MAX_RESULTS_BYTES`]
+/// (`darkbuf report /dev/zero` is an error, not a read until the memory runs out).
+fn read_results_file(path: &Path) -> Result<String, Failure> {
+    use std::os::unix::fs::FileTypeExt;
+    let cannot = |e: &dyn std::fmt::Display| Failure::Input(format!("cannot read {}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !(meta.is_file() || meta.file_type().is_fifo()) {
+        return Err(Failure::Input(format!("{} is not a results file (not a regular file or a pipe)", path.display())));
+    }
+    match darkbuf_scenario::read_bounded(path, MAX_RESULTS_BYTES) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(Failure::Input(format!(
+            "{} is larger than {} bytes, more than any darkbuf results file",
+            path.display(),
+            darkbuf_scenario::limits::thousands(MAX_RESULTS_BYTES)
+        ))),
+        Err(e) => Err(cannot(&e)),
+    }
+}
+
 /// `darkbuf report RESULTS.json [--html OUT.html]`: the table on stdout, or the HTML page.
 pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_results_file(path)?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
     let results = if value.get("points").is_some() {

@@ -106,6 +106,9 @@ fn bounds_are_exit_2_with_the_bound() {
     assert!(stderr(&o).contains("524288"), "{}", stderr(&o));
     let o = run(&["run", "/dev/zero"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["report", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a results file"), "{}", stderr(&o));
     let many = tmp("many").join("many.toml");
     std::fs::write(&many, "[[traffic]]\nkind = \"ping\"\n".repeat(65536 / 8)).unwrap();
     let o = run(&["run", many.to_str().unwrap()]);
