@@ -154,7 +154,17 @@ pub fn before_run() -> Vec<String> {
         for e in errors {
             notes.push(format!("a killed darkbuf run left this behind and it could not be removed: {e} (see darkbuf check)"));
         }
-        let lingering: Vec<String> = dead.iter().filter(|l| l.kind == "napi-thread").map(|l| l.name.clone()).collect();
+        // A removed device's NAPI kthreads exit asynchronously: give them a moment, as
+        // `check` does, before calling them lingering.
+        let lingering_now = || -> Vec<String> {
+            crate::names::find_leftovers().into_iter().filter(|l| l.kind == "napi-thread" && !l.owner_alive).map(|l| l.name).collect()
+        };
+        let end = Instant::now() + Duration::from_secs(3);
+        let mut lingering = lingering_now();
+        while !lingering.is_empty() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+            lingering = lingering_now();
+        }
         if !lingering.is_empty() {
             notes.push(format!("NAPI kthreads of a killed run's devices are still there: {}", lingering.join(", ")));
         }
