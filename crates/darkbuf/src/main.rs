@@ -1,7 +1,7 @@
 //! `darkbuf`: where are my packets waiting? See docs/design.md "Command line".
 //!
 //! Exit codes: 0 ok, 1 internal error, 2 bad input (scenario, flags), 3 backend
-//! unavailable.
+//! unavailable, 128 + N when signal N stopped it (130 SIGINT, 143 SIGTERM).
 
 mod kernel_cli;
 mod run;
