@@ -195,6 +195,10 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
         }
     }
     pb.finish_and_clear();
+    if received < total && signal.is_none() {
+        // The pool ended without every run: a simulation panicked (its message is above).
+        return Err(Failure::Internal(format!("{} of {total} simulations did not finish", total - received)));
+    }
     let mut outs = outs.into_iter();
     let points = points
         .iter()
