@@ -1075,7 +1075,7 @@ fn check_inflight(
     let (_, biggest) = parts.iter().max_by_key(|p| p.0).cloned().unwrap_or_default();
     let detail = parts.iter().map(|(n, w)| format!("{w}: {}", thousands(*n))).collect::<Vec<_>>().join(", ");
     let message = format!(
-        "this scenario can hold {} packets in flight ({detail}); at most {} (about 600 MB in the simulator)",
+        "this scenario can hold {} packets in flight ({detail}); at most {} (about 300 MB in the simulator)",
         thousands(total),
         thousands(limits::MAX_INFLIGHT_PKTS)
     );
