@@ -1,6 +1,6 @@
 //! One scenario on the running kernel: setup, warmup, the measured window, teardown,
 //! and the measurements in the results contract's metric names
-//! (../shared/DESIGN.md "Results").
+//! (docs/design.md "Results").
 //!
 //! Timeline of a run (all load tools are threads of this process, see [`crate::load`]):
 //!
@@ -101,7 +101,8 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
     topo::preflight(scn, kv)?;
     let mut records = Vec::new();
     let mut unavailable = BTreeMap::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = before_run();
+    let mut warnings: Vec<String> = notes.iter().filter(|n| n.starts_with(ANOTHER_RUN)).cloned().collect();
     for i in 0..scn.runs.max(1) as u64 {
         // A signal also kills the tool a setup step was running: report the signal.
         let out = run_once(scn, scn.seed.wrapping_add(i), opts).map_err(|e| interrupted().unwrap_or(e))?;
@@ -110,12 +111,65 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
             if !notes.contains(n) {
                 notes.push(n.clone());
             }
+            if n.starts_with(ANOTHER_RUN) && !warnings.contains(n) {
+                warnings.push(n.clone());
+            }
         }
         unavailable.extend(out.unavailable);
         records.push(out.record);
     }
     let scenario = serde_json::to_value(scn).map_err(|e| KernelError::Internal(e.to_string()))?;
-    Ok((Results::from_runs(scenario, "kernel", environment(), records, unavailable), notes))
+    let mut results = Results::from_runs(scenario, "kernel", environment(), records, unavailable);
+    results.warnings.extend(warnings);
+    Ok((results, notes))
+}
+
+/// How the note about a concurrent darkbuf run begins (it also goes into the results'
+/// warnings: the numbers are disturbed).
+pub const ANOTHER_RUN: &str = "another darkbuf run is active";
+
+fn another_run_note(pids: &[u32], when: &str) -> String {
+    let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+    format!(
+        "{ANOTHER_RUN} (pid {}) {when}: it loads the same CPUs and kernel, so both runs' results are disturbed; \
+         run one at a time",
+        pids.join(", ")
+    )
+}
+
+/// Before a run: removes what killed darkbuf runs left behind (a SIGKILL gives no
+/// chance to tear down), and notes another darkbuf run that is active.
+pub fn before_run() -> Vec<String> {
+    let mut notes = Vec::new();
+    let others = crate::names::other_active_runs();
+    if !others.is_empty() {
+        notes.push(another_run_note(&others, "as this one starts"));
+    }
+    let dead: Vec<_> = crate::names::find_leftovers().into_iter().filter(|l| !l.owner_alive).collect();
+    if !dead.is_empty() {
+        let (removed, errors) = crate::names::remove_leftovers(&dead);
+        if !removed.is_empty() {
+            notes.push(format!("removed what a killed darkbuf run left behind: {}", removed.join(", ")));
+        }
+        for e in errors {
+            notes.push(format!("a killed darkbuf run left this behind and it could not be removed: {e} (see darkbuf check)"));
+        }
+        // A removed device's NAPI kthreads exit asynchronously: give them a moment, as
+        // `check` does, before calling them lingering.
+        let lingering_now = || -> Vec<String> {
+            crate::names::find_leftovers().into_iter().filter(|l| l.kind == "napi-thread" && !l.owner_alive).map(|l| l.name).collect()
+        };
+        let end = Instant::now() + Duration::from_secs(3);
+        let mut lingering = lingering_now();
+        while !lingering.is_empty() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+            lingering = lingering_now();
+        }
+        if !lingering.is_empty() {
+            notes.push(format!("NAPI kthreads of a killed run's devices are still there: {}", lingering.join(", ")));
+        }
+    }
+    notes
 }
 
 /// Everything read at one instant (a snapshot takes a few exec's: ~10-20 ms).
@@ -251,7 +305,10 @@ fn stall_error(scn: &Scenario, qlen: u64, held: Duration) -> KernelError {
 
 fn interrupted() -> Option<KernelError> {
     signals::received().map(|s| {
-        KernelError::Internal(format!("interrupted by {}; everything darkbuf created was removed", signals::name(s)))
+        KernelError::Interrupted {
+            signal: s,
+            message: format!("interrupted by {}; everything darkbuf created was removed", signals::name(s)),
+        }
     })
 }
 
@@ -488,6 +545,10 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let held = b.at.zip(a.at).map_or(duration, |(y, x)| y.saturating_duration_since(x));
         let qlen = b.qdiscs.iter().filter(|(h, _)| stalled.contains(h)).map(|(_, q)| q.qlen).max().unwrap_or(0);
         return Err(stall_error(scn, qlen, held));
+    }
+    let others = crate::names::other_active_runs();
+    if !others.is_empty() {
+        notes.push(another_run_note(&others, "during this run"));
     }
     let joined = guard.tools.stop_and_join(&stop);
     drop(poll_counter);

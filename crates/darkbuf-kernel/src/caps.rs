@@ -1,7 +1,7 @@
 //! `darkbuf check`: what the running kernel can do, probed (never assumed) in a scratch
 //! namespace that is always removed, plus the leftovers of killed runs.
 //!
-//! Probes, following ../shared/reference/real-kernel-notes.md "Recommendations":
+//! Probes, following docs/reference/real-kernel-notes.md "Recommendations":
 //! - every qdisc kind of `darkbuf_model::qdisc::ALL_KINDS`: `tc qdisc replace ... root
 //!   KIND` on a veth ("Specified qdisc kind is unknown" = not available);
 //! - BQL: a `byte_queue_limits` directory under `queues/tx-0` of a veth and of a tap;
@@ -59,6 +59,9 @@ pub struct Capabilities {
     pub features: BTreeMap<String, Probe>,
     /// The physical NICs and their BQL, read-only.
     pub nics: Vec<crate::nics::NicInfo>,
+    /// The command that installs the missing tools (Debian/Ubuntu), if any is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install: Option<String>,
     /// darkbuf-named objects found (an owner still running means in use, not left over).
     pub leftovers: Vec<Leftover>,
     /// With --cleanup: what was removed, and what could not be.
@@ -69,6 +72,28 @@ pub struct Capabilities {
 }
 
 pub const TOOLS: &[&str] = &["ip", "tc", "ethtool", "nft", "iptables-restore", "zcat"];
+
+/// The Debian/Ubuntu package of each tool in [`TOOLS`].
+pub const TOOL_PACKAGES: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("tc", "iproute2"),
+    ("ethtool", "ethtool"),
+    ("nft", "nftables"),
+    ("iptables-restore", "iptables"),
+    ("zcat", "gzip"),
+];
+
+/// The command that installs the kernel backend's missing tools on Debian or Ubuntu,
+/// if any is missing (`tools`: name -> path).
+pub fn install_command(tools: &BTreeMap<String, Option<String>>) -> Option<String> {
+    let mut pkgs: Vec<&str> = TOOL_PACKAGES
+        .iter()
+        .filter(|(t, _)| tools.get(*t).is_some_and(|p| p.is_none()))
+        .map(|(_, p)| *p)
+        .collect();
+    pkgs.dedup();
+    (!pkgs.is_empty()).then(|| format!("sudo apt-get install {}", pkgs.join(" ")))
+}
 
 /// Minimal parameters a kind needs before `tc` accepts it at all.
 fn probe_params(kind: &str) -> &'static [&'static str] {
@@ -115,10 +140,12 @@ pub fn check(cleanup: bool) -> Result<Capabilities> {
         qdiscs: BTreeMap::new(),
         features: BTreeMap::new(),
         nics: crate::nics::list(std::path::Path::new("/sys/class/net")),
+        install: None,
         leftovers: Vec::new(),
         removed: Vec::new(),
         cleanup_errors: Vec::new(),
     };
+    caps.install = install_command(&caps.tools);
     let bp = if kv >= VETH_BACKPRESSURE_SINCE {
         Probe::yes(format!("kernel {kv} >= 6.16: veth stops its txq on a full ptr_ring (dc82a33297fc) in NAPI mode"))
     } else {
@@ -362,9 +389,19 @@ pub fn render_table(c: &Capabilities) -> String {
     for (k, p) in &c.tools {
         s.push_str(&format!("{:<22} {}\n", k, p.as_deref().unwrap_or("missing")));
     }
+    if let Some(cmd) = &c.install {
+        s.push_str(&format!("the kernel backend needs the missing tools; install them with: {cmd}\n"));
+    }
     s.push('\n');
+    // What --cleanup removed first, then what is (still) there.
+    for r in &c.removed {
+        s.push_str(&format!("removed: {r}\n"));
+    }
+    for e in &c.cleanup_errors {
+        s.push_str(&format!("could not remove: {e}\n"));
+    }
     if c.leftovers.is_empty() {
-        s.push_str("leftovers: none\n");
+        s.push_str(if c.removed.is_empty() { "leftovers: none\n" } else { "leftovers: none left\n" });
     } else {
         s.push_str("leftovers:\n");
         for l in &c.leftovers {
@@ -375,18 +412,53 @@ pub fn render_table(c: &Capabilities) -> String {
             s.push_str("remove them with: darkbuf check --cleanup\n");
         }
     }
-    for r in &c.removed {
-        s.push_str(&format!("removed: {r}\n"));
-    }
-    for e in &c.cleanup_errors {
-        s.push_str(&format!("could not remove: {e}\n"));
-    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caps() -> Capabilities {
+        Capabilities {
+            kernel: "6.18".into(),
+            kernel_version: "6.18.0".into(),
+            hz: Some(250),
+            cpus: 2,
+            cpu: "x".into(),
+            root: true,
+            tools: TOOLS.iter().map(|t| (t.to_string(), Some(format!("/usr/sbin/{t}")))).collect(),
+            qdiscs: BTreeMap::new(),
+            features: BTreeMap::new(),
+            install: None,
+            nics: Vec::new(),
+            leftovers: Vec::new(),
+            removed: Vec::new(),
+            cleanup_errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn cleanup_lists_what_it_removed_before_what_is_left() {
+        // Issue 18: "leftovers: none" came before the lines of what was removed.
+        let mut c = caps();
+        c.removed = vec!["netns dkb-123-0-tx".into()];
+        let t = render_table(&c);
+        let removed = t.find("removed: netns dkb-123-0-tx").expect("listed");
+        let none = t.find("leftovers: none left").expect("summary");
+        assert!(removed < none, "{t}");
+    }
+
+    #[test]
+    fn missing_tools_come_with_the_command_that_installs_them() {
+        let mut c = caps();
+        assert_eq!(install_command(&c.tools), None);
+        c.tools.insert("ethtool".into(), None);
+        c.tools.insert("nft".into(), None);
+        c.install = install_command(&c.tools);
+        assert_eq!(c.install.as_deref(), Some("sudo apt-get install ethtool nftables"));
+        assert!(render_table(&c).contains("install them with: sudo apt-get install ethtool nftables"));
+    }
 
     #[test]
     fn channels_max() {

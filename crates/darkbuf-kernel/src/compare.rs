@@ -1,6 +1,8 @@
 //! `darkbuf compare`: the simulator's and the kernel's results for one scenario, metric
-//! by metric, with the simulator's relative error against the kernel
-//! ((sim - kernel) / |kernel|).
+//! by metric, with the simulator's error against the kernel: relative,
+//! (sim - kernel) / |kernel|, for quantities; in percentage points, sim - kernel, for
+//! metrics that are percentages (`*_pct`), whose relative error misleads (93% against
+//! 3% loss is "+3000%", when the model is 90 points off).
 
 use darkbuf_report::Results;
 use serde::Serialize;
@@ -12,8 +14,12 @@ pub struct Row {
     pub metric: String,
     pub sim: Option<f64>,
     pub kernel: Option<f64>,
-    /// (sim - kernel) / |kernel|; None when either is missing or kernel is 0.
+    /// (sim - kernel) / |kernel|; None when either is missing, kernel is 0, or the
+    /// metric is a percentage (see `diff_pts`).
     pub rel_error: Option<f64>,
+    /// sim - kernel in percentage points, for metrics that are percentages (`*_pct`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_pts: Option<f64>,
     /// Why a side is missing (from that backend's `unavailable`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -45,6 +51,12 @@ pub fn rel_error(sim: Option<f64>, kernel: Option<f64>) -> Option<f64> {
     Some((s - k) / k.abs())
 }
 
+/// Whether `metric` is a percentage (`ping.loss_pct`, `cpu.0.busy_pct`): compared in
+/// points, not relatively.
+pub fn is_percentage(metric: &str) -> bool {
+    metric.ends_with("_pct")
+}
+
 /// Rows for every metric either backend measured.
 pub fn rows(sim: &Results, kernel: &Results) -> Vec<Row> {
     let mut names: Vec<String> = ORDER.iter().map(|s| s.to_string()).collect();
@@ -64,7 +76,8 @@ pub fn rows(sim: &Results, kernel: &Results) -> Vec<Row> {
             (None, None) => kernel.unavailable.get(&m).or(sim.unavailable.get(&m)).map(|r| r.to_string()),
             _ => None,
         };
-        out.push(Row { rel_error: rel_error(s, k), metric: m, sim: s, kernel: k, note });
+        let (rel, pts) = if is_percentage(&m) { (None, s.zip(k).map(|(s, k)| s - k)) } else { (rel_error(s, k), None) };
+        out.push(Row { rel_error: rel, diff_pts: pts, metric: m, sim: s, kernel: k, note });
     }
     out
 }
@@ -76,14 +89,22 @@ fn cell(v: Option<f64>) -> String {
     }
 }
 
-/// A markdown table: metric | sim | kernel | rel. error | note.
+/// What the difference column is, printed under the table.
+pub const DIFFERENCE_NOTE: &str = "sim vs kernel: (sim - kernel) / kernel in percent; for metrics that are percentages (*_pct), sim - kernel in percentage points (pts)";
+
+/// A markdown table: metric | sim | kernel | sim vs kernel | note, and what the
+/// difference is under it.
 pub fn render_table(rows: &[Row]) -> String {
-    let mut t = vec![["metric".to_string(), "sim".into(), "kernel".into(), "rel. error".into(), "note".into()]];
+    let mut t = vec![["metric".to_string(), "sim".into(), "kernel".into(), "sim vs kernel".into(), "note".into()]];
     for r in rows {
         if r.sim.is_none() && r.kernel.is_none() {
             continue;
         }
-        let e = r.rel_error.map_or("".into(), |e| format!("{:+.1}%", e * 100.0));
+        let e = match (r.rel_error, r.diff_pts) {
+            (_, Some(p)) => format!("{p:+.1} pts"),
+            (Some(e), None) => format!("{:+.1}%", e * 100.0),
+            (None, None) => String::new(),
+        };
         t.push([r.metric.clone(), cell(r.sim), cell(r.kernel), e, r.note.clone().unwrap_or_default()]);
     }
     let mut w = [0usize; 5];
@@ -116,6 +137,8 @@ pub fn render_table(rows: &[Row]) -> String {
             s.push('\n');
         }
     }
+    s.push_str(DIFFERENCE_NOTE);
+    s.push('\n');
     s
 }
 
@@ -158,5 +181,18 @@ mod tests {
         let t = render_table(&r);
         assert!(t.contains("| consumer.pps "), "{t}");
         assert!(t.contains("+10.0%"), "{t}");
+        assert!(t.contains("(sim - kernel) / kernel"), "{t}");
+    }
+
+    #[test]
+    fn percentages_differ_in_points() {
+        // Issue 18: 93% against 3% loss printed as +3000%.
+        let s = results("sim", &[("ping.loss_pct", Some(93.0)), ("cpu.1.busy_pct", Some(50.0))]);
+        let k = results("kernel", &[("ping.loss_pct", Some(3.0)), ("cpu.1.busy_pct", Some(60.0))]);
+        let r = rows(&s, &k);
+        assert_eq!((r[0].rel_error, r[0].diff_pts), (None, Some(90.0)));
+        let t = render_table(&r);
+        assert!(t.contains("+90.0 pts") && t.contains("-10.0 pts"), "{t}");
+        assert!(!t.contains("3000"), "{t}");
     }
 }

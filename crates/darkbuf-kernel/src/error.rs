@@ -1,5 +1,5 @@
 //! Errors of the kernel backend, classified by the CLI's exit codes
-//! (../shared/DESIGN.md "Command line": 1 internal, 2 bad input, 3 backend unavailable).
+//! (docs/design.md "Command line": 1 internal, 2 bad input, 3 backend unavailable).
 
 use std::fmt;
 
@@ -9,8 +9,11 @@ pub enum KernelError {
     Input(String),
     /// This machine cannot run it (not root, a qdisc or BQL missing, a tool missing): exit 3.
     Unavailable(String),
-    /// A command failed unexpectedly, or a run was interrupted: exit 1.
+    /// A command failed unexpectedly: exit 1.
     Internal(String),
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped the run after everything it created
+    /// was removed: exit 128 + `signal`, as a shell reports a process the signal killed.
+    Interrupted { signal: i32, message: String },
 }
 
 impl KernelError {
@@ -19,12 +22,14 @@ impl KernelError {
             KernelError::Input(_) => 2,
             KernelError::Unavailable(_) => 3,
             KernelError::Internal(_) => 1,
+            KernelError::Interrupted { signal, .. } => (128 + signal).clamp(129, 255) as u8,
         }
     }
 
     pub fn message(&self) -> &str {
         match self {
             KernelError::Input(m) | KernelError::Unavailable(m) | KernelError::Internal(m) => m,
+            KernelError::Interrupted { message, .. } => message,
         }
     }
 
@@ -34,6 +39,7 @@ impl KernelError {
             KernelError::Input(m) => KernelError::Input(format!("{context}: {m}")),
             KernelError::Unavailable(m) => KernelError::Unavailable(format!("{context}: {m}")),
             KernelError::Internal(m) => KernelError::Internal(format!("{context}: {m}")),
+            KernelError::Interrupted { signal, message } => KernelError::Interrupted { signal, message: format!("{context}: {message}") },
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The kernel backend: runs a scenario on the running kernel in network namespaces.
-//! See ../shared/DESIGN.md "The kernel backend" and
-//! ../shared/reference/real-kernel-notes.md (what the development kernel can do).
+//! See docs/design.md "The kernel backend" and
+//! docs/reference/real-kernel-notes.md (what the development kernel can do).
 //!
 //! - [`caps`]: `darkbuf check`, what this kernel can do, and leftovers of killed runs.
 //! - [`topo`]: namespaces, veth/tap, qdisc, BQL, NAPI mode, rules; guaranteed teardown.

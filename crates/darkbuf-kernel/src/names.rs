@@ -205,7 +205,10 @@ pub fn find_leftovers() -> Vec<Leftover> {
         out.push(mk("netns", n));
     }
     for n in darkbuf_root_devices() {
-        out.push(Leftover { kind: "device".into(), name: n, owner_pid: None, owner_alive: false });
+        // A running darkbuf has its veth pair here for a moment, between creating and
+        // moving it: the pid in the name tells.
+        let owner = dev_owner_pid(&n);
+        out.push(Leftover { kind: "device".into(), owner_alive: owner.is_some_and(owner_alive), owner_pid: owner, name: n });
     }
     if let Some(root) = crate::trace::tracefs_mount() {
         for n in darkbuf_trace_instances(&root) {
@@ -233,6 +236,21 @@ pub fn find_leftovers() -> Vec<Leftover> {
         });
     }
     out
+}
+
+/// Pids of other darkbuf processes that have namespaces or devices right now: runs
+/// that are active (they load the same CPUs and kernel, and disturb this one).
+pub fn other_active_runs() -> Vec<u32> {
+    let me = std::process::id();
+    let mut pids: Vec<u32> = darkbuf_namespaces()
+        .iter()
+        .filter_map(|n| owner_pid(n))
+        .chain(darkbuf_root_devices().iter().filter_map(|d| dev_owner_pid(d)))
+        .filter(|&p| p != me && owner_alive(p))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 /// Removes the leftovers whose owner is not running. Returns (removed, errors).

@@ -6,7 +6,7 @@
 //! --dport 9 -j DROP`): the benchmarking range 198.18.0.0/15 is never a source here, so
 //! every packet is compared with all N rules and accepted. Native nft costs about 20 ns
 //! per rule per packet on the development VM, iptables-legacy about 5.5 ns
-//! (../shared/reference/real-kernel-notes.md section 3); one backend is used
+//! (docs/reference/real-kernel-notes.md section 3); one backend is used
 //! consistently and reported in the results.
 //!
 //! Which packets traverse the chain is a [`RuleScope`]: all (the scenario's meaning:

@@ -31,6 +31,8 @@ fn sigint_mid_run_tears_everything_down() {
     t.join().unwrap();
     let e = r.expect_err("the run must stop on SIGINT");
     assert!(e.message().contains("SIGINT"), "{e}");
+    // Exit 130, as a shell reports a process SIGINT killed (issue 18: it was 1).
+    assert_eq!(e.code(), 130, "{e:?}");
     // Far sooner than the scenario's 20 s (structure, not timing: it did stop early).
     assert!(start.elapsed() < Duration::from_secs(15));
     let me = std::process::id();

@@ -190,3 +190,55 @@ fn without_root_the_backend_is_unavailable() {
         other => panic!("expected exit 3, got {other:?}"),
     }
 }
+
+/// A pid that is not running (a child that has exited and been reaped).
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().expect("spawn true");
+    let pid = c.id();
+    c.wait().expect("wait");
+    pid
+}
+
+fn netns_exists(name: &str) -> bool {
+    darkbuf_kernel::names::darkbuf_namespaces().iter().any(|n| n == name)
+}
+
+#[test]
+#[ignore = "needs root"]
+fn the_next_run_removes_what_a_killed_run_left_and_says_so() {
+    // Issue 18: after a SIGKILLed kernel run the next run neither cleaned up nor warned.
+    if !root_or_skip("leftovers") {
+        return;
+    }
+    let ns = format!("dkb-{}-0-tx", dead_pid());
+    let out = std::process::Command::new("ip").args(["netns", "add", &ns]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let notes = darkbuf_kernel::backend::before_run();
+    assert!(!netns_exists(&ns), "{ns} is still there");
+    assert!(notes.iter().any(|n| n.contains("killed darkbuf run") && n.contains(&ns)), "{notes:?}");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn another_active_darkbuf_run_is_named() {
+    // Issue 18: two concurrent kernel runs disturb each other; the warning only showed a
+    // CPU percentage. A process whose name starts with "darkbuf" that owns a namespace
+    // is an active run.
+    if !root_or_skip("concurrent") {
+        return;
+    }
+    let exe = std::env::temp_dir().join(format!("darkbuf-other-{}", std::process::id()));
+    std::fs::copy("/bin/sleep", &exe).expect("copy sleep");
+    let mut other = std::process::Command::new(&exe).arg("30").spawn().expect("spawn");
+    let ns = format!("dkb-{}-0-tx", other.id());
+    let added = std::process::Command::new("ip").args(["netns", "add", &ns]).status().unwrap();
+    let found = darkbuf_kernel::names::other_active_runs();
+    let notes = darkbuf_kernel::backend::before_run();
+    let _ = std::process::Command::new("ip").args(["netns", "del", &ns]).status();
+    let _ = other.kill();
+    let _ = other.wait();
+    let _ = std::fs::remove_file(&exe);
+    assert!(added.success());
+    assert_eq!(found, vec![other.id()]);
+    assert!(notes.iter().any(|n| n.starts_with("another darkbuf run is active") && n.contains(&other.id().to_string())), "{notes:?}");
+}

@@ -34,22 +34,38 @@ impl CellFormat {
     }
 
     /// Format a confidence half-width in this format. Integer-like formats show
-    /// small intervals (< 10) with one decimal, so `±0.4` does not print as `±0`.
+    /// small intervals (< 10) with one decimal, so `±0.4` does not print as `±0`;
+    /// milliseconds to the mean's two decimals (`<0.01ms` when smaller), never to
+    /// more digits than the mean shows.
     pub fn format_ci(self, ci: f64) -> String {
         match self {
             CellFormat::Int | CellFormat::Count | CellFormat::Pps if ci.abs() < 10.0 => {
-                fmt_fixed(ci, 1)
+                fmt_ci_at(ci, 1)
             }
+            CellFormat::Ms if ci.is_finite() && ci.abs() < 0.1 => format!("{}ms", fmt_ci_at(ci, 2)),
+            CellFormat::Human => fmt_mean_ci(ci, ci).1,
             _ => self.format(ci),
         }
     }
 
     /// `mean` alone, or `mean ±ci` when the summary covers more than one run.
     pub fn cell(self, mean: f64, ci95: f64, n: u32) -> String {
-        if n > 1 {
-            format!("{} ±{}", self.format(mean), self.format_ci(ci95))
-        } else {
-            self.format(mean)
+        if n <= 1 {
+            return self.format(mean);
+        }
+        match self {
+            CellFormat::Human => {
+                let (m, c) = fmt_mean_ci(mean, ci95);
+                format!("{m} ±{c}")
+            }
+            CellFormat::Ms if mean.is_finite() && mean.abs() < 0.1 && mean != 0.0 => {
+                // Sub-0.1 ms means show three significant digits: the interval to the
+                // decimals the mean shows.
+                let m = self.format(mean);
+                let d = m.trim_end_matches("ms").split_once('.').map_or(0, |(_, f)| f.len());
+                format!("{m} ±{}ms", fmt_ci_at(ci95, d))
+            }
+            _ => format!("{} ±{}", self.format(mean), self.format_ci(ci95)),
         }
     }
 }
@@ -99,23 +115,89 @@ fn fmt_small(v: f64, sig: i32) -> String {
     }
 }
 
-/// Human-readable number for the run table: integers exactly (`454123`), |v| >= 100
-/// with one decimal (`841.3`), |v| >= 1 with two (`6.73`), smaller values with three
-/// significant digits (`0.085`, `0.00123`).
+/// Significant digits of a value in the tables: enough to compare runs, few enough to
+/// read (a simulated 4.503 ms is not known to the nanosecond).
+pub const SIG_DIGITS: i32 = 4;
+/// Significant digits of a confidence interval's half-width: its own uncertainty is
+/// tens of percent with few runs, so two digits say all it knows.
+pub const CI_SIG_DIGITS: i32 = 2;
+
+/// Decimals that show `v` with `sig` significant digits (never negative: integer
+/// digits are not rounded away), taking the carry of rounding into account (99.995 at 4
+/// digits is `100.0`, not `100.00`).
+pub fn decimals_for(v: f64, sig: i32) -> usize {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        return 0;
+    }
+    let d = (sig - 1 - a.log10().floor() as i32).clamp(0, 15);
+    let rounded: f64 = format!("{:.*}", d as usize, a).parse().unwrap_or(a);
+    if rounded != 0.0 && rounded.log10().floor() > a.log10().floor() {
+        (d - 1).max(0) as usize
+    } else {
+        d as usize
+    }
+}
+
+/// `s` without trailing zeros after a decimal point (`1.500` -> `1.5`, `2.0` -> `2`).
+fn trim_zeros(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Human-readable number for the tables: integers exactly (`454123`), anything else
+/// with [`SIG_DIGITS`] significant digits, trailing zeros dropped (`841.2`, `6.731`,
+/// `100`, `0.085`, `0.001235`). Integer digits are never rounded (`31698.2` -> `31698`).
 pub fn fmt_human(v: f64) -> String {
     if let Some(s) = non_finite(v) {
         return s;
     }
-    let a = v.abs();
-    if v.fract() == 0.0 && a < 1e15 {
-        fmt_fixed(v, 0)
-    } else if a >= 100.0 {
-        fmt_fixed(v, 1)
-    } else if a >= 1.0 {
-        fmt_fixed(v, 2)
-    } else {
-        fmt_small(v, 3)
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return fmt_fixed(v, 0);
     }
+    trim_zeros(fmt_fixed(v, decimals_for(v, SIG_DIGITS)))
+}
+
+/// A mean and its 95% CI half-width at one precision: the mean with at most
+/// [`SIG_DIGITS`] significant digits, the interval with at most [`CI_SIG_DIGITS`], both
+/// to the same decimal place. An interval that rounds to zero at that place shows as
+/// `<` the place's unit (`<0.01`) rather than a misleading `0.00`.
+pub fn fmt_mean_ci(mean: f64, ci: f64) -> (String, String) {
+    if non_finite(mean).is_some() || non_finite(ci).is_some() {
+        return (fmt_human(mean), fmt_human(ci));
+    }
+    let d = mean_ci_decimals(mean, ci);
+    (fmt_fixed(mean, d), fmt_ci_at(ci, d))
+}
+
+/// The decimals of [`fmt_mean_ci`]: the mean's at [`SIG_DIGITS`] and the interval's
+/// at [`CI_SIG_DIGITS`], whichever is fewer. An exact mean with a zero interval is an
+/// integer count: no decimals. (A table row shows its min and max at the same
+/// decimals, so one row has one precision.)
+pub fn mean_ci_decimals(mean: f64, ci: f64) -> usize {
+    match (ci > 0.0, mean.fract() == 0.0) {
+        (true, _) => decimals_for(mean, SIG_DIGITS).min(decimals_for(ci, CI_SIG_DIGITS)),
+        (false, true) => 0,
+        (false, false) => decimals_for(mean, SIG_DIGITS),
+    }
+}
+
+/// `ci` with `d` decimals, or `<` the smallest step when it is positive but rounds to 0.
+fn fmt_ci_at(ci: f64, d: usize) -> String {
+    let s = fmt_fixed(ci, d);
+    if ci > 0.0 && s.chars().all(|c| c == '0' || c == '.') {
+        format!("<{}", fmt_fixed(10f64.powi(-(d as i32)), d))
+    } else {
+        s
+    }
+}
+
+/// The line under a table with ± columns: what ± is.
+pub fn ci_footnote(runs: &str) -> String {
+    format!("± = half-width of the 95% confidence interval of the mean (Student t over {runs})\n")
 }
 
 /// Milliseconds: two decimals, three significant digits below 0.1 ms.
@@ -298,12 +380,30 @@ mod tests {
         let h = fmt_human;
         assert_eq!(h(454123.0), "454123");
         assert_eq!(h(841.25), "841.2");
-        assert_eq!(h(6.7312), "6.73");
+        assert_eq!(h(6.7312), "6.731");
         assert_eq!(h(0.085), "0.085");
         assert_eq!(h(0.5), "0.5");
-        assert_eq!(h(0.00123456), "0.00123");
+        assert_eq!(h(0.00123456), "0.001235");
         assert_eq!(h(-2.0), "-2");
         assert_eq!(h(f64::NAN), "NaN");
+        // Issue 18: one precision per column, no `100.00` beside `100.0`.
+        assert_eq!(h(99.99999), "100");
+        assert_eq!(h(99.95), "99.95");
+        assert_eq!(h(31698.2), "31698");
+    }
+
+    #[test]
+    fn mean_and_ci_share_a_precision() {
+        // Issue 18: not `±0.00000177`.
+        assert_eq!(fmt_mean_ci(0.085123, 0.00000177), ("0.08512".into(), "<0.00001".into()));
+        assert_eq!(fmt_mean_ci(6.7312, 0.4123), ("6.73".into(), "0.41".into()));
+        assert_eq!(fmt_mean_ci(2.0, 2.484), ("2.0".into(), "2.5".into()));
+        assert_eq!(fmt_mean_ci(99.9999, 0.0000177), ("100.0".into(), "<0.1".into()));
+        assert_eq!(fmt_mean_ci(454123.4, 1234.6), ("454123".into(), "1235".into()));
+        assert_eq!(fmt_mean_ci(12.0, 0.0), ("12".into(), "0".into()));
+        assert_eq!(CellFormat::Ms.cell(4.5, 0.0000017, 3), "4.50ms ±<0.01ms");
+        assert_eq!(CellFormat::Ms.cell(0.085, 0.0000017, 3), "0.085ms ±<0.001ms");
+        assert!(ci_footnote("3 runs").contains("95% confidence interval"));
     }
 
     #[test]

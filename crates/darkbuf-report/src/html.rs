@@ -13,7 +13,7 @@
 use crate::format::{format_for_metric, CellFormat};
 use crate::hist::{hist_text, merged_histograms};
 use crate::plot::Plot;
-use crate::results::{Environment, Results, RunRecord, SweepResults};
+use crate::results::{Environment, Provenance, Results, RunRecord, SweepResults};
 use crate::table::{default_rows, metric_names, note, sweep_metric_names};
 use std::fmt::Write;
 
@@ -52,6 +52,7 @@ figure{margin:1rem 0 1.5rem}
 figure svg{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f6f8fa;border:1px solid #e4e4e4;padding:.7rem;overflow-x:auto;font-size:.8rem;line-height:1.25}
 .finding{color:#a40000}
+.warning{color:#8a5a00}
 ";
 
 /// The page's head and the opening of its body.
@@ -151,6 +152,65 @@ fn findings_list(out: &mut String, label: &str, runs: &[RunRecord]) {
     }
 }
 
+/// How to reproduce the results: the exact command line, the darkbuf version and
+/// commit, and the scenario file as written (the resolved form is under Scenario).
+fn provenance_section(out: &mut String, p: Option<&Provenance>) {
+    out.push_str("<section id=\"reproduce\">\n<h2>Reproduce</h2>\n");
+    let Some(p) = p else {
+        out.push_str("<p>These results do not record how they were made (they predate the provenance record).</p>\n</section>\n");
+        return;
+    };
+    let _ = writeln!(out, "<p>Command line:</p>\n<pre class=\"command\">{}</pre>", escape(&p.command));
+    let _ = writeln!(
+        out,
+        "<p>darkbuf {}, commit <code>{}</code>. Scenario file <code>{}</code> as written:</p>",
+        escape(&p.darkbuf_version),
+        escape(&p.darkbuf_commit),
+        escape(&p.scenario_file)
+    );
+    let _ = writeln!(out, "<pre class=\"scenario-toml\">{}</pre>", escape(&p.scenario_toml));
+    out.push_str("</section>\n");
+}
+
+fn warnings_list(out: &mut String, label: &str, warnings: &[String]) {
+    for w in warnings {
+        let _ = writeln!(out, "<p class=\"warning\">{}warning: {}</p>", escape(label), escape(w));
+    }
+}
+
+/// Meaning and unit of every metric and time series in the results.
+fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a str>) {
+    out.push_str("<section id=\"glossary\">\n<h2>Glossary</h2>\n<table class=\"glossary\">\n<thead><tr><th>metric</th><th>unit</th><th>meaning</th></tr></thead>\n<tbody>\n");
+    for name in names {
+        let (unit, meaning) = match crate::glossary::lookup(name) {
+            Some(e) => (e.unit, e.meaning),
+            None => ("", "(not in darkbuf’s glossary)"),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            escape(name),
+            escape(unit),
+            escape(meaning)
+        );
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+/// Metric and time-series names of `results`, in display order, each once.
+fn glossary_names<'a>(results: impl IntoIterator<Item = &'a Results>) -> Vec<String> {
+    let mut set = std::collections::BTreeSet::new();
+    for r in results {
+        set.extend(r.summary.keys().chain(r.unavailable.keys()).cloned());
+        for run in &r.runs {
+            set.extend(run.timeseries.keys().cloned());
+        }
+    }
+    let mut v: Vec<String> = set.into_iter().collect();
+    crate::format::sort_metrics(&mut v);
+    v
+}
+
 fn num_cell(format: CellFormat, v: f64) -> String {
     format!("<td class=\"num\">{}</td>", escape(&format.format(v)))
 }
@@ -171,11 +231,7 @@ fn run_summary_table(out: &mut String, r: &Results) {
         let _ = write!(out, "<tr><th>{}</th>", escape(m));
         match r.metric(m) {
             Some(s) => {
-                let cell = if s.n > 1 {
-                    format!("{} ± {}", f.format(s.mean), f.format_ci(s.ci95))
-                } else {
-                    f.format(s.mean)
-                };
+                let cell = f.cell(s.mean, s.ci95, s.n).replacen(" ±", " ± ", 1);
                 let _ = write!(
                     out,
                     "<td class=\"num\">{}</td>{}{}<td class=\"num\">{}</td>",
@@ -224,15 +280,18 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
             ("summary", "Summary"),
             ("plots", "Plots"),
             ("histograms", "Histograms"),
+            ("reproduce", "Reproduce"),
+            ("glossary", "Glossary"),
             ("environment", "Environment"),
             ("scenario", "Scenario"),
         ],
     );
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     findings_list(&mut out, "", &r.runs);
+    warnings_list(&mut out, "", &r.warnings);
     let _ = writeln!(
         out,
-        "<p>Mean over {n} run{}{}; the 95% confidence interval of the mean is Student t’s.</p>",
+        "<p>Mean over {n} run{}{}; ± is the half-width of the 95% confidence interval of the mean (Student t over the runs).</p>",
         if n == 1 { "" } else { "s" },
         if n == 1 {
             " (one run: no interval)"
@@ -249,7 +308,10 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
     } else {
         out.push_str("<p>No histograms in these results.</p>\n");
     }
-    out.push_str("</section>\n<section id=\"environment\">\n<h2>Environment</h2>\n");
+    out.push_str("</section>\n");
+    provenance_section(&mut out, r.provenance.as_ref());
+    glossary_section(&mut out, glossary_names([r]).iter().map(String::as_str));
+    out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
     environment_table(&mut out, &r.backend, &r.environment);
     out.push_str("</section>\n<section id=\"scenario\">\n<h2>Scenario</h2>\n");
     scenario_pre(&mut out, &r.scenario);
@@ -330,6 +392,8 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
             ("plots", "Plots"),
             ("points", "Points"),
             ("histograms", "Histograms"),
+            ("reproduce", "Reproduce"),
+            ("glossary", "Glossary"),
             ("environment", "Environment"),
             ("scenario", "Scenario"),
         ],
@@ -337,6 +401,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     for p in &s.points {
         findings_list(&mut out, &format!("{}: ", p.label), &p.results.runs);
+        warnings_list(&mut out, &format!("{}: ", p.label), &p.results.warnings);
     }
     out.push_str("<p>One column per point: the mean over its runs, ± the 95% confidence interval (Student t) when a point has more than one run.</p>\n<h3>The seed report’s rows</h3>\n");
     sweep_table_html(
@@ -389,7 +454,10 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
     if !any {
         out.push_str("<p>No histograms in these results.</p>\n");
     }
-    out.push_str("</section>\n<section id=\"environment\">\n<h2>Environment</h2>\n");
+    out.push_str("</section>\n");
+    provenance_section(&mut out, s.provenance.as_ref());
+    glossary_section(&mut out, glossary_names(s.points.iter().map(|p| &p.results)).iter().map(String::as_str));
+    out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
     if let Some(r) = first {
         environment_table(&mut out, &r.backend, &r.environment);
     }

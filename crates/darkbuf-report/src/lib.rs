@@ -9,6 +9,7 @@
 //! - [`flent`]: `.flent.gz` files in flent's data format.
 //! - [`plot`]: SVG plots (CDF, time series, probe time, sweep metric with CI band).
 //! - [`html`]: the self-contained HTML report.
+//! - [`glossary`]: every metric's meaning and unit.
 //!
 //! All functions are pure: they return `String`s and iterate `BTreeMap`s only, so
 //! the same results always print the same bytes.
@@ -17,6 +18,7 @@ pub mod cdf;
 pub mod csv;
 pub mod flent;
 pub mod format;
+pub mod glossary;
 pub mod hist;
 pub mod html;
 pub mod plot;
@@ -27,7 +29,7 @@ pub mod table;
 pub use cdf::{ecdf, probe_rtts_ms};
 pub use csv::{csv_field, run_csv, runs_csv, sweep_csv};
 pub use flent::{flent_gz, flent_point, flent_run, flent_sweep};
-pub use format::{fmt_human, format_for_metric, CellFormat};
+pub use format::{fmt_human, fmt_mean_ci, format_for_metric, CellFormat};
 pub use hist::{
     bucket_label, hist_lines, hist_text, histograms_text, hists_text, merge_hist, merged_histograms,
 };
@@ -37,5 +39,5 @@ pub use results::*;
 pub use stats::{summarize, summarize_runs, t_critical_975};
 pub use table::{
     default_rows, metric_names, run_table, sweep_metric_names, sweep_table, sweep_table_all,
-    SeedRow,
+    sweep_table_all_fit, sweep_table_fit, SeedRow,
 };

@@ -51,8 +51,14 @@ const FONT: &str = "sans-serif";
 const MAX_LABEL: usize = 48;
 /// Legend labels are cut to this many characters.
 const MAX_LEGEND: usize = 30;
-/// Ticks per axis (plotters' default for a mesh).
+/// Labels per axis. Every mesh asks plotters for this many ([`mesh_style`]) and
+/// [`ticks`] picks its decimals for the same positions: when the two counts differed
+/// (plotters' default is 11), a 5 s axis was labelled at 0.5 s steps with no decimal,
+/// `0 0 1 2 2 2 3 4 4 4 5`.
 const TICKS: usize = 10;
+/// A line with at most this many points also gets a marker on each point, so sparse
+/// series (a probe every second, or probes separated by losses) are visible.
+const MARK_POINTS_UP_TO: usize = 300;
 
 fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -196,7 +202,9 @@ where
     X: Ranged,
     Y: Ranged,
 {
-    m.bold_line_style(BLACK.mix(0.12))
+    m.x_labels(TICKS)
+        .y_labels(TICKS)
+        .bold_line_style(BLACK.mix(0.12))
         .light_line_style(BLACK.mix(0.03))
         .axis_desc_style((FONT, 14))
         .label_style((FONT, 12));
@@ -355,6 +363,7 @@ pub fn timeseries_svg(
             .draw()
             .map_err(err)?;
         for (i, (_, segs)) in lines.iter().enumerate() {
+            let points: usize = segs.iter().map(Vec::len).sum();
             for seg in segs {
                 chart
                     .draw_series(LineSeries::new(
@@ -362,6 +371,13 @@ pub fn timeseries_svg(
                         color(i).stroke_width(2),
                     ))
                     .map_err(err)?;
+                // A one-point segment (a probe between two losses) draws no line at
+                // all; a sparse series is hard to read as a line alone: mark the points.
+                if points <= MARK_POINTS_UP_TO || seg.len() == 1 {
+                    chart
+                        .draw_series(seg.iter().map(|&p| Circle::new(p, 3, color(i).filled())))
+                        .map_err(err)?;
+                }
             }
         }
         Ok(())
@@ -935,6 +951,49 @@ pub fn sweep_plots(s: &SweepResults, metrics: &[&str]) -> Result<Vec<Plot>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text of every `<text>` element of an SVG, in document order.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.to_string())).collect()
+    }
+
+    #[test]
+    fn tick_labels_are_distinct_and_increasing() {
+        // Issue 18: a 5 s axis read `0 0 1 2 2 2 3 4 4 4 5`.
+        let ts = TimeSeries {
+            unit: "packets".into(),
+            t_ms: (0..=50).map(|i| i as f64 * 100.0).collect(),
+            values: (0..=50).map(|i| Some((i % 7) as f64 * 0.37)).collect(),
+        };
+        let svg = timeseries_svg("t", "packets", &[("a".into(), &ts)]).unwrap().unwrap();
+        let numbers: Vec<f64> = texts(&svg).iter().filter_map(|t| t.trim().parse::<f64>().ok()).collect();
+        assert!(numbers.len() >= 8, "{numbers:?}");
+        // Both axes' labels are numbers; within each axis they strictly increase, so
+        // there is no repeated label: split the list where it stops increasing.
+        let mut axes: Vec<Vec<f64>> = vec![vec![]];
+        for v in numbers {
+            if axes.last().unwrap().last().is_some_and(|&l| v <= l) {
+                axes.push(vec![]);
+            }
+            axes.last_mut().unwrap().push(v);
+        }
+        assert_eq!(axes.len(), 2, "two axes of increasing labels: {axes:?}");
+        let x = axes.iter().find(|a| a.last() == Some(&5.0)).expect("the time axis ends at 5 s");
+        assert!(x.windows(2).all(|w| w[1] > w[0]), "{x:?}");
+    }
+
+    #[test]
+    fn sparse_series_are_drawn_with_markers() {
+        // Issue 18: probes separated by losses are one-point segments, which a line
+        // without markers does not draw at all.
+        let ts = TimeSeries {
+            unit: "ms".into(),
+            t_ms: (0..20).map(|i| i as f64 * 250.0).collect(),
+            values: (0..20).map(|i| (i % 2 == 0).then_some(40.0 + i as f64)).collect(),
+        };
+        let svg = timeseries_svg("ping", "RTT (ms)", &[("a".into(), &ts)]).unwrap().unwrap();
+        assert_eq!(svg.matches("<circle").count(), 10, "one marker per answered probe");
+    }
 
     #[test]
     fn log_axis_ticks() {

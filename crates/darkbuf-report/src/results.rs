@@ -1,4 +1,4 @@
-//! The results contract (../shared/DESIGN.md "Results").
+//! The results contract (docs/design.md "Results").
 //!
 //! A metric is `Some(value)` or `None`; every `None` has a reason in `unavailable`.
 
@@ -87,6 +87,21 @@ pub struct Environment {
     pub darkbuf_version: String,
 }
 
+/// Where results came from, for a reader who wants to reproduce them (a patch cover
+/// letter): the exact command line, the scenario file as written, and the darkbuf build.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The command line, each argument quoted for a POSIX shell where it needs it.
+    pub command: String,
+    /// The scenario file as the command line named it.
+    pub scenario_file: String,
+    /// The scenario file's text as it was read (`scenario` is its resolved form).
+    pub scenario_toml: String,
+    pub darkbuf_version: String,
+    /// The git commit darkbuf was built from (`unknown` outside a git checkout).
+    pub darkbuf_commit: String,
+}
+
 /// Everything one `darkbuf run` produces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -97,6 +112,51 @@ pub struct Results {
     pub summary: BTreeMap<String, Option<Summary>>,
     /// Metric name -> why it is `null`.
     pub unavailable: BTreeMap<String, String>,
+    /// What a reader of these numbers must know (e.g. RTT statistics from very few
+    /// probes); see [`probe_warnings`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// Below this many answered probes a run's RTT percentiles are warned about: with 15
+/// probes the "p99" is the maximum and the median moves by a whole probe's RTT.
+pub const FEW_PROBES: u64 = 15;
+
+/// Warnings about the probes of `runs`: a run with a pinger in which no probe's fate is
+/// known (so `ping.loss_pct` 0 means nothing), and runs whose RTT statistics come from
+/// 1..=[`FEW_PROBES`] answered probes.
+pub fn probe_warnings(runs: &[RunRecord]) -> Vec<String> {
+    let mut none = Vec::new();
+    let mut few = Vec::new();
+    for r in runs {
+        let Some(Some(probes)) = r.metrics.get("ping.probes").copied() else { continue };
+        let loss = r.metrics.get("ping.loss_pct").copied().flatten().unwrap_or(0.0);
+        let answered = (probes * (1.0 - loss / 100.0)).round().max(0.0) as u64;
+        if probes == 0.0 {
+            none.push(r.seed.to_string());
+        } else if (1..=FEW_PROBES).contains(&answered) {
+            few.push(format!("{answered} (seed {})", r.seed));
+        }
+    }
+    let mut out = Vec::new();
+    if !none.is_empty() {
+        out.push(format!(
+            "no probe was answered or counted lost in the measured window (seed {}): every probe sent was still \
+             queued at the end, or none could be sent; ping.loss_pct 0 does not mean no loss",
+            none.join(", ")
+        ));
+    }
+    if !few.is_empty() {
+        out.push(format!(
+            "the RTT statistics come from very few answered probes: {}; below {} the percentiles are a handful of \
+             samples (p99 is the maximum): lengthen duration or shorten the ping interval",
+            few.join(", "),
+            FEW_PROBES + 1
+        ));
+    }
+    out
 }
 
 /// One column of a sweep.
@@ -112,6 +172,8 @@ pub struct SweepPoint {
 pub struct SweepResults {
     pub name: String,
     pub points: Vec<SweepPoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 /// The reason recorded for a metric that is null in every run when the backend gave
@@ -139,6 +201,7 @@ impl Results {
                     .or_insert_with(|| NO_REASON_GIVEN.to_string());
             }
         }
+        let warnings = probe_warnings(&runs);
         Results {
             scenario,
             backend: backend.into(),
@@ -146,6 +209,8 @@ impl Results {
             runs,
             summary,
             unavailable,
+            warnings,
+            provenance: None,
         }
     }
 

@@ -6,7 +6,7 @@
 
 pub use crate::format::CellFormat;
 use crate::format::{
-    fmt_human, format_for_metric, markdown_table, md_escape, metric_sort_key, Align,
+    ci_footnote, fmt_human, fmt_mean_ci, format_for_metric, mean_ci_decimals, markdown_table, md_escape, metric_sort_key, Align,
 };
 pub use crate::hist::histograms_text;
 use crate::results::{Results, SweepResults};
@@ -73,13 +73,17 @@ pub fn run_table(r: &Results) -> String {
             let s = r.summary.get(m).copied().flatten();
             let mut row = vec![md_escape(m)];
             match (s, multi) {
-                (Some(s), true) => row.extend([
-                    fmt_human(s.mean),
-                    format!("±{}", fmt_human(s.ci95)),
-                    fmt_human(s.min),
-                    fmt_human(s.max),
-                    s.n.to_string(),
-                ]),
+                // One run measured it: no interval, the value as a single run shows it.
+                (Some(s), true) if s.n <= 1 => {
+                    row.extend([fmt_human(s.mean), String::new(), fmt_human(s.min), fmt_human(s.max), s.n.to_string()])
+                }
+                (Some(s), true) => {
+                    // One precision per row: min and max at the mean's decimals.
+                    let (mean, ci) = fmt_mean_ci(s.mean, s.ci95);
+                    let d = mean_ci_decimals(s.mean, s.ci95);
+                    let at = |v: f64| if v.is_finite() { crate::format::fmt_fixed(v, d) } else { fmt_human(v) };
+                    row.extend([mean, format!("±{ci}"), at(s.min), at(s.max), s.n.to_string()])
+                }
                 (None, true) => row.extend(["n/a", "", "", "", "0"].map(String::from)),
                 (Some(s), false) => row.push(fmt_human(s.mean)),
                 (None, false) => row.push("n/a".into()),
@@ -90,7 +94,11 @@ pub fn run_table(r: &Results) -> String {
             row
         })
         .collect();
-    markdown_table(&headers, &align, &rows)
+    let mut out = markdown_table(&headers, &align, &rows);
+    if multi {
+        out.push_str(&ci_footnote(&format!("{} runs; n = the runs that measured the metric", r.runs.len())));
+    }
+    out
 }
 
 /// One row of a sweep table: what it is called, which metric it shows, and how.
@@ -138,41 +146,86 @@ fn sweep_cell(r: &Results, metric: &str, format: CellFormat) -> String {
 fn sweep_table_rows<'a>(
     s: &SweepResults,
     rows: impl Iterator<Item = (&'a str, &'a str, CellFormat)>,
+    width: Option<usize>,
 ) -> String {
-    let mut headers = vec!["Metric".to_string()];
-    headers.extend(s.points.iter().map(|p| md_escape(&p.label)));
-    let align = vec![Align::Left; headers.len()];
-    let body: Vec<Vec<String>> = rows
-        .map(|(label, metric, format)| {
-            let mut row = vec![md_escape(label)];
-            row.extend(
-                s.points
-                    .iter()
-                    .map(|p| md_escape(&sweep_cell(&p.results, metric, format))),
-            );
-            row
-        })
-        .collect();
-    markdown_table(&headers, &align, &body)
+    let rows: Vec<(&str, &str, CellFormat)> = rows.collect();
+    let table = |points: &[&crate::results::SweepPoint]| {
+        let mut headers = vec!["Metric".to_string()];
+        headers.extend(points.iter().map(|p| md_escape(&p.label)));
+        let align = vec![Align::Left; headers.len()];
+        let body: Vec<Vec<String>> = rows
+            .iter()
+            .map(|&(label, metric, format)| {
+                let mut row = vec![md_escape(label)];
+                row.extend(points.iter().map(|p| md_escape(&sweep_cell(&p.results, metric, format))));
+                row
+            })
+            .collect();
+        markdown_table(&headers, &align, &body)
+    };
+    let all: Vec<&crate::results::SweepPoint> = s.points.iter().collect();
+    let mut out = String::new();
+    // Wrap: as many points per table as fit the width (at least one), the Metric
+    // column repeated, so a wide sweep reads on a terminal instead of folding lines.
+    let mut start = 0;
+    while start < all.len() || (all.is_empty() && out.is_empty()) {
+        let mut end = all.len();
+        if let Some(w) = width {
+            end = start + 1;
+            while end < all.len() && table_width(&table(&all[start..=end])) <= w {
+                end += 1;
+            }
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&table(&all[start..end]));
+        if all.is_empty() {
+            break;
+        }
+        start = end;
+    }
+    if s.points.iter().any(|p| p.results.runs.len() > 1) {
+        out.push_str(&ci_footnote("each point's runs"));
+    }
+    out
+}
+
+/// The widest line of a rendered table, in characters.
+fn table_width(t: &str) -> usize {
+    t.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
 /// A sweep in the seed's layout: `| Metric | <point label> | ... |`, one row per
 /// [`SeedRow`] with the mean of its metric at each point (` ±ci` when n > 1), `n/a`
 /// where the point has no value.
 pub fn sweep_table(s: &SweepResults, rows: &[SeedRow]) -> String {
-    sweep_table_rows(s, rows.iter().map(|r| (r.label, r.metric, r.format)))
+    sweep_table_rows(s, rows.iter().map(|r| (r.label, r.metric, r.format)), None)
+}
+
+/// [`sweep_table`] wrapped to `width` characters: the points are split over several
+/// tables (each with the Metric column) so that none is wider than `width` (a single
+/// point's table may be).
+pub fn sweep_table_fit(s: &SweepResults, rows: &[SeedRow], width: usize) -> String {
+    sweep_table_rows(s, rows.iter().map(|r| (r.label, r.metric, r.format)), Some(width))
 }
 
 /// Every metric of any point as a row (named by its metric name, in display order),
 /// points as columns; `*_ms` metrics as [`CellFormat::Ms`], others
 /// [`CellFormat::Human`].
 pub fn sweep_table_all(s: &SweepResults) -> String {
+    sweep_table_all_fit(s, None)
+}
+
+/// [`sweep_table_all`], wrapped to `width` characters when given (see [`sweep_table_fit`]).
+pub fn sweep_table_all_fit(s: &SweepResults, width: Option<usize>) -> String {
     let names = sweep_metric_names(s);
     sweep_table_rows(
         s,
         names
             .iter()
             .map(|m| (m.as_str(), m.as_str(), format_for_metric(m))),
+        width,
     )
 }
 

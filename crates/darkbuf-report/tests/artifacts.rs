@@ -96,6 +96,7 @@ fn results(name: &str, scale: f64, runs: u64) -> Results {
 
 fn sweep() -> SweepResults {
     SweepResults {
+        provenance: None,
         name: "nrules".into(),
         points: [0u32, 3500, 15000]
             .iter()
@@ -408,7 +409,7 @@ fn run_html_is_one_self_contained_page() {
     assert!(html.contains("veth-bql &lt;&amp;&gt;") && !html.contains("veth-bql <&>"));
     assert!(html.contains("veth has no driver xoff &lt;counter&gt;"));
     assert!(
-        html.contains("<tr><th>consumer.pps</th><td class=\"num\">6720 ± 24.84</td>"),
+        html.contains("<tr><th>consumer.pps</th><td class=\"num\">6720 ± 25</td>"),
         "{html}"
     );
     // Histograms in bpftrace's format, summed over the runs (2+2+2 in bucket 1).
@@ -453,6 +454,7 @@ fn html_without_plots_or_series_still_renders() {
     assert!(html.contains("No plots") && html.contains("No histograms"));
     assert_self_contained(&html);
     let empty = SweepResults {
+        provenance: None,
         name: String::new(),
         points: vec![],
     };

@@ -109,6 +109,7 @@ fn sweep() -> SweepResults {
         &[],
     );
     SweepResults {
+        provenance: None,
         name: "veth-bql-sfq".into(),
         points: vec![
             SweepPoint {
@@ -149,12 +150,13 @@ fn run_table_several_runs() {
     let want = "\
 | metric          | mean | ± ci95 | min | max | n | note                            |
 |-----------------|-----:|-------:|----:|----:|--:|---------------------------------|
-| ping.rtt_avg_ms |    2 |  ±2.48 |   1 |   3 | 3 |                                 |
-| qdisc.requeues  |  200 | ±248.4 | 100 | 300 | 3 |                                 |
+| ping.rtt_avg_ms |  2.0 |   ±2.5 | 1.0 | 3.0 | 3 |                                 |
+| qdisc.requeues  |  200 |   ±248 | 100 | 300 | 3 |                                 |
 | bql.limit_last  |    2 |     ±0 |   2 |   2 | 3 |                                 |
 | txq.drv_xoff    |  n/a |        |     |     | 0 | veth has no driver xoff counter |
-| napi.polls      |   20 | ±24.84 |  10 |  30 | 3 |                                 |
+| napi.polls      |   20 |    ±25 |  10 |  30 | 3 |                                 |
 | ring.drops      |    0 |     ±0 |   0 |   0 | 2 | null in 1 of 3 runs             |
+± = half-width of the 95% confidence interval of the mean (Student t over 3 runs; n = the runs that measured the metric)
 ";
     assert_eq!(run_table(&three_runs()), want);
 }
@@ -164,10 +166,10 @@ fn run_table_one_run() {
     let want = "\
 | metric          |  value | note         |
 |-----------------|-------:|--------------|
-| ping.rtt_avg_ms |   6.73 |              |
+| ping.rtt_avg_ms |  6.731 |              |
 | qdisc.requeues  | 454123 |              |
 | bql.limit_last  |    n/a | BQL disabled |
-| consumer.pps    | 6712.5 |              |
+| consumer.pps    |   6712 |              |
 ";
     assert_eq!(run_table(&one_run()), want);
 }
@@ -220,6 +222,7 @@ fn sweep_table_seed_layout() {
 | requeues     | 12.9K   | 93.0K ±0.0     |
 | Consumer pps | 6.7K    | 6.7K ±1.3K     |
 | ring drops   | n/a     | n/a            |
+± = half-width of the 95% confidence interval of the mean (Student t over each point's runs)
 ";
     assert_eq!(sweep_table(&sweep(), &rows), want);
 }
@@ -248,7 +251,8 @@ fn sweep_table_default_rows() {
     assert_eq!(rows[4].metric, "ping.rtt_p99_ms");
     assert_eq!(rows[4].format, CellFormat::Ms);
     let t = sweep_table(&sweep(), &rows);
-    assert_eq!(t.lines().count(), 2 + rows.len());
+    // Header, separator, the rows, and what ± is (a point has several runs).
+    assert_eq!(t.lines().count(), 2 + rows.len() + 1);
     assert!(
         t.contains("| Ping RTT min  | n/a     | n/a            |"),
         "{t}"
@@ -263,7 +267,8 @@ fn sweep_table_all_metrics() {
 | ping.rtt_avg_ms | 37.80ms | 4.50ms ±1.27ms |
 | qdisc.requeues  | 12900   | 93000 ±0       |
 | bql.limit_last  | n/a     | 2 ±0           |
-| consumer.pps    | 6700    | 6700 ±1270.6   |
+| consumer.pps    | 6700    | 6700 ±1271     |
+± = half-width of the 95% confidence interval of the mean (Student t over each point's runs)
 ";
     assert_eq!(sweep_table_all(&sweep()), want);
 }

@@ -16,6 +16,7 @@
 
 pub mod diag;
 mod nic;
+pub mod limits;
 mod resolve;
 pub mod schema;
 mod tcp;
@@ -35,10 +36,22 @@ pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fix
 use std::path::Path;
 
 /// Reads a scenario file: (name for errors, text).
+///
+/// At most [`limits::MAX_FILE_BYTES`] are read: `darkbuf run /dev/zero` is an error, not
+/// a read until the memory runs out.
 pub(crate) fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok((name, text)),
+    match read_bounded(path, limits::MAX_FILE_BYTES) {
+        Ok(Some(text)) => Ok((name, text)),
+        Ok(None) => Err(Diagnostic::at(
+            DiagnosticKind::Io,
+            name.clone(),
+            String::new(),
+            None,
+            "",
+            format!("the scenario file is larger than {} bytes", limits::thousands(limits::MAX_FILE_BYTES)),
+            Some("a scenario is a small TOML file; give its path, e.g. scenarios/examples/all-keys.toml".into()),
+        )),
         Err(e) => Err(Diagnostic::at(
             DiagnosticKind::Io,
             name.clone(),
@@ -52,6 +65,20 @@ pub(crate) fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic>
             ),
         )),
     }
+}
+
+/// The text of `path` if it has at most `max` bytes (`None` if it has more). Reads at
+/// most `max + 1` bytes, so a device such as /dev/zero or an endless pipe ends too.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::fs::File::open(path)?.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Ok(None);
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}")))
 }
 
 /// Loads and resolves the scenario at `path`, after applying `overrides`

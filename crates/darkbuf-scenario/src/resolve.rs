@@ -2,6 +2,7 @@
 //! defaults applied, cross-field rules enforced.
 
 use crate::diag::{did_you_mean, suggest, Diagnostic, DiagnosticKind as K};
+use crate::limits::{self, thousands};
 use crate::schema::*;
 use crate::tree::{Ctx, Entry, Node, Origin, Table, V};
 use darkbuf_model::params::{ParamError, ParamValue, Params};
@@ -395,6 +396,19 @@ impl<'a> Sec<'a> {
         }
         Ok(ns as u64)
     }
+
+    /// [`Sec::duration`], at most `max_ns` (a bound on the run's time; see [`crate::limits`]).
+    pub fn duration_max(&self, key: &str, default: u64, positive: bool, max_ns: u64) -> Result<u64, Diagnostic> {
+        let ns = self.duration(key, default, positive)?;
+        if ns > max_ns {
+            return Err(self.value_err(
+                key,
+                format!("`{}` = {} is longer than the {} s a run may take", self.kp(key), self.entry(key).map_or(String::new(), |e| e.node.v.show()), max_ns / 1_000_000_000),
+                Some(format!("expected at most \"{}s\" (a bound on the run's time); run several shorter scenarios instead", max_ns / 1_000_000_000)),
+            ));
+        }
+        Ok(ns)
+    }
 }
 
 /// Resolves a parsed (and overridden) document.
@@ -407,16 +421,33 @@ pub(crate) fn resolve(
     top.check_keys(TOP_KEYS, None)?;
 
     let name = top.string("name", default_name)?;
-    let duration_ns = top.duration("duration", 10_000_000_000, true)?;
-    let warmup_ns = top.duration("warmup", 1_000_000_000, false)?;
+    let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
+    let warmup_ns = top.duration_max("warmup", 1_000_000_000, false, limits::MAX_DURATION_NS)?;
     let sample_interval_ns = top.duration("sample_interval", 100_000_000, false)?;
-    let runs = top.u32("runs", 1, 1, u32::MAX)?;
+    if sample_interval_ns > 0 && duration_ns / sample_interval_ns > limits::MAX_SAMPLES {
+        return Err(top.value_err(
+            "sample_interval",
+            format!(
+                "`sample_interval` = {} over `duration` = {} ms gives {} samples per series; at most {}",
+                top.entry("sample_interval").map_or("100ms".into(), |e| e.node.v.show()),
+                duration_ns / 1_000_000,
+                thousands(duration_ns / sample_interval_ns + 1),
+                thousands(limits::MAX_SAMPLES)
+            ),
+            Some(format!(
+                "expected a sample_interval of at least {} us for this duration, or \"0s\" for no time series",
+                (duration_ns / limits::MAX_SAMPLES).div_ceil(1000).max(1)
+            )),
+        ));
+    }
+    let runs = top.u32("runs", 1, 1, limits::MAX_RUNS)?;
     let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
 
     // [machine]
     let m = top.sub("machine")?;
     m.check_keys(MACHINE_KEYS, None)?;
     let profile = m.string("profile", "seed-vm")?;
+    check_profile_path(&m, &profile)?;
     let cpus = m.u32("cpus", 2, 2, 64)?;
     let hz = match m.int_opt("hz", i64::MIN, i64::MAX)? {
         None => 250,
@@ -499,6 +530,23 @@ pub(crate) fn resolve(
         u32::MAX,
     )?;
     let ring_size = match driver {
+        Driver::Tun => {
+            // tun's ring is sized by txqueuelen unless ring_size says otherwise; both
+            // are bounded by what ptr_ring_init() accepts.
+            let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
+            let size = d.u32("ring_size", txqueuelen, 1, u32::MAX)?;
+            if size > limits::MAX_TUN_RING {
+                return Err(d.value_err(
+                    key,
+                    format!("`device.{key}` = {size}: a tun/tap ring holds at most {} entries", limits::MAX_TUN_RING),
+                    Some(format!(
+                        "expected at most {}: tun's ptr_ring_init() fails with ENOMEM beyond KMALLOC_MAX_SIZE / 8 entries (TUNSETIFF on 6.18 refuses 524289)",
+                        limits::MAX_TUN_RING
+                    )),
+                ));
+            }
+            size
+        }
         Driver::Veth => match d.int_opt("ring_size", i64::MIN, i64::MAX)? {
             None => VETH_RING_SIZE,
             Some(256) => VETH_RING_SIZE,
@@ -510,7 +558,6 @@ pub(crate) fn resolve(
                 ))
             }
         },
-        Driver::Tun => d.u32("ring_size", txqueuelen, 1, u32::MAX)?,
         Driver::Nic => crate::nic::ring_size(&d, nic.as_ref().expect("a NIC's settings"))?,
     };
     // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
@@ -707,7 +754,8 @@ pub(crate) fn resolve(
     let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, hz)?;
 
     // [[traffic]]
-    let traffic = resolve_traffic(&top, cpus, driver)?;
+    let traffic = resolve_traffic(&top, cpus, driver, warmup_ns.saturating_add(duration_ns))?;
+    check_inflight(&top, &d, &traffic, driver, ring_size, tx_queues)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
     crate::sweep::file_sweep(&top)?;
@@ -900,7 +948,7 @@ fn resolve_qdisc(
     })
 }
 
-fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver) -> Result<Vec<Traffic>, Diagnostic> {
+fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
     let Some(e) = top.entry("traffic") else {
@@ -921,6 +969,18 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver) -> Result<Vec<Traff
             "traffic",
             "`traffic` is empty: a scenario needs at least one traffic source".into(),
             Some(example.into()),
+        ));
+    }
+    if let Some(n) = items.get(limits::MAX_TRAFFIC) {
+        return Err(top.ctx.diag(
+            K::Value,
+            &n.at,
+            &format!("traffic.{}", limits::MAX_TRAFFIC),
+            format!("{} [[traffic]] entries: a scenario has at most {}", items.len(), limits::MAX_TRAFFIC),
+            Some(format!(
+                "expected at most {} entries (each flood is a task, a thread and a UDP port); to spread one flood over many sockets use flows = N",
+                limits::MAX_TRAFFIC
+            )),
         ));
     }
     let mut out = Vec::new();
@@ -988,7 +1048,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver) -> Result<Vec<Traff
                     }
                 },
             };
-            let flows = s.u32("flows", 1, 1, u32::MAX)?;
+            let flows = s.u32("flows", 1, 1, limits::MAX_FLOWS)?;
             let sndbuf = match s.entry("sndbuf") {
                 None => WMEM_DEFAULT,
                 Some(e) => {
@@ -1077,12 +1137,113 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver) -> Result<Vec<Traff
                 Some("(rate, flows, sndbuf, priority and ecn belong to kind = \"udp\")"),
             )?;
             let interval_ns = s.duration("interval", 200_000_000, true)?;
+            if total_ns / interval_ns > limits::MAX_PROBES {
+                return Err(s.value_err(
+                    "interval",
+                    format!(
+                        "`{}` = {} sends {} probes over warmup + duration ({} ms); at most {}",
+                        s.kp("interval"),
+                        s.entry("interval").map_or("200ms".into(), |e| e.node.v.show()),
+                        thousands(total_ns / interval_ns),
+                        total_ns / 1_000_000,
+                        thousands(limits::MAX_PROBES)
+                    ),
+                    Some(format!(
+                        "expected an interval of at least {} us for this warmup + duration",
+                        (total_ns / limits::MAX_PROBES).div_ceil(1000).max(1)
+                    )),
+                ));
+            }
             let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
             out.push(Traffic::Ping(Ping { interval_ns, size, cpu }));
         }
     }
     Ok(out)
+}
+
+/// Checks that the packets this scenario can hold in flight stay under
+/// [`limits::MAX_INFLIGHT_PKTS`]: each flood's send buffer holds `sndbuf / truesize` of
+/// its skbs (plus the one `sock_alloc_send_pskb()` lets through) wherever they wait
+/// until orphaned, and a tun ring holds up to `ring_size` orphaned packets per queue.
+/// The error points at the largest contributor.
+fn check_inflight(
+    top: &Sec<'_>,
+    d: &Sec<'_>,
+    traffic: &[Traffic],
+    driver: Driver,
+    ring_size: u32,
+    tx_queues: u32,
+) -> Result<(), Diagnostic> {
+    let mut parts: Vec<(u64, String)> = Vec::new();
+    for (i, t) in traffic.iter().enumerate() {
+        if let Traffic::Udp(u) = t {
+            let truesize = darkbuf_model::skb::truesize_for_len(udp_frame_len(u.size)) as u64;
+            parts.push((u.sndbuf / truesize + 1, format!("traffic.{i}")));
+        }
+    }
+    if driver == Driver::Tun || driver == Driver::Nic {
+        parts.push((ring_size as u64 * tx_queues as u64, "device".into()));
+    }
+    let total: u64 = parts.iter().map(|p| p.0).sum();
+    if total <= limits::MAX_INFLIGHT_PKTS {
+        return Ok(());
+    }
+    let (_, biggest) = parts.iter().max_by_key(|p| p.0).cloned().unwrap_or_default();
+    let detail = parts.iter().map(|(n, w)| format!("{w}: {}", thousands(*n))).collect::<Vec<_>>().join(", ");
+    let message = format!(
+        "this scenario can hold {} packets in flight ({detail}); at most {} (about 300 MB in the simulator)",
+        thousands(total),
+        thousands(limits::MAX_INFLIGHT_PKTS)
+    );
+    let help = "lower the floods' sndbuf (each holds sndbuf / truesize packets until they are orphaned), their number, or the tun ring (txqueuelen x tx_queues)".to_string();
+    if biggest == "device" {
+        let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
+        return Err(d.value_err(key, message, Some(help)));
+    }
+    let idx: usize = biggest.trim_start_matches("traffic.").parse().unwrap_or(0);
+    let item = match top.entry("traffic").map(|e| &e.node.v) {
+        Some(V::Array(items)) => items.get(idx),
+        _ => None,
+    };
+    match item {
+        Some(n) => {
+            let V::Table(t) = &n.v else { return Err(top.value_err("traffic", message, Some(help))) };
+            let s = Sec { t, path: biggest.clone(), at: n.at.clone(), ctx: top.ctx };
+            Err(s.value_err("sndbuf", message, Some(help)))
+        }
+        None => Err(top.value_err("traffic", message, Some(help))),
+    }
+}
+
+/// A profile path (not a built-in name) must be a regular file of at most
+/// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until the
+/// memory runs out. A path that does not exist is left to the profile loader, which
+/// says so.
+fn check_profile_path(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
+    if !(profile.ends_with(".toml") || profile.contains('/')) {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(profile) else { return Ok(()) };
+    let problem = if !meta.is_file() {
+        Some("is not a regular file".to_string())
+    } else if meta.len() > limits::MAX_FILE_BYTES {
+        Some(format!("is {} bytes, larger than any profile", thousands(meta.len())))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(m.value_err(
+            "profile",
+            format!("`machine.profile` = \"{profile}\" {p}"),
+            Some(format!(
+                "expected a built-in profile ({}) or a profile TOML file of at most {} bytes, e.g. profiles/seed-vm.toml",
+                "seed-vm",
+                thousands(limits::MAX_FILE_BYTES)
+            )),
+        )),
+    }
 }
 
 /// sk_sndbuf after `setsockopt(SO_SNDBUF, val)` (sk_setsockopt() in net/core/sock.c):

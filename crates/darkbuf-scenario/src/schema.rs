@@ -1,4 +1,4 @@
-//! The resolved scenario (see ../shared/DESIGN.md "Scenario file").
+//! The resolved scenario (see docs/design.md "Scenario file").
 //!
 //! Times are nanoseconds, sizes bytes. Serializing a `Scenario` gives the `scenario`
 //! object of the results JSON: the scenario as it was actually run, defaults included.

@@ -12,6 +12,32 @@ fn failure(e: KernelError) -> Failure {
         KernelError::Input(m) => Failure::Input(m),
         KernelError::Unavailable(m) => Failure::Backend(m),
         KernelError::Internal(m) => Failure::Internal(m),
+        KernelError::Interrupted { signal, message } => Failure::Interrupted { signal, message },
+    }
+}
+
+/// While the kernel backend holds namespaces and devices, a closed stdout or stderr
+/// must not kill the process before it tears them down: SIGPIPE is ignored for the
+/// guard's lifetime (a failed write then unwinds through the teardown), and its
+/// default action (quiet exit, see `main`) comes back for printing the results.
+struct SigpipeIgnored;
+
+impl SigpipeIgnored {
+    fn new() -> SigpipeIgnored {
+        // SAFETY: signal() with SIG_IGN has no preconditions.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+        SigpipeIgnored
+    }
+}
+
+impl Drop for SigpipeIgnored {
+    fn drop(&mut self) {
+        // SAFETY: as above, restoring the default action.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
     }
 }
 
@@ -25,11 +51,17 @@ fn print_notes(notes: &[String]) {
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
     run::apply_common(&mut scn, c);
+    darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
+    run::check_out(c)?;
     let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
     let pb = run::progress(scn.runs as u64, &scn.name);
-    let (results, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| pb.inc(1)).map_err(failure)?;
+    let guard = SigpipeIgnored::new();
+    let (mut results, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| pb.inc(1)).map_err(failure)?;
+    drop(guard);
     pb.finish_and_clear();
     print_notes(&notes);
+    results.provenance = Some(run::provenance(path));
+    run::warn_findings("", &results);
     run::emit(c, &results, darkbuf_report::run_csv(&results), || {
         println!(
             "{} ({} run{}, kernel {})",
@@ -51,7 +83,9 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
 /// One sweep point on the kernel backend (`darkbuf sweep --backend kernel`).
 pub fn run_point(scn: &darkbuf_scenario::Scenario) -> Result<darkbuf_report::Results, Failure> {
     let opts = darkbuf_kernel::backend::RunOpts::for_scenario(scn);
+    let guard = SigpipeIgnored::new();
     let (results, notes) = darkbuf_kernel::backend::run_scenario(scn, &opts, |_| {}).map_err(failure)?;
+    drop(guard);
     print_notes(&notes);
     Ok(results)
 }
@@ -61,7 +95,9 @@ pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
     if format == Format::Csv {
         return Err(Failure::Input("check prints a table or JSON (--format table|json)".into()));
     }
+    let guard = SigpipeIgnored::new();
     let caps = darkbuf_kernel::caps::check(cleanup).map_err(failure)?;
+    drop(guard);
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&caps).map_err(|e| Failure::Internal(e.to_string()))? + "\n",
         _ => darkbuf_kernel::caps::render_table(&caps),
@@ -80,7 +116,9 @@ pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
 pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
     darkbuf_kernel::error::require_root().map_err(failure)?;
     let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
+    let guard = SigpipeIgnored::new();
     let cal = darkbuf_kernel::calibrate::calibrate(out, quick, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
+    drop(guard);
     print!("{}", darkbuf_kernel::calibrate::summary(&cal, out));
     Ok(())
 }
@@ -89,14 +127,20 @@ pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
 pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
     run::apply_common(&mut scn, c);
+    darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
+    run::check_out(c)?;
     let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
     // The kernel side first: it is the one that can be unavailable (exit 3).
+    let guard = SigpipeIgnored::new();
     let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;
+    drop(guard);
     print_notes(&notes);
     let p = run::profile_of(&scn)?;
-    let jobs: Vec<(darkbuf_scenario::Scenario, u64)> = (0..scn.runs as u64).map(|i| (scn.clone(), scn.seed.wrapping_add(i))).collect();
-    let profiles = vec![p.clone(); jobs.len()];
-    let sim = run::results_of(&scn, &p, run::run_jobs(&jobs, &profiles, &indicatif::ProgressBar::hidden())?);
+    let (runs, signal) = run::simulate_runs(&scn, &p, run::jobs_of(c), &indicatif::ProgressBar::hidden())?;
+    if let Some(s) = signal {
+        return Err(Failure::interrupted(s, " while simulating; the kernel side had finished"));
+    }
+    let sim = run::results_of(&scn, &p, runs);
     run::warn_findings(" (sim)", &sim);
     let rows = darkbuf_kernel::compare::rows(&sim, &kernel);
     let cmp = darkbuf_kernel::compare::Comparison { scenario: kernel.scenario.clone(), rows, sim, kernel };
@@ -116,9 +160,16 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
 
 fn compare_csv(rows: &[darkbuf_kernel::compare::Row]) -> String {
     let f = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
-    let mut s = String::from("metric,sim,kernel,rel_error\n");
+    let mut s = String::from("metric,sim,kernel,rel_error,diff_pts\n");
     for r in rows {
-        s.push_str(&format!("{},{},{},{}\n", darkbuf_report::csv_field(&r.metric), f(r.sim), f(r.kernel), f(r.rel_error)));
+        s.push_str(&format!(
+            "{},{},{},{},{}\n",
+            darkbuf_report::csv_field(&r.metric),
+            f(r.sim),
+            f(r.kernel),
+            f(r.rel_error),
+            f(r.diff_pts)
+        ));
     }
     s
 }

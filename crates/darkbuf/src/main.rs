@@ -1,7 +1,7 @@
-//! `darkbuf`: where are my packets waiting? See ../shared/DESIGN.md "Command line".
+//! `darkbuf`: where are my packets waiting? See docs/design.md "Command line".
 //!
 //! Exit codes: 0 ok, 1 internal error, 2 bad input (scenario, flags), 3 backend
-//! unavailable.
+//! unavailable, 128 + N when signal N stopped it (130 SIGINT, 143 SIGTERM).
 
 mod kernel_cli;
 mod run;
@@ -46,9 +46,13 @@ pub struct Common {
     /// Override a scenario key: --set device.bql.limit_min=8 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Number of runs (overrides the scenario's `runs`); run i uses seed + i.
-    #[arg(long)]
+    /// Number of runs (overrides the scenario's `runs`, 1..=1000); run i uses seed + i.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=darkbuf_scenario::limits::MAX_RUNS as i64))]
     pub runs: Option<u32>,
+    /// Simulations run at once (sweep points and --runs; default: one per CPU). The
+    /// results do not depend on it. The kernel backend always runs one at a time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
     /// Base seed (overrides the scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -91,7 +95,8 @@ enum Cmd {
         #[arg(long)]
         hist: bool,
     },
-    /// Run the scenario on both backends side by side, with the relative error.
+    /// Run the scenario on both backends side by side, with the simulator's error:
+    /// (sim - kernel) / kernel, in percentage points for metrics that are percentages.
     Compare {
         scenario: PathBuf,
         #[command(flatten)]
@@ -129,6 +134,14 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so a write to a closed pipe (`darkbuf run ... | head -1`)
+    // fails with EPIPE and print! panics. Restore the default action: the process ends
+    // quietly when its reader has gone, as other Unix tools do. (Nothing is written to
+    // stdout while a kernel run holds namespaces: results print after teardown.)
+    // SAFETY: signal() with SIG_DFL has no preconditions; no other thread runs yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
@@ -136,7 +149,7 @@ fn main() -> ExitCode {
         }
         Cmd::Run { scenario, common, hist } => run::run(&scenario, &common, hist),
         Cmd::Sweep { scenario, common, rows, plot, hist } => run::sweep(&scenario, &common, rows, &plot, hist),
-        Cmd::Report { results, html, plot } => run::report(&results, html.as_deref(), &plot),
+        Cmd::Report { results, html, plot } => run::check_plot_metrics(&plot).and_then(|()| run::report(&results, html.as_deref(), &plot)),
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
         Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
         Cmd::Calibrate { out, quick } => kernel_cli::calibrate(&out, quick),

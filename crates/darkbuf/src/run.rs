@@ -17,6 +17,9 @@ pub enum Failure {
     Backend(String),
     /// Internal error: exit 1.
     Internal(String),
+    /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP): exit 128 + the signal's number, as
+    /// a shell reports a process the signal killed (130 for Ctrl-C, 143 for SIGTERM).
+    Interrupted { signal: i32, message: String },
 }
 
 impl Failure {
@@ -25,7 +28,13 @@ impl Failure {
             Failure::Input(_) => 2,
             Failure::Backend(_) => 3,
             Failure::Internal(_) => 1,
+            Failure::Interrupted { signal, .. } => (128 + signal).clamp(129, 255) as u8,
         }
+    }
+
+    pub fn interrupted(signal: i32, what: &str) -> Failure {
+        let message = format!("interrupted by {}{what}", darkbuf_kernel::signals::name(signal));
+        Failure::Interrupted { signal, message }
     }
 }
 
@@ -33,6 +42,7 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Input(m) | Failure::Backend(m) | Failure::Internal(m) => f.write_str(m),
+            Failure::Interrupted { message, .. } => f.write_str(message),
         }
     }
 }
@@ -45,19 +55,23 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
 /// How long work runs before its progress bar appears.
 const SHOW_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// A progress bar on stderr for `total` jobs. It appears only once the work has run
-/// for [`SHOW_PROGRESS_AFTER`] (short runs print nothing) and never when stderr is not
-/// a terminal (scripts and CI see no bar).
+/// A progress bar on stderr for `total` runs, with the time left once a run has
+/// finished. It appears only once the work has run for [`SHOW_PROGRESS_AFTER`] (short
+/// runs print nothing) and never when stderr is not a terminal (scripts and CI see no
+/// bar).
 pub(crate) fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
     let pb = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::hidden());
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
+    // One run has no estimate before it ends (the simulator reports no progress of its
+    // own); several runs do, from the runs already done.
+    let template = if total > 1 {
+        "{spinner} {msg} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, about {eta} left"
+    } else {
+        "{spinner} {msg}: one run, {elapsed} elapsed"
+    };
+    pb.set_style(indicatif::ProgressStyle::with_template(template).expect("template").progress_chars("=> "));
     pb.set_message(what.to_string());
     let bar = pb.clone();
     // A watcher: it returns as soon as the bar finishes, or shows it after the delay.
@@ -81,32 +95,130 @@ pub(crate) fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     pb
 }
 
-/// Runs every (scenario, seed) job on up to two threads, results in job order.
-pub(crate) fn run_jobs(jobs: &[(Scenario, u64)], profiles: &[Profile], pb: &indicatif::ProgressBar) -> Result<Vec<(RunRecord, BTreeMap<String, String>)>, Failure> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let out: std::sync::Mutex<Vec<Option<Result<_, String>>>> = std::sync::Mutex::new(vec![None; 0]);
-    out.lock().unwrap().resize_with(jobs.len(), || None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.min(jobs.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= jobs.len() {
+/// The number of simulations run at once: `--jobs`, else one per CPU.
+pub(crate) fn jobs_of(c: &Common) -> usize {
+    c.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize)
+}
+
+/// One run's output: its record and, for every null metric, the reason.
+pub(crate) type RunOutput = (RunRecord, BTreeMap<String, String>);
+
+/// A point to simulate: its scenario (`runs` runs, seeds `seed..seed+runs`) and profile.
+pub(crate) type SimPoint = (Scenario, Profile);
+
+/// What [`run_points`] got done.
+pub(crate) struct Done {
+    /// Per point, its runs in seed order, when every run of the point finished.
+    pub points: Vec<Option<Vec<RunOutput>>>,
+    /// The signal that stopped the work early, if one did.
+    pub signal: Option<i32>,
+}
+
+impl Done {
+    /// The points that finished, with their index.
+    pub fn finished(self) -> impl Iterator<Item = (usize, Vec<RunOutput>)> {
+        self.points.into_iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p)))
+    }
+}
+
+/// Simulates every run of every point on a rayon pool of `jobs` threads.
+///
+/// The runs are independent (each has its own world and seed), so they run in any order
+/// and on any thread; they are started in order (FIFO), and their outputs are put back
+/// in (point, seed) order, so the results are byte-identical to a serial run's.
+///
+/// SIGINT, SIGTERM or SIGHUP stops the work at once: no new run starts, the runs under
+/// way are abandoned (the caller exits), and the points whose runs all finished are
+/// returned with the signal, so an interrupted sweep keeps what it finished.
+pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb: &indicatif::ProgressBar) -> Result<Done, Failure> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::sync::Arc;
+    darkbuf_kernel::signals::install();
+    let order: Vec<(usize, u64)> = points
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (scn, _))| (0..scn.runs as u64).map(move |i| (p, scn.seed.wrapping_add(i))))
+        .collect();
+    let total = order.len();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.clamp(1, total.max(1)))
+        .thread_name(|i| format!("darkbuf-sim-{i}"))
+        .build()
+        .map_err(|e| Failure::Internal(format!("cannot start the simulation threads: {e}")))?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<RunOutput, String>)>();
+    {
+        let (points, cancel) = (points.clone(), cancel.clone());
+        // The pool is driven from its own thread so that this one can watch for signals
+        // and return at once, without joining the runs under way.
+        std::thread::spawn(move || {
+            pool.scope_fifo(|scope| {
+                for (j, &(p, seed)) in order.iter().enumerate() {
+                    let (tx, points, cancel) = (tx.clone(), &points, &cancel);
+                    scope.spawn_fifo(move |_| {
+                        if cancel.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let (scn, profile) = &points[p];
+                        let r = darkbuf_sim::simulate(scn, profile, seed).map_err(|e| e.to_string());
+                        let _ = tx.send((j, r));
+                    });
+                }
+            });
+        });
+    }
+    // Runs by job index; a point is done when all of its runs are.
+    let mut outs: Vec<Option<RunOutput>> = (0..total).map(|_| None).collect();
+    let mut received = 0;
+    let mut signal = None;
+    while received < total {
+        match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok((j, Ok(out))) => {
+                outs[j] = Some(out);
+                received += 1;
+                pb.inc(1);
+            }
+            Ok((_, Err(e))) => {
+                cancel.store(true, Ordering::Relaxed);
+                pb.finish_and_clear();
+                return Err(Failure::Backend(e));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(s) = darkbuf_kernel::signals::received() {
+                    cancel.store(true, Ordering::Relaxed);
+                    signal = Some(s);
                     break;
                 }
-                let (scn, seed) = &jobs[i];
-                let r = darkbuf_sim::simulate(scn, &profiles[i], *seed).map_err(|e| e.to_string());
-                out.lock().unwrap()[i] = Some(r);
-                pb.inc(1);
-            });
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
         }
-    });
+    }
     pb.finish_and_clear();
-    out.into_inner()
-        .unwrap()
-        .into_iter()
-        .map(|r| r.expect("every job ran").map_err(Failure::Backend))
-        .collect()
+    if received < total && signal.is_none() {
+        // The pool ended without every run: a simulation panicked (its message is above).
+        return Err(Failure::Internal(format!("{} of {total} simulations did not finish", total - received)));
+    }
+    let mut outs = outs.into_iter();
+    let points = points
+        .iter()
+        .map(|(scn, _)| {
+            let runs: Vec<Option<RunOutput>> = outs.by_ref().take(scn.runs as usize).collect();
+            runs.into_iter().collect::<Option<Vec<_>>>()
+        })
+        .collect();
+    Ok(Done { points, signal })
+}
+
+/// Checks `--out DIR` before anything runs: it is created, and a file can be written
+/// into it, so a long run or sweep never ends in "cannot write" with its results lost.
+pub(crate) fn check_out(c: &Common) -> Result<(), Failure> {
+    let Some(dir) = &c.out else { return Ok(()) };
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Input(format!("--out {}: cannot create the directory: {e}", dir.display())))?;
+    let probe = dir.join(format!(".darkbuf-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| Failure::Input(format!("--out {}: cannot write into the directory: {e}", dir.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
@@ -122,9 +234,11 @@ fn environment(scn: &Scenario, p: &Profile) -> Environment {
     }
 }
 
+/// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` is bounded
+/// like the file's `runs` by its parser).
 pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
     if let Some(r) = c.runs {
-        scn.runs = r.max(1);
+        scn.runs = r;
     }
     if let Some(s) = c.seed {
         scn.seed = s;
@@ -142,7 +256,39 @@ pub(crate) fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTre
     Results::from_runs(scenario, "sim", environment(scn, p), records, unavailable)
 }
 
+/// `arg` quoted for a POSIX shell when it needs it (`'a b'`, `'it'\''s'`).
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,+-@%".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// The results' [`Provenance`]: this process's command line, the scenario file as read,
+/// and the darkbuf build (version and the commit `build.rs` recorded).
+pub(crate) fn provenance(scenario: &Path) -> darkbuf_report::Provenance {
+    let command = std::env::args_os().map(|a| shell_quote(&a.to_string_lossy())).collect::<Vec<_>>().join(" ");
+    let scenario_toml = darkbuf_scenario::read_bounded(scenario, darkbuf_scenario::limits::MAX_FILE_BYTES)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    darkbuf_report::Provenance {
+        command,
+        scenario_file: scenario.display().to_string(),
+        scenario_toml,
+        darkbuf_version: env!("CARGO_PKG_VERSION").into(),
+        darkbuf_commit: env!("DARKBUF_COMMIT").into(),
+    }
+}
+
+/// Prints what a reader of `r` must know: invariant findings and warnings (e.g. RTT
+/// statistics from very few probes), each once, on stderr.
 pub(crate) fn warn_findings(label: &str, r: &Results) {
+    for w in &r.warnings {
+        eprintln!("darkbuf: warning{label}: {w}");
+    }
     for run in &r.runs {
         for f in &run.findings {
             eprintln!(
@@ -162,19 +308,50 @@ pub(crate) fn write_out(dir: &Path, json: &str, csv: &str) -> Result<(), Failure
     Ok(())
 }
 
+/// Simulates `scn`'s runs (on up to `jobs` threads); the runs that finished and, if a
+/// signal stopped them, the signal.
+pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indicatif::ProgressBar) -> Result<(Vec<RunOutput>, Option<i32>), Failure> {
+    // One point per run, so an interrupted --runs N keeps the runs that finished.
+    let points: Vec<SimPoint> = (0..scn.runs as u64)
+        .map(|i| {
+            let mut one = scn.clone();
+            one.runs = 1;
+            one.seed = scn.seed.wrapping_add(i);
+            (one, p.clone())
+        })
+        .collect();
+    let done = run_points(std::sync::Arc::new(points), jobs, pb)?;
+    let signal = done.signal;
+    Ok((done.finished().flat_map(|(_, runs)| runs).collect(), signal))
+}
+
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
     apply_common(&mut scn, c);
+    darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
+    check_out(c)?;
     let p = profile_of(&scn)?;
-    let jobs: Vec<(Scenario, u64)> = (0..scn.runs as u64).map(|i| (scn.clone(), scn.seed.wrapping_add(i))).collect();
-    let profiles = vec![p.clone(); jobs.len()];
-    let pb = progress(jobs.len() as u64, &scn.name);
-    let results = results_of(&scn, &p, run_jobs(&jobs, &profiles, &pb)?);
+    let pb = progress(scn.runs as u64, &scn.name);
+    let (runs, signal) = simulate_runs(&scn, &p, jobs_of(c), &pb)?;
+    let planned = scn.runs;
+    if signal.is_some() && runs.is_empty() {
+        return Err(Failure::interrupted(signal.unwrap_or(libc::SIGINT), "; no run had finished"));
+    }
+    let mut done = scn.clone();
+    done.runs = runs.len() as u32;
+    let mut results = results_of(&done, &p, runs);
+    results.provenance = Some(provenance(path));
     warn_findings("", &results);
     emit(c, &results, darkbuf_report::run_csv(&results), || {
-        println!("{} ({} run{}, sim, profile {})", scn.name, scn.runs, if scn.runs == 1 { "" } else { "s" }, p.name);
+        let n = results.runs.len();
+        let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
+        println!("{} ({n} run{}{of}, sim, profile {})", scn.name, if n == 1 { "" } else { "s" }, p.name);
         print_run_table(&results, hist);
-    })
+    })?;
+    match signal {
+        Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} runs that finished", results.runs.len()))),
+        None => Ok(()),
+    }
 }
 
 /// Writes `--out` files and prints the results in the chosen format (`table` via `table`).
@@ -341,31 +518,43 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         apply_common(&mut scn, c);
         points.push((spec.clone(), scn));
     }
+    darkbuf_scenario::limits::check_total(points.iter().map(|(_, s)| s)).map_err(Failure::Input)?;
+    check_plot_metrics(plot)?;
+    check_out(c)?;
     let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
-    let mut sweep = SweepResults { name: name.clone(), points: Vec::new() };
+    let mut sweep = SweepResults { provenance: Some(provenance(path)), name: name.clone(), points: Vec::new() };
+    let planned = points.len();
+    let mut signal = None;
     let backend = match c.backend {
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
             for (spec, scn) in &points {
-                let results = crate::kernel_cli::run_point(scn)?;
-                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+                match crate::kernel_cli::run_point(scn) {
+                    Ok(results) => {
+                    warn_findings(&format!(" in point \"{}\"", spec.label), &results);
+                    sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results })
+                }
+                    Err(Failure::Interrupted { signal: s, .. }) => {
+                        signal = Some(s);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             "kernel"
         }
         Backend::Sim => {
-            let point_profiles = points.iter().map(|(_, scn)| profile_of(scn)).collect::<Result<Vec<_>, _>>()?;
-            let mut jobs = Vec::new();
-            let mut profiles = Vec::new();
-            for ((_, scn), p) in points.iter().zip(&point_profiles) {
-                for i in 0..scn.runs as u64 {
-                    jobs.push((scn.clone(), scn.seed.wrapping_add(i)));
-                    profiles.push(p.clone());
-                }
-            }
-            let pb = progress(jobs.len() as u64, &name);
-            let mut outs = run_jobs(&jobs, &profiles, &pb)?.into_iter();
-            for ((spec, scn), p) in points.iter().zip(&point_profiles) {
-                let runs: Vec<_> = outs.by_ref().take(scn.runs as usize).collect();
+            let sim_points = points
+                .iter()
+                .map(|(_, scn)| Ok((scn.clone(), profile_of(scn)?)))
+                .collect::<Result<Vec<SimPoint>, Failure>>()?;
+            let sim_points = std::sync::Arc::new(sim_points);
+            let total_runs = sim_points.iter().map(|(s, _)| s.runs as u64).sum();
+            let pb = progress(total_runs, &name);
+            let done = run_points(sim_points.clone(), jobs_of(c), &pb)?;
+            signal = done.signal;
+            for (i, runs) in done.finished() {
+                let ((spec, scn), (_, p)) = (&points[i], &sim_points[i]);
                 let results = results_of(scn, p, runs);
                 warn_findings(&format!(" in point \"{}\"", spec.label), &results);
                 sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
@@ -373,11 +562,19 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             "sim"
         }
     };
+    if let (Some(s), true) = (signal, sweep.points.is_empty()) {
+        return Err(Failure::interrupted(s, "; no point had finished"));
+    }
     emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
-        println!("{name}: {} points ({backend})", sweep.points.len());
+        let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
+        println!("{name}: {} points{of} ({backend})", sweep.points.len());
+        let width = stdout_width();
         match rows {
-            Rows::Seed => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
-            Rows::All => print!("{}", darkbuf_report::sweep_table_all(&sweep)),
+            Rows::Seed => match width {
+                Some(w) => print!("{}", darkbuf_report::sweep_table_fit(&sweep, &darkbuf_report::default_rows(), w)),
+                None => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
+            },
+            Rows::All => print!("{}", darkbuf_report::sweep_table_all_fit(&sweep, width)),
         }
         if hist {
             for p in &sweep.points {
@@ -389,12 +586,72 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
                 }
             }
         }
-    })
+    })?;
+    match signal {
+        Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} points that finished", sweep.points.len()))),
+        None => Ok(()),
+    }
+}
+
+/// `--plot METRIC`s must be metrics darkbuf knows (checked before the sweep runs, so a
+/// typo does not cost the sweep).
+pub(crate) fn check_plot_metrics(plot: &[String]) -> Result<(), Failure> {
+    for m in plot {
+        if darkbuf_report::glossary::lookup(m).is_none() {
+            let known = darkbuf_report::glossary::names();
+            let hint = match darkbuf_scenario::diag::did_you_mean(m, known.iter().map(String::as_str)) {
+                Some(s) => format!("did you mean `{s}`? "),
+                None => String::new(),
+            };
+            return Err(Failure::Input(format!(
+                "--plot {m}: no such metric; {hint}metrics: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The width sweep tables wrap to: the terminal's, when stdout is one (`COLUMNS`
+/// overrides it, as for other tools); `None` (no wrapping) when stdout is a file or a
+/// pipe, so scripts get one table.
+pub(crate) fn stdout_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c > 0) {
+        return Some(c);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize)
+}
+
+/// The largest results file `report` reads: what the bounds on a command
+/// (`limits::MAX_TOTAL_POINTS` samples and probes) let a results JSON grow to.
+const MAX_RESULTS_BYTES: u64 = 1 << 30;
+
+/// A results file's text: a regular file or a pipe of at most [`MAX_RESULTS_BYTES`]
+/// (`darkbuf report /dev/zero` is an error, not a read until the memory runs out).
+fn read_results_file(path: &Path) -> Result<String, Failure> {
+    use std::os::unix::fs::FileTypeExt;
+    let cannot = |e: &dyn std::fmt::Display| Failure::Input(format!("cannot read {}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !(meta.is_file() || meta.file_type().is_fifo()) {
+        return Err(Failure::Input(format!("{} is not a results file (not a regular file or a pipe)", path.display())));
+    }
+    match darkbuf_scenario::read_bounded(path, MAX_RESULTS_BYTES) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(Failure::Input(format!(
+            "{} is larger than {} bytes, more than any darkbuf results file",
+            path.display(),
+            darkbuf_scenario::limits::thousands(MAX_RESULTS_BYTES)
+        ))),
+        Err(e) => Err(cannot(&e)),
+    }
 }
 
 /// `darkbuf report RESULTS.json [--html OUT.html]`: the table on stdout, or the HTML page.
 pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_results_file(path)?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
     let results = if value.get("points").is_some() {
@@ -413,7 +670,7 @@ pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), F
     }
     match &results {
         AnyResults::Run(r) => print_run_table(r, false),
-        AnyResults::Sweep(s) => print!("{}", darkbuf_report::sweep_table_all(s)),
+        AnyResults::Sweep(s) => print!("{}", darkbuf_report::sweep_table_all_fit(s, stdout_width())),
     }
     Ok(())
 }

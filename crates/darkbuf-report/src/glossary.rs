@@ -1,0 +1,225 @@
+//! What every metric means and in what unit, for the report page's glossary, `--plot`
+//! checking and anyone reading a results file.
+//!
+//! Metric names are the results contract's; a name of the form `sink.pps.N`,
+//! `cpu.N.busy_pct` or `qdisc.tinN_drops` stands for all its indices. Counters of the qdisc algorithms
+//! (`qdisc.<tc name>`) carry tc's own xstats names and meanings. A test runs every
+//! scenario of the repository and fails on a metric missing here.
+
+/// One metric: its name (`N` for an index), unit, and meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub meaning: &'static str,
+}
+
+const fn e(name: &'static str, unit: &'static str, meaning: &'static str) -> Entry {
+    Entry { name, unit, meaning }
+}
+
+/// Every metric and time series, in the report's order.
+pub const GLOSSARY: &[Entry] = &[
+    e("ping.rtt_avg_ms", "ms", "mean round-trip time of the answered probes (ICMP echo, or UDP echo on the kernel backend) sent in the measured window"),
+    e("ping.rtt_min_ms", "ms", "shortest probe round trip"),
+    e("ping.rtt_p50_ms", "ms", "median probe round trip (nearest rank)"),
+    e("ping.rtt_p99_ms", "ms", "99th percentile of the probe round trips (nearest rank; with fewer than 100 probes it is the maximum)"),
+    e("ping.rtt_max_ms", "ms", "longest probe round trip"),
+    e("ping.loss_pct", "%", "probes lost (dropped, or unanswered within the timeout) out of the probes whose fate is known"),
+    e("ping.probes", "probes", "probes sent in the measured window whose fate is known (answered or lost)"),
+    e("ping.unsendable", "probes", "kernel: probes whose send failed (a qdisc drop at enqueue, ENOBUFS); counted as lost"),
+    e("ping.wait_qdisc_ms", "ms", "mean time a probe waited in the qdisc (enqueue to hand-off to the driver)"),
+    e("ping.wait_ring_ms", "ms", "mean time a probe waited in the driver ring (veth ptr_ring, tun ring)"),
+    e("ping.wait_consumer_ms", "ms", "mean time from leaving the ring to reaching the receiving socket (NAPI, GRO, netfilter rules)"),
+    e("ping.rtt_ms", "ms", "time series: one point per probe sent in the measured window, null when it was lost"),
+    e("consumer.pps", "packets/s", "packets the receiving side processed per second (NAPI poll or tun reader)"),
+    e("sink.pps", "packets/s", "flood packets delivered to the floods' sinks per second"),
+    e("sink.pps.N", "packets/s", "flood packets of [[traffic]] entry N delivered to its sink per second"),
+    e("sink.owd_avg_ms", "ms", "mean one-way delay of the delivered flood packets (send to socket)"),
+    e("sink.owd_p50_ms", "ms", "kernel: median one-way delay of the delivered flood packets"),
+    e("sink.owd_p99_ms", "ms", "kernel: 99th percentile one-way delay of the delivered flood packets"),
+    e("flood.pps", "packets/s", "kernel: UDP datagrams the floods sent per second (OutDatagrams)"),
+    e("flood.send_errors", "sends", "kernel: flood sends that failed (ENOBUFS at a full qdisc, EAGAIN on a full send buffer), whole run"),
+    e("qdisc.sent_pkts", "packets", "packets the root qdisc handed to the driver in the measured window (tc -s: Sent ... pkt)"),
+    e("qdisc.drops", "packets", "packets the qdisc dropped (tc -s: dropped)"),
+    e("qdisc.requeues", "packets", "packets put back into the qdisc because the driver was busy (tc -s: requeues)"),
+    e("qdisc.overlimits", "events", "times the qdisc held packets back because of a rate limit or a full queue (tc -s: overlimits)"),
+    e("qdisc.backlog_avg_pkts", "packets", "time-averaged qdisc backlog (sim: by Little's law; kernel: averaged over samples)"),
+    e("qdisc.backlog_pkts", "packets", "time series: qdisc backlog, every sample_interval"),
+    e("bql.limit_avg", "units", "time-averaged DQL limit of the measured TX queue (packets for veth's per-packet BQL, bytes with unit = \"byte\")"),
+    e("bql.limit_last", "units", "DQL limit at the end of the run"),
+    e("bql.inflight_avg", "units", "time-averaged units queued to the driver and not yet completed"),
+    e("bql.inflight_max", "units", "largest in-flight count"),
+    e("bql.completions", "calls", "netdev_tx_completed_queue() calls that completed something"),
+    e("bql.limit", "units", "time series: DQL limit, every sample_interval"),
+    e("bql.inflight", "units", "time series: DQL in-flight units, every sample_interval"),
+    e("txq.stack_xoff", "events", "times BQL stopped the TX queue (__QUEUE_STATE_STACK_XOFF)"),
+    e("txq.drv_xoff", "events", "times the driver stopped the TX queue (__QUEUE_STATE_DRV_XOFF: a full ring)"),
+    e("napi.polls", "polls", "NAPI polls of the consumer in the measured window"),
+    e("napi.avg_work", "packets/poll", "packets per NAPI poll (budget 64)"),
+    e("napi.full_budget_polls", "polls", "NAPI polls that used their whole budget (and so were repolled)"),
+    e("napi.thread_cpu_pct", "%", "kernel: CPU time of the threaded-NAPI kthreads, percent of one CPU"),
+    e("ring.drops", "packets", "packets dropped at a full driver ring (veth without backpressure; tun tx_dropped)"),
+    e("ring.occupancy_avg", "packets", "time-averaged fill of the measured driver ring (by Little's law)"),
+    e("ring.occupancy", "packets", "time series: driver ring fill, every sample_interval"),
+    e("dev.noqueue_drops", "packets", "packets dropped by __dev_queue_xmit() on a noqueue device whose driver would not take them"),
+    e("dev.tx_dropped", "packets", "kernel: the TX device's tx_dropped counter"),
+    e("softnet.time_squeeze", "events", "times net_rx_action() ran out of budget or time with work left (/proc/net/softnet_stat)"),
+    e("cpu.N.busy_pct", "%", "percent of the measured window CPU N was busy"),
+    e("machine.other_cpu_pct", "%", "kernel: CPU time used by processes other than darkbuf's during the measured window (a busy machine skews the results)"),
+    e("udp.in_errors", "datagrams", "kernel: UDP InErrors in the receiving namespace"),
+    e("udp.rcvbuf_errors", "datagrams", "kernel: UDP RcvbufErrors (datagrams dropped at a full receive buffer)"),
+    e("udp.sndbuf_errors", "datagrams", "kernel: UDP SndbufErrors (sends dropped, including qdisc drops reported as ENOBUFS)"),
+    // A physical NIC (driver = "nic") and what lies beyond it.
+    e("ping.wait_wire_ms", "ms", "nic: mean time a probe spent from the NIC's ring onto and across the wire"),
+    e("ping.wait_return_ms", "ms", "nic: mean time of the echo reply's way back from the peer"),
+    e("nic.tx_packets", "packets", "nic: packets the NIC transmitted in the measured window"),
+    e("nic.tx_bytes", "bytes", "nic: bytes the NIC transmitted"),
+    e("nic.tx_xmit_more", "packets", "nic: packets handed to the driver with xmit_more set (doorbell deferred)"),
+    e("nic.tx_queue_stopped", "events", "nic: times the driver stopped a TX queue (descriptor ring full)"),
+    e("nic.tx_queue_wake", "events", "nic: times the driver woke a stopped TX queue"),
+    e("nic.tx_cqes", "completions", "nic: TX completions (descriptors reclaimed)"),
+    e("nic.tx_irqs", "interrupts", "nic: TX-completion interrupts"),
+    e("nic.tx_irqs_per_s", "interrupts/s", "nic: TX-completion interrupts per second"),
+    e("nic.completions_per_irq", "completions/interrupt", "nic: TX completions per interrupt (what coalescing batches)"),
+    e("wire.util_pct", "%", "nic: percent of the measured window the wire was busy sending"),
+    e("peer.rx_packets", "packets", "nic: packets the far host received"),
+    e("peer.rx_dropped", "packets", "nic: packets the far host dropped on receive"),
+    // The qdisc algorithms' counters (tc -s qdisc show's xstats), by tc's names.
+    e("qdisc.allocation_errors", "events", "fq: flow allocations that failed"),
+    e("qdisc.avg_hdr_offset", "bytes", "cake: average network header offset"),
+    e("qdisc.backlog_bytes", "bytes", "bytes queued in the qdisc at the end"),
+    e("qdisc.borrows", "events", "htb: times a class borrowed rate from its parent"),
+    e("qdisc.bulk_flows", "flows", "cake: bulk flows at the end"),
+    e("qdisc.capacity_estimate", "bytes/s", "cake: the shaper's capacity estimate"),
+    e("qdisc.ce_mark", "packets", "fq_codel/codel: packets marked CE above ce_threshold"),
+    e("qdisc.count", "packets", "codel: drops in the current dropping state (state)"),
+    e("qdisc.direct_packets_stat", "packets", "htb: packets sent directly (no class matched)"),
+    e("qdisc.drop_next", "ns", "codel: time to the next drop (state)"),
+    e("qdisc.drop_overlimit", "packets", "fq_codel: drops because the qdisc was over its limit"),
+    e("qdisc.drop_overmemory", "packets", "fq_codel: drops because memory_limit was reached"),
+    e("qdisc.dropping", "flag", "codel: 1 while in the dropping state"),
+    e("qdisc.ecn_mark", "packets", "packets marked CE instead of dropped (AQM with ecn)"),
+    e("qdisc.fastpath_packets", "packets", "fq: packets that bypassed the flow queues"),
+    e("qdisc.flows", "flows", "fq: flows at the end (state)"),
+    e("qdisc.flows_plimit", "packets", "fq: drops because a flow reached flow_limit"),
+    e("qdisc.gc_flows", "flows", "fq: detached flows garbage-collected"),
+    e("qdisc.giants", "packets", "fq: packets larger than the quantum allows"),
+    e("qdisc.highprio_packets", "packets", "fq: packets in the high-priority band"),
+    e("qdisc.horizon_caps", "packets", "fq: packets whose time stamp was capped to the horizon"),
+    e("qdisc.horizon_drops", "packets", "fq: packets dropped beyond the horizon"),
+    e("qdisc.inactive_flows", "flows", "fq: inactive flows at the end (state)"),
+    e("qdisc.lastcount", "packets", "codel: count of the previous dropping state (state)"),
+    e("qdisc.ldelay", "ns", "codel: sojourn time of the last dequeued packet (state)"),
+    e("qdisc.lends", "events", "htb: times a class lent rate to a child"),
+    e("qdisc.max_adj_size", "bytes", "cake: largest packet size after overhead adjustment"),
+    e("qdisc.max_network_size", "bytes", "cake: largest network packet size"),
+    e("qdisc.maxpacket", "bytes", "codel: largest packet seen (state)"),
+    e("qdisc.memory_limit", "bytes", "fq_codel/cake: memory limit (state)"),
+    e("qdisc.memory_used", "bytes", "fq_codel/cake: memory used at the end (state)"),
+    e("qdisc.min_adj_size", "bytes", "cake: smallest packet size after overhead adjustment"),
+    e("qdisc.min_network_size", "bytes", "cake: smallest network packet size"),
+    e("qdisc.new_flow_count", "flows", "fq_codel: flows that became new flows"),
+    e("qdisc.new_flows_len", "flows", "fq_codel: flows on the new list at the end (state)"),
+    e("qdisc.old_flows_len", "flows", "fq_codel: flows on the old list at the end (state)"),
+    e("qdisc.pkts_too_long", "packets", "fq: packets too long for the quantum"),
+    e("qdisc.sent_bytes", "bytes", "bytes sent by the qdisc"),
+    e("qdisc.sent_packets", "packets", "packets sent by the qdisc (xstats)"),
+    e("qdisc.threshold_rate", "bytes/s", "cake: rate threshold of the tin"),
+    e("qdisc.throttled", "events", "fq: times a flow was throttled by pacing"),
+    e("qdisc.throttled_flows", "flows", "fq: throttled flows at the end (state)"),
+    e("qdisc.time_next_delayed_flow", "ns", "fq: time to the next throttled flow (state)"),
+    e("qdisc.unthrottle_latency_ns", "ns", "fq: mean lateness of unthrottling"),
+    e("qdisc.way_collisions", "events", "cake: set-associative hash collisions"),
+    e("qdisc.way_indirect_hits", "events", "cake: set-associative indirect hits"),
+    e("qdisc.way_misses", "events", "cake: set-associative misses"),
+    e("qdisc.sparse_flows", "flows", "cake: sparse flows at the end (state)"),
+    e("qdisc.unresponsive_flows", "flows", "cake: flows COBALT's BLUE found unresponsive (state)"),
+    e("qdisc.flow_quantum", "bytes", "fq: per-flow quantum (state)"),
+    e("qdisc.max_pkt_len", "bytes", "cake: largest packet seen (state)"),
+    e("qdisc.tokens", "ns", "htb/tbf: tokens at the end (state)"),
+    e("qdisc.tinN_threshold_rate", "bytes/s", "cake, tin N in tc's order: the tin's rate threshold"),
+    e("qdisc.tinN_target_us", "µs", "cake, tin N in tc's order: the tin's CoDel target"),
+    e("qdisc.tinN_interval_us", "µs", "cake, tin N in tc's order: the tin's CoDel interval"),
+    e("qdisc.tinN_peak_delay_us", "µs", "cake, tin N in tc's order: the tin's peak delay"),
+    e("qdisc.tinN_avg_delay_us", "µs", "cake, tin N in tc's order: the tin's average delay"),
+    e("qdisc.tinN_base_delay_us", "µs", "cake, tin N in tc's order: the tin's base delay"),
+    e("qdisc.tinN_sent_packets", "packets", "cake, tin N in tc's order: packets the tin sent"),
+    e("qdisc.tinN_sent_bytes", "bytes", "cake, tin N in tc's order: bytes the tin sent"),
+    e("qdisc.tinN_way_indirect_hits", "events", "cake, tin N in tc's order: the tin's set-associative indirect hits"),
+    e("qdisc.tinN_way_misses", "events", "cake, tin N in tc's order: the tin's set-associative misses"),
+    e("qdisc.tinN_way_collisions", "events", "cake, tin N in tc's order: the tin's set-associative collisions"),
+    e("qdisc.tinN_drops", "packets", "cake, tin N in tc's order: packets the tin dropped"),
+    e("qdisc.tinN_ecn_mark", "packets", "cake, tin N in tc's order: packets the tin marked CE"),
+    e("qdisc.tinN_ack_drops", "packets", "cake, tin N in tc's order: ACKs the tin's ACK filter dropped"),
+    e("qdisc.tinN_sparse_flows", "flows", "cake, tin N in tc's order: the tin's sparse flows (state)"),
+    e("qdisc.tinN_bulk_flows", "flows", "cake, tin N in tc's order: the tin's bulk flows (state)"),
+    e("qdisc.tinN_unresponsive_flows", "flows", "cake, tin N in tc's order: the tin's unresponsive flows (state)"),
+    e("qdisc.tinN_max_pkt_len", "bytes", "cake, tin N in tc's order: the tin's largest packet (state)"),
+    e("qdisc.tinN_flow_quantum", "bytes", "cake, tin N in tc's order: the tin's flow quantum (state)"),
+    e("qdisc.tinN_backlog_bytes", "bytes", "cake, tin N in tc's order: bytes queued in the tin at the end (state)"),
+    // TCP flows, as ss -ti and iperf3 name their figures.
+    e("tcp.goodput_mbps", "Mbit/s", "tcp: bytes the receiving applications read in the measured window, all flows"),
+    e("tcp.retrans", "segments", "tcp: segments retransmitted (not counting local qdisc drops, sent again as new data)"),
+    e("tcp.cwnd_avg_pkts", "packets", "tcp: time-averaged congestion window, mean over the flows"),
+    e("tcp.srtt_avg_ms", "ms", "tcp: time-averaged smoothed RTT, mean over the flows"),
+    e("tcp.pacing_rate_mbps", "Mbit/s", "tcp: time-averaged sk_pacing_rate, mean over the flows"),
+    e("tcp.flow.N.goodput_mbps", "Mbit/s", "tcp: flow N's goodput (also a time series at flent's 0.2 s step)"),
+    e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
+    e("tcp.flow.N.cwnd_avg_pkts", "packets", "tcp: flow N's time-averaged congestion window"),
+    e("tcp.flow.N.srtt_avg_ms", "ms", "tcp: flow N's time-averaged smoothed RTT"),
+    e("qdisc.ctokens", "ns", "htb: ceil tokens at the end (state)"),
+];
+
+/// The glossary entry of `metric`: exact, or with its numeric parts read as `N`
+/// (`sink.pps.1` -> `sink.pps.N`, `cpu.3.busy_pct` -> `cpu.N.busy_pct`).
+pub fn lookup(metric: &str) -> Option<&'static Entry> {
+    if let Some(e) = GLOSSARY.iter().find(|e| e.name == metric) {
+        return Some(e);
+    }
+    let pattern: Vec<String> = metric
+        .split('.')
+        .map(|part| {
+            if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+                return "N".to_string();
+            }
+            // cake's per-tin counters: tin0_drops -> tinN_drops.
+            match part.strip_prefix("tin").and_then(|r| r.split_once('_')) {
+                Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("tinN_{rest}"),
+                _ => part.to_string(),
+            }
+        })
+        .collect();
+    let pattern = pattern.join(".");
+    GLOSSARY.iter().find(|e| e.name == pattern)
+}
+
+/// Every name in the glossary (with `N` for an index), for "valid metrics" messages.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = GLOSSARY.iter().map(|e| e.name.to_string()).collect();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_read_as_n() {
+        assert_eq!(lookup("sink.pps.3").map(|e| e.name), Some("sink.pps.N"));
+        assert_eq!(lookup("cpu.12.busy_pct").map(|e| e.unit), Some("%"));
+        assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));
+        assert!(lookup("nosuch.metric").is_none());
+        assert!(lookup("sink.pps.x").is_none());
+    }
+
+    #[test]
+    fn no_name_twice() {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in GLOSSARY {
+            assert!(seen.insert(e.name), "{} twice", e.name);
+            assert!(!e.unit.is_empty() && !e.meaning.is_empty(), "{}", e.name);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The bounds on every scenario input that decides how much memory or time a run takes.
+//!
+//! A scenario is untrusted input: a typo (`sample_interval = "1ns"`, a tun
+//! `txqueuelen = 4000000000`, 65536 `[[traffic]]` entries) must be a schema error with
+//! the bound in its message (exit 2) before anything runs, never an allocation that
+//! aborts the process or a run that never ends. Each bound is either the kernel's own
+//! (then the kernel rejects the same value) or sized so that any accepted scenario
+//! stays well under 2 GB of memory in the simulator, with room for one run per CPU
+//! at once.
+
+/// Largest scenario (or profile) file read, bytes. A scenario is a few kB; the bound
+/// turns `darkbuf run /dev/zero` into an error instead of reading until out of memory.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Runs per scenario (`runs`, `--runs`): 1000 seeds give a 95% CI far tighter than any
+/// model error; more is a typo, and each run's record is kept in memory.
+pub const MAX_RUNS: u32 = 1000;
+
+/// Runs per command, summed over a sweep's points: every run's record (metrics,
+/// histograms, time series) is kept until the results are written.
+pub const MAX_TOTAL_RUNS: u64 = 10_000;
+
+/// Longest `duration` and `warmup`: one hour of simulated traffic. The simulator
+/// runs at a few times real time, so an hour is already many minutes of wall time.
+pub const MAX_DURATION_NS: u64 = 3600 * 1_000_000_000;
+
+/// Samples per time series and run (`duration / sample_interval`): 100 000 samples
+/// are 1 ms resolution over 100 s. Every sample is kept and written to the results.
+pub const MAX_SAMPLES: u64 = 100_000;
+
+/// Probes per run (`(warmup + duration) / interval` of a ping): each probe is an
+/// event, and each answered one a kept sample.
+pub const MAX_PROBES: u64 = 100_000;
+
+/// Results points over all runs of one command: samples of the 4 sampled series plus
+/// probes, summed over runs. Each is held several times while the results are written
+/// (the typed record, its JSON value and text, the plots and the report page): 4.5 M
+/// points peaked at 1.65 GB (measured, `--out`), so 2 M stay well under 1 GB.
+pub const MAX_TOTAL_POINTS: u64 = 2_000_000;
+
+/// `[[traffic]]` entries. Each flood is a task in the simulator and a thread, a sink and
+/// a UDP port (5001 + index) on the kernel backend.
+pub const MAX_TRAFFIC: usize = 64;
+
+/// Flows (sockets) of one flood: the kernel backend opens one UDP socket per flow, and
+/// there are 65536 source ports.
+pub const MAX_FLOWS: u32 = 65_536;
+
+/// Entries of a tun/tap ring (`txqueuelen`): `ptr_ring_init()` fails (ENOMEM at
+/// `TUNSETIFF`) for more than `KMALLOC_MAX_SIZE / sizeof(void *)` entries, 4 MiB / 8 on
+/// x86-64. Measured on 6.18: a tap with txqueuelen 524288 attaches, 524289 does not.
+pub const MAX_TUN_RING: u32 = 524_288;
+
+/// Packets that can be in flight at once (charged to the floods' send buffers, plus a
+/// tun ring's orphaned packets). The simulator keeps about 150 bytes per packet in
+/// flight (measured: 2.1 M packets in a pfifo took 350 MB), so 2 M packets stay
+/// near 300 MB per simulation, with one simulation per CPU at once.
+pub const MAX_INFLIGHT_PKTS: u64 = 2_000_000;
+
+/// `what` with a thousands separator, for bounds in messages: `4,000,000`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The recorded points one run of `scn` keeps: samples of the sampled series plus the
+/// probes in the measured window (an upper bound; see [`MAX_TOTAL_POINTS`]).
+pub fn points_per_run(scn: &crate::Scenario) -> u64 {
+    let samples = match scn.sample_interval_ns {
+        0 => 0,
+        i => 4 * (scn.duration_ns / i + 1),
+    };
+    let probes: u64 = scn
+        .traffic
+        .iter()
+        .map(|t| match t {
+            crate::Traffic::Ping(p) => scn.duration_ns / p.interval_ns.max(1) + 1,
+            crate::Traffic::Udp(_) => 0,
+            // A flow's goodput series: one point per 200 ms step.
+            crate::Traffic::Tcp(f) => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),
+        })
+        .max()
+        .unwrap_or(0);
+    samples + probes
+}
+
+/// Checks what a whole command (a run's `runs`, or every point of a sweep) would keep:
+/// at most [`MAX_TOTAL_RUNS`] runs and [`MAX_TOTAL_POINTS`] recorded points. `scns` are
+/// the points (each with its own `runs`).
+pub fn check_total<'a>(scns: impl IntoIterator<Item = &'a crate::Scenario>) -> Result<(), String> {
+    let (mut runs, mut points, mut n) = (0u64, 0u64, 0u64);
+    for s in scns {
+        n += 1;
+        runs += s.runs as u64;
+        points = points.saturating_add((s.runs as u64).saturating_mul(points_per_run(s)));
+    }
+    let what = if n == 1 { "this run".to_string() } else { format!("these {n} points") };
+    if runs > MAX_TOTAL_RUNS {
+        return Err(format!(
+            "{what} add up to {} runs; at most {} runs per command: lower --runs or split the sweep",
+            thousands(runs),
+            thousands(MAX_TOTAL_RUNS)
+        ));
+    }
+    if points > MAX_TOTAL_POINTS {
+        return Err(format!(
+            "{what} would record {} time-series samples and probes over {} run(s); at most {} per command: \
+             raise sample_interval (or set it to \"0s\"), raise the ping interval, or run fewer runs",
+            thousands(points),
+            thousands(runs),
+            thousands(MAX_TOTAL_POINTS)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(4_000_000), "4,000,000");
+    }
+}

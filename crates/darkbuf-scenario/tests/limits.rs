@@ -1,0 +1,105 @@
+//! Issue 18: every input that decides memory or time is bounded by the schema, with an
+//! error that names the bound and where the value is (never an allocation that aborts).
+
+use darkbuf_scenario::limits::*;
+use darkbuf_scenario::*;
+
+const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
+
+fn err(text: &str, set: &[&str]) -> Diagnostic {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
+}
+
+fn ok(text: &str, set: &[&str]) -> Scenario {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
+}
+
+#[test]
+fn too_many_traffic_entries_is_an_error_at_the_first_extra_one() {
+    let text = "[[traffic]]\nkind = \"ping\"\n".repeat(MAX_TRAFFIC + 1);
+    let d = err(&text, &[]);
+    assert_eq!(d.kind, DiagnosticKind::Value);
+    assert_eq!(d.line, Some(2 * MAX_TRAFFIC + 1), "{d}");
+    assert!(d.to_string().contains(&format!("at most {MAX_TRAFFIC}")), "{d}");
+    ok(&"[[traffic]]\nkind = \"ping\"\n".repeat(MAX_TRAFFIC), &[]);
+}
+
+#[test]
+fn sample_interval_is_bounded_by_the_number_of_samples() {
+    let d = err(&format!("sample_interval = \"1ns\"\n{UDP}"), &[]);
+    assert_eq!((d.line, d.column), (Some(1), Some(19)), "{d}");
+    assert!(d.to_string().contains("at most 100,000"), "{d}");
+    let d = err(UDP, &["sample_interval=1us"]);
+    assert!(d.to_string().contains("at least 100 us"), "{d}");
+    // Off, or coarse enough, is fine.
+    ok(UDP, &["sample_interval=0s"]);
+    ok(UDP, &["sample_interval=100us"]);
+}
+
+#[test]
+fn tun_ring_is_bounded_as_ptr_ring_init_bounds_it() {
+    let tun = "[device]\ndriver = \"tun\"\ntxqueuelen = 4000000000\n[consumer]\nkind = \"reader\"\n[[traffic]]\nkind = \"udp\"\n";
+    let d = err(tun, &[]);
+    assert_eq!(d.line, Some(3), "{d}");
+    assert!(d.to_string().contains("524288"), "{d}");
+    let d = err(tun, &["device.txqueuelen=1000", "device.ring_size=524289"]);
+    assert!(d.message.contains("ring_size"), "{d}");
+    ok(tun, &["device.txqueuelen=524288"]);
+}
+
+#[test]
+fn runs_durations_and_probes_are_bounded() {
+    assert!(err(UDP, &["runs=0"]).to_string().contains("1..=1000"));
+    assert!(err(UDP, &["runs=1001"]).to_string().contains("1..=1000"));
+    assert!(err(UDP, &["duration=3601s"]).to_string().contains("3600"));
+    assert!(err(UDP, &["warmup=3601s"]).to_string().contains("3600"));
+    let d = err("[[traffic]]\nkind = \"ping\"\ninterval = \"1ns\"\n", &[]);
+    assert_eq!(d.line, Some(3), "{d}");
+    assert!(d.to_string().contains("at most 100,000"), "{d}");
+    ok(UDP, &["runs=1000", "duration=3600s"]);
+}
+
+#[test]
+fn flows_are_bounded_by_source_ports() {
+    let d = err("[[traffic]]\nkind = \"udp\"\nflows = 65537\n", &[]);
+    assert!(d.to_string().contains("65536"), "{d}");
+}
+
+#[test]
+fn packets_in_flight_are_bounded() {
+    // 4 floods of tiny datagrams with the largest send buffer: ~11.5 M skbs.
+    let flood = "[[traffic]]\nkind = \"udp\"\nsize = 1\nsndbuf = \"1GiB\"\n";
+    let d = err(&flood.repeat(4), &[]);
+    assert!(d.to_string().contains("packets in flight"), "{d}");
+    assert!(d.to_string().contains("2,000,000"), "{d}");
+    assert!(d.key.ends_with("sndbuf"), "{d:?}");
+    ok(&flood.replace("1GiB", "512MiB"), &[]);
+}
+
+#[test]
+fn a_profile_path_that_is_not_a_small_file_is_an_error_at_its_key() {
+    let d = err(&format!("[machine]\nprofile = \"/dev/zero\"\n{UDP}"), &[]);
+    assert_eq!(d.line, Some(2), "{d}");
+    assert!(d.to_string().contains("not a regular file"), "{d}");
+}
+
+#[test]
+fn an_endless_scenario_file_is_read_only_up_to_the_bound() {
+    let d = load(std::path::Path::new("/dev/zero"), &[]).expect_err("/dev/zero is no scenario");
+    assert!(d.to_string().contains("larger than 1,048,576 bytes"), "{d}");
+    assert_eq!(read_bounded(std::path::Path::new("/dev/zero"), 10).unwrap(), None);
+}
+
+#[test]
+fn the_whole_command_is_bounded() {
+    let mut s = ok(UDP, &["runs=1000"]);
+    assert!(check_total([&s]).is_ok());
+    let points: Vec<Scenario> = (0..11).map(|_| s.clone()).collect();
+    let e = check_total(points.iter()).unwrap_err();
+    assert!(e.contains("11,000 runs") && e.contains("10,000"), "{e}");
+    s.sample_interval_ns = 1_000_000; // 10 001 samples x 4 series per run
+    let e = check_total([&s]).unwrap_err();
+    assert!(e.contains("2,000,000"), "{e}");
+}
