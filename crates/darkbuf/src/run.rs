@@ -1,7 +1,7 @@
 //! `darkbuf run` and `darkbuf sweep` on the simulator.
 
 use crate::{Backend, Common, Format, Rows};
-use darkbuf_report::{Environment, Results, RunRecord, SweepPoint, SweepResults};
+use darkbuf_report::{Results, RunRecord, SweepPoint, SweepResults};
 use darkbuf_scenario::Scenario;
 use darkbuf_sim::Profile;
 use std::collections::BTreeMap;
@@ -25,6 +25,18 @@ impl Failure {
             Failure::Input(_) => 2,
             Failure::Backend(_) => 3,
             Failure::Internal(_) => 1,
+        }
+    }
+}
+
+/// The shared orchestration's errors as exit codes: bad scenario or profile 2, a
+/// simulator that cannot set the scenario up 3, anything else 1.
+impl From<darkbuf_run::Error> for Failure {
+    fn from(e: darkbuf_run::Error) -> Self {
+        match e {
+            darkbuf_run::Error::Scenario(_) | darkbuf_run::Error::Profile(_) => Failure::Input(e.to_string()),
+            darkbuf_run::Error::Sim(_) => Failure::Backend(e.to_string()),
+            darkbuf_run::Error::Internal(_) => Failure::Internal(e.to_string()),
         }
     }
 }
@@ -110,37 +122,14 @@ pub(crate) fn run_jobs(jobs: &[(Scenario, u64)], profiles: &[Profile], pb: &indi
 }
 
 pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
-    Profile::load(&scn.machine.profile).map_err(|e| Failure::Input(e.to_string()))
-}
-
-fn environment(scn: &Scenario, p: &Profile) -> Environment {
-    Environment {
-        kernel: "sim".into(),
-        cpu: format!("simulated: {} CPUs, HZ={}", scn.machine.cpus, scn.machine.hz),
-        profile: p.name.clone(),
-        darkbuf_version: env!("CARGO_PKG_VERSION").into(),
-    }
+    Ok(darkbuf_run::profile_of(scn)?)
 }
 
 pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
-    if let Some(r) = c.runs {
-        scn.runs = r.max(1);
-    }
-    if let Some(s) = c.seed {
-        scn.seed = s;
-    }
+    darkbuf_run::apply_runs_seed(scn, c.runs, c.seed);
 }
 
-pub(crate) fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTreeMap<String, String>)>) -> Results {
-    let mut unavailable = BTreeMap::new();
-    let mut records = Vec::new();
-    for (r, why) in runs {
-        unavailable.extend(why);
-        records.push(r);
-    }
-    let scenario = serde_json::to_value(scn).expect("scenario serializes");
-    Results::from_runs(scenario, "sim", environment(scn, p), records, unavailable)
-}
+pub(crate) use darkbuf_run::results_of;
 
 pub(crate) fn warn_findings(label: &str, r: &Results) {
     for run in &r.runs {
@@ -195,7 +184,7 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     table: impl FnOnce(),
 ) -> Result<(), Failure> {
     let value = serde_json::to_value(results).map_err(|e| Failure::Internal(e.to_string()))?;
-    let json = serde_json::to_string_pretty(&value).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
+    let json = darkbuf_run::results_json(&value).map_err(|e| Failure::Internal(e.to_string()))?;
     if let Some(dir) = &c.out {
         write_out(dir, &json, &csv)?;
         if let Some(any) = AnyResults::from_value(value) {
@@ -331,44 +320,26 @@ pub(crate) fn print_run_table(results: &Results, per_run: bool) {
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
-    let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| {
-        s.split_once('=').is_some_and(|(_, v)| v.contains(',') && !v.trim_start().starts_with('['))
-    });
-    let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
-    let mut points = Vec::new();
-    for spec in &plan.points {
-        let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
-        apply_common(&mut scn, c);
-        points.push((spec.clone(), scn));
-    }
-    let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
+    let source = darkbuf_run::Source::read(path).map_err(|d| Failure::Input(d.to_string()))?;
+    let points = darkbuf_run::sweep_points(&source, &c.set, c.runs, c.seed).map_err(|d| Failure::Input(d.to_string()))?;
+    let name = points.first().map(|p| p.scenario.name.clone()).unwrap_or_default();
     let mut sweep = SweepResults { name: name.clone(), points: Vec::new() };
     let backend = match c.backend {
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
-            for (spec, scn) in &points {
-                let results = crate::kernel_cli::run_point(scn)?;
-                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            for pt in &points {
+                let results = crate::kernel_cli::run_point(&pt.scenario)?;
+                sweep.points.push(SweepPoint { label: pt.label.clone(), set: pt.set.clone(), results });
             }
             "kernel"
         }
         Backend::Sim => {
-            let point_profiles = points.iter().map(|(_, scn)| profile_of(scn)).collect::<Result<Vec<_>, _>>()?;
-            let mut jobs = Vec::new();
-            let mut profiles = Vec::new();
-            for ((_, scn), p) in points.iter().zip(&point_profiles) {
-                for i in 0..scn.runs as u64 {
-                    jobs.push((scn.clone(), scn.seed.wrapping_add(i)));
-                    profiles.push(p.clone());
-                }
-            }
+            let point_profiles = darkbuf_run::profiles_of(&points)?;
+            let (jobs, profiles) = darkbuf_run::jobs_of(&points, &point_profiles);
             let pb = progress(jobs.len() as u64, &name);
-            let mut outs = run_jobs(&jobs, &profiles, &pb)?.into_iter();
-            for ((spec, scn), p) in points.iter().zip(&point_profiles) {
-                let runs: Vec<_> = outs.by_ref().take(scn.runs as usize).collect();
-                let results = results_of(scn, p, runs);
-                warn_findings(&format!(" in point \"{}\"", spec.label), &results);
-                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            sweep = darkbuf_run::sweep_results(&points, &point_profiles, run_jobs(&jobs, &profiles, &pb)?);
+            for p in &sweep.points {
+                warn_findings(&format!(" in point \"{}\"", p.label), &p.results);
             }
             "sim"
         }
