@@ -35,11 +35,13 @@ pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fix
 
 use std::path::Path;
 
-/// Reads a scenario file: (name for errors, text).
+/// Reads a scenario file: (name for errors, text), the pair [`load_str`] and
+/// [`sweep_plan_str_fixed`] take. Reading once and planning from the text gives the
+/// same scenarios as [`load`] and [`sweep_plan_fixed`], which read the file themselves.
 ///
 /// At most [`limits::MAX_FILE_BYTES`] are read: `darkbuf run /dev/zero` is an error, not
 /// a read until the memory runs out.
-pub(crate) fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
+pub fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
     let name = path.display().to_string();
     match read_bounded(path, limits::MAX_FILE_BYTES) {
         Ok(Some(text)) => Ok((name, text)),
@@ -119,9 +121,24 @@ pub fn load_point(
     base_overrides: &[String],
     point: &SweepPointSpec,
 ) -> Result<Scenario, Diagnostic> {
-    let mut all = point.set.clone();
-    all.extend(base_overrides.iter().cloned());
-    let mut sc = load(path, &all)?;
+    let (name, text) = read_scenario(path)?;
+    load_point_str(&name, &text, base_overrides, point)
+}
+
+/// [`load_point`] for scenario text (see [`load_str`]).
+pub fn load_point_str(
+    name_for_errors: &str,
+    text: &str,
+    base_overrides: &[String],
+    point: &SweepPointSpec,
+) -> Result<Scenario, Diagnostic> {
+    let mut sc = load_str(name_for_errors, text, &point_overrides(base_overrides, point))?;
     sc.label = point.label.clone();
     Ok(sc)
+}
+
+/// The overrides that make `point`: its own `set`, then `base_overrides` (so the
+/// command line's single-value `--set`s win).
+pub fn point_overrides(base_overrides: &[String], point: &SweepPointSpec) -> Vec<String> {
+    point.set.iter().chain(base_overrides).cloned().collect()
 }

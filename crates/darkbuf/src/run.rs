@@ -1,7 +1,7 @@
 //! `darkbuf run` and `darkbuf sweep` on the simulator.
 
 use crate::{Backend, Common, Format, Rows};
-use darkbuf_report::{Environment, Results, RunRecord, SweepPoint, SweepResults};
+use darkbuf_report::{Results, RunRecord, SweepPoint, SweepResults};
 use darkbuf_scenario::Scenario;
 use darkbuf_sim::Profile;
 use std::collections::BTreeMap;
@@ -35,6 +35,18 @@ impl Failure {
     pub fn interrupted(signal: i32, what: &str) -> Failure {
         let message = format!("interrupted by {}{what}", darkbuf_kernel::signals::name(signal));
         Failure::Interrupted { signal, message }
+    }
+}
+
+/// The shared orchestration's errors as exit codes: bad scenario or profile 2, a
+/// simulator that cannot set the scenario up 3, anything else 1.
+impl From<darkbuf_run::Error> for Failure {
+    fn from(e: darkbuf_run::Error) -> Self {
+        match e {
+            darkbuf_run::Error::Scenario(_) | darkbuf_run::Error::Profile(_) => Failure::Input(e.to_string()),
+            darkbuf_run::Error::Sim(_) => Failure::Backend(e.to_string()),
+            darkbuf_run::Error::Internal(_) => Failure::Internal(e.to_string()),
+        }
     }
 }
 
@@ -222,16 +234,7 @@ pub(crate) fn check_out(c: &Common) -> Result<(), Failure> {
 }
 
 pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
-    Profile::load(&scn.machine.profile).map_err(|e| Failure::Input(e.to_string()))
-}
-
-fn environment(scn: &Scenario, p: &Profile) -> Environment {
-    Environment {
-        kernel: "sim".into(),
-        cpu: format!("simulated: {} CPUs, HZ={}", scn.machine.cpus, scn.machine.hz),
-        profile: p.name.clone(),
-        darkbuf_version: env!("CARGO_PKG_VERSION").into(),
-    }
+    Ok(darkbuf_run::profile_of(scn)?)
 }
 
 /// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` is bounded
@@ -245,16 +248,7 @@ pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
     }
 }
 
-pub(crate) fn results_of(scn: &Scenario, p: &Profile, runs: Vec<(RunRecord, BTreeMap<String, String>)>) -> Results {
-    let mut unavailable = BTreeMap::new();
-    let mut records = Vec::new();
-    for (r, why) in runs {
-        unavailable.extend(why);
-        records.push(r);
-    }
-    let scenario = serde_json::to_value(scn).expect("scenario serializes");
-    Results::from_runs(scenario, "sim", environment(scn, p), records, unavailable)
-}
+pub(crate) use darkbuf_run::results_of;
 
 /// `arg` quoted for a POSIX shell when it needs it (`'a b'`, `'it'\''s'`).
 fn shell_quote(arg: &str) -> String {
@@ -372,9 +366,18 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     table: impl FnOnce(),
 ) -> Result<(), Failure> {
     let value = serde_json::to_value(results).map_err(|e| Failure::Internal(e.to_string()))?;
-    let json = serde_json::to_string_pretty(&value).map_err(|e| Failure::Internal(e.to_string()))? + "\n";
+    let file_json = darkbuf_run::results_json(&value).map_err(|e| Failure::Internal(e.to_string()))?;
+    // The printed JSON is the results contract alone: how the results were made (the
+    // command line, the scenario's text, the commit) goes with the files --out
+    // writes and the report page. The same results from the CLI and from the Python
+    // package then print the same bytes.
+    let mut printed = value.clone();
+    if let Some(o) = printed.as_object_mut() {
+        o.remove("provenance");
+    }
+    let json = darkbuf_run::results_json(&printed).map_err(|e| Failure::Internal(e.to_string()))?;
     if let Some(dir) = &c.out {
-        write_out(dir, &json, &csv)?;
+        write_out(dir, &file_json, &csv)?;
         if let Some(any) = AnyResults::from_value(value) {
             write_artifacts(dir, &any, sweep_metrics)?;
         }

@@ -1,0 +1,35 @@
+//! What can go wrong between a scenario and its results, kept apart by who is to blame
+//! (the CLI maps them to its exit codes, Python to exception classes).
+
+use darkbuf_scenario::Diagnostic;
+
+#[derive(Debug)]
+pub enum Error {
+    /// Bad scenario input, with its file, line, column and what would be valid.
+    Scenario(Diagnostic),
+    /// The scenario's machine profile cannot be loaded (bad input too, but about
+    /// another file, which has no diagnostics of its own).
+    Profile(String),
+    /// The simulator could not set the scenario up.
+    Sim(String),
+    /// A job or a job's output that does not decode: a bug, or a worker running
+    /// another version of darkbuf.
+    Internal(String),
+}
+
+impl From<Diagnostic> for Error {
+    fn from(d: Diagnostic) -> Self {
+        Error::Scenario(d)
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Scenario(d) => write!(f, "{d}"),
+            Error::Profile(m) | Error::Sim(m) | Error::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,91 @@
+"""From Python arguments to what the scenario loader takes: the scenario's text and the
+command line's ``KEY=VALUE`` overrides.
+
+Overrides are the CLI's ``--set`` keys. Python spells them two ways: a dict with the
+dotted keys (``{"device.bql.limit_min": 8}``), or keyword arguments with ``__`` for
+``.`` (``device__bql__limit_min=8``, ``traffic__0__rate="50kpps"``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Tuple, List
+
+from . import _darkbuf
+from .errors import ScenarioError
+
+#: What a scenario argument may be.
+SCENARIO_HELP = "give a path to a scenario TOML file, the TOML text itself, or a dict of its keys"
+
+
+def source(scenario: Any) -> Tuple[str, str]:
+    """``(name, text)`` of a scenario: a path (``str`` or ``os.PathLike``), TOML text,
+    or a dict. A ``str`` is a path when it is one line and names a file or has no
+    ``=`` in it; otherwise it is TOML text, named ``<string>`` in diagnostics. A dict
+    is named ``<dict>``."""
+    if isinstance(scenario, Mapping):
+        return "<dict>", _darkbuf.dict_to_toml(dict(scenario))
+    if isinstance(scenario, os.PathLike):
+        return _darkbuf.read_source(os.fspath(scenario))
+    if isinstance(scenario, str):
+        one_line = "\n" not in scenario
+        if one_line and ("=" not in scenario or os.path.isfile(scenario)):
+            return _darkbuf.read_source(scenario)
+        return "<string>", scenario
+    raise TypeError(f"scenario: a {type(scenario).__name__}; {SCENARIO_HELP}")
+
+
+def _check_key(key: Any, where: str) -> str:
+    if not isinstance(key, str) or not key.strip() or "=" in key:
+        raise ScenarioError(
+            f"{where}: {key!r} is not a dotted scenario key; write keys such as "
+            "\"device.bql.limit_min\" or \"traffic.0.rate\"",
+            key=str(key),
+            help='keys such as "device.bql.limit_min" or "traffic.0.rate"',
+            kind="syntax",
+        )
+    return key
+
+
+def overrides(set: Optional[Mapping[str, Any]], keywords: Mapping[str, Any]) -> List[str]:
+    """The ``KEY=VALUE`` strings of ``set`` (dotted keys) then ``keywords`` (``__`` for
+    ``.``), values written as ``--set`` reads them."""
+    items = []
+    if set is not None:
+        if not isinstance(set, Mapping):
+            raise TypeError("set: a dict of dotted keys to values, e.g. {'device.bql.limit_min': 8}")
+        items += [(_check_key(k, "set"), v) for k, v in set.items()]
+    items += [(k.replace("__", "."), v) for k, v in keywords.items()]
+    return [f"{k}={_darkbuf.override_text(v, k)}" for k, v in items]
+
+
+def sweeps(spec: Optional[Mapping[str, Any]]) -> List[str]:
+    """``{"key": [values]}`` as the CLI's ``--set KEY=V1,V2,...`` (one axis per key, in
+    the dict's order; the first key varies slowest)."""
+    if spec is None:
+        return []
+    if not isinstance(spec, Mapping):
+        raise TypeError("sweep: a dict of dotted keys to lists of values, e.g. {'consumer.nrules': [0, 3500]}")
+    out = []
+    for key, values in spec.items():
+        _check_key(key, "sweep")
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+            raise ScenarioError(
+                f"`{key}`: sweep values must be a list, found {type(values).__name__}; "
+                f"write {{{key!r}: [V1, V2, ...]}} (a single value goes in set= or a keyword)",
+                key=key, help="a list of values", kind="type",
+            )
+        texts = [_darkbuf.override_text(v, key) for v in values]
+        if not texts:
+            raise ScenarioError(f"`{key}`: the sweep has no values; give at least one",
+                                key=key, help="a non-empty list", kind="value")
+        for t in texts:
+            if "," in t:
+                raise ScenarioError(
+                    f"`{key}`: the value {t} contains a comma, which separates sweep values; "
+                    "sweep it with a [sweep] table or [[variant]]s in the scenario instead",
+                    key=key, help="values without commas", kind="value",
+                )
+        out.append(f"{key}={','.join(texts)}")
+    return out
