@@ -321,8 +321,9 @@ pub fn rate_pps(rate: &Rate, payload: u32) -> Option<f64> {
     }
 }
 
-/// The placement keys the kernel backend does not apply yet: it pins every flood to
-/// CPU 0 and its consumer to the last CPU, and sets XPS only by `xps_txq`.
+/// The placement keys the kernel backend does not apply yet: it pins each flood and the
+/// prober to their `cpu` and the consumer to the last CPU, and sets XPS only by
+/// `xps_txq`. A `cpu` the machine does not have is refused.
 fn check_placement(scn: &Scenario) -> Result<()> {
     let d = &scn.device;
     let default_irq: Vec<u32> = (1..scn.machine.cpus).collect();
@@ -344,16 +345,19 @@ fn check_placement(scn: &Scenario) -> Result<()> {
                 )))
             }
         };
-        if cpu != 0 {
-            keys.push(format!("traffic.{i}.cpu"));
+        if cpu as usize >= crate::online_cpus() {
+            return Err(KernelError::Unavailable(format!(
+                "traffic.{i}.cpu = {cpu}: this machine has {} CPUs",
+                crate::online_cpus()
+            )));
         }
     }
     if keys.is_empty() {
         return Ok(());
     }
     Err(KernelError::Unavailable(format!(
-        "{}: the kernel backend does not apply this placement yet (it pins the floods to CPU 0 and the consumer \
-         to the last CPU, and sets XPS only with device.xps_txq); run it on the simulator, or remove the key",
+        "{}: the kernel backend does not apply this placement yet (it pins the consumer to the last CPU, and sets \
+         XPS only with device.xps_txq); run it on the simulator, or remove the key",
         keys.join(", ")
     )))
 }
@@ -486,7 +490,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             duration: total,
             batch,
         };
-        guard.tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(o.producer_cpu), stop.clone())));
+        // Pinned where the scenario puts the sending process (traffic.N.cpu, default 0).
+        let _ = o.producer_cpu;
+        guard.tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(u.cpu as usize), stop.clone())));
     }
     if let Some(p) = pings.first() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
@@ -500,7 +506,10 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             timeout: PROBE_TIMEOUT,
             payload: p.size as usize,
         };
-        guard.tools.prober = Some(load::spawn_prober_with(spec, ProbeOpts::default(), stop.clone()));
+        // Pinned to the ping's CPU, as the simulator's pinger is: which CPU the prober runs
+        // on decides who wins a slot a full qdisc frees (docs/ping-loss-full-pfifo.md).
+        let opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
+        guard.tools.prober = Some(load::spawn_prober_with(spec, opts, stop.clone()));
     }
 
     // Warmup, then the measured window.

@@ -155,6 +155,8 @@ pub struct Metrics {
     pub sink_owd_ns: u128,
     pub probes: Vec<ProbeSample>,
     pub probes_sent: u64,
+    /// Send times of the probes sent in the measured window.
+    pub probe_sent_at: Vec<u64>,
     pub probes_lost: u64,
     /// Send times of the lost probes (for the RTT time series).
     pub lost_at: Vec<u64>,

@@ -166,8 +166,11 @@ impl Profile {
         let (path, text) = match name_or_path {
             "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string()),
             p if p.ends_with(".toml") || p.contains('/') => {
-                let text = std::fs::read_to_string(Path::new(p))
-                    .map_err(|err| ProfileError::Io { path: p.into(), err })?;
+                // Bounded like a scenario file: a profile path of /dev/zero is an error.
+                let max = darkbuf_scenario::limits::MAX_FILE_BYTES;
+                let text = darkbuf_scenario::read_bounded(Path::new(p), max)
+                    .map_err(|err| ProfileError::Io { path: p.into(), err })?
+                    .ok_or_else(|| ProfileError::Invalid { path: p.into(), msg: format!("larger than {max} bytes: not a profile") })?;
                 (p.to_string(), text)
             }
             other => return Err(ProfileError::Unknown(other.into())),

@@ -277,10 +277,20 @@ impl World {
                 out.set("ping.wait_return_ms", ms(avg(&|p| p.wait_return)));
             }
         }
-        // Probes still in flight at the end are neither answered nor lost.
-        let fated = mt.probes.len() as u64 + mt.probes_lost;
-        let loss = if fated == 0 { 0.0 } else { 100.0 * mt.probes_lost as f64 / fated as f64 };
-        out.set("ping.loss_pct", loss);
+        // A probe still unanswered PROBE_TIMEOUT after it was sent is lost (as the
+        // kernel backend's prober gives up on it); younger ones in flight at the end
+        // are neither answered nor lost.
+        let cutoff = self.cfg.end.saturating_sub(PROBE_TIMEOUT_NS);
+        let sent = mt.probe_sent_at.iter().filter(|&&t| t <= cutoff).count() as u64;
+        let answered = mt.probes.iter().filter(|p| p.t_send <= cutoff).count() as u64;
+        let dropped = mt.lost_at.iter().filter(|&&t| t >= self.cfg.start && t <= cutoff).count() as u64;
+        let lost = mt.probes_lost + sent.saturating_sub(answered + dropped);
+        let fated = mt.probes.len() as u64 + lost;
+        if fated == 0 {
+            out.none("ping.loss_pct", "no probe was answered, dropped or timed out in the measured window");
+        } else {
+            out.set("ping.loss_pct", 100.0 * lost as f64 / fated as f64);
+        }
         out.set("ping.probes", fated as f64);
     }
 
@@ -397,6 +407,10 @@ impl World {
         self.nic_metrics(&mut out.m, end - start);
     }
 }
+
+/// How long an unanswered probe is waited for before it counts as lost: the kernel
+/// backend's prober timeout.
+const PROBE_TIMEOUT_NS: u64 = 2_000_000_000;
 
 /// A run's metrics as they are assembled: values, and for each `null` the reason.
 #[derive(Default)]

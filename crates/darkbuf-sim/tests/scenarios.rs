@@ -138,3 +138,16 @@ fn placement_moves_the_work_between_cpus() {
     assert!(m(&r, "cpu.0.busy_pct") < 1.0 && m(&r, "cpu.2.busy_pct") < 1.0);
     assert!(m(&r, "bql.limit_avg") > 0.0, "the measured queue is the one XPS picked");
 }
+
+/// Probes that never come back are lost, not "0% loss of 0 probes": a tap reader that
+/// takes 50 ms a frame behind a backpressured 1000-entry ring holds a probe for ~50 s,
+/// so every probe sent more than the prober's 2 s timeout before the end is lost. (The
+/// queue stays stopped longer than the TX watchdog's 5 s, a finding of its own.)
+#[test]
+fn unanswered_probes_are_lost_after_the_timeout() {
+    let set: Vec<String> = ["device.backpressure=true", "consumer.app_cost=50ms", "traffic.0.sndbuf=64KiB"].map(String::from).to_vec();
+    let scn = darkbuf_scenario::load(&common::scenario_path("tap-reader.toml"), &set).unwrap();
+    let (r, _) = darkbuf_sim::simulate(&scn, &darkbuf_sim::Profile::load("seed-vm").unwrap(), 1).unwrap();
+    assert_eq!(m(&r, "ping.loss_pct"), 100.0);
+    assert!(m(&r, "ping.probes") >= 25.0, "{}", m(&r, "ping.probes"));
+}

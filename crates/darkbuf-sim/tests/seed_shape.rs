@@ -1,5 +1,5 @@
 //! The seed report's claims (PERF-2651, nrules = 15000) as the simulator must reproduce
-//! them from mechanics alone: ../shared/reference/seeds/000_7c1411c940c10731.txt.
+//! them from mechanics alone: docs/reference/seeds/000_7c1411c940c10731.txt.
 //!
 //! The scenario is the repository's `scenarios/seed-nrules15000.toml`, shortened to 10 s
 //! measured (the seed ran 30 s; every claim here is a rate or a steady state).

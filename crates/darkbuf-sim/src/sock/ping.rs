@@ -93,6 +93,7 @@ impl World {
         let skb = Skb { flow: PING_FLOW, sk: PING_FLOW, len, truesize: truesize_for_len(len), ..Skb::default() };
         if self.now >= self.cfg.start {
             self.metrics.probes_sent += 1;
+            self.metrics.probe_sent_at.push(self.now);
         }
         let cost_ns = self.profile.costs.ping_send_ns;
         Some(Outgoing { skb, proto: Proto::Icmp, destructor: Destructor::None, cost_ns, seq })
