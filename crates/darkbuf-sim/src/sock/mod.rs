@@ -172,7 +172,7 @@ impl World {
 
     /// `skb_orphan()`: run the skb's destructor now (the receive path's `ip_rcv_core()`,
     /// `tun_net_xmit()`), so its socket gets its memory back before the skb is freed.
-    #[inline]
+    #[inline(always)]
     pub fn skb_orphan(&mut self, id: u32) {
         match self.pkts.get(id).destructor {
             Destructor::None => {}

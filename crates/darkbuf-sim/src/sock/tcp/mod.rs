@@ -350,6 +350,7 @@ impl World {
 
     /// `tcp_wfree()`: the skb left the host (TX completion, or a drop); its truesize
     /// leaves `sk_wmem_alloc`, and a socket TSQ throttled gets its tasklet on this CPU.
+    #[inline(never)]
     pub fn tcp_wfree(&mut self, id: u32) {
         let info = self.pkts.get_mut(id);
         info.destructor = crate::arena::Destructor::None;
