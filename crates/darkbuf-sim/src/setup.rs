@@ -59,6 +59,8 @@ struct Builder<'a> {
     jiffies0: u64,
     /// The qdiscs' hash perturbation key, drawn from the seed.
     qdisc_hash_key: u32,
+    /// The run's seed.
+    seed: u64,
     hosts: Vec<Host>,
     tasks: Vec<Task>,
     devs: Vec<NetDev>,
@@ -343,7 +345,10 @@ impl Builder<'_> {
             let s = self.socks.len() as u16;
             let state = if f.start_ns == 0 { TaskState::Runnable } else { TaskState::Sleeping };
             let task = self.task(TaskKind::Proc(s), state, cpu0 + f.cpu as CpuId);
-            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, end);
+            // Each connection's own random stream (BBR's gain-cycle phase), from the
+            // run's seed: adding a flow changes no other flow's draws.
+            let sock_seed = self.seed ^ (s as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, end, sock_seed);
             if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
                 if fq {
                     t.pacing = crate::sock::tcp::Pacing::Fq;
@@ -376,6 +381,7 @@ impl World {
             hz,
             jiffies0,
             qdisc_hash_key: rng.gen(),
+            seed,
             hosts: Vec::new(),
             tasks: Vec::new(),
             devs: Vec::new(),
@@ -387,13 +393,6 @@ impl World {
             starts: Vec::new(),
         };
         b.host(scn.machine.cpus.max(2));
-        for t in &scn.traffic {
-            if let Traffic::Tcp(f) = t {
-                if f.cc == darkbuf_scenario::Cc::Bbr {
-                    return Err(SetupError::Unsupported("cc = \"bbr\" is not modelled yet: use \"cubic\" or \"reno\"".into()));
-                }
-            }
-        }
         match scn.device.driver {
             DriverKind::Veth => b.veth()?,
             DriverKind::Tun => b.tun()?,

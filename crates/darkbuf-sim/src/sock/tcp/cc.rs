@@ -2,10 +2,13 @@
 //! `tcp_reno_cong_avoid()` / `tcp_reno_ssthresh()` / `tcp_slow_start()` /
 //! `tcp_cong_avoid_ai()` in net/ipv4/tcp_cong.c and CUBIC v2.3 with HyStart in
 //! net/ipv4/tcp_cubic.c (`bictcp_update()`, `cubictcp_recalc_ssthresh()`,
-//! `hystart_update()`, `cubictcp_acked()`).
+//! `hystart_update()`, `cubictcp_acked()`). BBR (`bbr.rs`) is the third variant: it
+//! has no `cong_avoid` but its own `cong_control` (`World::tcp_cong_control()` calls it).
 //!
 //! Times are the kernel's: `tcp_jiffies32` for CUBIC's epoch, microseconds for its
 //! delays. The window is in packets (`snd_cwnd`).
+
+use super::bbr::Bbr;
 
 /// What a congestion control sees of the socket on each ACK.
 #[derive(Clone, Copy, Debug)]
@@ -67,13 +70,17 @@ impl Window {
 pub enum CongestionControl {
     Reno,
     Cubic(Box<Cubic>),
+    Bbr(Box<Bbr>),
 }
 
 impl CongestionControl {
-    pub fn new(cc: darkbuf_scenario::Cc) -> CongestionControl {
+    /// The socket's congestion control; `seed` seeds BBR's random draws.
+    pub fn new(cc: darkbuf_scenario::Cc, seed: u64) -> CongestionControl {
+        use rand::SeedableRng;
         match cc {
             darkbuf_scenario::Cc::Cubic => CongestionControl::Cubic(Box::default()),
-            _ => CongestionControl::Reno,
+            darkbuf_scenario::Cc::Bbr => CongestionControl::Bbr(Box::new(Bbr::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)))),
+            darkbuf_scenario::Cc::Reno => CongestionControl::Reno,
         }
     }
 
@@ -83,6 +90,15 @@ impl CongestionControl {
             // tcp_reno_ssthresh()
             CongestionControl::Reno => (w.cwnd >> 1).max(2),
             CongestionControl::Cubic(c) => c.recalc_ssthresh(w.cwnd),
+            CongestionControl::Bbr(b) => b.ssthresh(w),
+        }
+    }
+
+    /// `ca_ops->min_tso_segs`, else `tcp_min_tso_segs`.
+    pub fn min_tso_segs(&self, pacing_rate: u64, sysctl: u32) -> u32 {
+        match self {
+            CongestionControl::Bbr(_) => Bbr::min_tso_segs(pacing_rate),
+            _ => sysctl,
         }
     }
 
@@ -105,6 +121,7 @@ impl CongestionControl {
                 let cnt = c.cnt;
                 w.cong_avoid_ai(cnt, acked);
             }
+            CongestionControl::Bbr(_) => unreachable!("BBR has cong_control, not cong_avoid"),
         }
     }
 
@@ -115,11 +132,15 @@ impl CongestionControl {
         }
     }
 
-    /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC.
+    /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC and ends BBR's round.
     pub fn on_loss(&mut self, ctx: &AckCtx) {
-        if let CongestionControl::Cubic(c) = self {
-            **c = Cubic::default();
-            c.hystart_reset(ctx);
+        match self {
+            CongestionControl::Cubic(c) => {
+                **c = Cubic::default();
+                c.hystart_reset(ctx);
+            }
+            CongestionControl::Bbr(b) => b.on_loss(),
+            CongestionControl::Reno => {}
         }
     }
 }

@@ -9,7 +9,8 @@
 //! threshold (3 SACKed segments) is met or recovery is under way, as
 //! `tcp_rack_reo_wnd()` returns 0 then; the RACK reordering timer is not modelled.
 
-use super::cc::AckCtx;
+use super::cc::{AckCtx, CongestionControl};
+use super::rate::RateSample;
 use super::{after, before, CaState, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
 use crate::cpu::{CpuId, SockId};
@@ -32,8 +33,10 @@ impl World {
         }
         let prior_in_flight = tp.in_flight();
         let prior_una = tp.snd_una;
-        let (acked, rtt_ns) = self.tcp_clean_rtx_queue(s, rec.ack, t);
-        let newly_sacked = self.tcp_sacktag(s, &rec);
+        let prior_lost_total = tp.lost;
+        let mut rs = RateSample::new(prior_in_flight);
+        let (acked, rtt_ns) = self.tcp_clean_rtx_queue(s, rec.ack, t, &mut rs);
+        let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs);
         let prior_lost = self.tcp(s).lost_out;
         self.tcp_rack_mark_lost(s);
         if let Some(rtt) = rtt_ns {
@@ -45,6 +48,10 @@ impl World {
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
         let tp = self.tcp(s);
+        tp.rate.delivered = tp.rate.delivered.wrapping_add(delivered);
+        rs.rtt_us = rtt_ns.map_or(-1, |r| (r / 1000) as i64);
+        let lost = tp.lost - prior_lost_total;
+        tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
             tp.ca_state = CaState::Recovery;
@@ -52,7 +59,7 @@ impl World {
         } else if rec.ece && tp.ca_state == CaState::Open {
             self.tcp_enter_cwr(s);
         }
-        self.tcp_cong_control(s, delivered, prior_in_flight, una_advanced && !newly_lost, rtt_ns, t);
+        self.tcp_cong_control(s, &rs, una_advanced && !newly_lost, rtt_ns, t);
         let tp = self.tcp(s);
         if tp.packets_out == 0 || acked > 0 {
             tp.backoff = 0;
@@ -68,14 +75,15 @@ impl World {
     /// `tcp_clean_rtx_queue()`: drop what `ack` covers; returns the packets newly
     /// delivered by it (not SACKed before), and the RTT sample of the last one never
     /// retransmitted (Karn's rule).
-    fn tcp_clean_rtx_queue(&mut self, s: SockId, ack: u32, t: u64) -> (u32, Option<u64>) {
+    fn tcp_clean_rtx_queue(&mut self, s: SockId, ack: u32, t: u64, rs: &mut RateSample) -> (u32, Option<u64>) {
         let tp = self.tcp(s);
         let (mut acked, mut rtt) = (0, None);
         while let Some(seg) = tp.rtx.front() {
             if after(seg.end, ack) {
                 break;
             }
-            let seg = tp.rtx.pop_front().expect("front");
+            let mut seg = tp.rtx.pop_front().expect("front");
+            tp.tcp_rate_skb_delivered(&mut seg, rs);
             tp.packets_out -= seg.segs;
             if seg.sacked {
                 tp.sacked_out -= seg.segs;
@@ -99,12 +107,13 @@ impl World {
 
     /// `tcp_sacktag_write_queue()`: mark what the SACK blocks cover; returns the packets
     /// newly SACKed.
-    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec) -> u32 {
+    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec, rs: &mut RateSample) -> u32 {
         let mut newly = 0;
         for &(start, end) in &rec.sacks[..rec.n_sacks as usize] {
             let first = self.tcp_seg_index(s, start);
             let tp = self.tcp(s);
-            for seg in tp.rtx.iter_mut().skip(first) {
+            for i in first..tp.rtx.len() {
+                let mut seg = tp.rtx[i];
                 if after(seg.end, end) {
                     break;
                 }
@@ -112,6 +121,7 @@ impl World {
                     continue;
                 }
                 seg.sacked = true;
+                tp.tcp_rate_skb_delivered(&mut seg, rs);
                 tp.sacked_out += seg.segs;
                 newly += seg.segs;
                 if seg.lost {
@@ -122,6 +132,7 @@ impl World {
                     seg.retrans = false;
                     tp.retrans_out -= seg.segs;
                 }
+                tp.rtx[i] = seg;
             }
         }
         newly
@@ -139,6 +150,7 @@ impl World {
             if !seg.sacked && !seg.lost && seg.sent < rack_sent {
                 seg.lost = true;
                 tp.lost_out += seg.segs;
+                tp.lost += seg.segs;
                 if seg.retrans {
                     seg.retrans = false;
                     tp.retrans_out -= seg.segs;
@@ -171,7 +183,11 @@ impl World {
     /// `tcp_cong_control()`: PRR in a window reduction (`tcp_cwnd_reduction()`), else
     /// the congestion control's growth when the flow is cwnd-limited; leaving Recovery
     /// or CWR sets cwnd to ssthresh (`tcp_end_cwnd_reduction()`).
-    fn tcp_cong_control(&mut self, s: SockId, delivered: u32, prior_in_flight: u32, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
+    fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
+        let (delivered, prior_in_flight) = (rs.acked_sacked, rs.prior_in_flight);
+        if matches!(self.tcp(s).cc, CongestionControl::Bbr(_)) {
+            return self.tcp_cong_control_bbr(s, rs);
+        }
         let jiffies = self.jiffies() as u32;
         let hz = self.cfg.hz;
         let tp = self.tcp(s);
@@ -232,6 +248,23 @@ impl World {
         }
     }
 
+    /// `ca_ops->cong_control` (BBR): leaving Recovery or CWR keeps BBR's cwnd
+    /// (`tcp_end_cwnd_reduction()` returns early for it), then `bbr_main()` sets cwnd
+    /// and the pacing rate.
+    fn tcp_cong_control_bbr(&mut self, s: SockId, rs: &RateSample) {
+        let clock = self.tcp_clock();
+        let tp = self.tcp(s);
+        if tp.ca_state != CaState::Open && !before(tp.snd_una, tp.high_seq) {
+            tp.ca_state = CaState::Open;
+        }
+        if let CongestionControl::Bbr(mut b) = std::mem::replace(&mut tp.cc, CongestionControl::Reno) {
+            b.main(tp, rs, clock);
+            tp.cc = CongestionControl::Bbr(b);
+        }
+        tp.is_cwnd_limited = false;
+        tp.max_packets_out = tp.packets_out;
+    }
+
     /// `tcp_rtt_estimator()` and `tcp_set_rto()` (RFC 6298, the kernel's mdev form):
     /// RTO = srtt + max(4 x mdev, rto_min), at least `TCP_RTO_MIN`.
     fn tcp_rtt_estimator(&mut self, s: SockId, rtt_ns: u64) {
@@ -278,6 +311,7 @@ impl World {
             if !seg.sacked && !seg.lost {
                 seg.lost = true;
                 tp.lost_out += seg.segs;
+                tp.lost += seg.segs;
             }
             if seg.retrans {
                 seg.retrans = false;

@@ -10,16 +10,19 @@
 //!   CWR, the RTT estimator and the RTO.
 //! - `recv.rs`: the receiver: in-order and out-of-order data, delayed and quick ACKs,
 //!   SACK blocks.
-//! - `cc.rs`: reno and CUBIC (with HyStart).
+//! - `cc.rs`: reno and CUBIC (with HyStart) behind one enum with BBR.
+//! - `bbr.rs`: BBR v1; `rate.rs`: the delivery rate samples it is built on.
 //!
 //! Sequence numbers are `u32` and compared with wrap-around (`before()`/`after()`), as
 //! the kernel does. Every skb is timed on the CPU that sends it; transmissions from
 //! softirq context (ACK processing, TSQ, timers) are put at their time with
 //! `dev_queue_xmit_at`, and a qdisc run they start is left to NET_TX on that CPU.
 
+mod bbr;
 mod cc;
 mod input;
 mod output;
+mod rate;
 mod recv;
 
 use crate::arena::Proto;
@@ -76,7 +79,7 @@ pub enum Pacing {
 }
 
 /// One transmitted skb on the retransmit queue (the scoreboard).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct TxSeg {
     pub start: u32,
     pub end: u32,
@@ -90,6 +93,8 @@ pub struct TxSeg {
     pub local_drop: bool,
     /// Its last transmission was counted as a retransmission.
     pub counted: bool,
+    /// The delivery-rate stamp of its last transmission.
+    pub rate: rate::TxRate,
 }
 
 /// The timers a TCP socket arms (`Event::TcpTimer`'s kind).
@@ -125,6 +130,10 @@ pub struct TcpSock {
     pub sacked_out: u32,
     pub lost_out: u32,
     pub retrans_out: u32,
+    /// `tp->lost`: packets ever marked lost.
+    pub lost: u32,
+    /// Delivery-rate sampling (`tp->delivered`, ...).
+    pub rate: rate::RateState,
     pub rtx: VecDeque<TxSeg>,
     pub high_seq: u32,
     pub prior_cwnd: u32,
@@ -198,13 +207,16 @@ pub struct TcpStats {
 const TCP_LIMIT_OUTPUT_BYTES: u64 = 4 << 20;
 
 impl TcpSock {
-    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, end_ns: u64) -> Sock {
+    /// A connection of flow `f`; `seed` seeds what its congestion control draws
+    /// (BBR's gain-cycle phase).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, end_ns: u64, seed: u64) -> Sock {
         // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
         let mss = mtu - 52;
         let tcp = TcpSock {
             flow_index,
             traffic_index,
-            cc: CongestionControl::new(f.cc),
+            cc: CongestionControl::new(f.cc, seed),
             w: Window { cwnd: TCP_INIT_CWND, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX },
             ca_state: CaState::Open,
             mss,
@@ -218,6 +230,8 @@ impl TcpSock {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
+            lost: 0,
+            rate: rate::RateState::default(),
             rtx: VecDeque::with_capacity(1024),
             high_seq: 0,
             prior_cwnd: 0,
@@ -232,7 +246,8 @@ impl TcpSock {
             rto_ns: TCP_TIMEOUT_INIT_NS,
             rto_at: None,
             backoff: 0,
-            pacing: Pacing::None,
+            // BBR asks for pacing (bbr_init(): SK_PACING_NEEDED); fq may take it over.
+            pacing: if f.cc == darkbuf_scenario::Cc::Bbr { Pacing::Needed } else { Pacing::None },
             pacing_rate: 0,
             wstamp_ns: 0,
             pace_at: None,
@@ -282,13 +297,37 @@ impl World {
         if n == 0 {
             return 0;
         }
+        if self.tcp(s).app_written == 0 {
+            self.tcp_init_cc(s);
+        }
+        let wmem_alloc = self.socks[s as usize].wmem_alloc;
         let t = self.tcp(s);
+        t.tcp_rate_check_app_limited(wmem_alloc);
         t.write_seq = t.write_seq.wrapping_add(n);
         t.wmem_queued += n as u64;
         t.app_written += n as u64;
         let cost = self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
         let start = self.now + cost;
         cost + self.tcp_write_xmit(cpu, s, start)
+    }
+
+    /// `tcp_init_congestion_control()` at the connection's first write.
+    fn tcp_init_cc(&mut self, s: SockId) {
+        let clock = self.tcp_clock();
+        let t = self.tcp(s);
+        if !matches!(t.cc, CongestionControl::Bbr(_)) {
+            return;
+        }
+        // BBR's methods take the socket: lift it out for the call (a Box move).
+        if let CongestionControl::Bbr(mut b) = std::mem::replace(&mut t.cc, CongestionControl::Reno) {
+            b.init(t, clock);
+            t.cc = CongestionControl::Bbr(b);
+        }
+    }
+
+    /// The clocks a congestion control reads now.
+    pub(super) fn tcp_clock(&self) -> bbr::Clock {
+        bbr::Clock { jiffies: self.jiffies() as u32, hz: self.cfg.hz, now_ns: self.now }
     }
 
     /// Bytes the application may write now: what its rate cap has accrued, what the
@@ -513,3 +552,29 @@ impl World {
 
 /// The protocol of TCP data and ACK packets.
 pub const PROTO: Proto = Proto::Tcp;
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A cubic socket with a 1448-byte MSS (MTU 1500) for unit tests of its parts.
+    pub fn sock() -> TcpSock {
+        let f = TcpFlow {
+            cc: darkbuf_scenario::Cc::Cubic,
+            direction: darkbuf_scenario::Direction::Up,
+            flows: 1,
+            cpu: 0,
+            start_ns: 0,
+            stop_ns: None,
+            rate: Rate::Max,
+            dscp: 0,
+            ecn: false,
+            sndbuf: 4 << 20,
+            rcvbuf: 6 << 20,
+        };
+        match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
+            SockKind::Tcp(t) => *t,
+            _ => unreachable!(),
+        }
+    }
+}

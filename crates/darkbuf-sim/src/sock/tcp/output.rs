@@ -17,7 +17,7 @@ use darkbuf_model::Skb;
 /// `tcp_min_tso_segs`.
 const TCP_MIN_TSO_SEGS: u32 = 2;
 /// `sk_pacing_shift`: TSQ and TSO autosizing allow ~1 ms of data.
-const PACING_SHIFT: u32 = 10;
+pub(super) const PACING_SHIFT: u32 = 10;
 /// `tcp_tso_rtt_log` (5.18+): larger TSO skbs for flows with a short min RTT.
 const TCP_TSO_RTT_LOG: u32 = 9;
 /// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (%).
@@ -113,7 +113,8 @@ impl World {
             bytes += (tp.gso_max_size >> r) as u64;
         }
         let bytes = bytes.min(tp.gso_max_size as u64) as u32;
-        (bytes / tp.mss).max(TCP_MIN_TSO_SEGS).min(tp.gso_max_size / tp.mss)
+        let min_tso = tp.cc.min_tso_segs(tp.pacing_rate, TCP_MIN_TSO_SEGS);
+        (bytes / tp.mss).max(min_tso).min(tp.gso_max_size / tp.mss)
     }
 
     /// `tcp_small_queue_check()` for the next skb (`payload` bytes): stop while the
@@ -156,6 +157,12 @@ impl World {
         // tcp_wstamp_ns = max(tcp_wstamp_ns, now): the skb's earliest departure time.
         let prior = tp.wstamp_ns;
         tp.wstamp_ns = tp.wstamp_ns.max(t);
+        // skb_mstamp_ns: the departure time, from which the ACK's RTT and the
+        // delivery rate are measured (`tcp_skb_timestamp_us()`). Unpaced, it is the
+        // sending CPU's now (the kernel's one clock makes max(wstamp, now) = now; a
+        // CPU's time here may trail another's).
+        let sent = if tp.pacing == Pacing::None { t } else { tp.wstamp_ns };
+        let rate = tp.tcp_rate_skb_sent(sent / 1000);
         let edt = if tp.pacing == Pacing::None { 0 } else { tp.wstamp_ns };
         let flow = (tp.traffic_index as u32) << 16 | tp.flow_index as u32;
         let mut skb = Skb {
@@ -183,7 +190,8 @@ impl World {
         if retrans {
             if let Some(seg) = tp.rtx.iter_mut().find(|g| g.start == start) {
                 seg.retrans = true;
-                seg.sent = t;
+                seg.sent = sent;
+                seg.rate = rate;
                 tp.retrans_out += seg.segs;
                 seg.counted = !seg.local_drop;
                 if seg.counted {
@@ -192,7 +200,7 @@ impl World {
                 seg.local_drop = false;
             }
         } else {
-            let seg = TxSeg { start, end, segs, sent: t, sacked: false, lost: false, retrans: false, local_drop: false, counted: false };
+            let seg = TxSeg { start, end, segs, sent, rate, ..TxSeg::default() };
             tp.rtx.push_back(seg);
             tp.snd_nxt = end;
             tp.packets_out += segs;
@@ -229,7 +237,7 @@ impl World {
     /// half ssthresh, else 120%).
     pub(super) fn tcp_update_pacing_rate(&mut self, s: SockId) {
         let tp = self.tcp(s);
-        if tp.srtt_us == 0 {
+        if tp.srtt_us == 0 || matches!(tp.cc, super::cc::CongestionControl::Bbr(_)) {
             return;
         }
         let ratio = if tp.w.cwnd < tp.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
