@@ -10,8 +10,12 @@
 //! | [`ptr_ring`] | include/linux/ptr_ring.h |
 //! | [`txq`] | the `netdev_queue` state bits and BQL hooks of include/linux/netdevice.h |
 //! | [`qdisc`] | net/sched/sch_*.c |
+//! | [`dim`] | lib/dim/net_dim.c (mlx5e's adaptive TX moderation) |
+//! | [`igb_itr`] | igb's dynamic ITR (`igb_update_ring_itr()`) |
 
+pub mod dim;
 pub mod dql;
+pub mod igb_itr;
 pub mod params;
 pub mod ptr_ring;
 pub mod qdisc;

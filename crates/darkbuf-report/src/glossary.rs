@@ -81,6 +81,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("nic.tx_cqes", "completions", "nic: TX completions (descriptors reclaimed)"),
     e("nic.tx_irqs", "interrupts", "nic: TX-completion interrupts"),
     e("nic.tx_irqs_per_s", "interrupts/s", "nic: TX-completion interrupts per second"),
+    e("nic.tx_usecs", "µs", "nic: the measured queue's TX moderation period at the end of the run (ethtool -c tx-usecs; adaptive_tx moves it)"),
     e("nic.completions_per_irq", "completions/interrupt", "nic: TX completions per interrupt (what coalescing batches)"),
     e("wire.util_pct", "%", "nic: percent of the measured window the wire was busy sending"),
     e("peer.rx_packets", "packets", "nic: packets the far host received"),

@@ -102,13 +102,23 @@ pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>
     let tx_usecs = c.u32("tx_usecs", usecs, 0, 4095)?;
     let tx_frames = c.u32("tx_frames", frames, 0, 65535)?;
     let cqe_mode = c.boolean("cqe_mode", false)?;
+    // Adaptive moderation: igb's dynamic ITR (its tx-usecs 3, the driver's default) or
+    // mlx5e's TX DIM (`adaptive-tx on`, the driver's default). It picks the period and
+    // count itself, so fixed ones beside it are a contradiction.
     let adaptive_tx = c.boolean("adaptive_tx", false)?;
     if adaptive_tx {
-        return Err(c.value_err(
-            "adaptive_tx",
-            "`device.coalesce.adaptive_tx` = true: adaptive moderation (net_dim) is not modelled yet".into(),
-            Some("set fixed tx_usecs and tx_frames (ethtool -C DEV adaptive-tx off tx-usecs N tx-frames M)".into()),
-        ));
+        for k in ["tx_usecs", "tx_frames"] {
+            if c.entry(k).is_some() {
+                return Err(c.value_err(
+                    k,
+                    format!("`device.coalesce.{k}` with adaptive_tx = true: adaptive moderation sets the period and count itself"),
+                    Some(match model {
+                        NicModel::Igb => "remove the key (igb: ethtool -C DEV tx-usecs 3 is the dynamic mode)".into(),
+                        NicModel::Mlx5 => "remove the key, or set adaptive_tx = false (ethtool -C DEV adaptive-tx off tx-usecs N)".into(),
+                    }),
+                ));
+            }
+        }
     }
     Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce: Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx } }))
 }

@@ -636,8 +636,9 @@ fn nic_keys_have_bounds() {
     assert_eq!(d.key, "device.irq_cpus.0");
     let d = err(&format!("{NIC}model = \"e1000\"\n{UDP}"));
     assert!(d.help.unwrap().contains("\"igb\", \"mlx5\""));
-    let d = err(&format!("{NIC}[device.coalesce]\nadaptive_tx = true\n{UDP}"));
-    assert!(d.message.contains("not modelled"), "{d}");
+    let d = err(&format!("{NIC}[device.coalesce]\nadaptive_tx = true\ntx_usecs = 50\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.coalesce.tx_usecs", Some(5)));
+    assert!(d.message.contains("adaptive moderation sets the period"), "{d}");
     let d = err(&format!("{NIC}[peer]\ncpus = 2\nirq_cpus = [3]\n{UDP}"));
     assert_eq!((d.key.as_str(), d.line), ("peer.irq_cpus.0", Some(5)));
     // NIC keys on another driver, and [path]/[peer] without a NIC.

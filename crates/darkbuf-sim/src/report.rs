@@ -86,6 +86,8 @@ impl World {
         m.insert("nic.tx_irqs_per_s".into(), Some(s.tx_irqs as f64 / secs));
         let per_irq = if s.tx_irqs == 0 { 0.0 } else { s.tx_cqes as f64 / s.tx_irqs as f64 };
         m.insert("nic.completions_per_irq".into(), Some(per_irq));
+        // ethtool -c's tx-usecs at the end of the run (adaptive moderation moves it).
+        m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.measured_txq.1 as usize)));
         m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
         if let Some(crate::drivers::Driver::Nic(peer)) = self.devs.get(1).map(|d| &d.driver) {
             let p = peer.stats.since(&peer.base);

@@ -269,7 +269,7 @@ impl Builder<'_> {
         let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
         let xmit_ns = self.profile.costs.nic_xmit_ns;
         // This host: its traffic's device; its RX path receives the replies.
-        let mut nic = Nic::new(spec.rate_bps, 0, &spec.coalesce);
+        let mut nic = Nic::new(spec.rate_bps, 0, spec.model, &spec.coalesce);
         let rx = self.rx_stack(false);
         for i in 0..d.tx_queues {
             let cpu = self.irq_cpu(i);
@@ -283,7 +283,7 @@ impl Builder<'_> {
         self.devs.push(dev);
         // The far host's NIC: where the consumer's rules apply and its polls are the
         // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
-        let mut nic = Nic::new(spec.rate_bps, 1, &spec.coalesce);
+        let mut nic = Nic::new(spec.rate_bps, 1, spec.model, &spec.coalesce);
         let rx = self.rx_stack(true);
         for i in 0..peer.tx_queues {
             let cpu = peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId;

@@ -40,6 +40,29 @@ fn dql_limit_and_interrupt_rate_follow_tx_usecs() {
     assert!(m(&long, "nic.completions_per_irq") > m(&short, "nic.completions_per_irq"));
 }
 
+/// Adaptive moderation. igb's dynamic ITR: 4,000 interrupts/s below gigabit (245 µs),
+/// and at 1 Gbit half the average wire size of bulk 1514-byte frames: 769 x 0.25 µs =
+/// 192.25 µs, about 5,200 interrupts/s. mlx5e's TX DIM moves away from its default
+/// profile (8 µs) under a saturating load, and BQL follows the period it picks.
+#[test]
+fn adaptive_moderation_sets_the_period() {
+    let igb = |rate: &str| run_text(&scenario(rate), &["duration=500ms", "qdisc.kind=fq_codel", "device.coalesce.adaptive_tx=true"]);
+    let r = igb("100mbit");
+    assert_eq!(m(&r, "nic.tx_usecs"), 245.0);
+    let r = igb("1gbit");
+    assert_eq!(m(&r, "nic.tx_usecs"), 192.25);
+    let irqs = m(&r, "nic.tx_irqs_per_s");
+    assert!((4_800.0..5_300.0).contains(&irqs), "{irqs} interrupts/s");
+    let text = scenario("10gbit");
+    let fixed = run_text(&text, &["duration=500ms", "qdisc.kind=fq_codel"]);
+    let dim = run_text(&text, &["duration=500ms", "qdisc.kind=fq_codel", "device.coalesce.adaptive_tx=true"]);
+    let usecs = m(&dim, "nic.tx_usecs");
+    assert!([1.0, 32.0, 64.0, 128.0].contains(&usecs), "DIM left its default 8 µs profile: {usecs}");
+    if usecs > 16.0 {
+        assert!(m(&dim, "bql.limit_avg") > m(&fixed, "bql.limit_avg"), "a longer period needs a larger BQL limit");
+    }
+}
+
 /// No BQL and a 1000-packet FIFO: a flood packet waits for everything ahead of it,
 /// the FIFO plus the descriptor ring: (1000 + 256) x 1538 bytes x 8 / 100 Mbit =
 /// 154.5 ms. BQL + fq_codel: the probes' RTT at least 10x below that, at 10 and 100
@@ -80,7 +103,13 @@ fn wire_saturates_at_every_rate() {
     }
 }
 
-fn random_nic(rate: &str, qdisc: &str, ring: u32, usecs: u32, frames: u32, cqe: bool, bql: bool, queues: u32, model: &str) -> String {
+#[allow(clippy::too_many_arguments)]
+fn random_nic(rate: &str, qdisc: &str, ring: u32, usecs: u32, frames: u32, cqe: bool, bql: bool, queues: u32, model: &str, adaptive: bool) -> String {
+    let coalesce = if adaptive {
+        format!("adaptive_tx = true\ncqe_mode = {cqe}")
+    } else {
+        format!("tx_usecs = {usecs}\ntx_frames = {frames}\ncqe_mode = {cqe}")
+    };
     format!(
         r#"duration = "30ms"
 warmup = "10ms"
@@ -93,9 +122,7 @@ rate = "{rate}"
 ring_size = {ring}
 tx_queues = {queues}
 [device.coalesce]
-tx_usecs = {usecs}
-tx_frames = {frames}
-cqe_mode = {cqe}
+{coalesce}
 [device.bql]
 enabled = {bql}
 [qdisc]
@@ -132,9 +159,10 @@ proptest! {
         bql in any::<bool>(),
         queues in 1u32..4,
         model in prop::sample::select(vec!["igb", "mlx5"]),
+        adaptive in any::<bool>(),
         seed in 0u64..1000,
     ) {
-        let text = random_nic(rate, qdisc, ring, usecs, frames, cqe, bql, queues, model);
+        let text = random_nic(rate, qdisc, ring, usecs, frames, cqe, bql, queues, model, adaptive);
         let scn = load_str("prop.toml", &text, &[]).expect("generated scenario is valid");
         let p = Profile::load("seed-vm").unwrap();
         let (a, _) = simulate(&scn, &p, seed).expect("simulates");

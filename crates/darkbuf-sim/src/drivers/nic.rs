@@ -21,6 +21,9 @@
 //!   first pending completion (`cqe_mode`, mlx5's `tx_cqe_moder`); 0 = at once. It
 //!   stays masked until its NAPI poll completes. RX frames interrupt when the
 //!   interrupt is armed (rx-usecs 0: RX moderation is not modelled).
+//! - Adaptive moderation (`adaptive_tx`): igb's dynamic ITR (`igb_update_ring_itr()`
+//!   after each poll, written at the next interrupt) and mlx5e's TX DIM (`net_dim()`
+//!   after each poll, applied at once) set each channel's period and count.
 //! - The poll reclaims up to `MLX5E_TX_CQ_POLL_BUDGET` = 128 completions (the skb's
 //!   destructor runs here, on the IRQ CPU), calls `netdev_tx_completed_queue()` once
 //!   with their bytes, wakes a stopped queue once `2 * DESC_NEEDED` descriptors are
@@ -91,6 +94,19 @@ pub struct Channel {
     irq_cost_due: bool,
     /// The last poll reclaimed its whole TX budget (`mlx5e_poll_tx_cq()` returned busy).
     tx_busy: bool,
+    /// The channel's moderation now: period (ns) and completion count.
+    period_ns: u64,
+    frames: u32,
+    moder: Adaptive,
+}
+
+/// A channel's adaptive moderation (`ethtool -C adaptive-tx on`).
+pub enum Adaptive {
+    Off,
+    /// igb's dynamic ITR, and a new value to write at the next interrupt.
+    Igb { itr: darkbuf_model::igb_itr::IgbItr, pending_ns: Option<u64>, gigabit: bool },
+    /// mlx5e's TX DIM with the send queue's counters (`sq->stats`, `cq.event_ctr`).
+    Dim { dim: Box<darkbuf_model::dim::Dim>, cqe_mode: bool, packets: u32, bytes: u32, events: u16 },
 }
 
 /// ethtool -S style counters, cumulative.
@@ -153,12 +169,14 @@ pub struct Nic {
     pub tx_usecs: u32,
     pub tx_frames: u32,
     pub cqe_mode: bool,
+    pub adaptive_tx: bool,
+    pub model: darkbuf_scenario::NicModel,
     pub stats: NicStats,
     pub base: NicStats,
 }
 
 impl Nic {
-    pub fn new(rate_bps: u64, link: LinkId, c: &darkbuf_scenario::Coalesce) -> Nic {
+    pub fn new(rate_bps: u64, link: LinkId, model: darkbuf_scenario::NicModel, c: &darkbuf_scenario::Coalesce) -> Nic {
         Nic {
             rate_bps,
             chans: Vec::new(),
@@ -167,6 +185,8 @@ impl Nic {
             tx_usecs: c.tx_usecs,
             tx_frames: c.tx_frames,
             cqe_mode: c.cqe_mode,
+            adaptive_tx: c.adaptive_tx,
+            model,
             stats: NicStats::default(),
             base: NicStats::default(),
         }
@@ -174,6 +194,20 @@ impl Nic {
 
     /// Adds channel i with its NAPI and IRQ CPU.
     pub fn add_channel(&mut self, ring_size: u32, napi: NapiId, irq_cpu: CpuId) {
+        use darkbuf_model::{dim, igb_itr::IgbItr};
+        let (period_ns, frames, moder) = match (self.adaptive_tx, self.model) {
+            (false, _) => (self.tx_usecs as u64 * 1000, self.tx_frames, Adaptive::Off),
+            (true, darkbuf_scenario::NicModel::Igb) => {
+                // tx-usecs 3: the conservative dynamic mode, from IGB_START_ITR.
+                let itr = IgbItr::new(true);
+                (itr.interval_ns(), 0, Adaptive::Igb { itr, pending_ns: None, gigabit: self.rate_bps == 1_000_000_000 })
+            }
+            (true, darkbuf_scenario::NicModel::Mlx5) => {
+                let m = dim::tx_moderation(self.cqe_mode, dim::DEF_PROFILE);
+                let d = Box::new(dim::Dim::new(dim::DEF_PROFILE));
+                (m.usec as u64 * 1000, m.pkts, Adaptive::Dim { dim: d, cqe_mode: self.cqe_mode, packets: 0, bytes: 0, events: 0 })
+            }
+        };
         self.chans.push(Channel {
             tx: TxRing { free: ring_size, ring: VecDeque::with_capacity(ring_size as usize), done: 0, visible: 0 },
             rx: VecDeque::with_capacity(RX_RING_SIZE),
@@ -184,7 +218,15 @@ impl Nic {
             last_irq: 0,
             irq_cost_due: false,
             tx_busy: false,
+            period_ns,
+            frames,
+            moder,
         });
+    }
+
+    /// Channel `ch`'s moderation period now, µs (what `ethtool -c` shows).
+    pub fn tx_usecs_now(&self, ch: usize) -> f64 {
+        self.chans[ch].period_ns as f64 / 1000.0
     }
 
     /// Serialization time of an skb of `len` L2 bytes in `segs` frames (a TSO skb's
@@ -230,6 +272,11 @@ impl World {
         }
         let bytes = skb.len.max(ETH_ZLEN);
         let entry = TxEntry { id: skb.id, descs, bytes, wire_ps: nic.frames_ps(skb.len, skb.segs()) };
+        if let Adaptive::Dim { packets, bytes: b, .. } = &mut nic.chans[q].moder {
+            // mlx5e_xmit(): the send queue's packets (segments) and bytes.
+            *packets = packets.wrapping_add(skb.segs());
+            *b = b.wrapping_add(bytes);
+        }
         let tx = &mut nic.chans[q].tx;
         tx.ring.push_back(entry);
         tx.free -= descs;
@@ -311,8 +358,9 @@ impl World {
     fn nic_completion(&mut self, dev: DevId, ch: usize) {
         let now = self.now;
         let nic = self.nic_mut(dev);
-        let (frames, period, cqe_mode) = (nic.tx_frames, nic.tx_usecs as u64 * 1000, nic.cqe_mode);
+        let cqe_mode = nic.cqe_mode;
         let c = &mut nic.chans[ch];
+        let (frames, period) = (c.frames, c.period_ns);
         if !c.armed {
             return;
         }
@@ -358,7 +406,19 @@ impl World {
         c.timer_at = None;
         c.irq_cost_due = true;
         c.last_irq = now;
-        let (napi, cpu, tx) = (c.napi, c.irq_cpu, c.tx.done > 0);
+        let tx = c.tx.done > 0;
+        match &mut c.moder {
+            // igb_write_itr(): the ITR computed after the last poll takes effect now.
+            Adaptive::Igb { pending_ns, .. } => {
+                if let Some(ns) = pending_ns.take() {
+                    c.period_ns = ns;
+                }
+            }
+            // mlx5e_completion_event(): the CQ's event counter.
+            Adaptive::Dim { events, .. } if tx => *events = events.wrapping_add(1),
+            _ => {}
+        }
+        let (napi, cpu) = (c.napi, c.irq_cpu);
         nic.stats.irqs += 1;
         nic.stats.tx_irqs += tx as u64;
         if self.napi_schedule_prep(napi) {
@@ -399,6 +459,7 @@ impl World {
         let irq_ns = if std::mem::take(&mut c.irq_cost_due) { costs.1 } else { 0.0 };
         let n = c.tx.done.min(TX_CQ_POLL_BUDGET);
         let mut bytes = 0u32;
+        let mut frames = 0u64;
         for _ in 0..n {
             let tx = &mut self.nic_mut(dev).chans[ch as usize].tx;
             let e = tx.ring.pop_front().expect("a sent entry");
@@ -406,6 +467,7 @@ impl World {
             tx.done -= 1;
             tx.visible -= 1;
             bytes += e.bytes;
+            frames += self.pkts.get(e.id).segs.max(1) as u64;
             // napi_consume_skb(): the destructor (sock_wfree, tcp_wfree) runs here.
             self.skb_orphan(e.id);
             self.pkts.free(e.id);
@@ -413,6 +475,11 @@ impl World {
         }
         let nic = self.nic_mut(dev);
         nic.stats.tx_cqes += n as u64;
+        if let Adaptive::Igb { itr, .. } = &mut nic.chans[ch as usize].moder {
+            // igb_clean_tx_irq(): total_bytes and total_packets (segments).
+            itr.tx_bytes += bytes as u64;
+            itr.tx_packets += frames;
+        }
         nic.chans[ch as usize].tx_busy = n == TX_CQ_POLL_BUDGET;
         // One netdev_tx_completed_queue() per poll, with everything it reclaimed.
         self.bql_complete(cpu, dev, ch, bytes);
@@ -431,7 +498,16 @@ impl World {
     /// NAPI poll hook: one received frame off the RX ring, with its cost.
     #[inline]
     pub(super) fn nic_rcv_one(&mut self, dev: DevId, ch: u16) -> Option<(u32, f64)> {
-        let id = self.nic_mut(dev).chans[ch as usize].rx.pop_front()?;
+        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let id = c.rx.pop_front()?;
+        let is_igb = matches!(c.moder, Adaptive::Igb { .. });
+        if is_igb {
+            let len = self.pkts.get(id).len as u64;
+            if let Adaptive::Igb { itr, .. } = &mut self.nic_mut(dev).chans[ch as usize].moder {
+                itr.rx_bytes += len;
+                itr.rx_packets += 1;
+            }
+        }
         self.pkts.get_mut(id).t_consume = self.now;
         Some((id, self.profile.costs.nic_rx_ns))
     }
@@ -445,7 +521,26 @@ impl World {
     /// NAPI poll hook, after `napi_complete_done()`: unmask the interrupt; what
     /// arrived meanwhile interrupts again (RX at once, TX completions by moderation).
     pub(super) fn nic_rearm(&mut self, dev: DevId, ch: u16) {
+        let now = self.now;
         let c = &mut self.nic_mut(dev).chans[ch as usize];
+        match &mut c.moder {
+            Adaptive::Off => {}
+            Adaptive::Igb { itr, pending_ns, gigabit } => {
+                if itr.update_ring_itr(*gigabit).is_some() {
+                    *pending_ns = Some(itr.interval_ns());
+                }
+            }
+            Adaptive::Dim { dim, cqe_mode, packets, bytes, events } => {
+                let sample = darkbuf_model::dim::Sample { time_ns: now, pkt_ctr: *packets, byte_ctr: *bytes, event_ctr: *events };
+                if let Some(ix) = dim.net_dim(sample) {
+                    // mlx5e_tx_dim_work(): the new profile, and measurement restarts.
+                    let m = darkbuf_model::dim::tx_moderation(*cqe_mode, ix);
+                    dim.net_dim(sample);
+                    c.period_ns = m.usec as u64 * 1000;
+                    c.frames = m.pkts;
+                }
+            }
+        }
         c.armed = true;
         if !c.rx.is_empty() {
             self.nic_irq(dev, ch as usize);
