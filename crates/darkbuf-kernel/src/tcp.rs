@@ -406,6 +406,31 @@ mod tests {
         assert!(why.is_empty(), "{why:?}");
     }
 
+    proptest::proptest! {
+        /// Interpolated bytes never leave the samples' range and never decrease in time
+        /// (a receiver's counts only grow), so no window has negative goodput.
+        #[test]
+        fn interpolation_is_monotone_and_bounded(
+            steps in proptest::collection::vec((1u64..1_000_000, 0u64..1_000_000), 1..40),
+            probes in proptest::collection::vec(0u64..50_000_000, 2..20),
+        ) {
+            let mut t = 0;
+            let mut b = 0;
+            let samples: Vec<(u64, u64)> = steps.iter().map(|(dt, db)| { t += dt; b += db; (t, b) }).collect();
+            let mut probes = probes;
+            probes.sort_unstable();
+            let lo = samples[0].1 as f64;
+            let hi = samples.last().unwrap().1 as f64;
+            let mut prev = f64::MIN;
+            for p in probes {
+                let v = bytes_at(&samples, p);
+                proptest::prop_assert!(v >= lo && v <= hi, "{v} outside {lo}..{hi}");
+                proptest::prop_assert!(v >= prev);
+                prev = v;
+            }
+        }
+    }
+
     #[test]
     fn a_failed_sender_is_null_with_a_reason() {
         let j = Joined { entries: vec![(2, None, None)] };

@@ -126,6 +126,22 @@ mod tests {
         assert_eq!(parse_tcp_info(&[]), None);
     }
 
+    proptest::proptest! {
+        /// Whatever bytes and length the kernel returns, parsing never panics, and a
+        /// field is present exactly when the bytes cover it.
+        #[test]
+        fn any_length_parses_safely(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            match parse_tcp_info(&bytes) {
+                None => proptest::prop_assert!(bytes.len() < 104),
+                Some(i) => {
+                    proptest::prop_assert!(bytes.len() >= 104);
+                    proptest::prop_assert_eq!(i.pacing_rate.is_some(), bytes.len() >= 112);
+                    proptest::prop_assert_eq!(i.delivery_rate.is_some(), bytes.len() >= 168);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_real_socket_answers() {
         // Loopback, no privileges: a connected pair reports an established state.
