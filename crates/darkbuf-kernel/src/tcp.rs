@@ -19,8 +19,10 @@
 //! Sysctls, per namespace (they are per network namespace since 4.15, copied from
 //! init_net when a namespace is created): `tcp_wmem` / `tcp_rmem` get the scenario's
 //! `sndbuf` / `rcvbuf` as their maximum (the simulator's meaning: where autotuning
-//! stops; the kernel defaults 4 MiB / 6 MiB are the scenario's defaults), `tcp_ecn` = 1
-//! in the sender's namespace when `ecn = true`.
+//! stops). The scenario's defaults, 4 MiB / 6 MiB, are older kernels' defaults; 6.18
+//! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
+//! both backends run the same buffers. `tcp_ecn` = 1 in the sender's namespace when
+//! `ecn = true`.
 
 use crate::error::{KernelError, Result};
 use crate::load::{self, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
