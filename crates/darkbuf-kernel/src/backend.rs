@@ -477,7 +477,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let has_tcp = !crate::tcp::entries(scn).is_empty();
     let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
     let grid_t0 = load_t0 + warmup.as_nanos() as u64;
-    let mut tcp_running = crate::tcp::start_receivers(scn, &tcp_ep, total, grid_t0, &stop)?;
+    // In the guard at once: an early return stops them too.
+    guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, total, grid_t0, &stop)?;
 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
@@ -528,8 +529,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if has_tcp {
         load::sleep_until_ns(load_t0);
     }
-    crate::tcp::start_senders(scn, &tcp_ep, &mut tcp_running, total, grid_t0, &stop);
-    guard.tools.tcp.extend(tcp_running.into_iter().map(|(r, _)| r));
+    crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, total, grid_t0, &stop);
     if let Some(p) = pings.first() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
         let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;

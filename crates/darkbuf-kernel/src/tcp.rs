@@ -138,13 +138,15 @@ pub struct Endpoints {
 /// The running flows of one entry.
 pub struct Running {
     pub index: usize,
+    /// The receiver's listening port.
+    pub port: u16,
     pub sender: Option<JoinHandle<io::Result<TcpSenderStats>>>,
     pub receiver: JoinHandle<io::Result<TcpReceiverStats>>,
 }
 
 /// Starts every entry's receiver (listening when this returns); senders are started by
 /// [`start_senders`] with the other load.
-pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) -> Result<Vec<(Running, u16)>> {
+pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) -> Result<Vec<Running>> {
     let mut out = Vec::new();
     for (i, f) in entries(scn) {
         let (ns, bind) = match f.direction {
@@ -157,14 +159,14 @@ pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_
             let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
             return Err(KernelError::Internal(format!("starting the TCP receiver of traffic.{i}: {e}")));
         };
-        out.push((Running { index: i, sender: None, receiver: h }, port));
+        out.push(Running { index: i, port, sender: None, receiver: h });
     }
     Ok(out)
 }
 
 /// Starts the senders, each pinned to its entry's `cpu`.
-pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [(Running, u16)], total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) {
-    for (r, port) in running.iter_mut() {
+pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [Running], total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) {
+    for r in running.iter_mut() {
         let Traffic::Tcp(f) = &scn.traffic[r.index] else { continue };
         let (ns, dst) = match f.direction {
             Direction::Up => (&ep.tx_ns, ep.rx_addr),
@@ -173,7 +175,7 @@ pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [(Running, u1
         let spec = TcpSenderSpec {
             netns: ns.clone(),
             dst,
-            port: *port,
+            port: r.port,
             flows: f.flows,
             cc: cc_name(f.cc).into(),
             tos: f.dscp << 2,
