@@ -65,11 +65,18 @@ static RUN_SEQ: AtomicU32 = AtomicU32::new(0);
 pub struct RunOpts {
     /// Which received packets traverse the rules (`consumer.rules_match`).
     pub rule_scope: RuleScope,
+    /// Per-namespace sysctls written in both namespaces after setup, e.g.
+    /// ("net.ipv4.tcp_limit_output_bytes", "65536") (experiments; not a scenario key).
+    pub netns_sysctls: Vec<(String, String)>,
+    /// Leave TSO/GSO on at the sender (`ethtool -K tso on gso on` after the NAPI recipe,
+    /// which turns them off): TCP then builds TSO skbs as the simulator's TCP does, and
+    /// veth takes its netif_rx() path instead of the NAPI ring.
+    pub sender_tso: bool,
 }
 
 impl RunOpts {
     pub fn for_scenario(scn: &Scenario) -> RunOpts {
-        RunOpts { rule_scope: RuleScope::of(scn.consumer.rules_match) }
+        RunOpts { rule_scope: RuleScope::of(scn.consumer.rules_match), netns_sysctls: Vec::new(), sender_tso: false }
     }
 }
 
@@ -99,6 +106,7 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
     signals::install();
     let kv = KernelVersion::running();
     topo::preflight(scn, kv)?;
+    crate::tcp::preflight(scn)?;
     let mut records = Vec::new();
     let mut unavailable = BTreeMap::new();
     let mut notes: Vec<String> = before_run();
@@ -212,6 +220,7 @@ struct Tools {
     sinks: Vec<(usize, JoinHandle<io::Result<SinkStats>>)>,
     prober: Option<JoinHandle<io::Result<ProbeResult>>>,
     tap: Option<JoinHandle<io::Result<TapReaderStats>>>,
+    tcp: Vec<crate::tcp::Running>,
 }
 
 #[derive(Default)]
@@ -220,6 +229,7 @@ struct Joined {
     sinks: Vec<(usize, SinkStats)>,
     probe: Option<ProbeResult>,
     tap: Option<TapReaderStats>,
+    tcp: crate::tcp::Joined,
     errors: Vec<String>,
 }
 
@@ -265,6 +275,16 @@ impl Tools {
         }
         if let Some(h) = self.tap.take() {
             j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
+        }
+        for r in self.tcp.drain(..) {
+            let what = format!("TCP sender of traffic.{}", r.index);
+            let s = r.sender.and_then(|h| join_by(h, deadline, &what, &mut j.errors));
+            let what = format!("TCP receiver of traffic.{}", r.index);
+            let rx = join_by(r.receiver, deadline, &what, &mut j.errors);
+            if let Some(s) = &s {
+                j.errors.extend(s.errors.iter().map(|e| format!("TCP sender of traffic.{}: {e}", r.index)));
+            }
+            j.tcp.entries.push((r.index, s, rx));
         }
         j
     }
@@ -338,12 +358,7 @@ fn check_placement(scn: &Scenario) -> Result<()> {
         let cpu = match t {
             Traffic::Udp(u) => u.cpu,
             Traffic::Ping(p) => p.cpu,
-            Traffic::Tcp(_) => {
-                return Err(KernelError::Unavailable(format!(
-                    "traffic.{i}: kind = \"tcp\" runs on the simulator only for now (the kernel backend's TCP load \
-                     generator and receiver are not built yet)"
-                )))
-            }
+            Traffic::Tcp(t) => t.cpu,
         };
         if cpu as usize >= crate::online_cpus() {
             return Err(KernelError::Unavailable(format!(
@@ -448,6 +463,22 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if let Some(e) = interrupted() {
         return Err(e);
     }
+    // TCP: the namespaces' sysctls, the sender's offloads, and the receivers (listening
+    // before any sender connects). The sampling grid starts where the window will.
+    apply_netns_settings(scn, opts, &names)?;
+    notes.extend(crate::tcp::notes(scn));
+    let tcp_ep = crate::tcp::Endpoints {
+        tx_ns: names.ns_tx.clone(),
+        rx_ns: names.ns_rx.clone(),
+        tx_addr: topo::VETH_TX_ADDR,
+        rx_addr: topo::VETH_RX_ADDR,
+        rx_cpu: o.consumer_cpu,
+    };
+    let has_tcp = !crate::tcp::entries(scn).is_empty();
+    let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
+    let grid_t0 = load_t0 + warmup.as_nanos() as u64;
+    // In the guard at once: an early return stops them too.
+    guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, total, grid_t0, &stop)?;
 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
@@ -494,6 +525,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let _ = o.producer_cpu;
         guard.tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(u.cpu as usize), stop.clone())));
     }
+    // TCP senders: their clocks start with the other load's (start/stop are run times).
+    if has_tcp {
+        load::sleep_until_ns(load_t0);
+    }
+    crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, total, grid_t0, &stop);
     if let Some(p) = pings.first() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
         let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;
@@ -573,9 +609,33 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
 
     let mut out = metrics(scn, seed, &a, &b, &samples, &joined, &topo.report, bql, &mut unavailable, &mut notes);
+    crate::tcp::metrics(&joined.tcp, grid_t0, scn.duration_ns, &mut out.record.metrics, &mut out.record.timeseries, &mut unavailable);
     out.unavailable = unavailable;
     out.notes = notes;
     Ok(out)
+}
+
+/// The per-namespace sysctls (TCP's buffers and ECN, then `opts.netns_sysctls` in both
+/// namespaces) and, with `opts.sender_tso`, TSO/GSO back on at the sender.
+fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, names: &Names) -> Result<()> {
+    if scn.device.driver != Driver::Veth {
+        return Ok(());
+    }
+    let mut all = crate::tcp::sysctls(scn);
+    for (k, v) in &opts.netns_sysctls {
+        all.push((true, k.clone(), v.clone()));
+        all.push((false, k.clone(), v.clone()));
+    }
+    for (sender, key, value) in all {
+        let ns = if sender { &names.ns_tx } else { &names.ns_rx };
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        cmd::write_file_in(ns, &path, &value).map_err(|e| KernelError::Unavailable(format!("sysctl {key} in the run's namespace: {}", e.message())))?;
+    }
+    if opts.sender_tso {
+        cmd::must_in(&names.ns_tx, "ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"], None)
+            .map_err(|e| KernelError::Unavailable(format!("TSO on at the sender: {}", e.message())))?;
+    }
+    Ok(())
 }
 
 /// Reads counters of one run's devices.

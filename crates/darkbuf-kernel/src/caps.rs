@@ -152,6 +152,16 @@ pub fn check(cleanup: bool) -> Result<Capabilities> {
         Probe::no(format!("kernel {kv} < 6.16: veth drops at a full ptr_ring, the qdisc never queues"))
     };
     caps.features.insert("veth.backpressure".into(), bp);
+    // TCP congestion controls a `kind = "tcp"` entry may name (readable without root).
+    let cc = std::fs::read_to_string(crate::tcp::AVAILABLE_CC).unwrap_or_default();
+    for name in darkbuf_scenario::CC_NAMES {
+        let p = if cc.split_whitespace().any(|c| c == *name) {
+            Probe::yes(format!("in {}", crate::tcp::AVAILABLE_CC))
+        } else {
+            Probe::no(format!("not in {} ({}); `modprobe tcp_{name}` may add it", crate::tcp::AVAILABLE_CC, cc.trim()))
+        };
+        caps.features.insert(format!("tcp.cc.{name}"), p);
+    }
     if root {
         let scratch_dev = probe_as_root(&mut caps, kv);
         // The scratch namespace's devices (and their NAPI kthreads) are freed

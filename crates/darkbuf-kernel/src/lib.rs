@@ -5,6 +5,7 @@
 //! - [`caps`]: `darkbuf check`, what this kernel can do, and leftovers of killed runs.
 //! - [`topo`]: namespaces, veth/tap, qdisc, BQL, NAPI mode, rules; guaranteed teardown.
 //! - [`load`]: the load generator, sink, prober and tap reader (threads in this process).
+//! - [`tcp`]: `kind = "tcp"` traffic: checks, sysctls, flows and their metrics.
 //! - [`counters`], [`trace`]: what is measured, and how it is parsed.
 //! - [`backend`]: one scenario run → a `RunRecord` in the results contract's names.
 //! - [`calibrate`]: a measured matrix fitted into a simulator machine profile.
@@ -23,6 +24,7 @@ pub mod nics;
 pub mod rules;
 pub mod signals;
 pub mod tcargs;
+pub mod tcp;
 pub mod topo;
 pub mod trace;
 

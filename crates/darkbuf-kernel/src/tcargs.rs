@@ -75,6 +75,12 @@ pub fn param_args(kind: &str, params: &Params, kv: KernelVersion) -> Result<Vec<
                 }
             }
             ParamValue::Tables(_) => {}
+            // htb's `default` is a class minor: the simulator reads an integer as the
+            // number it is (and a string as hex), tc always as hex.
+            ParamValue::Int(i) if kind == "htb" && k == "default" => {
+                out.push(k.clone());
+                out.push(format!("{i:x}"));
+            }
             other => {
                 out.push(k.clone());
                 out.push(value_str(other).unwrap_or_default());
@@ -124,7 +130,7 @@ pub fn qdisc_commands(dev: &str, spec: &QdiscSpec, tx_queues: u32, kv: KernelVer
                     )));
                 }
                 for (i, t) in tables.iter().enumerate() {
-                    cmds.push(class_command(dev, kind, t, kv).map_err(|e| e.context(&format!("qdisc.class[{i}]")))?);
+                    cmds.extend(class_command(dev, kind, t, kv).map_err(|e| e.context(&format!("qdisc.class[{i}]")))?);
                 }
             }
         }
@@ -132,16 +138,21 @@ pub fn qdisc_commands(dev: &str, spec: &QdiscSpec, tx_queues: u32, kv: KernelVer
     Ok(cmds)
 }
 
-/// `tc class replace dev DEV parent P classid C KIND params...` for one `[[qdisc.class]]`.
-fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result<Vec<String>> {
+/// `tc class replace dev DEV parent P classid C KIND params...` for one `[[qdisc.class]]`,
+/// then, when the class names a leaf `qdisc = "KIND"`, `tc qdisc replace dev DEV parent C
+/// KIND` with that kind's defaults (the simulator's meaning; without it the kernel gives
+/// a leaf pfifo with limit = txqueuelen, `qdisc_create_dflt()`, as the simulator does).
+fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result<Vec<Vec<String>>> {
     let mut rest = Params::default();
     let mut classid = None;
     let mut parent = None;
+    let mut leaf = None;
     let mut map = std::collections::BTreeMap::new();
     for (k, v) in t.iter() {
         match (k.as_str(), v) {
             ("classid", v) => classid = value_str(v),
             ("parent", v) => parent = value_str(v),
+            ("qdisc", v) => leaf = value_str(v),
             _ => {
                 map.insert(k.clone(), v.clone());
             }
@@ -154,10 +165,14 @@ fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result
     let parent = parent.unwrap_or_else(|| "1:".into());
     let mut c = vec![
         "class".to_string(), "replace".into(), "dev".into(), dev.into(), "parent".into(), parent,
-        "classid".into(), classid, kind.into(),
+        "classid".into(), classid.clone(), kind.into(),
     ];
     c.extend(param_args(kind, &rest, kv)?);
-    Ok(c)
+    let mut out = vec![c];
+    if let Some(leaf) = leaf {
+        out.push(vec!["qdisc".into(), "replace".into(), "dev".into(), dev.into(), "parent".into(), classid, leaf]);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -236,15 +251,18 @@ mod tests {
 
     #[test]
     fn htb_classes_become_class_commands() {
-        let class = |id: &str, rate: &str| {
+        let class = |id: &str, rate: &str, leaf: Option<&str>| {
             let mut m = BTreeMap::new();
             m.insert("classid".to_string(), ParamValue::Str(id.into()));
             m.insert("rate".to_string(), ParamValue::Str(rate.into()));
+            if let Some(l) = leaf {
+                m.insert("qdisc".to_string(), ParamValue::Str(l.into()));
+            }
             Params::new(m)
         };
         let s = spec(
             "htb",
-            &[("default", ParamValue::Int(10)), ("class", ParamValue::Tables(vec![class("1:10", "20mbit"), class("1:20", "1mbit")]))],
+            &[("default", ParamValue::Int(16)), ("class", ParamValue::Tables(vec![class("1:10", "20mbit", None), class("1:20", "1mbit", Some("bfifo"))]))],
         );
         let c = qdisc_commands("d", &s, 1, KV).unwrap();
         let lines: Vec<String> = c.iter().map(|v| line(v)).collect();
@@ -254,6 +272,7 @@ mod tests {
                 "qdisc replace dev d root handle 1: htb default 10",
                 "class replace dev d parent 1: classid 1:10 htb rate 20mbit",
                 "class replace dev d parent 1: classid 1:20 htb rate 1mbit",
+                "qdisc replace dev d parent 1:20 bfifo",
             ]
         );
     }

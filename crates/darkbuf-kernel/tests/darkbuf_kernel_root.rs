@@ -61,7 +61,7 @@ fn assert_nothing_left() {
 }
 
 fn opts() -> RunOpts {
-    RunOpts { rule_scope: RuleScope::All }
+    RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false }
 }
 
 #[test]
@@ -241,4 +241,59 @@ fn another_active_darkbuf_run_is_named() {
     assert!(added.success());
     assert_eq!(found, vec![other.id()]);
     assert!(notes.iter().any(|n| n.starts_with("another darkbuf run is active") && n.contains(&other.id().to_string())), "{notes:?}");
+}
+
+/// A 2 s TCP scenario: two cubic flows through htb 100 Mbit with a pfifo leaf and a ping.
+/// Structure only: every tcp.* metric is present, goodput is positive and below the
+/// shaped rate's bound, the per-flow series has the 0.2 s step, nothing is left.
+#[test]
+#[ignore = "needs root"]
+fn tcp_flows_through_htb_report_the_simulators_metrics() {
+    if !root_or_skip("tcp run") {
+        return;
+    }
+    let text = format!(
+        "duration = \"2s\"\nwarmup = \"1s\"\n\
+         [device]\ndriver = \"veth\"\nbackpressure = {}\n\
+         [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+         [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"100mbit\"\nqdisc = \"pfifo\"\n\
+         [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\nflows = 2\ndscp = 10\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n",
+        has_backpressure()
+    );
+    let scn = scenario(&text);
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    eprintln!("notes: {notes:?}");
+    let m = &r.runs[0].metrics;
+    for k in [
+        "tcp.goodput_mbps", "tcp.retrans", "tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps",
+        "tcp.flow.0.goodput_mbps", "tcp.flow.1.goodput_mbps", "tcp.flow.1.srtt_avg_ms", "ping.rtt_p50_ms",
+    ] {
+        assert!(m.get(k).copied().flatten().is_some(), "{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k));
+    }
+    let g = m["tcp.goodput_mbps"].unwrap();
+    // Goodput is payload: below the 100 Mbit the htb class sends as frames.
+    assert!(g > 0.0 && g < 100.0, "goodput {g}");
+    let series = &r.runs[0].timeseries["tcp.flow.0.goodput_mbps"];
+    assert_eq!(series.t_ms.len(), 10);
+    assert_eq!(series.t_ms[0], 200.0);
+    assert!(m["qdisc.sent_pkts"].unwrap() > 0.0);
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn tcp_with_a_cc_the_kernel_lacks_is_exit_3() {
+    if !root_or_skip("tcp cc") {
+        return;
+    }
+    let available = std::fs::read_to_string(darkbuf_kernel::tcp::AVAILABLE_CC).unwrap_or_default();
+    let Some(missing) = ["reno", "cubic", "bbr"].into_iter().find(|c| !available.split_whitespace().any(|a| a == *c)) else {
+        eprintln!("tcp cc: skipped: this kernel has reno, cubic and bbr");
+        return;
+    };
+    let scn = scenario(&format!("[device]\ndriver = \"veth\"\nbackpressure = {}\n[[traffic]]\nkind = \"tcp\"\ncc = \"{missing}\"\n", has_backpressure()));
+    let e = run_scenario(&scn, &opts(), |_| {}).unwrap_err();
+    assert_eq!(e.code(), 3);
+    assert!(e.message().contains("this kernel offers"), "{}", e.message());
 }

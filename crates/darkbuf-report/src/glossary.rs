@@ -165,6 +165,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.cwnd_avg_pkts", "packets", "tcp: time-averaged congestion window, mean over the flows"),
     e("tcp.srtt_avg_ms", "ms", "tcp: time-averaged smoothed RTT, mean over the flows"),
     e("tcp.pacing_rate_mbps", "Mbit/s", "tcp: time-averaged sk_pacing_rate, mean over the flows"),
+    e("tcp.delivery_rate_mbps", "Mbit/s", "tcp (kernel backend): mean of TCP_INFO's tcpi_delivery_rate samples, mean over the flows"),
     e("tcp.flow.N.goodput_mbps", "Mbit/s", "tcp: flow N's goodput (also a time series at flent's 0.2 s step)"),
     e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
     e("tcp.flow.N.cwnd_avg_pkts", "packets", "tcp: flow N's time-averaged congestion window"),

@@ -18,7 +18,8 @@
 //! flood's payload stamps give one-way delays at the sink and the tap reader.
 //!
 //! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
-//! `tap`, `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
+//! `tap`, `tcp` (bulk TCP senders and their receiver), `tcpinfo` (TCP_INFO),
+//! `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
 
 mod echo;
 mod flood;
@@ -28,13 +29,19 @@ mod probe;
 mod sink;
 mod sys;
 mod tap;
+mod tcp;
+pub mod tcpinfo;
 
 pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};
 pub use flood::{spawn_flood, spawn_flood_pinned, FloodSpec, FloodStats, FLOOD_SNDTIMEO, MAX_BATCH, MAX_UDP_PAYLOAD};
 pub use netns::{enter_netns, NETNS_RUN_DIR};
 pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResult, ProbeSample, ProbeSpec};
 pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};
-pub use sys::{mono_ns, pin_to_cpu};
+pub use sys::{mono_ns, pin_to_cpu, sleep_until_ns};
+pub use tcp::{
+    open_flow, spawn_tcp_receiver, spawn_tcp_sender, InfoSample, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats,
+    TcpSenderSpec, TcpSenderStats, SAMPLE_STEP, TCP_WRITE,
+};
 pub use tap::{
     create_tap_reader, create_tap_reader_with, spawn_tap_reader, TapInfo, TapOpts, TapReader, TapReaderSpec,
     TapReaderStats, TAP_PEER_MAC,

@@ -1,0 +1,410 @@
+//! darkbuf's TCP load: bulk senders as iperf3 runs them, and their receiver.
+//!
+//! One sender thread per `[[traffic]] kind = "tcp"` entry opens `flows` connections to
+//! the receiver and keeps each send buffer full with 128 KiB writes (iperf3's default
+//! block, the simulator's `APP_WRITE`), non-blocking, multiplexed with `poll()`. Socket
+//! options, each set before `connect()` so the handshake already uses them:
+//! `TCP_CONGESTION` (the `cc` by its sysctl name), `IP_TOS` (`dscp << 2`), and
+//! `SO_MAX_PACING_RATE` for a rate cap: the kernel paces the flow itself (TCP's internal
+//! pacing, `tcp_internal_pacing()`, without fq), as `iperf3 --fq-rate` does; the
+//! simulator's `rate` is iperf3 `-b`, an application that writes no faster.
+//! The send and receive buffers are the namespaces' `tcp_wmem` / `tcp_rmem` (autotuning
+//! stays on, as in the simulator), set by the backend, not per socket.
+//!
+//! Every `SAMPLE_STEP` (0.2 s, flent's step) on a grid anchored at `grid_t0_ns`, the
+//! sender reads each flow's `TCP_INFO` and the receiver records the bytes each
+//! connection has read; both also sample once when they end. Rates in a window are
+//! interpolated between those samples by the backend.
+//!
+//! Bounds: the loops end on `stop`, at `duration` after start, and a flow's sending
+//! ends at its `stop`; every blocking call is a poll of at most `POLL_MAX`.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::netns::{spawn_tool, Ready};
+use super::sys;
+use super::tcpinfo::{self, TcpInfo};
+
+/// One application write: iperf3's default block.
+pub const TCP_WRITE: usize = 128 * 1024;
+/// flent's sampling step, and the goodput series' step.
+pub const SAMPLE_STEP: Duration = Duration::from_millis(200);
+/// Longest single wait, so `stop` is noticed.
+pub const POLL_MAX: Duration = Duration::from_millis(20);
+
+/// One entry's senders.
+#[derive(Clone, Debug)]
+pub struct TcpSenderSpec {
+    pub netns: String,
+    pub dst: Ipv4Addr,
+    pub port: u16,
+    pub flows: u32,
+    /// `TCP_CONGESTION` name.
+    pub cc: String,
+    /// `IP_TOS` byte.
+    pub tos: u8,
+    /// `SO_MAX_PACING_RATE`, bytes/s.
+    pub max_pacing_rate: Option<u64>,
+    /// Sending starts this long after the thread starts, and ends at `stop`.
+    pub start: Duration,
+    pub stop: Duration,
+    /// The thread's whole life (>= stop).
+    pub duration: Duration,
+    /// CLOCK_MONOTONIC ns the sampling grid is anchored at.
+    pub grid_t0_ns: u64,
+}
+
+/// One TCP_INFO reading.
+#[derive(Clone, Copy, Debug)]
+pub struct InfoSample {
+    pub t_ns: u64,
+    pub info: TcpInfo,
+}
+
+/// One sending flow.
+#[derive(Clone, Debug, Default)]
+pub struct SenderFlow {
+    pub local_port: u16,
+    pub bytes_written: u64,
+    pub samples: Vec<InfoSample>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TcpSenderStats {
+    pub flows: Vec<SenderFlow>,
+    /// Write errors other than EAGAIN (a reset connection ends its flow).
+    pub errors: Vec<String>,
+}
+
+/// The receiver of one entry's flows.
+#[derive(Clone, Debug)]
+pub struct TcpReceiverSpec {
+    pub netns: String,
+    pub bind: Ipv4Addr,
+    /// Connections to accept.
+    pub flows: u32,
+    pub duration: Duration,
+    pub grid_t0_ns: u64,
+}
+
+/// One received connection: (CLOCK_MONOTONIC ns, bytes read so far) samples.
+#[derive(Clone, Debug, Default)]
+pub struct ReceiverFlow {
+    pub peer_port: u16,
+    pub bytes: u64,
+    pub samples: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TcpReceiverStats {
+    pub flows: Vec<ReceiverFlow>,
+    pub port: u16,
+}
+
+/// The next grid point after `now`.
+fn next_tick(now: u64, t0: u64) -> u64 {
+    let step = sys::dur_ns(SAMPLE_STEP);
+    if now < t0 {
+        return t0;
+    }
+    t0 + ((now - t0) / step + 1) * step
+}
+
+fn set_nonblocking(fd: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a valid descriptor.
+    let fl = sys::cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: as above.
+    sys::cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) }).map(|_| ())
+}
+
+/// poll() over `fds` for at most `timeout_ns`; EINTR counts as a timeout.
+fn poll_all(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: fds is a valid array of its length; valid timespec; no signal mask.
+    let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if rc < 0 && sys::errno() != libc::EINTR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Starts the receiver; returns its listening port once it listens (None: setup
+/// failed, the error is the join result).
+pub fn spawn_tcp_receiver(spec: TcpReceiverSpec, cpu: Option<usize>, stop: Arc<AtomicBool>) -> (Option<u16>, JoinHandle<io::Result<TcpReceiverStats>>) {
+    let netns = spec.netns.clone();
+    spawn_tool("darkbuf-tcp-rx", netns, cpu, move |ready| run_receiver(&spec, &stop, ready))
+}
+
+fn listen(bind: Ipv4Addr, backlog: u32) -> io::Result<OwnedFd> {
+    let l = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
+    sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1, "SO_REUSEADDR")?;
+    sys::bind(&l, bind, 0)?;
+    // SAFETY: listen on a valid bound socket.
+    sys::cvt(unsafe { libc::listen(l.as_raw_fd(), backlog.max(1) as libc::c_int) })?;
+    set_nonblocking(&l)?;
+    Ok(l)
+}
+
+fn accept(l: &OwnedFd) -> io::Result<Option<(OwnedFd, u16)>> {
+    // SAFETY: zeroed sockaddr_in is valid; accept4 writes at most `len` bytes.
+    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: as above.
+    let fd = unsafe { libc::accept4(l.as_raw_fd(), &mut sa as *mut _ as *mut libc::sockaddr, &mut len, libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) };
+    if fd < 0 {
+        return match sys::errno() {
+            libc::EAGAIN | libc::EINTR | libc::ECONNABORTED => Ok(None),
+            _ => Err(io::Error::last_os_error()),
+        };
+    }
+    // SAFETY: a fresh descriptor owned by nobody else.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    Ok(Some((fd, sys::from_sockaddr_in(&sa).1)))
+}
+
+fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16>) -> io::Result<TcpReceiverStats> {
+    let l = listen(spec.bind, spec.flows)?;
+    let port = sys::local_addr(&l)?.1;
+    let mut st = TcpReceiverStats { port, flows: Vec::with_capacity(spec.flows as usize) };
+    let mut conns: Vec<Option<OwnedFd>> = Vec::with_capacity(spec.flows as usize);
+    let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(spec.flows as usize + 1);
+    let mut buf = vec![0u8; TCP_WRITE];
+    let t_start = sys::mono_ns();
+    let deadline = t_start.saturating_add(sys::dur_ns(spec.duration));
+    let steps = (spec.duration.as_nanos() / SAMPLE_STEP.as_nanos()) as usize + 2;
+    let mut tick = next_tick(t_start, spec.grid_t0_ns);
+    ready.signal(port);
+    loop {
+        let now = sys::mono_ns();
+        if stop.load(Ordering::Relaxed) || now >= deadline {
+            break;
+        }
+        if now >= tick {
+            for f in st.flows.iter_mut() {
+                f.samples.push((now, f.bytes));
+            }
+            tick = next_tick(now, spec.grid_t0_ns);
+        }
+        pfds.clear();
+        if conns.len() < spec.flows as usize {
+            pfds.push(libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        pfds.extend(conns.iter().flatten().map(|c| libc::pollfd { fd: c.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        let wait = tick.min(deadline).saturating_sub(now).min(sys::dur_ns(POLL_MAX));
+        poll_all(&mut pfds, wait)?;
+        if conns.len() < spec.flows as usize {
+            if let Some((c, peer)) = accept(&l)? {
+                let mut samples = Vec::with_capacity(steps);
+                samples.push((sys::mono_ns(), 0));
+                st.flows.push(ReceiverFlow { peer_port: peer, bytes: 0, samples });
+                conns.push(Some(c));
+            }
+        }
+        read_ready(&mut conns, &mut st.flows, &mut buf)?;
+    }
+    let now = sys::mono_ns();
+    for f in st.flows.iter_mut() {
+        f.samples.push((now, f.bytes));
+    }
+    Ok(st)
+}
+
+/// Reads what every open connection has (each until EAGAIN, bounded by 64 reads).
+fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &mut [u8]) -> io::Result<()> {
+    for (c, f) in conns.iter_mut().zip(flows.iter_mut()) {
+        let Some(fd) = c.as_ref() else { continue };
+        for _ in 0..64 {
+            // SAFETY: buf is valid for its length.
+            let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if r > 0 {
+                f.bytes += r as u64;
+                continue;
+            }
+            if r == 0 {
+                *c = None; // EOF: the sender closed.
+            } else {
+                match sys::errno() {
+                    libc::EAGAIN | libc::EINTR => {}
+                    libc::ECONNRESET => *c = None,
+                    _ => return Err(io::Error::last_os_error()),
+                }
+            }
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Starts one entry's senders. They connect when `start` comes; returns at once.
+pub fn spawn_tcp_sender(spec: TcpSenderSpec, cpu: Option<usize>, stop: Arc<AtomicBool>) -> JoinHandle<io::Result<TcpSenderStats>> {
+    let netns = spec.netns.clone();
+    spawn_tool("darkbuf-tcp-tx", netns, cpu, move |ready: &mut Ready<()>| {
+        ready.signal(());
+        run_sender(&spec, &stop)
+    })
+    .1
+}
+
+/// A connected, non-blocking sending socket with the spec's options.
+pub fn open_flow(spec: &TcpSenderSpec) -> io::Result<OwnedFd> {
+    let s = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
+    let cc = spec.cc.as_bytes();
+    // SAFETY: cc is valid for its length; TCP_CONGESTION takes a name without NUL.
+    sys::cvt(unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t) })
+        .map_err(|e| io::Error::new(e.kind(), format!("setsockopt TCP_CONGESTION={}: {e}", spec.cc)))?;
+    if spec.tos != 0 {
+        sys::setsockopt_int(&s, libc::IPPROTO_IP, libc::IP_TOS, spec.tos as libc::c_int, "IP_TOS")?;
+    }
+    if let Some(r) = spec.max_pacing_rate {
+        // The 64-bit form (since 4.13 the kernel accepts a u64 here).
+        sys::setsockopt(&s, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, r)
+            .map_err(|e| io::Error::new(e.kind(), format!("setsockopt SO_MAX_PACING_RATE={r}: {e}")))?;
+    }
+    sys::set_timeout(&s, libc::SO_SNDTIMEO, Duration::from_secs(2))?;
+    sys::connect(&s, spec.dst, spec.port)?;
+    set_nonblocking(&s)?;
+    Ok(s)
+}
+
+fn sample_all(socks: &[Option<OwnedFd>], flows: &mut [SenderFlow], now: u64) {
+    for (s, f) in socks.iter().zip(flows.iter_mut()) {
+        if let Some(Ok(info)) = s.as_ref().map(tcpinfo::tcp_info) {
+            f.samples.push(InfoSample { t_ns: now, info });
+        }
+    }
+}
+
+fn run_sender(spec: &TcpSenderSpec, stop: &AtomicBool) -> io::Result<TcpSenderStats> {
+    let t0 = sys::mono_ns();
+    let start = t0 + sys::dur_ns(spec.start);
+    let end = t0 + sys::dur_ns(spec.stop.min(spec.duration));
+    while sys::mono_ns() < start {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(TcpSenderStats::default());
+        }
+        std::thread::sleep(Duration::from_nanos(start.saturating_sub(sys::mono_ns()).clamp(1_000, sys::dur_ns(POLL_MAX))));
+    }
+    let steps = (spec.duration.as_nanos() / SAMPLE_STEP.as_nanos()) as usize + 2;
+    let mut st = TcpSenderStats::default();
+    let mut socks: Vec<Option<OwnedFd>> = Vec::with_capacity(spec.flows as usize);
+    for _ in 0..spec.flows {
+        let s = open_flow(spec)?;
+        let local_port = sys::local_addr(&s)?.1;
+        st.flows.push(SenderFlow { local_port, bytes_written: 0, samples: Vec::with_capacity(steps) });
+        socks.push(Some(s));
+    }
+    let block = vec![0u8; TCP_WRITE];
+    let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(socks.len());
+    let mut tick = next_tick(sys::mono_ns(), spec.grid_t0_ns);
+    loop {
+        let now = sys::mono_ns();
+        if stop.load(Ordering::Relaxed) || now >= end || socks.iter().all(|s| s.is_none()) {
+            break;
+        }
+        if now >= tick {
+            sample_all(&socks, &mut st.flows, now);
+            tick = next_tick(now, spec.grid_t0_ns);
+        }
+        pfds.clear();
+        pfds.extend(socks.iter().map(|s| libc::pollfd { fd: s.as_ref().map_or(-1, |s| s.as_raw_fd()), events: libc::POLLOUT, revents: 0 }));
+        poll_all(&mut pfds, tick.min(end).saturating_sub(now).min(sys::dur_ns(POLL_MAX)))?;
+        for (i, p) in pfds.iter().enumerate() {
+            if p.fd < 0 || p.revents == 0 {
+                continue;
+            }
+            if let Err(e) = write_some(&socks[i], &block, &mut st.flows[i]) {
+                st.errors.push(format!("flow {i}: {e}"));
+                socks[i] = None;
+            }
+        }
+    }
+    sample_all(&socks, &mut st.flows, sys::mono_ns());
+    Ok(st)
+}
+
+/// Writes blocks until the send buffer is full (EAGAIN), at most 64 per call.
+fn write_some(s: &Option<OwnedFd>, block: &[u8], f: &mut SenderFlow) -> io::Result<()> {
+    let Some(fd) = s.as_ref() else { return Ok(()) };
+    for _ in 0..64 {
+        // SAFETY: block is valid for its length; MSG_NOSIGNAL: no SIGPIPE on a reset.
+        let r = unsafe { libc::send(fd.as_raw_fd(), block.as_ptr() as *const libc::c_void, block.len(), libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            f.bytes_written += r as u64;
+            continue;
+        }
+        return match sys::errno() {
+            libc::EAGAIN | libc::EINTR => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_ticks() {
+        let step = 200_000_000;
+        assert_eq!(next_tick(0, 1_000), 1_000);
+        assert_eq!(next_tick(1_000, 1_000), 1_000 + step);
+        assert_eq!(next_tick(1_000 + step - 1, 1_000), 1_000 + step);
+        assert_eq!(next_tick(1_000 + 3 * step + 5, 1_000), 1_000 + 4 * step);
+    }
+
+    /// Loopback, no privileges: two reno flows for 0.5 s; every byte written and
+    /// acknowledged is read, and both ends sampled on the grid.
+    #[test]
+    fn loopback_flows() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let t0 = sys::mono_ns();
+        let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 2, duration: Duration::from_secs(3), grid_t0_ns: t0 };
+        let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
+        let port = port.expect("receiver listens");
+        let tx = TcpSenderSpec {
+            netns: String::new(),
+            dst: Ipv4Addr::LOCALHOST,
+            port,
+            flows: 2,
+            cc: "reno".into(),
+            tos: 0x10,
+            max_pacing_rate: Some(5_000_000),
+            start: Duration::from_millis(50),
+            stop: Duration::from_millis(650),
+            duration: Duration::from_secs(2),
+            grid_t0_ns: t0,
+        };
+        let sh = spawn_tcp_sender(tx, None, stop.clone());
+        let s = sh.join().unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        let r = rh.join().unwrap().unwrap();
+        assert_eq!(s.flows.len(), 2);
+        assert_eq!(r.flows.len(), 2);
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        let mut sent: Vec<u16> = s.flows.iter().map(|f| f.local_port).collect();
+        let mut got: Vec<u16> = r.flows.iter().map(|f| f.peer_port).collect();
+        sent.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(sent, got);
+        for f in &s.flows {
+            // 0.6 s: at least two grid samples and the final one.
+            assert!(f.samples.len() >= 3, "{}", f.samples.len());
+            let last = f.samples.last().unwrap().info;
+            assert!(last.bytes_acked.unwrap() > 0);
+            // The pacing cap is honoured: 5 MB/s for 0.6 s is at most ~3 MB plus the
+            // initial window and the send buffer.
+            assert!(last.pacing_rate.unwrap() <= 5_000_000);
+            let rf = r.flows.iter().find(|x| x.peer_port == f.local_port).unwrap();
+            assert!(rf.bytes >= last.bytes_acked.unwrap().saturating_sub(1));
+            assert!(rf.samples.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        }
+    }
+}

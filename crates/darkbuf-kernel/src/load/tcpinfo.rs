@@ -1,0 +1,155 @@
+//! `getsockopt(TCP_INFO)`: the sender's view of a flow, as `ss -ti` prints it.
+//!
+//! The kernel fills `struct tcp_info` (include/uapi/linux/tcp.h) in `tcp_get_info()`
+//! (net/ipv4/tcp.c) and copies `min(optlen, sizeof(info))` bytes, so an older kernel
+//! returns a shorter struct. The fields are read by their offsets in the uapi layout
+//! from the bytes the kernel actually returned: a field beyond the returned length is
+//! `None`, never garbage. Offsets (bytes): `tcpi_snd_mss` 16, `tcpi_rtt` 68 (srtt in
+//! µs, `tp->srtt_us >> 3`), `tcpi_snd_cwnd` 80, `tcpi_total_retrans` 100,
+//! `tcpi_pacing_rate` 104 (B/s, `sk_pacing_rate`), `tcpi_delivery_rate` 160 (B/s,
+//! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// What darkbuf reads from one TCP_INFO.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TcpInfo {
+    /// `tcpi_state` (1 = TCP_ESTABLISHED).
+    pub state: u8,
+    /// `tcpi_ca_state` (0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss).
+    pub ca_state: u8,
+    pub snd_mss: u32,
+    /// Smoothed RTT, µs.
+    pub srtt_us: u32,
+    /// Congestion window, segments.
+    pub snd_cwnd: u32,
+    /// Segments retransmitted over the connection's life (`tp->total_retrans`).
+    pub total_retrans: u32,
+    /// `sk_pacing_rate`, B/s (`~0` means unlimited); None on kernels before 4.0.
+    pub pacing_rate: Option<u64>,
+    /// `tcpi_bytes_acked`; None before 4.1.
+    pub bytes_acked: Option<u64>,
+    /// The last delivery-rate sample, B/s; None before 4.9.
+    pub delivery_rate: Option<u64>,
+}
+
+/// Bytes darkbuf asks for: the whole uapi struct of 6.x (232 bytes on 6.18) with room.
+pub const TCP_INFO_BUF: usize = 256;
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    b.get(off..off + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap_or([0; 4])))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    b.get(off..off + 8).map(|s| u64::from_ne_bytes(s.try_into().unwrap_or([0; 8])))
+}
+
+/// Parses the bytes TCP_INFO returned; None when even the original (2.6) fields up to
+/// `tcpi_total_retrans` are missing.
+pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
+    Some(TcpInfo {
+        state: *b.first()?,
+        ca_state: *b.get(1)?,
+        snd_mss: u32_at(b, 16)?,
+        srtt_us: u32_at(b, 68)?,
+        snd_cwnd: u32_at(b, 80)?,
+        total_retrans: u32_at(b, 100)?,
+        pacing_rate: u64_at(b, 104),
+        bytes_acked: u64_at(b, 120),
+        delivery_rate: u64_at(b, 160),
+    })
+}
+
+/// `getsockopt(fd, IPPROTO_TCP, TCP_INFO)`.
+pub fn tcp_info(fd: &impl AsRawFd) -> io::Result<TcpInfo> {
+    let mut buf = [0u8; TCP_INFO_BUF];
+    let mut len = TCP_INFO_BUF as libc::socklen_t;
+    // SAFETY: buf is valid for `len` bytes; the kernel writes at most `len` and updates it.
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    parse_tcp_info(&buf[..(len as usize).min(TCP_INFO_BUF)])
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("TCP_INFO returned only {len} bytes")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tcp_info image with distinct values at the uapi offsets.
+    fn image(len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; 232];
+        b[0] = 1;
+        b[1] = 3;
+        b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        b[68..72].copy_from_slice(&12_345u32.to_ne_bytes());
+        b[80..84].copy_from_slice(&87u32.to_ne_bytes());
+        b[100..104].copy_from_slice(&9u32.to_ne_bytes());
+        b[104..112].copy_from_slice(&15_000_000u64.to_ne_bytes());
+        b[120..128].copy_from_slice(&123_456_789u64.to_ne_bytes());
+        b[160..168].copy_from_slice(&12_500_000u64.to_ne_bytes());
+        b.truncate(len);
+        b
+    }
+
+    #[test]
+    fn full_struct() {
+        let i = parse_tcp_info(&image(232)).unwrap();
+        assert_eq!(
+            i,
+            TcpInfo {
+                state: 1,
+                ca_state: 3,
+                snd_mss: 1448,
+                srtt_us: 12_345,
+                snd_cwnd: 87,
+                total_retrans: 9,
+                pacing_rate: Some(15_000_000),
+                bytes_acked: Some(123_456_789),
+                delivery_rate: Some(12_500_000),
+            }
+        );
+    }
+
+    #[test]
+    fn shorter_structs_of_older_kernels() {
+        // 4.6 (up to tcpi_segs_in, 144 bytes): no delivery rate.
+        let i = parse_tcp_info(&image(144)).unwrap();
+        assert_eq!((i.pacing_rate, i.bytes_acked, i.delivery_rate), (Some(15_000_000), Some(123_456_789), None));
+        // 2.6 (104 bytes, up to tcpi_total_retrans): no pacing rate.
+        let i = parse_tcp_info(&image(104)).unwrap();
+        assert_eq!((i.total_retrans, i.pacing_rate), (9, None));
+        // Cut inside tcpi_total_retrans: unusable.
+        assert_eq!(parse_tcp_info(&image(103)), None);
+        assert_eq!(parse_tcp_info(&[]), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes and length the kernel returns, parsing never panics, and a
+        /// field is present exactly when the bytes cover it.
+        #[test]
+        fn any_length_parses_safely(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            match parse_tcp_info(&bytes) {
+                None => proptest::prop_assert!(bytes.len() < 104),
+                Some(i) => {
+                    proptest::prop_assert!(bytes.len() >= 104);
+                    proptest::prop_assert_eq!(i.pacing_rate.is_some(), bytes.len() >= 112);
+                    proptest::prop_assert_eq!(i.delivery_rate.is_some(), bytes.len() >= 168);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_real_socket_answers() {
+        // Loopback, no privileges: a connected pair reports an established state.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let i = tcp_info(&c).unwrap();
+        assert_eq!(i.state, 1);
+        assert!(i.snd_cwnd >= 1);
+        assert!(i.snd_mss > 0);
+    }
+}

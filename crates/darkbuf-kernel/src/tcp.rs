@@ -1,0 +1,447 @@
+//! `[[traffic]] kind = "tcp"` on the kernel backend: what the kernel must offer, the
+//! namespaces' TCP sysctls, starting the flows ([`crate::load::spawn_tcp_sender`],
+//! [`crate::load::spawn_tcp_receiver`]) and their metrics, in the simulator's names
+//! (crates/darkbuf-sim/src/report.rs `tcp_metrics()`).
+//!
+//! Where each metric comes from, over the measured window `[t0, t0 + duration]`:
+//! - `tcp.flow.N.goodput_mbps` (and its 0.2 s series), `tcp.goodput_mbps`: bytes the
+//!   receiving application read, interpolated linearly between the receiver's 0.2 s
+//!   samples at the window's ends;
+//! - `tcp.flow.N.retrans`, `tcp.retrans`: `tcpi_total_retrans` at the window's end minus
+//!   at its start (the kernel counts every retransmitted segment, also after a local
+//!   qdisc drop; the simulator sends those again as new data and does not count them);
+//! - `tcp.flow.N.cwnd_avg_pkts`, `tcp.flow.N.srtt_avg_ms`, `tcp.cwnd_avg_pkts`,
+//!   `tcp.srtt_avg_ms`, `tcp.pacing_rate_mbps`, `tcp.delivery_rate_mbps`: the mean of
+//!   the sender's `TCP_INFO` samples (every 0.2 s) inside the window, then the mean over
+//!   the flows. The simulator integrates over time; at 0.2 s samples this is the same
+//!   quantity, less finely resolved.
+//!
+//! Sysctls, per namespace (they are per network namespace since 4.15, copied from
+//! init_net when a namespace is created): `tcp_wmem` / `tcp_rmem` get the scenario's
+//! `sndbuf` / `rcvbuf` as their maximum (the simulator's meaning: where autotuning
+//! stops). The scenario's defaults, 4 MiB / 6 MiB, are older kernels' defaults; 6.18
+//! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
+//! both backends run the same buffers. `tcp_ecn` = 1 in the sender's namespace when
+//! `ecn = true`.
+
+use crate::error::{KernelError, Result};
+use crate::load::{self, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
+use darkbuf_model::units::Rate;
+use darkbuf_report::TimeSeries;
+use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, Traffic};
+use std::collections::BTreeMap;
+use std::io;
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Where the kernel lists the congestion controls a socket may ask for.
+pub const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// The sysctl name of a scenario's `cc`.
+pub fn cc_name(cc: Cc) -> &'static str {
+    match cc {
+        Cc::Reno => "reno",
+        Cc::Cubic => "cubic",
+        Cc::Bbr => "bbr",
+    }
+}
+
+/// The scenario's TCP entries with their `[[traffic]]` index.
+pub fn entries(scn: &Scenario) -> Vec<(usize, &TcpFlow)> {
+    scn.traffic.iter().enumerate().filter_map(|(i, t)| if let Traffic::Tcp(f) = t { Some((i, f)) } else { None }).collect()
+}
+
+/// What the kernel backend cannot do with TCP: a tap (its far end is darkbuf's reader,
+/// which has no TCP stack), or a congestion control this kernel has not loaded.
+/// `available` is the content of [`AVAILABLE_CC`].
+pub fn check(scn: &Scenario, available: &str) -> Result<()> {
+    let tcp = entries(scn);
+    if tcp.is_empty() {
+        return Ok(());
+    }
+    if scn.device.driver == Driver::Tun {
+        return Err(KernelError::Unavailable(format!(
+            "traffic.{}: kind = \"tcp\" with driver = \"tun\": the tap's far end is darkbuf's user-space reader, which has \
+             no TCP stack to answer; use driver = \"veth\"",
+            tcp[0].0
+        )));
+    }
+    let have: Vec<&str> = available.split_whitespace().collect();
+    for (i, f) in &tcp {
+        let want = cc_name(f.cc);
+        if !have.contains(&want) {
+            return Err(KernelError::Unavailable(format!(
+                "traffic.{i}.cc = \"{want}\": this kernel offers {} ({AVAILABLE_CC}; `modprobe tcp_{want}` may add it)",
+                if have.is_empty() { "none".to_string() } else { have.join(", ") }
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`check`] against the running kernel.
+pub fn preflight(scn: &Scenario) -> Result<()> {
+    if entries(scn).is_empty() {
+        return Ok(());
+    }
+    let available = std::fs::read_to_string(AVAILABLE_CC).unwrap_or_default();
+    check(scn, &available)
+}
+
+/// (namespace role, sysctl, value): role `true` is the sending namespace.
+pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
+    let tcp = entries(scn);
+    let Some(snd) = tcp.iter().map(|(_, f)| f.sndbuf).max() else { return Vec::new() };
+    let rcv = tcp.iter().map(|(_, f)| f.rcvbuf).max().unwrap_or(6 << 20);
+    // tcp_wmem / tcp_rmem defaults: min 4096, default 16384 / 131072 (net/ipv4/tcp.c tcp_init()).
+    let mut out = Vec::new();
+    for sender in [true, false] {
+        out.push((sender, "net.ipv4.tcp_wmem".to_string(), format!("4096 16384 {snd}")));
+        out.push((sender, "net.ipv4.tcp_rmem".to_string(), format!("4096 131072 {rcv}")));
+    }
+    if tcp.iter().any(|(_, f)| f.ecn) {
+        out.push((true, "net.ipv4.tcp_ecn".to_string(), "1".into()));
+    }
+    out
+}
+
+/// Notes on what the scenario asked that the namespaces cannot hold per entry.
+pub fn notes(scn: &Scenario) -> Vec<String> {
+    let tcp = entries(scn);
+    let mut n = Vec::new();
+    let differ = |f: &dyn Fn(&TcpFlow) -> u64| tcp.windows(2).any(|w| f(w[0].1) != f(w[1].1));
+    if differ(&|f| f.sndbuf) || differ(&|f| f.rcvbuf) {
+        n.push("tcp: sndbuf/rcvbuf differ between [[traffic]] entries; the kernel's tcp_wmem/tcp_rmem are per namespace, so the largest applies to all".into());
+    }
+    if tcp.iter().any(|(_, f)| f.ecn) && tcp.iter().any(|(_, f)| !f.ecn) {
+        n.push("tcp: ecn differs between [[traffic]] entries; net.ipv4.tcp_ecn is per namespace, so every flow negotiates ECN".into());
+    }
+    if tcp.iter().any(|(_, f)| f.rate != Rate::Max) {
+        n.push("tcp: a rate cap is SO_MAX_PACING_RATE on the kernel (the kernel paces, as iperf3 --fq-rate); the simulator's is an application writing no faster (iperf3 -b)".into());
+    }
+    n
+}
+
+/// Where the flows run.
+pub struct Endpoints {
+    pub tx_ns: String,
+    pub rx_ns: String,
+    pub tx_addr: Ipv4Addr,
+    pub rx_addr: Ipv4Addr,
+    /// The receivers' CPU (the consumer's, as the UDP sinks).
+    pub rx_cpu: usize,
+}
+
+/// The running flows of one entry.
+pub struct Running {
+    pub index: usize,
+    /// The receiver's listening port.
+    pub port: u16,
+    pub sender: Option<JoinHandle<io::Result<TcpSenderStats>>>,
+    pub receiver: JoinHandle<io::Result<TcpReceiverStats>>,
+}
+
+/// Starts every entry's receiver (listening when this returns); senders are started by
+/// [`start_senders`] with the other load.
+pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) -> Result<Vec<Running>> {
+    let mut out = Vec::new();
+    for (i, f) in entries(scn) {
+        let (ns, bind) = match f.direction {
+            Direction::Up => (&ep.rx_ns, ep.rx_addr),
+            Direction::Down => (&ep.tx_ns, ep.tx_addr),
+        };
+        let spec = TcpReceiverSpec { netns: ns.clone(), bind, flows: f.flows, duration: total + Duration::from_secs(1), grid_t0_ns };
+        let (port, h) = load::spawn_tcp_receiver(spec, Some(ep.rx_cpu), stop.clone());
+        let Some(port) = port else {
+            let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+            return Err(KernelError::Internal(format!("starting the TCP receiver of traffic.{i}: {e}")));
+        };
+        out.push(Running { index: i, port, sender: None, receiver: h });
+    }
+    Ok(out)
+}
+
+/// Starts the senders, each pinned to its entry's `cpu`.
+pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [Running], total: Duration, grid_t0_ns: u64, stop: &Arc<AtomicBool>) {
+    for r in running.iter_mut() {
+        let Traffic::Tcp(f) = &scn.traffic[r.index] else { continue };
+        let (ns, dst) = match f.direction {
+            Direction::Up => (&ep.tx_ns, ep.rx_addr),
+            Direction::Down => (&ep.rx_ns, ep.tx_addr),
+        };
+        let spec = TcpSenderSpec {
+            netns: ns.clone(),
+            dst,
+            port: r.port,
+            flows: f.flows,
+            cc: cc_name(f.cc).into(),
+            tos: f.dscp << 2,
+            max_pacing_rate: match f.rate {
+                Rate::Bps(b) => Some(b / 8),
+                _ => None,
+            },
+            start: Duration::from_nanos(f.start_ns),
+            stop: f.stop_ns.map_or(total, Duration::from_nanos).min(total),
+            duration: total,
+            grid_t0_ns,
+        };
+        r.sender = Some(load::spawn_tcp_sender(spec, Some(f.cpu as usize), stop.clone()));
+    }
+}
+
+/// One entry's joined results (None: that thread failed, the reason is in the notes).
+#[derive(Default)]
+pub struct Joined {
+    pub entries: Vec<(usize, Option<TcpSenderStats>, Option<TcpReceiverStats>)>,
+}
+
+/// Bytes read at `t` (ns), linear between samples, constant outside them.
+pub fn bytes_at(samples: &[(u64, u64)], t: u64) -> f64 {
+    let Some(first) = samples.first() else { return 0.0 };
+    if t <= first.0 {
+        return first.1 as f64;
+    }
+    for w in samples.windows(2) {
+        let ((t0, b0), (t1, b1)) = (w[0], w[1]);
+        if t <= t1 {
+            if t1 == t0 {
+                return b1 as f64;
+            }
+            return b0 as f64 + (b1 - b0) as f64 * (t - t0) as f64 / (t1 - t0) as f64;
+        }
+    }
+    samples.last().map_or(0.0, |s| s.1 as f64)
+}
+
+/// `tcpi_total_retrans` at the window's start (0 when the flow began inside it) and end.
+fn retrans_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
+    let first = f.samples.first()?;
+    let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(0, |s| s.info.total_retrans) };
+    let end = f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info.total_retrans;
+    Some(end.saturating_sub(base) as u64)
+}
+
+/// Means of the TCP_INFO samples inside the window: (cwnd, srtt ms, pacing Mbit/s,
+/// delivery Mbit/s); None where no sample falls inside.
+fn info_means(f: &SenderFlow, t0: u64, t1: u64) -> [Option<f64>; 4] {
+    // A sample taken up to 50 ms after the end still describes the window (the grid's
+    // last tick is read a little late).
+    let inside: Vec<_> = f.samples.iter().filter(|s| s.t_ns >= t0 && s.t_ns <= t1 + 50_000_000).collect();
+    let mean = |v: Vec<f64>| if v.is_empty() { None } else { Some(v.iter().sum::<f64>() / v.len() as f64) };
+    let mbps = |b: u64| b as f64 * 8.0 / 1e6;
+    [
+        mean(inside.iter().map(|s| s.info.snd_cwnd as f64).collect()),
+        mean(inside.iter().map(|s| s.info.srtt_us as f64 / 1e3).collect()),
+        mean(inside.iter().filter_map(|s| s.info.pacing_rate).filter(|&r| r != u64::MAX).map(mbps).collect()),
+        mean(inside.iter().filter_map(|s| s.info.delivery_rate).map(mbps).collect()),
+    ]
+}
+
+/// Per-flow goodput series at the 0.2 s step, from the window's start.
+fn goodput_series(r: &ReceiverFlow, t0: u64, duration_ns: u64) -> TimeSeries {
+    let step = load::SAMPLE_STEP.as_nanos() as u64;
+    let steps = duration_ns / step;
+    let at = |k: u64| bytes_at(&r.samples, t0 + k * step);
+    TimeSeries {
+        unit: "Mbit/s".into(),
+        t_ms: (1..=steps).map(|i| (i * step) as f64 / 1e6).collect(),
+        values: (0..steps).map(|i| Some((at(i + 1) - at(i)) * 8.0 / (step as f64 / 1e9) / 1e6)).collect(),
+    }
+}
+
+/// The metrics of every flow and their aggregates.
+pub fn metrics(
+    j: &Joined,
+    t0: u64,
+    duration_ns: u64,
+    m: &mut BTreeMap<String, Option<f64>>,
+    ts: &mut BTreeMap<String, TimeSeries>,
+    why: &mut BTreeMap<String, String>,
+) {
+    if j.entries.is_empty() {
+        return;
+    }
+    let t1 = t0 + duration_ns;
+    let secs = duration_ns as f64 / 1e9;
+    let mut n = 0;
+    let mut total = Some(0.0);
+    let mut retrans = Some(0u64);
+    let mut means: [Vec<f64>; 4] = Default::default();
+    let mut null_why = |m: &mut BTreeMap<String, Option<f64>>, k: String, r: &str| {
+        m.insert(k.clone(), None);
+        why.entry(k).or_insert_with(|| r.to_string());
+    };
+    for (i, s, r) in &j.entries {
+        let Some(s) = s else {
+            total = None;
+            retrans = None;
+            null_why(m, "tcp.goodput_mbps".into(), &format!("the sender of traffic.{i} failed (see the run's notes)"));
+            continue;
+        };
+        for f in &s.flows {
+            let rf = r.as_ref().and_then(|r| r.flows.iter().find(|x| x.peer_port == f.local_port));
+            match rf {
+                Some(rf) => {
+                    let g = (bytes_at(&rf.samples, t1) - bytes_at(&rf.samples, t0)) * 8.0 / secs / 1e6;
+                    m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(g));
+                    total = total.map(|t| t + g);
+                    ts.insert(format!("tcp.flow.{n}.goodput_mbps"), goodput_series(rf, t0, duration_ns));
+                }
+                None => {
+                    total = None;
+                    null_why(m, format!("tcp.flow.{n}.goodput_mbps"), "the receiver did not see this connection");
+                }
+            }
+            let rt = retrans_in(f, t0, t1);
+            m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
+            retrans = retrans.zip(rt).map(|(a, b)| a + b);
+            let [cwnd, srtt, pace, deliv] = info_means(f, t0, t1);
+            m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), cwnd);
+            m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), srtt);
+            for (k, v) in [cwnd, srtt, pace, deliv].into_iter().enumerate() {
+                if let Some(v) = v {
+                    means[k].push(v);
+                }
+            }
+            n += 1;
+        }
+    }
+    let no_sample = "no TCP_INFO sample of any flow fell inside the measured window";
+    m.insert("tcp.goodput_mbps".into(), total);
+    m.insert("tcp.retrans".into(), retrans.map(|v| v as f64));
+    let names = ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps", "tcp.delivery_rate_mbps"];
+    for (k, v) in names.iter().zip(means.iter()) {
+        if v.is_empty() {
+            null_why(m, k.to_string(), if *k == "tcp.delivery_rate_mbps" { "TCP_INFO has no tcpi_delivery_rate before 4.9, or no sample" } else { no_sample });
+        } else {
+            m.insert(k.to_string(), Some(v.iter().sum::<f64>() / v.len() as f64));
+        }
+    }
+    let nulls: Vec<String> = m.iter().filter(|(k, v)| k.starts_with("tcp.") && v.is_none()).map(|(k, _)| k.clone()).collect();
+    for k in nulls {
+        why.entry(k).or_insert_with(|| "a TCP thread failed (see the run's notes)".into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::tcpinfo::TcpInfo;
+    use crate::load::InfoSample;
+
+    fn scn(text: &str) -> Scenario {
+        darkbuf_scenario::load_str("t.toml", text, &[]).map_err(|d| format!("{d:?}")).unwrap()
+    }
+
+    const VETH_TCP: &str = "name = \"t\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"tcp\"\ncc = \"bbr\"\n";
+
+    #[test]
+    fn cc_must_be_available() {
+        let s = scn(VETH_TCP);
+        assert!(check(&s, "reno cubic bbr\n").is_ok());
+        let e = check(&s, "reno cubic\n").unwrap_err();
+        assert_eq!(e.code(), 3);
+        let msg = e.message().to_string();
+        assert!(msg.contains("traffic.0.cc = \"bbr\""), "{msg}");
+        assert!(msg.contains("offers reno, cubic"), "{msg}");
+    }
+
+    #[test]
+    fn tap_has_no_tcp_peer() {
+        let s = scn("name = \"t\"\n[device]\ndriver = \"tun\"\n[[traffic]]\nkind = \"tcp\"\n");
+        let e = check(&s, "reno cubic bbr").unwrap_err();
+        assert_eq!(e.code(), 3);
+        assert!(e.message().contains("no TCP stack"), "{e:?}");
+    }
+
+    #[test]
+    fn sysctls_follow_the_buffers() {
+        let s = scn(&format!("{VETH_TCP}sndbuf = 8388608\necn = true\n"));
+        let v = sysctls(&s);
+        assert!(v.contains(&(true, "net.ipv4.tcp_wmem".into(), "4096 16384 8388608".into())));
+        assert!(v.contains(&(false, "net.ipv4.tcp_rmem".into(), "4096 131072 6291456".into())));
+        assert!(v.contains(&(true, "net.ipv4.tcp_ecn".into(), "1".into())));
+        assert!(!v.iter().any(|(snd, k, _)| !snd && k == "net.ipv4.tcp_ecn"));
+        assert!(sysctls(&scn("name = \"t\"\n[[traffic]]\nkind = \"ping\"\n")).is_empty());
+    }
+
+    #[test]
+    fn interpolation() {
+        let s = [(100, 0), (200, 1000), (300, 1000)];
+        assert_eq!(bytes_at(&s, 50), 0.0);
+        assert_eq!(bytes_at(&s, 150), 500.0);
+        assert_eq!(bytes_at(&s, 250), 1000.0);
+        assert_eq!(bytes_at(&s, 400), 1000.0);
+        assert_eq!(bytes_at(&[], 400), 0.0);
+    }
+
+    fn info(cwnd: u32, srtt_us: u32, retr: u32) -> TcpInfo {
+        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), ..TcpInfo::default() }
+    }
+
+    #[test]
+    fn window_metrics() {
+        let step = 200_000_000u64;
+        let t0 = 1_000_000_000u64;
+        // Sender: samples every 0.2 s from t0 - 0.2 s to t0 + 1 s.
+        let samples: Vec<InfoSample> = (0..=6).map(|k| InfoSample { t_ns: t0 - step + k * step, info: info(10 * (k as u32 + 1), 2_000, k as u32) }).collect();
+        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples }], errors: vec![] };
+        // Receiver: 12.5 MB/s = 100 Mbit/s exactly.
+        let rs: Vec<(u64, u64)> = (0..=6).map(|k| (t0 - step + k * step, k * 2_500_000)).collect();
+        let r = TcpReceiverStats { port: 5201, flows: vec![ReceiverFlow { peer_port: 40000, bytes: 0, samples: rs }] };
+        let j = Joined { entries: vec![(0, Some(s), Some(r))] };
+        let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        metrics(&j, t0, 4 * step, &mut m, &mut ts, &mut why);
+        let g = m["tcp.goodput_mbps"].unwrap();
+        assert!((g - 100.0).abs() < 1e-9, "{g}");
+        // total_retrans 1 at t0, 5 at t0 + 0.8 s.
+        assert_eq!(m["tcp.retrans"], Some(4.0));
+        // cwnd samples at t0 .. t0 + 0.8 s: 20, 30, 40, 50, 60 (the one at +1 s is past 50 ms).
+        assert_eq!(m["tcp.flow.0.cwnd_avg_pkts"], Some(40.0));
+        assert_eq!(m["tcp.srtt_avg_ms"], Some(2.0));
+        assert_eq!(m["tcp.pacing_rate_mbps"], Some(100.0));
+        assert_eq!(m["tcp.delivery_rate_mbps"], Some(90.0));
+        let series = &ts["tcp.flow.0.goodput_mbps"];
+        assert_eq!(series.t_ms, vec![200.0, 400.0, 600.0, 800.0]);
+        assert!(series.values.iter().all(|v| (v.unwrap() - 100.0).abs() < 1e-9));
+        assert!(why.is_empty(), "{why:?}");
+    }
+
+    proptest::proptest! {
+        /// Interpolated bytes never leave the samples' range and never decrease in time
+        /// (a receiver's counts only grow), so no window has negative goodput.
+        #[test]
+        fn interpolation_is_monotone_and_bounded(
+            steps in proptest::collection::vec((1u64..1_000_000, 0u64..1_000_000), 1..40),
+            probes in proptest::collection::vec(0u64..50_000_000, 2..20),
+        ) {
+            let mut t = 0;
+            let mut b = 0;
+            let samples: Vec<(u64, u64)> = steps.iter().map(|(dt, db)| { t += dt; b += db; (t, b) }).collect();
+            let mut probes = probes;
+            probes.sort_unstable();
+            let lo = samples[0].1 as f64;
+            let hi = samples.last().unwrap().1 as f64;
+            let mut prev = f64::MIN;
+            for p in probes {
+                let v = bytes_at(&samples, p);
+                proptest::prop_assert!(v >= lo && v <= hi, "{v} outside {lo}..{hi}");
+                proptest::prop_assert!(v >= prev);
+                prev = v;
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_sender_is_null_with_a_reason() {
+        let j = Joined { entries: vec![(2, None, None)] };
+        let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        metrics(&j, 0, 1_000_000_000, &mut m, &mut ts, &mut why);
+        assert_eq!(m["tcp.goodput_mbps"], None);
+        assert!(why["tcp.goodput_mbps"].contains("failed"));
+        assert!(why.contains_key("tcp.cwnd_avg_pkts"));
+    }
+}
