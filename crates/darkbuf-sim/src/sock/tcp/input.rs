@@ -184,7 +184,7 @@ impl World {
     /// the congestion control's growth when the flow is cwnd-limited; leaving Recovery
     /// or CWR sets cwnd to ssthresh (`tcp_end_cwnd_reduction()`).
     fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
-        let (delivered, prior_in_flight) = (rs.acked_sacked, rs.prior_in_flight);
+        let delivered = rs.acked_sacked;
         if matches!(self.tcp(s).cc, CongestionControl::Bbr(_)) {
             return self.tcp_cong_control_bbr(s, rs);
         }
@@ -230,20 +230,12 @@ impl World {
                 if tp.ca_state == CaState::Loss && !before(tp.snd_una, tp.high_seq) {
                     tp.ca_state = CaState::Open;
                 }
-                // tcp_is_cwnd_limited(): in slow start, while cwnd < 2 x what was in
-                // flight; otherwise when cwnd stopped the last transmission.
-                let limited = if tp.w.in_slow_start() {
-                    tp.w.cwnd < 2 * tp.max_packets_out.max(prior_in_flight)
-                } else {
-                    tp.is_cwnd_limited
-                };
-                if limited && delivered > 0 {
+                // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used.
+                if tp.tcp_is_cwnd_limited() && delivered > 0 {
                     let mut w = tp.w;
                     tp.cc.cong_avoid(&mut w, delivered, &ctx);
                     tp.w = w;
                 }
-                tp.is_cwnd_limited = false;
-                tp.max_packets_out = tp.packets_out;
             }
         }
     }
@@ -261,8 +253,6 @@ impl World {
             b.main(tp, rs, clock);
             tp.cc = CongestionControl::Bbr(b);
         }
-        tp.is_cwnd_limited = false;
-        tp.max_packets_out = tp.packets_out;
     }
 
     /// `tcp_rtt_estimator()` and `tcp_set_rto()` (RFC 6298, the kernel's mdev form):

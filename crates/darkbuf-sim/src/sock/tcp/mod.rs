@@ -142,6 +142,9 @@ pub struct TcpSock {
     /// The largest in flight since the last cwnd check, and whether cwnd limited it.
     pub max_packets_out: u32,
     pub is_cwnd_limited: bool,
+    /// `cwnd_usage_seq`: the window whose cwnd use the two fields above describe
+    /// (they are kept for a round trip once cwnd limited a transmission).
+    pub cwnd_usage_seq: u32,
     /// RTT estimator (`srtt_us` x 8, `mdev_us` x 4, `rttvar_us`), min RTT (µs), RTO (ns).
     pub srtt_us: u32,
     pub mdev_us: u32,
@@ -239,6 +242,7 @@ impl TcpSock {
             prr_out: 0,
             max_packets_out: 0,
             is_cwnd_limited: false,
+            cwnd_usage_seq: 0,
             srtt_us: 0,
             mdev_us: 0,
             rttvar_us: 0,
@@ -278,6 +282,27 @@ impl TcpSock {
     /// `tcp_packets_in_flight()`.
     pub fn in_flight(&self) -> u32 {
         self.packets_out - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+
+    /// `tcp_cwnd_validate()` after a transmission round: remember that cwnd limited
+    /// it for the current window (until `snd_una` passes `cwnd_usage_seq`), else the
+    /// most packets it had out. (`tcp_cwnd_application_limited()`, the decay of an
+    /// unused cwnd after an RTO's time, is not modelled.)
+    pub(super) fn tcp_cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if !before(self.snd_una, self.cwnd_usage_seq) || is_cwnd_limited || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out) {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// `tcp_is_cwnd_limited()`: cwnd limited in this window, or in slow start while
+    /// cwnd is below twice the most that was out.
+    pub(super) fn tcp_is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        self.w.in_slow_start() && self.w.cwnd < 2 * self.max_packets_out
     }
 }
 

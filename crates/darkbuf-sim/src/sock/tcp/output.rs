@@ -31,6 +31,7 @@ impl World {
     pub(crate) fn tcp_write_xmit(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
         let mut t = t0;
         let mut sent_any = false;
+        let mut cwnd_limited = false;
         loop {
             let tp = self.tcp(s);
             // tcp_pacing_check(): internal pacing waits for the departure time.
@@ -46,19 +47,22 @@ impl World {
             let in_flight = tp.in_flight();
             // tcp_cwnd_test(): at most half the window in one burst, and none when full.
             if in_flight >= tp.w.cwnd {
-                tp.is_cwnd_limited = true;
+                cwnd_limited = true;
                 break;
             }
             let quota = (tp.w.cwnd - in_flight).min((tp.w.cwnd / 2).max(1));
-            let Some((start, end, retrans)) = self.tcp_next_to_send(s, quota) else { break };
-            if self.tcp_small_queue_check(s, end.wrapping_sub(start)) {
+            let Some((start, end, retrans, skb_len)) = self.tcp_next_to_send(s, quota) else { break };
+            if self.tcp_small_queue_check(s, skb_len) {
                 break;
             }
             t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
             sent_any = true;
         }
         let tp = self.tcp(s);
-        tp.max_packets_out = tp.max_packets_out.max(tp.packets_out);
+        cwnd_limited |= tp.in_flight() >= tp.w.cwnd;
+        if sent_any || cwnd_limited {
+            tp.tcp_cwnd_validate(cwnd_limited);
+        }
         if sent_any && tp.rto_at.is_none() {
             tp.softirq_cpu = cpu;
             self.tcp_rearm_rto(s);
@@ -69,8 +73,13 @@ impl World {
     /// The next range to send within `quota` segments: the first lost and not yet
     /// retransmitted segment, else new data within the receive window, sized by TSO
     /// autosizing.
-    fn tcp_next_to_send(&mut self, s: SockId, quota: u32) -> Option<(u32, u32, bool)> {
-        let goal = self.tcp_tso_segs(s).min(quota);
+    ///
+    /// The fourth value is the length of the write-queue skb the range is cut from
+    /// (`tcp_sendmsg()` built it at the TSO goal): TSQ judges that skb, before
+    /// `tcp_mss_split_point()` trims it to the cwnd quota.
+    fn tcp_next_to_send(&mut self, s: SockId, quota: u32) -> Option<(u32, u32, bool, u32)> {
+        let full_goal = self.tcp_tso_segs(s);
+        let goal = full_goal.min(quota);
         let tp = self.tcp(s);
         if tp.lost_out > tp.retrans_out {
             if let Some(i) = tp.rtx.iter().position(|g| g.lost && !g.retrans) {
@@ -85,7 +94,7 @@ impl World {
                     tp.rtx.insert(i + 1, tail);
                 }
                 let seg = tp.rtx[i];
-                return Some((seg.start, seg.end, true));
+                return Some((seg.start, seg.end, true, seg.end.wrapping_sub(seg.start)));
             }
         }
         let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
@@ -99,7 +108,8 @@ impl World {
         }
         let tp = self.tcp(s);
         let len = (goal * tp.mss).min(unsent).min(wnd_end.wrapping_sub(tp.snd_nxt));
-        Some((tp.snd_nxt, tp.snd_nxt.wrapping_add(len), false))
+        let skb_len = (full_goal * tp.mss).min(unsent);
+        Some((tp.snd_nxt, tp.snd_nxt.wrapping_add(len), false, skb_len))
     }
 
     /// `tcp_tso_autosize()`: about 1 ms of data at the pacing rate (plus the bonus for
@@ -130,7 +140,9 @@ impl World {
         if tp.pacing == Pacing::None {
             limit = limit.min(tp.limit_output_bytes);
         }
-        if wmem_alloc > limit {
+        // refcount_read(&sk->sk_wmem_alloc): the socket's own reference is the 1 that
+        // sk_wmem_alloc starts at, so two skbs of exactly the limit's truesize stop it.
+        if wmem_alloc + 1 > limit {
             if tp.rtx.len() <= 1 {
                 return false;
             }
