@@ -191,7 +191,10 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64) -> Result<Option
         }
         out.push(Node { v: V::Table(t), at: at.clone() });
     }
-    out.extend(own.iter().zip(&used).filter(|(_, u)| !**u).map(|(n, _)| n.clone()));
+    for (i, n) in own.iter().enumerate().filter(|(i, _)| !used[*i]) {
+        unmatched_without_kind(top, name, &list, i, n)?;
+        out.push(n.clone());
+    }
     let mut doc = root.clone();
     if let V::Table(t) = &mut doc.v {
         let node = Node { v: V::Array(out), at: at.clone() };
@@ -217,6 +220,24 @@ fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry]) -> Result<()
         "test",
         format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{driver}\" does not send: only a NIC's far host ([peer]) is modelled"),
         Some(format!("use device.driver = \"nic\", or a test without downloads: {}", quoted(&["ping", "tcp_1up", "tcp_4up", "tcp_4up_squarewave"]))),
+    ))
+}
+
+/// An entry of its own with a `name` but no `kind` meant to change a preset entry: if
+/// no entry has that name, say which names there are.
+fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: usize, n: &Node) -> Result<(), Diagnostic> {
+    let (Some(name), V::Table(t)) = (entry_name(n), &n.v) else { return Ok(()) };
+    if t.get("kind").is_some() {
+        return Ok(());
+    }
+    let at = t.get("name").map_or(n.at.clone(), |e| e.node.at.clone());
+    let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
+    Err(top.ctx.diag(
+        crate::diag::DiagnosticKind::Value,
+        &at,
+        &format!("traffic.{i}.name"),
+        format!("[[traffic]] entry {i} (name = \"{name}\", no kind) changes no entry of test = \"{test}\""),
+        Some(format!("expected one of the test's entry names: {}; or give the entry a kind to add it", quoted(&names))),
     ))
 }
 
