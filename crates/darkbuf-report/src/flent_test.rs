@@ -221,3 +221,31 @@ mod tests {
         assert!(aggregates("tcp_1up", &names).is_empty());
     }
 }
+
+/// A test preset's data sets and flent's aggregates as time series (t in ms since the
+/// run's start, flent's axis), for the report's versions of flent's plots: (test name,
+/// [(data-set name, unit, series)]). `None` when the scenario names no test.
+pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, TimeSeries)>)> {
+    let name = r.scenario.get("test")?.get("name")?.as_str()?.to_string();
+    let run = r.runs.first()?;
+    let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+    let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
+    let n = (total_s / STEP).round() as usize + 1;
+    let sets = data_sets(&r.scenario, run, warmup_s);
+    let grids: Vec<Vec<Option<f64>>> = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+    let as_ts = |unit: &str, pts: Vec<(f64, Option<f64>)>| TimeSeries {
+        unit: unit.into(),
+        t_ms: pts.iter().map(|p| p.0 * 1e3).collect(),
+        values: pts.iter().map(|p| p.1).collect(),
+    };
+    let mut out: Vec<(String, &'static str, TimeSeries)> =
+        sets.iter().map(|s| (s.name.clone(), s.unit, as_ts(s.unit, s.points.clone()))).collect();
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    for (agg, runner, over) in aggregates(&name, &names) {
+        let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
+        let g = combine(runner, &parts, n);
+        let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+        out.push((agg, unit, as_ts(unit, g.into_iter().enumerate().map(|(i, v)| (i as f64 * STEP, v)).collect())));
+    }
+    Some((name, out))
+}

@@ -17,6 +17,7 @@
 pub mod cdf;
 pub mod csv;
 pub mod flent;
+pub mod flent_plots;
 pub mod flent_test;
 pub mod format;
 pub mod glossary;
