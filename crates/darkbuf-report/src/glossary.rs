@@ -185,6 +185,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("irtt.loss_down_pct", "%", "irtt: replies dropped on the way back, of the requests the server received"),
     e("irtt.packets", "packets", "irtt: requests sent in the measured window whose fate is known (answered or dropped)"),
     e("irtt.N.rtt_avg_ms", "ms", "irtt: prober N's mean round trip (N counts the irtt entries; also a time series irtt.N.rtt_ms)"),
+    e("irtt.N.rtt_ms", "ms", "irtt: prober N's round trip per request sent in the measured window (a time series; null = lost)"),
     e("irtt.N.owd_up_avg_ms", "ms", "irtt: prober N's mean one-way delay up"),
     e("irtt.N.owd_down_avg_ms", "ms", "irtt: prober N's mean one-way delay down"),
     e("irtt.N.loss_up_pct", "%", "irtt: prober N's requests dropped on the way to the server"),
