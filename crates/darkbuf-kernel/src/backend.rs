@@ -359,6 +359,12 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Udp(u) => u.cpu,
             Traffic::Ping(p) => p.cpu,
             Traffic::Tcp(t) => t.cpu,
+            Traffic::Irtt(_) => {
+                return Err(KernelError::Unavailable(format!(
+                    "traffic.{i}: kind = \"irtt\" runs on the simulator only for now (the kernel backend has no \
+                     isochronous UDP prober and echo server yet); use kind = \"ping\", or --backend sim"
+                )))
+            }
         };
         if cpu as usize >= crate::online_cpus() {
             return Err(KernelError::Unavailable(format!(

@@ -288,8 +288,13 @@ fn per_run(r: &Results, title: String, time_unix_s: f64) -> Value {
     build(&header(r, title), &series, step, time_unix_s)
 }
 
-/// A run's results as a flent data set (see the module doc), dated `time_unix_s`.
+/// A run's results as a flent data set (see the module doc), dated `time_unix_s`; a
+/// run of a test preset (`test = "rrul"`) as that flent test's data file
+/// ([`crate::flent_test`]).
 pub fn flent_run(r: &Results, time_unix_s: f64) -> Value {
+    if let Some(v) = crate::flent_test::flent_test_run(r, time_unix_s) {
+        return v;
+    }
     per_run(r, scenario_name(r), time_unix_s)
 }
 

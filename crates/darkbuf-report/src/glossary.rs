@@ -171,6 +171,27 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.flow.N.cwnd_avg_pkts", "packets", "tcp: flow N's time-averaged congestion window"),
     e("tcp.flow.N.srtt_avg_ms", "ms", "tcp: flow N's time-averaged smoothed RTT"),
     e("qdisc.ctokens", "ns", "htb: ceil tokens at the end (state)"),
+    // irtt probers ([[traffic]] kind = "irtt"), as irtt client reports them; the
+    // simulator knows the true one-way times, so no clock synchronisation is assumed.
+    e("irtt.rtt_avg_ms", "ms", "irtt: mean round trip of the requests answered, all probers"),
+    e("irtt.rtt_min_ms", "ms", "irtt: shortest round trip, all probers"),
+    e("irtt.rtt_p50_ms", "ms", "irtt: median round trip (nearest rank), all probers"),
+    e("irtt.rtt_p99_ms", "ms", "irtt: 99th percentile round trip (nearest rank), all probers"),
+    e("irtt.rtt_max_ms", "ms", "irtt: longest round trip, all probers"),
+    e("irtt.owd_up_avg_ms", "ms", "irtt: mean one-way delay client -> server (the server's receive time - the send time)"),
+    e("irtt.owd_down_avg_ms", "ms", "irtt: mean one-way delay server -> client, the reply's build time included"),
+    e("irtt.ipdv_avg_ms", "ms", "irtt: mean IPDV of the round trip: |delay(n) - delay(n-1)| over consecutive requests both answered"),
+    e("irtt.ipdv_up_avg_ms", "ms", "irtt: mean IPDV of the one-way delay up"),
+    e("irtt.ipdv_down_avg_ms", "ms", "irtt: mean IPDV of the one-way delay down"),
+    e("irtt.loss_up_pct", "%", "irtt: requests dropped on the way to the server, of those whose fate is known"),
+    e("irtt.loss_down_pct", "%", "irtt: replies dropped on the way back, of the requests the server received"),
+    e("irtt.packets", "packets", "irtt: requests sent in the measured window whose fate is known (answered or dropped)"),
+    e("irtt.N.rtt_avg_ms", "ms", "irtt: prober N's mean round trip (N counts the irtt entries; also a time series irtt.N.rtt_ms)"),
+    e("irtt.N.rtt_ms", "ms", "irtt: prober N's round trip per request sent in the measured window (a time series; null = lost)"),
+    e("irtt.N.owd_up_avg_ms", "ms", "irtt: prober N's mean one-way delay up"),
+    e("irtt.N.owd_down_avg_ms", "ms", "irtt: prober N's mean one-way delay down"),
+    e("irtt.N.loss_up_pct", "%", "irtt: prober N's requests dropped on the way to the server"),
+    e("irtt.N.loss_down_pct", "%", "irtt: prober N's replies dropped on the way back"),
 ];
 
 /// The glossary entry of `metric`: exact, or with its numeric parts read as `N`
@@ -214,6 +235,7 @@ mod tests {
         assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));
         assert!(lookup("nosuch.metric").is_none());
         assert!(lookup("sink.pps.x").is_none());
+        assert_eq!(lookup("irtt.2.owd_up_avg_ms").map(|e| e.unit), Some("ms"));
     }
 
     #[test]

@@ -17,6 +17,8 @@
 pub mod cdf;
 pub mod csv;
 pub mod flent;
+pub mod flent_plots;
+pub mod flent_test;
 pub mod format;
 pub mod glossary;
 pub mod hist;

@@ -788,6 +788,7 @@ pub fn run_plots(r: &Results) -> Result<Vec<Plot>, String> {
             timeseries_svg(&title, &y_desc(&series, &unit), &lines),
         )?;
     }
+    out.extend(crate::flent_plots::test_plots(r)?);
     Ok(out)
 }
 

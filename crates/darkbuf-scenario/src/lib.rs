@@ -15,7 +15,9 @@
 #![allow(clippy::result_large_err)]
 
 pub mod diag;
+mod irtt;
 mod nic;
+pub mod preset;
 pub mod limits;
 mod resolve;
 pub mod schema;
@@ -30,6 +32,7 @@ pub use resolve::{
 };
 pub use nic::{COALESCE_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PATH_KEYS, PEER_KEYS};
 pub use schema::*;
+pub use irtt::IRTT_KEYS;
 pub use tcp::{CC_NAMES, TCP_KEYS};
 pub use sweep::{sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, SweepPlan, SweepPointSpec};
 

@@ -83,6 +83,7 @@ pub fn points_per_run(scn: &crate::Scenario) -> u64 {
         .map(|t| match t {
             crate::Traffic::Ping(p) => scn.duration_ns / p.interval_ns.max(1) + 1,
             crate::Traffic::Udp(_) => 0,
+            crate::Traffic::Irtt(i) => scn.duration_ns / i.interval_ns.max(1) + 1,
             // A flow's goodput series: one point per 200 ms step.
             crate::Traffic::Tcp(f) => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),
         })

@@ -23,7 +23,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
-    "consumer", "path", "peer", "traffic", "sweep", "variant",
+    "consumer", "path", "peer", "traffic", "sweep", "variant", "test", "test_delay",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -59,8 +59,8 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
-pub const PING_KEYS: &[&str] = &["kind", "interval", "size", "cpu"];
+pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
+pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 
 static EMPTY: Table = Table {
@@ -411,7 +411,8 @@ impl<'a> Sec<'a> {
     }
 }
 
-/// Resolves a parsed (and overridden) document.
+/// Resolves a parsed (and overridden) document, after expanding its test preset
+/// (`test = "rrul"`, see [`crate::preset`]) into `[[traffic]]` entries.
 pub(crate) fn resolve(
     root: &Node,
     ctx: &Ctx<'_>,
@@ -419,6 +420,20 @@ pub(crate) fn resolve(
 ) -> Result<Scenario, Diagnostic> {
     let top = Sec::root(root, ctx);
     top.check_keys(TOP_KEYS, None)?;
+    let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
+    let warmup_ns = top.duration_max("warmup", 1_000_000_000, false, limits::MAX_DURATION_NS)?;
+    match crate::preset::expand(root, &top, warmup_ns.saturating_add(duration_ns))? {
+        Some(doc) => resolve_doc(&doc, ctx, default_name),
+        None => resolve_doc(root, ctx, default_name),
+    }
+}
+
+fn resolve_doc(
+    root: &Node,
+    ctx: &Ctx<'_>,
+    default_name: &str,
+) -> Result<Scenario, Diagnostic> {
+    let top = Sec::root(root, ctx);
 
     let name = top.string("name", default_name)?;
     let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
@@ -760,6 +775,7 @@ pub(crate) fn resolve(
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
     crate::sweep::file_sweep(&top)?;
     crate::sweep::file_variants(&top)?;
+    let test = crate::preset::requested(&top)?.map(|(name, delay_ns)| TestSpec { name: name.into(), delay_ns });
 
     Ok(Scenario {
         name,
@@ -775,6 +791,7 @@ pub(crate) fn resolve(
         path,
         peer,
         traffic,
+        test,
         label: String::new(),
     })
 }
@@ -1013,9 +1030,12 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> R
                 Some("set kind = \"udp\" or kind = \"ping\"".into()),
             ));
         };
-        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp"])?;
+        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
+        let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, driver)?));
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, driver, name)?));
+        } else if kind == "irtt" {
+            out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, total_ns, name)?));
         } else if kind == "udp" {
             s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
             let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
@@ -1122,6 +1142,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> R
             };
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
             out.push(Traffic::Udp(UdpFlood {
+                name,
                 cpu,
                 size,
                 rate,
@@ -1156,7 +1177,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> R
             }
             let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-            out.push(Traffic::Ping(Ping { interval_ns, size, cpu }));
+            out.push(Traffic::Ping(Ping { name, interval_ns, size, cpu }));
         }
     }
     Ok(out)

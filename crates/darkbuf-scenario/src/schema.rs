@@ -28,9 +28,21 @@ pub struct Scenario {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerSpec>,
     pub traffic: Vec<Traffic>,
+    /// The flent test preset the traffic came from (`test = "rrul"`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<TestSpec>,
     /// The label of this point when it came from a sweep or variant, else empty.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub label: String,
+}
+
+/// `test = "<name>"`: a flent test preset (see the scenario crate's `preset` module).
+#[derive(Clone, Debug, Serialize)]
+pub struct TestSpec {
+    /// flent's test name (`rrul`, `tcp_4up`, ...).
+    pub name: String,
+    /// flent's `DELAY` (`--delay`): when the bulk flows start, ns.
+    pub delay_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -310,7 +322,47 @@ pub enum Traffic {
     Udp(UdpFlood),
     Ping(Ping),
     Tcp(TcpFlow),
+    Irtt(Irtt),
 }
+
+impl Traffic {
+    /// The entry's `name` (flent's data-set name for a preset's entries), or "".
+    pub fn name(&self) -> &str {
+        match self {
+            Traffic::Udp(u) => &u.name,
+            Traffic::Ping(p) => &p.name,
+            Traffic::Tcp(t) => &t.name,
+            Traffic::Irtt(i) => &i.name,
+        }
+    }
+}
+
+/// An isochronous UDP prober as irtt(1) runs one (`irtt client -i INTERVAL -l LENGTH
+/// --dscp DSCP`), echoed by the far end's `irtt server`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Irtt {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Send interval, ns (irtt's `-i`, default 1 s).
+    pub interval_ns: u64,
+    /// UDP payload bytes (irtt's `-l`; its default 0 means the minimum header, which
+    /// with irtt's default options is [`IRTT_MIN_LENGTH`] bytes).
+    pub length: u32,
+    /// DSCP of the requests and, as irtt's server echoes it, of the replies.
+    pub dscp: u8,
+    /// The client's CPU (taskset).
+    pub cpu: u32,
+    /// When the first request is sent and when sending stops (ns since the run's
+    /// start; `None` = the end of the run).
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+}
+
+/// irtt's minimum packet with its default options: magic 3 + flags 1 + conn token 8 +
+/// seqno 4, received count 4 + window 8 (`--stats=both`), and wall + monotonic receive
+/// and send timestamps 4 x 8 (`--tstamp=both --clock=both`), in requests and replies
+/// alike (irtt's packet.go `fcaps`).
+pub const IRTT_MIN_LENGTH: u32 = 60;
 
 /// A congestion control, by its `net.ipv4.tcp_congestion_control` name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -334,6 +386,8 @@ pub enum Direction {
 /// Bulk TCP flows (`flows` connections, each its own socket and process).
 #[derive(Clone, Debug, Serialize)]
 pub struct TcpFlow {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
     pub cc: Cc,
     pub direction: Direction,
     pub flows: u32,
@@ -357,6 +411,8 @@ pub struct TcpFlow {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct UdpFlood {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// The sending process's CPU (taskset).
     pub cpu: u32,
     /// UDP payload bytes (the L2 frame adds 8 + 20 + 14).
@@ -387,6 +443,8 @@ fn serialize_rate<S: Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Ping {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// Interval between probes, ns.
     pub interval_ns: u64,
     /// ICMP payload bytes (ping's default 56; the L2 frame adds 8 + 20 + 14).

@@ -8,13 +8,13 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
 /// One `[[traffic]]` table of kind "tcp". `driver` decides whether a download (the
 /// far end sending) is possible: only a NIC has a modelled far host.
-pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver) -> Result<TcpFlow, Diagnostic> {
+pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) -> Result<TcpFlow, Diagnostic> {
     s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
     let cc = match s.choice("cc", "cubic", CC_NAMES)? {
         "reno" => Cc::Reno,
@@ -67,5 +67,5 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver) -> Result<TcpF
     // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
     let sndbuf = s.u32("sndbuf", 4 << 20, 4096, 1 << 30)? as u64;
     let rcvbuf = s.u32("rcvbuf", 6 << 20, 4096, 1 << 30)? as u64;
-    Ok(TcpFlow { cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
 }

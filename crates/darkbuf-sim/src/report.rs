@@ -156,6 +156,15 @@ impl World {
             );
             n += 1;
         }
+        // Per irtt prober, one RTT point per request sent in the window (`null` = lost).
+        for (n, p) in self.irtt_socks().enumerate() {
+            use crate::sock::irtt::Fate;
+            let recs = p.recs.iter().filter(|r| r.t_send >= start && r.t_send <= self.cfg.end && r.fate != Fate::InFlight);
+            let (t_ms, values) = recs
+                .map(|r| (ms(r.t_send), (r.fate == Fate::Received).then(|| (r.t_recv - r.t_send) as f64 / 1e6)))
+                .unzip();
+            out.insert(format!("irtt.{n}.rtt_ms"), TimeSeries { unit: "ms".into(), t_ms, values });
+        }
         if self.ping_sock().is_some() {
             let mut pts: Vec<(u64, Option<f64>)> = mt
                 .probes
@@ -220,6 +229,7 @@ impl World {
         self.qdisc_metrics(&mut out);
         self.device_metrics(&mut out);
         self.tcp_metrics(&mut out);
+        self.irtt_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         out.set("softnet.time_squeeze", squeeze as f64);
@@ -407,6 +417,67 @@ impl World {
         out.set("dev.noqueue_drops", mt.noqueue_drops as f64);
         out.set("ring.occupancy_avg", mt.ring.mean(start, end));
         self.nic_metrics(&mut out.m, end - start);
+    }
+}
+
+impl World {
+    /// The irtt probers' `irtt.*` metrics (all probers' requests together) and each
+    /// prober's `irtt.N.*`; nothing when the scenario has no prober.
+    fn irtt_metrics(&self, out: &mut Out) {
+        use crate::sock::irtt::IrttSummary;
+        let (start, end) = (self.cfg.start, self.cfg.end);
+        let mut all = IrttSummary::default();
+        let mut any = false;
+        for (n, p) in self.irtt_socks().enumerate() {
+            let s = IrttSummary::of(&p.recs, start, end);
+            irtt_set(out, &format!("irtt.{n}."), &s, false);
+            all.extend(&s);
+            any = true;
+        }
+        if any {
+            irtt_set(out, "irtt.", &all, true);
+        }
+    }
+}
+
+/// `PREFIX*` metrics of an irtt summary (`full`: with the percentiles and IPDV).
+fn irtt_set(out: &mut Out, prefix: &str, s: &crate::sock::irtt::IrttSummary, full: bool) {
+    let ms = |v: f64| v / 1e6;
+    let mean = |v: &[u64]| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+    let k = |name: &str| format!("{prefix}{name}");
+    let none_why = "no irtt reply was received in the measured window";
+    if s.rtt.is_empty() {
+        for name in ["rtt_avg_ms", "owd_up_avg_ms", "owd_down_avg_ms"] {
+            out.none(&k(name), none_why);
+        }
+    } else {
+        out.set(&k("rtt_avg_ms"), ms(mean(&s.rtt)));
+        out.set(&k("owd_up_avg_ms"), ms(mean(&s.up)));
+        out.set(&k("owd_down_avg_ms"), ms(mean(&s.down)));
+        if full {
+            let mut sorted = s.rtt.clone();
+            sorted.sort_unstable();
+            out.set(&k("rtt_min_ms"), ms(sorted[0] as f64));
+            out.set(&k("rtt_p50_ms"), ms(percentile(&sorted, 50.0)));
+            out.set(&k("rtt_p99_ms"), ms(percentile(&sorted, 99.0)));
+            out.set(&k("rtt_max_ms"), ms(*sorted.last().unwrap() as f64));
+        }
+    }
+    if full {
+        for (name, v) in [("ipdv_avg_ms", &s.ipdv_rtt), ("ipdv_up_avg_ms", &s.ipdv_up), ("ipdv_down_avg_ms", &s.ipdv_down)] {
+            match v.is_empty() {
+                true => out.none(&k(name), "no two consecutive irtt requests were both answered in the measured window"),
+                false => out.set(&k(name), ms(mean(v))),
+            }
+        }
+        out.set(&k("packets"), s.fated as f64);
+    }
+    let why = "no irtt request's fate is known in the measured window";
+    for (name, v) in [("loss_up_pct", s.loss_up_pct()), ("loss_down_pct", s.loss_down_pct())] {
+        match v {
+            Some(v) => out.set(&k(name), v),
+            None => out.none(&k(name), why),
+        }
     }
 }
 

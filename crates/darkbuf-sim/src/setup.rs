@@ -321,9 +321,22 @@ impl Builder<'_> {
                 }
                 Traffic::Ping(_) => {}
                 Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
+                Traffic::Irtt(p) => self.irtt(p),
             }
         }
         pinger
+    }
+
+    /// An irtt client, sleeping until its first request at `start` (irtt sends the
+    /// first at once, then every interval).
+    fn irtt(&mut self, p: &darkbuf_scenario::Irtt) {
+        let s = self.socks.len() as u16;
+        let index = self.socks.iter().filter(|k| matches!(k.kind, crate::sock::SockKind::Irtt(_))).count() as u16;
+        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
+        self.tasks[task as usize].wake_preempt = true;
+        let end = self.scn.warmup_ns + self.scn.duration_ns;
+        self.socks.push(crate::sock::IrttSock::new_sock(p, index, task, 0, self.reply, end));
+        self.starts.push((p.start_ns, task));
     }
 
     /// A TCP flow's connections, each with its sending process: on this host for an

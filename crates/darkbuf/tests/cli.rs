@@ -114,3 +114,40 @@ fn same_seed_same_json() {
     assert_eq!(v["runs"].as_array().unwrap().len(), 2);
     assert_eq!(v["summary"]["consumer.pps"]["n"], 2);
 }
+
+#[test]
+fn test_presets_bad_names_and_downloads_without_a_nic_are_exit_2() {
+    let p = write("bad-test.toml", "test = \"rrl\"\n");
+    let o = darkbuf(&["run", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad-test.toml:1:8") && e.contains("did you mean \"rrul\"") && e.contains("\"tcp_4up_squarewave\""), "{e}");
+    let p = write("rrul-veth.toml", "test = \"rrul\"\ntest_delay = \"1s\"\n");
+    let o = darkbuf(&["run", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("device.driver = \"nic\""), "{}", stderr(&o));
+}
+
+#[test]
+fn irtt_on_the_kernel_backend_is_exit_3() {
+    let p = write("irtt-kernel.toml", "duration = \"1s\"\n[[traffic]]\nkind = \"irtt\"\n");
+    let o = darkbuf(&["run", &p, "--backend", "kernel"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}
+
+#[test]
+fn a_rrul_run_writes_flents_rrul_data_file() {
+    let dir = std::env::temp_dir().join(format!("darkbuf-cli-rrul-{}", std::process::id()));
+    let o = darkbuf(&["run", &repo("scenarios/rrul-100mbit.toml"), "--set", "duration=1s", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gz = std::fs::read(dir.join("results.flent.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["metadata"]["NAME"], "rrul");
+    for s in ["TCP upload BE", "TCP download EF", "TCP upload sum", "TCP totals", "Ping (ms) UDP EF", "Ping (ms) ICMP", "Ping (ms) avg"] {
+        assert!(v["results"].get(s).is_some(), "no {s}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("ping_cdf plot)"), "the report has flent's ping_cdf");
+}

@@ -275,6 +275,9 @@ impl World {
             self.metrics.probes_lost += 1;
             self.metrics.lost_at.push(info.t_send);
         }
+        if let crate::sock::SockKind::Irtt(_) = self.socks[info.sock as usize].kind {
+            self.irtt_dropped(&info);
+        }
         self.pkts.free(id);
     }
 }

@@ -8,6 +8,7 @@
 //! executor and the drivers know only a [`SockId`]; everything protocol-specific is
 //! dispatched here, in one place.
 
+pub mod irtt;
 pub mod ping;
 pub mod tcp;
 pub mod udp;
@@ -18,6 +19,7 @@ use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::Skb;
 
+pub use irtt::IrttSock;
 pub use ping::PingSock;
 pub use udp::UdpSock;
 
@@ -55,6 +57,8 @@ pub enum SockKind {
     Ping(PingSock),
     /// A TCP connection: its sender and, at the far end, its receiver.
     Tcp(Box<tcp::TcpSock>),
+    /// An irtt client (and the far end's irtt server).
+    Irtt(IrttSock),
 }
 
 impl World {
@@ -67,6 +71,7 @@ impl World {
         let out = match self.socks[s as usize].kind {
             SockKind::Udp(_) => self.udp_sendmsg(s),
             SockKind::Ping(_) => self.ping_sendmsg(s),
+            SockKind::Irtt(_) => self.irtt_sendmsg(s),
             SockKind::Tcp(_) => return (self.tcp_sendmsg(cpu, s), None),
         };
         let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return (0, None) };
@@ -91,6 +96,7 @@ impl World {
         match &mut self.socks[s as usize].kind {
             SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Ping(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }
     }
@@ -115,14 +121,17 @@ impl World {
                 }
             }
             SockKind::Ping(p) => p.due > 0,
+            SockKind::Irtt(p) => p.due > 0,
             SockKind::Tcp(_) => self.tcp_wants_cpu(s),
         }
     }
 
     /// A timer of socket `s`'s process fired (before its task is woken).
     pub fn sock_timer(&mut self, s: SockId) {
-        if let SockKind::Ping(_) = self.socks[s as usize].kind {
-            self.ping_timer(s);
+        match self.socks[s as usize].kind {
+            SockKind::Ping(_) => self.ping_timer(s),
+            SockKind::Irtt(_) => self.irtt_timer(s),
+            _ => {}
         }
     }
 
@@ -202,6 +211,8 @@ impl World {
             }
             (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
             (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
+            (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
+            (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
             (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
             (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
         }

@@ -1,0 +1,251 @@
+//! A run of a flent test preset (`test = "rrul"`, ...) as flent's own data file for that
+//! test: `metadata.NAME` is the test, and every series carries the name of flent's data
+//! set (`TCP upload BE`, `Ping (ms) UDP EF`, `Ping (ms) ICMP`), so flent's plots for the
+//! test (`all_scaled`, `totals`, `ping_cdf`, `box_totals`, ...) draw it.
+//!
+//! The scenario's `[[traffic]]` entries carry the data-set names (`name`); their series
+//! are, in order, `tcp.flow.K.goodput_mbps` (one per TCP connection; an entry with
+//! `flows = n > 1` becomes flent's duplicates `NAME::1..n`), `irtt.K.rtt_ms` and the
+//! first pinger's `ping.rtt_ms`. flent computes the aggregates of a test (`TCP upload
+//! sum`, `TCP upload avg`, `TCP totals`, `Ping (ms) avg`, ...) at run time from the
+//! grid; they are computed here the same way, per time step over the series that have
+//! a value (flent's `sum` and `average` runners).
+//!
+//! Time: flent's axis starts with the test (the run's time 0, warmup included); darkbuf
+//! measures only after the warmup, so the series start at `warmup` and the grid is
+//! `null` before it. `DELAY`, `LENGTH` and `TOTAL_LENGTH` are flent's: `TOTAL_LENGTH` =
+//! warmup + duration, `LENGTH` = `TOTAL_LENGTH - 2 * DELAY`. The first run is written
+//! (flent's file holds one test run); `flent -i a.flent.gz b.flent.gz` compares runs.
+
+use crate::flent::{iso8601_utc, FLENT_FILEFORMAT_VERSION};
+use crate::results::{Results, RunRecord, TimeSeries};
+use serde_json::{json, Map, Value};
+
+/// flent's `STEP_SIZE`: the goodput step and the probes' interval in the presets.
+const STEP: f64 = 0.2;
+
+/// One data set: flent's name, its unit, and its points `(t s since the run's start, value)`.
+struct DataSet {
+    name: String,
+    unit: &'static str,
+    points: Vec<(f64, Option<f64>)>,
+}
+
+/// The aggregates flent's test definition adds: (name, runner, the data sets it applies to).
+fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<String>)> {
+    let pick = |prefix: &str| -> Vec<String> { names.iter().filter(|n| n.starts_with(prefix)).cloned().collect() };
+    let tcp = |n: &String| n.starts_with("TCP upload") || n.starts_with("TCP download");
+    match test {
+        "rrul" | "rrul_be" => vec![
+            ("TCP upload avg".into(), "average", pick("TCP upload")),
+            ("TCP upload sum".into(), "sum", pick("TCP upload")),
+            ("TCP download avg".into(), "average", pick("TCP download")),
+            ("TCP download sum".into(), "sum", pick("TCP download")),
+            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
+            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
+        ],
+        "tcp_4up" => vec![
+            ("TCP upload avg".into(), "average", pick("TCP upload::")),
+            ("TCP upload sum".into(), "sum", pick("TCP upload::")),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The test's data sets from a run's series, by the scenario's traffic entries.
+fn data_sets(scenario: &Value, run: &RunRecord, warmup_s: f64) -> Vec<DataSet> {
+    let shift = |ts: &TimeSeries| -> Vec<(f64, Option<f64>)> { ts.t_ms.iter().zip(&ts.values).map(|(t, v)| (warmup_s + t / 1e3, *v)).collect() };
+    let traffic = scenario.get("traffic").and_then(Value::as_array).cloned().unwrap_or_default();
+    let (mut tcp, mut irtt, mut ping_done) = (0, 0, false);
+    let mut out = Vec::new();
+    for (i, t) in traffic.iter().enumerate() {
+        let name = t.get("name").and_then(Value::as_str).map_or_else(|| format!("traffic {i}"), str::to_string);
+        match t.get("kind").and_then(Value::as_str) {
+            Some("tcp") => {
+                let flows = t.get("flows").and_then(Value::as_u64).unwrap_or(1);
+                for f in 0..flows {
+                    let series = run.timeseries.get(&format!("tcp.flow.{tcp}.goodput_mbps"));
+                    tcp += 1;
+                    let name = if flows > 1 { format!("{name}::{}", f + 1) } else { name.clone() };
+                    out.push(DataSet { name, unit: "Mbits/s", points: series.map(shift).unwrap_or_default() });
+                }
+            }
+            Some("irtt") => {
+                let series = run.timeseries.get(&format!("irtt.{irtt}.rtt_ms"));
+                irtt += 1;
+                out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });
+            }
+            Some("ping") if !ping_done => {
+                ping_done = true;
+                let series = run.timeseries.get(crate::cdf::PING_RTT_SERIES);
+                out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The value of each point on the grid `0, STEP, ..` of `n` steps (the first at a step).
+fn on_grid(points: &[(f64, Option<f64>)], n: usize) -> Vec<Option<f64>> {
+    let mut grid = vec![None; n];
+    for &(t, v) in points {
+        let i = (t / STEP).round();
+        if let (Some(v), true) = (v, i >= 0.0 && (i as usize) < n) {
+            grid[i as usize].get_or_insert(v);
+        }
+    }
+    grid
+}
+
+/// flent's `sum` / `average` runners at each step, over the series with a value there.
+fn combine(runner: &str, grids: &[&Vec<Option<f64>>], n: usize) -> Vec<Option<f64>> {
+    (0..n)
+        .map(|i| {
+            let vals: Vec<f64> = grids.iter().filter_map(|g| g[i]).collect();
+            match (vals.is_empty(), runner) {
+                (true, _) => None,
+                (false, "sum") => Some(vals.iter().sum()),
+                (false, _) => Some(vals.iter().sum::<f64>() / vals.len() as f64),
+            }
+        })
+        .collect()
+}
+
+fn series_meta(unit: &str, vals: impl Iterator<Item = f64>) -> Value {
+    let v: Vec<f64> = vals.collect();
+    let mut m = Map::new();
+    m.insert("UNITS".into(), json!(unit));
+    if !v.is_empty() {
+        m.insert("MEAN_VALUE".into(), json!(v.iter().sum::<f64>() / v.len() as f64));
+        m.insert("MIN_VALUE".into(), json!(v.iter().copied().fold(f64::INFINITY, f64::min)));
+        m.insert("MAX_VALUE".into(), json!(v.iter().copied().fold(f64::NEG_INFINITY, f64::max)));
+    }
+    Value::Object(m)
+}
+
+/// The flent data file of a test preset's run, or `None` when the scenario names no
+/// test (or has no run).
+pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
+    let test = r.scenario.get("test")?;
+    let name = test.get("name")?.as_str()?;
+    let delay_s = test.get("delay_ns").and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+    let run = r.runs.first()?;
+    let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+    let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
+    let n = (total_s / STEP).round() as usize + 1;
+    let sets = data_sets(&r.scenario, run, warmup_s);
+    let grids: Vec<Vec<Option<f64>>> = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+    let (mut results, mut raw, mut meta) = (Map::new(), Map::new(), Map::new());
+    for (s, g) in sets.iter().zip(&grids) {
+        results.insert(s.name.clone(), json!(g));
+        let pts: Vec<Value> = s
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (t, v))| v.map(|v| json!({"t": time_unix_s + t, "val": v, "seq": (k + 1) as f64})))
+            .collect();
+        raw.insert(s.name.clone(), Value::Array(pts));
+        meta.insert(s.name.clone(), series_meta(s.unit, s.points.iter().filter_map(|p| p.1)));
+    }
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    for (agg, runner, over) in aggregates(name, &names) {
+        let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
+        let g = combine(runner, &parts, n);
+        let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+        meta.insert(agg.clone(), series_meta(unit, g.iter().flatten().copied()));
+        results.insert(agg, json!(g));
+    }
+    let time = iso8601_utc(time_unix_s);
+    let title = r.scenario.get("name").and_then(Value::as_str).unwrap_or("darkbuf").to_string();
+    let metadata = json!({
+        "NAME": name,
+        "TITLE": title,
+        "NOTE": format!("darkbuf {} backend, test preset {name}, run seed {}: series from the run's tcp.flow.N.goodput_mbps, irtt.N.rtt_ms and ping.rtt_ms", r.backend, run.seed),
+        "TIME": time,
+        "T0": time,
+        "DELAY": delay_s,
+        "LENGTH": (total_s - 2.0 * delay_s).max(0.0),
+        "TOTAL_LENGTH": total_s,
+        "STEP_SIZE": STEP,
+        "HOST": r.backend,
+        "HOSTS": [r.backend],
+        "LOCAL_HOST": "darkbuf",
+        "IP_VERSION": 4,
+        "DATA_FILENAME": "results.flent.gz",
+        "TEST_PARAMETERS": {},
+        "SERIES_META": meta,
+        "DARKBUF_VERSION": env!("CARGO_PKG_VERSION"),
+        "DARKBUF_ENVIRONMENT": serde_json::to_value(&r.environment).unwrap_or(Value::Null),
+        "DARKBUF_SCENARIO": r.scenario,
+    });
+    let x_values: Vec<Value> = (0..n).map(|i| json!((i as f64 * STEP * 1e6).round() / 1e6)).collect();
+    Some(json!({
+        "metadata": metadata,
+        "version": FLENT_FILEFORMAT_VERSION,
+        "x_values": x_values,
+        "results": results,
+        "raw_values": raw,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_and_flents_sum_and_average() {
+        let a = on_grid(&[(0.2, Some(1.0)), (0.41, Some(2.0)), (0.6, None)], 4);
+        assert_eq!(a, [None, Some(1.0), Some(2.0), None]);
+        let b = on_grid(&[(0.0, Some(5.0)), (0.4, Some(4.0))], 4);
+        assert_eq!(combine("sum", &[&a, &b], 4), [Some(5.0), Some(1.0), Some(6.0), None]);
+        assert_eq!(combine("average", &[&a, &b], 4), [Some(5.0), Some(1.0), Some(3.0), None]);
+    }
+
+    #[test]
+    fn rrul_aggregates_as_flent_defines_them() {
+        let names: Vec<String> = ["TCP upload BE", "TCP upload BK", "TCP download BE", "Ping (ms) UDP EF", "Ping (ms) ICMP"].map(String::from).into();
+        let a = aggregates("rrul", &names);
+        let got: Vec<(&str, &str, usize)> = a.iter().map(|(n, r, o)| (n.as_str(), *r, o.len())).collect();
+        assert_eq!(
+            got,
+            [
+                ("TCP upload avg", "average", 2),
+                ("TCP upload sum", "sum", 2),
+                ("TCP download avg", "average", 1),
+                ("TCP download sum", "sum", 1),
+                ("TCP totals", "sum", 3),
+                ("Ping (ms) avg", "average", 2)
+            ]
+        );
+        assert!(aggregates("tcp_1up", &names).is_empty());
+    }
+}
+
+/// A test preset's data sets and flent's aggregates as time series (t in ms since the
+/// run's start, flent's axis), for the report's versions of flent's plots: (test name,
+/// [(data-set name, unit, series)]). `None` when the scenario names no test.
+pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, TimeSeries)>)> {
+    let name = r.scenario.get("test")?.get("name")?.as_str()?.to_string();
+    let run = r.runs.first()?;
+    let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+    let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
+    let n = (total_s / STEP).round() as usize + 1;
+    let sets = data_sets(&r.scenario, run, warmup_s);
+    let grids: Vec<Vec<Option<f64>>> = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+    let as_ts = |unit: &str, pts: Vec<(f64, Option<f64>)>| TimeSeries {
+        unit: unit.into(),
+        t_ms: pts.iter().map(|p| p.0 * 1e3).collect(),
+        values: pts.iter().map(|p| p.1).collect(),
+    };
+    let mut out: Vec<(String, &'static str, TimeSeries)> =
+        sets.iter().map(|s| (s.name.clone(), s.unit, as_ts(s.unit, s.points.clone()))).collect();
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    for (agg, runner, over) in aggregates(&name, &names) {
+        let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
+        let g = combine(runner, &parts, n);
+        let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+        out.push((agg, unit, as_ts(unit, g.into_iter().enumerate().map(|(i, v)| (i as f64 * STEP, v)).collect())));
+    }
+    Some((name, out))
+}

@@ -1,0 +1,151 @@
+//! flent test presets (`test = "..."`) and `kind = "irtt"`: exact expansions, overrides
+//! by name, and bad input.
+
+use darkbuf_scenario::*;
+
+const NIC: &str = "duration = \"4s\"\nwarmup = \"1s\"\ntest_delay = \"1s\"\n[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n";
+
+fn ok(text: &str, set: &[&str]) -> Scenario {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn err(text: &str) -> Diagnostic {
+    load_str("scenarios/x.toml", text, &[]).expect_err("should fail")
+}
+
+/// (kind, name, direction or "-", dscp, start ms, stop ms or 0).
+fn summary(s: &Scenario) -> Vec<(&'static str, String, &'static str, u8, u64, u64)> {
+    s.traffic
+        .iter()
+        .map(|t| match t {
+            Traffic::Tcp(f) => {
+                let dir = if f.direction == Direction::Up { "up" } else { "down" };
+                ("tcp", f.name.clone(), dir, f.dscp, f.start_ns / 1_000_000, f.stop_ns.unwrap_or(0) / 1_000_000)
+            }
+            Traffic::Irtt(i) => ("irtt", i.name.clone(), "-", i.dscp, i.start_ns / 1_000_000, i.stop_ns.unwrap_or(0) / 1_000_000),
+            Traffic::Ping(p) => ("ping", p.name.clone(), "-", 0, 0, 0),
+            Traffic::Udp(u) => ("udp", u.name.clone(), "-", u.dscp, 0, 0),
+        })
+        .collect()
+}
+
+#[test]
+fn rrul_expands_into_flents_data_sets() {
+    let s = ok(&format!("test = \"rrul\"\n{NIC}"), &[]);
+    let t = |k, n: &str, d, dscp, a, b| (k, n.to_string(), d, dscp, a, b);
+    assert_eq!(
+        summary(&s),
+        [
+            t("tcp", "TCP upload BE", "up", 0, 1000, 4000),
+            t("tcp", "TCP upload BK", "up", 8, 1000, 4000),
+            t("tcp", "TCP upload CS5", "up", 40, 1000, 4000),
+            t("tcp", "TCP upload EF", "up", 46, 1000, 4000),
+            t("tcp", "TCP download BE", "down", 0, 1000, 4000),
+            t("tcp", "TCP download BK", "down", 8, 1000, 4000),
+            t("tcp", "TCP download CS5", "down", 40, 1000, 4000),
+            t("tcp", "TCP download EF", "down", 46, 1000, 4000),
+            t("irtt", "Ping (ms) UDP EF", "-", 46, 0, 0),
+            t("irtt", "Ping (ms) UDP BK", "-", 8, 0, 0),
+            t("irtt", "Ping (ms) UDP BE", "-", 0, 0, 0),
+            t("ping", "Ping (ms) ICMP", "-", 0, 0, 0),
+        ]
+    );
+    let Traffic::Irtt(i) = &s.traffic[8] else { panic!() };
+    assert_eq!((i.interval_ns, i.length), (200_000_000, IRTT_MIN_LENGTH));
+    let Traffic::Ping(p) = &s.traffic[11] else { panic!() };
+    assert_eq!(p.interval_ns, 200_000_000);
+    let test = s.test.as_ref().unwrap();
+    assert_eq!((test.name.as_str(), test.delay_ns), ("rrul", 1_000_000_000));
+}
+
+#[test]
+fn entries_named_like_the_presets_override_it_and_others_extend_it() {
+    let text = format!(
+        "test = \"tcp_4up\"\n{NIC}[[traffic]]\nname = \"TCP upload::2\"\ncc = \"reno\"\nstart = \"2s\"\n\
+         [[traffic]]\nkind = \"udp\"\nrate = \"1Mbit\"\n"
+    );
+    let s = ok(&text, &[]);
+    let names: Vec<&str> = s.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(names, ["TCP upload::1", "TCP upload::2", "TCP upload::3", "TCP upload::4", "Ping (ms) ICMP", ""]);
+    let cc: Vec<(Cc, u64)> = s.traffic[..4]
+        .iter()
+        .map(|t| match t {
+            Traffic::Tcp(f) => (f.cc, f.start_ns),
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(cc, [(Cc::Cubic, 1_000_000_000), (Cc::Reno, 2_000_000_000), (Cc::Cubic, 1_000_000_000), (Cc::Cubic, 1_000_000_000)]);
+    assert!(matches!(s.traffic[5], Traffic::Udp(_)));
+    // --set addresses the scenario's own entries, and can change the test; a name that
+    // changes nothing is an error at the name.
+    let s = ok(&text, &["traffic.1.rate=2Mbit", "traffic.0.name=TCP upload", "test=tcp_1up"]);
+    assert_eq!(s.traffic.len(), 3);
+    assert!(matches!(&s.traffic[0], Traffic::Tcp(f) if f.name == "TCP upload" && f.cc == Cc::Reno));
+    let d = load_str("x.toml", &text, &["test=tcp_1up".to_string()]).unwrap_err();
+    assert_eq!((d.line, d.column, d.key.as_str()), (Some(9), Some(8), "traffic.0.name"));
+    assert!(d.help.unwrap().contains("\"TCP upload\", \"Ping (ms) ICMP\""));
+}
+
+#[test]
+fn the_other_presets() {
+    let names = |test: &str| -> Vec<String> { ok(&format!("test = \"{test}\"\n{NIC}"), &[]).traffic.iter().map(|t| t.name().to_string()).collect() };
+    assert_eq!(names("ping"), ["Ping (ms) ICMP"]);
+    assert_eq!(names("tcp_1up"), ["TCP upload", "Ping (ms) ICMP"]);
+    assert_eq!(names("rrul_be").len(), 12);
+    // Flows at 0, 1, 5 and 3 DELAYs, each for TOTAL_LENGTH - 6 DELAYs (8 - 6 = 2 s here).
+    let s = ok(&format!("test = \"tcp_4up_squarewave\"\n{NIC}"), &["duration=7s"]);
+    let t: Vec<(Cc, u64, u64)> = s
+        .traffic
+        .iter()
+        .map(|t| match t {
+            Traffic::Tcp(f) => (f.cc, f.start_ns / 1_000_000, f.stop_ns.unwrap() / 1_000_000),
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(t, [(Cc::Bbr, 0, 2000), (Cc::Cubic, 1000, 3000), (Cc::Cubic, 5000, 7000), (Cc::Bbr, 3000, 5000)]);
+}
+
+#[test]
+fn an_unknown_test_is_an_error_at_its_position_with_the_valid_names() {
+    let d = err("duration = \"1s\"\ntest = \"rrull\"\n");
+    assert_eq!((d.line, d.column, d.key.as_str()), (Some(2), Some(8), "test"));
+    let help = d.help.unwrap();
+    assert!(help.contains("did you mean \"rrul\""), "{help}");
+    for t in preset::TESTS {
+        assert!(help.contains(&format!("\"{t}\"")), "{help}");
+    }
+}
+
+#[test]
+fn downloads_need_a_nic() {
+    let d = err("test = \"rrul\"\ntest_delay = \"1s\"\n");
+    assert_eq!((d.line, d.key.as_str()), (Some(1), "test"));
+    assert!(d.message.contains("4 TCP download flows"), "{}", d.message);
+    assert!(d.help.unwrap().contains("device.driver = \"nic\""));
+    // Uploads only are fine on veth.
+    ok("test = \"tcp_1up\"\ntest_delay = \"1s\"\n", &[]);
+}
+
+#[test]
+fn a_run_too_short_for_the_delay_and_a_delay_without_a_test() {
+    let d = err(&format!("test = \"rrul\"\n{NIC}").replace("test_delay = \"1s\"", "test_delay = \"3s\""));
+    assert!(d.message.contains("5000 ms - 2 x 3000 ms"), "{}", d.message);
+    let d = err("test_delay = \"1s\"\n[[traffic]]\nkind = \"ping\"\n");
+    assert_eq!((d.line, d.key.as_str()), (Some(1), "test_delay"));
+}
+
+#[test]
+fn irtt_defaults_are_irtts_and_bad_keys_are_named() {
+    let s = ok("[[traffic]]\nkind = \"irtt\"\n", &[]);
+    let Traffic::Irtt(i) = &s.traffic[0] else { panic!() };
+    assert_eq!((i.interval_ns, i.length, i.dscp, i.cpu, i.start_ns, i.stop_ns), (1_000_000_000, 60, 0, 0, 0, None));
+    let s = ok("[[traffic]]\nkind = \"irtt\"\nlength = 1472\ndscp = 46\ninterval = \"10ms\"\nstop = \"5s\"\n", &[]);
+    let Traffic::Irtt(i) = &s.traffic[0] else { panic!() };
+    assert_eq!((i.interval_ns, i.length, i.dscp, i.stop_ns), (10_000_000, 1472, 46, Some(5_000_000_000)));
+    let d = err("[[traffic]]\nkind = \"irtt\"\nsize = 100\n");
+    assert_eq!((d.line, d.column, d.key.as_str()), (Some(3), Some(1), "traffic.0.size"));
+    assert!(d.help.unwrap().contains("length"));
+    let d = err("[[traffic]]\nkind = \"irtt\"\nstart = \"2s\"\nstop = \"1s\"\n");
+    assert_eq!(d.key, "traffic.0.stop");
+}
