@@ -359,27 +359,42 @@ impl World {
         if flows.is_empty() {
             return;
         }
-        let (mut total, mut retrans, mut cwnd, mut srtt, mut rate) = (0u64, 0u64, 0.0, 0.0, 0.0);
+        let (mut total, mut retrans, mut cwnd, mut srtt, mut rate, mut active) = (0u64, 0u64, 0.0, 0.0, 0.0, 0.0);
+        const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
             let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
             let st = &t.stats;
             let mbps = st.goodput_bytes as f64 * 8.0 / window * 1e3;
             out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
-            out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / window));
-            out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / window / 1e3));
             total += st.goodput_bytes;
             retrans += t.total_retrans - st.retrans_base;
-            cwnd += st.cwnd_int as f64 / window;
-            srtt += st.srtt_int as f64 / window / 1e3;
-            rate += st.rate_int as f64 / window * 8.0 / 1e6;
+            // Averages over the time the connection was active (the start and stop
+            // times of flent's squarewave leave flows idle for part of the window).
+            let on = st.active_ns as f64;
+            if on == 0.0 {
+                out.none(&format!("tcp.flow.{n}.cwnd_avg_pkts"), IDLE);
+                out.none(&format!("tcp.flow.{n}.srtt_avg_ms"), IDLE);
+                continue;
+            }
+            out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / on));
+            out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / on / 1e3));
+            cwnd += st.cwnd_int as f64 / on;
+            srtt += st.srtt_int as f64 / on / 1e3;
+            rate += st.rate_int as f64 / on * 8.0 / 1e6;
+            active += 1.0;
         }
-        let n = flows.len() as f64;
         out.set("tcp.goodput_mbps", total as f64 * 8.0 / window * 1e3);
         out.set("tcp.retrans", retrans as f64);
-        out.set("tcp.cwnd_avg_pkts", cwnd / n);
-        out.set("tcp.srtt_avg_ms", srtt / n);
-        out.set("tcp.pacing_rate_mbps", rate / n);
+        if active == 0.0 {
+            for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {
+                out.none(k, IDLE);
+            }
+            return;
+        }
+        out.set("tcp.cwnd_avg_pkts", cwnd / active);
+        out.set("tcp.srtt_avg_ms", srtt / active);
+        out.set("tcp.pacing_rate_mbps", rate / active);
     }
 
     /// BQL, the TX queue's stops, the receiving NAPI, the driver's ring, the NIC.

@@ -200,6 +200,8 @@ pub struct TcpStats {
     pub retrans_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
+    /// Time the connection was active in the measured window (the averages' base).
+    pub active_ns: u64,
     pub cwnd_int: u128,
     pub srtt_int: u128,
     pub rate_int: u128,
@@ -560,13 +562,17 @@ impl World {
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
 
-    /// Accumulates the flow's time averages up to now (measured window only).
+    /// Accumulates the flow's time averages up to now: in the measured window, while
+    /// the connection is active (it has an RTT sample, and its application writes or
+    /// data is still out), as `ss -ti` would be sampled on a live connection.
     pub(crate) fn tcp_stats_tick(&mut self, s: SockId) {
         let (now, start) = (self.now, self.cfg.start);
         let t = self.tcp(s);
         let from = t.stats.last_t.max(start);
-        if now > from {
+        let active = t.srtt_us > 0 && (from < t.stop_ns || t.packets_out > 0);
+        if now > from && active {
             let dt = (now - from) as u128;
+            t.stats.active_ns += dt as u64;
             t.stats.cwnd_int += t.w.cwnd as u128 * dt;
             t.stats.srtt_int += (t.srtt_us >> 3) as u128 * dt;
             t.stats.rate_int += t.pacing_rate as u128 * dt;
