@@ -29,19 +29,6 @@ pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, total_ns: u64, name: String) 
     let length = s.u32("length", 0, 0, MAX_UDP_PAYLOAD as u32)?.max(IRTT_MIN_LENGTH);
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
     let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-    let start_ns = s.duration("start", 0, false)?;
-    let stop_ns = match s.entry("stop") {
-        None => None,
-        Some(_) => Some(s.duration("stop", 0, true)?),
-    };
-    if let Some(stop) = stop_ns {
-        if stop <= start_ns {
-            return Err(s.value_err(
-                "stop",
-                format!("`{}` ({} ms) is not after `start` ({} ms)", s.kp("stop"), stop / 1_000_000, start_ns / 1_000_000),
-                Some("expected stop > start, or omit stop to probe until the end of the run".into()),
-            ));
-        }
-    }
+    let (start_ns, stop_ns) = crate::tcp::start_stop(s, "probe")?;
     Ok(Irtt { name, interval_ns, length, dscp, cpu, start_ns, stop_ns })
 }

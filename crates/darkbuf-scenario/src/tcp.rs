@@ -34,20 +34,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) 
     }
     let flows = s.u32("flows", 1, 1, 64)?;
     let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-    let start_ns = s.duration("start", 0, false)?;
-    let stop_ns = match s.entry("stop") {
-        None => None,
-        Some(_) => Some(s.duration("stop", 0, true)?),
-    };
-    if let Some(stop) = stop_ns {
-        if stop <= start_ns {
-            return Err(s.value_err(
-                "stop",
-                format!("`{}` ({} ms) is not after `start` ({} ms)", s.kp("stop"), stop / 1_000_000, start_ns / 1_000_000),
-                Some("expected stop > start, or omit stop to send until the end of the run".into()),
-            ));
-        }
-    }
+    let (start_ns, stop_ns) = start_stop(s, "send")?;
     let rate = match s.entry("rate") {
         None => Rate::Max,
         Some(e) => {
@@ -68,4 +55,24 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) 
     let sndbuf = s.u32("sndbuf", 4 << 20, 4096, 1 << 30)? as u64;
     let rcvbuf = s.u32("rcvbuf", 6 << 20, 4096, 1 << 30)? as u64;
     Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
+}
+
+/// A traffic entry's `start` and optional `stop` (ns since the run's start); `stop`
+/// must come after `start`. `what` is what the entry does until its stop ("send").
+pub(crate) fn start_stop(s: &Sec<'_>, what: &str) -> Result<(u64, Option<u64>), Diagnostic> {
+    let start_ns = s.duration("start", 0, false)?;
+    let stop_ns = match s.entry("stop") {
+        None => None,
+        Some(_) => Some(s.duration("stop", 0, true)?),
+    };
+    if let Some(stop) = stop_ns {
+        if stop <= start_ns {
+            return Err(s.value_err(
+                "stop",
+                format!("`{}` ({} ms) is not after `start` ({} ms)", s.kp("stop"), stop / 1_000_000, start_ns / 1_000_000),
+                Some(format!("expected stop > start, or omit stop to {what} until the end of the run")),
+            ));
+        }
+    }
+    Ok((start_ns, stop_ns))
 }
