@@ -112,6 +112,10 @@ pub const GLOSSARY: &[Entry] = &[
     e("qdisc.inactive_flows", "flows", "fq: inactive flows at the end (state)"),
     e("qdisc.lastcount", "packets", "codel: count of the previous dropping state (state)"),
     e("qdisc.ldelay", "ns", "codel: sojourn time of the last dequeued packet (state)"),
+    e("qdisc.class.borrows", "events", "htb class (tc -s class, named \"qdisc.class MAJ:MIN borrows\"): times it borrowed rate from its parent"),
+    e("qdisc.class.lends", "events", "htb class: times it lent rate to a child (sent at its own rate)"),
+    e("qdisc.class.dropped", "packets", "htb class: packets its leaf qdisc dropped"),
+    e("qdisc.class.overlimits", "events", "htb class: dequeues it could not make (over its rate or ceil)"),
     e("qdisc.lends", "events", "htb: times a class lent rate to a child"),
     e("qdisc.max_adj_size", "bytes", "cake: largest packet size after overhead adjustment"),
     e("qdisc.max_network_size", "bytes", "cake: largest network packet size"),
@@ -199,6 +203,11 @@ pub const GLOSSARY: &[Entry] = &[
 pub fn lookup(metric: &str) -> Option<&'static Entry> {
     if let Some(e) = GLOSSARY.iter().find(|e| e.name == metric) {
         return Some(e);
+    }
+    // An htb class's counters (`tc -s class`): "qdisc.class 1:10 lends" -> "qdisc.class.lends".
+    if let Some(rest) = metric.strip_prefix("qdisc.class ") {
+        let counter = rest.split_once(' ').map_or(rest, |(_, c)| c);
+        return GLOSSARY.iter().find(|e| e.name.strip_prefix("qdisc.class.") == Some(counter));
     }
     let pattern: Vec<String> = metric
         .split('.')

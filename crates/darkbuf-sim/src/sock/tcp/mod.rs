@@ -591,6 +591,7 @@ pub(crate) mod tests {
     /// A cubic socket with a 1448-byte MSS (MTU 1500) for unit tests of its parts.
     pub fn sock() -> TcpSock {
         let f = TcpFlow {
+            name: String::new(),
             cc: darkbuf_scenario::Cc::Cubic,
             direction: darkbuf_scenario::Direction::Up,
             flows: 1,
