@@ -8,7 +8,7 @@
 //! 0.25 µs: at gigabit speed, half the average wire size of the frames of the last
 //! poll (a third for mid-size frames), so bulk 1500-byte traffic gets ~192 µs (5,200
 //! interrupts/s) and small packets less; the conservative mode never goes below
-//! `IGB_20K_ITR` (50 µs). Below gigabit it is fixed at `IGB_4K_ITR` (245 µs).
+//! `IGB_20K_ITR` (50 µs). At any other link speed it is fixed at `IGB_4K_ITR` (245 µs).
 
 /// `IGB_START_ITR`, `IGB_4K_ITR`, `IGB_20K_ITR` (EITR units of 0.25 µs).
 pub const IGB_START_ITR: u32 = 648;
@@ -47,13 +47,8 @@ impl IgbItr {
         let new_val = if !gigabit {
             IGB_4K_ITR
         } else {
-            let mut avg_wire_size = 0u64;
-            if self.rx_packets > 0 {
-                avg_wire_size = self.rx_bytes / self.rx_packets;
-            }
-            if self.tx_packets > 0 {
-                avg_wire_size = avg_wire_size.max(self.tx_bytes / self.tx_packets);
-            }
+            let rx_avg = self.rx_bytes.checked_div(self.rx_packets).unwrap_or(0);
+            let avg_wire_size = rx_avg.max(self.tx_bytes.checked_div(self.tx_packets).unwrap_or(0));
             if avg_wire_size == 0 {
                 // No work was done: nothing changes.
                 self.clear();

@@ -268,7 +268,7 @@ impl Bbr {
             return TCP_INIT_CWND;
         }
         let w = bw as u64 * self.min_rtt_us as u64;
-        ((((w * gain as u64) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT) as u32
+        ((w * gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT) as u32
     }
 
     /// `bbr_quantization_budget()`: room for three full TSO skbs (one in the qdisc,
@@ -447,7 +447,7 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = (self.full_bw as u64 * BBR_FULL_BW_THRESH >> BBR_SCALE) as u32;
+        let thresh = ((self.full_bw as u64 * BBR_FULL_BW_THRESH) >> BBR_SCALE) as u32;
         if self.bw() >= thresh {
             self.full_bw = self.bw();
             self.full_bw_cnt = 0;
