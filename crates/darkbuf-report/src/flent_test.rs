@@ -124,18 +124,51 @@ fn series_meta(unit: &str, vals: impl Iterator<Item = f64>) -> Value {
     Value::Object(m)
 }
 
+/// A test preset's first run, its data sets and each set on flent's time grid.
+struct PresetRun<'a> {
+    name: String,
+    run: &'a RunRecord,
+    total_s: f64,
+    /// Grid points, `STEP` apart from the run's start.
+    n: usize,
+    sets: Vec<DataSet>,
+    grids: Vec<Vec<Option<f64>>>,
+}
+
+impl<'a> PresetRun<'a> {
+    /// `None` when the scenario names no test or has no run.
+    fn new(r: &'a Results) -> Option<PresetRun<'a>> {
+        let name = r.scenario.get("test")?.get("name")?.as_str()?.to_string();
+        let run = r.runs.first()?;
+        let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+        let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
+        let n = (total_s / STEP).round() as usize + 1;
+        let sets = data_sets(&r.scenario, run, warmup_s);
+        let grids = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+        Some(PresetRun { name, run, total_s, n, sets, grids })
+    }
+}
+
+/// flent's aggregates of test `name` (sums and averages over its data sets) on the
+/// grid: (name, unit, values).
+fn aggregate_grids(name: &str, sets: &[DataSet], grids: &[Vec<Option<f64>>], n: usize) -> Vec<(String, &'static str, Vec<Option<f64>>)> {
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    aggregates(name, &names)
+        .into_iter()
+        .map(|(agg, runner, over)| {
+            let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
+            let g = combine(runner, &parts, n);
+            let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+            (agg, unit, g)
+        })
+        .collect()
+}
+
 /// The flent data file of a test preset's run, or `None` when the scenario names no
 /// test (or has no run).
 pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
-    let test = r.scenario.get("test")?;
-    let name = test.get("name")?.as_str()?;
-    let delay_s = test.get("delay_ns").and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
-    let run = r.runs.first()?;
-    let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
-    let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
-    let n = (total_s / STEP).round() as usize + 1;
-    let sets = data_sets(&r.scenario, run, warmup_s);
-    let grids: Vec<Vec<Option<f64>>> = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+    let delay_s = r.scenario.get("test")?.get("delay_ns").and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
+    let PresetRun { name, run, total_s, n, sets, grids } = PresetRun::new(r)?;
     let (mut results, mut raw, mut meta) = (Map::new(), Map::new(), Map::new());
     for (s, g) in sets.iter().zip(&grids) {
         results.insert(s.name.clone(), json!(g));
@@ -148,11 +181,7 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
         raw.insert(s.name.clone(), Value::Array(pts));
         meta.insert(s.name.clone(), series_meta(s.unit, s.points.iter().filter_map(|p| p.1)));
     }
-    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
-    for (agg, runner, over) in aggregates(name, &names) {
-        let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
-        let g = combine(runner, &parts, n);
-        let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+    for (agg, unit, g) in aggregate_grids(&name, &sets, &grids, n) {
         meta.insert(agg.clone(), series_meta(unit, g.iter().flatten().copied()));
         results.insert(agg, json!(g));
     }
@@ -226,13 +255,7 @@ mod tests {
 /// run's start, flent's axis), for the report's versions of flent's plots: (test name,
 /// [(data-set name, unit, series)]). `None` when the scenario names no test.
 pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, TimeSeries)>)> {
-    let name = r.scenario.get("test")?.get("name")?.as_str()?.to_string();
-    let run = r.runs.first()?;
-    let ns = |k: &str| r.scenario.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1e9;
-    let (warmup_s, total_s) = (ns("warmup_ns"), ns("warmup_ns") + ns("duration_ns"));
-    let n = (total_s / STEP).round() as usize + 1;
-    let sets = data_sets(&r.scenario, run, warmup_s);
-    let grids: Vec<Vec<Option<f64>>> = sets.iter().map(|s| on_grid(&s.points, n)).collect();
+    let PresetRun { name, n, sets, grids, .. } = PresetRun::new(r)?;
     let as_ts = |unit: &str, pts: Vec<(f64, Option<f64>)>| TimeSeries {
         unit: unit.into(),
         t_ms: pts.iter().map(|p| p.0 * 1e3).collect(),
@@ -240,11 +263,7 @@ pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, Ti
     };
     let mut out: Vec<(String, &'static str, TimeSeries)> =
         sets.iter().map(|s| (s.name.clone(), s.unit, as_ts(s.unit, s.points.clone()))).collect();
-    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
-    for (agg, runner, over) in aggregates(&name, &names) {
-        let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
-        let g = combine(runner, &parts, n);
-        let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+    for (agg, unit, g) in aggregate_grids(&name, &sets, &grids, n) {
         out.push((agg, unit, as_ts(unit, g.into_iter().enumerate().map(|(i, v)| (i as f64 * STEP, v)).collect())));
     }
     Some((name, out))
