@@ -1065,7 +1065,7 @@ fn metrics(
     for k in nulls {
         why.entry(k).or_insert_with(|| "could not be read".into());
     }
-    RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries }, unavailable: BTreeMap::new(), notes: Vec::new() }
+    RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries, printouts: BTreeMap::new() }, unavailable: BTreeMap::new(), notes: Vec::new() }
 }
 
 #[cfg(test)]

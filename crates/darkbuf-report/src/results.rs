@@ -56,6 +56,13 @@ pub struct RunRecord {
     /// per probe (`null` = lost).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub timeseries: BTreeMap<String, TimeSeries>,
+    /// What a tool would have printed for this run, in that tool's own layout, by the
+    /// command line that prints it: `tc -s qdisc show dev DEV`, `iperf3 -c ...`, the
+    /// seed's bpftrace script. The kernel backend keeps what the tool printed; the
+    /// simulator renders its own counters in the same layout, so the two can be read
+    /// side by side with the reports people post.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub printouts: BTreeMap<String, String>,
 }
 
 /// One quantity over the measured window. `t_ms` counts from the end of warmup; the

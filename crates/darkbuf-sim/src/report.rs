@@ -248,7 +248,7 @@ impl World {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }
         let timeseries = self.timeseries();
-        let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries };
+        let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries, printouts: BTreeMap::new() };
         (rec, out.why)
     }
 

@@ -507,6 +507,17 @@ pub(crate) fn print_run_table(results: &Results, per_run: bool) {
             print!("{}", darkbuf_report::histograms_text(r));
         }
     }
+    // The tools' own printouts: the first run's (every run's with `per_run`).
+    let shown = if per_run { results.runs.len() } else { 1 };
+    for r in results.runs.iter().take(shown) {
+        for (cmd, text) in &r.printouts {
+            println!("\n# seed {}: {cmd}", r.seed);
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+        }
+    }
 }
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
