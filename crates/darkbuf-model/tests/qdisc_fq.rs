@@ -964,3 +964,27 @@ proptest! {
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
     }
 }
+
+/// `tc qdisc show` of a default fq on an MTU 9000 device (psched_mtu 9014) reads as
+/// seed 001 printed it, character for character; and its xstats line, after one flow
+/// hit its flow_limit, counts each such drop once in both `dropped` and `flows_plimit`.
+#[test]
+fn tc_layout_is_the_seeds() {
+    let dev = DevInfo { mtu_l2: 9014, hz: 1000, ..DevInfo::default() };
+    let mut q = Fq::from_params(Params::from_pairs(&[("flow_limit", int(3))]), &dev).unwrap();
+    let default = Fq::from_params(Params::default(), &dev).unwrap();
+    assert_eq!(
+        default.tc_options(),
+        "limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 quantum 18028b initial_quantum 90140b \
+         low_rate_threshold 550Kbit refill_delay 40ms timer_slack 10us horizon 10s horizon_drop"
+    );
+    let mut drops = Vec::new();
+    for i in 0..5 {
+        // In the future: not the fast path, so they go to the flow and meet its limit.
+        let mut p = pkt(i, 7, 9000);
+        p.edt = 1_000;
+        q.enqueue(p, 0, &mut drops);
+    }
+    assert_eq!((q.stats().drops, xs(&q, "flows_plimit")), (2, 2));
+    assert_eq!(q.tc_xstats(), "  flows 1 (inactive 0 throttled 0)\n  gc 0 highprio 0 throttled 0 flows_plimit 2");
+}

@@ -69,6 +69,11 @@ pub struct Costs {
     /// TCP: one data skb through the receiver's `tcp_rcv_established()`.
     #[serde(default = "default_tcp_rcv_ns")]
     pub tcp_rcv_ns: f64,
+    /// sch_fq's own work per skb beyond a FIFO's (flow lookup, rb-trees, the
+    /// throttle check), charged at dequeue. 0 = not modelled (the seed VM's profile
+    /// has no data for it).
+    #[serde(default)]
+    pub fq_pkt_ns: f64,
 }
 
 fn default_tun_read_ns() -> f64 {
@@ -144,9 +149,10 @@ pub struct FitPoint {
 }
 
 const SEED_VM: &str = include_str!("../../../profiles/seed-vm.toml");
+const BAREMETAL_100G: &str = include_str!("../../../profiles/baremetal-100g.toml");
 
 /// Names of the built-in profiles.
-pub const BUILTIN: &[&str] = &["seed-vm"];
+pub const BUILTIN: &[&str] = &["seed-vm", "baremetal-100g"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -165,6 +171,7 @@ impl Profile {
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
         let (path, text) = match name_or_path {
             "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string()),
+            "baremetal-100g" => ("baremetal-100g".to_string(), BAREMETAL_100G.to_string()),
             p if p.ends_with(".toml") || p.contains('/') => {
                 // Bounded like a scenario file: a profile path of /dev/zero is an error.
                 let max = darkbuf_scenario::limits::MAX_FILE_BYTES;
@@ -188,7 +195,12 @@ impl Profile {
             ("xmit_ns", c.xmit_ns), ("softirq_ns", c.softirq_ns), ("napi_poll_ns", c.napi_poll_ns),
             ("consume_ns", c.consume_ns), ("consumer_base_ns", c.consumer_base_ns),
             ("consumer_per_rule_ns", c.consumer_per_rule_ns), ("wakeup_ns", c.wakeup_ns),
-            ("ping_reply_ns", c.ping_reply_ns),
+            ("ping_reply_ns", c.ping_reply_ns), ("tun_read_ns", c.tun_read_ns),
+            ("vhost_batch_ns", c.vhost_batch_ns), ("vhost_pkt_ns", c.vhost_pkt_ns),
+            ("nic_xmit_ns", c.nic_xmit_ns), ("nic_tx_clean_ns", c.nic_tx_clean_ns),
+            ("nic_rx_ns", c.nic_rx_ns), ("nic_irq_ns", c.nic_irq_ns),
+            ("tcp_copy_ns_per_kb", c.tcp_copy_ns_per_kb), ("tcp_xmit_ns", c.tcp_xmit_ns),
+            ("tcp_ack_ns", c.tcp_ack_ns), ("tcp_rcv_ns", c.tcp_rcv_ns), ("fq_pkt_ns", c.fq_pkt_ns),
         ];
         for (k, v) in all {
             if !(v.is_finite() && v >= 0.0 && v < 1e12) {
@@ -263,6 +275,18 @@ mod tests {
             .collect();
         let (b, k) = fit_consumer(&pts, 100.0);
         assert!((b - 500.0).abs() < 1e-6 && (k - 10.0).abs() < 1e-9, "{b} {k}");
+    }
+
+    /// Every built-in profile loads and validates; baremetal-100g claims no fit.
+    #[test]
+    fn builtin_profiles_load() {
+        for name in BUILTIN {
+            let p = Profile::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(p.name, *name);
+        }
+        let p = Profile::load("baremetal-100g").unwrap();
+        assert!(p.fit.is_none(), "its costs are assumptions, not a fit");
+        assert!(p.costs.fq_pkt_ns > 0.0);
     }
 
     #[test]

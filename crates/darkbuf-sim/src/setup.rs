@@ -161,6 +161,7 @@ impl Builder<'_> {
                 .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
         };
         let mut txq_qdisc = vec![None; tx_queues as usize];
+        let first = self.qdiscs.len();
         match spec.kind.as_str() {
             "noqueue" => {}
             "mq" => {
@@ -179,6 +180,11 @@ impl Builder<'_> {
                 self.qdiscs.push(QdiscInst::new(Some(build(spec)?), dev, onetx, onetx.then_some(0)));
                 let root = (self.qdiscs.len() - 1) as u16;
                 txq_qdisc.iter_mut().for_each(|s| *s = Some(root));
+            }
+        }
+        for q in &mut self.qdiscs[first..] {
+            if matches!(q.q, Some(darkbuf_model::qdisc::AnyQdisc::Fq(_))) {
+                q.pkt_ns = self.profile.costs.fq_pkt_ns;
             }
         }
         Ok(txq_qdisc)

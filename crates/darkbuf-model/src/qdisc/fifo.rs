@@ -110,6 +110,14 @@ impl Qdisc for Fifo {
         self.kind.name()
     }
 
+    /// `fifo_dump()`: the limit, in packets or (bfifo) bytes.
+    fn tc_options(&self) -> String {
+        match self.kind {
+            FifoKind::Bfifo => format!("limit {}", super::tc_print::size(self.limit as u64)),
+            _ => format!("limit {}p", self.limit),
+        }
+    }
+
     /// `pfifo_enqueue()`, `bfifo_enqueue()` or `pfifo_tail_enqueue()`.
     fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         match self.kind {

@@ -1136,6 +1136,64 @@ impl Qdisc for Fq {
         "fq"
     }
 
+    /// `fq_dump()` as iproute2's `fq_print_opt()` prints it (the layout of seed 001).
+    fn tc_options(&self) -> String {
+        use super::tc_print::{rate, size, time64};
+        let c = &self.cfg;
+        let mut s = format!(
+            "limit {}p flow_limit {}p buckets {} orphan_mask {} ",
+            c.limit,
+            c.flow_plimit,
+            1u32 << c.buckets_log,
+            c.orphan_mask
+        );
+        if !c.rate_enable {
+            s.push_str("nopacing ");
+        }
+        s.push_str(&format!("quantum {} initial_quantum {} ", size(c.quantum as u64), size(c.initial_quantum as u64)));
+        if c.flow_max_rate != u64::MAX {
+            s.push_str(&format!("maxrate {} ", rate(c.flow_max_rate)));
+        }
+        if c.low_rate_threshold != 0 {
+            s.push_str(&format!("low_rate_threshold {} ", rate(c.low_rate_threshold as u64)));
+        }
+        let refill_ns = c.flow_refill_delay * 1_000_000_000 / c.hz.max(1) as u64;
+        s.push_str(&format!("refill_delay {} ", time64(refill_ns)));
+        if c.ce_threshold_ns != u64::MAX && c.ce_threshold_ns < u32::MAX as u64 * 1000 {
+            s.push_str(&format!("ce_threshold {} ", time64(c.ce_threshold_ns)));
+        }
+        s.push_str(&format!("timer_slack {} horizon {} ", time64(c.timer_slack_ns), time64(c.horizon_ns)));
+        s.push_str(if c.horizon_drop { "horizon_drop" } else { "horizon_cap" });
+        s
+    }
+
+    /// `fq_dump_stats()` as iproute2's `fq_print_xstats()` prints it.
+    fn tc_xstats(&self) -> String {
+        use super::tc_print::time64;
+        let mut s = format!(
+            "  flows {} (inactive {} throttled {})",
+            self.nr_flows, self.inactive_flows, self.throttled_flows
+        );
+        let next_delay = self.time_next_delayed_flow.wrapping_add(self.cfg.timer_slack_ns).wrapping_sub(self.last_now) as i64;
+        if self.throttled_flows > 0 && next_delay > 0 {
+            s.push_str(&format!(" next_packet_delay {}", time64(next_delay as u64)));
+        }
+        s.push_str(&format!("\n  gc {} highprio {} throttled {}", self.stat_gc_flows, self.stat_internal_packets, self.stat_throttled));
+        if self.unthrottle_latency_ns > 0 {
+            s.push_str(&format!(" latency {}", time64(self.unthrottle_latency_ns)));
+        }
+        if self.stat_ce_mark > 0 {
+            s.push_str(&format!(" ce_mark {}", self.stat_ce_mark));
+        }
+        if self.stat_flows_plimit > 0 {
+            s.push_str(&format!(" flows_plimit {}", self.stat_flows_plimit));
+        }
+        if self.stat_pkts_too_long > 0 || self.stat_allocation_errors > 0 {
+            s.push_str(&format!("\n  pkts_too_long {} alloc_errors {}", self.stat_pkts_too_long, self.stat_allocation_errors));
+        }
+        s
+    }
+
     /// `fq_enqueue()`.
     fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         self.last_now = now;

@@ -15,6 +15,7 @@ pub mod pfifo_fast;
 pub mod sfq;
 pub mod skb_list;
 pub mod tbf;
+pub mod tc_print;
 
 use crate::params::{ParamError, Params};
 use crate::Skb;
@@ -73,6 +74,16 @@ pub trait Qdisc {
     /// `sch->qstats.backlog`: bytes held.
     fn backlog(&self) -> u64;
     fn stats(&self) -> &QdiscStats;
+    /// Its parameters as `tc qdisc show` prints them after the handle, e.g.
+    /// `limit 10000p flow_limit 100p ...` (empty if darkbuf does not render them).
+    fn tc_options(&self) -> String {
+        String::new()
+    }
+    /// Its xstats as `tc -s qdisc show` prints them below the counters, one string
+    /// with newlines (empty if none).
+    fn tc_xstats(&self) -> String {
+        String::new()
+    }
     /// Qdisc-specific counters (`tc -s` xstats) by tc's names, e.g. ("ecn_mark", 3).
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
@@ -195,6 +206,12 @@ impl Qdisc for AnyQdisc {
     }
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         dispatch!(self, q => q.xstats())
+    }
+    fn tc_options(&self) -> String {
+        dispatch!(self, q => q.tc_options())
+    }
+    fn tc_xstats(&self) -> String {
+        dispatch!(self, q => q.tc_xstats())
     }
     #[inline]
     fn can_bypass(&self) -> bool {

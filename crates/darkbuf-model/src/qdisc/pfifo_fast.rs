@@ -172,6 +172,12 @@ impl Qdisc for PfifoFast {
         "pfifo_fast"
     }
 
+    /// `prio_print_opt()`'s layout for pfifo_fast: the bands and the fixed priomap.
+    fn tc_options(&self) -> String {
+        let map: Vec<String> = PRIO2BAND.iter().map(|b| b.to_string()).collect();
+        format!("bands {PFIFO_FAST_BANDS} priomap {}", map.join(" "))
+    }
+
     /// `pfifo_fast_enqueue()`: tail-drop when the band ring (or, <= 4.15, the whole
     /// qdisc) is full.
     fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {

@@ -68,6 +68,9 @@ pub struct QdiscInst {
     /// `q->watchdog`: when the armed hrtimer fires, and on which CPU it was armed.
     pub watchdog_at: Option<u64>,
     pub watchdog_cpu: CpuId,
+    /// The algorithm's own work per packet beyond a FIFO's, ns (the profile's
+    /// `fq_pkt_ns` for fq, else 0), charged at dequeue for its enqueue and dequeue.
+    pub pkt_ns: f64,
 }
 
 impl QdiscInst {
@@ -89,6 +92,7 @@ impl QdiscInst {
             xbase: Vec::new(),
             watchdog_at: None,
             watchdog_cpu: 0,
+            pkt_ns: 0.0,
         }
     }
 
@@ -149,8 +153,9 @@ impl World {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
-        let xmit_ns = self.devs[self.qdiscs[qi as usize].dev as usize].xmit_ns;
-        let ns = n as f64 * (xmit_ns + if from_queue { self.profile.costs.dequeue_ns } else { 0.0 });
+        let q = &self.qdiscs[qi as usize];
+        let xmit_ns = self.devs[q.dev as usize].xmit_ns;
+        let ns = n as f64 * (xmit_ns + if from_queue { self.profile.costs.dequeue_ns + q.pkt_ns } else { 0.0 });
         let cost = self.cost(ns);
         let ok = self.sch_direct_xmit(cpu, qi, &list);
         self.bulk = list;

@@ -1,0 +1,84 @@
+//! iproute2's number printers (tc/tc_util.c), so `tc -s qdisc show` as darkbuf renders
+//! it reads exactly as the reports people post: `18028b`, `7us`, `550Kbit`.
+
+/// `sprint_size()`: bytes as tc prints a size: whole Mb or Kb when it is one (within
+/// 1 KiB or 16 bytes), else plain bytes.
+pub fn size(sz: u64) -> String {
+    let s = sz as f64;
+    if sz >= 1024 * 1024 && (1024.0 * 1024.0 * (s / (1024.0 * 1024.0)).round() - s).abs() < 1024.0 {
+        format!("{}Mb", fmt_g((s / (1024.0 * 1024.0)).round()))
+    } else if sz >= 1024 && (1024.0 * (s / 1024.0).round() - s).abs() < 16.0 {
+        format!("{}Kb", fmt_g((s / 1024.0).round()))
+    } else {
+        format!("{sz}b")
+    }
+}
+
+/// `sprint_time64()`: ns with three significant digits in s, ms, us or ns.
+pub fn time64(ns: u64) -> String {
+    let t = ns as f64;
+    if t >= 1e9 {
+        format!("{}s", fmt_3g(t / 1e9))
+    } else if t >= 1e6 {
+        format!("{}ms", fmt_3g(t / 1e6))
+    } else if t >= 1e3 {
+        format!("{}us", fmt_3g(t / 1e3))
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// `sprint_rate()` of a rate in bytes/s: bits/s with SI prefixes, whole numbers bare.
+pub fn rate(bytes_per_s: u64) -> String {
+    let bits = bytes_per_s as f64 * 8.0;
+    for (div, unit) in [(1e12, "Tbit"), (1e9, "Gbit"), (1e6, "Mbit"), (1e3, "Kbit")] {
+        if bits >= div {
+            return format!("{}{unit}", fmt_g(bits / div));
+        }
+    }
+    format!("{}bit", fmt_g(bits))
+}
+
+/// C's `%g` for the values tc prints (at most 6 significant digits, no trailing zeros).
+fn fmt_g(v: f64) -> String {
+    trim(format!("{v:.6}"))
+}
+
+/// C's `%.3g` for 1 <= v < 1000: three significant digits, no trailing zeros.
+fn fmt_3g(v: f64) -> String {
+    let decimals = if v >= 100.0 { 0 } else if v >= 10.0 { 1 } else { 2 };
+    let r = format!("{v:.decimals$}");
+    // Rounding may carry into a fourth digit (999.6 -> 1000): %.3g would print 1e+03.
+    trim(r)
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values seed 001's `tc -s qdisc show` prints for fq at MTU 9000.
+    #[test]
+    fn prints_as_the_seed_shows() {
+        assert_eq!(size(18028), "18028b");
+        assert_eq!(size(90140), "90140b");
+        assert_eq!(size(3 * 1024), "3Kb");
+        assert_eq!(size(4 << 20), "4Mb");
+        assert_eq!(time64(7_000), "7us");
+        assert_eq!(time64(17_500), "17.5us");
+        assert_eq!(time64(1_110), "1.11us");
+        assert_eq!(time64(827), "827ns");
+        assert_eq!(time64(56_900), "56.9us");
+        assert_eq!(time64(40_000_000), "40ms");
+        assert_eq!(time64(10_000_000_000), "10s");
+        assert_eq!(rate(68_750), "550Kbit");
+        assert_eq!(rate(12_500_000_000), "100Gbit");
+    }
+}
