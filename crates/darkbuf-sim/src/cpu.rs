@@ -111,6 +111,7 @@ pub enum Frame {
 }
 
 /// What a step did.
+#[derive(Clone, Copy)]
 pub enum Step {
     /// The frame stays; the CPU is busy for this many ns.
     Continue(u64),
@@ -156,6 +157,10 @@ pub struct Cpu {
     pub rx_time_limit: u64,
     /// ns spent busy (measured window only).
     pub busy_ns: u64,
+    /// ns of `busy_ns` spent in softirq handlers, by vector (`sched::SOFTIRQ_*`).
+    pub softirq_ns: [u64; 3],
+    /// `busy_ns` when the running softirq handler started.
+    pub softirq_mark: u64,
     pub time_squeeze: u64,
 }
 
@@ -181,6 +186,8 @@ impl Cpu {
             rx_budget: 0,
             rx_time_limit: 0,
             busy_ns: 0,
+            softirq_ns: [0; 3],
+            softirq_mark: 0,
             time_squeeze: 0,
         }
     }

@@ -31,6 +31,8 @@ pub enum Event {
     Deferred(u32),
     /// Timer `kind` of TCP socket `n` (`sock::tcp::timer`) fired.
     TcpTimer(u16, u8),
+    /// A whole second of the run: iperf3's interval report reads every TCP sender.
+    Interval,
 }
 
 const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);

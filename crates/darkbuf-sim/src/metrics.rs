@@ -181,6 +181,10 @@ pub struct Metrics {
     /// produce to its consume.
     pub ring: SojournAvg,
     pub findings: Vec<Finding>,
+    /// Every change of a socket's TX queue by `netdev_pick_tx()` over the whole run,
+    /// as seed 001's bpftrace script keys them: (picking CPU, old queue or -1 for
+    /// NO_QUEUE_MAPPING, new queue) -> [changes, of which with `skb->ooo_okay` set].
+    pub queue_changes: std::collections::BTreeMap<(u16, i32, u16), [u64; 2]>,
 }
 
 #[cfg(test)]

@@ -231,10 +231,20 @@ impl World {
         self.tcp_metrics(&mut out);
         self.irtt_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
+        self.xps_metrics(&mut out);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         out.set("softnet.time_squeeze", squeeze as f64);
+        let pct = |ns: u64| 100.0 * ns as f64 / (end - start) as f64;
         for (i, c) in self.cpus.iter().enumerate() {
-            out.m.insert(format!("cpu.{i}.busy_pct"), Some(100.0 * c.busy_ns as f64 / (end - start) as f64));
+            out.m.insert(format!("cpu.{i}.busy_pct"), Some(pct(c.busy_ns)));
+            let soft: u64 = c.softirq_ns.iter().sum();
+            out.m.insert(format!("cpu.{i}.softirq_pct"), Some(pct(soft)));
+            if soft > 0 {
+                use crate::sched::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX, SOFTIRQ_TASKLET};
+                out.m.insert(format!("cpu.{i}.net_tx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_TX])));
+                out.m.insert(format!("cpu.{i}.net_rx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_RX])));
+                out.m.insert(format!("cpu.{i}.tasklet_pct"), Some(pct(c.softirq_ns[SOFTIRQ_TASKLET])));
+            }
         }
         let mt = &self.metrics;
         let mut histograms = BTreeMap::new();
@@ -248,7 +258,8 @@ impl World {
             histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
         }
         let timeseries = self.timeseries();
-        let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries, printouts: BTreeMap::new() };
+        let printouts = self.printouts();
+        let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries, printouts };
         (rec, out.why)
     }
 
@@ -341,6 +352,56 @@ impl World {
         for (name, v) in self.qdisc_xstats() {
             out.m.insert(format!("qdisc.{name}"), Some(v));
         }
+        self.qdisc_txq_metrics(out);
+    }
+
+    /// Per TX queue of this host's device, when it has a qdisc per queue (mq): the
+    /// counters of each child that saw traffic in the window, as the seed reads them
+    /// off `tc -s qdisc` queue by queue (`qdisc.txq.N.*`).
+    fn qdisc_txq_metrics(&self, out: &mut Out) {
+        let d = &self.devs[0];
+        let per_queue = d.txq_qdisc.len() > 1 && d.txq_qdisc.windows(2).all(|w| w[0] != w[1]);
+        if !per_queue {
+            return;
+        }
+        const PER_QUEUE_XSTATS: &[&str] = &["throttled", "flows_plimit", "unthrottle_latency_ns", "fastpath_packets"];
+        for (txq, qi) in d.txq_qdisc.iter().enumerate() {
+            let Some(qi) = qi else { continue };
+            let q = &self.qdiscs[*qi as usize];
+            let (now, base) = (q.tc_counters(), q.base);
+            let sent = now.sent_pkts - base.sent_pkts;
+            let drops = now.drops - base.drops;
+            if sent == 0 && drops == 0 {
+                continue;
+            }
+            out.m.insert(format!("qdisc.txq.{txq}.sent_pkts"), Some(sent as f64));
+            out.m.insert(format!("qdisc.txq.{txq}.drops"), Some(drops as f64));
+            let Some(algo) = q.q.as_ref() else { continue };
+            for (name, v) in algo.xstats() {
+                if !PER_QUEUE_XSTATS.contains(&name) {
+                    continue;
+                }
+                // The latency is fq's EWMA, a gauge; the others count over the window.
+                let b = if name == "unthrottle_latency_ns" { 0 } else { q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b) };
+                out.m.insert(format!("qdisc.txq.{txq}.{name}"), Some(v.saturating_sub(b) as f64));
+            }
+        }
+    }
+
+    /// Where a socket's TX queue changed (`netdev_pick_tx()`), over the whole run: all
+    /// changes, the flips between two queues, and those flips with `skb->ooo_okay` set
+    /// (TCP allows a flip only then; a flip without it would be a model bug).
+    fn xps_metrics(&self, out: &mut Out) {
+        let qc = &self.metrics.queue_changes;
+        if qc.is_empty() {
+            return;
+        }
+        let changes: u64 = qc.values().map(|n| n[0]).sum();
+        let flips: u64 = qc.iter().filter(|(k, _)| k.1 >= 0).map(|(_, n)| n[0]).sum();
+        let flips_ooo: u64 = qc.iter().filter(|(k, _)| k.1 >= 0).map(|(_, n)| n[1]).sum();
+        out.set("xps.queue_changes", changes as f64);
+        out.set("xps.queue_flips", flips as f64);
+        out.set("xps.queue_flips_ooo_okay", flips_ooo as f64);
     }
 
     /// TCP flows as `ss -ti` and iperf3 name their figures: goodput per flow and in
@@ -367,6 +428,7 @@ impl World {
             let mbps = st.goodput_bytes as f64 * 8.0 / window * 1e3;
             out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
+            out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
             total += st.goodput_bytes;
             retrans += t.total_retrans - st.retrans_base;
             // Averages over the time the connection was active (the start and stop

@@ -290,14 +290,56 @@ impl World {
                 }
             },
             Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
-            Frame::NetTxAction { started } => self.net_tx_action(cpu, started),
-            Frame::NetRxAction { started, awaiting } => self.net_rx_action(cpu, started, awaiting),
+            Frame::NetTxAction { started } => {
+                self.softirq_enter(cpu, *started);
+                let step = self.net_tx_action(cpu, started);
+                self.softirq_exit(cpu, step, SOFTIRQ_NET_TX)
+            }
+            Frame::NetRxAction { started, awaiting } => {
+                self.softirq_enter(cpu, *started);
+                let step = self.net_rx_action(cpu, started, awaiting);
+                self.softirq_exit(cpu, step, SOFTIRQ_NET_RX)
+            }
             Frame::NapiPoll { phase, flush_pending, napi, done } => {
                 self.napi_poll_step(cpu, *napi, phase, done, flush_pending)
             }
             Frame::GroFlush { napi } => Step::Done(self.gro_flush(cpu, *napi)),
             Frame::DevWork { dev, queue, done } => self.dev_work(cpu, *dev, *queue, done),
-            Frame::SockWork { started } => self.sock_work_step(cpu, started),
+            Frame::SockWork { started } => {
+                self.softirq_enter(cpu, *started);
+                let step = self.sock_work_step(cpu, started);
+                self.softirq_exit(cpu, step, SOFTIRQ_TASKLET)
+            }
         }
+    }
+}
+
+/// Indices of [`crate::cpu::Cpu::softirq_ns`]: the vectors darkbuf runs.
+pub const SOFTIRQ_NET_TX: usize = 0;
+pub const SOFTIRQ_NET_RX: usize = 1;
+pub const SOFTIRQ_TASKLET: usize = 2;
+
+impl World {
+    /// A softirq handler's first step: mark the CPU's busy time. Softirqs do not nest,
+    /// and everything above the handler's frame runs inside it, so the busy time from
+    /// here to its last step is the handler's time (`/proc/stat`'s softirq column with
+    /// CONFIG_IRQ_TIME_ACCOUNTING, split by vector).
+    #[inline]
+    fn softirq_enter(&mut self, cpu: CpuId, started: bool) {
+        if !started {
+            let c = &mut self.cpus[cpu as usize];
+            c.softirq_mark = c.busy_ns;
+        }
+    }
+
+    #[inline]
+    fn softirq_exit(&mut self, cpu: CpuId, step: Step, vector: usize) -> Step {
+        if let Step::Done(cost) = step {
+            let c = &mut self.cpus[cpu as usize];
+            // The last step's own cost is booked after it returns.
+            let spent = c.busy_ns - c.softirq_mark + if self.now >= self.cfg.start { cost } else { 0 };
+            c.softirq_ns[vector] += spent;
+        }
+        step
     }
 }

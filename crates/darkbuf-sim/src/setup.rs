@@ -483,6 +483,10 @@ impl World {
         if self.cfg.sample_interval > 0 {
             self.events.push(self.cfg.start, Event::Sample);
         }
+        let tcp = self.socks.iter().any(|s| matches!(s.kind, crate::sock::SockKind::Tcp(_)));
+        if tcp && crate::sock::tcp::IPERF_INTERVAL_NS <= self.cfg.end {
+            self.events.push(crate::sock::tcp::IPERF_INTERVAL_NS, Event::Interval);
+        }
         // The pinger's first probe comes at a random phase within its interval, so runs
         // with different seeds sample differently.
         if let Some((s, interval)) = pinger {
@@ -494,15 +498,26 @@ impl World {
 }
 
 /// The TX queue the BQL and ring metrics describe: `xps_txq`, else the queue XPS
-/// maps the first flood's CPU to (its first one), else queue 0.
+/// maps the first local sender's CPU to (its first one; a flood's, else an upload's),
+/// else queue 0.
 fn measured_queue(scn: &Scenario, xps: &Xps) -> u16 {
     if let Some(q) = scn.device.xps_txq {
         return q as u16;
     }
-    let first_flood_cpu = scn.traffic.iter().find_map(|t| match t {
-        Traffic::Udp(u) => Some(u.cpu as usize),
-        _ => None,
-    });
+    // The first local sender's CPU: a flood's, else an upload's.
+    let first_flood_cpu = scn
+        .traffic
+        .iter()
+        .find_map(|t| match t {
+            Traffic::Udp(u) => Some(u.cpu as usize),
+            _ => None,
+        })
+        .or_else(|| {
+            scn.traffic.iter().find_map(|t| match t {
+                Traffic::Tcp(f) if f.direction == darkbuf_scenario::Direction::Up => Some(f.cpu as usize),
+                _ => None,
+            })
+        });
     match (xps, first_flood_cpu) {
         (Xps::CpuMap(map), Some(c)) => map[c].first().copied().unwrap_or(0),
         _ => 0,

@@ -130,6 +130,7 @@ impl World {
                 Event::LinkArrival(link) => self.link_arrival(link),
                 Event::Deferred(slot) => self.deferred(slot),
                 Event::TcpTimer(s, kind) => self.tcp_timer(s, kind),
+                Event::Interval => self.tcp_interval(),
             }
         }
         self.now = self.cfg.end;

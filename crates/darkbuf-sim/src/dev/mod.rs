@@ -137,7 +137,8 @@ impl World {
         if can_bypass && q.qlen() == 0 && !q.running {
             // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
             q.running = true;
-            q.sent_pkts += 1;
+            // bstats_update(): a GSO skb counts its segments, as tc shows them.
+            q.sent_pkts += skb.segs() as u64;
             q.sent_bytes += skb.len as u64;
             let mut list = std::mem::take(&mut self.bulk);
             list.clear();

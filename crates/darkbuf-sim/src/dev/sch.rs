@@ -57,7 +57,8 @@ pub struct QdiscInst {
     /// `TCQ_F_ONETXQUEUE`, with the one TX queue it feeds.
     pub onetxqueue: bool,
     pub dev_queue: Option<u16>,
-    /// `bstats` (kept by the run loop, not the algorithm) and `qstats.requeues`.
+    /// `bstats` (kept by the run loop, not the algorithm: packets count a GSO skb's
+    /// segments, as `bstats_update()` does) and `qstats.requeues`.
     pub sent_pkts: u64,
     pub sent_bytes: u64,
     pub requeues: u64,
@@ -207,7 +208,7 @@ impl World {
             None => {
                 let s = algo.dequeue(now, &mut self.drops);
                 if let Some(s) = s {
-                    q.sent_pkts += 1;
+                    q.sent_pkts += s.segs() as u64;
                     q.sent_bytes += s.len as u64;
                     self.metrics.qdisc_backlog.leave(now);
                 }
@@ -233,7 +234,7 @@ impl World {
             let mut bytelimit = avail - dev.bql_units(first.len) as i32;
             while bytelimit > 0 && list.len() < MAX_BULK {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
-                q.sent_pkts += 1;
+                q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
                 self.metrics.qdisc_backlog.leave(now);
                 bytelimit -= dev.bql_units(s.len) as i32;
@@ -245,7 +246,7 @@ impl World {
             let mut cnt = 0;
             while cnt < 8 {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
-                q.sent_pkts += 1;
+                q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
                 if s.queue_mapping != mapping {
                     // Out of the algorithm, but still held by the qdisc.

@@ -44,6 +44,8 @@ const TCP_INIT_CWND: u32 = 10;
 const TCP_RTO_MIN_NS: u64 = 200_000_000;
 const TCP_TIMEOUT_INIT_NS: u64 = 1_000_000_000;
 const TCP_RTO_MAX_NS: u64 = 120_000_000_000;
+/// iperf3's report interval (`-i 1`).
+pub const IPERF_INTERVAL_NS: u64 = 1_000_000_000;
 /// One application `write()`: iperf3's default 128 KB block.
 const APP_WRITE: u32 = 128 * 1024;
 
@@ -169,6 +171,8 @@ pub struct TcpSock {
     pub work: u8,
     /// The socket's cached TX queue (`sk_tx_queue_mapping`).
     pub tx_queue: Option<u16>,
+    /// Times `netdev_pick_tx()` changed it (the first pick included).
+    pub tx_queue_changes: u64,
     /// The receive window the far end advertises (bytes).
     pub rcv_wnd: u32,
     pub ecn: bool,
@@ -206,6 +210,17 @@ pub struct TcpStats {
     pub srtt_int: u128,
     pub rate_int: u128,
     pub last_t: u64,
+    /// iperf3's view at each whole second of the run (`Event::Interval`): bytes the
+    /// application had written, `tcpi_total_retrans`, and `snd_cwnd` x mss in bytes.
+    pub intervals: Vec<IperfMark>,
+}
+
+/// What iperf3 reads at an interval's end: its own byte count and `TCP_INFO`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IperfMark {
+    pub written: u64,
+    pub retrans: u64,
+    pub cwnd_bytes: u64,
 }
 
 /// `net.ipv4.tcp_limit_output_bytes`: 4 MiB since 6.16 (1 MiB before).
@@ -263,6 +278,7 @@ impl TcpSock {
             tsq_bound: 0,
             work: 0,
             tx_queue: None,
+            tx_queue_changes: 0,
             rcv_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
             ecn: f.ecn,
             total_retrans: 0,
@@ -560,6 +576,21 @@ impl World {
         let at = now + (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
         t.rto_at = Some(at);
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
+    }
+
+    /// `Event::Interval`: iperf3's per-second report reads each connection's byte count
+    /// and `TCP_INFO` (re-armed every second up to the end of the run).
+    pub(crate) fn tcp_interval(&mut self) {
+        for sk in &mut self.socks {
+            if let SockKind::Tcp(t) = &mut sk.kind {
+                let mark = IperfMark { written: t.app_written, retrans: t.total_retrans, cwnd_bytes: t.w.cwnd as u64 * t.mss as u64 };
+                t.stats.intervals.push(mark);
+            }
+        }
+        let next = self.now + IPERF_INTERVAL_NS;
+        if next <= self.cfg.end {
+            self.events.push(next, Event::Interval);
+        }
     }
 
     /// Accumulates the flow's time averages up to now: in the measured window, while

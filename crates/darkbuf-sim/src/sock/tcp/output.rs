@@ -231,15 +231,25 @@ impl World {
         cost
     }
 
-    /// `netdev_pick_tx()` with the socket's cached queue: a new pick (XPS from the
-    /// sending CPU) only when there is none or the skb is `ooo_okay`.
+    /// `netdev_pick_tx()` with the socket's cached queue (`sk_tx_queue_get()`): a new
+    /// pick (XPS from the sending CPU) only when there is none or the skb is
+    /// `ooo_okay`, cached by `sk_tx_queue_set()`. A change is recorded as seed 001's
+    /// bpftrace script sees it (`@queue_index_after_netdev_pick_tx[cpu, old]`).
     fn tcp_pick_tx(&mut self, s: SockId, dev: crate::cpu::DevId, skb: &Skb, cpu: CpuId, ooo_okay: bool) -> u16 {
         let cached = self.tcp(s).tx_queue;
         match cached {
             Some(q) if !ooo_okay => q,
             _ => {
                 let q = self.netdev_pick_tx(dev, skb, cpu);
-                self.tcp(s).tx_queue = Some(q);
+                if cached != Some(q) {
+                    let tp = self.tcp(s);
+                    tp.tx_queue = Some(q);
+                    tp.tx_queue_changes += 1;
+                    let old = cached.map_or(-1, |c| c as i32);
+                    let n = self.metrics.queue_changes.entry((cpu, old, q)).or_default();
+                    n[0] += 1;
+                    n[1] += ooo_okay as u64;
+                }
                 q
             }
         }
