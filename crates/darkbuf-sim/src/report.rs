@@ -52,11 +52,18 @@ impl World {
         self.napis.iter().any(|n| n.measured)
     }
 
-    /// The qdisc algorithms' xstats by tc's names, summed over the qdiscs (mq's
-    /// children): counters over the measured window, gauges at its end.
+    /// The qdiscs of this host's device (`tc -s qdisc show dev DEV` here), not the
+    /// peer's.
+    fn host_qdiscs(&self) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
+        let dev = self.measured_txq.0;
+        self.qdiscs.iter().filter(move |q| q.dev == dev)
+    }
+
+    /// The qdisc algorithms' xstats by tc's names, summed over this host's qdiscs
+    /// (mq's children): counters over the measured window, gauges at its end.
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
         let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
-        for q in &self.qdiscs {
+        for q in self.host_qdiscs() {
             let Some(algo) = q.q.as_ref() else { continue };
             for (name, v) in algo.xstats() {
                 let base = if XSTAT_GAUGES.contains(&name) {
@@ -342,7 +349,7 @@ impl World {
             }
             return;
         }
-        let window: Vec<(TcCounters, TcCounters)> = self.qdiscs.iter().map(|q| (q.tc_counters(), q.base)).collect();
+        let window: Vec<(TcCounters, TcCounters)> = self.host_qdiscs().map(|q| (q.tc_counters(), q.base)).collect();
         let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 { window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64 };
         out.set("qdisc.sent_pkts", sum(&|c| c.sent_pkts));
         out.set("qdisc.drops", sum(&|c| c.drops));

@@ -46,6 +46,8 @@ const TCP_TIMEOUT_INIT_NS: u64 = 1_000_000_000;
 const TCP_RTO_MAX_NS: u64 = 120_000_000_000;
 /// iperf3's report interval (`-i 1`).
 pub const IPERF_INTERVAL_NS: u64 = 1_000_000_000;
+/// iperf3's `--pacing-timer` default: how often a red-lit `-b` sender looks again.
+const IPERF_PACING_TIMER_NS: u64 = 1_000_000;
 /// One application `write()`: iperf3's default 128 KB block.
 const APP_WRITE: u32 = 128 * 1024;
 
@@ -373,8 +375,15 @@ impl World {
         bbr::Clock { jiffies: self.jiffies() as u32, hz: self.cfg.hz, now_ns: self.now }
     }
 
-    /// Bytes the application may write now: what its rate cap has accrued, what the
-    /// send buffer has room for, at most one `write()`.
+    /// Bytes the application may write now: what the send buffer has room for, at most
+    /// one `write()`; none while a rate cap is red.
+    ///
+    /// The cap is iperf3's `-b` (`iperf_check_throttle()`): the light is green while the
+    /// average rate since the start is below the target, and then whole blocks go out
+    /// back to back; once red, the sender waits for its pacing timer (`--pacing-timer`,
+    /// 1 ms by default). A capped flow thus sends ~1 ms bursts with idle gaps, which is
+    /// what lets TCP set `ooo_okay` and move the flow between TX queues (seed 001
+    /// reproduced its queue flapping with `-b 50G`).
     fn tcp_app_room(&mut self, s: SockId) -> u32 {
         let now = self.now;
         let sndbuf = self.socks[s as usize].sndbuf;
@@ -382,12 +391,12 @@ impl World {
         if now < t.start_ns || now >= t.stop_ns {
             return 0;
         }
-        let mut room = sndbuf.saturating_sub(t.wmem_queued).min(APP_WRITE as u64);
         if let Some(bps) = t.app_rate_bps {
-            let allowed = (now - t.start_ns) as u128 * bps as u128 / 8 / 1_000_000_000;
-            room = room.min((allowed as u64).saturating_sub(t.app_written));
+            if t.app_written as u128 * 8 * 1_000_000_000 >= (now - t.start_ns) as u128 * bps as u128 {
+                return 0;
+            }
         }
-        room as u32
+        sndbuf.saturating_sub(t.wmem_queued).min(APP_WRITE as u64) as u32
     }
 
     /// Whether the flow's process writes again at once; if not it sleeps: on its rate
@@ -400,7 +409,7 @@ impl World {
         let task = self.socks[s as usize].task;
         let sndbuf = self.socks[s as usize].sndbuf;
         let t = self.tcp(s);
-        let (start, stop, rate, written, queued) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.app_written, t.wmem_queued);
+        let (start, stop, rate, queued) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.wmem_queued);
         if now < start {
             self.events.push(start, Event::TaskTimer(task));
             return false;
@@ -408,10 +417,10 @@ impl World {
         if now >= stop {
             return false;
         }
-        if let (Some(bps), true) = (rate, queued < sndbuf) {
-            // The cap's next 8 KB (iperf3 paces its writes the same way).
-            let due = start + ((written + 8192) as u128 * 8 * 1_000_000_000 / bps as u128) as u64;
-            self.events.push(due.max(now + 1), Event::TaskTimer(task));
+        if let (Some(_), true) = (rate, queued < sndbuf) {
+            // Red light: the next tick of iperf3's pacing timer.
+            let due = start + ((now - start) / IPERF_PACING_TIMER_NS + 1) * IPERF_PACING_TIMER_NS;
+            self.events.push(due, Event::TaskTimer(task));
             return false;
         }
         self.socks[s as usize].blocked = true;
