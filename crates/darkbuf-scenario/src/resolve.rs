@@ -259,6 +259,25 @@ impl<'a> Sec<'a> {
         Ok(self.int(key, default as i64, min as i64, max as i64)? as u32)
     }
 
+    /// A size in bytes: an integer, or a string in tc's size units ("4MiB", "64k").
+    pub fn size_bytes(&self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(default);
+        };
+        let expected = format!("a size in {min}..={max} bytes: an integer or {}", units::SIZE_EXPECTED);
+        let v = match &e.node.v {
+            V::Int(i) if *i >= 0 => *i as u64,
+            V::Str(t) => units::parse_size_bytes(t)
+                .map_err(|u| self.value_err(key, format!("`{}`: {}", self.kp(key), u.message), Some(expected.clone())))?,
+            V::Int(_) => u64::MAX,
+            _ => return Err(self.type_err(e, "a size (integer bytes or a string such as \"4MiB\")", Some(expected))),
+        };
+        if !(min..=max).contains(&v) {
+            return Err(self.value_err(key, format!("`{}` = {} is out of range", self.kp(key), e.node.v.show()), Some(expected)));
+        }
+        Ok(v)
+    }
+
     pub fn float(&self, key: &str, default: f64, min: f64, max: f64) -> Result<f64, Diagnostic> {
         let Some(e) = self.entry(key) else {
             return Ok(default);

@@ -52,8 +52,8 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) 
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
     let ecn = s.boolean("ecn", false)?;
     // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
-    let sndbuf = s.u32("sndbuf", 4 << 20, 4096, 1 << 30)? as u64;
-    let rcvbuf = s.u32("rcvbuf", 6 << 20, 4096, 1 << 30)? as u64;
+    let sndbuf = s.size_bytes("sndbuf", 4 << 20, 4096, 1 << 30)?;
+    let rcvbuf = s.size_bytes("rcvbuf", 6 << 20, 4096, 1 << 30)?;
     Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
 }
 

@@ -648,3 +648,18 @@ fn nic_keys_have_bounds() {
     assert_eq!(d.key, "path");
     assert!(d.help.unwrap().contains("driver = \"nic\""));
 }
+
+/// A TCP flow's socket buffers take sizes as the UDP flood's sndbuf does ("1GiB", or
+/// bytes), from the file and from --set; out of range names the range.
+#[test]
+fn tcp_buffers_take_sizes() {
+    let text = "[[traffic]]\nkind = \"tcp\"\nsndbuf = \"1GiB\"\nrcvbuf = 65536\n";
+    let scn = ok_set(text, &[]);
+    let Traffic::Tcp(f) = &scn.traffic[0] else { panic!("a tcp flow") };
+    assert_eq!((f.sndbuf, f.rcvbuf), (1 << 30, 65536));
+    let scn = ok_set(text, &["traffic.0.rcvbuf=64MiB"]);
+    let Traffic::Tcp(f) = &scn.traffic[0] else { panic!("a tcp flow") };
+    assert_eq!(f.rcvbuf, 64 << 20);
+    let d = err_set(text, &["traffic.0.sndbuf=2GiB"]);
+    assert!(d.to_string().contains("4096..=1073741824"), "{d}");
+}
