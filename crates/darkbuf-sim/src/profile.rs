@@ -203,7 +203,7 @@ impl Profile {
             ("tcp_ack_ns", c.tcp_ack_ns), ("tcp_rcv_ns", c.tcp_rcv_ns), ("fq_pkt_ns", c.fq_pkt_ns),
         ];
         for (k, v) in all {
-            if !(v.is_finite() && v >= 0.0 && v < 1e12) {
+            if !(v.is_finite() && (0.0..1e12).contains(&v)) {
                 return Err(format!("costs.{k} = {v} must be a finite number of ns >= 0"));
             }
         }
