@@ -136,6 +136,17 @@ fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
     true
 }
 
+/// The first run's printouts: each tool's output under its command line, as a user
+/// would paste it into a report.
+fn printouts_section(out: &mut String, run: &RunRecord) {
+    out.push_str("<section id=\"printouts\">\n<h2>Printouts</h2>\n");
+    let _ = writeln!(out, "<p>What the tools print for seed {}, in their own layout.</p>", run.seed);
+    for (cmd, text) in &run.printouts {
+        let _ = writeln!(out, "<h3><code>{}</code></h3>\n<pre>{}</pre>", escape(cmd), escape(text));
+    }
+    out.push_str("</section>\n");
+}
+
 fn findings_list(out: &mut String, label: &str, runs: &[RunRecord]) {
     for run in runs {
         for f in &run.findings {
@@ -274,18 +285,13 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
         escape(&seeds(&r.runs)),
         escape(&r.environment.profile)
     );
-    nav(
-        &mut out,
-        &[
-            ("summary", "Summary"),
-            ("plots", "Plots"),
-            ("histograms", "Histograms"),
-            ("reproduce", "Reproduce"),
-            ("glossary", "Glossary"),
-            ("environment", "Environment"),
-            ("scenario", "Scenario"),
-        ],
-    );
+    let mut sections = vec![("summary", "Summary"), ("plots", "Plots"), ("histograms", "Histograms")];
+    let printouts = r.runs.first().is_some_and(|run| !run.printouts.is_empty());
+    if printouts {
+        sections.push(("printouts", "Printouts"));
+    }
+    sections.extend([("reproduce", "Reproduce"), ("glossary", "Glossary"), ("environment", "Environment"), ("scenario", "Scenario")]);
+    nav(&mut out, &sections);
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     findings_list(&mut out, "", &r.runs);
     warnings_list(&mut out, "", &r.warnings);
@@ -309,6 +315,9 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
         out.push_str("<p>No histograms in these results.</p>\n");
     }
     out.push_str("</section>\n");
+    if printouts {
+        printouts_section(&mut out, &r.runs[0]);
+    }
     provenance_section(&mut out, r.provenance.as_ref());
     glossary_section(&mut out, glossary_names([r]).iter().map(String::as_str));
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");

@@ -421,6 +421,18 @@ fn run_html_is_one_self_contained_page() {
     assert!(html.contains("&quot;duration_ns&quot;: 1000000000"));
     assert!(html.contains("<th>profile</th><td>seed-vm</td>"));
     assert_eq!(run_html(&r, &plots), html, "deterministic");
+    assert!(!html.contains("id=\"printouts\""), "no printouts, no section");
+}
+
+/// A run's tool printouts go into the page under their command lines, escaped, with a
+/// link in the navigation.
+#[test]
+fn run_html_shows_the_first_runs_printouts() {
+    let mut r = results("x", 1.0, 2);
+    r.runs[0].printouts.insert("tc -s qdisc show dev eth0".into(), "qdisc fq 0: parent :c <x>\n".into());
+    let html = run_html(&r, &[]);
+    assert!(html.contains("<a href=\"#printouts\">"), "nav link");
+    assert!(html.contains("<h3><code>tc -s qdisc show dev eth0</code></h3>\n<pre>qdisc fq 0: parent :c &lt;x&gt;\n</pre>"), "{html}");
 }
 
 #[test]
