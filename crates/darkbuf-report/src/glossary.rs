@@ -117,6 +117,8 @@ pub const GLOSSARY: &[Entry] = &[
     e("qdisc.fastpath_packets", "packets", "fq: packets that bypassed the flow queues"),
     e("qdisc.flows", "flows", "fq: flows at the end (state)"),
     e("qdisc.flows_plimit", "packets", "fq: drops because a flow reached flow_limit"),
+    e("qdisc.bandN_pkts", "packets", "fq (6.7+): packets held in priority band N at the end"),
+    e("qdisc.bandN_drops", "packets", "fq (6.7+): drops because band N reached the qdisc's limit"),
     e("qdisc.gc_flows", "flows", "fq: detached flows garbage-collected"),
     e("qdisc.giants", "packets", "fq: packets larger than the quantum allows"),
     e("qdisc.highprio_packets", "packets", "fq: packets in the high-priority band"),
@@ -229,11 +231,16 @@ pub fn lookup(metric: &str) -> Option<&'static Entry> {
             if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
                 return "N".to_string();
             }
-            // cake's per-tin counters: tin0_drops -> tinN_drops.
-            match part.strip_prefix("tin").and_then(|r| r.split_once('_')) {
-                Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("tinN_{rest}"),
-                _ => part.to_string(),
+            // cake's per-tin and fq's per-band counters: tin0_drops -> tinN_drops,
+            // band2_pkts -> bandN_pkts.
+            for prefix in ["tin", "band"] {
+                if let Some((n, rest)) = part.strip_prefix(prefix).and_then(|r| r.split_once('_')) {
+                    if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                        return format!("{prefix}N_{rest}");
+                    }
+                }
             }
+            part.to_string()
         })
         .collect();
     let pattern = pattern.join(".");
@@ -255,6 +262,8 @@ mod tests {
     fn indices_read_as_n() {
         assert_eq!(lookup("sink.pps.3").map(|e| e.name), Some("sink.pps.N"));
         assert_eq!(lookup("cpu.12.busy_pct").map(|e| e.unit), Some("%"));
+        assert_eq!(lookup("qdisc.band2_pkts").map(|e| e.name), Some("qdisc.bandN_pkts"));
+        assert_eq!(lookup("qdisc.txq.11.flows_plimit").map(|e| e.name), Some("qdisc.txq.N.flows_plimit"));
         assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));
         assert!(lookup("nosuch.metric").is_none());
         assert!(lookup("sink.pps.x").is_none());

@@ -38,6 +38,7 @@ const XSTAT_GAUGES: &[&str] = &[
     "memory_used", "memory_limit", "flows", "inactive_flows", "throttled_flows",
     "time_next_delayed_flow", "capacity_estimate", "max_pkt_len", "flow_quantum",
     "sparse_flows", "bulk_flows", "unresponsive_flows", "tokens", "ctokens", "dropping",
+    "band0_pkts", "band1_pkts", "band2_pkts",
 ];
 
 impl World {
