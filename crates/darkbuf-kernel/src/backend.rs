@@ -188,6 +188,10 @@ struct Snapshot {
     qdisc: Option<QdiscCounters>,
     /// Root and children (mq), for stall detection.
     qdiscs: Vec<(String, QdiscCounters)>,
+    /// An mq root's children by TX queue.
+    mq_children: Vec<(u32, QdiscCounters)>,
+    /// `tc -s qdisc show dev DEV` as tc prints it.
+    tc_text: Option<String>,
     tx_link: Option<LinkCounters>,
     rx_link: Option<LinkCounters>,
     /// Peer's `ethtool -S` (veth).
@@ -341,15 +345,18 @@ pub fn rate_pps(rate: &Rate, payload: u32) -> Option<f64> {
     }
 }
 
-/// The placement keys the kernel backend does not apply yet: it pins each flood and the
-/// prober to their `cpu` and the consumer to the last CPU, and sets XPS only by
-/// `xps_txq`. A `cpu` the machine does not have is refused.
+/// The placement keys the kernel backend does not apply yet: it pins each flood, TCP
+/// sender and the prober to their `cpu`, the consumer to the last CPU, and writes the
+/// XPS map (`xps` or `xps_txq`); veth has no interrupt to place. A `cpu` the machine
+/// does not have is refused.
 fn check_placement(scn: &Scenario) -> Result<()> {
     let d = &scn.device;
     let default_irq: Vec<u32> = (1..scn.machine.cpus).collect();
     let mut keys = Vec::new();
-    if d.xps != darkbuf_scenario::XpsSpec::None {
-        keys.push("device.xps".to_string());
+    if let darkbuf_scenario::XpsSpec::Cpus(cpus) = &d.xps {
+        if let Some(c) = cpus.iter().find(|&&c| c as usize >= crate::online_cpus()) {
+            return Err(KernelError::Unavailable(format!("device.xps names CPU {c}: this machine has {} CPUs", crate::online_cpus())));
+        }
     }
     if d.irq_cpus != default_irq {
         keys.push("device.irq_cpus".to_string());
@@ -377,8 +384,8 @@ fn check_placement(scn: &Scenario) -> Result<()> {
         return Ok(());
     }
     Err(KernelError::Unavailable(format!(
-        "{}: the kernel backend does not apply this placement yet (it pins the consumer to the last CPU, and sets \
-         XPS only with device.xps_txq); run it on the simulator, or remove the key",
+        "{}: the kernel backend does not apply this placement yet (it pins the consumer to the last CPU); run it \
+         on the simulator, or remove the key",
         keys.join(", ")
     )))
 }
@@ -662,10 +669,13 @@ impl Reader {
             format!("tc -s -j qdisc show dev {}", self.tx_dev),
             format!("ip -s -j link show dev {}", self.tx_dev),
             "cat /proc/net/snmp".to_string(),
+            format!("tc -s qdisc show dev {}", self.tx_dev),
         ];
         if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
             s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
             s.qdiscs = r[0].as_deref().map(counters::parse_tc_all).unwrap_or_default();
+            s.mq_children = r[0].as_deref().map(counters::parse_tc_mq_children).unwrap_or_default();
+            s.tc_text = r[3].clone();
             s.tx_link = r[1].as_deref().and_then(counters::parse_ip_link);
             s.snmp_tx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
         }
@@ -979,6 +989,22 @@ fn metrics(
             }
         }
         m.insert("dev.noqueue_drops".into(), Some(0.0));
+        // mq: each TX queue's own qdisc that saw traffic, as the simulator names them.
+        for (txq, qb) in &b.mq_children {
+            let qa = a.mq_children.iter().find(|(q, _)| q == txq).map(|(_, c)| c.clone()).unwrap_or_default();
+            let (sent, drops) = (qb.packets.saturating_sub(qa.packets), qb.drops.saturating_sub(qa.drops));
+            if sent > 0 || drops > 0 {
+                m.insert(format!("qdisc.txq.{txq}.sent_pkts"), Some(sent as f64));
+                m.insert(format!("qdisc.txq.{txq}.drops"), Some(drops as f64));
+            }
+        }
+        if !b.mq_children.is_empty() && scn.traffic.iter().any(|t| matches!(t, Traffic::Tcp(_))) {
+            const WHY: &str = "a socket's TX queue changes are seen only by tracing netdev_pick_tx() (the seed's bpftrace \
+                               script), which darkbuf does not install; qdisc.txq.N.sent_pkts shows which queues carried the flows";
+            for k in ["xps.queue_changes", "xps.queue_flips", "xps.queue_flips_ooo_okay"] {
+                none(&mut m, k, WHY);
+            }
+        }
     }
     if scn.sample_interval_ns > 0 && !samples.is_empty() && scn.qdisc.kind != "noqueue" {
         timeseries.insert(
@@ -1065,7 +1091,10 @@ fn metrics(
     for k in nulls {
         why.entry(k).or_insert_with(|| "could not be read".into());
     }
-    RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries, printouts: BTreeMap::new() }, unavailable: BTreeMap::new(), notes: Vec::new() }
+    // What tc printed at the end of the run, under the command a user would type (the
+    // run's generated interface name is the only difference).
+    let printouts = b.tc_text.iter().map(|t| (format!("tc -s qdisc show dev {}", setup.tx_dev), t.clone())).collect();
+    RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries, printouts }, unavailable: BTreeMap::new(), notes: Vec::new() }
 }
 
 #[cfg(test)]

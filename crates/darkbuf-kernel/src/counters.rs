@@ -65,6 +65,32 @@ pub fn parse_tc_all(json: &str) -> Vec<(String, QdiscCounters)> {
         .collect()
 }
 
+/// The children of an mq root in `tc -s -j qdisc show dev DEV`, by TX queue: mq's class
+/// `MAJ:N` is TX queue N-1 (`mq_attach()`), so a child whose parent is `1:c` serves
+/// tx-11. Empty when the root is not mq.
+pub fn parse_tc_mq_children(json: &str) -> Vec<(u32, QdiscCounters)> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json.trim()) else { return Vec::new() };
+    let Some(arr) = v.as_array() else { return Vec::new() };
+    let Some(root) = arr.iter().find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true)) else { return Vec::new() };
+    if root.get("kind").and_then(|k| k.as_str()) != Some("mq") {
+        return Vec::new();
+    }
+    let major = root.get("handle").and_then(|h| h.as_str()).unwrap_or("").to_string();
+    let all = parse_tc_all(json);
+    let mut out: Vec<(u32, QdiscCounters)> = arr
+        .iter()
+        .zip(all)
+        .filter_map(|(q, (_, c))| {
+            let parent = q.get("parent").and_then(|p| p.as_str())?;
+            let minor = parent.strip_prefix(major.as_str())?;
+            let n = u32::from_str_radix(minor, 16).ok()?;
+            Some((n.checked_sub(1)?, c))
+        })
+        .collect();
+    out.sort_by_key(|(q, _)| *q);
+    out
+}
+
 /// Handles of the qdiscs that held packets at both snapshots but sent none in between
 /// (a stopped TX queue that was never woken).
 pub fn stalled_qdiscs(a: &[(String, QdiscCounters)], b: &[(String, QdiscCounters)]) -> Vec<String> {
@@ -243,6 +269,11 @@ mod tests {
 
     #[test]
     fn stall_of_one_mq_child() {
+        let kids = parse_tc_mq_children(r#"[{"kind":"mq","handle":"1:","root":true,"packets":10},
+            {"kind":"tbf","handle":"8002:","parent":"1:c","packets":7,"drops":1},
+            {"kind":"tbf","handle":"8001:","parent":"1:1","packets":3}]"#);
+        assert_eq!(kids.iter().map(|(q, c)| (*q, c.packets, c.drops)).collect::<Vec<_>>(), [(0, 3, 0), (11, 7, 1)]);
+        assert!(parse_tc_mq_children(r#"[{"kind":"pfifo","handle":"1:","root":true}]"#).is_empty());
         let a = r#"[{"kind":"mq","handle":"1:","root":true,"packets":10,"qlen":300},
                     {"kind":"pfifo","handle":"8001:","parent":"1:1","packets":10,"qlen":0},
                     {"kind":"pfifo","handle":"8002:","parent":"1:2","packets":0,"qlen":300}]"#;

@@ -13,7 +13,9 @@
 //!    running netif_rx() in the sender's softirq; `napi = "threaded"` writes 1 to
 //!    /sys/class/net/dev_rx/threaded and pins the `napi/dev_rx-*` kthread to the last
 //!    CPU, away from the sender (CPU 0); `napi = "softirq"` writes 0;
-//! 4. XPS: `xps_txq` gets every CPU in its `xps_cpus`, the other queues none;
+//! 4. XPS: `xps_txq` gets every CPU in its `xps_cpus`, the other queues none; or
+//!    `xps = "cpu"` (CPU c in queue c % tx_queues, one queue per core as drivers set
+//!    it) or `xps = [cpu per queue]` writes each queue's `xps_cpus` mask;
 //! 5. the qdisc ([`crate::tcargs`]);
 //! 6. BQL `limit_min` / `limit_max` / `hold_time` in sysfs where the device has a
 //!    `byte_queue_limits` directory, `ethtool -C tx-usecs` for coalesced completion;
@@ -199,6 +201,31 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     Ok(())
 }
 
+/// Each TX queue's `xps_cpus` mask for an XPS map, or `None` when the scenario has no
+/// map (`xps = "none"`: the kernel's default, `skb_tx_hash()`). `cpu`: CPU c in queue
+/// c % queues, as a driver maps one queue per core; a list: queue i gets CPU `cpus[i]`.
+pub fn xps_masks(xps: &darkbuf_scenario::XpsSpec, queues: usize, ncpus: usize) -> Option<Vec<String>> {
+    use darkbuf_scenario::XpsSpec;
+    let mut sets: Vec<Vec<usize>> = vec![Vec::new(); queues];
+    match xps {
+        XpsSpec::None => return None,
+        XpsSpec::Cpu => (0..ncpus).for_each(|c| sets[c % queues.max(1)].push(c)),
+        XpsSpec::Cpus(cpus) => cpus.iter().enumerate().take(queues).for_each(|(q, &c)| sets[q].push(c as usize)),
+    }
+    Some(sets.iter().map(|s| cpus_mask(s, ncpus)).collect())
+}
+
+/// `xps_cpus` mask with exactly `cpus` set, in sysfs' comma-separated 32-bit groups.
+fn cpus_mask(cpus: &[usize], ncpus: usize) -> String {
+    let groups = ncpus.max(1).div_ceil(32);
+    let mut parts = Vec::new();
+    for g in (0..groups).rev() {
+        let v: u32 = cpus.iter().filter(|&&c| c / 32 == g).fold(0, |m, &c| m | 1 << (c % 32));
+        parts.push(format!("{v:08x}"));
+    }
+    parts.join(",")
+}
+
 /// `xps_cpus` mask with every one of `n` CPUs set, in sysfs' comma-separated 32-bit groups.
 pub fn all_cpus_mask(n: usize) -> String {
     let n = n.max(1);
@@ -323,7 +350,12 @@ impl Topology {
             }
         }
         // 4. XPS.
-        if let Some(q) = d.xps_txq {
+        if let Some(masks) = xps_masks(&d.xps, d.tx_queues as usize, crate::online_cpus()) {
+            for (i, mask) in masks.iter().enumerate() {
+                cmd::write_file_in(tx, &format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), mask)
+                    .map_err(|e| unavailable("device.xps (XPS)", e))?;
+            }
+        } else if let Some(q) = d.xps_txq {
             let all = all_cpus_mask(crate::online_cpus());
             for i in 0..d.tx_queues {
                 let mask = if i == q { all.clone() } else { "0".to_string() };
@@ -540,5 +572,15 @@ mod tests {
         assert_eq!(all_cpus_mask(32), "ffffffff");
         assert_eq!(all_cpus_mask(33), "00000001,ffffffff");
         assert_eq!(all_cpus_mask(0), "00000001");
+    }
+
+    /// A driver's one-queue-per-core map, a list, and no map; CPUs past 31 go in the
+    /// next 32-bit group, which sysfs prints first.
+    #[test]
+    fn xps_maps() {
+        use darkbuf_scenario::XpsSpec;
+        assert_eq!(xps_masks(&XpsSpec::Cpu, 2, 4).unwrap(), ["00000005", "0000000a"]);
+        assert_eq!(xps_masks(&XpsSpec::Cpus(vec![1, 1, 33]), 3, 40).unwrap(), ["00000000,00000002", "00000000,00000002", "00000002,00000000"]);
+        assert_eq!(xps_masks(&XpsSpec::None, 2, 4), None);
     }
 }

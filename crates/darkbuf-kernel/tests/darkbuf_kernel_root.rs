@@ -297,3 +297,43 @@ fn tcp_with_a_cc_the_kernel_lacks_is_exit_3() {
     assert_eq!(e.code(), 3);
     assert!(e.message().contains("this kernel offers"), "{}", e.message());
 }
+
+/// TCP over veth with 2 TX queues, mq with a child per queue and XPS by CPU (the
+/// repository's veth-mq-tcp.toml): each queue's counters are reported and add up to
+/// mq's, tc's own printout is kept, and the queue-change metrics the simulator has are
+/// null with a reason. An fq child on a kernel without fq is exit 3 naming fq.
+#[test]
+#[ignore = "needs root"]
+fn tcp_over_mq_reports_each_queue() {
+    if !root_or_skip("tcp over mq") {
+        return;
+    }
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/veth-mq-tcp.toml");
+    let set = vec!["duration=1500ms".to_string()];
+    let scn = darkbuf_scenario::load(std::path::Path::new(path), &set).unwrap_or_else(|d| panic!("{d}"));
+    let (r, _) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    let m = &r.runs[0].metrics;
+    let per_queue: f64 = (0..2).filter_map(|q| m.get(&format!("qdisc.txq.{q}.sent_pkts")).copied().flatten()).sum();
+    assert!(per_queue > 0.0);
+    assert_eq!(per_queue, m["qdisc.sent_pkts"].unwrap(), "mq's counters are its children's sum");
+    assert!(m["tcp.goodput_mbps"].unwrap() > 0.0);
+    assert!(r.unavailable["xps.queue_flips"].contains("netdev_pick_tx"));
+    let tc = r.runs[0].printouts.iter().find(|(k, _)| k.starts_with("tc -s qdisc show dev")).map(|(_, v)| v).expect("printout");
+    assert!(tc.starts_with("qdisc mq 1: root"), "{tc}");
+    assert_eq!(tc.matches("qdisc tbf").count(), 2, "{tc}");
+    assert_nothing_left();
+
+    let c = caps::check(false).expect("check");
+    if c.qdiscs.get("fq").and_then(|p| p.available) == Some(false) {
+        // The same file with fq children instead of tbf (whose parameters fq refuses).
+        let text = std::fs::read_to_string(path).unwrap();
+        let child = text.find("[qdisc.child]").unwrap();
+        let rest = text[child..].find("[[traffic]]").unwrap() + child;
+        let text = format!("{}[qdisc.child]\nkind = \"fq\"\n\n{}", &text[..child], &text[rest..]);
+        let scn = scenario(&text);
+        let e = run_scenario(&scn, &opts(), |_| {}).expect_err("no fq here");
+        assert_eq!(e.code(), 3, "{e}");
+        assert!(e.message().contains("`fq`"), "{e}");
+        assert_nothing_left();
+    }
+}

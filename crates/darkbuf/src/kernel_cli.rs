@@ -77,6 +77,7 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
                 print!("{}", darkbuf_report::histograms_text(r));
             }
         }
+        run::print_printouts(&results, hist);
     })
 }
 

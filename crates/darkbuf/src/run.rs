@@ -507,7 +507,11 @@ pub(crate) fn print_run_table(results: &Results, per_run: bool) {
             print!("{}", darkbuf_report::histograms_text(r));
         }
     }
-    // The tools' own printouts: the first run's (every run's with `per_run`).
+    print_printouts(results, per_run);
+}
+
+/// The tools' own printouts: the first run's (every run's with `per_run`).
+pub(crate) fn print_printouts(results: &Results, per_run: bool) {
     let shown = if per_run { results.runs.len() } else { 1 };
     for r in results.runs.iter().take(shown) {
         for (cmd, text) in &r.printouts {
