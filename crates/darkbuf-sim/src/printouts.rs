@@ -75,8 +75,11 @@ impl World {
         for &(txq, qi) in children.iter().rev() {
             let q = &self.qdiscs[qi as usize];
             let Some(algo) = q.q.as_ref() else { continue };
-            let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root".to_string() };
-            let _ = writeln!(s, "qdisc {} 0: {parent} {} ", algo.kind(), algo.tc_options());
+            // A root on a single-queue device also shows its reference count.
+            let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root refcnt 2".to_string() };
+            let opts = algo.tc_options();
+            let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
+            let _ = writeln!(s, "qdisc {} 0: {parent} {opts}", algo.kind());
             tc_counters(&mut s, q.sent_bytes, q.sent_pkts, q.tc_counters().drops, q.requeues, backlog_bytes(q), q.qlen() as u64);
             let x = algo.tc_xstats();
             if !x.is_empty() {
@@ -111,7 +114,9 @@ impl World {
                     (i + 1) as f64 * secs,
                     iperf_bytes(bytes as f64),
                     iperf_bits(bytes as f64 * 8.0 / secs),
-                    m.retrans - prev.retrans,
+                    // A failed retransmission is taken back (TCPRetransFail), so the
+                    // count can dip.
+                    m.retrans.saturating_sub(prev.retrans),
                     iperf_bytes(m.cwnd_bytes as f64),
                 );
                 prev = *m;
