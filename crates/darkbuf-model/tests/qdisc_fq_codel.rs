@@ -515,3 +515,23 @@ proptest! {
         prop_assert_eq!((q.new_flows_len(), q.old_flows_len()), (0, 0));
     }
 }
+
+/// `tc -s qdisc show` of fq_codel reads as iproute2 prints it: the defaults on a
+/// 1000-packet Ethernet device, `ecn` only when set, and the xstats lines with
+/// memory_used once packets are held.
+#[test]
+fn tc_layout() {
+    let mut q = fq(&[]);
+    assert_eq!(
+        q.tc_options(),
+        "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"
+    );
+    assert!(!fq(&[("ecn", ParamValue::Bool(false))]).tc_options().contains("ecn "));
+    let mut drops = Vec::new();
+    q.enqueue(pkt(1, 7, 1514), 0, &mut drops);
+    let t = truesize_for_len(1514);
+    assert_eq!(
+        q.tc_xstats(),
+        format!("  maxpacket 0 drop_overlimit 0 new_flow_count 1 ecn_mark 0 memory_used {t}\n  new_flows_len 1 old_flows_len 0")
+    );
+}

@@ -506,6 +506,25 @@ impl Qdisc for FqCodel {
         "fq_codel"
     }
 
+    /// `fq_codel_dump()` as iproute2's `fq_codel_print_opt()` prints it (times from
+    /// `codel_time_to_us()`, as the kernel reports them).
+    fn tc_options(&self) -> String {
+        use super::codel::{codel_time_to_us, CODEL_DISABLED_THRESHOLD};
+        use super::tc_print::{size, time64};
+        let us = |t| codel_time_to_us(t) as u64 * 1000;
+        let c = &self.cparams;
+        let mut s = format!("limit {}p flows {} quantum {} target {} ", self.limit, self.flows_cnt, self.quantum, time64(us(c.target)));
+        if c.ce_threshold != CODEL_DISABLED_THRESHOLD {
+            s.push_str(&format!("ce_threshold {} ", time64(us(c.ce_threshold))));
+        }
+        s.push_str(&format!("interval {} memory_limit {} ", time64(us(c.interval)), size(self.memory_limit as u64)));
+        if c.ecn {
+            s.push_str("ecn ");
+        }
+        s.push_str(&format!("drop_batch {}", self.drop_batch_size));
+        s
+    }
+
     /// `fq_codel_enqueue()`.
     fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         let idx = self.flow_index(&skb);
@@ -626,6 +645,25 @@ impl Qdisc for FqCodel {
             ("new_flows_len", self.new_flows.len as u64),
             ("old_flows_len", self.old_flows.len as u64),
         ]
+    }
+
+    /// `fq_codel_dump_stats()` as iproute2's `fq_codel_print_xstats()` prints it.
+    fn tc_xstats(&self) -> String {
+        let mut s = format!(
+            "  maxpacket {} drop_overlimit {} new_flow_count {} ecn_mark {}",
+            self.cstats.maxpacket, self.drop_overlimit, self.new_flow_count, self.cstats.ecn_mark
+        );
+        if self.cstats.ce_mark > 0 {
+            s.push_str(&format!(" ce_mark {}", self.cstats.ce_mark));
+        }
+        if self.memory_usage > 0 {
+            s.push_str(&format!(" memory_used {}", self.memory_usage));
+        }
+        if self.drop_overmemory > 0 {
+            s.push_str(&format!(" drop_overmemory {}", self.drop_overmemory));
+        }
+        s.push_str(&format!("\n  new_flows_len {} old_flows_len {}", self.new_flows.len, self.old_flows.len));
+        s
     }
 
     /// `fq_codel_init()`: `TCQ_F_CAN_BYPASS` when `limit >= 1`.
