@@ -592,3 +592,13 @@ proptest! {
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
     }
 }
+
+/// `tc qdisc show` of tbf: the rate, the burst the bucket holds at that rate, and the
+/// latency its limit allows beyond the burst, as the kernel backend's
+/// veth-mq-tcp scenario configures it (tc printed `burst 32750b` there: its tick
+/// arithmetic rounds a few bytes down).
+#[test]
+fn tc_layout() {
+    let q = tbf(&[("rate", s("200mbit")), ("burst", s("32k")), ("latency", s("20ms"))]);
+    assert_eq!(q.tc_options(), "rate 200Mbit burst 32Kb lat 20ms");
+}

@@ -509,6 +509,28 @@ impl Qdisc for Tbf {
         "tbf"
     }
 
+    /// `tbf_dump()` as iproute2's `tbf_print_opt()` prints it: the burst is the
+    /// bucket's time at the rate, and `lat` what the limit holds beyond the burst
+    /// (iproute2's tick arithmetic rounds the burst a few bytes lower than this).
+    fn tc_options(&self) -> String {
+        use super::tc_print::{rate, size, time64};
+        let c = &self.cfg;
+        let bps = c.rate.rate_bytes_ps.max(1) as i128;
+        let mut s = format!("rate {} ", rate(c.rate.rate_bytes_ps));
+        if let Some(p) = &c.peak {
+            s.push_str(&format!("peakrate {} ", rate(p.rate_bytes_ps)));
+        }
+        let burst = c.buffer as i128 * bps / 1_000_000_000;
+        s.push_str(&format!("burst {} ", size(burst.max(0) as u64)));
+        let latency = c.limit as i128 * 1_000_000_000 / bps - c.buffer as i128;
+        if latency >= 0 {
+            s.push_str(&format!("lat {}", time64(latency as u64)));
+        } else {
+            s.push_str(&format!("limit {}", size(c.limit as u64)));
+        }
+        s
+    }
+
     /// `tbf_enqueue()`.
     fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         if skb.len > self.cfg.max_size {
