@@ -202,6 +202,8 @@ impl Builder<'_> {
             bql_unit_packet: d.bql.unit == BqlUnit::Packet,
             backpressure: d.backpressure,
             xmit_ns,
+            // Only a NIC can turn TSO off (`device.tso`); veth and tun keep it.
+            tso: d.nic.as_ref().is_none_or(|n| n.tso),
             txhash_key: TXHASH_KEY,
             driver,
         }
@@ -453,6 +455,7 @@ impl World {
             profile,
             drops: Vec::with_capacity(64),
             bulk: Vec::with_capacity(MAX_BULK),
+            gso_scratch: Vec::with_capacity(MAX_BULK),
             created: 0,
             delivered: 0,
             dropped: 0,

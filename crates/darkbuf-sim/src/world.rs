@@ -68,6 +68,8 @@ pub struct World {
     pub drops: Vec<darkbuf_model::Skb>,
     /// Reused buffer for the skb chain one `qdisc_restart()` hands to the driver.
     pub bulk: Vec<darkbuf_model::Skb>,
+    /// Reused buffer for software GSO (`validate_xmit_skb_list()`).
+    pub gso_scratch: Vec<darkbuf_model::Skb>,
     /// Packets created, delivered and dropped since time 0, and skbs freed after a
     /// NIC sent them (the far end got a copy), for the conservation check.
     pub created: u64,

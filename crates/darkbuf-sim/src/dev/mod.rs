@@ -6,6 +6,7 @@
 //! is in [`sch`].
 
 pub mod bql;
+pub mod gso;
 pub mod sch;
 
 use crate::cpu::{CpuId, DevId, Frame};
@@ -64,6 +65,9 @@ pub struct NetDev {
     pub backpressure: bool,
     /// The driver's `ndo_start_xmit` per skb, ns (the profile's cost for this driver).
     pub xmit_ns: f64,
+    /// NETIF_F_TSO: the driver takes GSO skbs whole; without it the stack segments
+    /// them in front of the driver ([`gso`]).
+    pub tso: bool,
     /// The key of `skb_tx_hash()`'s flow hash (fixed: a flow keeps its queue across
     /// runs and seeds).
     pub txhash_key: u32,
@@ -119,6 +123,9 @@ impl World {
         let txq = skb.queue_mapping as usize;
         let Some(qi) = self.devs[dev as usize].txq_qdisc[txq] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.
+            if !self.devs[dev as usize].tso && skb.segs() > 1 {
+                return self.noqueue_xmit_segments(cpu, dev, skb);
+            }
             let cost = self.cost(self.devs[dev as usize].xmit_ns);
             if self.devs[dev as usize].txqs[txq].xmit_stopped()
                 || self.ndo_start_xmit(cpu, dev, skb, false) == NetdevTx::Busy
@@ -145,7 +152,10 @@ impl World {
             // Stamped like an enqueued packet: if the driver pushes it back, it joins
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
-            let cost = self.cost(self.devs[dev as usize].xmit_ns);
+            let mut scratch = std::mem::take(&mut self.gso_scratch);
+            self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
+            self.gso_scratch = scratch;
+            let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;
             if ok {
@@ -166,6 +176,36 @@ impl World {
             return (0, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), verdict);
         }
         (0, None, verdict)
+    }
+
+    /// noqueue with a GSO skb for a driver without TSO: `validate_xmit_skb()` segments
+    /// it and `dev_hard_start_xmit()` sends the segments while the queue runs; what
+    /// the driver does not take is freed (`kfree_skb_list()`), each counted as a drop.
+    #[inline(never)]
+    fn noqueue_xmit_segments(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
+        let mut list = std::mem::take(&mut self.bulk);
+        let mut scratch = std::mem::take(&mut self.gso_scratch);
+        list.clear();
+        list.push(skb);
+        self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
+        let txq = skb.queue_mapping as usize;
+        let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
+        let mut verdict = EnqueueVerdict::Success;
+        for i in 0..list.len() {
+            let seg = list[i];
+            let sent = !self.devs[dev as usize].txqs[txq].xmit_stopped()
+                && self.ndo_start_xmit(cpu, dev, seg, i + 1 < list.len()) != NetdevTx::Busy;
+            if !sent {
+                if self.measuring() {
+                    self.metrics.noqueue_drops += 1;
+                }
+                self.kfree_skb(seg.id);
+                verdict = EnqueueVerdict::Dropped;
+            }
+        }
+        self.bulk = list;
+        self.gso_scratch = scratch;
+        (cost, None, verdict)
     }
 
     /// `__dev_queue_xmit()` from softirq context at time `t` inside the current step

@@ -154,9 +154,19 @@ impl World {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
+        let dev = self.qdiscs[qi as usize].dev;
+        if from_queue {
+            // sch_direct_xmit(..., validate = true): GSO segmentation for a driver
+            // without TSO. Requeued skbs were validated when first dequeued.
+            let mut scratch = std::mem::take(&mut self.gso_scratch);
+            self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
+            self.gso_scratch = scratch;
+        }
         let q = &self.qdiscs[qi as usize];
         let xmit_ns = self.devs[q.dev as usize].xmit_ns;
-        let ns = n as f64 * (xmit_ns + if from_queue { self.profile.costs.dequeue_ns + q.pkt_ns } else { 0.0 });
+        let dequeue_ns = if from_queue { self.profile.costs.dequeue_ns + q.pkt_ns } else { 0.0 };
+        // The driver's work is per segment (the added term is 0.0 with TSO).
+        let ns = n as f64 * (xmit_ns + dequeue_ns) + (list.len() - n) as f64 * xmit_ns;
         let cost = self.cost(ns);
         let ok = self.sch_direct_xmit(cpu, qi, &list);
         self.bulk = list;

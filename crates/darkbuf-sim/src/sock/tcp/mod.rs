@@ -99,6 +99,8 @@ pub struct TxSeg {
     pub counted: bool,
     /// The delivery-rate stamp of its last transmission.
     pub rate: rate::TxRate,
+    /// What its last transmission added to the pacing clock (`tcp_wstamp_ns`), ns.
+    pub pace_ns: u64,
 }
 
 /// The timers a TCP socket arms (`Event::TcpTimer`'s kind).
@@ -335,6 +337,14 @@ impl World {
         }
     }
 
+    /// The MSS of socket `s` if it is TCP (what `tcp_gso_segment()` cuts at).
+    pub(crate) fn tcp_mss_of(&self, s: SockId) -> Option<u32> {
+        match &self.socks[s as usize].kind {
+            SockKind::Tcp(t) => Some(t.mss),
+            _ => None,
+        }
+    }
+
     /// The application's next `write()` and the `tcp_push()` after it, from its process on
     /// `cpu`: the cost of the call and of the skbs it transmits.
     pub(crate) fn tcp_sendmsg(&mut self, cpu: CpuId, s: SockId) -> u64 {
@@ -531,6 +541,9 @@ impl World {
             let t = self.tcp(s);
             if let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) {
                 let seg = t.rtx[i];
+                // __tcp_transmit_skb() calls tcp_update_skb_after_send() only when the
+                // skb was queued: a dropped one takes its pacing time back.
+                t.wstamp_ns = t.wstamp_ns.saturating_sub(std::mem::take(&mut t.rtx[i].pace_ns));
                 if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
                     // The newest skb never left: tcp_write_xmit() stopped before
                     // tcp_event_new_data_sent(), so it is still unsent data.

@@ -191,7 +191,13 @@ impl World {
         skb.queue_mapping = self.tcp_pick_tx(s, dev, &skb, cpu, ooo_okay);
         self.sock_alloc_skb(s, &mut skb, super::PROTO, Destructor::TcpWfree, Dir::Out, start);
         self.socks[s as usize].wmem_alloc += skb.truesize as u64;
-        let (wmem, bound) = (self.socks[s as usize].wmem_alloc, self.tcp(s).tsq_bound);
+        let (wmem, mut bound) = (self.socks[s as usize].wmem_alloc, self.tcp(s).tsq_bound);
+        if !self.devs[dev as usize].tso {
+            // Software GSO gives every segment its own skb head (tcp_gso_segment()'s
+            // delta): at most (mss + head) / mss of what TSQ admitted.
+            let mss = self.tcp(s).mss as u64;
+            bound = bound * (mss + crate::dev::gso::SEGMENT_HEAD_TRUESIZE as u64) / mss;
+        }
         if bound > 0 && wmem > bound {
             self.finding("TSQ bounds a socket's bytes in the qdisc and the device", format!("sk_wmem_alloc {wmem} > {bound}"));
         }
@@ -226,7 +232,11 @@ impl World {
         if tp.pacing != Pacing::None && tp.pacing_rate > 0 && tp.data_segs_out >= 10 {
             let len_ns = (skb.len as u128 * 1_000_000_000 / tp.pacing_rate as u128) as u64;
             let credit = tp.wstamp_ns - prior;
-            tp.wstamp_ns += len_ns - (len_ns / 2).min(credit);
+            let advance = len_ns - (len_ns / 2).min(credit);
+            tp.wstamp_ns += advance;
+            if let Some(seg) = tp.rtx.iter_mut().rev().find(|g| g.start == start) {
+                seg.pace_ns = advance;
+            }
         }
         cost
     }
