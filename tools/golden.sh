@@ -22,11 +22,14 @@ cases() {
   for s in scenarios/*.toml crates/darkbuf-kernel/scenarios/*.toml; do
     local n; n=$(basename "$s" .toml)
     case "$s" in crates/*) n="kernel-$n" ;; esac
+    # tcp_4up_squarewave's flows start at 0..5 test_delays and stop 6 short of the end.
+    local sq=""
+    grep -q '^test = "tcp_4up_squarewave"' "$s" && sq="--set test_delay=150ms"
     # A file with a sweep or variants runs as a sweep (every point), others as a run.
     if grep -qE '^\[sweep\]|^\[\[variant\]\]' "$s"; then
-      echo "sweep-$n|sweep $s ${short[*]} --set runs=1"
+      echo "sweep-$n|sweep $s ${short[*]} --set runs=1 $sq"
     else
-      echo "run-$n|run $s ${short[*]}"
+      echo "run-$n|run $s ${short[*]} $sq"
     fi
   done
   echo "all-keys|run scenarios/examples/all-keys.toml ${short[*]}"
