@@ -10,7 +10,7 @@
 //!   every frame its own event), and seed 001's 100G host under fq.
 //!
 //! Packets count what reached the far end: the consumer's packets for floods, the NIC's
-//! frames on the wire for TCP (`nic.tx_packets`).
+//! frames on the wire for TCP (`nic.tx_packets`; its receiver counts GRO'd skbs).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use darkbuf_sim::{simulate, Profile};
@@ -43,9 +43,11 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     for (name, scn) in &cases {
         let (rec, _) = simulate(scn, &profile, 1).unwrap();
-        let delivered = match rec.metrics.get("consumer.pps").copied().flatten() {
-            Some(pps) => pps * scn.duration_ns as f64 / 1e9,
-            None => rec.metrics["nic.tx_packets"].expect("a flood's consumer or a NIC's frames"),
+        // A TCP receiver's consumer counts GRO'd skbs; the wire's frames are the packets.
+        let tcp = rec.metrics.get("tcp.goodput_mbps").copied().flatten().is_some();
+        let delivered = match (tcp, rec.metrics.get("nic.tx_packets").copied().flatten()) {
+            (true, Some(frames)) => frames,
+            _ => rec.metrics["consumer.pps"].expect("a flood's consumer") * scn.duration_ns as f64 / 1e9,
         };
         let simulated_s = (scn.duration_ns + scn.warmup_ns) as f64 / 1e9;
         let t = std::time::Instant::now();
