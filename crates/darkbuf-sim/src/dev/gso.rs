@@ -28,8 +28,10 @@ pub const SEGMENT_HEAD_TRUESIZE: u32 = 768;
 
 impl World {
     /// `validate_xmit_skb_list()` for a list about to go to `dev`'s driver: every GSO skb
-    /// is replaced by its segments when the device lacks TSO. `scratch` is a reused
-    /// buffer (no allocation in the steady state). Returns the segments added.
+    /// is replaced by its segments when the device lacks TSO (callers test `tso` first,
+    /// inline: this is off the hot path). `scratch` is a reused buffer (no allocation in
+    /// the steady state). Returns the segments added.
+    #[inline(never)]
     pub fn validate_xmit_skb_list(&mut self, dev: DevId, list: &mut Vec<Skb>, scratch: &mut Vec<Skb>) -> usize {
         if self.devs[dev as usize].tso || list.iter().all(|s| s.segs() <= 1) {
             return 0;

@@ -152,9 +152,11 @@ impl World {
             // Stamped like an enqueued packet: if the driver pushes it back, it joins
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
-            let mut scratch = std::mem::take(&mut self.gso_scratch);
-            self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
-            self.gso_scratch = scratch;
+            if !self.devs[dev as usize].tso {
+                let mut scratch = std::mem::take(&mut self.gso_scratch);
+                self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
+                self.gso_scratch = scratch;
+            }
             let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;

@@ -155,7 +155,7 @@ impl World {
             return Step::Done(0);
         }
         let dev = self.qdiscs[qi as usize].dev;
-        if from_queue {
+        if from_queue && !self.devs[dev as usize].tso {
             // sch_direct_xmit(..., validate = true): GSO segmentation for a driver
             // without TSO. Requeued skbs were validated when first dequeued.
             let mut scratch = std::mem::take(&mut self.gso_scratch);
