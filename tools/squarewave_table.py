@@ -58,7 +58,7 @@ def point_row(p):
 
 def main():
     d = json.load(open(sys.argv[1]))
-    print("| setup, cc | TSO | cubic 2 at 5 s | bbr 4 at 15 s | cubic 3 at 25 s | Jain, 4 flows | ping p50 / p99 ms, 4 flows | goodput Mbit/s |")
+    print("| setup, cc | TSO | 2nd flow (joins at 5 s) | 4th (15 s) | 3rd (25 s) | Jain, 4 flows | ping p50 / p99 ms, 4 flows | goodput Mbit/s |")
     print("|---|---|---|---|---|---|---|---|")
     for p in d["points"]:
         label = p["label"].split(" device.tso=")[0]
