@@ -10,6 +10,8 @@
 //! - `tcp.flow.N.retrans`, `tcp.retrans`: `tcpi_total_retrans` at the window's end minus
 //!   at its start (the kernel counts every retransmitted segment, also after a local
 //!   qdisc drop; the simulator sends those again as new data and does not count them);
+//! - `tcp.flow.N.cwnd_pkts`, `tcp.flow.N.srtt_ms`, `tcp.flow.N.pacing_rate_mbps` (0.2 s
+//!   series): the `TCP_INFO` sample nearest each step's end;
 //! - `tcp.flow.N.cwnd_avg_pkts`, `tcp.flow.N.srtt_avg_ms`, `tcp.cwnd_avg_pkts`,
 //!   `tcp.srtt_avg_ms`, `tcp.pacing_rate_mbps`, `tcp.delivery_rate_mbps`: the mean of
 //!   the sender's `TCP_INFO` samples (every 0.2 s) inside the window, then the mean over
@@ -252,6 +254,19 @@ fn goodput_series(r: &ReceiverFlow, t0: u64, duration_ns: u64) -> TimeSeries {
     }
 }
 
+/// A sender's `TCP_INFO` field as a series at the 0.2 s step: at each step's end, the
+/// sample taken nearest to it (within half a step); `None` when there is none (the flow
+/// had not started or had ended) or `pick` has no value.
+fn info_series(f: &SenderFlow, t0: u64, duration_ns: u64, unit: &str, pick: impl Fn(&crate::load::tcpinfo::TcpInfo) -> Option<f64>) -> TimeSeries {
+    let step = load::SAMPLE_STEP.as_nanos() as u64;
+    let steps = duration_ns / step;
+    let at = |k: u64| {
+        let end = t0 + k * step;
+        f.samples.iter().filter(|s| s.t_ns.abs_diff(end) <= step / 2).min_by_key(|s| s.t_ns.abs_diff(end)).and_then(|s| pick(&s.info))
+    };
+    TimeSeries { unit: unit.into(), t_ms: (1..=steps).map(|i| (i * step) as f64 / 1e6).collect(), values: (1..=steps).map(at).collect() }
+}
+
 /// The metrics of every flow and their aggregates.
 pub fn metrics(
     j: &Joined,
@@ -298,6 +313,11 @@ pub fn metrics(
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
+            // ss -ti's figures at each step's end, as the simulator reports them.
+            ts.insert(format!("tcp.flow.{n}.cwnd_pkts"), info_series(f, t0, duration_ns, "packets", |i| Some(i.snd_cwnd as f64)));
+            ts.insert(format!("tcp.flow.{n}.srtt_ms"), info_series(f, t0, duration_ns, "ms", |i| Some(i.srtt_us as f64 / 1e3)));
+            let pacing = |i: &crate::load::tcpinfo::TcpInfo| i.pacing_rate.filter(|&r| r != u64::MAX).map(|r| r as f64 * 8.0 / 1e6);
+            ts.insert(format!("tcp.flow.{n}.pacing_rate_mbps"), info_series(f, t0, duration_ns, "Mbit/s", pacing));
             let [cwnd, srtt, pace, deliv] = info_means(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), cwnd);
             m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), srtt);
@@ -407,7 +427,23 @@ mod tests {
         let series = &ts["tcp.flow.0.goodput_mbps"];
         assert_eq!(series.t_ms, vec![200.0, 400.0, 600.0, 800.0]);
         assert!(series.values.iter().all(|v| (v.unwrap() - 100.0).abs() < 1e-9));
+        // ss -ti at each step's end: the samples at t0 + 0.2 .. 0.8 s (cwnd 30 .. 60).
+        assert_eq!(ts["tcp.flow.0.cwnd_pkts"].values, vec![Some(30.0), Some(40.0), Some(50.0), Some(60.0)]);
+        assert_eq!(ts["tcp.flow.0.srtt_ms"].values, vec![Some(2.0); 4]);
+        assert_eq!(ts["tcp.flow.0.pacing_rate_mbps"].values, vec![Some(100.0); 4]);
         assert!(why.is_empty(), "{why:?}");
+    }
+
+    /// A step with no TCP_INFO sample within half a step of its end (the flow had not
+    /// started, or had ended) is null, not the nearest sample further away.
+    #[test]
+    fn info_series_is_null_without_a_sample() {
+        let step = 200_000_000u64;
+        let t0 = 1_000_000_000u64;
+        let samples = vec![InfoSample { t_ns: t0 + 2 * step + 1_000_000, info: info(25, 3_000, 0) }];
+        let f = SenderFlow { local_port: 1, bytes_written: 0, samples };
+        let s = info_series(&f, t0, 4 * step, "packets", |i| Some(i.snd_cwnd as f64));
+        assert_eq!(s.values, vec![None, Some(25.0), None, None]);
     }
 
     proptest::proptest! {

@@ -190,6 +190,9 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.flow.N.tx_queue_changes", "changes", "tcp: times netdev_pick_tx() changed flow N's TX queue over the run"),
     e("tcp.flow.N.cwnd_avg_pkts", "packets", "tcp: flow N's time-averaged congestion window"),
     e("tcp.flow.N.srtt_avg_ms", "ms", "tcp: flow N's time-averaged smoothed RTT"),
+    e("tcp.flow.N.cwnd_pkts", "packets", "tcp: flow N's congestion window as ss -ti shows it at the end of each 0.2 s step (a time series; null while idle)"),
+    e("tcp.flow.N.srtt_ms", "ms", "tcp: flow N's smoothed RTT at the end of each 0.2 s step (a time series; null while idle)"),
+    e("tcp.flow.N.pacing_rate_mbps", "Mbit/s", "tcp: flow N's sk_pacing_rate at the end of each 0.2 s step (a time series; null while idle)"),
     e("qdisc.ctokens", "ns", "htb: ceil tokens at the end (state)"),
     // irtt probers ([[traffic]] kind = "irtt"), as irtt client reports them; the
     // simulator knows the true one-way times, so no clock synchronisation is assumed.

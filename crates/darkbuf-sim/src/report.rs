@@ -162,6 +162,16 @@ impl World {
                     values: (0..steps).map(|i| Some(g.get(i).copied().unwrap_or(0) as f64 * 8.0 / 0.2 / 1e6)).collect(),
                 },
             );
+            // ss -ti at each step's end: cwnd, srtt and the pacing rate (null while idle).
+            let ss = &t.stats.ss_steps;
+            let sampled = |unit: &str, f: &dyn Fn(&crate::sock::tcp::SsSample) -> f64| TimeSeries {
+                unit: unit.into(),
+                t_ms: (1..=steps).map(|i| i as f64 * 200.0).collect(),
+                values: (0..steps).map(|i| ss.get(i).copied().flatten().map(|x| f(&x))).collect(),
+            };
+            out.insert(format!("tcp.flow.{n}.cwnd_pkts"), sampled("packets", &|x| x.cwnd as f64));
+            out.insert(format!("tcp.flow.{n}.srtt_ms"), sampled("ms", &|x| x.srtt_us as f64 / 1e3));
+            out.insert(format!("tcp.flow.{n}.pacing_rate_mbps"), sampled("Mbit/s", &|x| x.pacing_rate as f64 * 8.0 / 1e6));
             n += 1;
         }
         // Per irtt prober, one RTT point per request sent in the window (`null` = lost).

@@ -190,3 +190,20 @@ fn a_late_flow_starves_behind_a_shared_fifo() {
     assert!(first > 80.0, "the first flow: {first} Mbit/s");
     assert!(late < 10.0, "the flow that joined at 6 s: {late} Mbit/s");
 }
+
+/// `ss -ti` as a series: cwnd, srtt and the pacing rate at each 0.2 s step's end, null
+/// before the flow starts and after it ends, the RTT never below the path's 10 ms.
+#[test]
+fn ss_series_follow_the_connection() {
+    let text = nic_tcp("100Mbit", "fq_codel", "cubic", "").replace("cc = \"cubic\"", "cc = \"cubic\"\nstart = \"1s\"\nstop = \"3s\"");
+    let r = run_text(&text, &["warmup=0s", "duration=4s"]);
+    let cwnd = &r.timeseries["tcp.flow.0.cwnd_pkts"];
+    assert_eq!(cwnd.t_ms.len(), 20);
+    // Steps ending at 0.2 .. 1.0 s: not started. 1.2 .. 3.0 s: running. 3.6 s on: done.
+    assert!(cwnd.values[..5].iter().all(Option::is_none), "{:?}", cwnd.values);
+    assert!(cwnd.values[5..15].iter().all(|v| v.is_some_and(|c| c >= 10.0)), "{:?}", cwnd.values);
+    assert!(cwnd.values[17..].iter().all(Option::is_none), "{:?}", cwnd.values);
+    let srtt = &r.timeseries["tcp.flow.0.srtt_ms"];
+    assert!(srtt.values.iter().flatten().all(|&v| v >= 10.0), "{:?}", srtt.values);
+    assert!(r.timeseries["tcp.flow.0.pacing_rate_mbps"].values[10].is_some_and(|v| v > 50.0));
+}

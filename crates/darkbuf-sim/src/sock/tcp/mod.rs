@@ -217,7 +217,22 @@ pub struct TcpStats {
     /// iperf3's view at each whole second of the run (`Event::Interval`): bytes the
     /// application had written, `tcpi_total_retrans`, and `snd_cwnd` x mss in bytes.
     pub intervals: Vec<IperfMark>,
+    /// `ss -ti` at the end of each 200 ms step of the measured window (flent's step, the
+    /// kernel backend's `TCP_INFO` grid); `None` while the connection is not active.
+    pub ss_steps: Vec<Option<SsSample>>,
 }
+
+/// What `ss -ti` shows of a connection at one instant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SsSample {
+    pub cwnd: u32,
+    pub srtt_us: u32,
+    /// `sk_pacing_rate`, bytes/s.
+    pub pacing_rate: u64,
+}
+
+/// The step of [`TcpStats::ss_steps`] (and of the goodput series), ns.
+pub const SS_STEP_NS: u64 = 200_000_000;
 
 /// What iperf3 reads at an interval's end: its own byte count and `TCP_INFO`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -619,10 +634,25 @@ impl World {
     /// the connection is active (it has an RTT sample, and its application writes or
     /// data is still out), as `ss -ti` would be sampled on a live connection.
     pub(crate) fn tcp_stats_tick(&mut self, s: SockId) {
-        let (now, start) = (self.now, self.cfg.start);
+        let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
         let t = self.tcp(s);
         let from = t.stats.last_t.max(start);
         let active = t.srtt_us > 0 && (from < t.stop_ns || t.packets_out > 0);
+        // The step ends passed since the last tick saw the values in effect until now.
+        if now > start {
+            let first = if t.stats.last_t <= start { 1 } else { (t.stats.last_t - start) / SS_STEP_NS + 1 };
+            let last = (now.min(end) - start) / SS_STEP_NS;
+            for k in first..=last {
+                let at = start + k * SS_STEP_NS;
+                let on = t.srtt_us > 0 && (at < t.stop_ns || t.packets_out > 0);
+                let sample = on.then_some(SsSample { cwnd: t.w.cwnd, srtt_us: t.srtt_us >> 3, pacing_rate: t.pacing_rate });
+                let i = (k - 1) as usize;
+                if t.stats.ss_steps.len() <= i {
+                    t.stats.ss_steps.resize(i + 1, None);
+                }
+                t.stats.ss_steps[i] = sample;
+            }
+        }
         if now > from && active {
             let dt = (now - from) as u128;
             t.stats.active_ns += dt as u64;
