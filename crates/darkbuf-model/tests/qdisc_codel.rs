@@ -445,3 +445,18 @@ proptest! {
 fn codel_from(p: Params) -> Codel {
     Codel::from_params(p, &DevInfo::default()).unwrap()
 }
+
+/// `tc -s qdisc show` of codel reads as iproute2 prints it: the kernel's times in µs
+/// (`codel_time_to_us()`, so 5 ms of 1024 ns units prints as 5ms), `ce_threshold` and
+/// `ecn` only when set, and the two xstats lines.
+#[test]
+fn tc_layout() {
+    let mut q = codel(&[]);
+    assert_eq!(q.tc_options(), "limit 1000p target 5ms interval 100ms");
+    assert_eq!(codel(&[("ecn", ParamValue::Bool(true))]).tc_options(), "limit 1000p target 5ms interval 100ms ecn");
+    // 1 ms is 976 units of 1024 ns, which the kernel reports as 999 µs.
+    assert!(codel(&[("ce_threshold", s("1ms"))]).tc_options().contains("target 5ms ce_threshold 999us interval"));
+    let mut drops = Vec::new();
+    q.enqueue(pkt(1, 1514, 0), 0, &mut drops);
+    assert_eq!(q.tc_xstats(), "  count 0 lastcount 0 ldelay 0us drop_next 0us\n  maxpacket 0 ecn_mark 0 drop_overlimit 0");
+}

@@ -826,3 +826,20 @@ proptest! {
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
     }
 }
+
+/// `tc qdisc show` of htb as iproute2 prints the qdisc's own options (`default` with C's
+/// `%#llx`, so 0 prints bare), counting packets sent through the direct queue.
+#[test]
+fn tc_layout() {
+    let leaf = || class(&[("classid", s("1:10")), ("rate", s("10mbit"))]);
+    assert_eq!(htb(&[], vec![leaf()]).tc_options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000");
+    let mut q = htb(&[("default", s("10")), ("r2q", int(5))], vec![leaf()]);
+    assert_eq!(q.tc_options(), "r2q 5 default 0x10 direct_packets_stat 0 direct_qlen 1000");
+    // A packet for no class goes to the direct queue when there is no default class.
+    let mut d = htb(&[], vec![leaf()]);
+    let mut drops = Vec::new();
+    d.enqueue(Skb { id: 1, flow: 1, len: 1000, ..Skb::default() }, 0, &mut drops);
+    assert!(d.tc_options().contains("direct_packets_stat 1 "), "{}", d.tc_options());
+    q.enqueue(Skb { id: 2, flow: 1, len: 1000, ..Skb::default() }, 0, &mut drops);
+    assert!(q.tc_options().contains("direct_packets_stat 0 "));
+}

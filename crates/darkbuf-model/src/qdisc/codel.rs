@@ -503,6 +503,43 @@ impl Qdisc for Codel {
         "codel"
     }
 
+    /// `codel_dump()` as iproute2's `codel_print_opt()` prints it.
+    fn tc_options(&self) -> String {
+        use super::tc_print::time;
+        let p = &self.params;
+        let mut s = format!("limit {}p target {} ", self.limit, time(codel_time_to_us(p.target)));
+        if p.ce_threshold != CODEL_DISABLED_THRESHOLD {
+            s.push_str(&format!("ce_threshold {} ", time(codel_time_to_us(p.ce_threshold))));
+        }
+        s.push_str(&format!("interval {}", time(codel_time_to_us(p.interval))));
+        if p.ecn {
+            s.push_str(" ecn");
+        }
+        s
+    }
+
+    /// `codel_dump_stats()` as iproute2's `codel_print_xstats()` prints it (`drop_next`
+    /// from the last time the qdisc ran).
+    fn tc_xstats(&self) -> String {
+        use super::tc_print::time;
+        let v = &self.vars;
+        let mut s = format!("  count {} lastcount {} ldelay {}", v.count, v.lastcount, time(codel_time_to_us(v.ldelay)));
+        if v.dropping {
+            s.push_str(" dropping");
+        }
+        let next = self.drop_next_us(self.last_now);
+        let sign = if next < 0 { "-" } else { "" };
+        s.push_str(&format!(" drop_next {sign}{}", time(next.unsigned_abs())));
+        s.push_str(&format!(
+            "\n  maxpacket {} ecn_mark {} drop_overlimit {}",
+            self.cstats.maxpacket, self.cstats.ecn_mark, self.drop_overlimit
+        ));
+        if self.cstats.ce_mark > 0 {
+            s.push_str(&format!(" ce_mark {}", self.cstats.ce_mark));
+        }
+        s
+    }
+
     /// `codel_qdisc_enqueue()`.
     fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         self.last_now = now;

@@ -1198,6 +1198,14 @@ impl Qdisc for Htb {
         "htb"
     }
 
+    /// `htb_dump()` as iproute2's `htb_print_opt()` prints it for the qdisc (its classes
+    /// are `tc -s class show`); htb has no qdisc xstats.
+    fn tc_options(&self) -> String {
+        // C's `%#llx` prints 0 without the 0x.
+        let default = if self.defcls == 0 { "0".to_string() } else { format!("{:#x}", self.defcls) };
+        format!("r2q {} default {default} direct_packets_stat {} direct_qlen {}", self.rate2quantum, self.direct_pkts, self.direct_qlen)
+    }
+
     /// `htb_enqueue()`.
     fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         match self.classify(skb.priority) {

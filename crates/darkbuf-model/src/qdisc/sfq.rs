@@ -558,6 +558,22 @@ impl Qdisc for Sfq {
         "sfq"
     }
 
+    /// `sfq_dump()` as iproute2's `sfq_print_opt()` prints it (no RED: darkbuf's sfq
+    /// has none). sfq has no qdisc xstats, only per-class `allot`.
+    fn tc_options(&self) -> String {
+        use super::tc_print::size;
+        let mut s = format!("limit {}p quantum {} depth {} ", self.limit, size(self.quantum as u64), self.maxdepth);
+        if self.headdrop {
+            s.push_str("headdrop ");
+        }
+        s.push_str(&format!("divisor {}", self.divisor));
+        let perturb_s = self.perturb_period_ns / 1_000_000_000;
+        if perturb_s > 0 {
+            s.push_str(&format!(" perturb {perturb_s}sec"));
+        }
+        s
+    }
+
     /// `sfq_enqueue()`.
     #[inline]
     fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
@@ -687,6 +703,16 @@ mod tests {
 
     fn sfq(kv: &[(&str, ParamValue)]) -> Sfq {
         Sfq::from_params(Params::from_pairs(kv), &DevInfo::default()).unwrap()
+    }
+
+    /// `tc qdisc show` of sfq as iproute2 prints it: the kernel's defaults on an
+    /// Ethernet device, `headdrop` and `perturb` only when set.
+    #[test]
+    fn tc_layout() {
+        assert_eq!(sfq(&[]).tc_options(), "limit 127p quantum 1514b depth 127 divisor 1024");
+        let q = sfq(&[("headdrop", ParamValue::Bool(true)), ("perturb", int(10)), ("limit", int(64))]);
+        assert_eq!(q.tc_options(), "limit 64p quantum 1514b depth 127 headdrop divisor 1024 perturb 10sec");
+        assert_eq!(q.tc_xstats(), "");
     }
 
     /// Flows whose buckets differ under `q`'s hash, so tests do not depend on

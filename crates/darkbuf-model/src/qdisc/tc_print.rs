@@ -28,6 +28,19 @@ pub fn time64(ns: u64) -> String {
     }
 }
 
+/// `sprint_time()` (lib/utils.c `print_time()`): a 32-bit µs time with three significant
+/// digits in s or ms, else whole µs (codel's, htb's and sfq's times).
+pub fn time(us: u32) -> String {
+    let t = us as f64;
+    if t >= 1e6 {
+        format!("{}s", fmt_3g(t / 1e6))
+    } else if t >= 1e3 {
+        format!("{}ms", fmt_3g(t / 1e3))
+    } else {
+        format!("{us}us")
+    }
+}
+
 /// `sprint_rate()` of a rate in bytes/s: bits/s with SI prefixes, whole numbers bare.
 pub fn rate(bytes_per_s: u64) -> String {
     let bits = bytes_per_s as f64 * 8.0;
@@ -79,6 +92,12 @@ mod tests {
         assert_eq!(time64(40_000_000), "40ms");
         assert_eq!(time64(10_000_000_000), "10s");
         assert_eq!(rate(68_750), "550Kbit");
+        // codel's defaults and its xstats as `tc -s` prints them.
+        assert_eq!(time(5_000), "5ms");
+        assert_eq!(time(100_000), "100ms");
+        assert_eq!(time(4_537), "4.54ms");
+        assert_eq!(time(999), "999us");
+        assert_eq!(time(2_500_000), "2.5s");
         assert_eq!(rate(12_500_000_000), "100Gbit");
     }
 }
