@@ -242,14 +242,20 @@ fn info_means(f: &SenderFlow, t0: u64, t1: u64) -> [Option<f64>; 4] {
     ]
 }
 
+/// The 0.2 s sampling step and the ends of the window's steps, ms from its start.
+fn step_grid(duration_ns: u64) -> (u64, Vec<f64>) {
+    let step = load::SAMPLE_STEP.as_nanos() as u64;
+    (step, (1..=duration_ns / step).map(|i| (i * step) as f64 / 1e6).collect())
+}
+
 /// Per-flow goodput series at the 0.2 s step, from the window's start.
 fn goodput_series(r: &ReceiverFlow, t0: u64, duration_ns: u64) -> TimeSeries {
-    let step = load::SAMPLE_STEP.as_nanos() as u64;
-    let steps = duration_ns / step;
+    let (step, t_ms) = step_grid(duration_ns);
+    let steps = t_ms.len() as u64;
     let at = |k: u64| bytes_at(&r.samples, t0 + k * step);
     TimeSeries {
         unit: "Mbit/s".into(),
-        t_ms: (1..=steps).map(|i| (i * step) as f64 / 1e6).collect(),
+        t_ms,
         values: (0..steps).map(|i| Some((at(i + 1) - at(i)) * 8.0 / (step as f64 / 1e9) / 1e6)).collect(),
     }
 }
@@ -258,13 +264,13 @@ fn goodput_series(r: &ReceiverFlow, t0: u64, duration_ns: u64) -> TimeSeries {
 /// sample taken nearest to it (within half a step); `None` when there is none (the flow
 /// had not started or had ended) or `pick` has no value.
 fn info_series(f: &SenderFlow, t0: u64, duration_ns: u64, unit: &str, pick: impl Fn(&crate::load::tcpinfo::TcpInfo) -> Option<f64>) -> TimeSeries {
-    let step = load::SAMPLE_STEP.as_nanos() as u64;
-    let steps = duration_ns / step;
+    let (step, t_ms) = step_grid(duration_ns);
     let at = |k: u64| {
         let end = t0 + k * step;
         f.samples.iter().filter(|s| s.t_ns.abs_diff(end) <= step / 2).min_by_key(|s| s.t_ns.abs_diff(end)).and_then(|s| pick(&s.info))
     };
-    TimeSeries { unit: unit.into(), t_ms: (1..=steps).map(|i| (i * step) as f64 / 1e6).collect(), values: (1..=steps).map(at).collect() }
+    let values = (1..=t_ms.len() as u64).map(at).collect();
+    TimeSeries { unit: unit.into(), t_ms, values }
 }
 
 /// The metrics of every flow and their aggregates.

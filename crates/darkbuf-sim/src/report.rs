@@ -149,7 +149,9 @@ impl World {
             }
         }
         // Per TCP flow, goodput at flent's 0.2 s step (the step's end time).
-        let steps = ((self.cfg.end - start) / 200_000_000) as usize;
+        let step = crate::sock::tcp::SERIES_STEP_NS;
+        let steps = ((self.cfg.end - start) / step) as usize;
+        let step_ends_ms: Vec<f64> = (1..=steps).map(|i| (i as u64 * step) as f64 / 1e6).collect();
         let mut n = 0;
         for sk in &self.socks {
             let crate::sock::SockKind::Tcp(t) = &sk.kind else { continue };
@@ -158,7 +160,7 @@ impl World {
                 format!("tcp.flow.{n}.goodput_mbps"),
                 TimeSeries {
                     unit: "Mbit/s".into(),
-                    t_ms: (1..=steps).map(|i| i as f64 * 200.0).collect(),
+                    t_ms: step_ends_ms.clone(),
                     values: (0..steps).map(|i| Some(g.get(i).copied().unwrap_or(0) as f64 * 8.0 / 0.2 / 1e6)).collect(),
                 },
             );
@@ -166,7 +168,7 @@ impl World {
             let ss = &t.stats.ss_steps;
             let sampled = |unit: &str, f: &dyn Fn(&crate::sock::tcp::SsSample) -> f64| TimeSeries {
                 unit: unit.into(),
-                t_ms: (1..=steps).map(|i| i as f64 * 200.0).collect(),
+                t_ms: step_ends_ms.clone(),
                 values: (0..steps).map(|i| ss.get(i).copied().flatten().map(|x| f(&x))).collect(),
             };
             out.insert(format!("tcp.flow.{n}.cwnd_pkts"), sampled("packets", &|x| x.cwnd as f64));

@@ -29,16 +29,13 @@ pub fn time64(ns: u64) -> String {
 }
 
 /// `sprint_time()` (lib/utils.c `print_time()`): a 32-bit µs time with three significant
-/// digits in s or ms, else whole µs (codel's, htb's and sfq's times).
+/// digits in s or ms, else whole µs (codel's times). That is `sprint_time64()` of the
+/// same time in ns, except that zero stays in µs.
 pub fn time(us: u32) -> String {
-    let t = us as f64;
-    if t >= 1e6 {
-        format!("{}s", fmt_3g(t / 1e6))
-    } else if t >= 1e3 {
-        format!("{}ms", fmt_3g(t / 1e3))
-    } else {
-        format!("{us}us")
+    if us == 0 {
+        return "0us".to_string();
     }
+    time64(us as u64 * 1000)
 }
 
 /// `sprint_rate()` of a rate in bytes/s: bits/s with SI prefixes, whole numbers bare.

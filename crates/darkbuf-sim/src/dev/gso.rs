@@ -60,7 +60,8 @@ impl World {
         let info = *self.pkts.get(skb.id);
         let n = skb.segs();
         let payload = skb.len - n * TCP_HDR;
-        let mss = payload.div_ceil(n).max(self.tcp_mss_of(info.sock).unwrap_or(0));
+        // Only TCP skbs get here (validate_xmit_skb_list() checks the protocol).
+        let mss = self.tcp(info.sock).mss;
         let copy_destructor = info.destructor == Destructor::TcpWfree;
         let mut sum_truesize = 0u64;
         let mut off = 0u32;

@@ -231,8 +231,8 @@ pub struct SsSample {
     pub pacing_rate: u64,
 }
 
-/// The step of [`TcpStats::ss_steps`] (and of the goodput series), ns.
-pub const SS_STEP_NS: u64 = 200_000_000;
+/// flent's 0.2 s step: of the goodput series and of [`TcpStats::ss_steps`], ns.
+pub const SERIES_STEP_NS: u64 = 200_000_000;
 
 /// What iperf3 reads at an interval's end: its own byte count and `TCP_INFO`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -316,6 +316,12 @@ impl TcpSock {
         Sock { task, dev, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
+    /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
+    /// has an RTT sample, and its application still writes or data is still out.
+    fn active_at(&self, t: u64) -> bool {
+        self.srtt_us > 0 && (t < self.stop_ns || self.packets_out > 0)
+    }
+
     /// `tcp_packets_in_flight()`.
     pub fn in_flight(&self) -> u32 {
         self.packets_out - (self.sacked_out + self.lost_out) + self.retrans_out
@@ -349,14 +355,6 @@ impl World {
         match &mut self.socks[s as usize].kind {
             SockKind::Tcp(t) => t,
             _ => unreachable!("socket {s} is TCP"),
-        }
-    }
-
-    /// The MSS of socket `s` if it is TCP (what `tcp_gso_segment()` cuts at).
-    pub(crate) fn tcp_mss_of(&self, s: SockId) -> Option<u32> {
-        match &self.socks[s as usize].kind {
-            SockKind::Tcp(t) => Some(t.mss),
-            _ => None,
         }
     }
 
@@ -637,15 +635,14 @@ impl World {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
         let t = self.tcp(s);
         let from = t.stats.last_t.max(start);
-        let active = t.srtt_us > 0 && (from < t.stop_ns || t.packets_out > 0);
+        let active = t.active_at(from);
         // The step ends passed since the last tick saw the values in effect until now.
         if now > start {
-            let first = if t.stats.last_t <= start { 1 } else { (t.stats.last_t - start) / SS_STEP_NS + 1 };
-            let last = (now.min(end) - start) / SS_STEP_NS;
+            let first = if t.stats.last_t <= start { 1 } else { (t.stats.last_t - start) / SERIES_STEP_NS + 1 };
+            let last = (now.min(end) - start) / SERIES_STEP_NS;
             for k in first..=last {
-                let at = start + k * SS_STEP_NS;
-                let on = t.srtt_us > 0 && (at < t.stop_ns || t.packets_out > 0);
-                let sample = on.then_some(SsSample { cwnd: t.w.cwnd, srtt_us: t.srtt_us >> 3, pacing_rate: t.pacing_rate });
+                let at = start + k * SERIES_STEP_NS;
+                let sample = t.active_at(at).then_some(SsSample { cwnd: t.w.cwnd, srtt_us: t.srtt_us >> 3, pacing_rate: t.pacing_rate });
                 let i = (k - 1) as usize;
                 if t.stats.ss_steps.len() <= i {
                     t.stats.ss_steps.resize(i + 1, None);

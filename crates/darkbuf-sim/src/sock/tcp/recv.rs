@@ -142,7 +142,7 @@ impl World {
         // The application reads what is now in order.
         let read = r.rcv_nxt.wrapping_sub(before_nxt) as u64;
         if read > 0 && t >= window.0 && t <= window.1 {
-            let step = ((t - start) / 200_000_000) as usize;
+            let step = ((t - start) / super::SERIES_STEP_NS) as usize;
             let st = &mut tp.stats;
             if st.goodput_steps.len() <= step {
                 st.goodput_steps.resize(step + 1, 0);
