@@ -312,13 +312,17 @@ impl World {
     /// freed. A dropped probe counts as lost.
     pub fn kfree_skb(&mut self, id: u32) {
         self.skb_orphan(id);
-        let info = *self.pkts.get(id);
+        let (t_send, proto, sock) = {
+            let info = self.pkts.get(id);
+            (info.t_send, info.proto, info.sock)
+        };
         self.dropped += 1;
-        if info.t_send >= self.cfg.start && info.proto == crate::arena::Proto::Icmp {
+        if t_send >= self.cfg.start && proto == crate::arena::Proto::Icmp {
             self.metrics.probes_lost += 1;
-            self.metrics.lost_at.push(info.t_send);
+            self.metrics.lost_at.push(t_send);
         }
-        if let crate::sock::SockKind::Irtt(_) = self.socks[info.sock as usize].kind {
+        if let crate::sock::SockKind::Irtt(_) = self.socks[sock as usize].kind {
+            let info = *self.pkts.get(id);
             self.irtt_dropped(&info);
         }
         self.pkts.free(id);

@@ -195,26 +195,34 @@ impl World {
     /// echo reply), then the skb is consumed. Returns CPU time the handler spent
     /// beyond the receive path's (building an echo reply), ns.
     pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
-        let info = *self.pkts.get(id);
+        // The flood's packets, nearly all of a flood run, need three fields: the
+        // whole record is copied only for the handlers that take it.
+        let (sock, dir, t_send) = {
+            let info = self.pkts.get(id);
+            (info.sock, info.dir, info.t_send)
+        };
         let in_window = t >= self.cfg.start && t <= self.cfg.end;
-        if in_window && info.dir == Dir::Out {
+        if in_window && dir == Dir::Out {
             self.metrics.consumer_pkts += 1;
         }
         let mut extra = 0;
-        match (&mut self.socks[info.sock as usize].kind, info.dir) {
-            (SockKind::Udp(u), _) => {
-                // The flood's sink (`udp_rcv()` on the far end).
-                if in_window {
-                    u.sink_pkts += 1;
-                    self.metrics.sink_owd_ns += (t - info.t_send) as u128;
-                }
+        if let SockKind::Udp(u) = &mut self.socks[sock as usize].kind {
+            // The flood's sink (`udp_rcv()` on the far end).
+            if in_window {
+                u.sink_pkts += 1;
+                self.metrics.sink_owd_ns += (t - t_send) as u128;
             }
-            (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
-            (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
-            (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
-            (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
-            (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
-            (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
+        } else {
+            let info = *self.pkts.get(id);
+            match (&self.socks[sock as usize].kind, dir) {
+                (SockKind::Udp(_), _) => unreachable!("handled above"),
+                (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
+                (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
+                (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
+                (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
+                (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
+                (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
+            }
         }
         self.delivered += 1;
         self.pkts.free(id);
