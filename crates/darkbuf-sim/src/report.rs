@@ -111,7 +111,7 @@ impl World {
             Some(d) => (d.limit as u64, d.inflight() as u64),
             None => (0, 0),
         };
-        let backlog: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
+        let backlog: u64 = self.host_qdiscs().map(|q| q.qlen() as u64).sum();
         let ring = self.drv_ring_len(dev, txq) as u64;
         let m = &mut self.metrics;
         m.series_t.push(self.now);

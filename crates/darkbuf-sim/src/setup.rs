@@ -430,6 +430,9 @@ impl World {
         let ntasks = b.tasks.len();
         let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.clone().map(move |_| Cpu::new(h as HostId, ntasks)));
         let profile_noise = profile.noise;
+        for q in &mut b.qdiscs {
+            q.measured = q.dev == measured_txq.0;
+        }
         let mut w = World {
             now: 0,
             cfg,

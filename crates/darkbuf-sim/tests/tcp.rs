@@ -112,6 +112,20 @@ fn a_download_runs_the_other_way() {
     assert!(m(&r, "peer.rx_packets") > 0.0, "the ACKs reach the far host");
 }
 
+/// Four downloads queue in the far host's qdisc, not in this one, which sends only
+/// ACKs: `qdisc.backlog_avg_pkts` and its series describe this host's device, as
+/// `tc -s qdisc show dev eth0` and the other `qdisc.*` counters do (before, the far
+/// host's backlog was added in: 5.15 packets here).
+#[test]
+fn the_qdisc_backlog_is_this_hosts() {
+    let text = nic_tcp("100Mbit", "pfifo_fast", "cubic", "").replace("cc = \"cubic\"", "cc = \"cubic\"\ndirection = \"down\"\nflows = 4");
+    let r = run_text(&text, &[]);
+    assert!(m(&r, "qdisc.sent_pkts") > 1000.0, "this host sends the ACKs");
+    assert_eq!(m(&r, "qdisc.backlog_avg_pkts"), 0.0);
+    let series = &r.timeseries["qdisc.backlog_pkts"].values;
+    assert!(series.iter().all(|v| *v == Some(0.0)), "{series:?}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     /// Random TCP scenarios: no invariant finding (conservation, TSQ's bound, DQL), data

@@ -169,9 +169,11 @@ impl World {
         let mut stamped = skb;
         stamped.tstamp = now;
         self.drops.clear();
-        self.metrics.qdisc_backlog.enter(now);
+        if q.measured {
+            self.metrics.qdisc_backlog.enter(now);
+        }
         let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
-        self.free_drops();
+        self.free_drops(qi);
         let q = &mut self.qdiscs[qi as usize];
         if !q.running {
             q.running = true;

@@ -72,6 +72,9 @@ pub struct QdiscInst {
     /// The algorithm's own work per packet beyond a FIFO's, ns (the profile's
     /// `fq_pkt_ns` for fq, else 0), charged at dequeue for its enqueue and dequeue.
     pub pkt_ns: f64,
+    /// On the measured device (`tc -s qdisc show dev eth0`): its packets count in
+    /// `qdisc.backlog_avg_pkts`, the peer's (ACKs, echo replies) do not.
+    pub measured: bool,
 }
 
 impl QdiscInst {
@@ -94,6 +97,7 @@ impl QdiscInst {
             watchdog_at: None,
             watchdog_cpu: 0,
             pkt_ns: 0.0,
+            measured: false,
         }
     }
 
@@ -115,11 +119,14 @@ impl QdiscInst {
 }
 
 impl World {
-    /// Frees every packet the qdisc put in `self.drops`: each leaves the backlog.
-    pub fn free_drops(&mut self) {
+    /// Frees every packet qdisc `qi` put in `self.drops`: each leaves the backlog.
+    pub fn free_drops(&mut self, qi: QdiscId) {
+        let measured = self.qdiscs[qi as usize].measured;
         for i in 0..self.drops.len() {
             let id = self.drops[i].id;
-            self.metrics.qdisc_backlog.leave(self.now);
+            if measured {
+                self.metrics.qdisc_backlog.leave(self.now);
+            }
             self.kfree_skb(id);
         }
         self.drops.clear();
@@ -193,7 +200,9 @@ impl World {
             q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
             // Requeued skbs were validated already; no bulking from gso_skb.
             list.push(head);
-            self.metrics.qdisc_backlog.leave(now);
+            if q.measured {
+                self.metrics.qdisc_backlog.leave(now);
+            }
             return false;
         }
         let dev = &self.devs[q.dev as usize];
@@ -208,7 +217,9 @@ impl World {
         if let Some(head) = q.bad_txq.front() {
             if !dev.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
                 first = q.bad_txq.pop_front();
-                self.metrics.qdisc_backlog.leave(now);
+                if q.measured {
+                    self.metrics.qdisc_backlog.leave(now);
+                }
             }
         }
         self.drops.clear();
@@ -220,7 +231,9 @@ impl World {
                 if let Some(s) = s {
                     q.sent_pkts += s.segs() as u64;
                     q.sent_bytes += s.len as u64;
-                    self.metrics.qdisc_backlog.leave(now);
+                    if q.measured {
+                        self.metrics.qdisc_backlog.leave(now);
+                    }
                 }
                 s
             }
@@ -229,7 +242,7 @@ impl World {
             // A shaper or pacer holding packets back arms its watchdog
             // (qdisc_watchdog_schedule_ns()) for when the next one may go.
             let wake = if algo.qlen() > 0 { algo.next_wakeup() } else { None };
-            self.free_drops();
+            self.free_drops(qi);
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
@@ -246,7 +259,9 @@ impl World {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
-                self.metrics.qdisc_backlog.leave(now);
+                if q.measured {
+                    self.metrics.qdisc_backlog.leave(now);
+                }
                 bytelimit -= dev.bql_units(s.len) as i32;
                 list.push(s);
             }
@@ -263,12 +278,14 @@ impl World {
                     q.bad_txq.push_back(s);
                     break;
                 }
-                self.metrics.qdisc_backlog.leave(now);
+                if q.measured {
+                    self.metrics.qdisc_backlog.leave(now);
+                }
                 list.push(s);
                 cnt += 1;
             }
         }
-        self.free_drops();
+        self.free_drops(qi);
         true
     }
 
@@ -307,7 +324,9 @@ impl World {
             q.gso_skb.push_back(*s);
             q.requeues += 1;
             // Handed to the driver at this instant and pushed back: in the backlog all along.
-            self.metrics.qdisc_backlog.enter(self.now);
+            if q.measured {
+                self.metrics.qdisc_backlog.enter(self.now);
+            }
         }
         self.netif_schedule(cpu, qi);
     }
