@@ -174,8 +174,9 @@ pub struct Metrics {
     pub hist_rtt_us: Hist,
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
-    /// Packets held by the qdiscs (algorithm, requeue slot and bad-txq slot), each
-    /// from its enqueue to its hand-off to the driver or its drop.
+    /// Packets held by the measured device's qdiscs (algorithm, requeue slot and
+    /// bad-txq slot), each from its enqueue to its hand-off to the driver or its drop.
+    /// Through `qdisc_enter()` / `qdisc_leave()`, which skip the other devices' qdiscs.
     pub qdisc_backlog: SojournAvg,
     /// The measured driver ring's occupancy (veth's or tun's), each packet from its
     /// produce to its consume.
@@ -185,6 +186,25 @@ pub struct Metrics {
     /// as seed 001's bpftrace script keys them: (picking CPU, old queue or -1 for
     /// NO_QUEUE_MAPPING, new queue) -> [changes, of which with `skb->ooo_okay` set].
     pub queue_changes: std::collections::BTreeMap<(u16, i32, u16), [u64; 2]>,
+}
+
+impl Metrics {
+    /// A packet enters qdisc backlog; `measured`: the qdisc is on the measured device
+    /// (`QdiscInst::measured`), the only ones `qdisc.backlog_avg_pkts` describes.
+    #[inline]
+    pub fn qdisc_enter(&mut self, measured: bool, now: u64) {
+        if measured {
+            self.qdisc_backlog.enter(now);
+        }
+    }
+
+    /// A packet leaves qdisc backlog (to the driver, or dropped).
+    #[inline]
+    pub fn qdisc_leave(&mut self, measured: bool, now: u64) {
+        if measured {
+            self.qdisc_backlog.leave(now);
+        }
+    }
 }
 
 #[cfg(test)]

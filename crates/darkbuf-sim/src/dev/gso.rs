@@ -29,13 +29,14 @@ pub const SEGMENT_HEAD_TRUESIZE: u32 = 768;
 impl World {
     /// `validate_xmit_skb_list()` for a list about to go to `dev`'s driver: every GSO skb
     /// is replaced by its segments when the device lacks TSO (callers test `tso` first,
-    /// inline: this is off the hot path). `scratch` is a reused buffer (no allocation in
-    /// the steady state). Returns the segments added.
+    /// inline: this is off the hot path). Works through `World::gso_scratch`, a reused
+    /// buffer (no allocation in the steady state). Returns the segments added.
     #[inline(never)]
-    pub fn validate_xmit_skb_list(&mut self, dev: DevId, list: &mut Vec<Skb>, scratch: &mut Vec<Skb>) -> usize {
+    pub fn validate_xmit_skb_list(&mut self, dev: DevId, list: &mut Vec<Skb>) -> usize {
         if self.devs[dev as usize].tso || list.iter().all(|s| s.segs() <= 1) {
             return 0;
         }
+        let mut scratch = std::mem::take(&mut self.gso_scratch);
         scratch.clear();
         scratch.extend_from_slice(list);
         list.clear();
@@ -49,6 +50,7 @@ impl World {
             }
             added += self.tcp_gso_segment(skb, list) - 1;
         }
+        self.gso_scratch = scratch;
         added
     }
 

@@ -153,9 +153,7 @@ impl World {
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
             if !self.devs[dev as usize].tso {
-                let mut scratch = std::mem::take(&mut self.gso_scratch);
-                self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
-                self.gso_scratch = scratch;
+                self.validate_xmit_skb_list(dev, &mut list);
             }
             let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
@@ -169,9 +167,7 @@ impl World {
         let mut stamped = skb;
         stamped.tstamp = now;
         self.drops.clear();
-        if q.measured {
-            self.metrics.qdisc_backlog.enter(now);
-        }
+        self.metrics.qdisc_enter(q.measured, now);
         let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
         self.free_drops(qi);
         let q = &mut self.qdiscs[qi as usize];
@@ -188,10 +184,9 @@ impl World {
     #[inline(never)]
     fn noqueue_xmit_segments(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
         let mut list = std::mem::take(&mut self.bulk);
-        let mut scratch = std::mem::take(&mut self.gso_scratch);
         list.clear();
         list.push(skb);
-        self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
+        self.validate_xmit_skb_list(dev, &mut list);
         let txq = skb.queue_mapping as usize;
         let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
         let mut verdict = EnqueueVerdict::Success;
@@ -208,7 +203,6 @@ impl World {
             }
         }
         self.bulk = list;
-        self.gso_scratch = scratch;
         (cost, None, verdict)
     }
 

@@ -124,9 +124,7 @@ impl World {
         let measured = self.qdiscs[qi as usize].measured;
         for i in 0..self.drops.len() {
             let id = self.drops[i].id;
-            if measured {
-                self.metrics.qdisc_backlog.leave(self.now);
-            }
+            self.metrics.qdisc_leave(measured, self.now);
             self.kfree_skb(id);
         }
         self.drops.clear();
@@ -165,9 +163,7 @@ impl World {
         if from_queue && !self.devs[dev as usize].tso {
             // sch_direct_xmit(..., validate = true): GSO segmentation for a driver
             // without TSO. Requeued skbs were validated when first dequeued.
-            let mut scratch = std::mem::take(&mut self.gso_scratch);
-            self.validate_xmit_skb_list(dev, &mut list, &mut scratch);
-            self.gso_scratch = scratch;
+            self.validate_xmit_skb_list(dev, &mut list);
         }
         let q = &self.qdiscs[qi as usize];
         let xmit_ns = self.devs[q.dev as usize].xmit_ns;
@@ -200,9 +196,7 @@ impl World {
             q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
             // Requeued skbs were validated already; no bulking from gso_skb.
             list.push(head);
-            if q.measured {
-                self.metrics.qdisc_backlog.leave(now);
-            }
+            self.metrics.qdisc_leave(q.measured, now);
             return false;
         }
         let dev = &self.devs[q.dev as usize];
@@ -217,9 +211,7 @@ impl World {
         if let Some(head) = q.bad_txq.front() {
             if !dev.txqs[head.queue_mapping as usize].xmit_frozen_or_stopped() {
                 first = q.bad_txq.pop_front();
-                if q.measured {
-                    self.metrics.qdisc_backlog.leave(now);
-                }
+                self.metrics.qdisc_leave(q.measured, now);
             }
         }
         self.drops.clear();
@@ -231,9 +223,7 @@ impl World {
                 if let Some(s) = s {
                     q.sent_pkts += s.segs() as u64;
                     q.sent_bytes += s.len as u64;
-                    if q.measured {
-                        self.metrics.qdisc_backlog.leave(now);
-                    }
+                    self.metrics.qdisc_leave(q.measured, now);
                 }
                 s
             }
@@ -259,9 +249,7 @@ impl World {
                 let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
                 q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
-                if q.measured {
-                    self.metrics.qdisc_backlog.leave(now);
-                }
+                self.metrics.qdisc_leave(q.measured, now);
                 bytelimit -= dev.bql_units(s.len) as i32;
                 list.push(s);
             }
@@ -278,9 +266,7 @@ impl World {
                     q.bad_txq.push_back(s);
                     break;
                 }
-                if q.measured {
-                    self.metrics.qdisc_backlog.leave(now);
-                }
+                self.metrics.qdisc_leave(q.measured, now);
                 list.push(s);
                 cnt += 1;
             }
@@ -324,9 +310,7 @@ impl World {
             q.gso_skb.push_back(*s);
             q.requeues += 1;
             // Handed to the driver at this instant and pushed back: in the backlog all along.
-            if q.measured {
-                self.metrics.qdisc_backlog.enter(self.now);
-            }
+            self.metrics.qdisc_enter(q.measured, self.now);
         }
         self.netif_schedule(cpu, qi);
     }

@@ -205,11 +205,22 @@ impl World {
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
         self.dev_queue_xmit_at(t + cost, cpu, dev, skb);
         let tp = self.tcp(s);
+        tp.data_segs_out += segs as u64;
+        // tcp_update_skb_after_send(): the next departure time, forgiving up to half
+        // an skb of lateness. The skb remembers the advance: a local drop takes it back.
+        let mut pace_ns = 0;
+        if tp.pacing != Pacing::None && tp.pacing_rate > 0 && tp.data_segs_out >= 10 {
+            let len_ns = (skb.len as u128 * 1_000_000_000 / tp.pacing_rate as u128) as u64;
+            let credit = tp.wstamp_ns - prior;
+            pace_ns = len_ns - (len_ns / 2).min(credit);
+            tp.wstamp_ns += pace_ns;
+        }
         if retrans {
             if let Some(seg) = tp.rtx.iter_mut().find(|g| g.start == start) {
                 seg.retrans = true;
                 seg.sent = sent;
                 seg.rate = rate;
+                seg.pace_ns = pace_ns;
                 tp.retrans_out += seg.segs;
                 seg.counted = !seg.local_drop;
                 if seg.counted {
@@ -218,25 +229,13 @@ impl World {
                 seg.local_drop = false;
             }
         } else {
-            let seg = TxSeg { start, end, segs, sent, rate, ..TxSeg::default() };
+            let seg = TxSeg { start, end, segs, sent, rate, pace_ns, ..TxSeg::default() };
             tp.rtx.push_back(seg);
             tp.snd_nxt = end;
             tp.packets_out += segs;
         }
         if matches!(tp.ca_state, CaState::Recovery | CaState::Cwr) {
             tp.prr_out += segs;
-        }
-        tp.data_segs_out += segs as u64;
-        // tcp_update_skb_after_send(): the next departure time, forgiving up to half
-        // an skb of lateness.
-        if tp.pacing != Pacing::None && tp.pacing_rate > 0 && tp.data_segs_out >= 10 {
-            let len_ns = (skb.len as u128 * 1_000_000_000 / tp.pacing_rate as u128) as u64;
-            let credit = tp.wstamp_ns - prior;
-            let advance = len_ns - (len_ns / 2).min(credit);
-            tp.wstamp_ns += advance;
-            if let Some(seg) = tp.rtx.iter_mut().rev().find(|g| g.start == start) {
-                seg.pace_ns = advance;
-            }
         }
         cost
     }
