@@ -814,3 +814,68 @@ proptest! {
         prop_assert_eq!(q.next_wakeup(), None);
     }
 }
+
+/// `tc qdisc show` of cake reads as iproute2's `cake_print_opt()` prints the kernel's
+/// `cake_dump()`: every option, `raw` while no overhead is set, `noatm` only then.
+#[test]
+fn tc_option_line() {
+    assert_eq!(
+        cake(&[]).tc_options(),
+        "bandwidth unlimited diffserv3 triple-isolate nonat nowash no-ack-filter split-gso rtt 100ms raw overhead 0"
+    );
+    let q = cake(&[
+        ("bandwidth", s("100mbit")),
+        ("diffserv", s("diffserv4")),
+        ("flow_mode", s("dual-dsthost")),
+        ("overhead", ParamValue::Int(18)),
+        ("mpu", ParamValue::Int(64)),
+        ("wash", ParamValue::Bool(true)),
+        ("ingress", ParamValue::Bool(true)),
+        ("split_gso", ParamValue::Bool(false)),
+        ("rtt", s("20ms")),
+    ]);
+    assert_eq!(
+        q.tc_options(),
+        "bandwidth 100Mbit diffserv4 dual-dsthost nonat wash ingress no-ack-filter no-split-gso rtt 20ms noatm overhead 18 mpu 64"
+    );
+    assert!(cake(&[("atm", s("atm")), ("overhead", ParamValue::Int(44))]).tc_options().ends_with("rtt 100ms atm overhead 44"));
+}
+
+/// `tc -s` of cake at 100 Mbit/s, diffserv3, as `cake_dump_stats()` and iproute2 give it:
+/// - memory limit: rate x rtt / 4 = 12.5 MB/s x 100 ms / 4 = 5000000 bytes (above the
+///   4 MiB floor; `sprint_size()` prints it in bytes, not a whole Kb or Mb);
+/// - capacity estimate: the configured rate until traffic is seen;
+/// - sizes: `~0` in the kernel's u16 minimum and 0 as the maximum, before any packet;
+/// - tins in `tin_order` (Bulk, Best Effort, Voice) at rate / 16, rate and rate / 4
+///   (`sprint_rate()`: 6.25 Mbit/s is `6250Kbit`), flow quantum rate >> 12 clamped
+///   to 300..1514;
+/// - one column per tin, 12 characters wide, `Tin N` headers for besteffort.
+#[test]
+fn tc_xstats_table() {
+    let x = cake(&[("bandwidth", s("100mbit"))]).tc_xstats();
+    let lines: Vec<&str> = x.lines().collect();
+    assert_eq!(lines[0], " memory used: 0b of 5000000b");
+    assert_eq!(lines[1], " capacity estimate: 100Mbit");
+    assert_eq!(lines[2], " min/max network layer size:        65535 /       0");
+    assert_eq!(lines[3], " min/max overhead-adjusted size:    65535 /       0");
+    assert_eq!(lines[4], " average network hdr offset:            0");
+    assert_eq!(lines[5], "");
+    assert_eq!(lines[6], "                   Bulk  Best Effort        Voice");
+    assert_eq!(lines[7], "  thresh       6250Kbit      100Mbit       25Mbit");
+    assert_eq!(lines[8], "  target            5ms          5ms          5ms");
+    assert_eq!(lines[9], "  interval        100ms        100ms        100ms");
+    assert_eq!(lines[13], "  backlog            0b           0b           0b");
+    assert_eq!(lines.len(), 7 + 20);
+    assert_eq!(lines[26], "  quantum           300         1514          762");
+
+    let mut q = cake(&[("diffserv", s("besteffort"))]);
+    let mut drops = Vec::new();
+    q.enqueue(pkt(1, 1, 1000), 0, &mut drops);
+    assert!(q.dequeue(1_000, &mut drops).is_some());
+    let x = q.tc_xstats();
+    let lines: Vec<&str> = x.lines().collect();
+    assert_eq!(lines[6], "                  Tin 0");
+    assert_eq!(lines[14], "  pkts                1");
+    assert_eq!(lines[15], "  bytes            1000");
+    assert_eq!(lines.len(), 7 + 20);
+}

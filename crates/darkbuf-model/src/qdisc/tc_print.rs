@@ -38,15 +38,21 @@ pub fn time(us: u32) -> String {
     time64(us as u64 * 1000)
 }
 
-/// `sprint_rate()` of a rate in bytes/s: bits/s with SI prefixes, whole numbers bare.
+/// `sprint_rate()` (`print_rate()`) of a rate in bytes/s: bits/s, divided by 1000 (in
+/// integers) while the value is whole in the next unit or at least a million, so
+/// 6.25 Mbit/s prints as `6250Kbit` and 1.5 Gbit/s as `1500Mbit`.
 pub fn rate(bytes_per_s: u64) -> String {
-    let bits = bytes_per_s as f64 * 8.0;
-    for (div, unit) in [(1e12, "Tbit"), (1e9, "Gbit"), (1e6, "Mbit"), (1e3, "Kbit")] {
-        if bits >= div {
-            return format!("{}{unit}", fmt_g(bits / div));
+    const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
+    let mut rate = bytes_per_s << 3;
+    let mut i = 0;
+    while i < UNITS.len() - 1 {
+        if rate < 1000 || (rate % 1000 != 0 && rate < 1000 * 1000) {
+            break;
         }
+        rate /= 1000;
+        i += 1;
     }
-    format!("{}bit", fmt_g(bits))
+    format!("{rate}{}bit", UNITS[i])
 }
 
 /// C's `%g` for the values tc prints (at most 6 significant digits, no trailing zeros).
@@ -96,5 +102,11 @@ mod tests {
         assert_eq!(time(999), "999us");
         assert_eq!(time(2_500_000), "2.5s");
         assert_eq!(rate(12_500_000_000), "100Gbit");
+        // Not whole in the next unit: the smaller one (cake's Bulk tin at 100 Mbit/s).
+        assert_eq!(rate(781_250), "6250Kbit");
+        assert_eq!(rate(187_500_000), "1500Mbit");
+        // At least a million of a unit: divided anyway, truncating.
+        assert_eq!(rate(15_432_098), "123456Kbit");
+        assert_eq!(rate(0), "0bit");
     }
 }

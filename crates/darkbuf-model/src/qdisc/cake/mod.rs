@@ -98,6 +98,7 @@
 //! `peak_delay_us`, `avg_delay_us`, `base_delay_us`.
 
 mod cobalt;
+mod tc;
 
 pub use cobalt::{
     cobalt_control, cobalt_invsqrt, cobalt_newton_step, cobalt_queue_empty, cobalt_queue_full,
@@ -1833,6 +1834,14 @@ impl Qdisc for Cake {
 
     fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
         self.cake_dequeue(now, drops)
+    }
+
+    fn tc_options(&self) -> String {
+        self.tc_print_opt()
+    }
+
+    fn tc_xstats(&self) -> String {
+        self.tc_print_xstats()
     }
 
     fn qlen(&self) -> u32 {
