@@ -600,5 +600,20 @@ proptest! {
 #[test]
 fn tc_layout() {
     let q = tbf(&[("rate", s("200mbit")), ("burst", s("32k")), ("latency", s("20ms"))]);
-    assert_eq!(q.tc_options(), "rate 200Mbit burst 32Kb lat 20ms");
+    assert_eq!(q.tc_options(), "rate 200Mbit burst 32750b lat 20ms");
+}
+
+/// The lines `tc qdisc show` printed for these three on the development machine
+/// (iproute2 with kernel 6.18.44, 2026-11-25): the burst after the kernel's 64 ns
+/// ticks and tc's whole microseconds, `lat` from the byte limit.
+#[test]
+fn tc_layout_matches_real_tc() {
+    let cases = [
+        (vec![("rate", s("200mbit")), ("burst", s("32k")), ("latency", s("20ms"))], "rate 200Mbit burst 32750b lat 20ms"),
+        (vec![("rate", s("100mbit")), ("burst", s("15k")), ("limit", int(30000))], "rate 100Mbit burst 15Kb lat 1.17ms"),
+        (vec![("rate", s("10mbit")), ("burst", int(1600)), ("latency", s("50ms"))], "rate 10Mbit burst 1600b lat 50ms"),
+    ];
+    for (params, tc) in cases {
+        assert_eq!(tbf(&params).tc_options(), tc);
+    }
 }

@@ -509,22 +509,32 @@ impl Qdisc for Tbf {
         "tbf"
     }
 
-    /// `tbf_dump()` as iproute2's `tbf_print_opt()` prints it: the burst is the
-    /// bucket's time at the rate, and `lat` what the limit holds beyond the burst
-    /// (iproute2's tick arithmetic rounds the burst a few bytes lower than this).
+    /// `tbf_dump()` as iproute2's `tbf_print_opt()` prints it. The kernel dumps the
+    /// bucket depths in ticks (`PSCHED_NS2TICKS()`, 64 ns) and tc turns them back into
+    /// whole microseconds (`tc_core_tick2time()` truncates) before multiplying by the
+    /// rate, so `burst 32k` at 200 Mbit/s prints as `32750b`; `lat` is what the limit
+    /// holds beyond the burst, the larger of the rate's and the peak rate's.
     fn tc_options(&self) -> String {
-        use super::tc_print::{rate, size, time64};
+        use super::tc_print::{rate, size, time};
         let c = &self.cfg;
-        let bps = c.rate.rate_bytes_ps.max(1) as i128;
-        let mut s = format!("rate {} ", rate(c.rate.rate_bytes_ps));
+        let ticks = |ns: i64| (ns.max(0) >> 6) as u32;
+        // tc_core_tick2time() and tc_calc_xmitsize(), in tc's unsigned and double types.
+        let tick2time = |tick: u32| (tick as f64 / TC_TICK_IN_USEC) as u32;
+        let rate64 = c.rate.rate_bytes_ps;
+        let mut s = format!("rate {} ", rate(rate64));
         if let Some(p) = &c.peak {
             s.push_str(&format!("peakrate {} ", rate(p.rate_bytes_ps)));
         }
-        let burst = c.buffer as i128 * bps / 1_000_000_000;
-        s.push_str(&format!("burst {} ", size(burst.max(0) as u64)));
-        let latency = c.limit as i128 * 1_000_000_000 / bps - c.buffer as i128;
-        if latency >= 0 {
-            s.push_str(&format!("lat {}", time64(latency as u64)));
+        let buffer_us = tick2time(ticks(c.buffer));
+        let burst = (rate64 as f64 * buffer_us as f64 / TC_TIME_UNITS_PER_SEC) as u32;
+        s.push_str(&format!("burst {} ", size(burst as u64)));
+        let mut latency = TC_TIME_UNITS_PER_SEC * (c.limit as f64 / rate64 as f64) - buffer_us as f64;
+        if let Some(p) = &c.peak {
+            let lat2 = TC_TIME_UNITS_PER_SEC * (c.limit as f64 / p.rate_bytes_ps as f64) - tick2time(ticks(c.mtu)) as f64;
+            latency = latency.max(lat2);
+        }
+        if latency >= 0.0 {
+            s.push_str(&format!("lat {}", time(latency as u32)));
         } else {
             s.push_str(&format!("limit {}", size(c.limit as u64)));
         }
