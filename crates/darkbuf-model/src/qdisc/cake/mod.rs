@@ -282,6 +282,7 @@ const CAKE_PARAMS: &[&str] = &[
     "ack_filter",
 ];
 
+/// The `flow_mode` keywords as the scenario lists them (the default first).
 const FLOW_MODE_NAMES: &[&str] = &[
     "triple-isolate",
     "flowblind",
@@ -292,6 +293,26 @@ const FLOW_MODE_NAMES: &[&str] = &[
     "dual-srchost",
     "dual-dsthost",
 ];
+
+/// iproute2's `flowmode_names[]`: the keyword of each `CAKE_FLOW_*`, by its value.
+const FLOWMODE_BY_VALUE: [&str; 8] =
+    ["flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost", "triple-isolate"];
+
+/// The `diffserv` keywords as the scenario lists them (the default first).
+const DIFFSERV_NAMES: &[&str] = &["diffserv3", "besteffort", "diffserv4", "diffserv8", "precedence"];
+
+impl DiffservMode {
+    /// Its tc keyword (iproute2's `diffserv_names[]`).
+    fn name(self) -> &'static str {
+        match self {
+            DiffservMode::Diffserv3 => "diffserv3",
+            DiffservMode::Diffserv4 => "diffserv4",
+            DiffservMode::Diffserv8 => "diffserv8",
+            DiffservMode::Besteffort => "besteffort",
+            DiffservMode::Precedence => "precedence",
+        }
+    }
+}
 
 fn invalid(key: &str, message: String, expected: &str) -> ParamError {
     ParamError::Invalid {
@@ -410,33 +431,19 @@ impl CakeConfig {
         }
 
         cfg.rate_mpu = params.take_u32("mpu", 0, 0, 256)?;
-        cfg.tin_mode = match params.take_choice(
-            "diffserv",
-            "diffserv3",
-            &[
-                "diffserv3",
-                "besteffort",
-                "diffserv4",
-                "diffserv8",
-                "precedence",
-            ],
-        )? {
-            "besteffort" => DiffservMode::Besteffort,
-            "diffserv4" => DiffservMode::Diffserv4,
-            "diffserv8" => DiffservMode::Diffserv8,
-            "precedence" => DiffservMode::Precedence,
-            _ => DiffservMode::Diffserv3,
-        };
-        cfg.flow_mode = match params.take_choice("flow_mode", "triple-isolate", FLOW_MODE_NAMES)? {
-            "flowblind" => CAKE_FLOW_NONE,
-            "srchost" => CAKE_FLOW_SRC_IP,
-            "dsthost" => CAKE_FLOW_DST_IP,
-            "hosts" => CAKE_FLOW_HOSTS,
-            "flows" => CAKE_FLOW_FLOWS,
-            "dual-srchost" => CAKE_FLOW_DUAL_SRC,
-            "dual-dsthost" => CAKE_FLOW_DUAL_DST,
-            _ => CAKE_FLOW_TRIPLE,
-        };
+        let diffserv = params.take_choice("diffserv", "diffserv3", DIFFSERV_NAMES)?;
+        cfg.tin_mode = [
+            DiffservMode::Diffserv3,
+            DiffservMode::Besteffort,
+            DiffservMode::Diffserv4,
+            DiffservMode::Diffserv8,
+            DiffservMode::Precedence,
+        ]
+        .into_iter()
+        .find(|m| m.name() == diffserv)
+        .unwrap_or(DiffservMode::Diffserv3);
+        let flow_mode = params.take_choice("flow_mode", "triple-isolate", FLOW_MODE_NAMES)?;
+        cfg.flow_mode = FLOWMODE_BY_VALUE.iter().position(|&n| n == flow_mode).map_or(CAKE_FLOW_TRIPLE, |v| v as u8);
         cfg.atm_mode = match params.take_choice("atm", "noatm", &["noatm", "atm", "ptm"])? {
             "atm" => AtmMode::Atm,
             "ptm" => AtmMode::Ptm,

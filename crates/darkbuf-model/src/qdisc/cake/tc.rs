@@ -2,13 +2,9 @@
 //! `cake_print_xstats()` (tc/q_cake.c) over what the kernel's `cake_dump()` and
 //! `cake_dump_stats()` put in the netlink message.
 
-use super::{AtmMode, Cake, DiffservMode};
+use super::{AtmMode, Cake, FLOWMODE_BY_VALUE};
 use crate::qdisc::tc_print::{rate, size, time};
 use std::fmt::Write;
-
-/// iproute2's `flowmode_names[]`, indexed by `CAKE_FLOW_*`.
-const FLOWMODE_NAMES: [&str; 8] =
-    ["flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost", "triple-isolate"];
 
 /// The per-tin rows, in `cake_print_xstats()`'s order, with the index of their value
 /// in `Cake::tin_values()` (the kernel's dump order) and how tc formats it.
@@ -60,14 +56,7 @@ impl Cake {
         } else {
             s.push_str("bandwidth unlimited ");
         }
-        let diffserv = match c.tin_mode {
-            DiffservMode::Diffserv3 => "diffserv3",
-            DiffservMode::Diffserv4 => "diffserv4",
-            DiffservMode::Diffserv8 => "diffserv8",
-            DiffservMode::Besteffort => "besteffort",
-            DiffservMode::Precedence => "precedence",
-        };
-        let _ = write!(s, "{diffserv} {} nonat ", FLOWMODE_NAMES[c.flow_mode as usize & 7]);
+        let _ = write!(s, "{} {} nonat ", c.tin_mode.name(), FLOWMODE_BY_VALUE[c.flow_mode as usize & 7]);
         s.push_str(if c.wash { "wash " } else { "nowash " });
         if c.ingress {
             s.push_str("ingress ");
