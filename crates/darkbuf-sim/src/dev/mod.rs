@@ -167,9 +167,10 @@ impl World {
         let mut stamped = skb;
         stamped.tstamp = now;
         self.drops.clear();
-        self.metrics.qdisc_enter(q.measured, now);
+        let measured = q.measured;
+        self.metrics.qdisc_enter(measured, now);
         let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
-        self.free_drops(qi);
+        self.free_drops(measured);
         let q = &mut self.qdiscs[qi as usize];
         if !q.running {
             q.running = true;
