@@ -16,6 +16,7 @@ pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
 pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
 pub const PATH_KEYS: &[&str] = &["delay"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
+pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
 /// `MAX_SKB_FRAGS` (17): a maximal skb takes this many fragment descriptors plus one.
 pub const MAX_SKB_FRAGS: u32 = 17;
@@ -64,23 +65,7 @@ pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>
         }
         return Ok(None);
     }
-    let rate_bps = match d.entry("rate") {
-        None => 1_000_000_000,
-        Some(e) => {
-            let expected = format!("a line rate from 10Mbit to 400Gbit, e.g. \"100Mbit\", \"10Gbit\" ({})", units::RATE_EXPECTED);
-            let V::Str(r) = &e.node.v else { return Err(d.type_err(e, "a rate string", Some(expected))) };
-            match units::parse_rate(r) {
-                Ok(Rate::Bps(b)) if (RATE_MIN_BPS..=RATE_MAX_BPS).contains(&b) => b,
-                Ok(Rate::Bps(b)) => {
-                    return Err(d.value_err("rate", format!("`device.rate` = \"{r}\" ({b} bit/s) is out of range"), Some(expected)))
-                }
-                Ok(_) => {
-                    return Err(d.value_err("rate", format!("`device.rate` = \"{r}\" is not a bit rate"), Some(expected)))
-                }
-                Err(u) => return Err(d.value_err("rate", format!("`device.rate`: {}", u.message), Some(expected))),
-            }
-        }
-    };
+    let rate_bps = line_rate(d, 1_000_000_000)?;
     // A gigabit-class port is an Intel igb by default (the talk's "on intel"); faster
     // ones a Mellanox mlx5.
     let model_default = if rate_bps <= 2_500_000_000 { "igb" } else { "mlx5" };
@@ -121,6 +106,47 @@ pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>
         }
     }
     Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce: Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx } }))
+}
+
+/// A NIC's line rate at `rate` in section `d` (`device.rate`, `lan.rate`): 10 Mbit/s to
+/// 400 Gbit/s, `default` when absent.
+fn line_rate(d: &Sec<'_>, default: u64) -> Result<u64, Diagnostic> {
+    let Some(e) = d.entry("rate") else { return Ok(default) };
+    let key = d.kp("rate");
+    let expected = format!("a line rate from 10Mbit to 400Gbit, e.g. \"100Mbit\", \"10Gbit\" ({})", units::RATE_EXPECTED);
+    let V::Str(r) = &e.node.v else { return Err(d.type_err(e, "a rate string", Some(expected))) };
+    match units::parse_rate(r) {
+        Ok(Rate::Bps(b)) if (RATE_MIN_BPS..=RATE_MAX_BPS).contains(&b) => Ok(b),
+        Ok(Rate::Bps(b)) => Err(d.value_err("rate", format!("`{key}` = \"{r}\" ({b} bit/s) is out of range"), Some(expected))),
+        Ok(_) => Err(d.value_err("rate", format!("`{key}` = \"{r}\" is not a bit rate"), Some(expected))),
+        Err(u) => Err(d.value_err("rate", format!("`{key}`: {}", u.message), Some(expected))),
+    }
+}
+
+/// `[lan]`: the client behind this host when it forwards; only with a NIC.
+pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, hz: u32) -> Result<Option<LanSpec>, Diagnostic> {
+    if top.entry("lan").is_none() {
+        return Ok(None);
+    }
+    if driver != Driver::Nic {
+        return Err(top.value_err(
+            "lan",
+            format!("[lan] puts a client behind this host's NIC, and this host routes for it: the {} driver has no wire to route to", driver.name()),
+            Some("set device.driver = \"nic\", or remove the section".into()),
+        ));
+    }
+    let l = top.sub("lan")?;
+    l.check_keys(LAN_KEYS, None)?;
+    let cpus = l.u32("cpus", 2, 1, 64)?;
+    let rate_bps = line_rate(&l, 1_000_000_000)?;
+    let delay_ns = l.duration("delay", 0, false)?;
+    if delay_ns > 10_000_000_000 {
+        return Err(l.value_err("delay", "`lan.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
+    }
+    let q = l.sub("qdisc")?;
+    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
+    let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
+    Ok(Some(LanSpec { cpus, rate_bps, delay_ns, qdisc }))
 }
 
 /// `[path]` (the wire's far side, each direction) and `[peer]` (the far host); both

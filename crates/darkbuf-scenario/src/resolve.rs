@@ -23,7 +23,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
-    "consumer", "path", "peer", "traffic", "sweep", "variant", "test", "test_delay",
+    "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -786,9 +786,11 @@ fn resolve_doc(
     };
 
     let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, hz)?;
+    let lan = crate::nic::resolve_lan(&top, driver, &device, hz)?;
 
-    // [[traffic]]
-    let traffic = resolve_traffic(&top, cpus, driver, warmup_ns.saturating_add(duration_ns))?;
+    // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
+    let traffic_cpus = lan.as_ref().map_or(cpus, |l| l.cpus);
+    let traffic = resolve_traffic(&top, traffic_cpus, driver, warmup_ns.saturating_add(duration_ns))?;
     check_inflight(&top, &d, &traffic, driver, ring_size, tx_queues)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
@@ -809,6 +811,7 @@ fn resolve_doc(
         consumer,
         path,
         peer,
+        lan,
         traffic,
         test,
         label: String::new(),

@@ -27,6 +27,9 @@ pub struct Scenario {
     pub path: Option<PathSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerSpec>,
+    /// `[lan]`: this host is a router and the traffic's near end is a client behind it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lan: Option<LanSpec>,
     pub traffic: Vec<Traffic>,
     /// The flent test preset the traffic came from (`test = "rrul"`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,6 +185,25 @@ pub struct PeerSpec {
     pub cpus: u32,
     pub tx_queues: u32,
     pub irq_cpus: Vec<u32>,
+    pub qdisc: QdiscSpec,
+}
+
+/// `[lan]`: this host forwards. The near end of every `[[traffic]]` entry (the upload
+/// senders, the pinger, the download receivers) runs on a client host on this host's
+/// LAN side, joined to it by a second NIC pair; this host routes between its LAN NIC
+/// and the measured device (`ip_forward()`), as the routers, modems and access points
+/// of the bufferbloat tests do. Both LAN NICs mirror the device's NIC (model, MTU,
+/// TSO, ring, coalescing, BQL) at their own line rate, with one TX queue each.
+#[derive(Clone, Debug, Serialize)]
+pub struct LanSpec {
+    /// The client's CPUs; `[[traffic]] cpu` numbers them.
+    pub cpus: u32,
+    /// The LAN link's line rate, bit/s.
+    pub rate_bps: u64,
+    /// The LAN link's one-way delay, ns.
+    pub delay_ns: u64,
+    /// The root qdisc of both LAN NICs (the client's uploads, this host's forwarding
+    /// of downloads and ACKs toward the client).
     pub qdisc: QdiscSpec,
 }
 

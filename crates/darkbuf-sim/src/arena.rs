@@ -52,8 +52,14 @@ pub struct PktInfo {
     pub seq: u32,
     /// The frames it is on the wire (a TSO skb's segments).
     pub segs: u16,
-    /// The IP header's ECN bits (CE marks by an AQM).
+    /// The IP header's ECN bits: the sender's, and a CE mark by an AQM on the way
+    /// (copied from the skb when a driver takes it).
     pub ecn: u8,
+    /// The IP header's DSCP, which a router's qdisc classifies by.
+    pub dscp: u8,
+    /// The TCP header's CWR flag: the sender's window reduction, announced to a
+    /// receiver echoing ECE.
+    pub cwr: bool,
     /// Created by the sender (ns).
     pub t_send: u64,
     /// Left the qdisc into the driver ring (ns).

@@ -4,7 +4,7 @@
 //!
 //! A veth pair's two network namespaces are one host: they share its CPUs.
 
-use crate::cpu::CpuId;
+use crate::cpu::{CpuId, DevId};
 use std::ops::Range;
 
 pub struct Host {
@@ -14,4 +14,8 @@ pub struct Host {
     pub netdev_budget: i32,
     /// `net.core.netdev_budget_usecs`, in jiffies (rounded up).
     pub netdev_budget_jiffies: u64,
+    /// The FIB of a host that forwards (`net.ipv4.ip_forward = 1`): per destination
+    /// host, the device its route leaves by. Empty on a host that only sends and
+    /// receives: every packet that reaches it is its own.
+    pub fib: Vec<Option<DevId>>,
 }

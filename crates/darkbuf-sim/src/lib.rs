@@ -15,6 +15,7 @@ mod cpu;
 mod dev;
 mod drivers;
 mod event;
+mod forward;
 mod host;
 mod metrics;
 mod napi;

@@ -72,6 +72,18 @@ struct Builder<'a> {
     reply: ReplyPath,
     /// Processes that start later: (time, task).
     starts: Vec<(u64, TaskId)>,
+    /// Where the near end of the traffic runs: its host, its first CPU and the device
+    /// it sends by (this host and dev 0; the client and its NIC with `[lan]`).
+    near: Near,
+}
+
+/// The near end of the traffic: the host, CPU numbering and device of the senders of
+/// uploads, the pinger and the receivers of downloads.
+#[derive(Clone, Copy)]
+struct Near {
+    host: HostId,
+    cpu0: CpuId,
+    dev: DevId,
 }
 
 impl Builder<'_> {
@@ -88,6 +100,7 @@ impl Builder<'_> {
             cpus: first..first + ncpu as CpuId,
             netdev_budget: d.netdev_budget as i32,
             netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, self.hz),
+            fib: Vec::new(),
         });
         (self.hosts.len() - 1) as HostId
     }
@@ -309,22 +322,79 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// `[lan]`: the client (host 2) with its NIC (dev 2), this host's LAN NIC (dev 3) and
+    /// a wire each way (links 2 and 3). This host routes between dev 3 and dev 0; the
+    /// traffic's near end moves to the client. Both NICs mirror the device's (model,
+    /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
+    fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let spec = d.nic.clone().expect("[lan] comes with driver = nic");
+        let client = self.host(lan.cpus);
+        let client_cpu0 = self.hosts[client as usize].cpus.start;
+        let xmit_ns = self.profile.costs.nic_xmit_ns;
+        let rx = self.rx_stack(false);
+        // The client's NIC, its interrupt on its CPU 1 (CPU 0 when it has one), as the
+        // far host's: its senders run on CPU 0 by default.
+        let (client_dev, router_dev) = (self.devs.len() as DevId, self.devs.len() as DevId + 1);
+        let (to_router, to_client) = (self.links.len() as u16, self.links.len() as u16 + 1);
+        let mut nic = Nic::new(lan.rate_bps, to_router, spec.model, &spec.coalesce);
+        let cpu = client_cpu0 + (1 % lan.cpus) as CpuId;
+        let napi = self.napi(client_dev, 0, cpu, rx, false);
+        nic.add_channel(d.ring_size, napi, cpu);
+        let txq_qdisc = self.qdiscs(&lan.qdisc, client_dev, 1, 1)?;
+        let dev = self.netdev(self.txqs(1), txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
+        self.devs.push(dev);
+        // This host's LAN NIC: its interrupt where the device's queue 0 has its own.
+        let mut nic = Nic::new(lan.rate_bps, to_client, spec.model, &spec.coalesce);
+        let cpu = self.irq_cpu(0);
+        let napi = self.napi(router_dev, 0, cpu, rx, false);
+        nic.add_channel(d.ring_size, napi, cpu);
+        let txq_qdisc = self.qdiscs(&lan.qdisc, router_dev, 1, 1)?;
+        let dev = self.netdev(self.txqs(1), txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
+        self.devs.push(dev);
+        self.links.push(Link { to: router_dev, delay_ns: lan.delay_ns, in_flight: Default::default() });
+        self.links.push(Link { to: client_dev, delay_ns: lan.delay_ns, in_flight: Default::default() });
+        // This host's FIB: the far host by the measured device, the client by its LAN NIC.
+        let mut fib = vec![None; self.hosts.len()];
+        fib[1] = Some(0);
+        fib[client as usize] = Some(router_dev);
+        self.hosts[0].fib = fib;
+        self.near = Near { host: client, cpu0: client_cpu0, dev: client_dev };
+        Ok(())
+    }
+
+    /// Each socket's far end: the far host for what the near end sends, the near end
+    /// for what the far host sends (downloads); one host on veth and tun.
+    fn far_hosts(&mut self) {
+        let nic = self.scn.device.nic.is_some();
+        for sk in &mut self.socks {
+            let cpu = self.tasks[sk.task as usize].cpu;
+            let host = self.hosts.iter().position(|h| h.cpus.contains(&cpu)).expect("every CPU has its host") as HostId;
+            sk.far_host = match (nic, host) {
+                (false, _) => host,
+                (true, 1) => self.near.host,
+                (true, _) => 1,
+            };
+        }
+    }
+
     /// Sockets, each with its process: every flood, and the first pinger. Returns the
     /// pinger's socket and interval.
     fn sockets(&mut self) -> Option<(u16, u64)> {
         let mut pinger = None;
+        let near = self.near;
         for (i, t) in self.scn.traffic.iter().enumerate() {
             let s = self.socks.len() as u16;
             match t {
                 Traffic::Udp(u) => {
-                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, u.cpu as CpuId);
-                    self.socks.push(UdpSock::new_sock(i as u16, u, task, 0));
+                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0 + u.cpu as CpuId);
+                    self.socks.push(UdpSock::new_sock(i as u16, u, task, near.dev));
                 }
                 Traffic::Ping(p) if pinger.is_none() => {
-                    let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
+                    let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, near.cpu0 + p.cpu as CpuId);
                     // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
                     self.tasks[task as usize].wake_preempt = true;
-                    self.socks.push(PingSock::new_sock(p, task, 0, self.reply));
+                    self.socks.push(PingSock::new_sock(p, task, near.dev, self.reply));
                     pinger = Some((s, p.interval_ns.max(1)));
                 }
                 Traffic::Ping(_) => {}
@@ -340,10 +410,10 @@ impl Builder<'_> {
     fn irtt(&mut self, p: &darkbuf_scenario::Irtt) {
         let s = self.socks.len() as u16;
         let index = self.socks.iter().filter(|k| matches!(k.kind, crate::sock::SockKind::Irtt(_))).count() as u16;
-        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, p.cpu as CpuId);
+        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, self.near.cpu0 + p.cpu as CpuId);
         self.tasks[task as usize].wake_preempt = true;
         let end = self.scn.warmup_ns + self.scn.duration_ns;
-        self.socks.push(crate::sock::IrttSock::new_sock(p, index, task, 0, self.reply, end));
+        self.socks.push(crate::sock::IrttSock::new_sock(p, index, task, self.near.dev, self.reply, end));
         self.starts.push((p.start_ns, task));
     }
 
@@ -353,14 +423,19 @@ impl Builder<'_> {
     fn tcp_flows(&mut self, traffic_index: u16, f: &darkbuf_scenario::TcpFlow) {
         use darkbuf_scenario::Direction;
         let nic = self.scn.device.nic.is_some();
+        let near = self.near;
         let (dev, ack_dev, cpu0) = match f.direction {
-            Direction::Up => (0, nic.then_some(1), 0),
-            Direction::Down => (1, Some(0), self.hosts[1].cpus.start),
+            Direction::Up => (near.dev, nic.then_some(1), near.cpu0),
+            Direction::Down => (1, Some(near.dev), self.hosts[1].cpus.start),
         };
         let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
         let end = self.scn.warmup_ns + self.scn.duration_ns;
         // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
-        let spec = if dev == 1 { self.scn.peer.as_ref().map(|p| &p.qdisc) } else { Some(&self.scn.qdisc) };
+        let spec = match dev {
+            1 => self.scn.peer.as_ref().map(|p| &p.qdisc),
+            0 => Some(&self.scn.qdisc),
+            _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
+        };
         let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
         for flow in 0..f.flows {
             let s = self.socks.len() as u16;
@@ -412,6 +487,7 @@ impl World {
             links: Vec::new(),
             reply: ReplyPath::Constant,
             starts: Vec::new(),
+            near: Near { host: 0, cpu0: 0, dev: 0 },
         };
         b.host(scn.machine.cpus.max(2));
         match scn.device.driver {
@@ -419,7 +495,11 @@ impl World {
             DriverKind::Tun => b.tun()?,
             DriverKind::Nic => b.nic()?,
         }
+        if let Some(lan) = &scn.lan {
+            b.lan(lan)?;
+        }
         let pinger = b.sockets();
+        b.far_hosts();
         let starts = std::mem::take(&mut b.starts);
         let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
         let ksoftirqd_base = b.tasks.len() as TaskId;
@@ -447,6 +527,7 @@ impl World {
             napis: b.napis,
             socks: b.socks,
             links: b.links,
+            forwarding: scn.lan.is_some(),
             deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),
             measured_txq,

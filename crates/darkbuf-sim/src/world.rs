@@ -50,6 +50,8 @@ pub struct World {
     pub napis: Vec<Napi>,
     pub socks: Vec<Sock>,
     pub links: Vec<crate::path::Link>,
+    /// Some host forwards (`[lan]`): receive paths look the route up.
+    pub forwarding: bool,
     /// Transmits put off to a time inside a step (`dev_queue_xmit_at`); freed slots
     /// are `None` and reused.
     pub deferred: Vec<Option<crate::dev::Deferred>>,

@@ -76,6 +76,8 @@ impl World {
                 seq: info.seq.wrapping_add(off),
                 segs: 1,
                 destructor: if copy_destructor { Destructor::TcpWfree } else { Destructor::None },
+                // SKB_GSO_TCP_ECN: CWR on the first segment only (tcp_gso_segment()).
+                cwr: info.cwr && i == 0,
                 ..info
             };
             let id = if i == 0 {

@@ -44,6 +44,8 @@ impl Xps {
 #[derive(Clone, Copy, Debug)]
 pub enum Deferred {
     Xmit { cpu: CpuId, dev: DevId, skb: Skb },
+    /// A forwarded packet's transmit: no local sender learns its verdict.
+    Forward { cpu: CpuId, dev: DevId, skb: Skb },
     Deliver { cpu: CpuId, id: u32 },
 }
 
@@ -214,6 +216,11 @@ impl World {
         self.defer(t, Deferred::Xmit { cpu, dev, skb });
     }
 
+    /// `ip_forward()`'s transmit of `skb` on `dev` at `t`, from softirq on `cpu`.
+    pub fn dev_forward_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb) {
+        self.defer(t, Deferred::Forward { cpu, dev, skb });
+    }
+
     /// Packet `id` reaches its socket's handler at `t` on `cpu` by a way back that is
     /// not modelled (the profile's constant for veth and tun).
     pub fn deliver_at(&mut self, t: u64, cpu: CpuId, id: u32) {
@@ -232,26 +239,37 @@ impl World {
         self.events.push(t, crate::event::Event::Deferred(slot as u32));
     }
 
-    /// `Event::Deferred`: what `dev_queue_xmit_at()` or `deliver_at()` put off.
+    /// `Event::Deferred`: what `dev_queue_xmit_at()`, `dev_forward_at()` or
+    /// `deliver_at()` put off.
     pub fn deferred(&mut self, slot: u32) {
         match self.deferred[slot as usize].take().expect("a deferred item") {
             Deferred::Xmit { cpu, dev, skb } => {
                 let info = *self.pkts.get(skb.id);
-                let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
-                if let Some(Frame::QdiscRun { q, .. }) = next {
-                    self.qdiscs[q as usize].running = false;
-                    self.netif_schedule(cpu, q);
-                    self.cpu_kick(cpu, 0);
-                }
+                let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
                 // A TCP segment's sender learns the verdict (its local congestion signal).
                 if info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out {
                     self.tcp_xmit_verdict(info.sock, info.seq, verdict);
                 }
             }
+            Deferred::Forward { cpu, dev, skb } => {
+                self.dev_queue_xmit_softirq(cpu, dev, skb);
+            }
             Deferred::Deliver { cpu, id } => {
                 self.deliver(cpu, id, self.now);
             }
         }
+    }
+
+    /// `__dev_queue_xmit()` from softirq: a qdisc run it would start is left to
+    /// NET_TX on `cpu` (the deferred event is not a step of that CPU).
+    fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
+        let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        if let Some(Frame::QdiscRun { q, .. }) = next {
+            self.qdiscs[q as usize].running = false;
+            self.netif_schedule(cpu, q);
+            self.cpu_kick(cpu, 0);
+        }
+        verdict
     }
 
     /// `netdev_tx_completed_queue()` of `units` on `dev`'s TX queue `txq`; a cleared

@@ -295,7 +295,10 @@ impl World {
                 true
             }
         };
-        self.pkts.get_mut(skb.id).t_xmit = now;
+        // The skb as the qdisc left it: a CE mark by an AQM travels in the IP header.
+        let info = self.pkts.get_mut(skb.id);
+        info.t_xmit = now;
+        info.ecn = skb.ecn;
         if self.is_measured_txq(dev, q as u16) {
             self.metrics.ring.enter(now);
         }

@@ -92,7 +92,9 @@ impl World {
             return NetdevTx::Ok;
         }
         let now = self.now;
-        self.pkts.get_mut(id).t_xmit = now;
+        let info = self.pkts.get_mut(id);
+        info.t_xmit = now;
+        info.ecn = skb.ecn;
         if self.is_measured_txq(dev, qi as u16) {
             self.metrics.ring.enter(now);
         }

@@ -95,6 +95,7 @@ impl World {
         let info = self.pkts.get_mut(id);
         info.bql_charged = charged;
         info.t_xmit = now;
+        info.ecn = skb.ecn;
         self.veth_mut(dev).peer_rqs[txq].ring.produce(id).expect("ring checked not full");
         if self.is_measured_txq(dev, q) {
             self.metrics.ring.enter(now);

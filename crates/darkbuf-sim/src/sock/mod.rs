@@ -14,7 +14,7 @@ pub mod tcp;
 pub mod udp;
 
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, DevId, Frame, SockId, TaskId};
+use crate::cpu::{CpuId, DevId, Frame, HostId, SockId, TaskId};
 use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::Skb;
@@ -29,6 +29,10 @@ pub struct Sock {
     pub task: TaskId,
     /// The device its route leaves by.
     pub dev: DevId,
+    /// The host of its far end (the flood's sink, the echo responder, the TCP
+    /// receiver): where a packet sent on it is delivered, and whether a router on the
+    /// way forwards it. Set by the world's construction.
+    pub far_host: HostId,
     /// `sk_wmem_alloc`: truesize of this socket's skbs not yet freed or orphaned.
     pub wmem_alloc: u64,
     /// `sk_sndbuf`.
@@ -152,6 +156,8 @@ impl World {
             seq,
             segs: skb.segs() as u16,
             ecn: skb.ecn,
+            dscp: skb.dscp,
+            cwr: false,
             t_send: self.now,
             t_xmit: 0,
             t_wire: 0,
@@ -190,11 +196,19 @@ impl World {
         }
     }
 
-    /// The packet reached its destination socket at time `t`, on `cpu`: the far end's
+    /// The packet went up the stack at time `t`, on `cpu`: a router forwards it if it
+    /// is for another host; otherwise it reached its destination socket: the far end's
     /// receive handler (the flood's sink, the echo responder) or the socket's own (the
     /// echo reply), then the skb is consumed. Returns CPU time the handler spent
     /// beyond the receive path's (building an echo reply), ns.
     pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
+        // ip_rcv_finish(): a router forwards what is not for it.
+        if self.forwarding {
+            if let Some(dev) = self.ip_route_input(cpu, id) {
+                self.ip_forward(cpu, id, dev, t);
+                return 0;
+            }
+        }
         // The flood's packets, nearly all of a flood run, need three fields: the
         // whole record is copied only for the handlers that take it.
         let (sock, dir, t_send) = {

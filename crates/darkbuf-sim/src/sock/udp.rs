@@ -66,7 +66,7 @@ impl UdpSock {
             sink_pkts: 0,
             sndbuf_errors: 0,
         };
-        Sock { task, dev, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, kind: SockKind::Udp(udp) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, kind: SockKind::Udp(udp) }
     }
 }
 

@@ -168,6 +168,7 @@ impl World {
         tp.prr_out = 0;
         let w = tp.w;
         tp.w.ssthresh = tp.cc.ssthresh(&w);
+        tcp_ecn_queue_cwr(tp);
     }
 
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
@@ -294,6 +295,7 @@ impl World {
             tp.w.ssthresh = tp.cc.ssthresh(&w);
         }
         tp.ca_state = CaState::Loss;
+        tcp_ecn_queue_cwr(tp);
         tp.high_seq = tp.snd_nxt;
         tp.w.cwnd = 1;
         tp.w.cwnd_cnt = 0;
@@ -312,5 +314,13 @@ impl World {
         tp.cc.on_loss(&ctx);
         tp.backoff += 1;
         self.tcp_rearm_rto(s);
+    }
+}
+
+/// `tcp_ecn_queue_cwr()`: an ECN connection announces its window reduction with CWR on
+/// the next new data segment, which ends the receiver's ECE echo.
+fn tcp_ecn_queue_cwr(tp: &mut super::TcpSock) {
+    if tp.ecn {
+        tp.ecn_queue_cwr = true;
     }
 }

@@ -179,7 +179,11 @@ pub struct TcpSock {
     pub tx_queue_changes: u64,
     /// The receive window the far end advertises (bytes).
     pub rcv_wnd: u32,
+    /// ECN negotiated (`TCP_ECN_OK`): new data leaves ECT(0).
     pub ecn: bool,
+    /// `TCP_ECN_QUEUE_CWR`: a window reduction waits to be announced by CWR on the
+    /// next new data segment.
+    pub ecn_queue_cwr: bool,
     /// Retransmitted segments (not counting local drops), for `ss -ti`'s `retrans`.
     pub total_retrans: u64,
     /// The application: when it starts and stops writing, and its rate cap.
@@ -300,6 +304,7 @@ impl TcpSock {
             tx_queue_changes: 0,
             rcv_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
             ecn: f.ecn,
+            ecn_queue_cwr: false,
             total_retrans: 0,
             start_ns: f.start_ns,
             stop_ns: f.stop_ns.unwrap_or(end_ns).min(end_ns),
@@ -313,7 +318,7 @@ impl TcpSock {
             rcv: recv::Receiver::new(mss),
             stats: TcpStats::default(),
         };
-        Sock { task, dev, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, kind: SockKind::Tcp(Box::new(tcp)) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
@@ -681,6 +686,7 @@ pub(crate) mod tests {
             rate: Rate::Max,
             dscp: 0,
             ecn: false,
+            ecn_queue_cwr: false,
             sndbuf: 4 << 20,
             rcvbuf: 6 << 20,
         };

@@ -185,9 +185,12 @@ impl World {
             gso_segs: segs as u16,
             edt,
             pacing_rate: if tp.pacing == Pacing::Fq { 0 } else { tp.pacing_rate },
-            ecn: if tp.ecn { Skb::ECN_ECT0 } else { Skb::ECN_NOT_ECT },
+            // tcp_ecn_send(): new data is ECT(0) and carries a queued CWR; a
+            // retransmission leaves Not-ECT (INET_ECN_dontxmit()).
+            ecn: if tp.ecn && !retrans { Skb::ECN_ECT0 } else { Skb::ECN_NOT_ECT },
             ..Skb::default()
         };
+        let cwr = tp.ecn && !retrans && std::mem::take(&mut tp.ecn_queue_cwr);
         skb.queue_mapping = self.tcp_pick_tx(s, dev, &skb, cpu, ooo_okay);
         self.sock_alloc_skb(s, &mut skb, super::PROTO, Destructor::TcpWfree, Dir::Out, start);
         self.socks[s as usize].wmem_alloc += skb.truesize as u64;
@@ -201,7 +204,9 @@ impl World {
         if bound > 0 && wmem > bound {
             self.finding("TSQ bounds a socket's bytes in the qdisc and the device", format!("sk_wmem_alloc {wmem} > {bound}"));
         }
-        self.pkts.get_mut(skb.id).t_send = t;
+        let info = self.pkts.get_mut(skb.id);
+        info.t_send = t;
+        info.cwr = cwr;
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
         self.dev_queue_xmit_at(t + cost, cpu, dev, skb);
         let tp = self.tcp(s);

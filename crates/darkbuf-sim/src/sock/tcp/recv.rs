@@ -119,10 +119,19 @@ impl World {
         let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
         let r = &mut tp.rcv;
         r.cpu = cpu;
+        // tcp_ecn_accept_cwr(): the sender has reduced; stop echoing, and ACK at once
+        // (its cwnd may be tiny). Then __tcp_ecn_check_ce(): a CE mark starts the echo,
+        // with two quick ACKs when it is a new one ("sender can have a very low cwnd").
+        let mut now_ack = info.cwr && payload > 0;
+        if info.cwr {
+            r.ece = false;
+        }
         if info.ecn == Skb::ECN_CE {
+            if !r.ece {
+                r.quickack = r.quickack.max(2);
+            }
             r.ece = true;
         }
-        let mut now_ack = false;
         let before_nxt = r.rcv_nxt;
         if seq == r.rcv_nxt {
             r.rcv_nxt = end;
