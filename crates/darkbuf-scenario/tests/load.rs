@@ -663,3 +663,28 @@ fn tcp_buffers_take_sizes() {
     let d = err_set(text, &["traffic.0.sndbuf=2GiB"]);
     assert!(d.to_string().contains("4096..=1073741824"), "{d}");
 }
+
+/// `[lan]`: a client behind this host, which routes. Its keys and bounds; only with a
+/// NIC; `[[traffic]] cpu` counts the client's CPUs.
+#[test]
+fn lan_puts_a_client_behind_a_nic() {
+    const NIC: &str = "[device]\ndriver = \"nic\"\n";
+    let scn = ok_set(&format!("{NIC}[lan]\nrate = \"10Gbit\"\ndelay = \"100us\"\ncpus = 4\n{UDP}cpu = 3\n"), &[]);
+    let lan = scn.lan.expect("[lan]");
+    assert_eq!((lan.rate_bps, lan.delay_ns, lan.cpus, lan.qdisc.kind.as_str()), (10_000_000_000, 100_000, 4, "pfifo_fast"));
+    let scn = ok_set(&format!("{NIC}[lan]\n{UDP}"), &["lan.qdisc.kind=fq_codel"]);
+    let lan = scn.lan.expect("[lan]");
+    assert_eq!((lan.rate_bps, lan.delay_ns, lan.cpus, lan.qdisc.kind.as_str()), (1_000_000_000, 0, 2, "fq_codel"));
+    // The client has 2 CPUs unless told: cpu = 2 is not one of them.
+    let d = err(&format!("{NIC}[lan]\n{UDP}cpu = 2\n"));
+    assert_eq!(d.key, "traffic.0.cpu");
+    let d = err(&format!("{NIC}[lan]\nrate = \"5Mbit\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("lan.rate", Some(4)));
+    assert!(d.help.unwrap().contains("10Mbit to 400Gbit"));
+    let d = err(&format!("{NIC}[lan]\nspeed = \"1Gbit\"\n{UDP}"));
+    assert_eq!(d.key, "lan.speed");
+    let d = err(&format!("[lan]\n{UDP}"));
+    assert_eq!(d.key, "lan");
+    assert!(d.message.contains("routes"), "{d}");
+    assert!(d.help.unwrap().contains("driver = \"nic\""));
+}

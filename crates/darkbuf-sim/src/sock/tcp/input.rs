@@ -106,33 +106,39 @@ impl World {
     }
 
     /// `tcp_sacktag_write_queue()`: mark what the SACK blocks cover; returns the packets
-    /// newly SACKed.
+    /// newly SACKed. A multi-segment skb that a block covers in part is split at an MSS
+    /// boundary first (`tcp_match_skb_to_sack()`), so its SACKed segments are not
+    /// retransmitted with the lost one.
     fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec, rs: &mut RateSample) -> u32 {
         let mut newly = 0;
         for &(start, end) in &rec.sacks[..rec.n_sacks as usize] {
-            let first = self.tcp_seg_index(s, start);
+            let mut i = self.tcp_seg_index(s, start);
             let tp = self.tcp(s);
-            for i in first..tp.rtx.len() {
-                let mut seg = tp.rtx[i];
-                if after(seg.end, end) {
+            // The skb holding `start` may begin before it.
+            if i > 0 && after(tp.rtx[i - 1].end, start) {
+                i -= 1;
+            }
+            while i < tp.rtx.len() {
+                if !before(tp.rtx[i].start, end) {
                     break;
                 }
-                if seg.sacked {
-                    continue;
+                if tcp_match_skb_to_sack(tp, i, start, end) && !tp.rtx[i].sacked {
+                    let mut seg = tp.rtx[i];
+                    seg.sacked = true;
+                    tp.tcp_rate_skb_delivered(&mut seg, rs);
+                    tp.sacked_out += seg.segs;
+                    newly += seg.segs;
+                    if seg.lost {
+                        seg.lost = false;
+                        tp.lost_out -= seg.segs;
+                    }
+                    if seg.retrans {
+                        seg.retrans = false;
+                        tp.retrans_out -= seg.segs;
+                    }
+                    tp.rtx[i] = seg;
                 }
-                seg.sacked = true;
-                tp.tcp_rate_skb_delivered(&mut seg, rs);
-                tp.sacked_out += seg.segs;
-                newly += seg.segs;
-                if seg.lost {
-                    seg.lost = false;
-                    tp.lost_out -= seg.segs;
-                }
-                if seg.retrans {
-                    seg.retrans = false;
-                    tp.retrans_out -= seg.segs;
-                }
-                tp.rtx[i] = seg;
+                i += 1;
             }
         }
         newly
@@ -322,5 +328,89 @@ impl World {
 fn tcp_ecn_queue_cwr(tp: &mut super::TcpSock) {
     if tp.ecn {
         tp.ecn_queue_cwr = true;
+    }
+}
+
+/// `tcp_match_skb_to_sack()`: whether skb `i` of the retransmit queue lies in the SACK
+/// block `[start, end)`. An skb of several segments that the block covers in part is
+/// fragmented (`tcp_fragment()`) at an MSS boundary: its head is in the block (and the
+/// answer is yes), or the block begins inside it (the head is not, and the tail is
+/// looked at next).
+fn tcp_match_skb_to_sack(tp: &mut super::TcpSock, i: usize, start: u32, end: u32) -> bool {
+    let seg = tp.rtx[i];
+    let mut in_sack = !after(start, seg.start) && !before(end, seg.end);
+    if seg.segs > 1 && !in_sack && after(seg.end, start) {
+        let mss = tp.mss;
+        let len = seg.end.wrapping_sub(seg.start);
+        in_sack = !after(start, seg.start);
+        let mut pkt_len = if in_sack {
+            let l = end.wrapping_sub(seg.start);
+            if l < mss {
+                return false;
+            }
+            l
+        } else {
+            start.wrapping_sub(seg.start).max(mss)
+        };
+        if pkt_len > mss {
+            let mut new_len = pkt_len / mss * mss;
+            if !in_sack && new_len < pkt_len {
+                new_len += mss;
+            }
+            pkt_len = new_len;
+        }
+        if pkt_len >= len {
+            return in_sack;
+        }
+        let head_segs = pkt_len.div_ceil(mss);
+        let mid = seg.start.wrapping_add(pkt_len);
+        tp.rtx[i].end = mid;
+        tp.rtx[i].segs = head_segs;
+        tp.rtx.insert(i + 1, super::TxSeg { start: mid, segs: seg.segs - head_segs, ..seg });
+    }
+    in_sack
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tcp_match_skb_to_sack;
+    use crate::sock::tcp::tests::sock;
+    use crate::sock::tcp::{TcpSock, TxSeg};
+
+    const MSS: u32 = 1448;
+
+    /// A socket whose retransmit queue holds one skb of 10 full segments.
+    fn ten_segments() -> TcpSock {
+        let mut tp = sock();
+        assert_eq!(tp.mss, MSS);
+        tp.rtx.push_back(TxSeg { start: 0, end: 10 * MSS, segs: 10, ..TxSeg::default() });
+        tp
+    }
+
+    fn shape(tp: &TcpSock) -> Vec<(u32, u32, u32)> {
+        tp.rtx.iter().map(|g| (g.start, g.end, g.segs)).collect()
+    }
+
+    /// tcp_match_skb_to_sack(): a block that begins 2.5 segments into the skb splits it
+    /// at the next MSS boundary (3 segments, not in the block), and the 7-segment tail
+    /// is in it. A block that covers the head's first 4.3 segments SACKs 4 of them.
+    /// Less than one segment of the head is no SACK at all.
+    #[test]
+    fn a_partial_sack_splits_the_skb_at_an_mss_boundary() {
+        let mut tp = ten_segments();
+        assert!(!tcp_match_skb_to_sack(&mut tp, 0, 2 * MSS + 700, 10 * MSS));
+        assert_eq!(shape(&tp), [(0, 3 * MSS, 3), (3 * MSS, 10 * MSS, 7)]);
+        assert!(tcp_match_skb_to_sack(&mut tp, 1, 2 * MSS + 700, 10 * MSS));
+
+        let mut tp = ten_segments();
+        assert!(tcp_match_skb_to_sack(&mut tp, 0, 0, 4 * MSS + 500));
+        assert_eq!(shape(&tp), [(0, 4 * MSS, 4), (4 * MSS, 10 * MSS, 6)]);
+
+        let mut tp = ten_segments();
+        assert!(!tcp_match_skb_to_sack(&mut tp, 0, 0, 1000));
+        assert_eq!(shape(&tp), [(0, 10 * MSS, 10)]);
+        // A block that covers it whole: no split.
+        assert!(tcp_match_skb_to_sack(&mut tp, 0, 0, 10 * MSS));
+        assert_eq!(shape(&tp), [(0, 10 * MSS, 10)]);
     }
 }

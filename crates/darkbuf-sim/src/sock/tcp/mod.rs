@@ -686,7 +686,6 @@ pub(crate) mod tests {
             rate: Rate::Max,
             dscp: 0,
             ecn: false,
-            ecn_queue_cwr: false,
             sndbuf: 4 << 20,
             rcvbuf: 6 << 20,
         };

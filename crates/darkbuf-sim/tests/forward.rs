@@ -1,0 +1,96 @@
+//! A host that routes (`[lan]`): the queue that fills in the bufferbloat tests is a
+//! forwarding hop's. `scenarios/router-100mbit.toml`: 100 Mbit, 5 ms each way, a
+//! 1000-packet pfifo over a 256-descriptor ring, one TCP upload from a client on a
+//! gigabit LAN, TSO/GSO/GRO off.
+
+mod common;
+use common::{m, run, run_text, scenario_text};
+
+/// The run length of these tests: 10 s after a 3 s warmup (cubic's first loss and
+/// recovery are over by then).
+const SHORT: [&str; 2] = ["duration=10s", "warmup=3s"];
+
+fn router(set: &[&str]) -> darkbuf_report::RunRecord {
+    let all: Vec<&str> = SHORT.iter().chain(set).copied().collect();
+    run("router-100mbit.toml", &all)
+}
+
+/// The FIFO's and the ring's drain time at 100 Mbit plus the 10 ms base RTT, ms:
+/// 1000 and 256 frames of 1514 bytes.
+fn fifo_ring_base_ms() -> (f64, f64) {
+    let drain = (1000.0 + 256.0) * 1514.0 * 8.0 / 100e6 * 1e3;
+    (drain, 10.0)
+}
+
+/// Behind the router the FIFO fills: ping RTT between 60% and 110% of the FIFO's and
+/// the ring's drain time (152 ms) plus the base RTT, at line rate. The same sender on
+/// this host keeps the same FIFO short (TCP Small Queues: about two skbs of its own in
+/// the qdisc and the ring).
+#[test]
+fn a_routers_fifo_fills_and_a_local_senders_does_not() {
+    let r = router(&["device.bql.enabled=false"]);
+    let (drain, base) = fifo_ring_base_ms();
+    let rtt = m(&r, "ping.rtt_avg_ms");
+    assert!(rtt >= 0.6 * drain + base && rtt <= 1.1 * drain + base, "ping {rtt} ms, drain {drain} ms");
+    assert!(m(&r, "qdisc.backlog_avg_pkts") > 300.0);
+    assert!(m(&r, "tcp.goodput_mbps") >= 93.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
+    // One loss per sawtooth, each recovered by one retransmission (SACK at MSS
+    // granularity: no segment of a partly SACKed skb is sent twice).
+    assert!(m(&r, "tcp.retrans") <= 2.0 * m(&r, "qdisc.drops") + 2.0);
+
+    let local: String = scenario_text("router-100mbit.toml").replace("[lan]\nrate = \"1Gbit\"\n", "");
+    assert!(!local.contains("\n[lan]\n"), "the [lan] section is gone");
+    let set: Vec<&str> = SHORT.iter().copied().chain(["device.bql.enabled=false"]).collect();
+    let l = run_text(&local, &set);
+    assert!(m(&l, "qdisc.backlog_avg_pkts") < 50.0, "local backlog {}", m(&l, "qdisc.backlog_avg_pkts"));
+    assert!(m(&l, "ping.rtt_avg_ms") < 0.2 * rtt);
+}
+
+/// The talk's comparison on the router: BQL + fq_codel cuts the RTT under load at
+/// least 8x at nearly the same goodput, and BBR keeps the FIFO at least 3x shorter
+/// than cubic.
+#[test]
+fn bql_fq_codel_and_bbr_keep_the_routers_queue_short() {
+    let fifo = router(&["device.bql.enabled=false"]);
+    let aqm = router(&["qdisc.kind=fq_codel"]);
+    let bbr = router(&["device.bql.enabled=false", "traffic.0.cc=bbr"]);
+    let rtt = |r| m(r, "ping.rtt_avg_ms");
+    assert!(rtt(&fifo) >= 8.0 * rtt(&aqm), "fifo {} vs fq_codel {}", rtt(&fifo), rtt(&aqm));
+    assert!(m(&aqm, "tcp.goodput_mbps") >= 90.0);
+    assert!(rtt(&fifo) >= 3.0 * rtt(&bbr), "cubic {} vs bbr {}", rtt(&fifo), rtt(&bbr));
+}
+
+/// A download crosses the router the other way: data forwarded to the LAN, ACKs to the
+/// far host. It reaches line rate, and every packet is accounted for (the run checks
+/// conservation across the three hosts).
+#[test]
+fn a_download_crosses_the_router() {
+    let r = router(&["traffic.0.direction=down"]);
+    assert!(m(&r, "tcp.goodput_mbps") >= 93.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
+    // The far host's queue is the bottleneck now; this host forwards at 1 Gbit.
+    assert!(m(&r, "qdisc.backlog_avg_pkts") < 1.0);
+}
+
+/// ECN end to end through the router: fq_codel marks instead of dropping, the receiver
+/// echoes ECE until the sender's CWR, and the sender reduces once per round trip.
+/// (Before the CE mark reached the packet and CWR ended the echo, the flow either saw
+/// no mark or collapsed to cwnd 2 at 2 Mbit/s.)
+#[test]
+fn ecn_marks_replace_drops_through_the_router() {
+    let r = router(&["device.bql.enabled=false", "qdisc.kind=fq_codel", "traffic.0.ecn=true"]);
+    assert_eq!(m(&r, "qdisc.drops"), 0.0);
+    assert_eq!(m(&r, "tcp.retrans"), 0.0);
+    assert!(m(&r, "tcp.goodput_mbps") >= 93.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
+    // fq_codel keeps its own queue near its 5 ms target; the ring below it (no BQL)
+    // holds up to 256 frames, 31 ms.
+    assert!(m(&r, "qdisc.backlog_avg_pkts") < 60.0);
+    assert!(m(&r, "ping.rtt_avg_ms") < 50.0);
+}
+
+/// Same scenario and seed, same results, with a router in the path.
+#[test]
+fn a_routed_run_is_deterministic() {
+    let a = router(&["device.bql.enabled=false"]);
+    let b = router(&["device.bql.enabled=false"]);
+    assert_eq!(serde_json::to_string(&a.metrics).unwrap(), serde_json::to_string(&b.metrics).unwrap());
+}
