@@ -506,7 +506,9 @@ impl World {
         for c in 0..ncpu {
             b.task(TaskKind::Ksoftirqd, TaskState::Sleeping, c as CpuId);
         }
-        let measured_txq = (0, measured_queue(scn, &b.devs[0].xps));
+        // A router's traffic leaves dev 0 from the CPU of its LAN NIC's NAPI.
+        let forward_cpu = scn.lan.as_ref().map(|_| b.irq_cpu(0) as usize);
+        let measured_txq = (0, measured_queue(scn, &b.devs[0].xps, forward_cpu));
         let ntasks = b.tasks.len();
         let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.clone().map(move |_| Cpu::new(h as HostId, ntasks)));
         let profile_noise = profile.noise;
@@ -586,10 +588,16 @@ impl World {
 
 /// The TX queue the BQL and ring metrics describe: `xps_txq`, else the queue XPS
 /// maps the first local sender's CPU to (its first one; a flood's, else an upload's),
-/// else queue 0.
-fn measured_queue(scn: &Scenario, xps: &Xps) -> u16 {
+/// or a router's forwarding CPU (`forward_cpu`), else queue 0.
+fn measured_queue(scn: &Scenario, xps: &Xps, forward_cpu: Option<usize>) -> u16 {
     if let Some(q) = scn.device.xps_txq {
         return q as u16;
+    }
+    if let Some(c) = forward_cpu {
+        return match xps {
+            Xps::CpuMap(map) => map[c].first().copied().unwrap_or(0),
+            _ => 0,
+        };
     }
     // The first local sender's CPU: a flood's, else an upload's.
     let first_flood_cpu = scn

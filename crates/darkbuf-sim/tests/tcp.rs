@@ -128,8 +128,9 @@ fn the_qdisc_backlog_is_this_hosts() {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-    /// Random TCP scenarios: no invariant finding (conservation, TSQ's bound, DQL), data
-    /// flows, and the same seed gives the same results.
+    /// Random TCP scenarios, uploads and downloads, ECN or not, on a host or behind a
+    /// router: no invariant finding (conservation, TSQ's bound, DQL), data flows, and
+    /// the same seed gives the same results.
     #[test]
     fn tcp_keeps_kernel_invariants(
         rate in prop::sample::select(vec!["10Mbit", "100Mbit", "1Gbit", "10Gbit"]),
@@ -139,10 +140,14 @@ proptest! {
         delay in prop::sample::select(vec!["0s", "1ms", "20ms"]),
         bql in any::<bool>(),
         tso in any::<bool>(),
+        ecn in any::<bool>(),
+        down in any::<bool>(),
+        lan in prop::sample::select(vec!["", "[lan]\nrate = \"1Gbit\"\n", "[lan]\nrate = \"10Mbit\"\ndelay = \"1ms\"\n"]),
         seed in 0u64..1000,
     ) {
+        let direction = if down { "down" } else { "up" };
         let text = format!(
-            "duration = \"300ms\"\nwarmup = \"100ms\"\n[device]\ndriver = \"nic\"\nrate = \"{rate}\"\ntso = {tso}\n[device.bql]\nenabled = {bql}\n[qdisc]\nkind = \"{qdisc}\"\n[path]\ndelay = \"{delay}\"\n[[traffic]]\nkind = \"tcp\"\ncc = \"{cc}\"\nflows = {flows}\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
+            "duration = \"300ms\"\nwarmup = \"100ms\"\n[device]\ndriver = \"nic\"\nrate = \"{rate}\"\ntso = {tso}\n[device.bql]\nenabled = {bql}\n[qdisc]\nkind = \"{qdisc}\"\n[path]\ndelay = \"{delay}\"\n{lan}[[traffic]]\nkind = \"tcp\"\ncc = \"{cc}\"\nflows = {flows}\necn = {ecn}\ndirection = \"{direction}\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
         );
         let scn = load_str("prop.toml", &text, &[]).expect("valid");
         let p = Profile::load("seed-vm").unwrap();
