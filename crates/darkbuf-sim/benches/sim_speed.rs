@@ -7,7 +7,9 @@
 //! - tun: tap-reader.toml with vhost-net as the consumer;
 //! - NIC: a 1 Gbit NIC (nic-1gbit.toml) with BQL + fq_codel and without BQL;
 //! - TCP: one cubic flow at 1 Gbit with TSO and with software GSO (`device.tso = false`,
-//!   every frame its own event), and seed 001's 100G host under fq.
+//!   every frame its own event), and seed 001's 100G host under fq;
+//! - a router (`[lan]`): one cubic upload forwarded into a full 1000-packet FIFO at
+//!   100 Mbit, every frame forwarded by its own receive and transmit.
 //!
 //! Packets count what reached the far end: the consumer's packets for floods, the NIC's
 //! frames on the wire for TCP (`nic.tx_packets`; its receiver counts GRO'd skbs).
@@ -38,6 +40,7 @@ fn bench(c: &mut Criterion) {
         ("tcp_1gbit_tso", load("tcp-100mbit.toml", &["duration=1s", "warmup=100ms", "device.rate=1Gbit", "traffic.0.flows=1", "qdisc.kind=fq_codel"])),
         ("tcp_1gbit_gso", load("tcp-100mbit.toml", &["duration=1s", "warmup=100ms", "device.rate=1Gbit", "traffic.0.flows=1", "qdisc.kind=fq_codel", "device.tso=false"])),
         ("tcp_100g_fq", load("fq-100g.toml", &["duration=1s", "warmup=100ms", "qdisc.child.kind=fq"])),
+        ("router_100mbit_fifo", load("router-100mbit.toml", &["duration=1s", "warmup=100ms", "device.bql.enabled=false"])),
     ];
     let mut g = c.benchmark_group("simulate_1s");
     g.sample_size(10);
