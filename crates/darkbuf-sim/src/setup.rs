@@ -333,8 +333,8 @@ impl Builder<'_> {
         let client_cpu0 = self.hosts[client as usize].cpus.start;
         let xmit_ns = self.profile.costs.nic_xmit_ns;
         let rx = self.rx_stack(false);
-        // The client's NIC, its interrupt on its CPU 1 (CPU 0 when it has one), as the
-        // far host's: its senders run on CPU 0 by default.
+        // The client's NIC, its interrupt on the client's CPU 1 (CPU 0 if it has only
+        // one), as on the far host: the senders run on CPU 0 unless told otherwise.
         let (client_dev, router_dev) = (self.devs.len() as DevId, self.devs.len() as DevId + 1);
         let (to_router, to_client) = (self.links.len() as u16, self.links.len() as u16 + 1);
         let mut nic = Nic::new(lan.rate_bps, to_router, spec.model, &spec.coalesce);
