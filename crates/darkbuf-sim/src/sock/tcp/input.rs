@@ -35,10 +35,10 @@ impl World {
         let prior_una = tp.snd_una;
         let prior_lost_total = tp.lost;
         let mut rs = RateSample::new(prior_in_flight);
-        let (acked, rtt_ns) = self.tcp_clean_rtx_queue(s, rec.ack, t, &mut rs);
+        let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs);
         let prior_lost = self.tcp(s).lost_out;
-        self.tcp_rack_mark_lost(s);
+        self.tcp(s).tcp_rack_mark_lost();
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
         }
@@ -70,39 +70,6 @@ impl World {
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
         // tcp_data_snd_check(): the ACK clock.
         cost + self.tcp_write_xmit(cpu, s, t + cost)
-    }
-
-    /// `tcp_clean_rtx_queue()`: drop what `ack` covers; returns the packets newly
-    /// delivered by it (not SACKed before), and the RTT sample of the last one never
-    /// retransmitted (Karn's rule).
-    fn tcp_clean_rtx_queue(&mut self, s: SockId, ack: u32, t: u64, rs: &mut RateSample) -> (u32, Option<u64>) {
-        let tp = self.tcp(s);
-        let (mut acked, mut rtt) = (0, None);
-        while let Some(seg) = tp.rtx.front() {
-            if after(seg.end, ack) {
-                break;
-            }
-            let mut seg = tp.rtx.pop_front().expect("front");
-            tp.tcp_rate_skb_delivered(&mut seg, rs);
-            tp.packets_out -= seg.segs;
-            if seg.sacked {
-                tp.sacked_out -= seg.segs;
-            } else {
-                acked += seg.segs;
-                if !seg.retrans {
-                    rtt = Some(t - seg.sent);
-                }
-            }
-            if seg.lost {
-                tp.lost_out -= seg.segs;
-            }
-            if seg.retrans {
-                tp.retrans_out -= seg.segs;
-            }
-            tp.wmem_queued -= seg.end.wrapping_sub(seg.start) as u64;
-        }
-        tp.snd_una = ack;
-        (acked, rtt)
     }
 
     /// `tcp_sacktag_write_queue()`: mark what the SACK blocks cover; returns the packets
@@ -142,27 +109,6 @@ impl World {
             }
         }
         newly
-    }
-
-    /// RACK: an unSACKed segment sent before the most recently sent delivered one is
-    /// lost, once the reordering window is 0 (DUPACK threshold met, or in recovery).
-    fn tcp_rack_mark_lost(&mut self, s: SockId) {
-        let tp = self.tcp(s);
-        if tp.sacked_out < TCP_REORDERING && tp.ca_state < CaState::Recovery {
-            return;
-        }
-        let Some(rack_sent) = tp.rtx.iter().filter(|g| g.sacked).map(|g| g.sent).max() else { return };
-        for seg in tp.rtx.iter_mut() {
-            if !seg.sacked && !seg.lost && seg.sent < rack_sent {
-                seg.lost = true;
-                tp.lost_out += seg.segs;
-                tp.lost += seg.segs;
-                if seg.retrans {
-                    seg.retrans = false;
-                    tp.retrans_out -= seg.segs;
-                }
-            }
-        }
     }
 
     /// `tcp_init_cwnd_reduction()`: the window after the loss, and PRR's start.
@@ -323,6 +269,94 @@ impl World {
     }
 }
 
+impl super::TcpSock {
+    /// `tcp_clean_rtx_queue()`: drop what `ack` covers, and trim the acked head off a
+    /// multi-segment skb it covers in part (`tcp_tso_acked()`); returns the packets
+    /// newly delivered by it (not SACKed before), and the RTT sample of the last one
+    /// never retransmitted (Karn's rule).
+    fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample) -> (u32, Option<u64>) {
+        let tp = self;
+        let (mut acked, mut rtt) = (0, None);
+        while let Some(seg) = tp.rtx.front() {
+            if after(seg.end, ack) {
+                let n = if seg.segs > 1 && after(ack, seg.start) { ack.wrapping_sub(seg.start) / tp.mss } else { 0 };
+                if n > 0 && !seg.sacked {
+                    let mut head = *seg;
+                    tp.tcp_rate_skb_delivered(&mut head, rs);
+                    let front = tp.rtx.front_mut().expect("front");
+                    front.start = front.start.wrapping_add(n * tp.mss);
+                    front.segs -= n;
+                    tp.packets_out -= n;
+                    acked += n;
+                    if !head.retrans {
+                        rtt = Some(t - head.sent);
+                    }
+                    if head.lost {
+                        tp.lost_out -= n;
+                    }
+                    if head.retrans {
+                        tp.retrans_out -= n;
+                    }
+                    tp.wmem_queued -= (n * tp.mss) as u64;
+                }
+                break;
+            }
+            let mut seg = tp.rtx.pop_front().expect("front");
+            tp.tcp_rate_skb_delivered(&mut seg, rs);
+            tp.packets_out -= seg.segs;
+            if seg.sacked {
+                tp.sacked_out -= seg.segs;
+            } else {
+                acked += seg.segs;
+                if !seg.retrans {
+                    rtt = Some(t - seg.sent);
+                }
+            }
+            if seg.lost {
+                tp.lost_out -= seg.segs;
+            }
+            if seg.retrans {
+                tp.retrans_out -= seg.segs;
+            }
+            tp.wmem_queued -= seg.end.wrapping_sub(seg.start) as u64;
+        }
+        tp.snd_una = ack;
+        (acked, rtt)
+    }
+
+    /// RACK: an unSACKed segment sent before the most recently sent delivered one is
+    /// lost, once the reordering window is 0 (DUPACK threshold met, or in recovery). A
+    /// retransmission counts from its own send time, so one that is lost too (behind a
+    /// full FIFO) is found the same way and sent again, not left to the RTO.
+    fn tcp_rack_mark_lost(&mut self) {
+        let tp = self;
+        if tp.sacked_out < TCP_REORDERING && tp.ca_state < CaState::Recovery {
+            return;
+        }
+        let Some(rack_sent) = tp.rtx.iter().filter(|g| g.sacked).map(|g| g.sent).max() else { return };
+        for seg in tp.rtx.iter_mut() {
+            if seg.sacked || seg.sent >= rack_sent {
+                continue;
+            }
+            // tcp_mark_skb_lost(): a segment newly lost, or a retransmission lost again
+            // (sent before a segment that arrived): either is sent (again).
+            if !seg.lost {
+                seg.lost = true;
+                tp.lost_out += seg.segs;
+                tp.lost += seg.segs;
+            } else if !seg.retrans {
+                continue;
+            } else {
+                tp.lost += seg.segs;
+            }
+            if seg.retrans {
+                seg.retrans = false;
+                tp.retrans_out -= seg.segs;
+            }
+        }
+    }
+}
+
 /// `tcp_ecn_queue_cwr()`: an ECN connection announces its window reduction with CWR on
 /// the next new data segment, which ends the receiver's ECE echo.
 fn tcp_ecn_queue_cwr(tp: &mut super::TcpSock) {
@@ -389,6 +423,44 @@ mod tests {
 
     fn shape(tp: &TcpSock) -> Vec<(u32, u32, u32)> {
         tp.rtx.iter().map(|g| (g.start, g.end, g.segs)).collect()
+    }
+
+    /// tcp_tso_acked(): an ACK 3 segments into a 10-segment skb trims those 3 off its
+    /// head and counts them delivered, with their RTT (never retransmitted); the rest
+    /// stays queued. An ACK inside the first segment trims nothing.
+    #[test]
+    fn a_partial_ack_trims_the_acked_head() {
+        let mut tp = ten_segments();
+        tp.packets_out = 10;
+        tp.wmem_queued = 10 * MSS as u64;
+        tp.rtx[0].sent = 1_000;
+        let mut rs = crate::sock::tcp::rate::RateSample::default();
+        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS, 5_000, &mut rs), (3, Some(4_000)));
+        assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
+        assert_eq!((tp.packets_out, tp.wmem_queued, tp.snd_una), (7, 7 * MSS as u64, 3 * MSS));
+        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS + 1000, 6_000, &mut rs), (0, None));
+        assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
+    }
+
+    /// RACK after a SACK of the segment sent at t = 200: the unSACKed one sent at 50 is
+    /// newly lost; the retransmission sent at 100 is lost again (its retransmission no
+    /// longer counts, and it is sent once more); the one sent at 300 is not judged.
+    #[test]
+    fn rack_finds_a_lost_retransmission() {
+        let mut tp = sock();
+        tp.ca_state = crate::sock::tcp::CaState::Recovery;
+        let seg = |start: u32, sent: u64| TxSeg { start: start * MSS, end: (start + 1) * MSS, segs: 1, sent, ..TxSeg::default() };
+        tp.rtx.extend([
+            seg(0, 50),
+            TxSeg { lost: true, retrans: true, ..seg(1, 100) },
+            TxSeg { sacked: true, ..seg(2, 200) },
+            seg(3, 300),
+        ]);
+        (tp.packets_out, tp.sacked_out, tp.lost_out, tp.retrans_out) = (4, 1, 1, 1);
+        tp.tcp_rack_mark_lost();
+        let flags: Vec<(bool, bool)> = tp.rtx.iter().map(|g| (g.lost, g.retrans)).collect();
+        assert_eq!(flags, [(true, false), (true, false), (false, false), (false, false)]);
+        assert_eq!((tp.lost_out, tp.retrans_out, tp.lost), (2, 0, 2));
     }
 
     /// tcp_match_skb_to_sack(): a block that begins 2.5 segments into the skb splits it
