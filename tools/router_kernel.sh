@@ -39,6 +39,9 @@ ip netns exec dbrR tc class add dev r1 parent 1: classid 1:1 htb rate 100mbit
 ip netns exec dbrR tc qdisc add dev r1 parent 1:1 handle 10: pfifo limit 1000
 
 for sender in dbrA dbrR; do
+  # A fresh pfifo per run: its counters are this run's.
+  ip netns exec dbrR tc qdisc del dev r1 parent 1:1 handle 10:
+  ip netns exec dbrR tc qdisc add dev r1 parent 1:1 handle 10: pfifo limit 1000
   ip netns exec dbrB timeout 40 python3 "$here/router_kernel.py" server &
   server=$!
   sleep 1

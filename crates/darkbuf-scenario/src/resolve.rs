@@ -790,7 +790,8 @@ fn resolve_doc(
 
     // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
     let traffic_cpus = lan.as_ref().map_or(cpus, |l| l.cpus);
-    let traffic = resolve_traffic(&top, traffic_cpus, driver, warmup_ns.saturating_add(duration_ns))?;
+    let far_cpus = peer.as_ref().map_or(cpus, |p| p.cpus);
+    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, warmup_ns.saturating_add(duration_ns))?;
     check_inflight(&top, &d, &traffic, driver, ring_size, tx_queues)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
@@ -987,7 +988,9 @@ fn resolve_qdisc(
     })
 }
 
-fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
+/// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
+/// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
+fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
     let Some(e) = top.entry("traffic") else {
@@ -1055,7 +1058,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64) -> R
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, driver, name)?));
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, name)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, total_ns, name)?));
         } else if kind == "udp" {

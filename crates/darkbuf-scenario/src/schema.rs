@@ -196,7 +196,8 @@ pub struct PeerSpec {
 /// TSO, ring, coalescing, BQL) at their own line rate, with one TX queue each.
 #[derive(Clone, Debug, Serialize)]
 pub struct LanSpec {
-    /// The client's CPUs; `[[traffic]] cpu` numbers them.
+    /// The client's CPUs; `[[traffic]] cpu` numbers them (a download's sender runs on
+    /// the far host, and numbers its CPUs).
     pub cpus: u32,
     /// The LAN link's line rate, bit/s.
     pub rate_bps: u64,

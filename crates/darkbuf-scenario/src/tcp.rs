@@ -13,8 +13,10 @@ pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
 /// One `[[traffic]]` table of kind "tcp". `driver` decides whether a download (the
-/// far end sending) is possible: only a NIC has a modelled far host.
-pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) -> Result<TcpFlow, Diagnostic> {
+/// far end sending) is possible: only a NIC has a modelled far host. `cpu` is the
+/// sending process's: one of the near end's `cpus` for an upload, of the far host's
+/// `far_cpus` for a download.
+pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, name: String) -> Result<TcpFlow, Diagnostic> {
     s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
     let cc = match s.choice("cc", "cubic", CC_NAMES)? {
         "reno" => Cc::Reno,
@@ -33,7 +35,8 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String) 
         ));
     }
     let flows = s.u32("flows", 1, 1, 64)?;
-    let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+    let sender_cpus = if direction == Direction::Down { far_cpus } else { cpus };
+    let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
     let (start_ns, stop_ns) = start_stop(s, "send")?;
     let rate = match s.entry("rate") {
         None => Rate::Max,

@@ -20,11 +20,12 @@ use crate::world::World;
 use darkbuf_model::Skb;
 
 /// `ip_tos2prio[]` (net/ipv4/route.c): the `TC_PRIO_*` band of each TOS value,
-/// indexed by `IPTOS_TOS(tos) >> 1`.
-const IP_TOS2PRIO: [u8; 16] = [0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
+/// indexed by `IPTOS_TOS(tos) >> 1`. Each odd entry (`ECN_OR_COST()`, the TOS bit that
+/// is now ECT(0)) equals its even neighbour; kernels before 2011 had FILLER at 1.
+const IP_TOS2PRIO: [u8; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
 
-/// `rt_tos2priority()`: the priority `ip_forward()` gives a forwarded skb, from the
-/// TOS byte (DSCP and ECN bits).
+/// `rt_tos2priority()`: the priority `ip_forward()` gives a forwarded skb, and the
+/// `sk_priority` that `IP_TOS` gives a socket, from the TOS byte (DSCP and ECN bits).
 pub fn rt_tos2priority(dscp: u8, ecn: u8) -> u32 {
     let tos = (dscp << 2) | (ecn & 3);
     IP_TOS2PRIO[((tos & 0x1e) >> 1) as usize] as u32
@@ -87,7 +88,8 @@ mod tests {
     /// `ip_tos2prio[]` read through `rt_tos2priority()`: DSCP CS1 (8, TOS 0x20) is
     /// best effort; TOS 0x08 (DSCP 2, "maximize throughput") bulk; TOS 0x10 (DSCP 4,
     /// "minimize delay") interactive; EF (46, TOS 0xb8: IPTOS_TOS 0x18) interactive
-    /// bulk. The ECN bits never change the band (IPTOS_TOS masks them out).
+    /// bulk. The ECN bits never change the band: ECT(0) and CE keep the 0x02 bit that
+    /// IPTOS_TOS_MASK passes, and the table maps it as its neighbour.
     #[test]
     fn forwarded_priority_follows_ip_tos2prio() {
         assert_eq!(rt_tos2priority(0, 0), 0);
@@ -95,8 +97,10 @@ mod tests {
         assert_eq!(rt_tos2priority(2, 0), 2);
         assert_eq!(rt_tos2priority(4, 0), 6);
         assert_eq!(rt_tos2priority(46, 0), 4);
-        for ecn in 0..4 {
-            assert_eq!(rt_tos2priority(4, ecn), 6);
+        for dscp in 0..64 {
+            for ecn in 0..4 {
+                assert_eq!(rt_tos2priority(dscp, ecn), rt_tos2priority(dscp, 0), "dscp {dscp} ecn {ecn}");
+            }
         }
     }
 }

@@ -109,7 +109,8 @@ impl World {
         let seq = p.recs.len() as u32;
         p.recs.push(IrttRec { t_send: now, ..IrttRec::default() });
         let len = p.frame_len;
-        let skb = Skb { flow: p.flow, sk: p.flow, len, truesize: truesize_for_len(len), dscp: p.dscp, ..Skb::default() };
+        let priority = crate::forward::rt_tos2priority(p.dscp, 0);
+        let skb = Skb { flow: p.flow, sk: p.flow, len, truesize: truesize_for_len(len), dscp: p.dscp, priority, ..Skb::default() };
         let cost_ns = self.profile.costs.ping_send_ns;
         Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::None, cost_ns, seq })
     }
@@ -150,7 +151,8 @@ impl World {
     fn irtt_send_reply(&mut self, cpu: CpuId, dev: DevId, req: &PktInfo, t: u64) -> u64 {
         let p = self.irtt(req.sock);
         let (len, flow, dscp) = (p.frame_len, p.flow, p.dscp);
-        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, ..Skb::default() };
+        let priority = crate::forward::rt_tos2priority(dscp, 0);
+        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(req.sock, &mut skb, Proto::Udp, Destructor::None, Dir::Back, req.seq);
         self.pkts.get_mut(skb.id).t_send = req.t_send;

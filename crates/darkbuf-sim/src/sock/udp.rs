@@ -59,7 +59,10 @@ impl UdpSock {
             next_flow: 0,
             interval_ns,
             next_send: 0.0,
-            priority: u.priority,
+            // IP_TOS sets sk_priority to rt_tos2priority(tos); an SO_PRIORITY set after
+            // it (the scenario's priority, when not 0) wins, as the kernel backend's
+            // flood does it.
+            priority: if u.priority != 0 { u.priority } else { crate::forward::rt_tos2priority(u.dscp, 0) },
             dscp: u.dscp,
             ecn: u.ecn,
             sent: 0,

@@ -37,13 +37,13 @@ impl World {
         let mut rs = RateSample::new(prior_in_flight);
         let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs);
-        let prior_lost = self.tcp(s).lost_out;
         self.tcp(s).tcp_rack_mark_lost();
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
         }
         let tp = self.tcp(s);
-        let newly_lost = tp.lost_out > prior_lost;
+        // rs->losses: segments newly marked lost, a retransmission lost again included.
+        let newly_lost = tp.lost > prior_lost_total;
         let una_advanced = tp.snd_una != prior_una;
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
@@ -89,7 +89,7 @@ impl World {
                 if !before(tp.rtx[i].start, end) {
                     break;
                 }
-                if tcp_match_skb_to_sack(tp, i, start, end) && !tp.rtx[i].sacked {
+                if tp.tcp_match_skb_to_sack(i, start, end) && !tp.rtx[i].sacked {
                     let mut seg = tp.rtx[i];
                     seg.sacked = true;
                     tp.tcp_rate_skb_delivered(&mut seg, rs);
@@ -120,7 +120,7 @@ impl World {
         tp.prr_out = 0;
         let w = tp.w;
         tp.w.ssthresh = tp.cc.ssthresh(&w);
-        tcp_ecn_queue_cwr(tp);
+        tp.tcp_ecn_queue_cwr();
     }
 
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
@@ -247,7 +247,7 @@ impl World {
             tp.w.ssthresh = tp.cc.ssthresh(&w);
         }
         tp.ca_state = CaState::Loss;
-        tcp_ecn_queue_cwr(tp);
+        tp.tcp_ecn_queue_cwr();
         tp.high_seq = tp.snd_nxt;
         tp.w.cwnd = 1;
         tp.w.cwnd_cnt = 0;
@@ -288,7 +288,7 @@ impl super::TcpSock {
                     front.segs -= n;
                     tp.packets_out -= n;
                     acked += n;
-                    if !head.retrans {
+                    if !head.ever_retrans {
                         rtt = Some(t - head.sent);
                     }
                     if head.lost {
@@ -308,7 +308,7 @@ impl super::TcpSock {
                 tp.sacked_out -= seg.segs;
             } else {
                 acked += seg.segs;
-                if !seg.retrans {
+                if !seg.ever_retrans {
                     rtt = Some(t - seg.sent);
                 }
             }
@@ -355,59 +355,59 @@ impl super::TcpSock {
             }
         }
     }
-}
 
-/// `tcp_ecn_queue_cwr()`: an ECN connection announces its window reduction with CWR on
-/// the next new data segment, which ends the receiver's ECE echo.
-fn tcp_ecn_queue_cwr(tp: &mut super::TcpSock) {
-    if tp.ecn {
-        tp.ecn_queue_cwr = true;
+    /// `tcp_match_skb_to_sack()`: whether skb `i` of the retransmit queue lies in the SACK
+    /// block `[start, end)`. An skb of several segments that the block covers in part is
+    /// fragmented (`tcp_fragment()`) at an MSS boundary: its head is in the block (and the
+    /// answer is yes), or the block begins inside it (the head is not, and the tail is
+    /// looked at next).
+    fn tcp_match_skb_to_sack(&mut self, i: usize, start: u32, end: u32) -> bool {
+        let tp = self;
+        let seg = tp.rtx[i];
+        let mut in_sack = !after(start, seg.start) && !before(end, seg.end);
+        if seg.segs > 1 && !in_sack && after(seg.end, start) {
+            let mss = tp.mss;
+            let len = seg.end.wrapping_sub(seg.start);
+            in_sack = !after(start, seg.start);
+            let mut pkt_len = if in_sack {
+                let l = end.wrapping_sub(seg.start);
+                if l < mss {
+                    return false;
+                }
+                l
+            } else {
+                start.wrapping_sub(seg.start).max(mss)
+            };
+            if pkt_len > mss {
+                let mut new_len = pkt_len / mss * mss;
+                if !in_sack && new_len < pkt_len {
+                    new_len += mss;
+                }
+                pkt_len = new_len;
+            }
+            if pkt_len >= len {
+                return in_sack;
+            }
+            let head_segs = pkt_len.div_ceil(mss);
+            let mid = seg.start.wrapping_add(pkt_len);
+            tp.rtx[i].end = mid;
+            tp.rtx[i].segs = head_segs;
+            tp.rtx.insert(i + 1, super::TxSeg { start: mid, segs: seg.segs - head_segs, ..seg });
+        }
+        in_sack
     }
-}
 
-/// `tcp_match_skb_to_sack()`: whether skb `i` of the retransmit queue lies in the SACK
-/// block `[start, end)`. An skb of several segments that the block covers in part is
-/// fragmented (`tcp_fragment()`) at an MSS boundary: its head is in the block (and the
-/// answer is yes), or the block begins inside it (the head is not, and the tail is
-/// looked at next).
-fn tcp_match_skb_to_sack(tp: &mut super::TcpSock, i: usize, start: u32, end: u32) -> bool {
-    let seg = tp.rtx[i];
-    let mut in_sack = !after(start, seg.start) && !before(end, seg.end);
-    if seg.segs > 1 && !in_sack && after(seg.end, start) {
-        let mss = tp.mss;
-        let len = seg.end.wrapping_sub(seg.start);
-        in_sack = !after(start, seg.start);
-        let mut pkt_len = if in_sack {
-            let l = end.wrapping_sub(seg.start);
-            if l < mss {
-                return false;
-            }
-            l
-        } else {
-            start.wrapping_sub(seg.start).max(mss)
-        };
-        if pkt_len > mss {
-            let mut new_len = pkt_len / mss * mss;
-            if !in_sack && new_len < pkt_len {
-                new_len += mss;
-            }
-            pkt_len = new_len;
+    /// `tcp_ecn_queue_cwr()`: an ECN connection announces its window reduction with CWR on
+    /// the next new data segment, which ends the receiver's ECE echo.
+    fn tcp_ecn_queue_cwr(&mut self) {
+        if self.ecn {
+            self.ecn_queue_cwr = true;
         }
-        if pkt_len >= len {
-            return in_sack;
-        }
-        let head_segs = pkt_len.div_ceil(mss);
-        let mid = seg.start.wrapping_add(pkt_len);
-        tp.rtx[i].end = mid;
-        tp.rtx[i].segs = head_segs;
-        tp.rtx.insert(i + 1, super::TxSeg { start: mid, segs: seg.segs - head_segs, ..seg });
     }
-    in_sack
 }
 
 #[cfg(test)]
 mod tests {
-    use super::tcp_match_skb_to_sack;
     use crate::sock::tcp::tests::sock;
     use crate::sock::tcp::{TcpSock, TxSeg};
 
@@ -470,19 +470,19 @@ mod tests {
     #[test]
     fn a_partial_sack_splits_the_skb_at_an_mss_boundary() {
         let mut tp = ten_segments();
-        assert!(!tcp_match_skb_to_sack(&mut tp, 0, 2 * MSS + 700, 10 * MSS));
+        assert!(!tp.tcp_match_skb_to_sack(0, 2 * MSS + 700, 10 * MSS));
         assert_eq!(shape(&tp), [(0, 3 * MSS, 3), (3 * MSS, 10 * MSS, 7)]);
-        assert!(tcp_match_skb_to_sack(&mut tp, 1, 2 * MSS + 700, 10 * MSS));
+        assert!(tp.tcp_match_skb_to_sack(1, 2 * MSS + 700, 10 * MSS));
 
         let mut tp = ten_segments();
-        assert!(tcp_match_skb_to_sack(&mut tp, 0, 0, 4 * MSS + 500));
+        assert!(tp.tcp_match_skb_to_sack(0, 0, 4 * MSS + 500));
         assert_eq!(shape(&tp), [(0, 4 * MSS, 4), (4 * MSS, 10 * MSS, 6)]);
 
         let mut tp = ten_segments();
-        assert!(!tcp_match_skb_to_sack(&mut tp, 0, 0, 1000));
+        assert!(!tp.tcp_match_skb_to_sack(0, 0, 1000));
         assert_eq!(shape(&tp), [(0, 10 * MSS, 10)]);
         // A block that covers it whole: no split.
-        assert!(tcp_match_skb_to_sack(&mut tp, 0, 0, 10 * MSS));
+        assert!(tp.tcp_match_skb_to_sack(0, 0, 10 * MSS));
         assert_eq!(shape(&tp), [(0, 10 * MSS, 10)]);
     }
 }

@@ -92,7 +92,11 @@ pub struct TxSeg {
     pub sent: u64,
     pub sacked: bool,
     pub lost: bool,
+    /// `TCPCB_SACKED_RETRANS`: a retransmission of it is in flight.
     pub retrans: bool,
+    /// `TCPCB_EVER_RETRANS`: it was retransmitted once (a local drop's resend aside):
+    /// its ACK gives no RTT sample (Karn) and a retransmitted rate sample.
+    pub ever_retrans: bool,
     /// Dropped by the local qdisc: sent again as new data, not counted a retransmission.
     pub local_drop: bool,
     /// Its last transmission was counted as a retransmission.
@@ -184,6 +188,8 @@ pub struct TcpSock {
     /// `TCP_ECN_QUEUE_CWR`: a window reduction waits to be announced by CWR on the
     /// next new data segment.
     pub ecn_queue_cwr: bool,
+    /// IP_TOS's DSCP on its data; `sk_priority` follows it (`rt_tos2priority()`).
+    pub dscp: u8,
     /// Retransmitted segments (not counting local drops), for `ss -ti`'s `retrans`.
     pub total_retrans: u64,
     /// The application: when it starts and stops writing, and its rate cap.
@@ -305,6 +311,7 @@ impl TcpSock {
             rcv_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
             ecn: f.ecn,
             ecn_queue_cwr: false,
+            dscp: f.dscp,
             total_retrans: 0,
             start_ns: f.start_ns,
             stop_ns: f.stop_ns.unwrap_or(end_ns).min(end_ns),

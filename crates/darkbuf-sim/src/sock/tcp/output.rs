@@ -188,6 +188,8 @@ impl World {
             // tcp_ecn_send(): new data is ECT(0) and carries a queued CWR; a
             // retransmission leaves Not-ECT (INET_ECN_dontxmit()).
             ecn: if tp.ecn && !retrans { Skb::ECN_ECT0 } else { Skb::ECN_NOT_ECT },
+            dscp: tp.dscp,
+            priority: crate::forward::rt_tos2priority(tp.dscp, 0),
             ..Skb::default()
         };
         let cwr = tp.ecn && !retrans && std::mem::take(&mut tp.ecn_queue_cwr);
@@ -228,6 +230,7 @@ impl World {
                 seg.pace_ns = pace_ns;
                 tp.retrans_out += seg.segs;
                 seg.counted = !seg.local_drop;
+                seg.ever_retrans |= seg.counted;
                 if seg.counted {
                     tp.total_retrans += seg.segs as u64;
                 }

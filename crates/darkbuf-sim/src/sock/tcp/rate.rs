@@ -93,7 +93,7 @@ impl TcpSock {
             rs.prior_delivered = tx.delivered;
             rs.prior_mstamp = tx.delivered_mstamp;
             rs.is_app_limited = tx.is_app_limited;
-            rs.is_retrans = seg.retrans;
+            rs.is_retrans = seg.ever_retrans;
             rs.last_end_seq = seg.end;
             self.rate.first_tx_mstamp = tx_us;
             // The send phase of this window.
