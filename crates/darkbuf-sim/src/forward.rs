@@ -21,7 +21,7 @@ use darkbuf_model::Skb;
 
 /// `ip_tos2prio[]` (net/ipv4/route.c): the `TC_PRIO_*` band of each TOS value,
 /// indexed by `IPTOS_TOS(tos) >> 1`. Each odd entry (`ECN_OR_COST()`, the TOS bit that
-/// is now ECT(0)) equals its even neighbour; kernels before 2011 had FILLER at 1.
+/// is now ECT(0)) equals its even neighbour; older kernels had FILLER at 1.
 const IP_TOS2PRIO: [u8; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
 
 /// `rt_tos2priority()`: the priority `ip_forward()` gives a forwarded skb, and the
