@@ -675,6 +675,9 @@ fn lan_puts_a_client_behind_a_nic() {
     let scn = ok_set(&format!("{NIC}[lan]\n{UDP}"), &["lan.qdisc.kind=fq_codel"]);
     let lan = scn.lan.expect("[lan]");
     assert_eq!((lan.rate_bps, lan.delay_ns, lan.cpus, lan.qdisc.kind.as_str()), (1_000_000_000, 0, 2, "fq_codel"));
+    // --set adds the section to any NIC scenario.
+    let scn = ok_set(&format!("{NIC}{UDP}"), &["lan.rate=1Gbit"]);
+    assert_eq!(scn.lan.expect("[lan] from --set").rate_bps, 1_000_000_000);
     // The client has 2 CPUs unless told: cpu = 2 is not one of them.
     let d = err(&format!("{NIC}[lan]\n{UDP}cpu = 2\n"));
     assert_eq!(d.key, "traffic.0.cpu");
