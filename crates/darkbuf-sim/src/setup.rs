@@ -283,38 +283,22 @@ impl Builder<'_> {
     /// nic: this host's NIC (dev 0), the far host and its NIC (dev 1), a link each way.
     fn nic(&mut self) -> Result<(), SetupError> {
         let d = &self.scn.device;
-        let spec = d.nic.clone().expect("driver = nic has its settings");
         let peer = self.scn.peer.clone().expect("driver = nic has a peer");
         let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
+        let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
+        let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
         let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
-        let xmit_ns = self.profile.costs.nic_xmit_ns;
         // This host: its traffic's device; its RX path receives the replies.
-        let mut nic = Nic::new(spec.rate_bps, 0, spec.model, &spec.coalesce);
-        let rx = self.rx_stack(false);
-        for i in 0..d.tx_queues {
-            let cpu = self.irq_cpu(i);
-            let napi = self.napi(0, i as u16, cpu, rx, false);
-            nic.add_channel(d.ring_size, napi, cpu);
-        }
-        let txqs = self.txqs(d.tx_queues);
-        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let irq_cpus: Vec<CpuId> = (0..d.tx_queues).map(|i| self.irq_cpu(i)).collect();
         let xps = self.xps(self.hosts[0].cpus.len());
-        let dev = self.netdev(txqs, txq_qdisc, xps, xmit_ns, Driver::Nic(nic));
-        self.devs.push(dev);
+        let qdisc = self.scn.qdisc.clone();
+        self.nic_dev(rate_bps, 0, &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
         // The far host's NIC: where the consumer's rules apply and its polls are the
         // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
-        let mut nic = Nic::new(spec.rate_bps, 1, spec.model, &spec.coalesce);
-        let rx = self.rx_stack(true);
-        for i in 0..peer.tx_queues {
-            let cpu = peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId;
-            let napi = self.napi(1, i as u16, cpu, rx, true);
-            nic.add_channel(d.ring_size, napi, cpu);
-        }
-        let txqs = self.txqs(peer.tx_queues);
-        let txq_qdisc = self.qdiscs(&peer.qdisc, 1, peer.tx_queues, peer.tx_queues)?;
-        let dev = self.netdev(txqs, txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
-        self.devs.push(dev);
+        let irq_cpus: Vec<CpuId> =
+            (0..peer.tx_queues).map(|i| peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId).collect();
+        self.nic_dev(rate_bps, 1, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         for to in [1, 0] {
             self.links.push(Link { to, delay_ns, in_flight: Default::default() });
         }
@@ -322,36 +306,53 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// A NIC as the next device, mirroring the device's NIC settings at `rate_bps`: its
+    /// port sends on link `link`, channel i has its interrupt and NAPI on `irq_cpus[i]`
+    /// (one TX queue each, under `qdisc`). The consumer's end (`consumer`) is where the
+    /// consumer's rules apply and whose polls are the napi.* metrics. Returns its id.
+    fn nic_dev(
+        &mut self,
+        rate_bps: u64,
+        link: u16,
+        irq_cpus: &[CpuId],
+        consumer: bool,
+        qdisc: &QdiscSpec,
+        num_tx_queues: u32,
+        xps: Xps,
+    ) -> Result<DevId, SetupError> {
+        let d = &self.scn.device;
+        let spec = d.nic.clone().expect("driver = nic has its settings");
+        let ring_size = d.ring_size;
+        let dev = self.devs.len() as DevId;
+        let mut nic = Nic::new(rate_bps, link, spec.model, &spec.coalesce);
+        let rx = self.rx_stack(consumer);
+        for (i, &cpu) in irq_cpus.iter().enumerate() {
+            let napi = self.napi(dev, i as u16, cpu, rx, consumer);
+            nic.add_channel(ring_size, napi, cpu);
+        }
+        let tx_queues = irq_cpus.len() as u32;
+        let txqs = self.txqs(tx_queues);
+        let txq_qdisc = self.qdiscs(qdisc, dev, tx_queues, num_tx_queues)?;
+        let netdev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.nic_xmit_ns, Driver::Nic(nic));
+        self.devs.push(netdev);
+        Ok(dev)
+    }
+
     /// `[lan]`: the client (host 2) with its NIC (dev 2), this host's LAN NIC (dev 3) and
     /// a wire each way (links 2 and 3). This host routes between dev 3 and dev 0; the
     /// traffic's near end moves to the client. Both NICs mirror the device's (model,
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
-        let d = &self.scn.device;
-        let spec = d.nic.clone().expect("[lan] comes with driver = nic");
         let client = self.host(lan.cpus);
         let client_cpu0 = self.hosts[client as usize].cpus.start;
-        let xmit_ns = self.profile.costs.nic_xmit_ns;
-        let rx = self.rx_stack(false);
+        let (to_router, to_client) = (self.links.len() as u16, self.links.len() as u16 + 1);
         // The client's NIC, its interrupt on the client's CPU 1 (CPU 0 if it has only
         // one), as on the far host: the senders run on CPU 0 unless told otherwise.
-        let (client_dev, router_dev) = (self.devs.len() as DevId, self.devs.len() as DevId + 1);
-        let (to_router, to_client) = (self.links.len() as u16, self.links.len() as u16 + 1);
-        let mut nic = Nic::new(lan.rate_bps, to_router, spec.model, &spec.coalesce);
         let cpu = client_cpu0 + (1 % lan.cpus) as CpuId;
-        let napi = self.napi(client_dev, 0, cpu, rx, false);
-        nic.add_channel(d.ring_size, napi, cpu);
-        let txq_qdisc = self.qdiscs(&lan.qdisc, client_dev, 1, 1)?;
-        let dev = self.netdev(self.txqs(1), txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
-        self.devs.push(dev);
+        let client_dev = self.nic_dev(lan.rate_bps, to_router, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
         // This host's LAN NIC: its interrupt where the device's queue 0 has its own.
-        let mut nic = Nic::new(lan.rate_bps, to_client, spec.model, &spec.coalesce);
         let cpu = self.irq_cpu(0);
-        let napi = self.napi(router_dev, 0, cpu, rx, false);
-        nic.add_channel(d.ring_size, napi, cpu);
-        let txq_qdisc = self.qdiscs(&lan.qdisc, router_dev, 1, 1)?;
-        let dev = self.netdev(self.txqs(1), txq_qdisc, Xps::Hash, xmit_ns, Driver::Nic(nic));
-        self.devs.push(dev);
+        let router_dev = self.nic_dev(lan.rate_bps, to_client, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
         self.links.push(Link { to: router_dev, delay_ns: lan.delay_ns, in_flight: Default::default() });
         self.links.push(Link { to: client_dev, delay_ns: lan.delay_ns, in_flight: Default::default() });
         // This host's FIB: the far host by the measured device, the client by its LAN NIC.
