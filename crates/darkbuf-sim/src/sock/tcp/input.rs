@@ -277,32 +277,31 @@ impl super::TcpSock {
     fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample) -> (u32, Option<u64>) {
         let tp = self;
         let (mut acked, mut rtt) = (0, None);
-        while let Some(seg) = tp.rtx.front() {
-            if after(seg.end, ack) {
-                let n = if seg.segs > 1 && after(ack, seg.start) { ack.wrapping_sub(seg.start) / tp.mss } else { 0 };
-                if n > 0 && !seg.sacked {
-                    let mut head = *seg;
-                    tp.tcp_rate_skb_delivered(&mut head, rs);
-                    let front = tp.rtx.front_mut().expect("front");
-                    front.start = front.start.wrapping_add(n * tp.mss);
-                    front.segs -= n;
-                    tp.packets_out -= n;
-                    acked += n;
-                    if !head.ever_retrans {
-                        rtt = Some(t - head.sent);
-                    }
-                    if head.lost {
-                        tp.lost_out -= n;
-                    }
-                    if head.retrans {
-                        tp.retrans_out -= n;
-                    }
-                    tp.wmem_queued -= (n * tp.mss) as u64;
-                }
+        while let Some(&front) = tp.rtx.front() {
+            let fully = !after(front.end, ack);
+            // tcp_tso_acked(): of a skb `ack` covers in part, the whole segments below it.
+            let n = if fully {
+                front.segs
+            } else if front.segs > 1 && !front.sacked && after(ack, front.start) {
+                ack.wrapping_sub(front.start) / tp.mss
+            } else {
+                0
+            };
+            if n == 0 {
                 break;
             }
-            let mut seg = tp.rtx.pop_front().expect("front");
-            tp.tcp_rate_skb_delivered(&mut seg, rs);
+            // The rate sample sees the skb as sent (its end, before any trim).
+            let mut whole = front;
+            tp.tcp_rate_skb_delivered(&mut whole, rs);
+            let seg = if fully {
+                tp.rtx.pop_front().expect("front")
+            } else {
+                let mid = front.start.wrapping_add(n * tp.mss);
+                let rest = tp.rtx.front_mut().expect("front");
+                rest.start = mid;
+                rest.segs -= n;
+                super::TxSeg { end: mid, segs: n, ..front }
+            };
             tp.packets_out -= seg.segs;
             if seg.sacked {
                 tp.sacked_out -= seg.segs;
