@@ -4,6 +4,8 @@ use darkbuf_scenario::*;
 use std::path::PathBuf;
 
 const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
+/// A NIC device section, for the NIC-only keys.
+const NIC: &str = "[device]\ndriver = \"nic\"\n";
 
 fn err(text: &str) -> Diagnostic {
     load_str("scenarios/x.toml", text, &[]).expect_err("should fail")
@@ -598,7 +600,6 @@ fn placement_keys_are_checked() {
 /// that says what is valid.
 #[test]
 fn nic_keys_have_bounds() {
-    const NIC: &str = "[device]\ndriver = \"nic\"\n";
     let s = ok_set(&format!("{NIC}rate = \"1Gbit\"\n{UDP}"), &[]);
     let n = s.device.nic.as_ref().unwrap();
     assert_eq!((n.model, n.rate_bps, n.mtu, n.coalesce.tx_usecs, n.coalesce.tx_frames), (NicModel::Igb, 1_000_000_000, 1500, 250, 0));
@@ -668,7 +669,6 @@ fn tcp_buffers_take_sizes() {
 /// NIC; `[[traffic]] cpu` counts the client's CPUs.
 #[test]
 fn lan_puts_a_client_behind_a_nic() {
-    const NIC: &str = "[device]\ndriver = \"nic\"\n";
     let scn = ok_set(&format!("{NIC}[lan]\nrate = \"10Gbit\"\ndelay = \"100us\"\ncpus = 4\n{UDP}cpu = 3\n"), &[]);
     let lan = scn.lan.expect("[lan]");
     assert_eq!((lan.rate_bps, lan.delay_ns, lan.cpus, lan.qdisc.kind.as_str()), (10_000_000_000, 100_000, 4, "pfifo_fast"));
