@@ -5,9 +5,19 @@
 //! turn back and forth on nearly every step; those events live in one slot per CPU
 //! instead of the heap, which then holds only timers. The order is the same as one heap
 //! over everything: the slots carry the same sequence numbers.
+//!
+//! A TCP socket re-arms its retransmission timer on nearly every ACK, and the kernel's
+//! `mod_timer()` moves the one timer; here each arm is an event, and the ones a later
+//! arm superseded fire and are ignored (`World::tcp_timer`). At 100G that is tens of
+//! thousands of stale entries, and a heap that deep made heap operations half of a
+//! TCP run's time. So the arms of one timer wait in a lane of their own, sorted by
+//! (time, sequence), and only the lane's first is sure to be in the heap; the next
+//! enters when the first pops. Every entry still pops at the same (time, sequence)
+//! place as in one heap over everything: nothing in a lane sorts before its first,
+//! which is in the heap.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
@@ -35,6 +45,21 @@ pub enum Event {
     Interval,
 }
 
+/// The TCP timer kinds: a socket's timers take lanes `s * TCP_TIMER_KINDS + kind`.
+const TCP_TIMER_KINDS: usize = 3;
+
+impl Event {
+    /// The lane of a timer's arms (see the module docs), or `None` for an event that
+    /// goes straight into the heap.
+    #[inline]
+    fn lane(self) -> Option<usize> {
+        match self {
+            Event::TcpTimer(s, kind) => Some(s as usize * TCP_TIMER_KINDS + kind as usize),
+            _ => None,
+        }
+    }
+}
+
 const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);
 
 pub struct EventQueue {
@@ -48,11 +73,22 @@ pub struct EventQueue {
     /// and pop: `peek_time()` runs after every step.
     heap_first: u64,
     seq: u64,
+    /// Per timer lane: its arms not yet popped, as ((time, seq), in the heap), sorted;
+    /// the first is in the heap (and so may be arms that were first before an earlier
+    /// one came).
+    lanes: Vec<VecDeque<((u64, u64), bool)>>,
 }
 
 impl EventQueue {
     pub fn new(ncpu: usize) -> Self {
-        EventQueue { heap: BinaryHeap::new(), cpu: vec![EMPTY; ncpu], first: (0, EMPTY), heap_first: u64::MAX, seq: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(),
+            cpu: vec![EMPTY; ncpu],
+            first: (0, EMPTY),
+            heap_first: u64::MAX,
+            seq: 0,
+            lanes: Vec::new(),
+        }
     }
 
     #[inline]
@@ -68,10 +104,31 @@ impl EventQueue {
                 }
             }
             _ => {
-                self.heap.push(Reverse((at, self.seq, ev)));
-                self.heap_first = self.heap_first.min(at);
+                let k = (at, self.seq);
+                if let Some(l) = ev.lane() {
+                    if l >= self.lanes.len() {
+                        self.lanes.resize_with(l + 1, VecDeque::new);
+                    }
+                    let lane = &mut self.lanes[l];
+                    // Arms come nearly in time order (now + RTO): the place is at or
+                    // near the back, where inserting moves little.
+                    let i = lane.partition_point(|&(e, _)| e < k);
+                    let first = i == 0;
+                    lane.insert(i, (k, first));
+                    if !first {
+                        // It enters the heap when it is the lane's first.
+                        return;
+                    }
+                }
+                self.heap_push(k, ev);
             }
         }
+    }
+
+    #[inline]
+    fn heap_push(&mut self, (at, seq): (u64, u64), ev: Event) {
+        self.heap.push(Reverse((at, seq, ev)));
+        self.heap_first = self.heap_first.min(at);
     }
 
     /// Time of the earliest pending event (`u64::MAX` if none).
@@ -88,9 +145,23 @@ impl EventQueue {
             Some(Reverse((t, s, _))) => k < (*t, *s),
         };
         if !cpu_first {
-            let popped = self.heap.pop().map(|Reverse((t, _, ev))| (t, ev));
+            let Reverse((t, seq, ev)) = self.heap.pop()?;
             self.heap_first = self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t);
-            return popped;
+            if let Some(l) = ev.lane() {
+                // Nothing in the lane sorts before its first, which is in the heap: what
+                // popped is the first.
+                let lane = &mut self.lanes[l];
+                debug_assert_eq!(lane.front().map(|e| e.0), Some((t, seq)));
+                lane.pop_front();
+                if let Some((next, in_heap)) = lane.front_mut() {
+                    if !*in_heap {
+                        *in_heap = true;
+                        let next = *next;
+                        self.heap_push(next, ev);
+                    }
+                }
+            }
+            return Some((t, ev));
         }
         self.cpu[c] = EMPTY;
         self.first = (0, EMPTY);
@@ -100,5 +171,91 @@ impl EventQueue {
             }
         }
         Some((k.0, Event::Cpu(c as u16)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the queue must do: one heap over everything, by (time, push order).
+    fn reference_order(pushes: &[(u64, Event)]) -> Vec<(u64, Event)> {
+        let mut v: Vec<(u64, usize, Event)> = pushes.iter().enumerate().map(|(i, &(t, e))| (t, i, e)).collect();
+        v.sort();
+        v.into_iter().map(|(t, _, e)| (t, e)).collect()
+    }
+
+    /// A timer re-armed later, earlier, to the same time twice and back to an earlier
+    /// value: stale arms pop where they always did, each in its place among the others.
+    #[test]
+    fn a_lane_pops_in_the_order_of_one_heap() {
+        let rto = Event::TcpTimer(0, 0);
+        let pushes = [
+            (500, rto),
+            (700, rto),
+            (300, rto), // earlier than the lane's first: it becomes the first
+            (700, Event::Sample),
+            (700, rto), // the same time again: after the first 700 and the sample
+            (600, Event::TcpTimer(1, 0)),
+            (650, rto), // between waiting arms
+            (300, Event::Interval),
+        ];
+        let mut q = EventQueue::new(1);
+        for &(t, e) in &pushes {
+            q.push(t, e);
+        }
+        let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(popped, reference_order(&pushes));
+        assert!(q.lanes.iter().all(VecDeque::is_empty));
+    }
+
+    proptest! {
+        /// Pushes interleaved with pops, on a few timers, other events and CPU slots:
+        /// the pops come out as one heap would give them.
+        #[test]
+        fn lanes_keep_the_order_of_one_heap(
+            ops in proptest::collection::vec((0u8..8, 0u64..50, any::<bool>()), 1..200)
+        ) {
+            let mut q = EventQueue::new(2);
+            let mut reference: BinaryHeap<Reverse<(u64, u64, Event)>> = BinaryHeap::new();
+            let (mut now, mut seq, mut cpu_pending) = (0u64, 0u64, [false; 2]);
+            let mut got = Vec::new();
+            let mut want = Vec::new();
+            for (kind, dt, pop) in ops {
+                if pop {
+                    if let Some((t, e)) = q.pop() {
+                        now = t;
+                        if let Event::Cpu(c) = e {
+                            cpu_pending[c as usize] = false;
+                        }
+                        got.push((t, e));
+                    }
+                    if let Some(Reverse((t, _, e))) = reference.pop() {
+                        want.push((t, e));
+                    }
+                    continue;
+                }
+                let ev = match kind {
+                    0..=2 => Event::TcpTimer(kind as u16, 0),
+                    3 => Event::TcpTimer(0, 2),
+                    4 | 5 => {
+                        let c = kind - 4;
+                        if cpu_pending[c as usize] {
+                            continue;
+                        }
+                        cpu_pending[c as usize] = true;
+                        Event::Cpu(c as u16)
+                    }
+                    _ => Event::Sample,
+                };
+                seq += 1;
+                q.push(now + dt, ev);
+                reference.push(Reverse((now + dt, seq, ev)));
+            }
+            got.extend(std::iter::from_fn(|| q.pop()));
+            want.extend(std::iter::from_fn(|| reference.pop().map(|Reverse((t, _, e))| (t, e))));
+            prop_assert_eq!(got, want);
+        }
     }
 }
