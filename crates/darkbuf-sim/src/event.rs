@@ -91,7 +91,7 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: u64, ev: Event) {
         self.seq += 1;
         match ev {
@@ -105,23 +105,28 @@ impl EventQueue {
             }
             _ => {
                 let k = (at, self.seq);
-                if let Some(l) = ev.lane() {
-                    if l >= self.lanes.len() {
-                        self.lanes.resize_with(l + 1, VecDeque::new);
-                    }
-                    let lane = &mut self.lanes[l];
-                    // Arms come nearly in time order (now + RTO): the place is at or
-                    // near the back, where inserting moves little.
-                    let i = lane.partition_point(|&(e, _)| e < k);
-                    let first = i == 0;
-                    lane.insert(i, (k, first));
-                    if !first {
-                        // It enters the heap when it is the lane's first.
-                        return;
-                    }
+                match ev.lane() {
+                    Some(l) => self.lane_push(l, k, ev),
+                    None => self.heap_push(k, ev),
                 }
-                self.heap_push(k, ev);
             }
+        }
+    }
+
+    /// A timer's arm joins its lane, in its sorted place; into the heap if it is first.
+    #[inline(never)]
+    fn lane_push(&mut self, l: usize, k: (u64, u64), ev: Event) {
+        if l >= self.lanes.len() {
+            self.lanes.resize_with(l + 1, VecDeque::new);
+        }
+        let lane = &mut self.lanes[l];
+        // Arms come nearly in time order (now + RTO): the place is at or near the back,
+        // where inserting moves little.
+        let i = lane.partition_point(|&(e, _)| e < k);
+        let first = i == 0;
+        lane.insert(i, (k, first));
+        if first {
+            self.heap_push(k, ev);
         }
     }
 
@@ -129,6 +134,23 @@ impl EventQueue {
     fn heap_push(&mut self, (at, seq): (u64, u64), ev: Event) {
         self.heap.push(Reverse((at, seq, ev)));
         self.heap_first = self.heap_first.min(at);
+    }
+
+    /// The first of lane `l`, `k`, popped: the next arm enters the heap.
+    #[inline(never)]
+    fn lane_popped(&mut self, l: usize, k: (u64, u64), ev: Event) {
+        // Nothing in the lane sorts before its first, which is in the heap: what popped
+        // is the first.
+        let lane = &mut self.lanes[l];
+        debug_assert_eq!(lane.front().map(|e| e.0), Some(k));
+        lane.pop_front();
+        if let Some((next, in_heap)) = lane.front_mut() {
+            if !*in_heap {
+                *in_heap = true;
+                let next = *next;
+                self.heap_push(next, ev);
+            }
+        }
     }
 
     /// Time of the earliest pending event (`u64::MAX` if none).
@@ -148,18 +170,7 @@ impl EventQueue {
             let Reverse((t, seq, ev)) = self.heap.pop()?;
             self.heap_first = self.heap.peek().map_or(u64::MAX, |Reverse((t, _, _))| *t);
             if let Some(l) = ev.lane() {
-                // Nothing in the lane sorts before its first, which is in the heap: what
-                // popped is the first.
-                let lane = &mut self.lanes[l];
-                debug_assert_eq!(lane.front().map(|e| e.0), Some((t, seq)));
-                lane.pop_front();
-                if let Some((next, in_heap)) = lane.front_mut() {
-                    if !*in_heap {
-                        *in_heap = true;
-                        let next = *next;
-                        self.heap_push(next, ev);
-                    }
-                }
+                self.lane_popped(l, (t, seq), ev);
             }
             return Some((t, ev));
         }
