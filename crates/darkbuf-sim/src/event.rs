@@ -64,10 +64,12 @@ const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);
 
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
-    /// Per CPU: (time, seq) of its pending step, or `EMPTY`.
-    cpu: Vec<(u64, u64)>,
-    /// The earliest CPU slot: its index and (time, seq); kept up to date on every
-    /// push and pop, so peeking costs nothing.
+    /// The pending CPU steps, one per CPU at most, as ((time, seq), CPU), unordered:
+    /// a host with many CPUs has few busy at once, and finding the next is a scan of
+    /// those only.
+    cpu: Vec<((u64, u64), u16)>,
+    /// The earliest pending CPU step: its index in `cpu` and (time, seq), or `EMPTY`;
+    /// kept up to date on every push and pop, so peeking costs nothing.
     first: (usize, (u64, u64)),
     /// Time of the heap's earliest timer (`u64::MAX` if none), kept on every heap push
     /// and pop: `peek_time()` runs after every step.
@@ -83,7 +85,7 @@ impl EventQueue {
     pub fn new(ncpu: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
-            cpu: vec![EMPTY; ncpu],
+            cpu: Vec::with_capacity(ncpu),
             first: (0, EMPTY),
             heap_first: u64::MAX,
             seq: 0,
@@ -96,11 +98,11 @@ impl EventQueue {
         self.seq += 1;
         match ev {
             Event::Cpu(c) => {
-                debug_assert_eq!(self.cpu[c as usize], EMPTY, "one pending step per CPU");
+                debug_assert!(self.cpu.iter().all(|&(_, p)| p != c), "one pending step per CPU");
                 let k = (at, self.seq);
-                self.cpu[c as usize] = k;
+                self.cpu.push((k, c));
                 if k < self.first.1 {
-                    self.first = (c as usize, k);
+                    self.first = (self.cpu.len() - 1, k);
                 }
             }
             _ => {
@@ -161,7 +163,7 @@ impl EventQueue {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let (c, k) = self.first;
+        let (i, k) = self.first;
         let cpu_first = match self.heap.peek() {
             None => k != EMPTY,
             Some(Reverse((t, s, _))) => k < (*t, *s),
@@ -174,14 +176,14 @@ impl EventQueue {
             }
             return Some((t, ev));
         }
-        self.cpu[c] = EMPTY;
+        let (_, cpu) = self.cpu.swap_remove(i);
         self.first = (0, EMPTY);
-        for (i, &k) in self.cpu.iter().enumerate() {
+        for (i, &(k, _)) in self.cpu.iter().enumerate() {
             if k < self.first.1 {
                 self.first = (i, k);
             }
         }
-        Some((k.0, Event::Cpu(c as u16)))
+        Some((k.0, Event::Cpu(cpu)))
     }
 }
 
