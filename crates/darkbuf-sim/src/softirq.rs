@@ -6,6 +6,17 @@
 use crate::cpu::{CpuId, Frame, NapiId, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ, TASKLET_SOFTIRQ};
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::world::World;
+use std::collections::VecDeque;
+
+/// `list_splice_tail_init()`: moves `src`'s entries to the back of `dst`. The lists hold
+/// a few qdiscs or NAPIs, and are often empty: one by one is cheaper than
+/// `VecDeque::append`'s general copy, which was 3% of a 100G run.
+#[inline]
+fn list_splice_tail_init<T>(src: &mut VecDeque<T>, dst: &mut VecDeque<T>) {
+    while let Some(x) = src.pop_front() {
+        dst.push_back(x);
+    }
+}
 
 impl World {
     /// `raise_softirq()` on `cpu` (always the CPU executing the caller).
@@ -35,9 +46,7 @@ impl World {
         let c = &mut self.cpus[cpu as usize];
         if !*started {
             *started = true;
-            let mut oq = std::mem::take(&mut c.output_queue);
-            c.tx_local.append(&mut oq);
-            c.output_queue = oq;
+            list_splice_tail_init(&mut c.output_queue, &mut c.tx_local);
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         let Some(qi) = c.tx_local.pop_front() else { return Step::Done(0) };
@@ -65,9 +74,7 @@ impl World {
             let c = &mut self.cpus[ci];
             c.rx_budget = budget;
             c.rx_time_limit = time_limit;
-            let mut pl = std::mem::take(&mut c.poll_list);
-            c.rx_local.append(&mut pl);
-            c.poll_list = pl;
+            list_splice_tail_init(&mut c.poll_list, &mut c.rx_local);
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         if let Some(n) = awaiting.take() {
@@ -96,8 +103,8 @@ impl World {
         // poll_list = unpolled ++ newly scheduled ++ repoll.
         let mut newly = std::mem::take(&mut c.poll_list);
         let mut list = std::mem::take(&mut c.rx_local);
-        list.append(&mut newly);
-        list.append(&mut c.rx_repoll);
+        list_splice_tail_init(&mut newly, &mut list);
+        list_splice_tail_init(&mut c.rx_repoll, &mut list);
         c.poll_list = list;
         c.rx_local = newly;
         if !c.poll_list.is_empty() {
