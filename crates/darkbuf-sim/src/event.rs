@@ -163,13 +163,18 @@ impl EventQueue {
             self.lanes.resize_with(l + 1, VecDeque::new);
         }
         let lane = &mut self.lanes[l];
-        // Arms come nearly in time order (now + RTO): the place is at or near the back,
-        // where inserting moves little.
-        let i = lane.partition_point(|&(e, _)| e < k);
-        let first = i == 0;
-        lane.insert(i, (k, first));
-        if first {
-            self.heap_push(k, ev);
+        match lane.back() {
+            // Arms come nearly in time order (now + RTO): most go at the back.
+            Some(&(last, _)) if last < k => lane.push_back((k, false)),
+            _ => {
+                // An earlier arm (the RTO shrank): its sorted place is near the back,
+                // where inserting moves little.
+                let i = lane.partition_point(|&(e, _)| e < k);
+                lane.insert(i, (k, i == 0));
+                if i == 0 {
+                    self.heap_push(k, ev);
+                }
+            }
         }
     }
 
