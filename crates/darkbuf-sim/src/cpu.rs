@@ -103,8 +103,6 @@ pub enum Frame {
     /// `__napi_poll()` of NAPI instance `napi` (the driver's poll function); `done` is
     /// at most the weight (256).
     NapiPoll { phase: PollPhase, flush_pending: bool, napi: NapiId, done: u16 },
-    /// Passing the GRO normal list of `napi` up the stack (`gro_normal_list`).
-    GroFlush { napi: NapiId },
     /// A driver's work item run by its worker task on queue `queue` of device `dev`
     /// (the tun reader's `read()`, vhost-net's `handle_rx()`), `done` frames so far.
     DevWork { dev: DevId, queue: u16, done: u16 },

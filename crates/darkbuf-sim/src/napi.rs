@@ -10,7 +10,7 @@
 //! are here, once.
 
 use crate::arena::Proto;
-use crate::cpu::{CpuId, DevId, Frame, NapiId, PollPhase, Step, TaskId, NET_RX_SOFTIRQ};
+use crate::cpu::{CpuId, DevId, NapiId, PollPhase, Step, TaskId, NET_RX_SOFTIRQ};
 use crate::world::World;
 
 /// Per-packet cost (ns) of the receive stack a NAPI instance delivers into: ip_rcv,
@@ -98,6 +98,11 @@ impl World {
     }
 
     /// One step of `__napi_poll()` -> the driver's poll of NAPI `n`.
+    ///
+    /// A phase that ends without taking time goes straight on to the next, in this
+    /// call: returning `Step::Continue(0)` would have the executor book nothing and
+    /// dispatch here again. Passing the GRO list up is a call of the poll, run in place
+    /// as pushing a frame for it would (its time is the step's cost).
     #[inline(never)]
     pub fn napi_poll_step(
         &mut self,
@@ -108,97 +113,109 @@ impl World {
         flush_pending: &mut bool,
     ) -> Step {
         let ni = n as usize;
-        match *phase {
-            PollPhase::Start => {
-                if !self.napis[ni].sched {
-                    // Woken without NAPI_STATE_SCHED: nothing to poll.
-                    self.cpus[cpu as usize].ret_work = 0;
+        loop {
+            match *phase {
+                PollPhase::Start => {
+                    if !self.napis[ni].sched {
+                        // Woken without NAPI_STATE_SCHED: nothing to poll.
+                        self.cpus[cpu as usize].ret_work = 0;
+                        self.cpus[cpu as usize].ret_repoll = false;
+                        return Step::Done(0);
+                    }
+                    *phase = PollPhase::Rcv;
+                    let driver_ns = self.drv_poll_begin(cpu, n);
+                    return Step::Continue(self.cost(self.profile.costs.napi_poll_ns + driver_ns));
+                }
+                // Packets come off the driver one step each; while no other event falls
+                // between two of them, the next one is taken here without a dispatch.
+                PollPhase::Rcv => {
+                    if let Some(step) = self.napi_rcv(cpu, n, phase, done, flush_pending) {
+                        return step;
+                    }
+                }
+                PollPhase::AfterRcv => {
+                    let work = *done as u32;
+                    let budget = self.napis[ni].weight;
+                    if self.measuring() && self.napis[ni].measured {
+                        self.metrics.napi_polls += 1;
+                        self.metrics.napi_work += work as u64;
+                        self.metrics.hist_napi_work.record(work as u64);
+                        if work >= budget {
+                            self.metrics.napi_full_budget += 1;
+                        }
+                    }
+                    let busy = self.drv_poll_rx_end(cpu, n);
+                    if work < budget && !busy {
+                        // napi_complete_done(): pass the GRO list up first, then clear SCHED.
+                        *phase = PollPhase::Complete;
+                        if !self.napis[ni].gro_list.is_empty() {
+                            return Step::Continue(self.gro_flush(cpu, n));
+                        }
+                    } else {
+                        *phase = PollPhase::FullBudget;
+                    }
+                }
+                PollPhase::Complete => {
+                    if self.napi_complete_done(cpu, n) {
+                        self.drv_napi_rearm(cpu, n);
+                    }
+                    self.drv_poll_end(cpu, n);
+                    self.cpus[cpu as usize].ret_work = *done as u32;
                     self.cpus[cpu as usize].ret_repoll = false;
                     return Step::Done(0);
                 }
-                *phase = PollPhase::Rcv;
-                let driver_ns = self.drv_poll_begin(cpu, n);
-                Step::Continue(self.cost(self.profile.costs.napi_poll_ns + driver_ns))
-            }
-            // Packets come off the driver one step each; while no other event falls
-            // between two of them, the next one is taken here without a dispatch.
-            PollPhase::Rcv => loop {
-                if *flush_pending {
-                    // A full GRO batch goes up the stack now, as a call of this poll
-                    // (what pushing a GroFlush frame would do, without the dispatch).
-                    *flush_pending = false;
-                    let cost = self.gro_flush(cpu, n);
-                    if !self.advance_inline(cpu, cost) {
-                        return Step::Continue(cost);
-                    }
-                    continue;
-                }
-                if *done as u32 >= self.napis[ni].weight {
-                    *phase = PollPhase::AfterRcv;
-                    return Step::Continue(0);
-                }
-                let Some((id, cost_ns)) = self.drv_rx_one(cpu, n) else {
-                    *phase = PollPhase::AfterRcv;
-                    return Step::Continue(0);
-                };
-                *done += 1;
-                let napi = &mut self.napis[ni];
-                napi.gro_list.push(id);
-                if napi.gro_list.len() >= napi.gro_batch {
-                    *flush_pending = true;
-                }
-                let cost = self.cost(cost_ns);
-                if !self.advance_inline(cpu, cost) {
-                    return Step::Continue(cost);
-                }
-            },
-            PollPhase::AfterRcv => {
-                let work = *done as u32;
-                let budget = self.napis[ni].weight;
-                if self.measuring() && self.napis[ni].measured {
-                    self.metrics.napi_polls += 1;
-                    self.metrics.napi_work += work as u64;
-                    self.metrics.hist_napi_work.record(work as u64);
-                    if work >= budget {
-                        self.metrics.napi_full_budget += 1;
-                    }
-                }
-                let busy = self.drv_poll_rx_end(cpu, n);
-                if work < budget && !busy {
-                    // napi_complete_done(): pass the GRO list up first, then clear SCHED.
-                    *phase = PollPhase::Complete;
+                PollPhase::FullBudget => {
+                    // The driver's poll returns the budget after its tail.
+                    self.drv_poll_end(cpu, n);
+                    *phase = PollPhase::End;
                     if !self.napis[ni].gro_list.is_empty() {
-                        return Step::Call(0, Frame::GroFlush { napi: n });
+                        // __napi_poll(): gro_normal_list() before the repoll.
+                        return Step::Continue(self.gro_flush(cpu, n));
                     }
-                    Step::Continue(0)
-                } else {
-                    *phase = PollPhase::FullBudget;
-                    Step::Continue(0)
+                }
+                PollPhase::End => {
+                    self.cpus[cpu as usize].ret_work = *done as u32;
+                    self.cpus[cpu as usize].ret_repoll = true;
+                    return Step::Done(0);
                 }
             }
-            PollPhase::Complete => {
-                if self.napi_complete_done(cpu, n) {
-                    self.drv_napi_rearm(cpu, n);
+        }
+    }
+
+    /// The receive phase of a poll: packets off the driver into GRO's list, full
+    /// batches up the stack, until the budget or the driver's packets run out (the
+    /// phase moves on and `None` is returned) or another event comes first (the step
+    /// to return).
+    #[inline(always)]
+    fn napi_rcv(&mut self, cpu: CpuId, n: NapiId, phase: &mut PollPhase, done: &mut u16, flush_pending: &mut bool) -> Option<Step> {
+        let ni = n as usize;
+        loop {
+            if *flush_pending {
+                // A full GRO batch goes up the stack now, as a call of this poll.
+                *flush_pending = false;
+                let cost = self.gro_flush(cpu, n);
+                if !self.advance_inline(cpu, cost) {
+                    return Some(Step::Continue(cost));
                 }
-                self.drv_poll_end(cpu, n);
-                self.cpus[cpu as usize].ret_work = *done as u32;
-                self.cpus[cpu as usize].ret_repoll = false;
-                Step::Done(0)
+                continue;
             }
-            PollPhase::FullBudget => {
-                // The driver's poll returns the budget after its tail.
-                self.drv_poll_end(cpu, n);
-                *phase = PollPhase::End;
-                if !self.napis[ni].gro_list.is_empty() {
-                    // __napi_poll(): gro_normal_list() before the repoll.
-                    return Step::Call(0, Frame::GroFlush { napi: n });
-                }
-                Step::Continue(0)
+            if *done as u32 >= self.napis[ni].weight {
+                *phase = PollPhase::AfterRcv;
+                return None;
             }
-            PollPhase::End => {
-                self.cpus[cpu as usize].ret_work = *done as u32;
-                self.cpus[cpu as usize].ret_repoll = true;
-                Step::Done(0)
+            let Some((id, cost_ns)) = self.drv_rx_one(cpu, n) else {
+                *phase = PollPhase::AfterRcv;
+                return None;
+            };
+            *done += 1;
+            let napi = &mut self.napis[ni];
+            napi.gro_list.push(id);
+            if napi.gro_list.len() >= napi.gro_batch {
+                *flush_pending = true;
+            }
+            let cost = self.cost(cost_ns);
+            if !self.advance_inline(cpu, cost) {
+                return Some(Step::Continue(cost));
             }
         }
     }

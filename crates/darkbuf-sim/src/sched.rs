@@ -303,7 +303,6 @@ impl World {
             Frame::NapiPoll { phase, flush_pending, napi, done } => {
                 self.napi_poll_step(cpu, *napi, phase, done, flush_pending)
             }
-            Frame::GroFlush { napi } => Step::Done(self.gro_flush(cpu, *napi)),
             Frame::DevWork { dev, queue, done } => self.dev_work(cpu, *dev, *queue, done),
             Frame::SockWork { started } => {
                 self.softirq_enter(cpu, *started);
