@@ -14,7 +14,8 @@
 //! (time, sequence), and only the lane's first is sure to be in the heap; the next
 //! enters when the first pops. Every entry still pops at the same (time, sequence)
 //! place as in one heap over everything: nothing in a lane sorts before its first,
-//! which is in the heap.
+//! which is in the heap. A link's arrivals (one per packet on the wire, in order) wait
+//! in a lane the same way.
 
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -44,16 +45,18 @@ pub enum Event {
     Interval,
 }
 
-/// The TCP timer kinds: a socket's timers take lanes `s * TCP_TIMER_KINDS + kind`.
+/// The TCP timer kinds: a socket's timers take lanes `2 * (s * TCP_TIMER_KINDS + kind)`.
 const TCP_TIMER_KINDS: usize = 3;
 
 impl Event {
     /// The lane of a timer's arms (see the module docs), or `None` for an event that
-    /// goes straight into the heap.
+    /// goes straight into the heap. A link's arrivals take a lane too (odd numbers): a
+    /// fixed delay keeps them in order, and a long fat path has thousands in flight.
     #[inline]
     fn lane(self) -> Option<usize> {
         match self {
-            Event::TcpTimer(s, kind) => Some(s as usize * TCP_TIMER_KINDS + kind as usize),
+            Event::TcpTimer(s, kind) => Some(2 * (s as usize * TCP_TIMER_KINDS + kind as usize)),
+            Event::LinkArrival(link) => Some(2 * link as usize + 1),
             _ => None,
         }
     }
@@ -276,7 +279,7 @@ mod tests {
         /// the pops come out as one heap would give them.
         #[test]
         fn lanes_keep_the_order_of_one_heap(
-            ops in proptest::collection::vec((0u8..8, 0u64..50, any::<bool>()), 1..200)
+            ops in proptest::collection::vec((0u8..9, 0u64..50, any::<bool>()), 1..200)
         ) {
             let mut q = EventQueue::new(2);
             let mut reference: BinaryHeap<Reverse<(u64, u64, Event)>> = BinaryHeap::new();
@@ -308,6 +311,7 @@ mod tests {
                         cpu_pending[c as usize] = true;
                         Event::Cpu(c as u16)
                     }
+                    6 => Event::LinkArrival(0),
                     _ => Event::Sample,
                 };
                 seq += 1;
