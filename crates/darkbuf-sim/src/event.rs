@@ -2,9 +2,9 @@
 //! nanosecond run in the order they were scheduled and runs are deterministic.
 //!
 //! Each CPU has at most one pending [`Event::Cpu`] (its next step), and CPUs hand the
-//! turn back and forth on nearly every step; those events live in one slot per CPU
-//! instead of the heap, which then holds only timers. The order is the same as one heap
-//! over everything: the slots carry the same sequence numbers.
+//! turn back and forth on nearly every step; those events live in a short list of the
+//! busy CPUs instead of the heap, which then holds only timers. The order is the same as
+//! one heap over everything: the list's entries carry the same sequence numbers.
 //!
 //! A TCP socket re-arms its retransmission timer on nearly every ACK, and the kernel's
 //! `mod_timer()` moves the one timer; here each arm is an event, and the ones a later
