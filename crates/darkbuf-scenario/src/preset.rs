@@ -223,21 +223,40 @@ fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry]) -> Result<()
     ))
 }
 
-/// An entry of its own with a `name` but no `kind` meant to change a preset entry: if
-/// no entry has that name, say which names there are.
+/// An entry of its own without a `kind` is meant to change a preset entry, by its
+/// `name`: if no entry has that name, or the entry has no name (`--set traffic.0.cc=reno`
+/// on a scenario whose flows all come from the test), say which names there are.
 fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: usize, n: &Node) -> Result<(), Diagnostic> {
-    let (Some(name), V::Table(t)) = (entry_name(n), &n.v) else { return Ok(()) };
+    let V::Table(t) = &n.v else { return Ok(()) };
     if t.get("kind").is_some() {
         return Ok(());
     }
-    let at = t.get("name").map_or(n.at.clone(), |e| e.node.at.clone());
     let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
+    let (at, key, message) = match entry_name(n) {
+        Some(name) => (
+            t.get("name").map_or(n.at.clone(), |e| e.node.at.clone()),
+            format!("traffic.{i}.name"),
+            format!("[[traffic]] entry {i} (name = \"{name}\", no kind) changes no entry of test = \"{test}\""),
+        ),
+        None => (
+            n.at.clone(),
+            format!("traffic.{i}"),
+            format!(
+                "[[traffic]] entry {i} has neither a kind (to add a flow) nor a name (to change one of test = \"{test}\"'s); \
+                 `traffic.N` is the scenario's own [[traffic]] entry N, not the test's"
+            ),
+        ),
+    };
     Err(top.ctx.diag(
         crate::diag::DiagnosticKind::Value,
         &at,
-        &format!("traffic.{i}.name"),
-        format!("[[traffic]] entry {i} (name = \"{name}\", no kind) changes no entry of test = \"{test}\""),
-        Some(format!("expected one of the test's entry names: {}; or give the entry a kind to add it", quoted(&names))),
+        &key,
+        message,
+        Some(format!(
+            "to change a flow of the test, give the entry its name, e.g. --set traffic.{i}.name=\"{}\" with the keys to change; the test's entry names: {}; or give the entry a kind to add it",
+            names.first().copied().unwrap_or(""),
+            quoted(&names)
+        )),
     ))
 }
 

@@ -992,7 +992,7 @@ fn resolve_qdisc(
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
-        "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood) or kind = \"ping\"";
+        "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
     let Some(e) = top.entry("traffic") else {
         return Err(top.ctx.diag(
             K::Value,
@@ -1052,7 +1052,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                 &n.at,
                 &s.kp("kind"),
                 format!("[[traffic]] entry {i} has no `kind`"),
-                Some("set kind = \"udp\" or kind = \"ping\"".into()),
+                Some("set kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"".into()),
             ));
         };
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;

@@ -387,13 +387,16 @@ pub(crate) fn apply_override(
                     return Ok(());
                 }
                 if t.get(seg).is_none() {
+                    // A top-level key the document lacks: `traffic.0.rate` starts an
+                    // array of tables (`[[traffic]]`), as in TOML. Anything else starts a
+                    // table (`[sweep]` takes dotted scenario keys: `sweep.traffic.0.cc`
+                    // is its key "traffic.0.cc").
+                    let next_is_index = i == 0 && segs[i + 1].0.parse::<usize>().is_ok();
+                    let v = if next_is_index { V::Array(Vec::new()) } else { V::Table(Table::default()) };
                     t.entries.push(Entry {
                         key: seg.clone(),
                         key_at: key_at.clone(),
-                        node: Node {
-                            v: V::Table(Table::default()),
-                            at: key_at,
-                        },
+                        node: Node { v, at: key_at },
                     });
                 }
                 cur = &mut t.get_mut(seg).expect("just inserted").node;

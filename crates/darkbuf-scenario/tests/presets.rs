@@ -87,6 +87,31 @@ fn entries_named_like_the_presets_override_it_and_others_extend_it() {
     assert!(d.help.unwrap().contains("\"TCP upload\", \"Ping (ms) ICMP\""));
 }
 
+/// `--set traffic.0.cc=reno` on a scenario whose flows all come from the test: the
+/// scenario has no entry 0, so --set adds one with neither a kind nor a name. The error
+/// says so and how to change the test's flows, not that `traffic` has the wrong type.
+#[test]
+fn setting_a_key_of_an_entry_the_scenario_does_not_have() {
+    let text = format!("test = \"tcp_4up\"\n{NIC}");
+    let d = load_str("x.toml", &text, &["traffic.0.cc=reno".to_string()]).unwrap_err();
+    assert_eq!(d.key, "traffic.0");
+    assert!(d.message.contains("neither a kind (to add a flow) nor a name"), "{}", d.message);
+    assert!(d.message.contains("scenario's own [[traffic]] entry N"), "{}", d.message);
+    let help = d.help.unwrap();
+    assert!(help.contains("--set traffic.0.name=\"TCP upload::1\""), "{help}");
+    assert!(help.contains("\"TCP upload::4\", \"Ping (ms) ICMP\""), "{help}");
+    // Named, it changes that flow.
+    let s = ok(&text, &["traffic.0.name=TCP upload::3", "traffic.0.cc=reno"]);
+    assert!(matches!(&s.traffic[2], Traffic::Tcp(f) if f.name == "TCP upload::3" && f.cc == Cc::Reno));
+    // An index past the first is still refused with the entries there are.
+    let d = load_str("x.toml", &text, &["traffic.1.cc=reno".to_string()]).unwrap_err();
+    assert!(d.message.contains("`1` is not an index of `traffic`, which has 0 entries"), "{}", d.message);
+    // Without a test, the entry --set adds needs a kind, and the help names them all.
+    let d = load_str("x.toml", "duration = \"1s\"\n", &["traffic.0.rate=1Mbit".to_string()]).unwrap_err();
+    assert!(d.message.contains("has no `kind`"), "{}", d.message);
+    assert!(d.help.unwrap().contains("\"tcp\", \"ping\" or \"irtt\""));
+}
+
 #[test]
 fn the_other_presets() {
     let names = |test: &str| -> Vec<String> { ok(&format!("test = \"{test}\"\n{NIC}"), &[]).traffic.iter().map(|t| t.name().to_string()).collect() };
