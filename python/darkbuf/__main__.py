@@ -73,7 +73,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.write(r.to_csv())
     else:
         if r.kind == "sweep":
-            print(f"{r.name}: {len(r.points)} points (sim, {a.engine})")
+            n = len(r.points)
+            print(f"{r.name}: {n} point{'' if n == 1 else 's'} (sim, {a.engine})")
         sys.stdout.write(r.table())
     return 0
 

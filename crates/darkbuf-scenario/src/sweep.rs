@@ -270,6 +270,28 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
     Ok(Axis { key, vals })
 }
 
+/// The plan (`[sweep]`, `[[variant]]`) is read from the file; a single-value `--set` of
+/// it would be applied to every point and sweep nothing, silently. Refuse it, and say
+/// how a sweep is given on the command line.
+fn refuse_fixed_plan_keys(fixed: &[String]) -> Result<(), Diagnostic> {
+    for raw in fixed {
+        let key = raw.split('=').next().unwrap_or("").trim();
+        let section = key.split('.').next().unwrap_or("");
+        if section == "sweep" || section == "variant" {
+            return Err(Diagnostic::at(
+                K::Value,
+                format!("--set {raw}"),
+                raw.clone(),
+                None,
+                key,
+                format!("`{key}` is part of the sweep's plan, which comes from the file: set on the command line it would sweep nothing"),
+                Some("sweep a key from the command line with a list, --set KEY=V1,V2 (e.g. --set traffic.0.cc=cubic,bbr), or change [sweep] or [[variant]] in the file".into()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads `path` and plans its sweep (see [`sweep_plan_str`]).
 pub fn sweep_plan(path: &Path, cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
     sweep_plan_fixed(path, &[], cli_sweeps)
@@ -304,6 +326,7 @@ pub fn sweep_plan_str_fixed(
     fixed: &[String],
     cli_sweeps: &[String],
 ) -> Result<SweepPlan, Diagnostic> {
+    refuse_fixed_plan_keys(fixed)?;
     let ctx = Ctx {
         file: name_for_errors,
         source: text,

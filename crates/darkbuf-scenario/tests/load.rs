@@ -569,6 +569,22 @@ fn sweep_points_are_checked_with_the_single_value_sets() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--set sweep.KEY=[...]` or `--set variant.N.KEY=V` would be applied to every point
+/// of a plan read from the file, and sweep nothing: refused, with the way that works.
+#[test]
+fn a_single_value_set_of_the_sweeps_plan_is_refused() {
+    for raw in ["sweep.traffic.0.rate=[\"1Mbit\",\"2Mbit\"]", "variant.0.label=x", "sweep={}"] {
+        let fixed = [raw.to_string()];
+        let d = sweep_plan_str_fixed("x.toml", UDP, &fixed, &[]).unwrap_err();
+        assert_eq!(d.file, format!("--set {raw}"));
+        assert!(d.message.contains("part of the sweep's plan"), "{}", d.message);
+        assert!(d.help.unwrap().contains("--set KEY=V1,V2"));
+    }
+    // The command line's own sweep syntax still plans.
+    let plan = sweep_plan_str_fixed("x.toml", UDP, &[], &["traffic.0.rate=1Mbit,2Mbit".to_string()]).unwrap();
+    assert_eq!(plan.points.len(), 2);
+}
+
 /// Placement keys: CPUs must exist, one XPS CPU per queue, and XPS given once.
 #[test]
 fn placement_keys_are_checked() {

@@ -585,7 +585,8 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     }
     emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
         let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
-        println!("{name}: {} points{of} ({backend})", sweep.points.len());
+        let n = sweep.points.len();
+        println!("{name}: {n} point{}{of} ({backend})", if n == 1 { "" } else { "s" });
         let width = stdout_width();
         match rows {
             Rows::Seed => match width {
