@@ -232,11 +232,12 @@ fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: us
         return Ok(());
     }
     let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
-    let (at, key, message) = match entry_name(n) {
+    let (at, key, message, help) = match entry_name(n) {
         Some(name) => (
             t.get("name").map_or(n.at.clone(), |e| e.node.at.clone()),
             format!("traffic.{i}.name"),
             format!("[[traffic]] entry {i} (name = \"{name}\", no kind) changes no entry of test = \"{test}\""),
+            format!("expected one of the test's entry names: {}; or give the entry a kind to add it", quoted(&names)),
         ),
         None => (
             n.at.clone(),
@@ -245,19 +246,14 @@ fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: us
                 "[[traffic]] entry {i} has neither a kind (to add a flow) nor a name (to change one of test = \"{test}\"'s); \
                  `traffic.N` is the scenario's own [[traffic]] entry N, not the test's"
             ),
+            format!(
+                "to change a flow of the test, give the entry that flow's name (name = \"{first}\", or --set traffic.{i}.name=\"{first}\") with the keys to change; the test's entry names: {}; or give the entry a kind to add a flow",
+                quoted(&names),
+                first = names.first().copied().unwrap_or(""),
+            ),
         ),
     };
-    Err(top.ctx.diag(
-        crate::diag::DiagnosticKind::Value,
-        &at,
-        &key,
-        message,
-        Some(format!(
-            "to change a flow of the test, give the entry its name, e.g. --set traffic.{i}.name=\"{}\" with the keys to change; the test's entry names: {}; or give the entry a kind to add it",
-            names.first().copied().unwrap_or(""),
-            quoted(&names)
-        )),
-    ))
+    Err(top.ctx.diag(crate::diag::DiagnosticKind::Value, &at, &key, message, Some(help)))
 }
 
 fn entry_name(n: &Node) -> Option<&str> {
