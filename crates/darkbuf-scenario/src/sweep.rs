@@ -275,15 +275,16 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
 /// how a sweep is given on the command line.
 fn refuse_fixed_plan_keys(fixed: &[String]) -> Result<(), Diagnostic> {
     for raw in fixed {
-        let key = raw.split('=').next().unwrap_or("").trim();
-        let section = key.split('.').next().unwrap_or("");
-        if section == "sweep" || section == "variant" {
+        // A malformed assignment is reported where the point is loaded.
+        let Ok((segs, _, _)) = tree::split_assignment(raw) else { continue };
+        if matches!(segs.first().map(|(s, _)| s.as_str()), Some("sweep" | "variant")) {
+            let key = segs.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(".");
             return Err(Diagnostic::at(
                 K::Value,
                 format!("--set {raw}"),
                 raw.clone(),
                 None,
-                key,
+                key.as_str(),
                 format!("`{key}` is part of the sweep's plan, which comes from the file: set on the command line it would sweep nothing"),
                 Some("sweep a key from the command line with a list, --set KEY=V1,V2 (e.g. --set traffic.0.cc=cubic,bbr), or change [sweep] or [[variant]] in the file".into()),
             ));

@@ -218,8 +218,8 @@ impl EventQueue {
             Some(h) => k < (h.time(), h.seq()),
         };
         if !cpu_first {
-            let Timer { key, ev } = self.heap.pop()?;
-            let (t, seq) = ((key >> 64) as u64, key as u64);
+            let h = self.heap.pop()?;
+            let (t, seq, ev) = (h.time(), h.seq(), h.ev);
             self.heap_first = self.heap.peek().map_or(u64::MAX, Timer::time);
             if let Some(l) = ev.lane() {
                 self.lane_popped(l, (t, seq), ev);
