@@ -17,6 +17,7 @@ mod drivers;
 mod event;
 mod forward;
 mod host;
+mod table;
 mod metrics;
 mod napi;
 mod path;

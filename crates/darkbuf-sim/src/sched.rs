@@ -34,7 +34,7 @@ impl World {
 
     /// `ksoftirqd/<cpu>`'s task.
     #[inline]
-    fn ksoftirqd(&self, cpu: CpuId) -> TaskId {
+    pub(crate) fn ksoftirqd(&self, cpu: CpuId) -> TaskId {
         self.ksoftirqd_base + cpu
     }
 

@@ -523,12 +523,12 @@ impl World {
             cpus: cpus.collect(),
             ksoftirqd_base,
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
-            tasks: b.tasks,
+            tasks: b.tasks.into(),
             hosts: b.hosts,
-            devs: b.devs,
-            qdiscs: b.qdiscs,
-            napis: b.napis,
-            socks: b.socks,
+            devs: b.devs.into(),
+            qdiscs: b.qdiscs.into(),
+            napis: b.napis.into(),
+            socks: b.socks.into(),
             links: b.links,
             forwarding: scn.lan.is_some(),
             deferred: Vec::new(),
@@ -548,6 +548,7 @@ impl World {
             dropped: 0,
             transmitted: 0,
         };
+        w.check_ids();
         w.start(pinger);
         for (at, task) in starts {
             w.events.push(at, Event::TaskTimer(task));

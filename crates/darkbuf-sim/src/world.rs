@@ -13,6 +13,7 @@ use crate::metrics::Metrics;
 use crate::napi::Napi;
 use crate::profile::Profile;
 use crate::sock::Sock;
+use crate::table::Table;
 use darkbuf_report::Finding;
 use rand_chacha::ChaCha8Rng;
 
@@ -38,17 +39,17 @@ pub struct World {
     pub cfg: Config,
     pub profile: Profile,
     pub events: EventQueue,
-    pub cpus: Vec<Cpu>,
-    pub tasks: Vec<Task>,
+    pub cpus: Table<Cpu>,
+    pub tasks: Table<Task>,
     /// `ksoftirqd/N` is task `ksoftirqd_base + N`.
     pub ksoftirqd_base: TaskId,
     /// `jiffies()`: start of the current tick (ns) and its jiffies value.
     pub(crate) jiffy_cache: std::cell::Cell<(u64, u64)>,
     pub hosts: Vec<Host>,
-    pub devs: Vec<NetDev>,
-    pub qdiscs: Vec<QdiscInst>,
-    pub napis: Vec<Napi>,
-    pub socks: Vec<Sock>,
+    pub devs: Table<NetDev>,
+    pub qdiscs: Table<QdiscInst>,
+    pub napis: Table<Napi>,
+    pub socks: Table<Sock>,
     pub links: Vec<crate::path::Link>,
     /// Some host forwards (`[lan]`): receive paths look the route up.
     pub forwarding: bool,

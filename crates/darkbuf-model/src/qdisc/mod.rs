@@ -185,7 +185,7 @@ impl Qdisc for AnyQdisc {
     fn kind(&self) -> &'static str {
         dispatch!(self, q => q.kind())
     }
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
         dispatch!(self, q => q.enqueue(skb, now, drops))
     }
