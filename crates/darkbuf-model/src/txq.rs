@@ -129,7 +129,7 @@ impl NetdevQueue {
     /// `netdev_tx_completed_queue()`: completes `bytes` and, if that brings the queue
     /// under its limit, clears STACK_XOFF. Returns true when the caller must
     /// `netif_schedule_queue()`: STACK_XOFF was cleared and DRV_XOFF is clear too.
-    #[inline]
+    #[inline(always)]
     pub fn netdev_tx_completed_queue(&mut self, bytes: u32, jiffies: u64) -> Result<bool, DqlError> {
         if bytes == 0 {
             return Ok(false);

@@ -151,7 +151,10 @@ pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<AnyQdisc, Buil
 /// handed to `enqueue` stays in registers instead of being spilled for an indirect call.
 /// The kernel has the same indirection (`q->enqueue`); in the simulator it sits on the
 /// hottest path, so it is resolved statically. Each variant is still used through the
-/// [`Qdisc`] trait, and tbf/htb children stay `Box<dyn Qdisc>`.
+/// [`Qdisc`] trait, and tbf/htb children stay `Box<dyn Qdisc>`. `repr(u8)` gives the
+/// enum a tag byte of its own: otherwise the tag sits in a niche of some variant's
+/// fields and each dispatch decodes it.
+#[repr(u8)]
 pub enum AnyQdisc {
     PfifoFast(pfifo_fast::PfifoFast),
     Fifo(fifo::Fifo),

@@ -19,7 +19,9 @@ use darkbuf_model::Skb;
 use sch::DEV_TX_WEIGHT;
 
 /// Transmit packet steering: how `netdev_pick_tx()` maps the sending CPU to a TX queue.
+/// `repr(u8)`: a tag byte of its own, not a niche each `match` decodes (see `SockKind`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Xps {
     /// No XPS map: `skb_tx_hash()` spreads flows over the queues.
     Hash,
@@ -274,6 +276,7 @@ impl World {
 
     /// `netdev_tx_completed_queue()` of `units` on `dev`'s TX queue `txq`; a cleared
     /// STACK_XOFF schedules the qdisc on THIS (the completing) CPU.
+    #[inline(always)]
     pub(crate) fn bql_complete(&mut self, cpu: CpuId, dev: DevId, txq: u16, units: u32) {
         if units == 0 {
             return;

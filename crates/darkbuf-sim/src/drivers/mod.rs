@@ -24,7 +24,9 @@ pub enum NetdevTx {
     Busy,
 }
 
-/// A device's driver and its private state (`netdev_priv()`).
+/// A device's driver and its private state (`netdev_priv()`). `repr(u8)`: a tag byte
+/// of its own, not a niche each `match` decodes (see `SockKind`).
+#[repr(u8)]
 pub enum Driver {
     Veth(Veth),
     Tun(Tun),

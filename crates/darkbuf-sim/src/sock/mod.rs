@@ -54,6 +54,11 @@ pub struct Outgoing {
 }
 
 /// The protocol of a socket.
+///
+/// `repr(u8)` gives it a tag byte of its own. Left to the compiler, the tag hides in a
+/// niche of a variant's fields and every `match` on the send path decodes it (2% of
+/// seed-nrules0's instructions); the same holds for `Driver`, `Xps` and `AnyQdisc`.
+#[repr(u8)]
 pub enum SockKind {
     /// A UDP flood (and its sink on the far end).
     Udp(UdpSock),
@@ -201,6 +206,7 @@ impl World {
     /// receive handler (the flood's sink, the echo responder) or the socket's own (the
     /// echo reply), then the skb is consumed. Returns CPU time the handler spent
     /// beyond the receive path's (building an echo reply), ns.
+    #[inline(always)]
     pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
         // ip_rcv_finish(): a router forwards what is not for it.
         if self.forwarding {
