@@ -55,8 +55,9 @@ impl SkbSlab {
         SkbSlab { nodes: Vec::with_capacity(n), free: NIL }
     }
 
-    /// Appends `skb` to `list`.
-    #[inline]
+    /// Appends `skb` to `list`. Always inlined: the compiler kept it out of line in
+    /// the inlined sfq enqueue, and a call per queued packet cost 1.5% of seed-nrules15000.
+    #[inline(always)]
     pub fn push_tail(&mut self, list: &mut SkbList, skb: Skb) {
         let node = Node { skb, next: NIL, prev: list.tail };
         let i = if self.free != NIL {
