@@ -1,0 +1,119 @@
+//! Bad input a fuzzer found the CLI mishandling: each case must end in a clear error
+//! with exit code 2 (file, line, column where there is one, and what would be valid).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn darkbuf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
+}
+
+fn repo(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
+}
+
+/// A fresh directory for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("darkbuf-fuzz-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const SHORT: [&str; 4] = ["--set", "duration=300ms", "--set", "warmup=50ms"];
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit code 2 and the stderr, which must be one `darkbuf: ...` line.
+fn bad_input(o: &Output) -> String {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.starts_with("darkbuf: "), "{e}");
+    e
+}
+
+/// `darkbuf run` (or `sweep`) of veth-bql, shortened, as parsed JSON.
+fn results_json(cmd: &str, extra: &[&str]) -> serde_json::Value {
+    let scn = repo("scenarios/veth-bql.toml");
+    let mut args = vec![cmd, scn.as_str(), "--format", "json"];
+    args.extend(SHORT);
+    args.extend(extra);
+    let o = darkbuf(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Writes `v` pretty-printed; the 1-based line of the first line containing `needle`.
+fn write_pretty(path: &std::path::Path, v: &serde_json::Value, needle: &str) -> usize {
+    let text = serde_json::to_string_pretty(v).unwrap();
+    std::fs::write(path, &text).unwrap();
+    text.lines().position(|l| l.contains(needle)).expect("needle") + 1
+}
+
+// --- 1. `darkbuf report`: where in the results JSON, and at which field ---
+
+#[test]
+fn report_wrong_type_names_file_line_column_and_field_path() {
+    let dir = tmp("wrong-type");
+    let mut v = results_json("run", &[]);
+    v["summary"]["ping.rtt_avg_ms"]["mean"] = serde_json::json!("x");
+    let p = dir.join("min2.json");
+    let line = write_pretty(&p, &v, "\"mean\": \"x\"");
+    let e = bad_input(&darkbuf(&["report", p.to_str().unwrap()]));
+    let at = format!("min2.json:{line}:");
+    assert!(e.contains(&at), "{at} in {e}");
+    assert!(e.contains("summary.\"ping.rtt_avg_ms\".mean: invalid type: string \"x\", expected f64"), "{e}");
+    assert!(e.contains("a run results JSON"), "{e}");
+    assert!(!e.contains("neither a run nor a sweep"), "the file is a run's: {e}");
+}
+
+#[test]
+fn report_missing_field_names_its_object_and_position() {
+    let dir = tmp("missing");
+    let mut v = results_json("run", &[]);
+    v["summary"]["ping.rtt_avg_ms"].as_object_mut().unwrap().remove("mean");
+    let p = dir.join("miss.json");
+    write_pretty(&p, &v, "\"mean\"");
+    let e = bad_input(&darkbuf(&["report", p.to_str().unwrap()]));
+    // The position is where serde_json noticed: the end of the object.
+    assert!(regex_like_location(&e, "miss.json"), "{e}");
+    assert!(e.contains("summary.\"ping.rtt_avg_ms\": missing field `mean`"), "{e}");
+}
+
+#[test]
+fn report_sweep_error_is_reported_as_a_sweep_with_the_point_index() {
+    let dir = tmp("sweep");
+    let mut v = results_json("sweep", &["--set", "consumer.nrules=0,1"]);
+    v["points"][1]["results"]["runs"][0]["seed"] = serde_json::json!(-1);
+    let p = dir.join("sweep.json");
+    let line = write_pretty(&p, &v, "\"seed\": -1");
+    let e = bad_input(&darkbuf(&["report", p.to_str().unwrap()]));
+    assert!(e.contains(&format!("sweep.json:{line}:")), "{e}");
+    assert!(e.contains("points[1].results.runs[0].seed: invalid value: integer `-1`, expected u64"), "{e}");
+    assert!(e.contains("sweep results JSON"), "{e}");
+}
+
+#[test]
+fn report_of_neither_shape_says_what_is_expected() {
+    let dir = tmp("neither");
+    let p = dir.join("x.json");
+    std::fs::write(&p, "{\"hello\": 1}").unwrap();
+    let e = bad_input(&darkbuf(&["report", p.to_str().unwrap()]));
+    assert!(e.contains("x.json:1:1: neither a run nor a sweep results JSON"), "{e}");
+    assert!(e.contains("`hello`") && e.contains("`points`") && e.contains("`summary`"), "{e}");
+
+    std::fs::write(&p, "[1,\n").unwrap();
+    let e = bad_input(&darkbuf(&["report", p.to_str().unwrap()]));
+    assert!(e.contains("x.json:2:1: not JSON: EOF while parsing"), "{e}");
+}
+
+/// `NAME:LINE:COLUMN: ` with numbers, somewhere in `e`.
+fn regex_like_location(e: &str, name: &str) -> bool {
+    e.split(&format!("{name}:")).skip(1).any(|rest| {
+        let mut it = rest.splitn(3, ':');
+        let (l, c) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
+        !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit())
+    })
+}
