@@ -237,15 +237,17 @@ pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
     Ok(darkbuf_run::profile_of(scn)?)
 }
 
-/// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` is bounded
-/// like the file's `runs` by its parser).
-pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
+/// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` and `--seed`
+/// are bounded like the file's `runs` and `seed` by their parsers), then the last
+/// run's seed (seed + runs - 1) must be a seed too: no seed wraps around.
+pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) -> Result<(), Failure> {
     if let Some(r) = c.runs {
         scn.runs = r;
     }
     if let Some(s) = c.seed {
         scn.seed = s;
     }
+    darkbuf_scenario::seeds::check_flags(scn, c.runs, c.seed).map_err(|d| Failure::Input(d.to_string()))
 }
 
 pub(crate) use darkbuf_run::results_of;
@@ -321,7 +323,7 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
-    apply_common(&mut scn, c);
+    apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     check_out(c)?;
     let p = profile_of(&scn)?;
@@ -533,7 +535,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let mut points = Vec::new();
     for spec in &plan.points {
         let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
-        apply_common(&mut scn, c);
+        apply_common(&mut scn, c)?;
         points.push((spec.clone(), scn));
     }
     darkbuf_scenario::limits::check_total(points.iter().map(|(_, s)| s)).map_err(Failure::Input)?;

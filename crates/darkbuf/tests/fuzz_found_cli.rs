@@ -117,3 +117,56 @@ fn regex_like_location(e: &str, name: &str) -> bool {
         !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit())
     })
 }
+
+// --- 3. one range for every seed, and no run's seed wraps around ---
+
+const MAX_SEED: &str = "9223372036854775807";
+
+#[test]
+fn seed_flag_has_the_scenario_keys_range() {
+    let scn = repo("scenarios/veth-bql.toml");
+    for args in [vec!["--seed", "18446744073709551615"], vec!["--seed", "9223372036854775808"]] {
+        let mut a = vec!["run", scn.as_str()];
+        a.extend(args);
+        let o = darkbuf(&a);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains(&format!("is not in 0..={MAX_SEED}")), "{e}");
+    }
+    // The scenario's key says the same range.
+    let e = bad_input(&darkbuf(&["run", &scn, "--set", "seed=9223372036854775808"]));
+    assert!(e.contains(&format!("0..={MAX_SEED}")), "{e}");
+}
+
+#[test]
+fn seed_plus_runs_past_the_largest_seed_is_refused_not_wrapped() {
+    let scn = repo("scenarios/veth-bql.toml");
+    let e = bad_input(&darkbuf(&["run", &scn, "--seed", MAX_SEED, "--runs", "3"]));
+    assert!(e.contains(&format!("darkbuf: --seed {MAX_SEED}: with 3 runs the last run's seed would be 9223372036854775809")), "{e}");
+    assert!(e.contains("expected a seed in 0..=9223372036854775805 for 3 runs"), "{e}");
+
+    // --runs over the scenario's seed blames --runs.
+    let e = bad_input(&darkbuf(&["sweep", &scn, "--set", "seed=9223372036854775806", "--set", "consumer.nrules=0,1", "--runs", "3"]));
+    assert!(e.contains("darkbuf: --runs 3: the scenario's seed is 9223372036854775806"), "{e}");
+    assert!(e.contains("expected at most 2 runs"), "{e}");
+
+    // seed and runs both in the file: the file's `seed`, with its position.
+    let dir = tmp("seed-runs");
+    let p = dir.join("s.toml");
+    std::fs::write(&p, "name = \"s\"\nruns = 2\nseed = 9223372036854775807\n[[traffic]]\nkind = \"udp\"\n").unwrap();
+    let e = bad_input(&darkbuf(&["run", p.to_str().unwrap()]));
+    assert!(e.contains("s.toml:3:8: `seed` = 9223372036854775807: with 2 runs"), "{e}");
+    assert!(e.contains("expected a seed in 0..=9223372036854775806 for 2 runs"), "{e}");
+}
+
+#[test]
+fn the_largest_seeds_that_fit_still_run() {
+    let scn = repo("scenarios/veth-bql.toml");
+    let mut args = vec!["run", scn.as_str(), "--seed", "9223372036854775805", "--runs", "3", "--format", "json"];
+    args.extend(SHORT);
+    let o = darkbuf(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let seeds: Vec<u64> = v["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [9223372036854775805, 9223372036854775806, 9223372036854775807]);
+}
