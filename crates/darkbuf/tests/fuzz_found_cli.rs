@@ -170,3 +170,65 @@ fn the_largest_seeds_that_fit_still_run() {
     let seeds: Vec<u64> = v["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds, [9223372036854775805, 9223372036854775806, 9223372036854775807]);
 }
+
+// --- 2. `--plot METRIC` of a known kind that these results do not have ---
+
+/// `darkbuf sweep` of veth-bql (UDP and ping, 2 CPUs) over two rule counts.
+fn sweep_veth(extra: &[&str]) -> Output {
+    let scn = repo("scenarios/veth-bql.toml");
+    let mut args = vec!["sweep", scn.as_str(), "--set", "consumer.nrules=0,1"];
+    args.extend(SHORT);
+    args.extend(extra);
+    darkbuf(&args)
+}
+
+#[test]
+fn plot_of_a_kind_the_scenario_lacks_is_refused_before_the_sweep_runs() {
+    let dir = tmp("plot-up-front");
+    let out = dir.join("D");
+    let d = out.to_str().unwrap();
+    let e = bad_input(&sweep_veth(&["--plot", "tcp.goodput_mbps", "--out", d]));
+    assert!(e.contains("--plot tcp.goodput_mbps: not in these results: the scenario has no TCP traffic"), "{e}");
+    let e = bad_input(&sweep_veth(&["--plot", "cpu.99.busy_pct", "--out", d]));
+    assert!(e.contains("--plot cpu.99.busy_pct: not in these results: the scenario has 2 CPUs (cpu.0 .. cpu.1)"), "{e}");
+    // Refused before anything ran: --out was not even made.
+    assert!(!out.exists());
+
+    let tcp = repo("scenarios/tcp-100mbit.toml");
+    let e = bad_input(&darkbuf(&["sweep", &tcp, "--set", "path.delay=5ms,10ms", "--plot", "tcp.flow.63.goodput_mbps", "--out", d]));
+    assert!(e.contains("--plot tcp.flow.63.goodput_mbps: not in these results: the scenario has 4 TCP flows (tcp.flow.0 .. tcp.flow.3)"), "{e}");
+    assert!(e.contains("e.g. tcp.flow.3.goodput_mbps"), "{e}");
+
+    let p = dir.join("noping.toml");
+    std::fs::write(&p, "name = \"noping\"\n[[traffic]]\nkind = \"udp\"\n").unwrap();
+    let e = bad_input(&darkbuf(&["sweep", p.to_str().unwrap(), "--set", "consumer.nrules=0,1", "--plot", "ping.rtt_avg_ms", "--out", d]));
+    assert!(e.contains("--plot ping.rtt_avg_ms: not in these results: the scenario has no ping traffic"), "{e}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn plot_no_point_measured_fails_after_the_sweep_and_keeps_its_results() {
+    let dir = tmp("plot-after");
+    let out = dir.join("D");
+    // CPU 0 is the producer's: it runs no softirq in this scenario, so it has no
+    // net_tx_pct, which only the results can tell.
+    let o = sweep_veth(&["--plot", "cpu.0.net_tx_pct", "--plot", "consumer.pps", "--out", out.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--plot cpu.0.net_tx_pct: not in these results: no point measured it; these results have cpu.1.net_tx_pct"), "{e}");
+    assert!(e.contains("the other results are in"), "{e}");
+    assert!(out.join("results.json").exists() && out.join("sweep_consumer_pps.svg").exists());
+    assert!(!out.join("sweep_cpu_0_net_tx_pct.svg").exists());
+
+    // `report` of those results: refused before the page is written.
+    let page = dir.join("x.html");
+    let results = out.join("results.json");
+    let e = bad_input(&darkbuf(&["report", results.to_str().unwrap(), "--plot", "tcp.flow.77.goodput_mbps", "--html", page.to_str().unwrap()]));
+    assert!(e.contains("--plot tcp.flow.77.goodput_mbps: not in these results: no point measured it; they have no tcp.* metric at all"), "{e}");
+    assert!(e.contains("metrics in these results: ") && e.contains("consumer.pps"), "{e}");
+    assert!(!page.exists());
+    // A metric that is there still plots.
+    let o = darkbuf(&["report", results.to_str().unwrap(), "--plot", "cpu.1.net_tx_pct", "--html", page.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("id=\"plot-sweep_cpu_1_net_tx_pct\""));
+}
