@@ -19,7 +19,8 @@ pub fn split_sets(set: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 /// `--runs N` (at least 1) and `--seed N`: they apply after loading, over the
-/// scenario's own `runs` and `seed`.
+/// scenario's own `runs` and `seed` ([`darkbuf_scenario::seeds::check_flags`] then
+/// checks that every run's seed is in range).
 pub fn apply_runs_seed(scn: &mut Scenario, runs: Option<u32>, seed: Option<u64>) {
     if let Some(r) = runs {
         scn.runs = r.max(1);
@@ -58,6 +59,7 @@ pub(crate) fn point_scenario(
     let mut scn = darkbuf_scenario::load_str(&src.name, &src.text, overrides)?;
     scn.label = label.to_string();
     apply_runs_seed(&mut scn, runs, seed);
+    darkbuf_scenario::seeds::check_flags(&scn, runs, seed)?;
     Ok(scn)
 }
 

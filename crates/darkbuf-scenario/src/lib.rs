@@ -21,6 +21,7 @@ pub mod preset;
 pub mod limits;
 mod resolve;
 pub mod schema;
+pub mod seeds;
 mod tcp;
 pub mod sweep;
 mod tree;
@@ -113,7 +114,9 @@ pub fn load_str(
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or(name_for_errors);
-    resolve::resolve(&root, &ctx, stem)
+    let scn = resolve::resolve(&root, &ctx, stem)?;
+    seeds::check_loaded(&root, &ctx, &scn)?;
+    Ok(scn)
 }
 
 /// Loads one point of a [`SweepPlan`]: the point's own `set`, then `base_overrides`

@@ -53,8 +53,9 @@ pub struct Common {
     /// results do not depend on it. The kernel backend always runs one at a time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
-    /// Base seed (overrides the scenario's `seed`).
-    #[arg(long)]
+    /// Base seed (overrides the scenario's `seed`), 0..=9223372036854775807 like the
+    /// scenario's `seed` (a TOML integer); run i uses seed + i, which must be in range too.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=darkbuf_scenario::seeds::MAX_SEED))]
     pub seed: Option<u64>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]

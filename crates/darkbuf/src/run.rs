@@ -237,15 +237,17 @@ pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
     Ok(darkbuf_run::profile_of(scn)?)
 }
 
-/// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` is bounded
-/// like the file's `runs` by its parser).
-pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) {
+/// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` and `--seed`
+/// are bounded like the file's `runs` and `seed` by their parsers), then the last
+/// run's seed (seed + runs - 1) must be a seed too: no seed wraps around.
+pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) -> Result<(), Failure> {
     if let Some(r) = c.runs {
         scn.runs = r;
     }
     if let Some(s) = c.seed {
         scn.seed = s;
     }
+    darkbuf_scenario::seeds::check_flags(scn, c.runs, c.seed).map_err(|d| Failure::Input(d.to_string()))
 }
 
 pub(crate) use darkbuf_run::results_of;
@@ -321,7 +323,7 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
-    apply_common(&mut scn, c);
+    apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     check_out(c)?;
     let p = profile_of(&scn)?;
@@ -533,11 +535,12 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let mut points = Vec::new();
     for spec in &plan.points {
         let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
-        apply_common(&mut scn, c);
+        apply_common(&mut scn, c)?;
         points.push((spec.clone(), scn));
     }
     darkbuf_scenario::limits::check_total(points.iter().map(|(_, s)| s)).map_err(Failure::Input)?;
     check_plot_metrics(plot)?;
+    check_plot_metrics_planned(plot, &points.iter().map(|(_, s)| s).collect::<Vec<_>>(), c.backend)?;
     check_out(c)?;
     let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
     let mut sweep = SweepResults { provenance: Some(provenance(path)), name: name.clone(), points: Vec::new() };
@@ -608,7 +611,19 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     })?;
     match signal {
         Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} points that finished", sweep.points.len()))),
-        None => Ok(()),
+        // A --plot metric that could not be ruled out before the sweep but that no
+        // point measured: the results are printed and written (the sweep's time is not
+        // lost), the plot is missing, so the command fails.
+        None => check_plot_metrics_measured(plot, &sweep).map_err(|m| {
+            Failure::Input(match &c.out {
+                Some(d) => format!(
+                    "{m}; the other results are in {}: `darkbuf report {}/results.json --plot METRIC --html OUT.html` plots another metric",
+                    d.display(),
+                    d.display()
+                ),
+                None => m,
+            })
+        }),
     }
 }
 
@@ -627,6 +642,107 @@ pub(crate) fn check_plot_metrics(plot: &[String]) -> Result<(), Failure> {
                 known.join(", ")
             )));
         }
+    }
+    Ok(())
+}
+
+/// Why `metric` cannot be in the results of any of `points`, known before they run:
+/// it is of a kind no point has (ping, TCP, irtt traffic), or its index is past the
+/// points' TCP flows, irtt probers or (simulator) CPUs. `None` when it may be there:
+/// [`check_plot_metrics_measured`] checks the rest once the results are in.
+fn absent_up_front(metric: &str, points: &[&Scenario], backend: Backend) -> Option<(String, String)> {
+    use darkbuf_scenario::Traffic;
+    let mut parts = metric.split('.');
+    let kind = parts.next()?;
+    let index = |s: Option<&str>| s.and_then(|n| n.parse::<u64>().ok());
+    // The largest count of a point, as "N things (name.0 .. name.N-1)".
+    let bound = |count: &dyn Fn(&Scenario) -> u64, n: Option<u64>, what: &str, name: &str, example: &str| {
+        let max = points.iter().map(|s| count(s)).max().unwrap_or(0);
+        let n = n?;
+        (n >= max).then(|| {
+            let range = if max == 1 { format!("{name}.0") } else { format!("{name}.0 .. {name}.{}", max - 1) };
+            (format!("the scenario has {max} {what} ({range})"), format!("e.g. {}", example.replace('N', &(max - 1).to_string())))
+        })
+    };
+    let flows = |s: &Scenario| s.traffic.iter().map(|t| if let Traffic::Tcp(f) = t { f.flows as u64 } else { 0 }).sum::<u64>();
+    let irtts = |s: &Scenario| s.traffic.iter().filter(|t| matches!(t, Traffic::Irtt(_))).count() as u64;
+    let rest = metric.split_once('.').map_or("", |(_, r)| r);
+    match kind {
+        "ping" if !points.iter().any(|s| s.traffic.iter().any(|t| matches!(t, Traffic::Ping(_)))) => Some((
+            "the scenario has no ping traffic".into(),
+            "add a [[traffic]] of kind = \"ping\", or plot another metric".into(),
+        )),
+        "tcp" if points.iter().all(|s| flows(s) == 0) => {
+            Some(("the scenario has no TCP traffic".into(), "add a [[traffic]] of kind = \"tcp\", or plot another metric".into()))
+        }
+        "tcp" if parts.next() == Some("flow") => {
+            let n = index(parts.next());
+            let what = metric.splitn(4, '.').nth(3).unwrap_or("goodput_mbps");
+            bound(&flows, n, "TCP flows", "tcp.flow", &format!("tcp.flow.N.{what}"))
+        }
+        "irtt" if points.iter().all(|s| irtts(s) == 0) => Some((
+            "the scenario has no irtt traffic".into(),
+            "add a [[traffic]] of kind = \"irtt\", or plot another metric".into(),
+        )),
+        "irtt" => {
+            let n = index(parts.next())?;
+            bound(&irtts, Some(n), "irtt probers", "irtt", &format!("irtt.N.{}", rest.split_once('.').map_or("rtt_avg_ms", |r| r.1)))
+        }
+        // The simulator numbers the CPUs of this host, then its peer's; a [lan] client
+        // adds a host of its own, so that case is left to the check after the run.
+        "cpu" if backend == Backend::Sim && points.iter().all(|s| s.lan.is_none()) => {
+            let n = index(parts.next());
+            let cpus = |s: &Scenario| s.machine.cpus as u64 + s.peer.as_ref().map_or(0, |p| p.cpus as u64);
+            bound(&cpus, n, "CPUs", "cpu", &format!("cpu.N.{}", rest.split_once('.').map_or("busy_pct", |r| r.1)))
+        }
+        _ => None,
+    }
+}
+
+/// `--plot METRIC`s that no point of the sweep can have, before it runs (a sweep may
+/// take hours; a metric that cannot be there should not cost them).
+fn check_plot_metrics_planned(plot: &[String], points: &[&Scenario], backend: Backend) -> Result<(), Failure> {
+    for m in plot {
+        if let Some((why, valid)) = absent_up_front(m, points, backend) {
+            return Err(Failure::Input(format!("--plot {m}: not in these results: {why}; {valid}")));
+        }
+    }
+    Ok(())
+}
+
+/// `--plot METRIC`s that no point of `s` has a value for: the metric, why (the
+/// results' own reason when they give one), and the metrics of its kind that are
+/// there, else every metric that is.
+pub(crate) fn check_plot_metrics_measured(plot: &[String], s: &SweepResults) -> Result<(), String> {
+    for m in plot {
+        if s.points.iter().any(|p| p.results.metric(m).is_some()) {
+            continue;
+        }
+        let why = s
+            .points
+            .iter()
+            .find_map(|p| p.results.unavailable.get(m.as_str()))
+            .map_or_else(|| "no point measured it".to_string(), |r| format!("no point has a value for it ({r})"));
+        let family = m.split('.').next().unwrap_or_default();
+        let measured: std::collections::BTreeSet<&str> = s
+            .points
+            .iter()
+            .flat_map(|p| p.results.summary.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k.as_str()))
+            .collect();
+        let pattern = darkbuf_report::glossary::lookup(m).map(|e| e.name);
+        let same: Vec<&str> = measured.iter().copied().filter(|k| pattern.is_some() && darkbuf_report::glossary::lookup(k).map(|e| e.name) == pattern).collect();
+        let why = if !measured.iter().any(|k| k.split('.').next() == Some(family)) {
+            format!("{why}; they have no {family}.* metric at all")
+        } else {
+            why
+        };
+        let valid = if !same.is_empty() {
+            format!("these results have {}", same.join(", "))
+        } else {
+            let hint = darkbuf_scenario::diag::did_you_mean(m, measured.iter().copied()).map_or(String::new(), |d| format!("did you mean `{d}`? "));
+            format!("{hint}metrics in these results: {}", measured.iter().copied().collect::<Vec<_>>().join(", "))
+        };
+        return Err(format!("--plot {m}: not in these results: {why}; {valid}"));
     }
     Ok(())
 }
@@ -668,17 +784,131 @@ fn read_results_file(path: &Path) -> Result<String, Failure> {
     }
 }
 
+/// What shape a results JSON has, judged by its top-level keys: a sweep's has
+/// `points`, a run's `runs` or `summary` (or the run's other keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Run,
+    Sweep,
+}
+
+const RUN_KEYS: [&str; 5] = ["runs", "summary", "scenario", "backend", "environment"];
+
+fn shape_of(v: &serde_json::Value) -> Option<Shape> {
+    let o = v.as_object()?;
+    if o.contains_key("points") {
+        Some(Shape::Sweep)
+    } else if RUN_KEYS.iter().any(|k| o.contains_key(*k)) {
+        Some(Shape::Run)
+    } else {
+        None
+    }
+}
+
+/// A serde_json error's message without the " at line L column C" serde_json appends
+/// (the CLI puts the position first, `FILE:L:C: ...`, as for scenario errors).
+fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&suffix).map_or(text.clone(), str::to_string)
+}
+
+/// `FILE:L:C` of a serde_json error (`FILE` when it has no position).
+fn json_location(path: &Path, e: &serde_json::Error) -> String {
+    if e.line() == 0 {
+        path.display().to_string()
+    } else {
+        // serde_json counts columns from 0 at a line's start (an end of file there).
+        format!("{}:{}:{}", path.display(), e.line(), e.column().max(1))
+    }
+}
+
+/// A serde path as jq writes one: `points[2].results.summary."ping.rtt_avg_ms".mean`
+/// (keys that are not plain words are quoted, since metric names have dots in them).
+fn json_path(p: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if plain {
+                    out.push_str(key);
+                } else {
+                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                }
+            }
+            Segment::Unknown => out.push_str(if out.is_empty() { "?" } else { ".?" }),
+        }
+    }
+    out
+}
+
+/// Reads `text` as the results JSON of the shape it has; an error says where
+/// (`FILE:LINE:COLUMN`), at which field (`summary."ping.rtt_avg_ms".mean`), and what
+/// was expected there.
+fn parse_results(path: &Path, text: &str) -> Result<AnyResults, Failure> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Failure::Input(format!("{}: not JSON: {}", json_location(path, &e), json_message(&e))))?;
+    let shape = shape_of(&value).ok_or_else(|| {
+        let found = match &value {
+            serde_json::Value::Object(o) if o.is_empty() => "an empty object".to_string(),
+            serde_json::Value::Object(o) => {
+                let keys: Vec<String> = o.keys().take(8).map(|k| format!("`{k}`")).collect();
+                format!("an object with {}{}", keys.join(", "), if o.len() > 8 { ", ..." } else { "" })
+            }
+            serde_json::Value::Array(_) => "an array".into(),
+            _ => "a single value".into(),
+        };
+        Failure::Input(format!(
+            "{}:1:1: neither a run nor a sweep results JSON: found {found}; expected the object `darkbuf run --out` \
+             writes (keys `scenario`, `backend`, `environment`, `runs`, `summary`, `unavailable`) or the one `darkbuf \
+             sweep --out` writes (keys `name`, `points`)",
+            path.display()
+        ))
+    })?;
+    // The tree is read as is; only a file that does not fit its shape is read again,
+    // from its text, for the position and the field path of the error.
+    let parsed = match shape {
+        Shape::Sweep => serde_json::from_value::<SweepResults>(value).map(AnyResults::Sweep),
+        Shape::Run => serde_json::from_value::<Results>(value).map(AnyResults::Run),
+    };
+    parsed.map_err(|e| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let located = match shape {
+            Shape::Sweep => serde_path_to_error::deserialize::<_, SweepResults>(&mut de).err(),
+            Shape::Run => serde_path_to_error::deserialize::<_, Results>(&mut de).err(),
+        };
+        let what = match shape {
+            Shape::Sweep => "a sweep results JSON (it has `points`)",
+            Shape::Run => "a run results JSON",
+        };
+        match located {
+            Some(pe) => {
+                let field = json_path(pe.path());
+                let field = if field.is_empty() || field == "?" { String::new() } else { format!("{field}: ") };
+                Failure::Input(format!(
+                    "{}: {field}{}; in {what}",
+                    json_location(path, pe.inner()),
+                    json_message(pe.inner())
+                ))
+            }
+            None => Failure::Input(format!("{}: {}; in {what}", path.display(), json_message(&e))),
+        }
+    })
+}
+
 /// `darkbuf report RESULTS.json [--html OUT.html]`: the table on stdout, or the HTML page.
 pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), Failure> {
     let text = read_results_file(path)?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::Input(format!("{} is not JSON: {e}", path.display())))?;
-    let results = if value.get("points").is_some() {
-        serde_json::from_value::<SweepResults>(value).map(AnyResults::Sweep)
-    } else {
-        serde_json::from_value::<Results>(value).map(AnyResults::Run)
+    let results = parse_results(path, &text)?;
+    if let AnyResults::Sweep(s) = &results {
+        check_plot_metrics_measured(plot, s).map_err(Failure::Input)?;
     }
-    .map_err(|e| Failure::Input(format!("{} is neither a run nor a sweep results JSON: {e}", path.display())))?;
     if let Some(out) = html {
         let plots = results.plots(plot)?;
         let page = results.html(&plots);
