@@ -1,0 +1,66 @@
+//! Bad inputs a fuzzer found reported without a position, against the wrong key, with a
+//! misleading range, or not at all. Each must be a diagnostic at the offending value
+//! (file, line and column, or the `--set` argument) saying what would be valid.
+
+use darkbuf_model::units::Rate;
+use darkbuf_scenario::*;
+
+/// A minimal veth scenario: the fuzzer's starting point.
+const V: &str = "duration = \"200ms\"\n[qdisc]\nkind = \"sfq\"\n[[traffic]]\nkind = \"udp\"\n[[traffic]]\nkind = \"ping\"\n";
+
+fn err_set(text: &str, set: &[&str]) -> Diagnostic {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
+}
+
+fn err(text: &str) -> Diagnostic {
+    err_set(text, &[])
+}
+
+fn ok_set(text: &str, set: &[&str]) -> Scenario {
+    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
+}
+
+/// The text the diagnostic points at.
+fn pointed(d: &Diagnostic) -> &str {
+    &d.source[d.span.clone().expect("a span")]
+}
+
+/// `line:column` of the diagnostic, in the scenario file.
+fn at(d: &Diagnostic) -> (Option<usize>, Option<usize>) {
+    (d.line, d.column)
+}
+
+// ---- rates beyond u64 bit/s ----
+
+#[test]
+fn a_traffic_rate_beyond_u64_is_out_of_range_not_clamped() {
+    for rate in ["99999999999999999999Mbit", "18446744073709551616bit"] {
+        let arg = format!("traffic.0.rate={rate}");
+        let d = err_set(V, &[&arg]);
+        assert_eq!(d.kind, DiagnosticKind::Value, "{d}");
+        assert_eq!(d.key, "traffic.0.rate");
+        assert_eq!(d.file, format!("--set {arg}"));
+        assert_eq!(pointed(&d), rate);
+        assert!(d.message.contains("out of range"), "{d}");
+        assert!(d.help.as_deref().unwrap().contains("100Mbit"), "{d}");
+    }
+    // The largest rate that fits still parses as it always did.
+    let s = ok_set(V, &["traffic.0.rate=18446744073709551615bit"]);
+    let Traffic::Udp(u) = &s.traffic[0] else { panic!() };
+    assert_eq!(u.rate, Rate::Bps(u64::MAX));
+}
+
+#[test]
+fn a_qdisc_rate_beyond_u64_is_blamed_on_the_rate() {
+    let cake = "duration = \"200ms\"\n[qdisc]\nkind = \"cake\"\nbandwidth = \"99999999999999999999gbit\"\n[[traffic]]\nkind = \"udp\"\n";
+    let d = err(cake);
+    assert_eq!((d.key.as_str(), at(&d)), ("qdisc.bandwidth", (Some(4), Some(13))), "{d}");
+    assert!(d.message.contains("out of range"), "{d}");
+
+    let tbf = "duration = \"200ms\"\n[qdisc]\nkind = \"tbf\"\nrate = \"99999999999999999999gbit\"\nburst = \"10k\"\nlatency = \"50ms\"\n[[traffic]]\nkind = \"udp\"\n";
+    let d = err(tbf);
+    assert_eq!((d.key.as_str(), at(&d)), ("qdisc.rate", (Some(4), Some(8))), "{d}");
+    assert!(d.message.contains("out of range"), "{d}");
+}
