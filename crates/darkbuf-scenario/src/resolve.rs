@@ -441,10 +441,22 @@ pub(crate) fn resolve(
     top.check_keys(TOP_KEYS, None)?;
     let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
     let warmup_ns = top.duration_max("warmup", 1_000_000_000, false, limits::MAX_DURATION_NS)?;
-    match crate::preset::expand(root, &top, warmup_ns.saturating_add(duration_ns))? {
+    // The driver decides what a test preset may contain (downloads need a NIC): check
+    // it first, so a bad driver is reported as such and never read as the default.
+    let driver = device_driver(&top.sub("device")?)?;
+    match crate::preset::expand(root, &top, warmup_ns.saturating_add(duration_ns), driver)? {
         Some(doc) => resolve_doc(&doc, ctx, default_name),
         None => resolve_doc(root, ctx, default_name),
     }
+}
+
+/// `device.driver` (default veth).
+fn device_driver(d: &Sec<'_>) -> Result<Driver, Diagnostic> {
+    Ok(match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
+        "tun" => Driver::Tun,
+        "nic" => Driver::Nic,
+        _ => Driver::Veth,
+    })
 }
 
 fn resolve_doc(
@@ -499,11 +511,7 @@ fn resolve_doc(
     // [device]
     let d = top.sub("device")?;
     d.check_keys(DEVICE_KEYS, None)?;
-    let driver = match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
-        "tun" => Driver::Tun,
-        "nic" => Driver::Nic,
-        _ => Driver::Veth,
-    };
+    let driver = device_driver(&d)?;
     let nic = crate::nic::resolve_nic(&d, driver)?;
     let tx_queues = d.u32("tx_queues", 1, 1, 64)?;
     let xps_txq = match d.int_opt("xps_txq", 0, 63)? {

@@ -64,3 +64,25 @@ fn a_qdisc_rate_beyond_u64_is_blamed_on_the_rate() {
     assert_eq!((d.key.as_str(), at(&d)), ("qdisc.rate", (Some(4), Some(8))), "{d}");
     assert!(d.message.contains("out of range"), "{d}");
 }
+
+// ---- device.driver under a test preset ----
+
+const RRUL: &str = "test = \"rrul\"\ntest_delay = \"10ms\"\nduration = \"200ms\"\n[device]\n";
+
+#[test]
+fn a_bad_driver_under_a_test_preset_is_reported_as_such() {
+    let d = err(&format!("{RRUL}driver = \"nci\"\n"));
+    assert_eq!((d.key.as_str(), at(&d)), ("device.driver", (Some(5), Some(10))), "{d}");
+    assert!(d.message.contains("`device.driver` = \"nci\" is not valid"), "{d}");
+    assert!(d.help.as_deref().unwrap().contains("\"veth\", \"tun\", \"nic\""), "{d}");
+
+    // A wrong type is a type error, never read as the default veth.
+    let d = err(&format!("{RRUL}driver = 5\n"));
+    assert_eq!(d.kind, DiagnosticKind::Type, "{d}");
+    assert_eq!((d.key.as_str(), at(&d)), ("device.driver", (Some(5), Some(10))), "{d}");
+    assert!(d.message.contains("must be a string, found an integer (5)"), "{d}");
+    assert!(!d.message.contains("veth"), "{d}");
+
+    let d = err_set(RRUL, &["device.driver=nci"]);
+    assert_eq!((d.key.as_str(), pointed(&d)), ("device.driver", "nci"), "{d}");
+}
