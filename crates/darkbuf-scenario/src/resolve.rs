@@ -827,26 +827,33 @@ fn resolve_doc(
     })
 }
 
-fn param_value(v: &V) -> Option<ParamValue> {
-    Some(match v {
+/// A qdisc parameter from its document value. `Err` is the value that cannot be one:
+/// its key below `n` ("" for `n` itself, "0.rate" for the rate of a [[qdisc.class]]
+/// entry) and its node, so the error points at the offending value itself.
+fn param_value(n: &Node) -> Result<ParamValue, (String, &Node)> {
+    Ok(match &n.v {
         V::Int(i) => ParamValue::Int(*i),
         V::Float(f) => ParamValue::Float(*f),
         V::Str(s) => ParamValue::Str(s.clone()),
         V::Bool(b) => ParamValue::Bool(*b),
         // An array of tables ([[qdisc.class]]): one nested parameter set per element.
-        V::Array(items) if !items.is_empty() => {
+        V::Array(items) if !items.is_empty() && items.iter().all(|i| matches!(i.v, V::Table(_))) => {
             let mut tables = Vec::with_capacity(items.len());
-            for item in items {
-                let V::Table(t) = &item.v else { return None };
+            for (i, item) in items.iter().enumerate() {
+                let V::Table(t) = &item.v else { unreachable!("checked above") };
                 let mut map = BTreeMap::new();
                 for e in &t.entries {
-                    map.insert(e.key.clone(), param_value(&e.node.v)?);
+                    let p = param_value(&e.node).map_err(|(below, bad)| {
+                        let key = if below.is_empty() { format!("{i}.{}", e.key) } else { format!("{i}.{}.{below}", e.key) };
+                        (key, bad)
+                    })?;
+                    map.insert(e.key.clone(), p);
                 }
                 tables.push(Params::new(map));
             }
             ParamValue::Tables(tables)
         }
-        _ => return None,
+        _ => return Err((String::new(), n)),
     })
 }
 
@@ -918,11 +925,11 @@ fn resolve_qdisc(
                 )),
             ));
         }
-        match param_value(&e.node.v) {
-            Some(p) => {
+        match param_value(&e.node) {
+            Ok(p) => {
                 map.insert(e.key.clone(), p);
             }
-            None => {
+            Err((below, _)) if below.is_empty() => {
                 return Err(q.type_err(
                     e,
                     "an integer, float, string or boolean (a tc parameter), or an array of tables such as [[qdisc.class]]",
@@ -931,6 +938,21 @@ fn resolve_qdisc(
                         e.key, e.key
                     )),
                 ))
+            }
+            // A value inside an entry of an array of tables: blame that value.
+            Err((below, bad)) => {
+                let key = format!("{}.{below}", q.kp(&e.key));
+                let leaf = below.rsplit('.').next().unwrap_or(&below);
+                return Err(q.ctx.diag(
+                    K::Type,
+                    &bad.at,
+                    &key,
+                    format!(
+                        "`{key}` must be an integer, float, string or boolean (a tc parameter), found {}",
+                        bad.v.describe()
+                    ),
+                    Some(format!("write it as tc takes it, e.g. {leaf} = 127 or {leaf} = \"5ms\"")),
+                ));
             }
         }
     }

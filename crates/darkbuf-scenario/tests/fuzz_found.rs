@@ -86,3 +86,45 @@ fn a_bad_driver_under_a_test_preset_is_reported_as_such() {
     let d = err_set(RRUL, &["device.driver=nci"]);
     assert_eq!((d.key.as_str(), pointed(&d)), ("device.driver", "nci"), "{d}");
 }
+
+// ---- values inside [[qdisc.class]] ----
+
+const HTB: &str = "duration = \"200ms\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\n";
+const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
+
+#[test]
+fn a_bad_value_in_a_qdisc_class_is_blamed_on_that_value() {
+    for (value, found) in [
+        ("[]", "an array ([])"),
+        ("{ a = 1 }", "a table"),
+        ("1979-05-27T07:32:00Z", "a date-time (1979-05-27T07:32:00Z)"),
+        ("[1, 2]", "an array ([1, 2])"),
+    ] {
+        let d = err(&format!("{HTB}rate = {value}\n{UDP}"));
+        assert_eq!(d.kind, DiagnosticKind::Type, "{d}");
+        assert_eq!((d.key.as_str(), at(&d)), ("qdisc.class.0.rate", (Some(7), Some(8))), "{d}");
+        assert_eq!(pointed(&d), value);
+        assert_eq!(
+            d.message,
+            format!("`qdisc.class.0.rate` must be an integer, float, string or boolean (a tc parameter), found {found}")
+        );
+        assert!(d.help.as_deref().unwrap().contains("rate = \"5ms\""), "{d}");
+    }
+    // The second class's value, not the first's header.
+    let d = err(&format!("{HTB}rate = \"10mbit\"\n[[qdisc.class]]\nclassid = \"1:20\"\nrate = \"5mbit\"\nceil = []\n{UDP}"));
+    assert_eq!((d.key.as_str(), at(&d)), ("qdisc.class.1.ceil", (Some(11), Some(8))), "{d}");
+}
+
+#[test]
+fn set_on_a_qdisc_class_makes_an_array_of_tables() {
+    // --set qdisc.class.0.KEY adds [[qdisc.class]] entry 0, as traffic.0.KEY adds a
+    // [[traffic]] entry; the class is then checked by the model like one in the file.
+    let base = "duration = \"200ms\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n[[traffic]]\nkind = \"udp\"\n";
+    let s = ok_set(base, &["qdisc.class.0.classid=1:10", "qdisc.class.0.rate=10mbit"]);
+    let from_file = ok_set(&format!("{HTB}rate = \"10mbit\"\n{UDP}"), &[]);
+    assert_eq!(format!("{:?}", s.qdisc), format!("{:?}", from_file.qdisc));
+    let d = err_set(base, &["qdisc.class.0.classid=1:10", "qdisc.class.0.rate=[]"]);
+    assert_eq!((d.key.as_str(), d.file.as_str(), pointed(&d)), ("qdisc.class.0.rate", "--set qdisc.class.0.rate=[]", "[]"), "{d}");
+    let d = err_set(base, &["qdisc.class.1.classid=1:10"]);
+    assert!(d.message.contains("is not an index of `qdisc.class`, which has 0 entries"), "{d}");
+}
