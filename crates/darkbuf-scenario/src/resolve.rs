@@ -223,6 +223,19 @@ impl<'a> Sec<'a> {
         }
     }
 
+    /// An integer whose valid values the caller checks (a set such as CONFIG_HZ's, or a
+    /// range that depends on another key): a value of another type is a type error whose
+    /// help is `expected` ("expected one of 100, 250, 300, 1000"), not the i64 range.
+    pub fn int_any(&self, key: &str, expected: &str) -> Result<Option<i64>, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(None);
+        };
+        match &e.node.v {
+            V::Int(i) => Ok(Some(*i)),
+            _ => Err(self.type_err(e, "an integer", Some(format!("expected {expected}")))),
+        }
+    }
+
     /// An array of CPU numbers, each below `cpus`, at least one; `None` if absent.
     pub fn cpu_list(&self, key: &str, cpus: u32) -> Result<Option<Vec<u32>>, Diagnostic> {
         let Some(e) = self.entry(key) else {
@@ -495,14 +508,15 @@ fn resolve_doc(
     let profile = m.string("profile", "seed-vm")?;
     check_profile_path(&m, &profile)?;
     let cpus = m.u32("cpus", 2, 2, 64)?;
-    let hz = match m.int_opt("hz", i64::MIN, i64::MAX)? {
+    let hz_expected = "one of 100, 250, 300, 1000";
+    let hz = match m.int_any("hz", hz_expected)? {
         None => 250,
         Some(h) if HZ_VALUES.contains(&h) => h as u32,
         Some(h) => {
             return Err(m.value_err(
                 "hz",
                 format!("`machine.hz` = {h} is not a CONFIG_HZ value"),
-                Some("expected one of 100, 250, 300, 1000".into()),
+                Some(format!("expected {hz_expected}")),
             ))
         }
     };
@@ -576,8 +590,19 @@ fn resolve_doc(
             // tun's ring is sized by txqueuelen unless ring_size says otherwise; both
             // are bounded by what ptr_ring_init() accepts.
             let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
-            let size = d.u32("ring_size", txqueuelen, 1, u32::MAX)?;
-            if size > limits::MAX_TUN_RING {
+            let expected = format!("an integer in 1..={}", limits::MAX_TUN_RING);
+            let size = match d.int_any("ring_size", &expected)? {
+                None => txqueuelen as u64,
+                Some(r) if r >= 1 => r as u64,
+                Some(r) => {
+                    return Err(d.value_err(
+                        "ring_size",
+                        format!("`device.ring_size` = {r} is out of range"),
+                        Some(format!("expected {expected}")),
+                    ))
+                }
+            };
+            if size > limits::MAX_TUN_RING as u64 {
                 return Err(d.value_err(
                     key,
                     format!("`device.{key}` = {size}: a tun/tap ring holds at most {} entries", limits::MAX_TUN_RING),
@@ -587,9 +612,9 @@ fn resolve_doc(
                     )),
                 ));
             }
-            size
+            size as u32
         }
-        Driver::Veth => match d.int_opt("ring_size", i64::MIN, i64::MAX)? {
+        Driver::Veth => match d.int_any("ring_size", "256 (veth's ring is fixed at 256 entries, VETH_RING_SIZE in drivers/net/veth.c), or no ring_size")? {
             None => VETH_RING_SIZE,
             Some(256) => VETH_RING_SIZE,
             Some(r) => {

@@ -128,3 +128,36 @@ fn set_on_a_qdisc_class_makes_an_array_of_tables() {
     let d = err_set(base, &["qdisc.class.1.classid=1:10"]);
     assert!(d.message.contains("is not an index of `qdisc.class`, which has 0 entries"), "{d}");
 }
+
+// ---- integers with a set or a driver-dependent range ----
+
+#[test]
+fn a_wrong_type_for_ring_size_or_hz_says_the_real_valid_values() {
+    for v in ["\"256\"", "2.5", "99999999999999999999"] {
+        let arg = format!("device.ring_size={v}");
+        let d = err_set(V, &[&arg]);
+        assert_eq!((d.kind, d.key.as_str()), (DiagnosticKind::Type, "device.ring_size"), "{d}");
+        let help = d.help.as_deref().unwrap();
+        assert!(help.starts_with("expected 256 (veth's ring is fixed at 256 entries"), "{d}");
+        assert!(!help.contains("9223372036854775807"), "{d}");
+    }
+    let d = err(&format!("{V}[device]\nring_size = \"256\"\n"));
+    assert_eq!(at(&d), (Some(9), Some(13)), "{d}");
+
+    let d = err_set(V, &["device.driver=tun", "device.ring_size=\"64\""]);
+    assert_eq!(d.help.as_deref(), Some("expected an integer in 1..=524288"), "{d}");
+    let d = err_set(V, &["device.driver=tun", "device.ring_size=0"]);
+    assert_eq!(d.help.as_deref(), Some("expected an integer in 1..=524288"), "{d}");
+    let d = err_set(V, &["device.driver=tun", "device.ring_size=5000000000"]);
+    assert!(d.message.contains("= 5000000000: a tun/tap ring holds at most 524288 entries"), "{d}");
+
+    let d = err_set(V, &["device.driver=nic", "device.ring_size=2.5"]);
+    assert!(d.help.as_deref().unwrap().starts_with("expected ethtool -G tx "), "{d}");
+
+    let d = err_set(V, &["machine.hz=\"250\""]);
+    assert_eq!((d.kind, d.key.as_str(), pointed(&d)), (DiagnosticKind::Type, "machine.hz", "\"250\""), "{d}");
+    assert_eq!(d.help.as_deref(), Some("expected one of 100, 250, 300, 1000"), "{d}");
+    let d = err(&format!("{V}[machine]\nhz = \"250\"\n"));
+    assert_eq!(at(&d), (Some(9), Some(6)), "{d}");
+    assert!(d.message.contains("`machine.hz` must be an integer, found a string (\"250\")"), "{d}");
+}
