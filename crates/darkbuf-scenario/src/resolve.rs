@@ -62,6 +62,9 @@ pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"
 pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
 pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
+/// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
+/// else must be a path to a profile TOML (ending in `.toml` or containing a `/`).
+pub const BUILTIN_PROFILES: &[&str] = &["seed-vm", "baremetal-100g"];
 
 static EMPTY: Table = Table {
     entries: Vec::new(),
@@ -506,7 +509,8 @@ fn resolve_doc(
     let m = top.sub("machine")?;
     m.check_keys(MACHINE_KEYS, None)?;
     let profile = m.string("profile", "seed-vm")?;
-    check_profile_path(&m, &profile)?;
+    check_profile(&m, &profile)?;
+    let profile_at = Some(Box::new(excerpt(ctx.diag(K::Value, &m.origin("profile"), "machine.profile", "", None))));
     let cpus = m.u32("cpus", 2, 2, 64)?;
     let hz_expected = "one of 100, 250, 300, 1000";
     let hz = match m.int_any("hz", hz_expected)? {
@@ -520,7 +524,7 @@ fn resolve_doc(
             ))
         }
     };
-    let machine = Machine { profile, cpus, hz };
+    let machine = Machine { profile, cpus, hz, profile_at };
 
     // [device]
     let d = top.sub("device")?;
@@ -1317,34 +1321,55 @@ fn check_inflight(
     }
 }
 
-/// A profile path (not a built-in name) must be a regular file of at most
-/// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until the
-/// memory runs out. A path that does not exist is left to the profile loader, which
-/// says so.
-fn check_profile_path(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
-    if !(profile.ends_with(".toml") || profile.contains('/')) {
+/// `d` with its source cut to the line its span starts on (the span moved with it; line
+/// and column still count in the whole file): a diagnostic kept in the resolved
+/// scenario, which is cloned per point and run, need not hold the whole file.
+fn excerpt(mut d: Diagnostic) -> Diagnostic {
+    if let Some(span) = d.span.clone() {
+        let start = span.start.min(d.source.len());
+        let line_start = d.source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = d.source[start..].find('\n').map_or(d.source.len(), |i| start + i);
+        d.source = d.source[line_start..line_end].to_string();
+        d.span = Some(start - line_start..span.end.min(line_end).max(start) - line_start);
+    }
+    d
+}
+
+/// `machine.profile` is a built-in name, or a path (ending in `.toml` or containing a
+/// `/`, as the profile loader tells them apart) of a regular file of at most
+/// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until
+/// the memory runs out. What the file holds is checked when the simulator loads it
+/// ([`Machine::profile_error`] reports that at this key too).
+fn check_profile(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
+    if BUILTIN_PROFILES.contains(&profile) {
         return Ok(());
     }
-    let Ok(meta) = std::fs::metadata(profile) else { return Ok(()) };
-    let problem = if !meta.is_file() {
-        Some("is not a regular file".to_string())
-    } else if meta.len() > limits::MAX_FILE_BYTES {
-        Some(format!("is {} bytes, larger than any profile", thousands(meta.len())))
-    } else {
-        None
-    };
-    match problem {
-        None => Ok(()),
-        Some(p) => Err(m.value_err(
+    let shown = crate::tree::toml_string(profile);
+    if !(profile.ends_with(".toml") || profile.contains('/')) {
+        let help = match did_you_mean(profile, BUILTIN_PROFILES.iter().copied()) {
+            Some(b) => format!("did you mean \"{b}\"? {}", profile_expected()),
+            None => profile_expected(),
+        };
+        return Err(m.value_err(
             "profile",
-            format!("`machine.profile` = \"{profile}\" {p}"),
-            Some(format!(
-                "expected a built-in profile ({}) or a profile TOML file of at most {} bytes, e.g. profiles/seed-vm.toml",
-                "seed-vm",
-                thousands(limits::MAX_FILE_BYTES)
-            )),
-        )),
+            format!("`machine.profile` = {shown} is neither a built-in profile nor a path to a profile TOML"),
+            Some(help),
+        ));
     }
+    let bound = format!("; a profile file has at most {} bytes", thousands(limits::MAX_FILE_BYTES));
+    let (problem, bound) = match std::fs::metadata(profile) {
+        Err(e) => (format!("cannot be read: {e}"), ""),
+        Ok(meta) if !meta.is_file() => ("is not a regular file".to_string(), bound.as_str()),
+        Ok(meta) if meta.len() > limits::MAX_FILE_BYTES => {
+            (format!("is {} bytes, larger than any profile", thousands(meta.len())), bound.as_str())
+        }
+        Ok(_) => return Ok(()),
+    };
+    Err(m.value_err(
+        "profile",
+        format!("`machine.profile` = {shown} {problem}"),
+        Some(format!("{}{bound}", profile_expected())),
+    ))
 }
 
 /// sk_sndbuf after `setsockopt(SO_SNDBUF, val)` (sk_setsockopt() in net/core/sock.c):
