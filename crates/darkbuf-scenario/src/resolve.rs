@@ -240,11 +240,20 @@ impl<'a> Sec<'a> {
     }
 
     /// An array of CPU numbers, each below `cpus`, at least one; `None` if absent.
+    /// `cpus` is the section's host's: `peer.cpus` in `[peer]`, else `machine.cpus`.
     pub fn cpu_list(&self, key: &str, cpus: u32) -> Result<Option<Vec<u32>>, Diagnostic> {
         let Some(e) = self.entry(key) else {
             return Ok(None);
         };
-        let expected = format!("expected an array of CPU numbers in 0..={} (machine.cpus = {cpus}), e.g. [1]", cpus - 1);
+        let host = match self.path.split('.').next() {
+            Some(s @ ("peer" | "lan")) => s,
+            _ => "machine",
+        };
+        let expected = format!(
+            "expected an array of CPU numbers in 0..={} ({host}.cpus = {cpus}), e.g. [{}]",
+            cpus - 1,
+            1.min(cpus - 1)
+        );
         let V::Array(items) = &e.node.v else {
             return Err(self.type_err(e, "an array of CPU numbers", Some(expected)));
         };

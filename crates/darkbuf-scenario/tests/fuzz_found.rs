@@ -210,3 +210,16 @@ fn a_profile_that_does_not_load_is_reported_at_the_scenarios_key() {
     let d = m.profile_error("bad");
     assert_eq!((d.file, d.line), (format!("--set machine.profile={}", p.display()), None));
 }
+
+// ---- smaller ones ----
+
+#[test]
+fn peer_irq_cpus_names_peer_cpus_and_a_valid_example() {
+    let d = err_set(V, &["device.driver=nic", "peer.cpus=1", "peer.irq_cpus=[1]"]);
+    assert_eq!((d.key.as_str(), pointed(&d)), ("peer.irq_cpus.0", "[1]"), "{d}");
+    assert_eq!(d.help.as_deref(), Some("expected an array of CPU numbers in 0..=0 (peer.cpus = 1), e.g. [0]"), "{d}");
+    // This host's keys still name machine.cpus.
+    let d = err_set(V, &["device.irq_cpus=[7]"]);
+    assert_eq!(d.help.as_deref(), Some("expected an array of CPU numbers in 0..=1 (machine.cpus = 2), e.g. [1]"), "{d}");
+}
+
