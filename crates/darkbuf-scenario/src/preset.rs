@@ -229,6 +229,17 @@ fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: us
     if t.get("kind").is_some() {
         return Ok(());
     }
+    // A name that is not a string is a type error, not a missing name.
+    if let Some(e) = t.get("name").filter(|e| !matches!(e.node.v, V::Str(_))) {
+        let key = format!("traffic.{i}.name");
+        return Err(top.ctx.diag(
+            crate::diag::DiagnosticKind::Type,
+            &e.node.at,
+            &key,
+            format!("`{key}` must be a string, found {}", e.node.v.describe()),
+            Some(format!("expected one of test = \"{test}\"'s entry names: {}", quoted(&list.iter().map(|p| p.name.as_str()).collect::<Vec<_>>()))),
+        ));
+    }
     let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
     let (at, key, message, help) = match entry_name(n) {
         Some(name) => (

@@ -223,3 +223,12 @@ fn peer_irq_cpus_names_peer_cpus_and_a_valid_example() {
     assert_eq!(d.help.as_deref(), Some("expected an array of CPU numbers in 0..=1 (machine.cpus = 2), e.g. [1]"), "{d}");
 }
 
+#[test]
+fn a_traffic_name_of_the_wrong_type_under_a_test_is_a_type_error() {
+    let d = err("test = \"tcp_4up\"\ntest_delay = \"10ms\"\nduration = \"200ms\"\n[[traffic]]\nname = 0\n");
+    assert_eq!(d.kind, DiagnosticKind::Type, "{d}");
+    assert_eq!((d.key.as_str(), at(&d)), ("traffic.0.name", (Some(5), Some(8))), "{d}");
+    assert_eq!(d.message, "`traffic.0.name` must be a string, found an integer (0)");
+    assert!(d.help.as_deref().unwrap().contains("\"TCP upload::1\""), "{d}");
+}
+
