@@ -232,3 +232,24 @@ fn a_traffic_name_of_the_wrong_type_under_a_test_is_a_type_error() {
     assert!(d.help.as_deref().unwrap().contains("\"TCP upload::1\""), "{d}");
 }
 
+#[test]
+fn an_htb_class_rate_too_low_says_so_at_the_rate() {
+    let d = err(&format!("{HTB}rate = \"1bit\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), at(&d)), ("qdisc.class[0].rate", (Some(7), Some(8))), "{d}");
+    assert_eq!(d.message, "`qdisc.class[0].rate`: 1bit is too low: below 1 byte/s, and tc keeps rates in bytes per second");
+    assert_eq!(d.help.as_deref(), Some("expected a rate of at least 48bit with mtu = 1600 and no burst, e.g. \"10mbit\""));
+    // Above 0 bytes/s, the default burst is what bounds it: blamed on the rate that was
+    // written, not on a burst that was not.
+    let d = err(&format!("{HTB}rate = \"40bit\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), at(&d)), ("qdisc.class[0].rate", (Some(7), Some(8))), "{d}");
+    assert!(d.message.contains("40bit is too low: the default burst (rate / 1000000000 + mtu = 1600 bytes) would take over 274 s"), "{d}");
+    ok_set(&format!("{HTB}rate = \"48bit\"\n{UDP}"), &[]);
+    // With a burst, the bound is 1 byte/s.
+    let d = err(&format!("{HTB}rate = \"7bit\"\nburst = 10\n{UDP}"));
+    assert_eq!(d.help.as_deref(), Some("expected a rate of at least 8bit, e.g. \"10mbit\""), "{d}");
+    ok_set(&format!("{HTB}rate = \"8bit\"\nburst = 10\n{UDP}"), &[]);
+    // A missing rate is still "required".
+    let d = err(&format!("{HTB}{UDP}"));
+    assert!(d.message.contains("\"rate\" is required"), "{d}");
+}
+
