@@ -253,3 +253,15 @@ fn an_htb_class_rate_too_low_says_so_at_the_rate() {
     assert!(d.message.contains("\"rate\" is required"), "{d}");
 }
 
+#[test]
+fn variant_labels_must_be_unique_and_non_empty() {
+    let base = "duration = \"200ms\"\n[[traffic]]\nkind = \"udp\"\n[[variant]]\nlabel = \"a\"\n\"consumer.nrules\" = 1\n";
+    let d = err(&format!("{base}[[variant]]\nlabel = \"a\"\n\"consumer.nrules\" = 2\n"));
+    assert_eq!((d.kind, d.key.as_str(), at(&d)), (DiagnosticKind::Value, "variant.1.label", (Some(8), Some(9))), "{d}");
+    assert_eq!(d.message, "`variant.1.label` = \"a\" is also the label of [[variant]] entry 0");
+    assert!(d.help.as_deref().unwrap().contains("unique, non-empty label"), "{d}");
+    let d = err(&format!("{base}[[variant]]\nlabel = \"\"\n"));
+    assert_eq!((d.key.as_str(), at(&d), d.message.as_str()), ("variant.1.label", (Some(8), Some(9)), "`variant.1.label` is empty"), "{d}");
+    ok_set(&format!("{base}[[variant]]\nlabel = \"b\"\n"), &[]);
+}
+
