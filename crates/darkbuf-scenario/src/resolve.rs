@@ -1126,7 +1126,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, name)?));
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, total_ns, name)?));
         } else if kind == "udp" {

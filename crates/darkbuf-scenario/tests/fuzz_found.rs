@@ -265,3 +265,20 @@ fn variant_labels_must_be_unique_and_non_empty() {
     ok_set(&format!("{base}[[variant]]\nlabel = \"b\"\n"), &[]);
 }
 
+#[test]
+fn a_start_after_the_end_of_the_run_is_an_error_at_start() {
+    let tcp = "duration = \"200ms\"\nwarmup = \"50ms\"\n[[traffic]]\nkind = \"tcp\"\nstart = \"10s\"\n";
+    let d = err(tcp);
+    assert_eq!((d.kind, d.key.as_str(), at(&d)), (DiagnosticKind::Value, "traffic.0.start", (Some(5), Some(9))), "{d}");
+    assert_eq!(
+        d.to_string(),
+        "scenarios/x.toml:5:9: `traffic.0.start` = \"10s\" is not before the end of the run (warmup + duration = 250 ms): \
+         the entry would never send; expected a start before 250 ms, e.g. \"0s\", or a longer duration"
+    );
+    let d = err(&tcp.replace("10s", "250ms"));
+    assert_eq!(d.key, "traffic.0.start", "{d}");
+    ok_set(&tcp.replace("10s", "249ms"), &[]);
+    let irtt = "duration = \"200ms\"\nwarmup = \"50ms\"\n[[traffic]]\nkind = \"irtt\"\nstart = \"1s\"\n";
+    let d = err(irtt);
+    assert!(d.message.contains("would never probe"), "{d}");
+}
