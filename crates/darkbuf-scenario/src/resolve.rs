@@ -266,7 +266,11 @@ impl<'a> Sec<'a> {
                 V::Int(c) if (0..cpus as i64).contains(&c) => out.push(c as u32),
                 _ => {
                     let what = match n.v {
-                        V::Int(c) => format!("`{}.{i}` = {c} is not a CPU of the machine", self.kp(key)),
+                        V::Int(c) => format!(
+                            "`{}.{i}` = {c} is not a CPU of the {}",
+                            self.kp(key),
+                            match host { "peer" => "peer", "lan" => "client", _ => "machine" }
+                        ),
                         _ => format!("`{}.{i}` must be a CPU number, found {}", self.kp(key), n.v.describe()),
                     };
                     return Err(self.ctx.diag(K::Value, &n.at, &format!("{}.{i}", self.kp(key)), what, Some(expected)));

@@ -217,6 +217,7 @@ fn a_profile_that_does_not_load_is_reported_at_the_scenarios_key() {
 fn peer_irq_cpus_names_peer_cpus_and_a_valid_example() {
     let d = err_set(V, &["device.driver=nic", "peer.cpus=1", "peer.irq_cpus=[1]"]);
     assert_eq!((d.key.as_str(), pointed(&d)), ("peer.irq_cpus.0", "[1]"), "{d}");
+    assert_eq!(d.message, "`peer.irq_cpus.0` = 1 is not a CPU of the peer");
     assert_eq!(d.help.as_deref(), Some("expected an array of CPU numbers in 0..=0 (peer.cpus = 1), e.g. [0]"), "{d}");
     // This host's keys still name machine.cpus.
     let d = err_set(V, &["device.irq_cpus=[7]"]);
