@@ -146,7 +146,37 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
             return Err(err(format!("unknown rate unit \"{other}\" in \"{s}\""), RATE_EXPECTED));
         }
     };
+    if bits_overflow(s, bits_per_sec) {
+        return Err(err(
+            format!("rate \"{s}\" is out of range: at most {} bit/s (2^64 - 1)", u64::MAX),
+            RATE_EXPECTED,
+        ));
+    }
     Ok(Rate::Bps((v * bits_per_sec).round() as u64))
+}
+
+/// Whether the rate `s` (a positive number, then a unit of `scale` bit/s) is more than
+/// `u64::MAX` bit/s. Decided on the digits, not on the f64 (which rounds every value
+/// near 2^64 to 2^64): `"18446744073709551615bit"` fits, `"18446744073709551616bit"`
+/// does not. The rate itself is still computed in f64 as before, so every rate that
+/// fits parses to the same value as it always did.
+fn bits_overflow(s: &str, scale: f64) -> bool {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    let num = s[..end].trim_start_matches('+');
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let int = int.trim_start_matches('0');
+    // Every unit is a whole number of bit/s, at most 8e12.
+    let scale = scale as u128;
+    let Ok(int) = (if int.is_empty() { Ok(0) } else { int.parse::<u128>() }) else { return true };
+    let Some(whole) = int.checked_mul(scale) else { return true };
+    let frac: f64 = format!("0.{frac}0").parse().unwrap_or(0.0);
+    let bits = whole + (frac * scale as f64).round() as u128;
+    bits > u64::MAX as u128
 }
 
 /// Formats nanoseconds the way a person would write them back ("1s", "200ms", "150us").
@@ -199,5 +229,27 @@ mod tests {
         assert_eq!(parse_rate("125kbps").unwrap(), Rate::Bps(1_000_000));
         assert!(parse_rate("0mbit").is_err());
         assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn rates_beyond_u64_are_out_of_range_not_clamped() {
+        assert_eq!(parse_rate("18446744073709551615bit").unwrap(), Rate::Bps(u64::MAX));
+        assert_eq!(parse_rate("18446744073709551614.4bit").unwrap(), Rate::Bps(u64::MAX));
+        assert_eq!(parse_rate("18446744073709.551615mbit").unwrap(), Rate::Bps(u64::MAX));
+        // 2^61 - 1 bytes/s fits (in f64 it rounds up to 2^64, which saturates as before).
+        assert_eq!(parse_rate("2305843009213693951bps").unwrap(), Rate::Bps(u64::MAX));
+        for s in [
+            "18446744073709551616bit",
+            "18446744073709551615.5bit",
+            "99999999999999999999Mbit",
+            "99999999999999999999gbit",
+            "2305843009213693952bps",
+            "1000000000000000000000000000000000000000000bit",
+        ] {
+            let e = parse_rate(s).unwrap_err();
+            assert!(e.message.contains("out of range"), "{s}: {e}");
+        }
+        // Packet rates are not bit rates and are unaffected.
+        assert!(matches!(parse_rate("99999999999999999999Mpps"), Ok(Rate::Pps(_))));
     }
 }

@@ -8,9 +8,11 @@ use darkbuf_sim::Profile;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The scenario's machine profile (built-in name or path).
+/// The scenario's machine profile (built-in name or path). A profile that does not
+/// load is bad input at the scenario's `machine.profile` (its file, line and column, or
+/// its `--set`).
 pub fn profile_of(scn: &Scenario) -> Result<Profile, Error> {
-    Profile::load(&scn.machine.profile).map_err(|e| Error::Profile(e.to_string()))
+    Profile::load(&scn.machine.profile).map_err(|e| Error::Scenario(scn.machine.profile_error(&e.to_string())))
 }
 
 /// Every point's profile, loaded before anything runs.

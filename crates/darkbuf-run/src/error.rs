@@ -7,8 +7,11 @@ use darkbuf_scenario::Diagnostic;
 pub enum Error {
     /// Bad scenario input, with its file, line, column and what would be valid.
     Scenario(Diagnostic),
-    /// The scenario's machine profile cannot be loaded (bad input too, but about
-    /// another file, which has no diagnostics of its own).
+    /// The scenario's machine profile cannot be loaded, without a position. [`profile_of`]
+    /// reports a profile that does not load as [`Error::Scenario`] at the scenario's
+    /// `machine.profile` (see `Machine::profile_error`); this stays for other callers.
+    ///
+    /// [`profile_of`]: crate::profile_of
     Profile(String),
     /// The simulator could not set the scenario up.
     Sim(String),

@@ -91,6 +91,10 @@ fn a_bad_point_fails_the_plan_with_its_position() {
 
 #[test]
 fn an_unknown_profile_fails_the_plan() {
+    // Checked with the scenario: a diagnostic at the --set, listing the built-in names.
     let err = Plan::run(source(), &["machine.profile=laptop".into()], None, None).unwrap_err();
-    assert!(matches!(err, Error::Profile(ref m) if m.contains("laptop")), "{err}");
+    assert!(
+        matches!(err, Error::Scenario(ref d) if d.key == "machine.profile" && d.file == "--set machine.profile=laptop" && d.message.contains("laptop") && d.help.as_deref().unwrap_or("").contains("seed-vm")),
+        "{err}"
+    );
 }

@@ -29,6 +29,6 @@ pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, total_ns: u64, name: String) 
     let length = s.u32("length", 0, 0, MAX_UDP_PAYLOAD as u32)?.max(IRTT_MIN_LENGTH);
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
     let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-    let (start_ns, stop_ns) = crate::tcp::start_stop(s, "probe")?;
+    let (start_ns, stop_ns) = crate::tcp::start_stop(s, "probe", total_ns)?;
     Ok(Irtt { name, interval_ns, length, dscp, cpu, start_ns, stop_ns })
 }

@@ -33,7 +33,8 @@ pub(crate) fn ring_size(d: &Sec<'_>, nic: &NicSpec) -> Result<u32, Diagnostic> {
         NicModel::Igb => 256,
         NicModel::Mlx5 => 1024,
     };
-    let Some(r) = d.int_opt("ring_size", i64::MIN, i64::MAX)? else { return Ok(default) };
+    let expected = format!("ethtool -G tx {NIC_RING_MIN}..={NIC_RING_MAX}, e.g. 256 (igb) or 1024 (mlx5)");
+    let Some(r) = d.int_any("ring_size", &expected)? else { return Ok(default) };
     if (NIC_RING_MIN as i64..=NIC_RING_MAX as i64).contains(&r) {
         return Ok(r as u32);
     }
@@ -46,7 +47,7 @@ pub(crate) fn ring_size(d: &Sec<'_>, nic: &NicSpec) -> Result<u32, Diagnostic> {
             MAX_SKB_FRAGS + 1,
             MAX_SKB_FRAGS + 4
         ),
-        Some(format!("expected ethtool -G tx {NIC_RING_MIN}..={NIC_RING_MAX}, e.g. 256 (igb) or 1024 (mlx5)")),
+        Some(format!("expected {expected}")),
     ))
 }
 

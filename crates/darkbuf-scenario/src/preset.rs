@@ -20,6 +20,7 @@
 
 use crate::diag::Diagnostic;
 use crate::resolve::Sec;
+use crate::schema::Driver;
 use crate::tree::{Entry, Node, Origin, Table, V};
 
 /// The presets, by flent's test name.
@@ -159,7 +160,7 @@ fn quoted(names: &[&str]) -> String {
 /// Expands `test = "..."` in the document: the preset's entries (with the scenario's
 /// entries of the same `name` merged into them) followed by the scenario's other
 /// entries. `None` when the scenario names no test.
-pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64) -> Result<Option<Node>, Diagnostic> {
+pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) -> Result<Option<Node>, Diagnostic> {
     let Some((name, delay)) = requested(top)? else { return Ok(None) };
     let at = top.origin("test");
     let list = entries(name, total_ns, delay).map_err(|PresetError::TooShort { factor }| {
@@ -173,7 +174,7 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64) -> Result<Option
             Some(format!("expected a shorter test_delay (flent's --delay, default \"5s\"), e.g. test_delay = \"{}ms\", or a longer duration", (total_ns / (factor + 1)) / 1_000_000)),
         )
     })?;
-    check_downloads(top, name, &list)?;
+    check_downloads(top, name, &list, driver)?;
     let own: &[Node] = match top.entry("traffic").map(|e| &e.node.v) {
         Some(V::Array(a)) => a,
         Some(_) => return Ok(None), // resolve_traffic reports the type error
@@ -206,19 +207,16 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64) -> Result<Option
     Ok(Some(doc))
 }
 
-/// Downloads need a far host that sends: only a NIC has one.
-fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry]) -> Result<(), Diagnostic> {
+/// Downloads need a far host that sends: only a NIC has one. `driver` is the checked
+/// `device.driver`.
+fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry], driver: Driver) -> Result<(), Diagnostic> {
     let downs = list.iter().filter(|p| p.keys.contains(&("direction", Val::Str("down".into())))).count();
-    let driver = match top.sub("device").ok().and_then(|d| d.entry("driver").map(|e| e.node.v.clone())) {
-        Some(V::Str(s)) => s,
-        _ => "veth".into(),
-    };
-    if downs == 0 || driver == "nic" {
+    if downs == 0 || driver == Driver::Nic {
         return Ok(());
     }
     Err(top.value_err(
         "test",
-        format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{driver}\" does not send: only a NIC's far host ([peer]) is modelled"),
+        format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{}\" does not send: only a NIC's far host ([peer]) is modelled", driver.name()),
         Some(format!("use device.driver = \"nic\", or a test without downloads: {}", quoted(&["ping", "tcp_1up", "tcp_4up", "tcp_4up_squarewave"]))),
     ))
 }
@@ -230,6 +228,17 @@ fn unmatched_without_kind(top: &Sec<'_>, test: &str, list: &[PresetEntry], i: us
     let V::Table(t) = &n.v else { return Ok(()) };
     if t.get("kind").is_some() {
         return Ok(());
+    }
+    // A name that is not a string is a type error, not a missing name.
+    if let Some(e) = t.get("name").filter(|e| !matches!(e.node.v, V::Str(_))) {
+        let key = format!("traffic.{i}.name");
+        return Err(top.ctx.diag(
+            crate::diag::DiagnosticKind::Type,
+            &e.node.at,
+            &key,
+            format!("`{key}` must be a string, found {}", e.node.v.describe()),
+            Some(format!("expected one of test = \"{test}\"'s entry names: {}", quoted(&list.iter().map(|p| p.name.as_str()).collect::<Vec<_>>()))),
+        ));
     }
     let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
     let (at, key, message, help) = match entry_name(n) {

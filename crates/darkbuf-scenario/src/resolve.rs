@@ -62,6 +62,9 @@ pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"
 pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
 pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
+/// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
+/// else must be a path to a profile TOML (ending in `.toml` or containing a `/`).
+pub const BUILTIN_PROFILES: &[&str] = &["seed-vm", "baremetal-100g"];
 
 static EMPTY: Table = Table {
     entries: Vec::new(),
@@ -223,12 +226,34 @@ impl<'a> Sec<'a> {
         }
     }
 
+    /// An integer whose valid values the caller checks (a set such as CONFIG_HZ's, or a
+    /// range that depends on another key): a value of another type is a type error whose
+    /// help is `expected` ("expected one of 100, 250, 300, 1000"), not the i64 range.
+    pub fn int_any(&self, key: &str, expected: &str) -> Result<Option<i64>, Diagnostic> {
+        let Some(e) = self.entry(key) else {
+            return Ok(None);
+        };
+        match &e.node.v {
+            V::Int(i) => Ok(Some(*i)),
+            _ => Err(self.type_err(e, "an integer", Some(format!("expected {expected}")))),
+        }
+    }
+
     /// An array of CPU numbers, each below `cpus`, at least one; `None` if absent.
+    /// `cpus` is the section's host's: `peer.cpus` in `[peer]`, else `machine.cpus`.
     pub fn cpu_list(&self, key: &str, cpus: u32) -> Result<Option<Vec<u32>>, Diagnostic> {
         let Some(e) = self.entry(key) else {
             return Ok(None);
         };
-        let expected = format!("expected an array of CPU numbers in 0..={} (machine.cpus = {cpus}), e.g. [1]", cpus - 1);
+        let host = match self.path.split('.').next() {
+            Some(s @ ("peer" | "lan")) => s,
+            _ => "machine",
+        };
+        let expected = format!(
+            "expected an array of CPU numbers in 0..={} ({host}.cpus = {cpus}), e.g. [{}]",
+            cpus - 1,
+            1.min(cpus - 1)
+        );
         let V::Array(items) = &e.node.v else {
             return Err(self.type_err(e, "an array of CPU numbers", Some(expected)));
         };
@@ -241,7 +266,11 @@ impl<'a> Sec<'a> {
                 V::Int(c) if (0..cpus as i64).contains(&c) => out.push(c as u32),
                 _ => {
                     let what = match n.v {
-                        V::Int(c) => format!("`{}.{i}` = {c} is not a CPU of the machine", self.kp(key)),
+                        V::Int(c) => format!(
+                            "`{}.{i}` = {c} is not a CPU of the {}",
+                            self.kp(key),
+                            match host { "peer" => "peer", "lan" => "client", _ => "machine" }
+                        ),
                         _ => format!("`{}.{i}` must be a CPU number, found {}", self.kp(key), n.v.describe()),
                     };
                     return Err(self.ctx.diag(K::Value, &n.at, &format!("{}.{i}", self.kp(key)), what, Some(expected)));
@@ -441,10 +470,22 @@ pub(crate) fn resolve(
     top.check_keys(TOP_KEYS, None)?;
     let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
     let warmup_ns = top.duration_max("warmup", 1_000_000_000, false, limits::MAX_DURATION_NS)?;
-    match crate::preset::expand(root, &top, warmup_ns.saturating_add(duration_ns))? {
+    // The driver decides what a test preset may contain (downloads need a NIC): check
+    // it first, so a bad driver is reported as such and never read as the default.
+    let driver = device_driver(&top.sub("device")?)?;
+    match crate::preset::expand(root, &top, warmup_ns.saturating_add(duration_ns), driver)? {
         Some(doc) => resolve_doc(&doc, ctx, default_name),
         None => resolve_doc(root, ctx, default_name),
     }
+}
+
+/// `device.driver` (default veth).
+fn device_driver(d: &Sec<'_>) -> Result<Driver, Diagnostic> {
+    Ok(match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
+        "tun" => Driver::Tun,
+        "nic" => Driver::Nic,
+        _ => Driver::Veth,
+    })
 }
 
 fn resolve_doc(
@@ -481,29 +522,27 @@ fn resolve_doc(
     let m = top.sub("machine")?;
     m.check_keys(MACHINE_KEYS, None)?;
     let profile = m.string("profile", "seed-vm")?;
-    check_profile_path(&m, &profile)?;
+    check_profile(&m, &profile)?;
+    let profile_at = Some(Box::new(excerpt(ctx.diag(K::Value, &m.origin("profile"), "machine.profile", "", None))));
     let cpus = m.u32("cpus", 2, 2, 64)?;
-    let hz = match m.int_opt("hz", i64::MIN, i64::MAX)? {
+    let hz_expected = "one of 100, 250, 300, 1000";
+    let hz = match m.int_any("hz", hz_expected)? {
         None => 250,
         Some(h) if HZ_VALUES.contains(&h) => h as u32,
         Some(h) => {
             return Err(m.value_err(
                 "hz",
                 format!("`machine.hz` = {h} is not a CONFIG_HZ value"),
-                Some("expected one of 100, 250, 300, 1000".into()),
+                Some(format!("expected {hz_expected}")),
             ))
         }
     };
-    let machine = Machine { profile, cpus, hz };
+    let machine = Machine { profile, cpus, hz, profile_at };
 
     // [device]
     let d = top.sub("device")?;
     d.check_keys(DEVICE_KEYS, None)?;
-    let driver = match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
-        "tun" => Driver::Tun,
-        "nic" => Driver::Nic,
-        _ => Driver::Veth,
-    };
+    let driver = device_driver(&d)?;
     let nic = crate::nic::resolve_nic(&d, driver)?;
     let tx_queues = d.u32("tx_queues", 1, 1, 64)?;
     let xps_txq = match d.int_opt("xps_txq", 0, 63)? {
@@ -568,8 +607,19 @@ fn resolve_doc(
             // tun's ring is sized by txqueuelen unless ring_size says otherwise; both
             // are bounded by what ptr_ring_init() accepts.
             let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
-            let size = d.u32("ring_size", txqueuelen, 1, u32::MAX)?;
-            if size > limits::MAX_TUN_RING {
+            let expected = format!("an integer in 1..={}", limits::MAX_TUN_RING);
+            let size = match d.int_any("ring_size", &expected)? {
+                None => txqueuelen as u64,
+                Some(r) if r >= 1 => r as u64,
+                Some(r) => {
+                    return Err(d.value_err(
+                        "ring_size",
+                        format!("`device.ring_size` = {r} is out of range"),
+                        Some(format!("expected {expected}")),
+                    ))
+                }
+            };
+            if size > limits::MAX_TUN_RING as u64 {
                 return Err(d.value_err(
                     key,
                     format!("`device.{key}` = {size}: a tun/tap ring holds at most {} entries", limits::MAX_TUN_RING),
@@ -579,9 +629,9 @@ fn resolve_doc(
                     )),
                 ));
             }
-            size
+            size as u32
         }
-        Driver::Veth => match d.int_opt("ring_size", i64::MIN, i64::MAX)? {
+        Driver::Veth => match d.int_any("ring_size", "256 (veth's ring is fixed at 256 entries, VETH_RING_SIZE in drivers/net/veth.c), or no ring_size")? {
             None => VETH_RING_SIZE,
             Some(256) => VETH_RING_SIZE,
             Some(r) => {
@@ -819,26 +869,33 @@ fn resolve_doc(
     })
 }
 
-fn param_value(v: &V) -> Option<ParamValue> {
-    Some(match v {
+/// A qdisc parameter from its document value. `Err` is the value that cannot be one:
+/// its key below `n` ("" for `n` itself, "0.rate" for the rate of a [[qdisc.class]]
+/// entry) and its node, so the error points at the offending value itself.
+fn param_value(n: &Node) -> Result<ParamValue, (String, &Node)> {
+    Ok(match &n.v {
         V::Int(i) => ParamValue::Int(*i),
         V::Float(f) => ParamValue::Float(*f),
         V::Str(s) => ParamValue::Str(s.clone()),
         V::Bool(b) => ParamValue::Bool(*b),
         // An array of tables ([[qdisc.class]]): one nested parameter set per element.
-        V::Array(items) if !items.is_empty() => {
+        V::Array(items) if !items.is_empty() && items.iter().all(|i| matches!(i.v, V::Table(_))) => {
             let mut tables = Vec::with_capacity(items.len());
-            for item in items {
-                let V::Table(t) = &item.v else { return None };
+            for (i, item) in items.iter().enumerate() {
+                let V::Table(t) = &item.v else { unreachable!("checked above") };
                 let mut map = BTreeMap::new();
                 for e in &t.entries {
-                    map.insert(e.key.clone(), param_value(&e.node.v)?);
+                    let p = param_value(&e.node).map_err(|(below, bad)| {
+                        let key = if below.is_empty() { format!("{i}.{}", e.key) } else { format!("{i}.{}.{below}", e.key) };
+                        (key, bad)
+                    })?;
+                    map.insert(e.key.clone(), p);
                 }
                 tables.push(Params::new(map));
             }
             ParamValue::Tables(tables)
         }
-        _ => return None,
+        _ => return Err((String::new(), n)),
     })
 }
 
@@ -910,11 +967,11 @@ fn resolve_qdisc(
                 )),
             ));
         }
-        match param_value(&e.node.v) {
-            Some(p) => {
+        match param_value(&e.node) {
+            Ok(p) => {
                 map.insert(e.key.clone(), p);
             }
-            None => {
+            Err((below, _)) if below.is_empty() => {
                 return Err(q.type_err(
                     e,
                     "an integer, float, string or boolean (a tc parameter), or an array of tables such as [[qdisc.class]]",
@@ -923,6 +980,21 @@ fn resolve_qdisc(
                         e.key, e.key
                     )),
                 ))
+            }
+            // A value inside an entry of an array of tables: blame that value.
+            Err((below, bad)) => {
+                let key = format!("{}.{below}", q.kp(&e.key));
+                let leaf = below.rsplit('.').next().unwrap_or(&below);
+                return Err(q.ctx.diag(
+                    K::Type,
+                    &bad.at,
+                    &key,
+                    format!(
+                        "`{key}` must be an integer, float, string or boolean (a tc parameter), found {}",
+                        bad.v.describe()
+                    ),
+                    Some(format!("write it as tc takes it, e.g. {leaf} = 127 or {leaf} = \"5ms\"")),
+                ));
             }
         }
     }
@@ -1058,7 +1130,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, name)?));
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, total_ns, name)?));
         } else if kind == "udp" {
@@ -1262,34 +1334,55 @@ fn check_inflight(
     }
 }
 
-/// A profile path (not a built-in name) must be a regular file of at most
-/// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until the
-/// memory runs out. A path that does not exist is left to the profile loader, which
-/// says so.
-fn check_profile_path(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
-    if !(profile.ends_with(".toml") || profile.contains('/')) {
+/// `d` with its source cut to the line its span starts on (the span moved with it; line
+/// and column still count in the whole file): a diagnostic kept in the resolved
+/// scenario, which is cloned per point and run, need not hold the whole file.
+fn excerpt(mut d: Diagnostic) -> Diagnostic {
+    if let Some(span) = d.span.clone() {
+        let start = span.start.min(d.source.len());
+        let line_start = d.source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = d.source[start..].find('\n').map_or(d.source.len(), |i| start + i);
+        d.source = d.source[line_start..line_end].to_string();
+        d.span = Some(start - line_start..span.end.min(line_end).max(start) - line_start);
+    }
+    d
+}
+
+/// `machine.profile` is a built-in name, or a path (ending in `.toml` or containing a
+/// `/`, as the profile loader tells them apart) of a regular file of at most
+/// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until
+/// the memory runs out. What the file holds is checked when the simulator loads it
+/// ([`Machine::profile_error`] reports that at this key too).
+fn check_profile(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
+    if BUILTIN_PROFILES.contains(&profile) {
         return Ok(());
     }
-    let Ok(meta) = std::fs::metadata(profile) else { return Ok(()) };
-    let problem = if !meta.is_file() {
-        Some("is not a regular file".to_string())
-    } else if meta.len() > limits::MAX_FILE_BYTES {
-        Some(format!("is {} bytes, larger than any profile", thousands(meta.len())))
-    } else {
-        None
-    };
-    match problem {
-        None => Ok(()),
-        Some(p) => Err(m.value_err(
+    let shown = crate::tree::toml_string(profile);
+    if !(profile.ends_with(".toml") || profile.contains('/')) {
+        let help = match did_you_mean(profile, BUILTIN_PROFILES.iter().copied()) {
+            Some(b) => format!("did you mean \"{b}\"? {}", profile_expected()),
+            None => profile_expected(),
+        };
+        return Err(m.value_err(
             "profile",
-            format!("`machine.profile` = \"{profile}\" {p}"),
-            Some(format!(
-                "expected a built-in profile ({}) or a profile TOML file of at most {} bytes, e.g. profiles/seed-vm.toml",
-                "seed-vm",
-                thousands(limits::MAX_FILE_BYTES)
-            )),
-        )),
+            format!("`machine.profile` = {shown} is neither a built-in profile nor a path to a profile TOML"),
+            Some(help),
+        ));
     }
+    let bound = format!("; a profile file has at most {} bytes", thousands(limits::MAX_FILE_BYTES));
+    let (problem, bound) = match std::fs::metadata(profile) {
+        Err(e) => (format!("cannot be read: {e}"), ""),
+        Ok(meta) if !meta.is_file() => ("is not a regular file".to_string(), bound.as_str()),
+        Ok(meta) if meta.len() > limits::MAX_FILE_BYTES => {
+            (format!("is {} bytes, larger than any profile", thousands(meta.len())), bound.as_str())
+        }
+        Ok(_) => return Ok(()),
+    };
+    Err(m.value_err(
+        "profile",
+        format!("`machine.profile` = {shown} {problem}"),
+        Some(format!("{}{bound}", profile_expected())),
+    ))
 }
 
 /// sk_sndbuf after `setsockopt(SO_SNDBUF, val)` (sk_setsockopt() in net/core/sock.c):

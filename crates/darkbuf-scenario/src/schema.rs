@@ -3,6 +3,8 @@
 //! Times are nanoseconds, sizes bytes. Serializing a `Scenario` gives the `scenario`
 //! object of the results JSON: the scenario as it was actually run, defaults included.
 
+use crate::diag::{Diagnostic, DiagnosticKind};
+use crate::resolve::BUILTIN_PROFILES;
 use darkbuf_model::params::Params;
 use darkbuf_model::units::Rate;
 use serde::{Serialize, Serializer};
@@ -56,6 +58,32 @@ pub struct Machine {
     pub cpus: u32,
     /// CONFIG_HZ: jiffies per second (100, 250, 300 or 1000).
     pub hz: u32,
+    /// Where `profile` was given (its value in the file, or its `--set`), for an error
+    /// found when the profile itself is loaded: see [`Machine::profile_error`].
+    #[serde(skip)]
+    pub(crate) profile_at: Option<Box<Diagnostic>>,
+}
+
+/// What `machine.profile` may be, for its errors.
+pub fn profile_expected() -> String {
+    format!(
+        "expected a built-in profile ({}) or the path of a profile TOML file, e.g. profiles/seed-vm.toml (darkbuf calibrate writes one)",
+        BUILTIN_PROFILES.join(", ")
+    )
+}
+
+impl Machine {
+    /// A diagnostic at `machine.profile` (file, line and column, or the `--set`) for a
+    /// profile that cannot be loaded: `detail` is the loader's reason. The simulator
+    /// loads the profile after the scenario is resolved; this keeps its errors as
+    /// precise as the scenario's own.
+    pub fn profile_error(&self, detail: &str) -> Diagnostic {
+        let message = format!("`machine.profile` = {} cannot be loaded: {detail}", crate::tree::toml_string(&self.profile));
+        match &self.profile_at {
+            Some(d) => Diagnostic { message, help: Some(profile_expected()), ..(**d).clone() },
+            None => Diagnostic::at(DiagnosticKind::Value, "", "", None, "machine.profile", message, Some(profile_expected())),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -205,6 +205,26 @@ pub(crate) fn file_variants(top: &Sec<'_>) -> Result<Vec<Variant>, Diagnostic> {
                 }
             },
         };
+        // The label names the variant's point in the results: one per variant.
+        let label_at = &t.get("label").expect("checked above").node.at;
+        if label.trim().is_empty() {
+            return Err(top.ctx.diag(
+                K::Value,
+                label_at,
+                &format!("{path}.label"),
+                format!("`{path}.label` is empty"),
+                Some("every variant needs a unique, non-empty label = \"...\" (it names the variant's results)".into()),
+            ));
+        }
+        if let Some(j) = out.iter().position(|v: &Variant| v.label == label) {
+            return Err(top.ctx.diag(
+                K::Value,
+                label_at,
+                &format!("{path}.label"),
+                format!("`{path}.label` = {} is also the label of [[variant]] entry {j}", crate::tree::toml_string(&label)),
+                Some("every variant needs a unique, non-empty label = \"...\" (it names the variant's results)".into()),
+            ));
+        }
         let mut flat = Vec::new();
         flatten(t, "", &mut flat);
         let mut sets = Vec::new();

@@ -16,7 +16,7 @@ pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 /// far end sending) is possible: only a NIC has a modelled far host. `cpu` is the
 /// sending process's: one of the near end's `cpus` for an upload, of the far host's
 /// `far_cpus` for a download.
-pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, name: String) -> Result<TcpFlow, Diagnostic> {
+pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String) -> Result<TcpFlow, Diagnostic> {
     s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
     let cc = match s.choice("cc", "cubic", CC_NAMES)? {
         "reno" => Cc::Reno,
@@ -37,7 +37,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     let flows = s.u32("flows", 1, 1, 64)?;
     let sender_cpus = if direction == Direction::Down { far_cpus } else { cpus };
     let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
-    let (start_ns, stop_ns) = start_stop(s, "send")?;
+    let (start_ns, stop_ns) = start_stop(s, "send", total_ns)?;
     let rate = match s.entry("rate") {
         None => Rate::Max,
         Some(e) => {
@@ -60,10 +60,23 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
 }
 
-/// A traffic entry's `start` and optional `stop` (ns since the run's start); `stop`
-/// must come after `start`. `what` is what the entry does until its stop ("send").
-pub(crate) fn start_stop(s: &Sec<'_>, what: &str) -> Result<(u64, Option<u64>), Diagnostic> {
+/// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`
+/// must come before the run's end (`total_ns` = warmup + duration) and `stop` after
+/// `start`. `what` is what the entry does until its stop ("send").
+pub(crate) fn start_stop(s: &Sec<'_>, what: &str, total_ns: u64) -> Result<(u64, Option<u64>), Diagnostic> {
     let start_ns = s.duration("start", 0, false)?;
+    if start_ns >= total_ns {
+        return Err(s.value_err(
+            "start",
+            format!(
+                "`{}` = {} is not before the end of the run (warmup + duration = {} ms): the entry would never {what}",
+                s.kp("start"),
+                s.entry("start").map_or(String::new(), |e| e.node.v.show()),
+                total_ns / 1_000_000
+            ),
+            Some(format!("expected a start before {} ms, e.g. \"0s\", or a longer duration", total_ns / 1_000_000)),
+        ));
+    }
     let stop_ns = match s.entry("stop") {
         None => None,
         Some(_) => Some(s.duration("stop", 0, true)?),

@@ -387,11 +387,14 @@ pub(crate) fn apply_override(
                     return Ok(());
                 }
                 if t.get(seg).is_none() {
-                    // A top-level key the document lacks: `traffic.0.rate` starts an
-                    // array of tables (`[[traffic]]`), as in TOML. Anything else starts a
-                    // table (`[sweep]` takes dotted scenario keys: `sweep.traffic.0.cc`
-                    // is its key "traffic.0.cc").
-                    let next_is_index = i == 0 && segs[i + 1].0.parse::<usize>().is_ok();
+                    // A key the document lacks followed by an index: `traffic.0.rate`
+                    // starts an array of tables (`[[traffic]]`), as in TOML, and so does
+                    // `qdisc.class.0.rate` (`[[qdisc.class]]`). Anything else starts a
+                    // table, and so does everything below `[sweep]` and `[[variant]]`:
+                    // they take dotted scenario keys (`sweep.traffic.0.cc` is the
+                    // sweep's key "traffic.0.cc").
+                    let dotted_keys = i > 0 && matches!(full_key[0], "sweep" | "variant");
+                    let next_is_index = !dotted_keys && segs[i + 1].0.parse::<usize>().is_ok();
                     let v = if next_is_index { V::Array(Vec::new()) } else { V::Table(Table::default()) };
                     t.entries.push(Entry {
                         key: seg.clone(),

@@ -151,8 +151,9 @@ pub struct FitPoint {
 const SEED_VM: &str = include_str!("../../../profiles/seed-vm.toml");
 const BAREMETAL_100G: &str = include_str!("../../../profiles/baremetal-100g.toml");
 
-/// Names of the built-in profiles.
-pub const BUILTIN: &[&str] = &["seed-vm", "baremetal-100g"];
+/// Names of the built-in profiles (the scenario's check of `machine.profile` knows
+/// them too).
+pub const BUILTIN: &[&str] = darkbuf_scenario::BUILTIN_PROFILES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -160,8 +161,9 @@ pub enum ProfileError {
     Unknown(String),
     #[error("cannot read profile {path}: {err}")]
     Io { path: String, err: std::io::Error },
-    #[error("profile {path} is not valid: {err}")]
-    Parse { path: String, err: toml::de::Error },
+    /// `at` is the line and column of the error in the profile's text.
+    #[error("profile {path}{} is not valid: {}", at.map_or(String::new(), |(l, c)| format!(":{l}:{c}")), err.message().trim())]
+    Parse { path: String, err: toml::de::Error, at: Option<(usize, usize)> },
     #[error("profile {path}: {msg}")]
     Invalid { path: String, msg: String },
 }
@@ -182,8 +184,10 @@ impl Profile {
             }
             other => return Err(ProfileError::Unknown(other.into())),
         };
-        let profile: Profile =
-            toml::from_str(&text).map_err(|err| ProfileError::Parse { path: path.clone(), err })?;
+        let profile: Profile = toml::from_str(&text).map_err(|err| {
+            let at = err.span().map(|s| darkbuf_scenario::diag::line_col(&text, s.start));
+            ProfileError::Parse { path: path.clone(), err, at }
+        })?;
         profile.validate().map_err(|msg| ProfileError::Invalid { path, msg })?;
         Ok(profile)
     }

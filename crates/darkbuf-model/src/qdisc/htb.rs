@@ -411,7 +411,8 @@ struct ClassOpt {
 fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
     let classid_s = p.take_str("classid")?;
     let parent_s = p.take_str("parent")?;
-    let rate64 = tc_rate_bytes(p.take_rate_bps("rate", None)?.unwrap_or(0));
+    let rate_bits = p.take_rate_bps("rate", None)?;
+    let rate64 = tc_rate_bytes(rate_bits.unwrap_or(0));
     let ceil_given = tc_rate_bytes(p.take_rate_bps("ceil", None)?.unwrap_or(0));
     let burst_key = which_alias(&p, &["burst", "buffer", "maxburst"])?.unwrap_or("burst");
     let mut buffer64 = p.take_size(burst_key, 0, 0, u64::MAX)?;
@@ -463,6 +464,28 @@ fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
             ))
         }
     };
+    if let Some(bits) = rate_bits {
+        // A rate that was given but is too low for tc: below 8 bit/s it is 0 bytes/s,
+        // which tc refuses as if no rate were given ("HTB: rate must be specified"); and
+        // without a burst, the default one (rate / PSCHED_HZ + mtu) must take less than
+        // 274 s at the rate, or tc says "burst out of range" about a burst never written.
+        let default_burst = buffer64 == 0;
+        let min = if default_burst { min_rate_for_default_burst(mtu as u64) } else { 1 };
+        let too_low = rate64 == 0 || (default_burst && rate64 < min);
+        if too_low {
+            let why = if rate64 == 0 {
+                "below 1 byte/s, and tc keeps rates in bytes per second".to_string()
+            } else {
+                format!("the default burst (rate / {TC_PSCHED_HZ} + mtu = {} bytes) would take over 274 s to send", rate64 / TC_PSCHED_HZ + mtu as u64)
+            };
+            let with = if default_burst { format!(" with mtu = {mtu} and no burst") } else { String::new() };
+            return Err(invalid(
+                "rate",
+                format!("{bits}bit is too low: {why}"),
+                format!("a rate of at least {}bit{with}, e.g. \"10mbit\"", min * 8),
+            ));
+        }
+    }
     if rate64 == 0 {
         return Err(invalid(
             "rate",
@@ -503,6 +526,26 @@ fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
         quantum,
         qdisc,
     })
+}
+
+/// The lowest rate (bytes/s) whose default burst (`rate / PSCHED_HZ + mtu`) takes
+/// less than `tc_calc_xmittime()`'s 32 bits to send: a few bytes/s for mtu 1600.
+fn min_rate_for_default_burst(mtu: u64) -> u64 {
+    let fits = |r: u64| tc_calc_xmittime(r, r / TC_PSCHED_HZ + mtu) != u32::MAX;
+    let (mut lo, mut hi) = (1u64, 1u64 << 40);
+    if fits(lo) {
+        return lo;
+    }
+    // fits(hi) holds for any u32 mtu; the time only falls as the rate grows.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
 }
 
 impl Htb {

@@ -1,0 +1,102 @@
+//! Bad inputs a fuzzer found, through the command line: exit code 2 and a
+//! `file:line:column: message; what would be valid` error.
+
+use std::process::{Command, Output};
+
+fn darkbuf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("darkbuf-fuzz-found-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A minimal veth scenario: the fuzzer's starting point.
+const V: &str = "duration = \"200ms\"\n[qdisc]\nkind = \"sfq\"\n[[traffic]]\nkind = \"udp\"\n[[traffic]]\nkind = \"ping\"\n";
+
+#[test]
+fn a_profile_file_of_the_wrong_shape_is_exit_2_at_machine_profile() {
+    // A scenario is a TOML file, but not a profile: the loader's complaint is reported
+    // at the scenario's machine.profile, with the line and column in the profile too.
+    let not_a_profile = write("not-a-profile.toml", V);
+    let scn = write("wrong-profile.toml", &format!("duration = \"200ms\"\n[machine]\nprofile = \"{not_a_profile}\"\n[[traffic]]\nkind = \"udp\"\n"));
+    let o = darkbuf(&["run", &scn]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    let want = format!(
+        "darkbuf: {scn}:3:11: `machine.profile` = \"{not_a_profile}\" cannot be loaded: profile {not_a_profile}:1:1 is not valid: unknown field `duration`"
+    );
+    assert!(e.starts_with(&want), "{e}");
+    assert!(e.contains("expected a built-in profile (seed-vm, baremetal-100g) or the path of a profile TOML file"), "{e}");
+
+    let o = darkbuf(&["run", &write("v-profile-shape.toml", V), "--set", &format!("machine.profile={not_a_profile}")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with(&format!("darkbuf: --set machine.profile={not_a_profile}: `machine.profile`")), "{}", stderr(&o));
+}
+
+#[test]
+fn an_unknown_or_missing_profile_is_exit_2_at_machine_profile() {
+    let scn = write("banana.toml", "duration = \"200ms\"\n[machine]\nprofile = \"banana\"\n[[traffic]]\nkind = \"udp\"\n");
+    let o = darkbuf(&["run", &scn]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with(&format!("darkbuf: {scn}:3:11: `machine.profile` = \"banana\" is neither a built-in profile")), "{}", stderr(&o));
+    let o = darkbuf(&["run", &write("v-profile-missing.toml", V), "--set", "machine.profile=/nonexistent/p.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`machine.profile` = \"/nonexistent/p.toml\" cannot be read"), "{}", stderr(&o));
+}
+
+/// `darkbuf run V --set duration=200ms EXTRA...`: must fail with exit 2; its stderr.
+fn run_v_fails(file: &str, text: &str, extra: &[&str]) -> (String, String) {
+    let p = write(file, text);
+    let mut args = vec!["run", &p[..], "--set", "duration=200ms"];
+    args.extend_from_slice(extra);
+    let o = darkbuf(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    (p, stderr(&o))
+}
+
+#[test]
+fn an_overflowing_rate_is_exit_2_not_a_clamped_run() {
+    let (_, e) = run_v_fails("v-rate.toml", V, &["--set", "traffic.0.rate=18446744073709551616bit"]);
+    assert!(
+        e.starts_with("darkbuf: --set traffic.0.rate=18446744073709551616bit: `traffic.0.rate`: rate \"18446744073709551616bit\" is out of range: at most 18446744073709551615 bit/s"),
+        "{e}"
+    );
+    let cake = "duration = \"200ms\"\n[qdisc]\nkind = \"cake\"\nbandwidth = \"99999999999999999999gbit\"\n[[traffic]]\nkind = \"udp\"\n";
+    let (p, e) = run_v_fails("cake.toml", cake, &[]);
+    assert!(e.starts_with(&format!("darkbuf: {p}:4:13: `qdisc.bandwidth`: rate \"99999999999999999999gbit\" is out of range")), "{e}");
+}
+
+#[test]
+fn a_bad_driver_under_rrul_is_exit_2_at_the_driver() {
+    let text = "test = \"rrul\"\ntest_delay = \"10ms\"\nduration = \"200ms\"\n[device]\ndriver = 5\n";
+    let (p, e) = run_v_fails("drv.toml", text, &[]);
+    assert!(e.starts_with(&format!("darkbuf: {p}:5:10: `device.driver` must be a string, found an integer (5); one of \"veth\", \"tun\", \"nic\"")), "{e}");
+}
+
+#[test]
+fn a_bad_qdisc_class_value_is_exit_2_at_the_value() {
+    let text = "duration = \"200ms\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\nrate = []\n[[traffic]]\nkind = \"udp\"\n";
+    let (p, e) = run_v_fails("htb.toml", text, &[]);
+    assert!(
+        e.starts_with(&format!("darkbuf: {p}:7:8: `qdisc.class.0.rate` must be an integer, float, string or boolean (a tc parameter), found an array ([])")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_string_hz_is_exit_2_with_the_config_hz_values() {
+    let (_, e) = run_v_fails("v-hz.toml", V, &["--set", "machine.hz=\"250\""]);
+    assert_eq!(
+        e.trim_end(),
+        "darkbuf: --set machine.hz=\"250\": `machine.hz` must be an integer, found a string (\"250\"); expected one of 100, 250, 300, 1000"
+    );
+}
