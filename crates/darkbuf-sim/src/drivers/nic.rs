@@ -330,7 +330,7 @@ impl World {
         nic.port.free_at_ps = end_ps;
         nic.stats.busy_ps += e.wire_ps;
         let start = start_ps.div_ceil(1000);
-        self.pkts.get_mut(e.id).t_wire = start;
+        self.pkts.wire_mut(e.id).t_wire = start;
         if self.is_measured_txq(dev, q as u16) {
             self.metrics.ring.leave(start.max(self.now));
         }
@@ -348,6 +348,7 @@ impl World {
         let link = nic.link;
         let copy: PktInfo = *self.pkts.get(id);
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
+        *self.pkts.wire_mut(rx_id) = self.pkts.wire(id);
         self.created += 1;
         self.link_send(link, rx_id);
         self.nic_completion(dev, q);
@@ -448,7 +449,7 @@ impl World {
         nic.chans[ch].rx.push_back(id);
         nic.stats.rx_packets += 1;
         let armed = nic.chans[ch].armed;
-        self.pkts.get_mut(id).t_arrive = now;
+        self.pkts.wire_mut(id).t_arrive = now;
         if armed {
             self.nic_irq(dev, ch);
         }

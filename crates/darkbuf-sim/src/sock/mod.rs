@@ -165,8 +165,6 @@ impl World {
             cwr: false,
             t_send: self.now,
             t_xmit: 0,
-            t_wire: 0,
-            t_arrive: 0,
             t_consume: 0,
             bql_charged: false,
             destructor,
@@ -236,7 +234,7 @@ impl World {
             let info = *self.pkts.get(id);
             match (&self.socks[sock as usize].kind, dir) {
                 (SockKind::Udp(_), _) => unreachable!("handled above"),
-                (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, &info, t),
+                (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, id, &info, t),
                 (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
                 (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
                 (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),

@@ -116,13 +116,13 @@ impl World {
     /// The echo request reached the far end's stack at `t` on `cpu`. With a constant
     /// way back the probe completes here; with a modelled one the reply is sent.
     /// Returns the CPU time building the reply took, ns.
-    pub(super) fn ping_echo_rcv(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
+    pub(super) fn ping_echo_rcv(&mut self, cpu: CpuId, id: u32, info: &PktInfo, t: u64) -> u64 {
         match self.ping(info.sock).reply {
             ReplyPath::Constant => {
                 self.ping_constant_reply(info, t);
                 0
             }
-            ReplyPath::Modelled { dev } => self.ping_send_reply(cpu, dev, info, t),
+            ReplyPath::Modelled { dev } => self.ping_send_reply(cpu, dev, id, info, t),
         }
     }
 
@@ -146,12 +146,13 @@ impl World {
 
     /// `icmp_reply()` on the far host: record where the request's time went, then send
     /// the reply from this softirq, at `t`, through the far host's device `dev`.
-    fn ping_send_reply(&mut self, cpu: CpuId, dev: DevId, req: &PktInfo, t: u64) -> u64 {
+    fn ping_send_reply(&mut self, cpu: CpuId, dev: DevId, id: u32, req: &PktInfo, t: u64) -> u64 {
+        let w = self.pkts.wire(id);
         let times = EchoTimes {
             qdisc: req.t_xmit - req.t_send,
-            ring: req.t_wire - req.t_xmit,
-            wire: req.t_arrive - req.t_wire,
-            peer: t - req.t_arrive,
+            ring: w.t_wire - req.t_xmit,
+            wire: w.t_arrive - w.t_wire,
+            peer: t - w.t_arrive,
             t_echo: t,
         };
         let p = self.ping(req.sock);
