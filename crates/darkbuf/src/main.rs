@@ -4,6 +4,8 @@
 //! unavailable, 128 + N when signal N stopped it (130 SIGINT, 143 SIGTERM).
 
 mod kernel_cli;
+mod plot_check;
+mod results_json;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
