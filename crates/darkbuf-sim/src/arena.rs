@@ -75,8 +75,8 @@ pub struct Arena {
     slots: Vec<PktInfo>,
     /// The NIC's timestamps, beside the records rather than in them: only a packet that
     /// crosses a NIC has them, and only an echo request's are read. A flood over veth
-    /// then keeps 56 bytes per packet hot instead of 72 (seed-nrules0's packets in
-    /// flight fit the L1 cache again).
+    /// then keeps 56 bytes per packet hot instead of 72 (seed-nrules0: 38% fewer L1 data
+    /// misses, 3% less time).
     wire: Vec<WireTimes>,
     free: Vec<u32>,
     live: u64,
