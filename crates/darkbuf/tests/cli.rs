@@ -1,29 +1,15 @@
 //! The command-line contract: exit codes, error positions, output formats.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn darkbuf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
-}
-
-fn repo(p: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
-}
+use common::{darkbuf, repo, stderr};
+use std::process::Command;
 
 fn write(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("darkbuf-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
+    common::write("cli", name, text)
 }
 
 const SHORT: [&str; 4] = ["--set", "duration=300ms", "--set", "warmup=50ms"];
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn run_prints_json_with_the_contract_metrics() {

@@ -1,22 +1,12 @@
 //! Bad inputs a fuzzer found, through the command line: exit code 2 and a
 //! `file:line:column: message; what would be valid` error.
 
-use std::process::{Command, Output};
+mod common;
 
-fn darkbuf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
-}
+use common::{darkbuf, stderr};
 
 fn write(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("darkbuf-fuzz-found-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    common::write("fuzz-found", name, text)
 }
 
 /// A minimal veth scenario: the fuzzer's starting point.

@@ -1,30 +1,18 @@
 //! Bad input a fuzzer found the CLI mishandling: each case must end in a clear error
 //! with exit code 2 (file, line, column where there is one, and what would be valid).
 
+mod common;
+
+use common::{darkbuf, repo, stderr};
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn darkbuf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
-}
-
-fn repo(p: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
-}
+use std::process::Output;
 
 /// A fresh directory for one test.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("darkbuf-fuzz-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("fuzz-cli", name)
 }
 
 const SHORT: [&str; 4] = ["--set", "duration=300ms", "--set", "warmup=50ms"];
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Exit code 2 and the stderr, which must be one `darkbuf: ...` line.
 fn bad_input(o: &Output) -> String {

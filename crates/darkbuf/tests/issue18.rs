@@ -1,6 +1,9 @@
 //! Issue 18, tried as a new user would: no crash, no lost results, output a person can
 //! read. Each test failed before the fix it names.
 
+mod common;
+
+use common::{repo, stderr, stdout};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -9,26 +12,11 @@ fn darkbuf() -> Command {
 }
 
 fn run(args: &[&str]) -> Output {
-    darkbuf().args(args).output().expect("runs")
-}
-
-fn repo(p: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
+    common::darkbuf(args)
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("darkbuf-issue18-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    common::tmp("issue18", name)
 }
 
 fn no_panic(o: &Output) {

@@ -3,25 +3,22 @@
 //! `darkbuf report`. Short scenarios (1 s measured after 0.2 s warmup).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn repo(p: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
-}
+use common::repo;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 /// A fresh directory for one test.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("darkbuf-report-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("report-cli", name)
 }
 
 const SHORT: [&str; 4] = ["--set", "duration=1s", "--set", "warmup=200ms"];
 
+/// `darkbuf ARGS`, which must succeed.
 fn darkbuf(args: &[&str]) -> Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs");
+    let o = common::darkbuf(args);
     assert!(o.status.success(), "darkbuf {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     o
 }
@@ -174,7 +171,7 @@ fn report_rejects_what_is_not_results() {
     let dir = tmp("bad");
     let p = dir.join("x.json");
     std::fs::write(&p, "{\"hello\": 1}").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["report", p.to_str().unwrap()]).output().unwrap();
+    let o = common::darkbuf(&["report", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("neither a run nor a sweep"));
 }

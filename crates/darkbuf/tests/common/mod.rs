@@ -1,0 +1,41 @@
+//! Helpers the command line's integration tests share: running the `darkbuf` binary,
+//! the repository's files, and scratch files and directories per test binary.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs `darkbuf ARGS` to completion (whatever its exit code).
+pub fn darkbuf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
+}
+
+/// The path of `p`, relative to the repository's root.
+pub fn repo(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
+}
+
+/// A fresh (emptied) directory `darkbuf-TAG-PID-NAME` for one test.
+pub fn tmp(tag: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("darkbuf-{tag}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes `text` to `NAME` in the directory `darkbuf-TAG-PID`, and returns its path.
+pub fn write(tag: &str, name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("darkbuf-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
