@@ -30,14 +30,20 @@ pub const SIZE_EXPECTED: &str =
 pub const RATE_EXPECTED: &str =
     "a rate such as \"max\", \"50kpps\", \"100Mbit\", \"1gbit\" or \"125kbps\" (units: pps, kpps, mpps, bit, kbit, mbit, gbit, tbit, bps, kbps, mbps, gbps)";
 
-fn split_number(s: &str) -> Option<(f64, &str)> {
+/// `s`, trimmed, split into its leading number (digits, sign, decimal point) and the
+/// rest (the unit).
+fn split_digits(s: &str) -> (&str, &str) {
     let s = s.trim();
     let end = s
         .char_indices()
         .find(|&(_, c)| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .map(|(i, _)| i)
         .unwrap_or(s.len());
-    let (num, unit) = s.split_at(end);
+    s.split_at(end)
+}
+
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let (num, unit) = split_digits(s);
     let v: f64 = num.parse().ok()?;
     v.is_finite().then_some((v, unit.trim()))
 }
@@ -161,13 +167,7 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
 /// does not. The rate itself is still computed in f64 as before, so every rate that
 /// fits parses to the same value as it always did.
 fn bits_overflow(s: &str, scale: f64) -> bool {
-    let s = s.trim();
-    let end = s
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .map(|(i, _)| i)
-        .unwrap_or(s.len());
-    let num = s[..end].trim_start_matches('+');
+    let num = split_digits(s).0.trim_start_matches('+');
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));
     let int = int.trim_start_matches('0');
     // Every unit is a whole number of bit/s, at most 8e12.
