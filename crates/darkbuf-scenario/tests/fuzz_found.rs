@@ -2,25 +2,14 @@
 //! misleading range, or not at all. Each must be a diagnostic at the offending value
 //! (file, line and column, or the `--set` argument) saying what would be valid.
 
+mod common;
+
+use common::{err, err_set, ok_set};
 use darkbuf_model::units::Rate;
 use darkbuf_scenario::*;
 
 /// A minimal veth scenario: the fuzzer's starting point.
 const V: &str = "duration = \"200ms\"\n[qdisc]\nkind = \"sfq\"\n[[traffic]]\nkind = \"udp\"\n[[traffic]]\nkind = \"ping\"\n";
-
-fn err_set(text: &str, set: &[&str]) -> Diagnostic {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
-}
-
-fn err(text: &str) -> Diagnostic {
-    err_set(text, &[])
-}
-
-fn ok_set(text: &str, set: &[&str]) -> Scenario {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
-}
 
 /// The text the diagnostic points at.
 fn pointed(d: &Diagnostic) -> &str {

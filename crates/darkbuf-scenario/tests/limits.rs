@@ -1,20 +1,13 @@
 //! Issue 18: every input that decides memory or time is bounded by the schema, with an
 //! error that names the bound and where the value is (never an allocation that aborts).
 
+mod common;
+
+use common::{err_set as err, ok_set as ok};
 use darkbuf_scenario::limits::*;
 use darkbuf_scenario::*;
 
 const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
-
-fn err(text: &str, set: &[&str]) -> Diagnostic {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
-}
-
-fn ok(text: &str, set: &[&str]) -> Scenario {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
-}
 
 #[test]
 fn too_many_traffic_entries_is_an_error_at_the_first_extra_one() {

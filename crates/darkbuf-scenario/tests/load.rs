@@ -1,3 +1,6 @@
+mod common;
+
+use common::{err, err_set, ok_set};
 use darkbuf_model::params::ParamValue;
 use darkbuf_model::units::Rate;
 use darkbuf_scenario::*;
@@ -6,20 +9,6 @@ use std::path::PathBuf;
 const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
 /// A NIC device section, for the NIC-only keys.
 const NIC: &str = "[device]\ndriver = \"nic\"\n";
-
-fn err(text: &str) -> Diagnostic {
-    load_str("scenarios/x.toml", text, &[]).expect_err("should fail")
-}
-
-fn err_set(text: &str, set: &[&str]) -> Diagnostic {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).expect_err("should fail")
-}
-
-fn ok_set(text: &str, set: &[&str]) -> Scenario {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
-}
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/examples")

@@ -1,18 +1,12 @@
 //! flent test presets (`test = "..."`) and `kind = "irtt"`: exact expansions, overrides
 //! by name, and bad input.
 
+mod common;
+
+use common::{err, ok_set as ok};
 use darkbuf_scenario::*;
 
 const NIC: &str = "duration = \"4s\"\nwarmup = \"1s\"\ntest_delay = \"1s\"\n[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n";
-
-fn ok(text: &str, set: &[&str]) -> Scenario {
-    let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-    load_str("scenarios/x.toml", text, &set).unwrap_or_else(|d| panic!("{d}"))
-}
-
-fn err(text: &str) -> Diagnostic {
-    load_str("scenarios/x.toml", text, &[]).expect_err("should fail")
-}
 
 /// (kind, name, direction or "-", dscp, start ms, stop ms or 0).
 fn summary(s: &Scenario) -> Vec<(&'static str, String, &'static str, u8, u64, u64)> {
