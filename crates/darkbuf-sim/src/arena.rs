@@ -62,10 +62,6 @@ pub struct PktInfo {
     pub cwr: bool,
     /// Created by the sender (ns).
     pub t_send: u64,
-    /// Left the qdisc into the driver ring (ns).
-    pub t_xmit: u64,
-    /// Taken off the ring by the consumer (ns).
-    pub t_consume: u64,
     /// Charged to BQL by the driver (veth's tagged ring pointer).
     pub bql_charged: bool,
     pub destructor: Destructor,
@@ -73,22 +69,28 @@ pub struct PktInfo {
 
 pub struct Arena {
     slots: Vec<PktInfo>,
-    /// The NIC's timestamps, beside the records rather than in them: only a packet that
-    /// crosses a NIC has them, and only an echo request's are read. A flood over veth
-    /// then keeps 56 bytes per packet hot instead of 72 (seed-nrules0: 38% fewer L1 data
-    /// misses, 3% less time).
-    wire: Vec<WireTimes>,
+    /// Where each echo request's time went, beside the records rather than in them:
+    /// only the pinger reads these, so only an ICMP packet's are written (`stamp_*`).
+    /// A flood then keeps 40 bytes per packet hot instead of 72 (seed-nrules0: the
+    /// NIC's two stamps moved out first, 72 -> 56 bytes, 38% fewer L1 data misses and
+    /// 3% less time; the qdisc's and the ring's, 56 -> 40 bytes, see docs/executor.md).
+    probe: Vec<ProbeTimes>,
     free: Vec<u32>,
     live: u64,
 }
 
-/// When a NIC put a packet on the wire and when it reached the far NIC (ns). Not reset
-/// when a slot is reused: the NIC writes `t_wire` when the frame starts, copies it to
-/// the far end's skb (`nic_wire_done()`) and writes `t_arrive` there, all before the
-/// far end can read them (the echo responder, `ping_send_reply()`); nothing else reads
-/// them.
+/// When an ICMP packet passed each point of its path (ns). Zeroed when an ICMP skb is
+/// allocated (`sock_alloc_skb()`), written by the drivers and the NIC as the packet
+/// passes, copied to the far end's skb with the frame (`nic_wire_done()`), and read
+/// by the echo responder and the pinger (`sock/ping.rs`). Nothing else reads them, so
+/// other packets' entries are left stale.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WireTimes {
+pub struct ProbeTimes {
+    /// Left the qdisc into the driver ring.
+    pub t_xmit: u64,
+    /// Taken off the ring by the consumer (veth's NAPI, the tun reader, a NIC's RX
+    /// poll).
+    pub t_consume: u64,
     /// A NIC started serializing it onto the wire.
     pub t_wire: u64,
     /// It arrived at the far NIC's RX ring.
@@ -97,7 +99,7 @@ pub struct WireTimes {
 
 impl Arena {
     pub fn with_capacity(n: usize) -> Self {
-        Arena { slots: Vec::with_capacity(n), wire: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0 }
+        Arena { slots: Vec::with_capacity(n), probe: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0 }
     }
 
     pub fn alloc(&mut self, info: PktInfo) -> u32 {
@@ -108,7 +110,7 @@ impl Arena {
         } else {
             let id = self.slots.len() as u32;
             self.slots.push(info);
-            self.wire.push(WireTimes::default());
+            self.probe.push(ProbeTimes::default());
             id
         }
     }
@@ -126,13 +128,31 @@ impl Arena {
         &mut self.slots[id as usize]
     }
 
-    /// Packet `id`'s NIC timestamps (see [`WireTimes`]).
-    pub fn wire(&self, id: u32) -> WireTimes {
-        self.wire[id as usize]
+    /// Packet `id`'s path times (see [`ProbeTimes`]): meaningful for ICMP only.
+    pub fn probe_times(&self, id: u32) -> ProbeTimes {
+        self.probe[id as usize]
     }
 
-    pub fn wire_mut(&mut self, id: u32) -> &mut WireTimes {
-        &mut self.wire[id as usize]
+    /// Record that packet `id` passed a point of its path at `t`, if it is a probe
+    /// (`which` picks the field). The check keeps every other packet's stamps out of
+    /// the cache.
+    #[inline(always)]
+    pub fn stamp(&mut self, id: u32, which: fn(&mut ProbeTimes) -> &mut u64, t: u64) {
+        if self.slots[id as usize].proto == Proto::Icmp {
+            *which(&mut self.probe[id as usize]) = t;
+        }
+    }
+
+    /// A new ICMP skb `id` starts with zeroed path times; a frame copied to the far
+    /// end (`to`) carries the ones of `from`.
+    pub fn reset_probe_times(&mut self, id: u32) {
+        self.probe[id as usize] = ProbeTimes::default();
+    }
+
+    pub fn copy_probe_times(&mut self, from: u32, to: u32) {
+        if self.slots[from as usize].proto == Proto::Icmp {
+            self.probe[to as usize] = self.probe[from as usize];
+        }
     }
 
     /// Packets allocated and not yet freed.

@@ -296,9 +296,8 @@ impl World {
             }
         };
         // The skb as the qdisc left it: a CE mark by an AQM travels in the IP header.
-        let info = self.pkts.get_mut(skb.id);
-        info.t_xmit = now;
-        info.ecn = skb.ecn;
+        self.pkts.get_mut(skb.id).ecn = skb.ecn;
+        self.pkts.stamp(skb.id, |p| &mut p.t_xmit, now);
         if self.is_measured_txq(dev, q as u16) {
             self.metrics.ring.enter(now);
         }
@@ -330,7 +329,7 @@ impl World {
         nic.port.free_at_ps = end_ps;
         nic.stats.busy_ps += e.wire_ps;
         let start = start_ps.div_ceil(1000);
-        self.pkts.wire_mut(e.id).t_wire = start;
+        self.pkts.stamp(e.id, |p| &mut p.t_wire, start);
         if self.is_measured_txq(dev, q as u16) {
             self.metrics.ring.leave(start.max(self.now));
         }
@@ -348,7 +347,7 @@ impl World {
         let link = nic.link;
         let copy: PktInfo = *self.pkts.get(id);
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
-        *self.pkts.wire_mut(rx_id) = self.pkts.wire(id);
+        self.pkts.copy_probe_times(id, rx_id);
         self.created += 1;
         self.link_send(link, rx_id);
         self.nic_completion(dev, q);
@@ -449,7 +448,7 @@ impl World {
         nic.chans[ch].rx.push_back(id);
         nic.stats.rx_packets += 1;
         let armed = nic.chans[ch].armed;
-        self.pkts.wire_mut(id).t_arrive = now;
+        self.pkts.stamp(id, |p| &mut p.t_arrive, now);
         if armed {
             self.nic_irq(dev, ch);
         }
@@ -512,7 +511,7 @@ impl World {
                 itr.rx_packets += 1;
             }
         }
-        self.pkts.get_mut(id).t_consume = self.now;
+        self.pkts.stamp(id, |p| &mut p.t_consume, self.now);
         Some((id, self.profile.costs.nic_rx_ns))
     }
 

@@ -92,9 +92,8 @@ impl World {
             return NetdevTx::Ok;
         }
         let now = self.now;
-        let info = self.pkts.get_mut(id);
-        info.t_xmit = now;
-        info.ecn = skb.ecn;
+        self.pkts.get_mut(id).ecn = skb.ecn;
+        self.pkts.stamp(id, |p| &mut p.t_xmit, now);
         if self.is_measured_txq(dev, qi as u16) {
             self.metrics.ring.enter(now);
         }
@@ -141,7 +140,7 @@ impl World {
 
     /// A frame left the ring for the consumer.
     fn tun_consumed(&mut self, dev: DevId, q: u16, id: u32) {
-        self.pkts.get_mut(id).t_consume = self.now;
+        self.pkts.stamp(id, |p| &mut p.t_consume, self.now);
         if self.is_measured_txq(dev, q) {
             self.metrics.ring.leave(self.now);
         }

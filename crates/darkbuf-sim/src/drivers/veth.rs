@@ -94,8 +94,8 @@ impl World {
         let now = self.now;
         let info = self.pkts.get_mut(id);
         info.bql_charged = charged;
-        info.t_xmit = now;
         info.ecn = skb.ecn;
+        self.pkts.stamp(id, |p| &mut p.t_xmit, now);
         self.veth_mut(dev).peer_rqs[txq].ring.produce(id).expect("ring checked not full");
         if self.is_measured_txq(dev, q) {
             self.metrics.ring.enter(now);
@@ -131,8 +131,8 @@ impl World {
         let id = self.veth_mut(dev).peer_rqs[q as usize].ring.consume()?;
         let now = self.now;
         let measured_ring = self.is_measured_txq(dev, q);
-        let info = self.pkts.get_mut(id);
-        info.t_consume = now;
+        self.pkts.stamp(id, |p| &mut p.t_consume, now);
+        let info = self.pkts.get(id);
         if measured_ring {
             self.metrics.ring.leave(now);
         }

@@ -164,11 +164,12 @@ impl World {
             dscp: skb.dscp,
             cwr: false,
             t_send: self.now,
-            t_xmit: 0,
-            t_consume: 0,
             bql_charged: false,
             destructor,
         });
+        if proto == crate::arena::Proto::Icmp {
+            self.pkts.reset_probe_times(skb.id);
+        }
         self.created += 1;
     }
 

@@ -119,24 +119,25 @@ impl World {
     pub(super) fn ping_echo_rcv(&mut self, cpu: CpuId, id: u32, info: &PktInfo, t: u64) -> u64 {
         match self.ping(info.sock).reply {
             ReplyPath::Constant => {
-                self.ping_constant_reply(info, t);
+                self.ping_constant_reply(id, info, t);
                 0
             }
             ReplyPath::Modelled { dev } => self.ping_send_reply(cpu, dev, id, info, t),
         }
     }
 
-    fn ping_constant_reply(&mut self, info: &PktInfo, t: u64) {
+    fn ping_constant_reply(&mut self, id: u32, info: &PktInfo, t: u64) {
         if info.t_send < self.cfg.start {
             return;
         }
+        let path = self.pkts.probe_times(id);
         let reply = self.cost(self.profile.costs.ping_reply_ns);
         let s = ProbeSample {
             t_send: info.t_send,
             rtt: t + reply - info.t_send,
-            wait_qdisc: info.t_xmit - info.t_send,
-            wait_ring: info.t_consume - info.t_xmit,
-            wait_consumer: t - info.t_consume,
+            wait_qdisc: path.t_xmit - info.t_send,
+            wait_ring: path.t_consume - path.t_xmit,
+            wait_consumer: t - path.t_consume,
             wait_wire: 0,
             wait_return: 0,
         };
@@ -147,10 +148,10 @@ impl World {
     /// `icmp_reply()` on the far host: record where the request's time went, then send
     /// the reply from this softirq, at `t`, through the far host's device `dev`.
     fn ping_send_reply(&mut self, cpu: CpuId, dev: DevId, id: u32, req: &PktInfo, t: u64) -> u64 {
-        let w = self.pkts.wire(id);
+        let w = self.pkts.probe_times(id);
         let times = EchoTimes {
-            qdisc: req.t_xmit - req.t_send,
-            ring: w.t_wire - req.t_xmit,
+            qdisc: w.t_xmit - req.t_send,
+            ring: w.t_wire - w.t_xmit,
             wire: w.t_arrive - w.t_wire,
             peer: t - w.t_arrive,
             t_echo: t,
