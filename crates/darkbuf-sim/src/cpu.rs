@@ -80,9 +80,8 @@ pub enum PollPhase {
 /// One activation record on a CPU.
 ///
 /// Eight bytes with a plain one-byte tag at offset 0: the dispatcher reads the tag on
-/// every step, and a [`Step`] carrying a frame comes back in two registers. (Wider
-/// frames went through memory, written field by field and read back whole, which
-/// stalls on store-to-load forwarding.) State that does not fit lives in [`Cpu`].
+/// every step, and a frame is copied as one word. State that does not fit lives in
+/// [`Cpu`].
 #[derive(Clone, Copy, Debug)]
 #[repr(u8)]
 pub enum Frame {
@@ -109,15 +108,23 @@ pub enum Frame {
 }
 
 /// What a step did.
+///
+/// Every variant carries at most one `u64`, so a `Step` is a (tag, cost) pair that
+/// comes back from the out-of-line handlers in two registers. With the called frame
+/// inside (`Call(u64, Frame)`) it was returned through memory: the handler wrote the
+/// tag and the cost separately and the dispatcher read them back as one 16-byte
+/// load, which cannot be forwarded from two stores and stalled on every step (about
+/// a tenth of the 100G host's dispatch loop). The called frame waits in
+/// [`Cpu::call`] instead (`World::call()` puts it there).
 #[derive(Clone, Copy)]
 pub enum Step {
     /// The frame stays; the CPU is busy for this many ns.
     Continue(u64),
     /// The frame is finished; the CPU is busy for this many ns.
     Done(u64),
-    /// The frame stays and `Frame` is pushed on top after this many ns. (A tail call
-    /// overwrites the frame it was given and returns `Continue`.)
-    Call(u64, Frame),
+    /// The frame stays and the frame in [`Cpu::call`] is pushed on top after this many
+    /// ns. (A tail call overwrites the frame it was given and returns `Continue`.)
+    Call(u64),
     /// The frame stays and the pending softirqs' handlers run on top of it now.
     Softirqs,
 }
@@ -129,6 +136,8 @@ pub struct Cpu {
     /// The host (machine) this CPU belongs to.
     pub host: HostId,
     pub frames: Vec<Frame>,
+    /// The frame a step that returned [`Step::Call`] calls.
+    pub call: Frame,
     /// A `Event::Cpu` is pending for this CPU (it is executing or about to).
     pub busy: bool,
     pub softirq_pending: u8,
@@ -168,6 +177,7 @@ impl Cpu {
         Cpu {
             host,
             frames: Vec::with_capacity(16),
+            call: Frame::NetTxAction { started: false },
             busy: false,
             softirq_pending: 0,
             softirq_rounds: 0,

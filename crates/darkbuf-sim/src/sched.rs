@@ -73,9 +73,9 @@ impl World {
                         }
                         None => (c, true),
                     },
-                    Step::Call(c, child) => {
+                    Step::Call(c) => {
                         self.cpus[ci].frames.push(top);
-                        top = child;
+                        top = self.cpus[ci].call;
                         (c, false)
                     }
                     Step::Softirqs => {
@@ -165,13 +165,16 @@ impl World {
             let cost = match self.task_end_once(cpu, ti, frame) {
                 // A sendmsg that did not start the qdisc: TaskEnd again after it.
                 Step::Continue(c) => c,
-                Step::Call(c, Frame::QdiscRun { q, mut quota }) => {
+                Step::Call(c) => {
+                    let Frame::QdiscRun { q, mut quota } = self.cpus[cpu as usize].call else {
+                        return Step::Call(c);
+                    };
                     if !self.advance_inline(cpu, c) {
-                        return Step::Call(c, Frame::QdiscRun { q, quota });
+                        return Step::Call(c);
                     }
                     match self.qdisc_run_step(cpu, q, &mut quota) {
                         Step::Done(c) => c,
-                        Step::Continue(c) => return Step::Call(c, Frame::QdiscRun { q, quota }),
+                        Step::Continue(c) => return self.call(cpu, c, Frame::QdiscRun { q, quota }),
                         _ => unreachable!("the qdisc run keeps or finishes its frame"),
                     }
                 }
@@ -258,7 +261,7 @@ impl World {
         *frame = Frame::TaskEnd(ti);
         match self.unit_frame(ti) {
             Some(Frame::SendMsg(s)) => self.send_msg_step(cpu, s),
-            Some(f) => Step::Call(0, f),
+            Some(f) => self.call(cpu, 0, f),
             None => unreachable!("ksoftirqd has no unit of its own"),
         }
     }
@@ -268,8 +271,16 @@ impl World {
     fn send_msg_step(&mut self, cpu: CpuId, s: SockId) -> Step {
         match self.send_msg(cpu, s) {
             (c, None) => Step::Continue(c),
-            (c, Some(f)) => Step::Call(c, f),
+            (c, Some(f)) => self.call(cpu, c, f),
         }
+    }
+
+    /// `Step::Call(cost)` of `frame`: it waits in the CPU's call slot until the
+    /// dispatcher pushes it.
+    #[inline(always)]
+    pub(crate) fn call(&mut self, cpu: CpuId, cost: u64, frame: Frame) -> Step {
+        self.cpus[cpu as usize].call = frame;
+        Step::Call(cost)
     }
 
     /// Dispatches one step of `frame` on `cpu`. The handlers it calls are kept out of

@@ -57,7 +57,7 @@ impl World {
             return Step::Continue(0);
         }
         q.running = true;
-        Step::Call(0, Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT })
+        self.call(cpu, 0, Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT })
     }
 
     /// `net_rx_action()`: poll the NAPIs on this CPU's list within the
@@ -92,7 +92,7 @@ impl World {
         match self.cpus[ci].rx_local.pop_front() {
             Some(n) => {
                 *awaiting = Some(n);
-                Step::Call(0, Frame::NapiPoll { phase: PollPhase::Start, flush_pending: false, napi: n, done: 0 })
+                self.call(cpu, 0, Frame::NapiPoll { phase: PollPhase::Start, flush_pending: false, napi: n, done: 0 })
             }
             None => self.net_rx_action_end(cpu),
         }
