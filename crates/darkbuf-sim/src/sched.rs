@@ -269,10 +269,7 @@ impl World {
     /// A sendmsg on top of its task's `TaskEnd`: its cost, and the qdisc run it starts.
     #[inline(always)]
     fn send_msg_step(&mut self, cpu: CpuId, s: SockId) -> Step {
-        match self.send_msg(cpu, s) {
-            (c, None) => Step::Continue(c),
-            (c, Some(f)) => self.call(cpu, c, f),
-        }
+        self.send_msg(cpu, s)
     }
 
     /// `Step::Call(cost)` of `frame`: it waits in the CPU's call slot until the
@@ -293,12 +290,13 @@ impl World {
                 self.task_end(cpu, ti, frame)
             }
             Frame::SendMsg(s) => match self.send_msg(cpu, *s) {
-                (c, None) => Step::Done(c),
-                (c, Some(next)) => {
+                Step::Continue(c) => Step::Done(c),
+                Step::Call(c) => {
                     // A tail call: the qdisc run replaces the sendmsg.
-                    *frame = next;
+                    *frame = self.cpus[cpu as usize].call;
                     Step::Continue(c)
                 }
+                _ => unreachable!("a sendmsg continues or calls the qdisc run"),
             },
             Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
             Frame::NetTxAction { started } => {

@@ -14,7 +14,7 @@ pub mod tcp;
 pub mod udp;
 
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, DevId, Frame, HostId, SockId, TaskId};
+use crate::cpu::{CpuId, DevId, HostId, SockId, Step, TaskId};
 use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::Skb;
@@ -74,23 +74,28 @@ impl World {
     /// One `sendmsg()` on socket `s` by its process on `cpu`: the protocol builds the
     /// skb, then, as `ip_finish_output2()` -> `__dev_queue_xmit()` do for every
     /// protocol, it is charged, steered to a TX queue and handed to the qdisc. Returns
-    /// the cost, and the frame to run next in its place (the qdisc run loop), if any.
+    /// `Continue(cost)`, or `Call(cost)` with the qdisc run it started in the CPU's
+    /// call slot (a `Step`: two registers, where `(u64, Option<Frame>)` went through
+    /// memory).
     #[inline(never)]
-    pub fn send_msg(&mut self, cpu: CpuId, s: SockId) -> (u64, Option<Frame>) {
+    pub fn send_msg(&mut self, cpu: CpuId, s: SockId) -> Step {
         let out = match self.socks[s as usize].kind {
             SockKind::Udp(_) => self.udp_sendmsg(s),
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
-            SockKind::Tcp(_) => return (self.tcp_sendmsg(cpu, s), None),
+            SockKind::Tcp(_) => return Step::Continue(self.tcp_sendmsg(cpu, s)),
         };
-        let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return (0, None) };
+        let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return Step::Continue(0) };
         let dev = self.socks[s as usize].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         self.sock_xmit_verdict(s, verdict);
-        (send_cost + xmit_cost, next)
+        match next {
+            None => Step::Continue(send_cost + xmit_cost),
+            Some(run) => self.call(cpu, send_cost + xmit_cost, run),
+        }
     }
 
     /// What `__dev_queue_xmit()` returned reaches the protocol. UDP turns
