@@ -79,6 +79,24 @@ pub fn truesize_for_len(len: u32) -> u32 {
     bucket.saturating_add(SKB_STRUCT_TRUESIZE)
 }
 
+/// The flow hash a qdisc classifies by (`skb_get_hash()` keyed by the qdisc's
+/// perturbation / siphash key). A fixed integer mixer (murmur3's fmix32) over the flow id
+/// and the key: deterministic per seed, and it reproduces hash-bucket collisions.
+pub fn flow_hash(flow: u32, key: u32) -> u32 {
+    let mut h = flow ^ key.rotate_left(16) ^ 0x9e37_79b9;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
+/// `reciprocal_scale(val, ep_ro)`: maps a 32-bit hash onto `0..ep_ro` without division.
+pub fn reciprocal_scale(val: u32, ep_ro: u32) -> u32 {
+    ((val as u64 * ep_ro as u64) >> 32) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,22 +118,4 @@ mod tests {
         assert!(s.set_ce());
         assert_eq!(s.ecn, Skb::ECN_CE);
     }
-}
-
-/// The flow hash a qdisc classifies by (`skb_get_hash()` keyed by the qdisc's
-/// perturbation / siphash key). A fixed integer mixer (murmur3's fmix32) over the flow id
-/// and the key: deterministic per seed, and it reproduces hash-bucket collisions.
-pub fn flow_hash(flow: u32, key: u32) -> u32 {
-    let mut h = flow ^ key.rotate_left(16) ^ 0x9e37_79b9;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h
-}
-
-/// `reciprocal_scale(val, ep_ro)`: maps a 32-bit hash onto `0..ep_ro` without division.
-pub fn reciprocal_scale(val: u32, ep_ro: u32) -> u32 {
-    ((val as u64 * ep_ro as u64) >> 32) as u32
 }

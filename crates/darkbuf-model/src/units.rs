@@ -180,6 +180,7 @@ fn bits_overflow(s: &str, scale: f64) -> bool {
 }
 
 /// Formats nanoseconds the way a person would write them back ("1s", "200ms", "150us").
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; MSRV is 1.80
 pub fn format_duration_ns(ns: u64) -> String {
     if ns == 0 {
         "0s".into()

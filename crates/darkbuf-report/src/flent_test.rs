@@ -218,6 +218,25 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
     }))
 }
 
+/// A test preset's data sets and flent's aggregates as time series (t in ms since the
+/// run's start, flent's axis), for the report's versions of flent's plots: (test name,
+/// [(data-set name, unit, series)]). `None` when the scenario names no test.
+#[allow(clippy::type_complexity)] // the (name, [(set, unit, series)]) its one caller destructures
+pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, TimeSeries)>)> {
+    let PresetRun { name, n, sets, grids, .. } = PresetRun::new(r)?;
+    let as_ts = |unit: &str, pts: Vec<(f64, Option<f64>)>| TimeSeries {
+        unit: unit.into(),
+        t_ms: pts.iter().map(|p| p.0 * 1e3).collect(),
+        values: pts.iter().map(|p| p.1).collect(),
+    };
+    let mut out: Vec<(String, &'static str, TimeSeries)> =
+        sets.iter().map(|s| (s.name.clone(), s.unit, as_ts(s.unit, s.points.clone()))).collect();
+    for (agg, unit, g) in aggregate_grids(&name, &sets, &grids, n) {
+        out.push((agg, unit, as_ts(unit, g.into_iter().enumerate().map(|(i, v)| (i as f64 * STEP, v)).collect())));
+    }
+    Some((name, out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,22 +268,4 @@ mod tests {
         );
         assert!(aggregates("tcp_1up", &names).is_empty());
     }
-}
-
-/// A test preset's data sets and flent's aggregates as time series (t in ms since the
-/// run's start, flent's axis), for the report's versions of flent's plots: (test name,
-/// [(data-set name, unit, series)]). `None` when the scenario names no test.
-pub fn test_series(r: &Results) -> Option<(String, Vec<(String, &'static str, TimeSeries)>)> {
-    let PresetRun { name, n, sets, grids, .. } = PresetRun::new(r)?;
-    let as_ts = |unit: &str, pts: Vec<(f64, Option<f64>)>| TimeSeries {
-        unit: unit.into(),
-        t_ms: pts.iter().map(|p| p.0 * 1e3).collect(),
-        values: pts.iter().map(|p| p.1).collect(),
-    };
-    let mut out: Vec<(String, &'static str, TimeSeries)> =
-        sets.iter().map(|s| (s.name.clone(), s.unit, as_ts(s.unit, s.points.clone()))).collect();
-    for (agg, unit, g) in aggregate_grids(&name, &sets, &grids, n) {
-        out.push((agg, unit, as_ts(unit, g.into_iter().enumerate().map(|(i, v)| (i as f64 * STEP, v)).collect())));
-    }
-    Some((name, out))
 }

@@ -58,6 +58,7 @@ pub const MAX_TUN_RING: u32 = 524_288;
 pub const MAX_INFLIGHT_PKTS: u64 = 2_000_000;
 
 /// `what` with a thousands separator, for bounds in messages: `4,000,000`.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; MSRV is 1.80
 pub fn thousands(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();

@@ -245,10 +245,7 @@ impl<'a> Sec<'a> {
         let Some(e) = self.entry(key) else {
             return Ok(None);
         };
-        let host = match self.path.split('.').next() {
-            Some(s @ ("peer" | "lan")) => s,
-            _ => "machine",
-        };
+        let host = self.path.split('.').next().filter(|s| matches!(*s, "peer" | "lan")).unwrap_or("machine");
         let expected = format!(
             "expected an array of CPU numbers in 0..={} ({host}.cpus = {cpus}), e.g. [{}]",
             cpus - 1,

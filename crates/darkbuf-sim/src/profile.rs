@@ -170,6 +170,8 @@ pub enum ProfileError {
 
 impl Profile {
     /// A built-in profile by name, or a profile file by path.
+    // A ProfileError is returned once, before anything runs; boxing it buys nothing.
+    #[allow(clippy::result_large_err)]
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
         let (path, text) = match name_or_path {
             "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string()),

@@ -310,6 +310,7 @@ impl Builder<'_> {
     /// port sends on link `link`, channel i has its interrupt and NAPI on `irq_cpus[i]`
     /// (one TX queue each, under `qdisc`). The consumer's end (`consumer`) is where the
     /// consumer's rules apply and whose polls are the napi.* metrics. Returns its id.
+    #[allow(clippy::too_many_arguments)] // one per setting that differs between the NICs it builds (device, peer, LAN)
     fn nic_dev(
         &mut self,
         rate_bps: u64,

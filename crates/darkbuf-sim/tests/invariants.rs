@@ -6,6 +6,7 @@ use darkbuf_scenario::load_str;
 use darkbuf_sim::{simulate, Profile};
 use proptest::prelude::*;
 
+#[allow(clippy::too_many_arguments)] // one per drawn scenario setting
 fn scenario(
     qdisc: &str,
     bql: bool,

@@ -41,6 +41,7 @@ pub fn time(us: u32) -> String {
 /// `sprint_rate()` (`print_rate()`) of a rate in bytes/s: bits/s, divided by 1000 (in
 /// integers) while the value is whole in the next unit or at least a million, so
 /// 6.25 Mbit/s prints as `6250Kbit` and 1.5 Gbit/s as `1500Mbit`.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; MSRV is 1.80
 pub fn rate(bytes_per_s: u64) -> String {
     const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
     let mut rate = bytes_per_s << 3;

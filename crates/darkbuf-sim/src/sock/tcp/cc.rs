@@ -196,7 +196,7 @@ pub fn cubic_root(a: u64) -> u32 {
     let shift = (a >> (b * 3)) as usize;
     let x = ((V[shift] as u32 + 10) << b) >> 6;
     let x = 2 * x + (a / (x as u64 * (x as u64 - 1))) as u32;
-    (x as u64 * 341 >> 10) as u32
+    ((x as u64 * 341) >> 10) as u32
 }
 
 impl Cubic {
@@ -232,7 +232,7 @@ impl Cubic {
             let mut t = ctx.jiffies.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
             t += (self.delay_min as u64 * ctx.hz as u64).div_ceil(1_000_000);
             t = (t << BICTCP_HZ) / ctx.hz as u64;
-            let offs = if t < self.bic_k as u64 { self.bic_k as u64 - t } else { t - self.bic_k as u64 };
+            let offs = (self.bic_k as u64).abs_diff(t);
             let delta = ((CUBE_RTT_SCALE * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u32;
             let target = if t < self.bic_k as u64 {
                 self.bic_origin_point.wrapping_sub(delta)
@@ -293,11 +293,8 @@ impl Cubic {
         if (ctx.now_us.wrapping_sub(self.last_ack) as i32) <= HYSTART_ACK_DELTA_US as i32 {
             self.last_ack = ctx.now_us;
             // hystart_ack_delay(): TSO/GRO aggregation, at most 1 ms.
-            let ack_delay = if ctx.pacing_rate == 0 {
-                0
-            } else {
-                (ctx.gso_max_size as u64 * 4 * 1_000_000 / ctx.pacing_rate).min(1000) as u32
-            };
+            let ack_delay =
+                (ctx.gso_max_size as u64 * 4 * 1_000_000).checked_div(ctx.pacing_rate).map_or(0, |d| d.min(1000) as u32);
             let mut threshold = self.delay_min + ack_delay;
             if !ctx.paced {
                 threshold >>= 1;
