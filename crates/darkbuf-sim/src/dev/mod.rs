@@ -9,14 +9,13 @@ pub mod bql;
 pub mod gso;
 pub mod sch;
 
-use crate::cpu::{CpuId, DevId, Frame};
+use crate::cpu::{CpuId, DevId, QdiscId};
 use crate::drivers::{Driver, NetdevTx};
 use crate::world::World;
 use darkbuf_model::qdisc::{EnqueueVerdict, Qdisc};
 use darkbuf_model::skb::flow_hash;
 use darkbuf_model::txq::{NetdevQueue, TxqStats};
 use darkbuf_model::Skb;
-use sch::DEV_TX_WEIGHT;
 
 /// Transmit packet steering: how `netdev_pick_tx()` maps the sending CPU to a TX queue.
 /// `repr(u8)`: a tag byte of its own, not a niche each `match` decodes (see `SockKind`).
@@ -118,11 +117,16 @@ impl World {
     }
 
     /// `__dev_queue_xmit()` of `skb` (already in the arena as `skb.id`) on `dev` from a
-    /// task on `cpu`. Returns the cost of what was done inline, the frame to run next
-    /// (the qdisc run loop) if any, and the enqueue verdict for the socket. Inlined:
-    /// its hot caller is `send_msg` (out of line: +0.5% instructions there).
+    /// task on `cpu`. Returns the cost of what was done inline, the qdisc whose run it
+    /// started (`qdisc_run_begin()` succeeded: the caller runs `__qdisc_run()` next), if
+    /// any, and the enqueue verdict for the socket. Inlined: its hot caller is
+    /// `send_msg` (out of line: +0.5% instructions there).
+    ///
+    /// The qdisc's id, not a ready-made `Frame::QdiscRun`: a frame passed along in
+    /// registers is stored in pieces that do not line up with its fields, and the
+    /// reads of the stored frame then stalled on store forwarding (seed-nrules15000).
     #[inline(always)]
-    pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
+    pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<QdiscId>, EnqueueVerdict) {
         let id = skb.id;
         let txq = skb.queue_mapping as usize;
         let Some(qi) = self.devs[dev as usize].txq_qdisc[txq] else {
@@ -163,7 +167,7 @@ impl World {
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;
             if ok {
-                return (cost, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), EnqueueVerdict::Success);
+                return (cost, Some(qi), EnqueueVerdict::Success);
             }
             self.qdiscs[qi as usize].running = false;
             return (cost, None, EnqueueVerdict::Success);
@@ -178,7 +182,7 @@ impl World {
         let q = &mut self.qdiscs[qi as usize];
         if !q.running {
             q.running = true;
-            return (0, Some(Frame::QdiscRun { q: qi, quota: DEV_TX_WEIGHT }), verdict);
+            return (0, Some(qi), verdict);
         }
         (0, None, verdict)
     }
@@ -187,7 +191,7 @@ impl World {
     /// it and `dev_hard_start_xmit()` sends the segments while the queue runs; what
     /// the driver does not take is freed (`kfree_skb_list()`), each counted as a drop.
     #[inline(never)]
-    fn noqueue_xmit_segments(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<Frame>, EnqueueVerdict) {
+    fn noqueue_xmit_segments(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<QdiscId>, EnqueueVerdict) {
         let mut list = std::mem::take(&mut self.bulk);
         list.clear();
         list.push(skb);
@@ -266,7 +270,7 @@ impl World {
     /// NET_TX on `cpu` (the deferred event is not a step of that CPU).
     fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
         let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
-        if let Some(Frame::QdiscRun { q, .. }) = next {
+        if let Some(q) = next {
             self.qdiscs[q as usize].running = false;
             self.netif_schedule(cpu, q);
             self.cpu_kick(cpu, 0);

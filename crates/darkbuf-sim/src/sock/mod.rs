@@ -14,7 +14,8 @@ pub mod tcp;
 pub mod udp;
 
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, DevId, HostId, SockId, Step, TaskId};
+use crate::cpu::{CpuId, DevId, Frame, HostId, SockId, Step, TaskId};
+use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::Skb;
@@ -94,7 +95,7 @@ impl World {
         self.sock_xmit_verdict(s, verdict);
         match next {
             None => Step::Continue(send_cost + xmit_cost),
-            Some(run) => self.call(cpu, send_cost + xmit_cost, run),
+            Some(q) => self.call(cpu, send_cost + xmit_cost, Frame::QdiscRun { q, quota: DEV_TX_WEIGHT }),
         }
     }
 
