@@ -70,7 +70,7 @@ pub struct PktInfo {
 pub struct Arena {
     slots: Vec<PktInfo>,
     /// Where each echo request's time went, beside the records rather than in them:
-    /// only the pinger reads these, so only an ICMP packet's are written (`stamp_*`).
+    /// only the pinger reads these, so only an ICMP packet's are written (`stamp()`).
     /// A flood then keeps 40 bytes per packet hot instead of 72 (seed-nrules0: the
     /// NIC's two stamps moved out first, 72 -> 56 bytes, 38% fewer L1 data misses and
     /// 3% less time; the qdisc's and the ring's, 56 -> 40 bytes, see docs/executor.md).
@@ -158,5 +158,61 @@ impl Arena {
     /// Packets allocated and not yet freed.
     pub fn live(&self) -> u64 {
         self.live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(proto: Proto) -> PktInfo {
+        PktInfo {
+            len: 100,
+            truesize: 768,
+            sock: 0,
+            proto,
+            dir: Dir::Out,
+            flow: 0,
+            seq: 0,
+            segs: 1,
+            ecn: 0,
+            dscp: 0,
+            cwr: false,
+            t_send: 0,
+            bql_charged: false,
+            destructor: Destructor::None,
+        }
+    }
+
+    /// Only an ICMP packet's path times are written, and a copy carries them to the
+    /// far end's skb; a reused slot's ICMP packet starts from zero once reset.
+    #[test]
+    fn probe_times_are_kept_for_icmp_only() {
+        let mut a = Arena::with_capacity(4);
+        let udp = a.alloc(pkt(Proto::Udp));
+        let icmp = a.alloc(pkt(Proto::Icmp));
+        for id in [udp, icmp] {
+            a.stamp(id, |p| &mut p.t_xmit, 10);
+            a.stamp(id, |p| &mut p.t_consume, 20);
+            a.stamp(id, |p| &mut p.t_wire, 30);
+            a.stamp(id, |p| &mut p.t_arrive, 40);
+        }
+        let u = a.probe_times(udp);
+        assert_eq!((u.t_xmit, u.t_consume, u.t_wire, u.t_arrive), (0, 0, 0, 0));
+        let i = a.probe_times(icmp);
+        assert_eq!((i.t_xmit, i.t_consume, i.t_wire, i.t_arrive), (10, 20, 30, 40));
+
+        let far = a.alloc(pkt(Proto::Icmp));
+        a.copy_probe_times(icmp, far);
+        assert_eq!(a.probe_times(far).t_wire, 30);
+        a.copy_probe_times(udp, far);
+        assert_eq!(a.probe_times(far).t_wire, 30, "a UDP packet's stale times are not copied");
+
+        a.free(icmp);
+        let reused = a.alloc(pkt(Proto::Icmp));
+        assert_eq!(reused, icmp);
+        assert_eq!(a.probe_times(reused).t_xmit, 10, "not reset by the arena itself");
+        a.reset_probe_times(reused);
+        assert_eq!(a.probe_times(reused).t_xmit, 0);
     }
 }

@@ -177,6 +177,7 @@ impl Cpu {
         Cpu {
             host,
             frames: Vec::with_capacity(16),
+            // Read only after a step put a frame here and returned `Step::Call`.
             call: Frame::NetTxAction { started: false },
             busy: false,
             softirq_pending: 0,

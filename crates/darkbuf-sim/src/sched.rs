@@ -5,7 +5,7 @@
 //! The executor knows tasks, frames and ids; what a socket, a driver or a NAPI does is
 //! dispatched to their modules.
 
-use crate::cpu::{CpuId, Frame, PollPhase, SockId, Step, TaskId, TaskKind, TaskState};
+use crate::cpu::{CpuId, Frame, PollPhase, Step, TaskId, TaskKind, TaskState};
 use crate::cpu::{MAX_SOFTIRQ_RESTART, MAX_SOFTIRQ_TIME_NS};
 use crate::world::World;
 
@@ -236,7 +236,7 @@ impl World {
             self.tasks[next as usize].state = TaskState::Running { woken: false };
             self.cpus[cpu as usize].softirq_rounds = 0;
             *frame = Frame::TaskEnd(next);
-            return self.send_msg_step(cpu, s);
+            return self.send_msg(cpu, s);
         }
         Step::Done(0)
     }
@@ -260,16 +260,10 @@ impl World {
     fn start_unit(&mut self, cpu: CpuId, ti: TaskId, frame: &mut Frame) -> Step {
         *frame = Frame::TaskEnd(ti);
         match self.unit_frame(ti) {
-            Some(Frame::SendMsg(s)) => self.send_msg_step(cpu, s),
+            Some(Frame::SendMsg(s)) => self.send_msg(cpu, s),
             Some(f) => self.call(cpu, 0, f),
             None => unreachable!("ksoftirqd has no unit of its own"),
         }
-    }
-
-    /// A sendmsg on top of its task's `TaskEnd`: its cost, and the qdisc run it starts.
-    #[inline(always)]
-    fn send_msg_step(&mut self, cpu: CpuId, s: SockId) -> Step {
-        self.send_msg(cpu, s)
     }
 
     /// `Step::Call(cost)` of `frame`: it waits in the CPU's call slot until the
