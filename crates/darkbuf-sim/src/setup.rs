@@ -216,7 +216,7 @@ impl Builder<'_> {
             backpressure: d.backpressure,
             xmit_ns,
             // Only a NIC can turn TSO off (`device.tso`); veth and tun keep it.
-            tso: d.nic.as_ref().is_none_or(|n| n.tso),
+            tso: d.nic.as_ref().map(|n| n.tso).unwrap_or(true),
             txhash_key: TXHASH_KEY,
             driver,
         }
