@@ -120,7 +120,7 @@ fn overflow_drops_half_of_the_fattest_flow() {
     q.enqueue(pkt(102, b, 1000), 0, &mut drops);
     assert!(drops.is_empty());
     assert_eq!(q.enqueue(pkt(103, b, 1000), 0, &mut drops), EnqueueVerdict::Success);
-    assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(drops.clone(), [1, 2, 3, 4]);
     assert_eq!((q.qlen(), q.backlog(), q.stats().drops, q.stats().overlimits), (7, 7000, 4, 0));
     assert_eq!((xstat(&q, "drop_overlimit"), xstat(&q, "drop_overmemory")), (4, 0));
     let fa = q.flow_stats(idx(&q, a), 0).unwrap();
@@ -133,7 +133,7 @@ fn overflow_drops_half_of_the_fattest_flow() {
         assert_eq!(q.enqueue(pkt(i, a, 1000), 0, &mut drops), EnqueueVerdict::Success);
     }
     assert_eq!(q.enqueue(pkt(12, a, 1000), 0, &mut drops), EnqueueVerdict::Congested);
-    assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(drops.clone(), [1, 2, 3, 4, 5, 6, 7, 8]);
     assert_eq!(q.flow_stats(idx(&q, a), 0).unwrap().count, 8);
     assert_eq!((xstat(&q, "drop_overlimit"), q.stats().drops), (8, 8));
     let mut out = drain_ids(&mut q, 0);
@@ -153,7 +153,7 @@ fn drop_batch_caps_the_batch() {
     for i in 101..=103 {
         q.enqueue(pkt(i, f[1], 1000), 0, &mut drops);
     }
-    assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(drops.clone(), [1, 2]);
     assert_eq!((q.qlen(), xstat(&q, "drop_overlimit")), (9, 2));
 }
 
@@ -170,13 +170,13 @@ fn ties_go_to_the_lowest_index_and_a_fat_arrival_drops_itself() {
     }
     q.enqueue(pkt(30, f[0], 100), 0, &mut drops);
     // f[1] and f[2] both hold 5000 B: f[1] (lower index) loses 10, 11, 12 (3000 >= 2500).
-    assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [10, 11, 12]);
+    assert_eq!(drops.clone(), [10, 11, 12]);
 
     let mut q = fq(&[("limit", int(1))]);
     let mut drops = Vec::new();
     assert_eq!(q.enqueue(pkt(1, f[0], 500), 0, &mut drops), EnqueueVerdict::Success);
     assert_eq!(q.enqueue(pkt(2, f[1], 1500), 0, &mut drops), EnqueueVerdict::Congested);
-    assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [2]);
+    assert_eq!(drops.clone(), [2]);
     assert_eq!((q.qlen(), q.backlog()), (1, 500));
 }
 
@@ -285,7 +285,7 @@ fn memory_limit_counts_truesize() {
         assert_eq!(xstat(&q, "memory_used"), 9216);
         let skb = Skb { truesize: 2304, ..pkt(4, 7, len) };
         assert_eq!(q.enqueue(skb, 0, &mut drops), EnqueueVerdict::Congested);
-        assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(drops.clone(), [0, 1, 2]);
         assert_eq!((q.qlen(), q.backlog(), q.memory_usage()), (2, 2 * len as u64, 4608));
         assert_eq!((xstat(&q, "drop_overlimit"), xstat(&q, "drop_overmemory")), (3, 3));
         drain_ids(&mut q, 0);
@@ -313,7 +313,7 @@ fn codel_per_flow_uses_the_qdisc_backlog() {
         q.enqueue(Skb { ecn, ..pkt(2, b, 1000) }, 10_000_000, &mut drops);
         let out = q.dequeue(200_000_000, &mut drops).unwrap();
         if dropped {
-            assert_eq!(drops.iter().map(|d| d.id).collect::<Vec<_>>(), [2]);
+            assert_eq!(drops.clone(), [2]);
             assert_eq!(out.id, 10); // B turned out empty and left the lists; A sends
             assert_eq!((q.stats().drops, xstat(&q, "ecn_mark")), (1, 0));
         } else {
@@ -463,7 +463,7 @@ proptest! {
                     enq += 1;
                     held.insert(skb.id, skb);
                     let v = q.enqueue(skb, now, &mut drops);
-                    let self_dropped = drops.iter().any(|d| d.id == skb.id);
+                    let self_dropped = drops.contains(&skb.id);
                     prop_assert!(v != EnqueueVerdict::Dropped);
                     if v == EnqueueVerdict::Success {
                         prop_assert!(!self_dropped);
@@ -480,7 +480,7 @@ proptest! {
                 Op::Wait(ns) => now += ns,
             }
             for d in &drops {
-                prop_assert_eq!(held.remove(&d.id).map(|h| (h.len, h.flow)), Some((d.len, d.flow)));
+                prop_assert!(held.remove(d).is_some(), "packet {} dropped twice or never held", d);
             }
             dropped += drops.len() as u64;
             prop_assert_eq!(q.stats().drops, dropped);
@@ -503,7 +503,7 @@ proptest! {
             drops.clear();
             let out = q.dequeue(now, &mut drops);
             for d in &drops {
-                prop_assert!(held.remove(&d.id).is_some());
+                prop_assert!(held.remove(d).is_some());
             }
             match out {
                 Some(skb) => prop_assert!(held.remove(&skb.id).is_some()),

@@ -309,7 +309,7 @@ fn unclassified_traffic_takes_the_unshaped_direct_queue() {
     for i in 0..3 {
         q.enqueue(pkt(i, 100, 0), 0, &mut drops);
     }
-    assert_eq!(drops.iter().map(|p| p.id).collect::<Vec<_>>(), [2]);
+    assert_eq!(drops.clone(), [2]);
     assert_eq!(
         (
             q.stats().drops,
@@ -604,7 +604,7 @@ fn leaf_qdisc_kind_and_drops() {
     for i in 4..9 {
         q.enqueue(pkt(i, 1000, C20), 0, &mut drops);
     }
-    assert_eq!(drops.iter().map(|p| p.id).collect::<Vec<_>>(), [3, 8]);
+    assert_eq!(drops.clone(), [3, 8]);
     assert_eq!((q.stats().drops, q.qlen(), q.backlog()), (2, 7, 7000));
     let x = q.xstats();
     let get = |n: &str| x.iter().find(|(k, _)| *k == n).unwrap().1;
@@ -778,7 +778,7 @@ proptest! {
                     enq += 1;
                     held.insert(skb.id, skb);
                     let v = q.enqueue(skb, now, &mut drops);
-                    let arrival_dropped = drops.iter().any(|d| d.id == skb.id);
+                    let arrival_dropped = drops.contains(&skb.id);
                     if v == EnqueueVerdict::Dropped { prop_assert!(arrival_dropped); }
                     if v == EnqueueVerdict::Success { prop_assert!(!arrival_dropped); }
                 }
@@ -797,7 +797,7 @@ proptest! {
                 Op::Wake => if let Some(t) = q.next_wakeup() { now = now.max(t) },
             }
             for d in &drops {
-                prop_assert!(held.remove(&d.id).is_some());
+                prop_assert!(held.remove(d).is_some());
             }
             dropped += drops.len() as u64;
             prop_assert_eq!(dropped, q.stats().drops);
@@ -820,7 +820,7 @@ proptest! {
                     now = t.unwrap_or(now);
                 },
             }
-            for d in &drops { prop_assert!(held.remove(&d.id).is_some()); }
+            for d in &drops { prop_assert!(held.remove(d).is_some()); }
         }
         prop_assert!(held.is_empty());
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));

@@ -387,7 +387,7 @@ fn drops_oversized_packets_and_bfifo_overflow() {
         q.enqueue(pkt(4, 1000), 0, &mut drops),
         EnqueueVerdict::Dropped
     );
-    assert_eq!(drops.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 4]);
+    assert_eq!(drops.clone(), [0, 4]);
     assert_eq!((q.stats().drops, q.qlen(), q.backlog()), (2, 3, 3000));
     // The head peeked by a refused dequeue still counts against the bfifo limit
     // (qdisc_peek_head() leaves it in the queue).
@@ -544,7 +544,7 @@ proptest! {
                     enq += 1;
                     held.insert(skb.id, skb);
                     let v = q.enqueue(skb, now, &mut drops);
-                    let arrival_dropped = drops.iter().any(|d| d.id == skb.id);
+                    let arrival_dropped = drops.contains(&skb.id);
                     prop_assert_eq!(v == EnqueueVerdict::Dropped, arrival_dropped);
                 }
                 Op::Dequeue => {
@@ -564,7 +564,7 @@ proptest! {
                 Op::Wake => if let Some(t) = q.next_wakeup() { now = now.max(t) },
             }
             for d in &drops {
-                prop_assert!(held.remove(&d.id).is_some());
+                prop_assert!(held.remove(d).is_some());
             }
             dropped += drops.len() as u64;
             prop_assert_eq!(dropped, q.stats().drops);
@@ -586,7 +586,7 @@ proptest! {
                     }
                 }
             }
-            for d in &drops { prop_assert!(held.remove(&d.id).is_some()); }
+            for d in &drops { prop_assert!(held.remove(d).is_some()); }
         }
         prop_assert!(held.is_empty());
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));

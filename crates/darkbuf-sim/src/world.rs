@@ -67,8 +67,9 @@ pub struct World {
     /// `cost()`'s noise factor as 1 - noise + u * (2 * noise / 2^32).
     pub(crate) noise_floor: f64,
     pub(crate) noise_per_u32: f64,
-    /// Reused buffer for packets a qdisc drops.
-    pub drops: Vec<darkbuf_model::Skb>,
+    /// Reused buffer for the ids of the packets a qdisc drops (the kernel's `to_free`
+    /// list: pointers, not copies).
+    pub drops: Vec<u32>,
     /// Reused buffer for the skb chain one `qdisc_restart()` hands to the driver.
     pub bulk: Vec<darkbuf_model::Skb>,
     /// Reused buffer for software GSO (`validate_xmit_skb_list()`).

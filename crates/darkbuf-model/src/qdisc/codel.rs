@@ -415,7 +415,7 @@ struct FifoCtx<'a> {
     q: &'a mut VecDeque<Skb>,
     backlog: &'a mut u64,
     qdisc_drops: &'a mut u64,
-    drops: &'a mut Vec<Skb>,
+    drops: &'a mut Vec<u32>,
 }
 
 impl CodelQueue for FifoCtx<'_> {
@@ -431,7 +431,7 @@ impl CodelQueue for FifoCtx<'_> {
 
     fn drop_func(&mut self, skb: Skb) {
         *self.qdisc_drops += 1;
-        self.drops.push(skb);
+        self.drops.push(skb.id);
     }
 }
 
@@ -541,7 +541,7 @@ impl Qdisc for Codel {
     }
 
     /// `codel_qdisc_enqueue()`.
-    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.last_now = now;
         if (self.q.len() as u64) < self.limit as u64 {
             skb.tstamp = now; // codel_set_enqueue_time()
@@ -551,13 +551,13 @@ impl Qdisc for Codel {
         }
         self.drop_overlimit = self.drop_overlimit.wrapping_add(1);
         self.stats.drops += 1;
-        drops.push(skb);
+        drops.push(skb.id);
         EnqueueVerdict::Dropped
     }
 
     /// `codel_qdisc_dequeue()`: `codel_dequeue()`, then `codel_dequeue_drop()` reports
     /// the batch of drops to the parents and zeroes `drop_count` / `drop_len`.
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         self.last_now = now;
         let mut ctx = FifoCtx {
             q: &mut self.q,

@@ -98,9 +98,9 @@ impl Fifo {
     }
 
     /// `qdisc_drop()` of the arriving packet.
-    fn drop(&mut self, skb: Skb, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn drop(&mut self, skb: Skb, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.stats.drops += 1;
-        drops.push(skb);
+        drops.push(skb.id);
         EnqueueVerdict::Dropped
     }
 }
@@ -119,7 +119,7 @@ impl Qdisc for Fifo {
     }
 
     /// `pfifo_enqueue()`, `bfifo_enqueue()` or `pfifo_tail_enqueue()`.
-    fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         match self.kind {
             FifoKind::Bfifo => {
                 if self.backlog + skb.len as u64 <= self.limit as u64 {
@@ -144,7 +144,7 @@ impl Qdisc for Fifo {
                 // which case nothing is actually freed.
                 if let Some(head) = self.q.pop_front() {
                     self.backlog -= head.len as u64;
-                    drops.push(head);
+                    drops.push(head.id);
                 }
                 self.stats.drops += 1;
                 self.enqueue_tail(skb);
@@ -154,7 +154,7 @@ impl Qdisc for Fifo {
     }
 
     /// `qdisc_dequeue_head()`.
-    fn dequeue(&mut self, _now: u64, _drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, _now: u64, _drops: &mut Vec<u32>) -> Option<Skb> {
         let skb = self.q.pop_front()?;
         self.backlog -= skb.len as u64;
         Some(skb)
@@ -241,7 +241,7 @@ mod tests {
             q.enqueue(skb(3, 100), 0, &mut drops),
             EnqueueVerdict::Dropped
         );
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [3]);
+        assert_eq!(drops.clone(), [3]);
         assert_eq!((q.qlen(), q.backlog(), q.stats().drops), (2, 200, 1));
         assert_eq!(q.dequeue(0, &mut drops).unwrap().id, 1);
         assert_eq!(q.dequeue(0, &mut drops).unwrap().id, 2);
@@ -282,7 +282,7 @@ mod tests {
             q.enqueue(skb(3, 300), 0, &mut drops),
             EnqueueVerdict::Congested
         );
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(drops.clone(), [1]);
         assert_eq!((q.qlen(), q.backlog(), q.stats().drops), (2, 500, 1));
         assert_eq!(q.dequeue(0, &mut drops).unwrap().id, 2);
         assert_eq!(q.dequeue(0, &mut drops).unwrap().id, 3);

@@ -912,9 +912,9 @@ impl Fq {
         Target::Flow(fi)
     }
 
-    fn drop_skb(&mut self, skb: Skb, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn drop_skb(&mut self, skb: Skb, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.stats.drops += 1;
-        drops.push(skb);
+        drops.push(skb.id);
         EnqueueVerdict::Dropped
     }
 
@@ -1195,7 +1195,7 @@ impl Qdisc for Fq {
     }
 
     /// `fq_enqueue()`.
-    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.last_now = now;
         let v67 = self.cfg.version == FqVersion::V6_7;
         let band = self.cfg.prio2band[(skb.priority & TC_PRIO_MAX) as usize];
@@ -1270,7 +1270,7 @@ impl Qdisc for Fq {
     }
 
     /// `fq_dequeue()`.
-    fn dequeue(&mut self, now: u64, _drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, _drops: &mut Vec<u32>) -> Option<Skb> {
         self.last_now = now;
         if matches!(self.watchdog, Some((_, hard)) if hard <= now) {
             self.watchdog = None; // the hrtimer has fired

@@ -205,7 +205,7 @@ struct FlowCtx<'a> {
     backlog: &'a mut u64,
     memory_usage: &'a mut u64,
     qdisc_drops: &'a mut u64,
-    drops: &'a mut Vec<Skb>,
+    drops: &'a mut Vec<u32>,
 }
 
 impl CodelQueue for FlowCtx<'_> {
@@ -226,7 +226,7 @@ impl CodelQueue for FlowCtx<'_> {
 
     fn drop_func(&mut self, skb: Skb) {
         *self.qdisc_drops += 1;
-        self.drops.push(skb);
+        self.drops.push(skb.id);
     }
 }
 
@@ -461,7 +461,7 @@ impl FqCodel {
     /// index. If that flow holds no packets — only possible when every queued packet
     /// has length 0, where the kernel would dereference NULL — the first flow holding
     /// packets is used instead.
-    fn fq_codel_drop(&mut self, max_packets: u32, drops: &mut Vec<Skb>) -> u32 {
+    fn fq_codel_drop(&mut self, max_packets: u32, drops: &mut Vec<u32>) -> u32 {
         let mut maxbacklog = 0u64;
         let mut idx = 0usize;
         for (i, &b) in self.backlogs.iter().enumerate() {
@@ -484,7 +484,7 @@ impl FqCodel {
             flow.qlen -= 1;
             len += skb.len as u64;
             mem += skb.truesize as u64;
-            drops.push(skb);
+            drops.push(skb.id);
             i += 1;
             if !(i < max_packets && len < threshold) {
                 break;
@@ -526,7 +526,7 @@ impl Qdisc for FqCodel {
     }
 
     /// `fq_codel_enqueue()`.
-    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, mut skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         let idx = self.flow_index(&skb);
         skb.tstamp = now; // codel_set_enqueue_time()
         let (len, truesize) = (skb.len as u64, skb.truesize as u64);
@@ -566,7 +566,7 @@ impl Qdisc for FqCodel {
 
     /// `fq_codel_dequeue()`: `__fq_codel_dequeue()`, then `fq_codel_dequeue_drop()`
     /// reports CoDel's drops to the parents and zeroes `drop_count` / `drop_len`.
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         let skb = loop {
             let (which, idx) = if self.new_flows.head != NIL {
                 (ListId::New, self.new_flows.head)

@@ -1162,7 +1162,7 @@ impl Htb {
 
     /// The leaf qdisc's dequeue with qlen/backlog/drops bookkeeping, and
     /// `htb_qlen_notify()` when the leaf emptied itself by dropping.
-    fn leaf_dequeue(&mut self, cl: usize, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn leaf_dequeue(&mut self, cl: usize, drops: &mut Vec<u32>) -> Option<Skb> {
         let now = self.now.max(0) as u64;
         let leaf = self.classes[cl].leaf.as_mut()?;
         let (q0, b0, d0) = (leaf.qlen(), leaf.backlog(), drops.len());
@@ -1187,7 +1187,7 @@ impl Htb {
     }
 
     /// `htb_dequeue_tree()`.
-    fn dequeue_tree(&mut self, prio: usize, level: usize, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue_tree(&mut self, prio: usize, level: usize, drops: &mut Vec<u32>) -> Option<Skb> {
         let mut start = self.lookup_leaf(level, prio);
         let mut cl = start;
         // The kernel's loop ends when the DRR walk comes back to `start`; the bound
@@ -1250,7 +1250,7 @@ impl Qdisc for Htb {
     }
 
     /// `htb_enqueue()`.
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         match self.classify(skb.priority) {
             Target::Direct => {
                 if (self.direct_queue.len() as u64) < self.direct_qlen as u64 {
@@ -1261,14 +1261,14 @@ impl Qdisc for Htb {
                     EnqueueVerdict::Success
                 } else {
                     self.stats.drops += 1;
-                    drops.push(skb);
+                    drops.push(skb.id);
                     EnqueueVerdict::Dropped
                 }
             }
             Target::Leaf(cl) => {
                 let Some(leaf) = self.classes[cl].leaf.as_mut() else {
                     self.stats.drops += 1;
-                    drops.push(skb);
+                    drops.push(skb.id);
                     return EnqueueVerdict::Dropped;
                 };
                 let (q0, b0, d0) = (leaf.qlen(), leaf.backlog(), drops.len());
@@ -1290,7 +1290,7 @@ impl Qdisc for Htb {
     }
 
     /// `htb_dequeue()`.
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         // "try to dequeue direct packets as high prio (!) to minimize cpu work".
         if let Some(skb) = self.direct_queue.pop_front() {
             self.qlen -= 1;

@@ -25,10 +25,10 @@ use crate::Skb;
 pub enum EnqueueVerdict {
     /// NET_XMIT_SUCCESS: queued.
     Success,
-    /// NET_XMIT_DROP: the arriving packet was dropped (it is in `drops`).
+    /// NET_XMIT_DROP: the arriving packet was dropped (its id is in `drops`).
     Dropped,
     /// NET_XMIT_CN: queued or dropped, but the qdisc dropped packets of the same flow to
-    /// make room (the victims, possibly including the arriving packet, are in `drops`).
+    /// make room (the victims' ids, possibly the arriving packet's, are in `drops`).
     Congested,
 }
 
@@ -65,10 +65,13 @@ impl Default for DevInfo {
 pub trait Qdisc {
     /// tc's name for it ("sfq").
     fn kind(&self) -> &'static str;
-    /// `->enqueue()`. Any packet dropped (the arriving one or victims) is pushed to `drops`.
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict;
-    /// `->dequeue()`. Packets an AQM drops while dequeueing are pushed to `drops`.
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb>;
+    /// `->enqueue()`. Any packet dropped (the arriving one or victims) has its id
+    /// (`Skb::id`) pushed to `drops`: the kernel's `to_free` list holds pointers, and a
+    /// copy of the skb there cost a store-forwarding stall on every tail drop.
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict;
+    /// `->dequeue()`. Packets an AQM drops while dequeueing have their ids pushed to
+    /// `drops`.
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb>;
     /// `sch->q.qlen`: packets held.
     fn qlen(&self) -> u32;
     /// `sch->qstats.backlog`: bytes held.
@@ -189,11 +192,11 @@ impl Qdisc for AnyQdisc {
         dispatch!(self, q => q.kind())
     }
     #[inline(always)]
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         dispatch!(self, q => q.enqueue(skb, now, drops))
     }
     #[inline]
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         dispatch!(self, q => q.dequeue(now, drops))
     }
     #[inline]

@@ -180,7 +180,7 @@ impl Qdisc for PfifoFast {
 
     /// `pfifo_fast_enqueue()`: tail-drop when the band ring (or, <= 4.15, the whole
     /// qdisc) is full.
-    fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, _now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         let band = Self::band_of(&skb);
         let len = skb.len as u64;
         let result = match &mut self.bands {
@@ -202,14 +202,14 @@ impl Qdisc for PfifoFast {
             }
             Err(skb) => {
                 self.stats.drops += 1;
-                drops.push(skb);
+                drops.push(skb.id);
                 EnqueueVerdict::Dropped
             }
         }
     }
 
     /// `pfifo_fast_dequeue()`: the first non-empty band, 0 before 1 before 2.
-    fn dequeue(&mut self, _now: u64, _drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, _now: u64, _drops: &mut Vec<u32>) -> Option<Skb> {
         let skb = match &mut self.bands {
             Bands::PerBand(b) => b.iter_mut().find_map(|band| band.consume()),
             Bands::Total { lists, .. } => lists.iter_mut().find_map(|l| l.pop_front()),

@@ -435,7 +435,7 @@ impl Sfq {
     /// `sfq_drop()`: drops one packet from the longest slot (its tail, or its head with
     /// headdrop); if every slot holds one packet, drops the slot after `tail` and
     /// unlinks it. Returns the dropped length (0 if nothing was held).
-    fn sfq_drop(&mut self, drops: &mut Vec<Skb>) -> u32 {
+    fn sfq_drop(&mut self, drops: &mut Vec<u32>) -> u32 {
         let d = self.cur_depth;
         let x = if d > 1 {
             self.dep[d as usize].next
@@ -468,7 +468,7 @@ impl Sfq {
         self.qlen -= 1;
         self.backlog -= len as u64;
         self.stats.drops += 1;
-        drops.push(skb);
+        drops.push(skb.id);
         len
     }
 
@@ -476,14 +476,14 @@ impl Sfq {
     /// has elapsed by `now` re-keys the hash and, if packets are queued, rehashes them.
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
     #[inline]
-    fn run_perturb_timer(&mut self, now: u64, drops: &mut Vec<Skb>) {
+    fn run_perturb_timer(&mut self, now: u64, drops: &mut Vec<u32>) {
         if self.perturb_period_ns != 0 && now >= self.perturb_next_ns {
             self.perturb_expired(now, drops);
         }
     }
 
     #[cold]
-    fn perturb_expired(&mut self, now: u64, drops: &mut Vec<Skb>) {
+    fn perturb_expired(&mut self, now: u64, drops: &mut Vec<u32>) {
         while now >= self.perturb_next_ns {
             self.perturb_count = self.perturb_count.wrapping_add(1);
             // A deterministic stand-in for get_random_bytes(&q->perturbation).
@@ -498,7 +498,7 @@ impl Sfq {
     /// `sfq_rehash()`: pulls every queued packet out (slot index order, each slot head
     /// to tail) and re-inserts it under the new hash, without touching counters except
     /// for packets that no longer fit (no free slot, or the slot is at `maxdepth`).
-    fn sfq_rehash(&mut self, drops: &mut Vec<Skb>) {
+    fn sfq_rehash(&mut self, drops: &mut Vec<u32>) {
         let mut list = std::mem::take(&mut self.rehash_list);
         list.clear();
         for i in 0..self.maxflows as usize {
@@ -538,7 +538,7 @@ impl Sfq {
                 self.backlog -= skb.len as u64;
                 self.qlen -= 1;
                 self.rehash_drops += 1;
-                drops.push(skb);
+                drops.push(skb.id);
                 continue;
             }
             let slot = &mut self.slots[x as usize];
@@ -577,7 +577,7 @@ impl Qdisc for Sfq {
     /// `sfq_enqueue()`. Always inlined into `AnyQdisc`'s dispatch and so into the
     /// sender's path: it runs once per packet sent, and its call cost 1% of an sfq flood.
     #[inline(always)]
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.run_perturb_timer(now, drops);
         let hash = self.bucket_of(&skb);
         let mut x = self.ht[hash as usize];
@@ -585,7 +585,7 @@ impl Qdisc for Sfq {
             x = self.dep[0].next; // get a free slot
             if x as u32 >= SFQ_MAX_FLOWS {
                 self.stats.drops += 1;
-                drops.push(skb);
+                drops.push(skb.id);
                 return EnqueueVerdict::Dropped;
             }
             self.ht[hash as usize] = x;
@@ -596,7 +596,7 @@ impl Qdisc for Sfq {
             // congestion_drop
             if !self.headdrop {
                 self.stats.drops += 1;
-                drops.push(skb);
+                drops.push(skb.id);
                 return EnqueueVerdict::Dropped;
             }
             let slot = &mut self.slots[x as usize];
@@ -605,7 +605,7 @@ impl Qdisc for Sfq {
             self.skbs.push_tail(&mut slot.skbs, skb);
             self.backlog = self.backlog - head.len as u64 + skb.len as u64;
             self.stats.drops += 1;
-            drops.push(head);
+            drops.push(head.id);
             return EnqueueVerdict::Congested;
         }
 
@@ -635,7 +635,7 @@ impl Qdisc for Sfq {
 
     /// `sfq_dequeue()`: DRR over the ring starting at `tail.next`.
     #[inline]
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         self.run_perturb_timer(now, drops);
         let tail = self.tail?;
         let mut tail = tail;
@@ -920,13 +920,13 @@ mod tests {
             q.enqueue(pkt(5, b, 100), 0, &mut drops),
             EnqueueVerdict::Success
         );
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [3]);
+        assert_eq!(drops.clone(), [3]);
         // Now A 2, B 2; A sends again: A 3 is longest, the arriving packet is dropped.
         assert_eq!(
             q.enqueue(pkt(6, a, 100), 0, &mut drops),
             EnqueueVerdict::Congested
         );
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [3, 6]);
+        assert_eq!(drops.clone(), [3, 6]);
         assert_eq!((q.qlen(), q.backlog(), q.stats().drops), (4, 400, 2));
         let order: Vec<u32> = drain(&mut q).iter().map(|s| s.id).collect();
         assert_eq!(order, [1, 2, 4, 5]);
@@ -946,7 +946,7 @@ mod tests {
             q.enqueue(pkt(5, a, 100), 0, &mut drops),
             EnqueueVerdict::Congested
         );
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(drops.clone(), [1]);
         let order: Vec<u32> = drain(&mut q).iter().map(|s| s.id).collect();
         assert_eq!(order, [2, 3, 5, 4]);
     }
@@ -972,7 +972,7 @@ mod tests {
             h.enqueue(pkt(3, a, 300), 0, &mut hd),
             EnqueueVerdict::Congested
         );
-        assert_eq!(hd.iter().map(|s| s.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(hd.clone(), [1]);
         assert_eq!((h.qlen(), h.backlog()), (2, 400));
     }
 
@@ -992,7 +992,7 @@ mod tests {
         }
         // The 128th flow became the tail; tail.next is the first flow, whose only
         // packet is dropped and whose slot is unlinked.
-        assert_eq!(drops.iter().map(|s| s.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(drops.clone(), [1]);
         assert_eq!((q.active_flows(), q.qlen(), q.stats().drops), (127, 127, 1));
         let order: Vec<u32> = drain(&mut q).iter().map(|s| s.id).collect();
         assert_eq!(order, (2..=128).collect::<Vec<u32>>());

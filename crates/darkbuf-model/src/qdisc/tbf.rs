@@ -477,7 +477,7 @@ impl Tbf {
 
     /// `q->qdisc->ops->peek()`: the length of the head packet, if any. For a non-fifo
     /// child this is `qdisc_peek_dequeued()`, which may make the child drop (AQM).
-    fn peek_len(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<u32> {
+    fn peek_len(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<u32> {
         match &mut self.child {
             TbfChild::Bfifo { q, .. } => q.front().map(|s| s.len),
             TbfChild::Other { q, stash } => {
@@ -542,11 +542,11 @@ impl Qdisc for Tbf {
     }
 
     /// `tbf_enqueue()`.
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         if skb.len > self.cfg.max_size {
             // Not GSO in the model: qdisc_drop().
             self.stats.drops += 1;
-            drops.push(skb);
+            drops.push(skb.id);
             return EnqueueVerdict::Dropped;
         }
         match &mut self.child {
@@ -558,7 +558,7 @@ impl Qdisc for Tbf {
                     EnqueueVerdict::Success
                 } else {
                     self.stats.drops += 1;
-                    drops.push(skb);
+                    drops.push(skb.id);
                     EnqueueVerdict::Dropped
                 }
             }
@@ -572,7 +572,7 @@ impl Qdisc for Tbf {
     }
 
     /// `tbf_dequeue()`.
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         let Some(len) = self.peek_len(now, drops) else {
             self.watchdog = None;
             return None;

@@ -127,7 +127,7 @@ impl World {
     #[inline]
     pub fn free_drops(&mut self, measured: bool) {
         for i in 0..self.drops.len() {
-            let id = self.drops[i].id;
+            let id = self.drops[i];
             self.metrics.qdisc_leave(measured, self.now);
             self.kfree_skb(id);
         }

@@ -1317,7 +1317,7 @@ impl Cake {
     /// (building the heap first if it was not maintained), signals BLUE. Returns the
     /// (tin, flow) it chose, or `None` if that queue turned out empty (the heap is then
     /// rebuilt on the next call).
-    fn cake_drop(&mut self, now: Ktime, drops: &mut Vec<Skb>) -> (usize, usize, bool) {
+    fn cake_drop(&mut self, now: Ktime, drops: &mut Vec<u32>) -> (usize, usize, bool) {
         if self.overflow_timeout == 0 {
             // Build fresh max-heap.
             for i in (0..HEAP_SIZE / 2).rev() {
@@ -1349,7 +1349,7 @@ impl Cake {
         if self.cfg.ingress {
             self.advance_shaper(tin, node.adjusted_len, now, true);
         }
-        drops.push(node.skb);
+        drops.push(node.skb.id);
         self.qlen -= 1;
         self.heapify(0);
         (tin, idx, true)
@@ -1374,7 +1374,7 @@ impl Cake {
     }
 
     /// `cake_enqueue()`.
-    fn cake_enqueue(&mut self, mut skb: Skb, now_ns: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn cake_enqueue(&mut self, mut skb: Skb, now_ns: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         let now = ktime(now_ns);
         self.expire_watchdog(now);
         let len = skb.len;
@@ -1511,7 +1511,7 @@ impl Cake {
     }
 
     /// `cake_dequeue()`.
-    fn cake_dequeue(&mut self, now_ns: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn cake_dequeue(&mut self, now_ns: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         let now = ktime(now_ns);
         self.expire_watchdog(now);
         let dsrc = self.cake_dsrc();
@@ -1750,7 +1750,7 @@ impl Cake {
                     b.flows[idx].dropped = b.flows[idx].dropped.wrapping_add(1);
                     b.tin_dropped += 1;
                     self.stats.drops += 1;
-                    drops.push(node.skb);
+                    drops.push(node.skb.id);
                     if ingress {
                         continue 'retry;
                     }
@@ -1835,11 +1835,11 @@ impl Qdisc for Cake {
         "cake"
     }
 
-    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<Skb>) -> EnqueueVerdict {
+    fn enqueue(&mut self, skb: Skb, now: u64, drops: &mut Vec<u32>) -> EnqueueVerdict {
         self.cake_enqueue(skb, now, drops)
     }
 
-    fn dequeue(&mut self, now: u64, drops: &mut Vec<Skb>) -> Option<Skb> {
+    fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         self.cake_dequeue(now, drops)
     }
 
