@@ -81,12 +81,35 @@ impl World {
     #[inline(never)]
     pub fn send_msg(&mut self, cpu: CpuId, s: SockId) -> Step {
         let out = match self.socks[s as usize].kind {
-            SockKind::Udp(_) => self.udp_sendmsg(s),
+            // The flood's path goes on in its own arm, so that its skb stays in
+            // registers: merged with the other protocols' it was stored into one
+            // shared slot field by field and read back whole (a store-forwarding stall).
+            SockKind::Udp(_) => match self.udp_sendmsg(s) {
+                Some(out) => return self.sock_xmit(cpu, s, out),
+                None => return Step::Continue(0),
+            },
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
             SockKind::Tcp(_) => return Step::Continue(self.tcp_sendmsg(cpu, s)),
         };
-        let Some(Outgoing { mut skb, proto, destructor, cost_ns, seq }) = out else { return Step::Continue(0) };
+        match out {
+            Some(out) => self.sock_xmit_probe(cpu, s, out),
+            None => Step::Continue(0),
+        }
+    }
+
+    /// A probe's skb down the same path as a flood's, out of line (one per probe).
+    #[inline(never)]
+    fn sock_xmit_probe(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
+        self.sock_xmit(cpu, s, out)
+    }
+
+    /// What every protocol's sendmsg does with the skb it built, as
+    /// `ip_finish_output2()` -> `__dev_queue_xmit()` do: charge it, steer it to a TX
+    /// queue and hand it to the qdisc.
+    #[inline(always)]
+    fn sock_xmit(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
+        let Outgoing { mut skb, proto, destructor, cost_ns, seq } = out;
         let dev = self.socks[s as usize].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
