@@ -10,6 +10,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -715,14 +717,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A dropped packet (its id) leaves `held`, once.
-fn take_dropped(held: &mut HashMap<u32, Skb>, id: u32) -> Result<(), TestCaseError> {
-    match held.remove(&id) {
-        Some(_) => Ok(()),
-        None => Err(TestCaseError::fail(format!("packet {id} dropped twice or was never in"))),
-    }
-}
-
 fn take_held(held: &mut HashMap<u32, Skb>, skb: &Skb) -> Result<(), TestCaseError> {
     match held.remove(&skb.id) {
         Some(orig) => {
@@ -790,9 +784,7 @@ proptest! {
                 }
                 Op::Wait(ns) => now += ns,
             }
-            for &id in &drops {
-                take_dropped(&mut held, id)?;
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             check(&q, &held, enqueued, dequeued, dropped)?;
         }
@@ -812,9 +804,7 @@ proptest! {
                     }
                 }
             }
-            for &id in &drops {
-                take_dropped(&mut held, id)?;
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             check(&q, &held, enqueued, dequeued, dropped)?;
         }

@@ -14,6 +14,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 const INTERVAL: u32 = 97656;
 
 
@@ -416,9 +418,7 @@ proptest! {
                 }
                 Op::Wait(ns) => now += ns,
             }
-            for d in &drops {
-                prop_assert!(held.remove(d).is_some(), "packet {} dropped twice or never held", d);
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             prop_assert_eq!(q.stats().drops, dropped);
             prop_assert_eq!(enq, deq + dropped + q.qlen() as u64);
@@ -428,9 +428,7 @@ proptest! {
         loop {
             drops.clear();
             let out = q.dequeue(now, &mut drops);
-            for d in &drops {
-                prop_assert!(held.remove(d).is_some(), "packet {} dropped twice or never held", d);
-            }
+            common::take_dropped(&mut held, &drops)?;
             match out {
                 Some(skb) => prop_assert_eq!(held.remove(&skb.id), Some(skb.len)),
                 None => break,

@@ -13,6 +13,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -933,9 +935,7 @@ proptest! {
                     }
                 }
             }
-            for &id in &drops {
-                prop_assert!(held.remove(&id).is_some(), "packet {} dropped twice or never queued", id);
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             prop_assert_eq!(q.stats().drops, dropped);
             prop_assert_eq!(enqueued, dequeued + dropped + q.qlen() as u64);

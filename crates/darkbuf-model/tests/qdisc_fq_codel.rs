@@ -11,6 +11,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 
+mod common;
+
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -479,9 +481,7 @@ proptest! {
                 }
                 Op::Wait(ns) => now += ns,
             }
-            for d in &drops {
-                prop_assert!(held.remove(d).is_some(), "packet {} dropped twice or never held", d);
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             prop_assert_eq!(q.stats().drops, dropped);
             prop_assert_eq!(q.stats().overlimits, 0);
@@ -502,9 +502,7 @@ proptest! {
         loop {
             drops.clear();
             let out = q.dequeue(now, &mut drops);
-            for d in &drops {
-                prop_assert!(held.remove(d).is_some());
-            }
+            common::take_dropped(&mut held, &drops)?;
             match out {
                 Some(skb) => prop_assert!(held.remove(&skb.id).is_some()),
                 None => break,

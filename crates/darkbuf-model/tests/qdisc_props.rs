@@ -8,6 +8,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 fn params(kv: Vec<(&'static str, ParamValue)>) -> Params {
     Params::from_pairs(&kv)
 }
@@ -237,15 +239,6 @@ fn kind_and_params() -> impl Strategy<Value = (&'static str, Params)> {
 
 /// Removes `skb` from the set of held packets; it must have been held (not lost, not
 /// duplicated) and must be unchanged.
-/// A dropped packet (its id, as the kernel's `to_free` list holds it) leaves `held`,
-/// once.
-fn take_dropped(held: &mut HashMap<u32, Skb>, id: u32) -> Result<(), TestCaseError> {
-    match held.remove(&id) {
-        Some(_) => Ok(()),
-        None => Err(TestCaseError::fail(format!("packet {id} dropped twice or never in the qdisc"))),
-    }
-}
-
 fn take_held(held: &mut HashMap<u32, Skb>, skb: &Skb) -> Result<(), TestCaseError> {
     match held.remove(&skb.id) {
         Some(orig) => {
@@ -303,9 +296,7 @@ proptest! {
                 }
                 Op::Wait(ns) => now += ns,
             }
-            for &id in &drops {
-                take_dropped(&mut held, id)?;
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             prop_assert_eq!(enqueued, dequeued + dropped + q.qlen() as u64);
             prop_assert_eq!(q.qlen() as usize, held.len());
@@ -316,9 +307,7 @@ proptest! {
         for _ in 0..1_000_000 {
             drops.clear();
             let skb = q.dequeue(now, &mut drops);
-            for &id in &drops {
-                take_dropped(&mut held, id)?;
-            }
+            common::take_dropped(&mut held, &drops)?;
             match skb {
                 Some(skb) => take_held(&mut held, &skb)?,
                 None if drops.is_empty() && q.qlen() == 0 => break,

@@ -9,6 +9,8 @@ use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 
 fn s(v: &str) -> ParamValue {
     ParamValue::Str(v.into())
@@ -563,9 +565,7 @@ proptest! {
                 Op::Wait(ns) => now += ns,
                 Op::Wake => if let Some(t) = q.next_wakeup() { now = now.max(t) },
             }
-            for d in &drops {
-                prop_assert!(held.remove(d).is_some());
-            }
+            common::take_dropped(&mut held, &drops)?;
             dropped += drops.len() as u64;
             prop_assert_eq!(dropped, q.stats().drops);
             prop_assert_eq!(enq, deq + dropped + q.qlen() as u64);
@@ -586,7 +586,7 @@ proptest! {
                     }
                 }
             }
-            for d in &drops { prop_assert!(held.remove(d).is_some()); }
+            common::take_dropped(&mut held, &drops)?;
         }
         prop_assert!(held.is_empty());
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
