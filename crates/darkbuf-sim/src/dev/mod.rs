@@ -148,8 +148,7 @@ impl World {
         };
         let now = self.now;
         let q = &mut self.qdiscs[qi as usize];
-        let can_bypass = q.q.as_ref().expect("qdisc").can_bypass();
-        if can_bypass && q.qlen() == 0 && !q.running {
+        if q.can_bypass && q.qlen() == 0 && !q.running {
             // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
             q.running = true;
             // bstats_update(): a GSO skb counts its segments, as tc shows them.

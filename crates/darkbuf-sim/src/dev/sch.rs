@@ -52,6 +52,11 @@ pub struct QdiscInst {
     pub bad_txq: VecDeque<Skb>,
     /// `qdisc_run_begin()` succeeded somewhere (the RUNNING state).
     pub running: bool,
+    /// `TCQ_F_CAN_BYPASS` in `sch->flags`, set once from the algorithm's
+    /// `can_bypass()` as its `init()` sets it. A flag beside `running`, as in
+    /// `struct Qdisc`, so that `__dev_xmit_skb()` tests it with one load: asking the
+    /// algorithm went through its enum's tag and a jump table on every send.
+    pub can_bypass: bool,
     /// `__QDISC_STATE_SCHED`.
     pub sched: bool,
     /// `TCQ_F_ONETXQUEUE`, with the one TX queue it feeds.
@@ -80,6 +85,7 @@ pub struct QdiscInst {
 impl QdiscInst {
     pub fn new(q: Option<AnyQdisc>, dev: DevId, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
         QdiscInst {
+            can_bypass: q.as_ref().is_some_and(|q| q.can_bypass()),
             q,
             dev,
             gso_skb: VecDeque::with_capacity(MAX_BULK),
