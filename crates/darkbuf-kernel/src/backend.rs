@@ -470,7 +470,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             guard.tools.tap = Some(reader.start());
             (topo::TAP_PEER_ADDR, names.ns_tx.clone(), names.tap.clone())
         }
-        Driver::Nic => unreachable!("preflight refuses a NIC"),
+        _ => unreachable!("preflight refuses every driver but veth and tun"),
     };
     notes.append(&mut topo.report.notes);
     if let Some(e) = interrupted() {
@@ -506,7 +506,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             }
         },
         Driver::Tun => None,
-        Driver::Nic => unreachable!("preflight refuses a NIC"),
+        _ => unreachable!("preflight refuses every driver but veth and tun"),
     };
 
     // Load.

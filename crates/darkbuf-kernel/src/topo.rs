@@ -123,13 +123,20 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 /// is created. Errors are exit 3 (or 2), naming the missing piece.
 pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     use darkbuf_scenario::ConsumerKind;
-    if scn.device.driver == Driver::Nic {
-        return Err(KernelError::Unavailable(
-            "device.driver = \"nic\": the kernel backend drives only the veth pairs and taps it creates in its own \
-             namespaces, and this machine has no NIC it may take over (`darkbuf check` lists the NICs and their BQL, \
-             read-only); run the scenario on the simulator"
+    // The backend drives only the veth pairs and taps it creates: every other driver,
+    // present or future, is the simulator's alone and stops here.
+    if !matches!(scn.device.driver, Driver::Veth | Driver::Tun) {
+        return Err(KernelError::Unavailable(match scn.device.driver {
+            Driver::Nic => "device.driver = \"nic\": the kernel backend drives only the veth pairs and taps it creates in its own \
+                 namespaces, and this machine has no NIC it may take over (`darkbuf check` lists the NICs and their BQL, \
+                 read-only); run the scenario on the simulator"
                 .into(),
-        ));
+            other => format!(
+                "device.driver = \"{}\": the kernel backend drives only the veth pairs and taps it creates in its own \
+                 namespaces; run the scenario on the simulator",
+                other.name()
+            ),
+        }));
     }
     crate::error::require_root()?;
     for t in ["ip", "tc"] {
@@ -190,7 +197,7 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
                 ));
             }
         }
-        Driver::Nic => unreachable!("refused above"),
+        _ => unreachable!("refused above"),
     }
     if scn.consumer.nrules > 0 && RuleBackend::detect().is_none() {
         return Err(KernelError::Unavailable(format!(

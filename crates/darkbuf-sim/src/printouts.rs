@@ -5,7 +5,6 @@
 //! same command lines).
 
 use crate::dev::sch::QdiscInst;
-use crate::drivers::Driver;
 use crate::sock::tcp::IPERF_INTERVAL_NS;
 use crate::sock::SockKind;
 use crate::world::World;
@@ -36,11 +35,7 @@ impl World {
 
     /// The interface name a user would type for device `dev`.
     fn dev_name(&self, dev: usize) -> &'static str {
-        match self.devs[dev].driver {
-            Driver::Veth(_) => "veth0",
-            Driver::Tun(_) => "tap0",
-            Driver::Nic(_) => "eth0",
-        }
+        self.devs[dev].driver.ifname()
     }
 
     /// `tc -s qdisc show dev DEV` at the end of the run: counters since the qdisc was

@@ -16,12 +16,8 @@
 
 use crate::arena::Arena;
 use crate::cpu::{Cpu, CpuId, DevId, HostId, Task, TaskId, TaskKind, TaskState};
-use crate::dev::bql::CompletionBatch;
 use crate::dev::sch::{QdiscInst, MAX_BULK};
 use crate::dev::{NetDev, Xps};
-use crate::drivers::nic::Nic;
-use crate::drivers::tun::{Tun, TunQueue};
-use crate::drivers::veth::{Veth, VethRq};
 use crate::drivers::Driver;
 use crate::event::{Event, EventQueue};
 use crate::host::Host;
@@ -36,7 +32,7 @@ use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
 use darkbuf_model::txq::NetdevQueue;
 use darkbuf_scenario::{
-    BqlUnit, ConsumerKind, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
+    BqlUnit, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -51,25 +47,26 @@ pub enum SetupError {
     Unsupported(String),
 }
 
-/// What construction accumulates before the world exists.
-struct Builder<'a> {
-    scn: &'a Scenario,
-    profile: &'a Profile,
+/// What construction accumulates before the world exists. Each driver builds its
+/// device(s) from it in its own file (`drivers/veth.rs`: `Builder::veth()`, ...).
+pub(crate) struct Builder<'a> {
+    pub(crate) scn: &'a Scenario,
+    pub(crate) profile: &'a Profile,
     hz: u32,
     jiffies0: u64,
     /// The qdiscs' hash perturbation key, drawn from the seed.
     qdisc_hash_key: u32,
     /// The run's seed.
     seed: u64,
-    hosts: Vec<Host>,
+    pub(crate) hosts: Vec<Host>,
     tasks: Vec<Task>,
-    devs: Vec<NetDev>,
+    pub(crate) devs: Vec<NetDev>,
     qdiscs: Vec<QdiscInst>,
     napis: Vec<Napi>,
     socks: Vec<crate::sock::Sock>,
-    links: Vec<Link>,
+    pub(crate) links: Vec<Link>,
     /// How the pinger's echo replies come back.
-    reply: ReplyPath,
+    pub(crate) reply: ReplyPath,
     /// Processes that start later: (time, task).
     starts: Vec<(u64, TaskId)>,
     /// Where the near end of the traffic runs: its host, its first CPU and the device
@@ -87,13 +84,13 @@ struct Near {
 }
 
 impl Builder<'_> {
-    fn task(&mut self, kind: TaskKind, state: TaskState, cpu: CpuId) -> TaskId {
+    pub(crate) fn task(&mut self, kind: TaskKind, state: TaskState, cpu: CpuId) -> TaskId {
         self.tasks.push(Task { kind, state, cpu, wake_preempt: false });
         (self.tasks.len() - 1) as TaskId
     }
 
     /// A host of `ncpu` CPUs after the ones that exist, with the scenario's sysctls.
-    fn host(&mut self, ncpu: u32) -> HostId {
+    pub(crate) fn host(&mut self, ncpu: u32) -> HostId {
         let first = self.hosts.last().map_or(0, |h| h.cpus.end);
         let d = &self.scn.device;
         self.hosts.push(Host {
@@ -107,7 +104,7 @@ impl Builder<'_> {
 
     /// The stack's per-packet receive cost where the consumer's rules apply (the
     /// flood's sink), and where none do (the pinger's own host).
-    fn rx_stack(&self, with_rules: bool) -> RxStack {
+    pub(crate) fn rx_stack(&self, with_rules: bool) -> RxStack {
         let c = &self.scn.consumer;
         let p = self.profile;
         if !with_rules {
@@ -124,7 +121,7 @@ impl Builder<'_> {
 
     /// A NAPI instance for RX queue `queue` of `dev`, with its kthread pinned to `cpu`
     /// (created in softirq mode too, where it never runs).
-    fn napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack, measured: bool) -> u16 {
+    pub(crate) fn napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack, measured: bool) -> u16 {
         let d = &self.scn.device;
         let n = self.napis.len() as u16;
         let task = self.task(TaskKind::NapiThread(n), TaskState::Sleeping, cpu);
@@ -147,7 +144,7 @@ impl Builder<'_> {
 
     /// `tx_queues` TX queues, with DQL as the BQL series sets it up (`dql_init(HZ)`,
     /// limits via sysfs) when BQL is enabled.
-    fn txqs(&self, tx_queues: u32) -> Vec<NetdevQueue> {
+    pub(crate) fn txqs(&self, tx_queues: u32) -> Vec<NetdevQueue> {
         let bql = &self.scn.device.bql;
         let hold_jiffies = msecs_to_jiffies(bql.hold_time_ns / 1_000_000, self.hz);
         (0..tx_queues)
@@ -166,7 +163,7 @@ impl Builder<'_> {
     /// The qdiscs of device `dev` (`tx_queues` of `num_tx_queues` allocated): noqueue,
     /// one root over all TX queues, or mq with a child per queue. Returns each TX
     /// queue's qdisc.
-    fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<u16>>, SetupError> {
+    pub(crate) fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<u16>>, SetupError> {
         let d = &self.scn.device;
         let info = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
         let build = |spec: &QdiscSpec| {
@@ -204,7 +201,7 @@ impl Builder<'_> {
     }
 
     /// A device with the scenario's BQL and XPS settings.
-    fn netdev(&self, txqs: Vec<NetdevQueue>, txq_qdisc: Vec<Option<u16>>, xps: Xps, xmit_ns: f64, driver: Driver) -> NetDev {
+    pub(crate) fn netdev(&self, txqs: Vec<NetdevQueue>, txq_qdisc: Vec<Option<u16>>, xps: Xps, xmit_ns: f64, driver: Driver) -> NetDev {
         let d = &self.scn.device;
         NetDev {
             txq_base: vec![Default::default(); txqs.len()],
@@ -223,7 +220,7 @@ impl Builder<'_> {
     }
 
     /// The XPS map of this host's device, over its `ncpu` CPUs.
-    fn xps(&self, ncpu: usize) -> Xps {
+    pub(crate) fn xps(&self, ncpu: usize) -> Xps {
         let d = &self.scn.device;
         match (&d.xps, d.xps_txq) {
             (_, Some(q)) => Xps::Queue(q as u16),
@@ -235,108 +232,9 @@ impl Builder<'_> {
     }
 
     /// The CPU of this host's queue i's consumer: its IRQ CPU.
-    fn irq_cpu(&self, i: u32) -> CpuId {
+    pub(crate) fn irq_cpu(&self, i: u32) -> CpuId {
         let cpus = &self.scn.device.irq_cpus;
         cpus[i as usize % cpus.len()] as CpuId
-    }
-
-    /// veth: the sending end, holding the peer's RX queues, each polled by its NAPI.
-    fn veth(&mut self) -> Result<(), SetupError> {
-        let d = &self.scn.device;
-        let txqs = self.txqs(d.tx_queues);
-        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
-        let rx = self.rx_stack(true);
-        let peer_rqs = (0..d.tx_queues)
-            .map(|i| {
-                let napi = self.napi(0, i as u16, self.irq_cpu(i), rx, true);
-                let completion = CompletionBatch::new(d.bql.completion, d.bql.tx_usecs);
-                VethRq::new(d.ring_size as usize, napi, completion)
-            })
-            .collect();
-        let xps = self.xps(self.hosts[0].cpus.len());
-        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs }));
-        self.devs.push(dev);
-        Ok(())
-    }
-
-    /// tun/tap: the device and its queues' consumers (reader processes or vhost workers).
-    fn tun(&mut self) -> Result<(), SetupError> {
-        let d = &self.scn.device;
-        let txqs = self.txqs(d.tx_queues);
-        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
-        let vhost = self.scn.consumer.kind == ConsumerKind::Vhost;
-        let queues = (0..d.tx_queues)
-            .map(|i| {
-                let task = self.task(TaskKind::DevWorker { dev: 0, queue: i as u16 }, TaskState::Sleeping, self.irq_cpu(i));
-                TunQueue::new(d.ring_size as usize, task)
-            })
-            .collect();
-        // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
-        let wake_cnt = ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1));
-        let tun = Tun { queues, vhost, wake_cnt, app_cost_ns: self.scn.consumer.app_cost_ns as f64 };
-        let xps = self.xps(self.hosts[0].cpus.len());
-        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Tun(tun));
-        self.devs.push(dev);
-        Ok(())
-    }
-
-    /// nic: this host's NIC (dev 0), the far host and its NIC (dev 1), a link each way.
-    fn nic(&mut self) -> Result<(), SetupError> {
-        let d = &self.scn.device;
-        let peer = self.scn.peer.clone().expect("driver = nic has a peer");
-        let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
-        let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
-        let num_tx_queues = d.num_tx_queues;
-        let peer_host = self.host(peer.cpus);
-        let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
-        // This host: its traffic's device; its RX path receives the replies.
-        let irq_cpus: Vec<CpuId> = (0..d.tx_queues).map(|i| self.irq_cpu(i)).collect();
-        let xps = self.xps(self.hosts[0].cpus.len());
-        let qdisc = self.scn.qdisc.clone();
-        self.nic_dev(rate_bps, 0, &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
-        // The far host's NIC: where the consumer's rules apply and its polls are the
-        // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
-        let irq_cpus: Vec<CpuId> =
-            (0..peer.tx_queues).map(|i| peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId).collect();
-        self.nic_dev(rate_bps, 1, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
-        for to in [1, 0] {
-            self.links.push(Link { to, delay_ns, in_flight: Default::default() });
-        }
-        self.reply = ReplyPath::Modelled { dev: 1 };
-        Ok(())
-    }
-
-    /// A NIC as the next device, mirroring the device's NIC settings at `rate_bps`: its
-    /// port sends on link `link`, channel i has its interrupt and NAPI on `irq_cpus[i]`
-    /// (one TX queue each, under `qdisc`). The consumer's end (`consumer`) is where the
-    /// consumer's rules apply and whose polls are the napi.* metrics. Returns its id.
-    #[allow(clippy::too_many_arguments)] // one per setting that differs between the NICs it builds (device, peer, LAN)
-    fn nic_dev(
-        &mut self,
-        rate_bps: u64,
-        link: u16,
-        irq_cpus: &[CpuId],
-        consumer: bool,
-        qdisc: &QdiscSpec,
-        num_tx_queues: u32,
-        xps: Xps,
-    ) -> Result<DevId, SetupError> {
-        let d = &self.scn.device;
-        let spec = d.nic.clone().expect("driver = nic has its settings");
-        let ring_size = d.ring_size;
-        let dev = self.devs.len() as DevId;
-        let mut nic = Nic::new(rate_bps, link, spec.model, &spec.coalesce);
-        let rx = self.rx_stack(consumer);
-        for (i, &cpu) in irq_cpus.iter().enumerate() {
-            let napi = self.napi(dev, i as u16, cpu, rx, consumer);
-            nic.add_channel(ring_size, napi, cpu);
-        }
-        let tx_queues = irq_cpus.len() as u32;
-        let txqs = self.txqs(tx_queues);
-        let txq_qdisc = self.qdiscs(qdisc, dev, tx_queues, num_tx_queues)?;
-        let netdev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.nic_xmit_ns, Driver::Nic(nic));
-        self.devs.push(netdev);
-        Ok(dev)
     }
 
     /// `[lan]`: the client (host 2) with its NIC (dev 2), this host's LAN NIC (dev 3) and

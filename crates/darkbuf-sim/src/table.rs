@@ -96,7 +96,7 @@ impl crate::world::World {
     /// `World::new`; a failure is a bug in `setup`, reported as a panic there.
     pub(crate) fn check_ids(&self) {
         use crate::cpu::TaskKind;
-        use crate::drivers::Driver;
+        use crate::cpu::DevId;
         let ncpu = self.cpus.len();
         for h in &self.hosts {
             assert!(h.cpus.end as usize <= ncpu, "host CPUs {:?} beyond {ncpu}", h.cpus);
@@ -134,18 +134,11 @@ impl crate::world::World {
             self.devs.check(q.dev as usize, "qdisc device");
             self.cpus.check(q.watchdog_cpu as usize, "qdisc watchdog CPU");
         }
-        for d in &self.devs {
+        for (dev, d) in self.devs.iter().enumerate() {
             for qi in d.txq_qdisc.iter().flatten() {
                 self.qdiscs.check(*qi as usize, "TX queue qdisc");
             }
-            match &d.driver {
-                Driver::Veth(v) => v.peer_rqs.iter().for_each(|rq| self.napis.check(rq.napi as usize, "veth NAPI")),
-                Driver::Tun(t) => t.queues.iter().for_each(|q| self.tasks.check(q.task as usize, "tun reader")),
-                Driver::Nic(n) => n.chans.iter().for_each(|c| {
-                    self.napis.check(c.napi as usize, "NIC channel NAPI");
-                    self.cpus.check(c.irq_cpu as usize, "NIC IRQ CPU");
-                }),
-            }
+            self.drv_check_ids(dev as DevId);
         }
         for l in &self.links {
             self.devs.check(l.to as usize, "link device");

@@ -33,6 +33,18 @@ pub enum Driver {
     Nic(Nic),
 }
 
+impl Driver {
+    /// The interface name a user would type for the device (`tc -s qdisc show dev
+    /// ...`), as the kernel backend names its own.
+    pub fn ifname(&self) -> &'static str {
+        match self {
+            Driver::Veth(_) => "veth0",
+            Driver::Tun(_) => "tap0",
+            Driver::Nic(_) => "eth0",
+        }
+    }
+}
+
 impl World {
     /// `ops->ndo_start_xmit()` of device `dev` for `skb` on TX queue
     /// `skb.queue_mapping`; `more` is `netdev_xmit_more()`. Inlined into the qdisc's
@@ -155,6 +167,19 @@ impl World {
             Driver::Veth(v) => v.peer_rqs.iter().map(|r| r.ring.len() as u64).sum(),
             Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
             Driver::Nic(n) => n.held(),
+        }
+    }
+
+    /// `World::check_ids()` for the ids driver `dev` stores: its NAPI instances, its
+    /// worker tasks, its IRQ CPUs.
+    pub(crate) fn drv_check_ids(&self, dev: DevId) {
+        match &self.devs[dev as usize].driver {
+            Driver::Veth(v) => v.peer_rqs.iter().for_each(|rq| self.napis.check(rq.napi as usize, "veth NAPI")),
+            Driver::Tun(t) => t.queues.iter().for_each(|q| self.tasks.check(q.task as usize, "tun reader")),
+            Driver::Nic(n) => n.chans.iter().for_each(|c| {
+                self.napis.check(c.napi as usize, "NIC channel NAPI");
+                self.cpus.check(c.irq_cpu as usize, "NIC IRQ CPU");
+            }),
         }
     }
 

@@ -35,11 +35,15 @@
 
 use crate::arena::PktInfo;
 use crate::cpu::{CpuId, DevId, NapiId};
+use crate::dev::Xps;
 use crate::drivers::{Driver, NetdevTx};
 use crate::event::Event;
-use crate::path::LinkId;
+use crate::path::{Link, LinkId};
+use crate::setup::{Builder, SetupError};
+use crate::sock::ping::ReplyPath;
 use crate::world::World;
 use darkbuf_model::Skb;
+use darkbuf_scenario::QdiscSpec;
 use std::collections::VecDeque;
 
 /// `MAX_SKB_FRAGS`.
@@ -550,5 +554,67 @@ impl World {
         } else if c.tx.done > 0 {
             self.nic_completion(dev, ch as usize);
         }
+    }
+}
+
+/// Building the device from the scenario (`World::new`).
+impl Builder<'_> {
+    /// nic: this host's NIC (dev 0), the far host and its NIC (dev 1), a link each way.
+    pub(crate) fn nic(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let peer = self.scn.peer.clone().expect("driver = nic has a peer");
+        let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
+        let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
+        let num_tx_queues = d.num_tx_queues;
+        let peer_host = self.host(peer.cpus);
+        let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
+        // This host: its traffic's device; its RX path receives the replies.
+        let irq_cpus: Vec<CpuId> = (0..d.tx_queues).map(|i| self.irq_cpu(i)).collect();
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let qdisc = self.scn.qdisc.clone();
+        self.nic_dev(rate_bps, 0, &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
+        // The far host's NIC: where the consumer's rules apply and its polls are the
+        // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
+        let irq_cpus: Vec<CpuId> =
+            (0..peer.tx_queues).map(|i| peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId).collect();
+        self.nic_dev(rate_bps, 1, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
+        for to in [1, 0] {
+            self.links.push(Link { to, delay_ns, in_flight: Default::default() });
+        }
+        self.reply = ReplyPath::Modelled { dev: 1 };
+        Ok(())
+    }
+
+    /// A NIC as the next device, mirroring the device's NIC settings at `rate_bps`: its
+    /// port sends on link `link`, channel i has its interrupt and NAPI on `irq_cpus[i]`
+    /// (one TX queue each, under `qdisc`). The consumer's end (`consumer`) is where the
+    /// consumer's rules apply and whose polls are the napi.* metrics. Returns its id.
+    #[allow(clippy::too_many_arguments)] // one per setting that differs between the NICs it builds (device, peer, LAN)
+    pub(crate) fn nic_dev(
+        &mut self,
+        rate_bps: u64,
+        link: u16,
+        irq_cpus: &[CpuId],
+        consumer: bool,
+        qdisc: &QdiscSpec,
+        num_tx_queues: u32,
+        xps: Xps,
+    ) -> Result<DevId, SetupError> {
+        let d = &self.scn.device;
+        let spec = d.nic.clone().expect("driver = nic has its settings");
+        let ring_size = d.ring_size;
+        let dev = self.devs.len() as DevId;
+        let mut nic = Nic::new(rate_bps, link, spec.model, &spec.coalesce);
+        let rx = self.rx_stack(consumer);
+        for (i, &cpu) in irq_cpus.iter().enumerate() {
+            let napi = self.napi(dev, i as u16, cpu, rx, consumer);
+            nic.add_channel(ring_size, napi, cpu);
+        }
+        let tx_queues = irq_cpus.len() as u32;
+        let txqs = self.txqs(tx_queues);
+        let txq_qdisc = self.qdiscs(qdisc, dev, tx_queues, num_tx_queues)?;
+        let netdev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.nic_xmit_ns, Driver::Nic(nic));
+        self.devs.push(netdev);
+        Ok(dev)
     }
 }

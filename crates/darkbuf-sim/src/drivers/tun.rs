@@ -16,11 +16,13 @@
 //! `cons_cnt` counts from the moment the queue was stopped; the series' exact wake body
 //! was not retrieved (kernel-txpath reference §6), this is its description.
 
-use crate::cpu::{CpuId, DevId, Step, TaskId};
+use crate::cpu::{CpuId, DevId, Step, TaskId, TaskKind, TaskState};
 use crate::drivers::{Driver, NetdevTx};
+use crate::setup::{Builder, SetupError};
 use crate::world::World;
-use darkbuf_model::ptr_ring::PtrRing;
 use darkbuf_model::Skb;
+use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_scenario::ConsumerKind;
 use std::collections::VecDeque;
 
 /// vhost-net's batch: `VHOST_NET_BATCH` entries per `ptr_ring_consume_batched()`.
@@ -203,5 +205,29 @@ impl World {
         let work = !tq.ring.is_empty() || !tq.vhost_buf.is_empty();
         tq.waiting = !work;
         work
+    }
+}
+
+/// Building the device from the scenario (`World::new`).
+impl Builder<'_> {
+    /// tun/tap: the device and its queues' consumers (reader processes or vhost workers).
+    pub(crate) fn tun(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let txqs = self.txqs(d.tx_queues);
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let vhost = self.scn.consumer.kind == ConsumerKind::Vhost;
+        let queues = (0..d.tx_queues)
+            .map(|i| {
+                let task = self.task(TaskKind::DevWorker { dev: 0, queue: i as u16 }, TaskState::Sleeping, self.irq_cpu(i));
+                TunQueue::new(d.ring_size as usize, task)
+            })
+            .collect();
+        // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
+        let wake_cnt = ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1));
+        let tun = Tun { queues, vhost, wake_cnt, app_cost_ns: self.scn.consumer.app_cost_ns as f64 };
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Tun(tun));
+        self.devs.push(dev);
+        Ok(())
     }
 }

@@ -16,9 +16,10 @@
 use crate::cpu::{CpuId, DevId, NapiId};
 use crate::dev::bql::CompletionBatch;
 use crate::drivers::{Driver, NetdevTx};
+use crate::setup::{Builder, SetupError};
 use crate::world::World;
-use darkbuf_model::ptr_ring::PtrRing;
 use darkbuf_model::Skb;
+use darkbuf_model::ptr_ring::PtrRing;
 
 /// `SMP_CACHE_BYTES` on x86_64: sets ptr_ring's consumer batch (16 pointers).
 const SMP_CACHE_BYTES: usize = 64;
@@ -177,5 +178,27 @@ impl World {
                 self.netif_schedule(cpu, qi);
             }
         }
+    }
+}
+
+/// Building the device from the scenario (`World::new`).
+impl Builder<'_> {
+    /// veth: the sending end, holding the peer's RX queues, each polled by its NAPI.
+    pub(crate) fn veth(&mut self) -> Result<(), SetupError> {
+        let d = &self.scn.device;
+        let txqs = self.txqs(d.tx_queues);
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let rx = self.rx_stack(true);
+        let peer_rqs = (0..d.tx_queues)
+            .map(|i| {
+                let napi = self.napi(0, i as u16, self.irq_cpu(i), rx, true);
+                let completion = CompletionBatch::new(d.bql.completion, d.bql.tx_usecs);
+                VethRq::new(d.ring_size as usize, napi, completion)
+            })
+            .collect();
+        let xps = self.xps(self.hosts[0].cpus.len());
+        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs }));
+        self.devs.push(dev);
+        Ok(())
     }
 }
