@@ -78,32 +78,6 @@ impl World {
         out
     }
 
-    /// The NIC's counters as `ethtool -S` names them (this host's device), its wire's
-    /// utilisation, and its TX interrupts.
-    fn nic_metrics(&self, m: &mut BTreeMap<String, Option<f64>>, window_ns: u64) {
-        let crate::drivers::Driver::Nic(nic) = &self.measured_dev().driver else { return };
-        let s = nic.stats.since(&nic.base);
-        let secs = window_ns as f64 / 1e9;
-        m.insert("nic.tx_packets".into(), Some(s.tx_packets as f64));
-        m.insert("nic.tx_bytes".into(), Some(s.tx_bytes as f64));
-        m.insert("nic.tx_xmit_more".into(), Some(s.tx_xmit_more as f64));
-        m.insert("nic.tx_queue_stopped".into(), Some(s.tx_queue_stopped as f64));
-        m.insert("nic.tx_queue_wake".into(), Some(s.tx_queue_wake as f64));
-        m.insert("nic.tx_cqes".into(), Some(s.tx_cqes as f64));
-        m.insert("nic.tx_irqs".into(), Some(s.tx_irqs as f64));
-        m.insert("nic.tx_irqs_per_s".into(), Some(s.tx_irqs as f64 / secs));
-        let per_irq = if s.tx_irqs == 0 { 0.0 } else { s.tx_cqes as f64 / s.tx_irqs as f64 };
-        m.insert("nic.completions_per_irq".into(), Some(per_irq));
-        // ethtool -c's tx-usecs at the end of the run (adaptive moderation moves it).
-        m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.measured_txq.1 as usize)));
-        m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
-        if let Some(crate::drivers::Driver::Nic(peer)) = self.devs.get(1).map(|d| &d.driver) {
-            let p = peer.stats.since(&peer.base);
-            m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
-            m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
-        }
-    }
-
     /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
     pub fn sample(&mut self) {
         let (dev, txq) = self.measured_txq;
@@ -501,8 +475,9 @@ impl World {
         out.set("txq.stack_xoff", xoff(&|s| s.stack_xoff));
         out.set("txq.drv_xoff", xoff(&|s| s.drv_xoff));
         if !self.has_measured_napi() {
+            let why = self.measured_dev().driver.no_napi_reason();
             for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
-                out.none(k, "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path");
+                out.none(k, why);
             }
         } else {
             out.set("napi.polls", mt.napi_polls as f64);
@@ -513,7 +488,7 @@ impl World {
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         out.set("dev.noqueue_drops", mt.noqueue_drops as f64);
         out.set("ring.occupancy_avg", mt.ring.mean(start, end));
-        self.nic_metrics(&mut out.m, end - start);
+        self.drv_metrics(&mut out.m, end - start);
     }
 }
 

@@ -34,6 +34,14 @@ pub enum Driver {
 }
 
 impl Driver {
+    /// Why a path through this driver has no NAPI poll to report (`napi.*` are null).
+    pub fn no_napi_reason(&self) -> &'static str {
+        match self {
+            Driver::Tun(_) => "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path",
+            Driver::Veth(_) | Driver::Nic(_) => "no NAPI instance polls this path",
+        }
+    }
+
     /// The interface name a user would type for the device (`tc -s qdisc show dev
     /// ...`), as the kernel backend names its own.
     pub fn ifname(&self) -> &'static str {
@@ -167,6 +175,15 @@ impl World {
             Driver::Veth(v) => v.peer_rqs.iter().map(|r| r.ring.len() as u64).sum(),
             Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
             Driver::Nic(n) => n.held(),
+        }
+    }
+
+    /// The driver's own metrics for the results (the NIC's `ethtool -S` counters), over
+    /// a measured window of `window_ns`.
+    pub(crate) fn drv_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
+        match self.devs[self.measured_txq.0 as usize].driver {
+            Driver::Nic(_) => self.nic_metrics(m, window_ns),
+            Driver::Veth(_) | Driver::Tun(_) => {}
         }
     }
 

@@ -44,7 +44,7 @@ use crate::sock::ping::ReplyPath;
 use crate::world::World;
 use darkbuf_model::Skb;
 use darkbuf_scenario::QdiscSpec;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// `MAX_SKB_FRAGS`.
 const MAX_SKB_FRAGS: u32 = darkbuf_scenario::MAX_SKB_FRAGS;
@@ -553,6 +553,35 @@ impl World {
             self.nic_irq(dev, ch as usize);
         } else if c.tx.done > 0 {
             self.nic_completion(dev, ch as usize);
+        }
+    }
+}
+
+/// The results' `nic.*` metrics.
+impl World {
+    /// The NIC's counters as `ethtool -S` names them (this host's device), its wire's
+    /// utilisation, and its TX interrupts.
+    pub(crate) fn nic_metrics(&self, m: &mut BTreeMap<String, Option<f64>>, window_ns: u64) {
+        let Driver::Nic(nic) = &self.devs[self.measured_txq.0 as usize].driver else { return };
+        let s = nic.stats.since(&nic.base);
+        let secs = window_ns as f64 / 1e9;
+        m.insert("nic.tx_packets".into(), Some(s.tx_packets as f64));
+        m.insert("nic.tx_bytes".into(), Some(s.tx_bytes as f64));
+        m.insert("nic.tx_xmit_more".into(), Some(s.tx_xmit_more as f64));
+        m.insert("nic.tx_queue_stopped".into(), Some(s.tx_queue_stopped as f64));
+        m.insert("nic.tx_queue_wake".into(), Some(s.tx_queue_wake as f64));
+        m.insert("nic.tx_cqes".into(), Some(s.tx_cqes as f64));
+        m.insert("nic.tx_irqs".into(), Some(s.tx_irqs as f64));
+        m.insert("nic.tx_irqs_per_s".into(), Some(s.tx_irqs as f64 / secs));
+        let per_irq = if s.tx_irqs == 0 { 0.0 } else { s.tx_cqes as f64 / s.tx_irqs as f64 };
+        m.insert("nic.completions_per_irq".into(), Some(per_irq));
+        // ethtool -c's tx-usecs at the end of the run (adaptive moderation moves it).
+        m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.measured_txq.1 as usize)));
+        m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
+        if let Some(Driver::Nic(peer)) = self.devs.get(1).map(|d| &d.driver) {
+            let p = peer.stats.since(&peer.base);
+            m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
+            m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
         }
     }
 }
