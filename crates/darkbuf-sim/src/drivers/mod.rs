@@ -2,8 +2,13 @@
 //! dispatches through `net_device_ops` (`ndo_start_xmit`, `ndo_select_queue`) and the
 //! NAPI poll function a driver registers.
 //!
-//! Adding a driver is its own file, one [`Driver`] variant and one arm in each match
-//! below (the compiler lists the ones missing).
+//! Adding a driver is its own file (its state, its transmit and poll functions, its
+//! builder: `impl Builder { fn <driver>() }`, its metrics), one [`Driver`] variant
+//! and one arm in each match below (the compiler lists the ones missing), one arm in
+//! `World::new()` (setup.rs), and its scenario keys (`darkbuf_scenario::Driver` and
+//! `resolve.rs`), plus a glossary entry per new metric name. The kernel backend
+//! refuses any driver but veth and tun by itself. (Measured by adding the kernel's
+//! `dummy` driver on a scratch branch: 7 files, 156 lines, 68 of them its own file.)
 
 pub mod nic;
 pub mod tun;
