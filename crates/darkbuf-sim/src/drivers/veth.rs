@@ -93,15 +93,24 @@ impl World {
             self.bql_sample(dev, txq, false);
         }
         let now = self.now;
+        // Produce, and read what the flush needs, in one lookup of the peer's RX queue:
+        // each lookup is a chain of loads through the device table, and the compiler
+        // cannot reuse one across the stores into the packet's record below.
+        let rq = &mut self.veth_mut(dev).peer_rqs[txq];
+        rq.ring.produce(id).expect("ring checked not full");
+        let (masked, napi) = (rq.rx_notify_masked, rq.napi);
         let info = self.pkts.get_mut(id);
         info.bql_charged = charged;
         info.ecn = skb.ecn;
         self.pkts.stamp(id, |p| &mut p.t_xmit, now);
-        self.veth_mut(dev).peer_rqs[txq].ring.produce(id).expect("ring checked not full");
         if self.is_measured_txq(dev, q) {
             self.metrics.ring.enter(now);
         }
-        self.veth_xdp_flush(cpu, dev, q);
+        // __veth_xdp_flush().
+        if !masked && self.napi_schedule_prep(napi) {
+            self.veth_mut(dev).peer_rqs[txq].rx_notify_masked = true;
+            self.napi_schedule(cpu, napi);
+        }
         NetdevTx::Ok
     }
 
@@ -129,20 +138,24 @@ impl World {
     /// configured mode, and hand it to GRO (the caller); with its per-packet cost.
     #[inline(always)]
     pub(super) fn veth_rcv_one(&mut self, cpu: CpuId, dev: DevId, q: u16) -> Option<(u32, f64)> {
-        let id = self.veth_mut(dev).peer_rqs[q as usize].ring.consume()?;
         let now = self.now;
         let measured_ring = self.is_measured_txq(dev, q);
+        // One lookup of the device and its RX queue for the consume and the BQL count
+        // (the packet's record is another table, so the two borrows are disjoint).
+        let d = &mut self.devs[dev as usize];
+        let limit = d.txqs[q as usize].dql.as_ref().map_or(0, |d| d.limit);
+        let unit_packet = d.bql_unit_packet;
+        let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
+        let rq = &mut v.peer_rqs[q as usize];
+        let id = rq.ring.consume()?;
         self.pkts.stamp(id, |p| &mut p.t_consume, now);
         let info = self.pkts.get(id);
         if measured_ring {
             self.metrics.ring.leave(now);
         }
         if info.bql_charged {
-            let d = &mut self.devs[dev as usize];
-            let units = d.bql_units(info.len);
-            let limit = d.txqs[q as usize].dql.as_ref().map_or(0, |d| d.limit);
-            let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
-            let n = v.peer_rqs[q as usize].bql.consumed(units, now, limit);
+            let units = if unit_packet { 1 } else { info.len }; // NetDev::bql_units()
+            let n = rq.bql.consumed(units, now, limit);
             self.bql_complete(cpu, dev, q, n);
         }
         Some((id, self.profile.costs.consume_ns))
