@@ -20,8 +20,8 @@ use crate::cpu::{CpuId, DevId, Step, TaskId, TaskKind, TaskState};
 use crate::drivers::{Driver, NetdevTx};
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
-use darkbuf_model::Skb;
 use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_model::Skb;
 use darkbuf_scenario::ConsumerKind;
 use std::collections::VecDeque;
 

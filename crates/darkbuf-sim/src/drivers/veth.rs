@@ -18,8 +18,8 @@ use crate::dev::bql::CompletionBatch;
 use crate::drivers::{Driver, NetdevTx};
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
-use darkbuf_model::Skb;
 use darkbuf_model::ptr_ring::PtrRing;
+use darkbuf_model::Skb;
 
 /// `SMP_CACHE_BYTES` on x86_64: sets ptr_ring's consumer batch (16 pointers).
 const SMP_CACHE_BYTES: usize = 64;
