@@ -81,7 +81,14 @@ impl NetDev {
     /// The BQL charge of a packet of `len` bytes.
     #[inline]
     pub fn bql_units(&self, len: u32) -> u32 {
-        if self.bql_unit_packet {
+        Self::bql_units_of(self.bql_unit_packet, len)
+    }
+
+    /// The same rule from the flag alone, for a caller that holds a borrow of the
+    /// device's driver state (`veth_rcv_one()`).
+    #[inline]
+    pub fn bql_units_of(unit_packet: bool, len: u32) -> u32 {
+        if unit_packet {
             1
         } else {
             len

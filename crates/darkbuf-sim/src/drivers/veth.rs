@@ -15,6 +15,7 @@
 
 use crate::cpu::{CpuId, DevId, NapiId};
 use crate::dev::bql::CompletionBatch;
+use crate::dev::NetDev;
 use crate::drivers::{Driver, NetdevTx};
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
@@ -106,10 +107,9 @@ impl World {
         if self.is_measured_txq(dev, q) {
             self.metrics.ring.enter(now);
         }
-        // __veth_xdp_flush().
-        if !masked && self.napi_schedule_prep(napi) {
-            self.veth_mut(dev).peer_rqs[txq].rx_notify_masked = true;
-            self.napi_schedule(cpu, napi);
+        // __veth_xdp_flush(), with what was read above.
+        if !masked {
+            self.veth_rq_schedule(cpu, dev, q, napi);
         }
         NetdevTx::Ok
     }
@@ -123,6 +123,13 @@ impl World {
             return;
         }
         let napi = rq.napi;
+        self.veth_rq_schedule(cpu, dev, q, napi);
+    }
+
+    /// `napi_schedule_prep()` -> `__napi_schedule()` of the peer's RX queue `q`
+    /// (its NAPI `napi`), masking the queue's notifications when it schedules.
+    #[inline(always)]
+    fn veth_rq_schedule(&mut self, cpu: CpuId, dev: DevId, q: u16, napi: NapiId) {
         if self.napi_schedule_prep(napi) {
             self.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
             self.napi_schedule(cpu, napi);
@@ -154,7 +161,7 @@ impl World {
             self.metrics.ring.leave(now);
         }
         if info.bql_charged {
-            let units = if unit_packet { 1 } else { info.len }; // NetDev::bql_units()
+            let units = NetDev::bql_units_of(unit_packet, info.len);
             let n = rq.bql.consumed(units, now, limit);
             self.bql_complete(cpu, dev, q, n);
         }
@@ -175,9 +182,8 @@ impl World {
         let rq = &mut self.veth_mut(dev).peer_rqs[q as usize];
         rq.rx_notify_masked = false;
         let napi = rq.napi;
-        if !rq.ring.empty() && self.napi_schedule_prep(napi) {
-            self.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
-            self.napi_schedule(cpu, napi);
+        if !rq.ring.empty() {
+            self.veth_rq_schedule(cpu, dev, q, napi);
         }
     }
 
