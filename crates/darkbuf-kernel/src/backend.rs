@@ -675,6 +675,11 @@ impl Reader {
             s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
             s.qdiscs = r[0].as_deref().map(counters::parse_tc_all).unwrap_or_default();
             s.mq_children = r[0].as_deref().map(counters::parse_tc_mq_children).unwrap_or_default();
+            if !s.mq_children.is_empty() && s.qdisc.is_some() {
+                // mq's own line and its children's are dumped moments apart: take the
+                // root from the children, so that they describe one instant.
+                s.qdisc = Some(counters::mq_root_of_children(&s.mq_children));
+            }
             s.tc_text = r[3].clone();
             s.tx_link = r[1].as_deref().and_then(counters::parse_ip_link);
             s.snmp_tx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();

@@ -91,6 +91,23 @@ pub fn parse_tc_mq_children(json: &str) -> Vec<(u32, QdiscCounters)> {
     out
 }
 
+/// An mq root's counters as the sum of its children's lines in the same dump, as
+/// `mq_dump()` computes them. tc prints the root's sum first and each child as it
+/// dumps it, a little later: with traffic flowing, a packet sent in between made the
+/// root's line one short of its children's.
+pub fn mq_root_of_children(kids: &[(u32, QdiscCounters)]) -> QdiscCounters {
+    kids.iter().fold(QdiscCounters { kind: "mq".into(), ..Default::default() }, |mut sum, (_, c)| {
+        sum.packets += c.packets;
+        sum.bytes += c.bytes;
+        sum.drops += c.drops;
+        sum.overlimits += c.overlimits;
+        sum.requeues += c.requeues;
+        sum.backlog += c.backlog;
+        sum.qlen += c.qlen;
+        sum
+    })
+}
+
 /// Handles of the qdiscs that held packets at both snapshots but sent none in between
 /// (a stopped TX queue that was never woken).
 pub fn stalled_qdiscs(a: &[(String, QdiscCounters)], b: &[(String, QdiscCounters)]) -> Vec<String> {
@@ -265,6 +282,17 @@ mod tests {
         assert_eq!(q, QdiscCounters { kind: "mq".into(), packets: 10, bytes: 1000, drops: 2, overlimits: 0, requeues: 3, backlog: 128, qlen: 2 });
         assert_eq!(parse_tc_root("[]"), None);
         assert_eq!(parse_tc_root("not json"), None);
+    }
+
+    /// A root line dumped one packet before its children's: the root is their sum.
+    #[test]
+    fn mq_root_is_its_childrens_sum() {
+        let j = r#"[{"kind":"mq","handle":"1:","root":true,"bytes":1000,"packets":10,"drops":2,"overlimits":1,"requeues":3,"backlog":128,"qlen":2},
+                   {"kind":"tbf","handle":"8001:","parent":"1:1","bytes":600,"packets":6,"drops":2,"overlimits":1,"requeues":3,"backlog":128,"qlen":2},
+                   {"kind":"tbf","handle":"8002:","parent":"1:2","bytes":500,"packets":5,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
+        let q = mq_root_of_children(&parse_tc_mq_children(j));
+        assert_eq!(q, QdiscCounters { kind: "mq".into(), packets: 11, bytes: 1100, drops: 2, overlimits: 1, requeues: 3, backlog: 128, qlen: 2 });
+        assert_eq!(mq_root_of_children(&[]), QdiscCounters { kind: "mq".into(), ..Default::default() });
     }
 
     #[test]
