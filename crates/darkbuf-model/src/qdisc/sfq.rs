@@ -59,6 +59,10 @@ fn sfq_allot_size(x: u32) -> u32 {
 /// `sfq_index`: a slot number, or (>= SFQ_MAX_FLOWS) a `dep[]` head.
 type SfqIndex = u16;
 
+/// Every value of an [`SfqIndex`]: the slots, then the `dep[]` heads.
+const SFQ_INDEX_SPACE: usize = 1 << 16;
+const _: () = assert!(SFQ_MAX_FLOWS as usize + SFQ_MAX_DEPTH as usize + 1 == SFQ_INDEX_SPACE);
+
 /// How `slot->allot` is counted; see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AllotMode {
@@ -83,8 +87,6 @@ struct SfqSlot {
     qlen: u16,
     /// Next slot in the round-robin ring.
     next: SfqIndex,
-    /// Anchor in the `dep[qlen]` list.
-    dep: SfqHead,
     /// Index in `ht[]`.
     hash: u32,
     /// DRR credit.
@@ -118,8 +120,14 @@ pub struct Sfq {
     slots: Vec<SfqSlot>,
     /// The nodes every slot's skb list is linked through.
     skbs: SkbSlab,
-    /// `dep[d]`: list of slots holding d packets; `dep[0]` is the free list.
-    dep: [SfqHead; SFQ_MAX_DEPTH as usize + 1],
+    /// Every `sfq_head` by its `sfq_index`: slot `x`'s anchor in the `dep[qlen]` list
+    /// at `x` (`slots[x].dep`), and the head of `dep[d]` (the slots holding `d` packets;
+    /// `dep[0]` is the free list) at `SFQ_MAX_FLOWS + d`. One array over the whole
+    /// index space is `sfq_dep_head()` without its branch: linking a slot, which
+    /// `sfq_inc()` and `sfq_dec()` do twice per packet, is four plain stores, and a
+    /// `u16` index needs no bounds check. Only the pages of the slots in use and of
+    /// the `dep[]` heads are ever touched.
+    heads: Box<[SfqHead; SFQ_INDEX_SPACE]>,
     /// Current slot in the round (`q->tail`); `tail.next` is served next.
     tail: Option<SfqIndex>,
     qlen: u32,
@@ -291,7 +299,10 @@ impl Sfq {
             ht: vec![SFQ_EMPTY_SLOT; cfg.divisor as usize],
             slots: vec![SfqSlot::default(); cfg.maxflows as usize],
             skbs: SkbSlab::with_capacity((cfg.limit as usize + 1).min(16_384)),
-            dep: [SfqHead::default(); SFQ_MAX_DEPTH as usize + 1],
+            heads: vec![SfqHead::default(); SFQ_INDEX_SPACE]
+                .into_boxed_slice()
+                .try_into()
+                .expect("SFQ_INDEX_SPACE heads"),
             tail: None,
             qlen: 0,
             backlog: 0,
@@ -299,9 +310,9 @@ impl Sfq {
             rehash_drops: 0,
             rehash_list: Vec::new(),
         };
-        for (i, d) in q.dep.iter_mut().enumerate() {
-            let head = (i as u32 + SFQ_MAX_FLOWS) as SfqIndex;
-            *d = SfqHead {
+        for d in 0..=SFQ_MAX_DEPTH {
+            let head = (d + SFQ_MAX_FLOWS) as SfqIndex;
+            q.heads[head as usize] = SfqHead {
                 next: head,
                 prev: head,
             };
@@ -368,27 +379,29 @@ impl Sfq {
 
     // ---- dep[] lists (sfq_dep_head, sfq_link, sfq_unlink, sfq_inc, sfq_dec) ----
 
+    /// `sfq_dep_head()`: the `sfq_head` of any index, a slot's or a `dep[]` head's.
     fn head_mut(&mut self, val: SfqIndex) -> &mut SfqHead {
-        if (val as u32) < SFQ_MAX_FLOWS {
-            &mut self.slots[val as usize].dep
-        } else {
-            &mut self.dep[val as usize - SFQ_MAX_FLOWS as usize]
-        }
+        &mut self.heads[val as usize]
+    }
+
+    /// The head of `dep[d]`, the list of slots holding `d` packets.
+    fn dep(&self, d: u32) -> SfqHead {
+        self.heads[(SFQ_MAX_FLOWS + d) as usize]
     }
 
     /// `sfq_link()`: puts slot `x` at the head of `dep[slot.qlen]`.
     fn sfq_link(&mut self, x: SfqIndex) {
-        let qlen = self.slots[x as usize].qlen as usize;
-        let p = (qlen as u32 + SFQ_MAX_FLOWS) as SfqIndex;
-        let n = self.dep[qlen].next;
-        self.slots[x as usize].dep = SfqHead { next: n, prev: p };
-        self.dep[qlen].next = x;
+        let qlen = self.slots[x as usize].qlen as u32;
+        let p = (qlen + SFQ_MAX_FLOWS) as SfqIndex;
+        let n = self.head_mut(p).next;
+        *self.head_mut(x) = SfqHead { next: n, prev: p };
+        self.head_mut(p).next = x;
         self.head_mut(n).prev = x;
     }
 
     /// `sfq_unlink()`: returns (next, prev) of the removed anchor.
     fn sfq_unlink(&mut self, x: SfqIndex) -> (SfqIndex, SfqIndex) {
-        let SfqHead { next: n, prev: p } = self.slots[x as usize].dep;
+        let SfqHead { next: n, prev: p } = *self.head_mut(x);
         self.head_mut(p).next = n;
         self.head_mut(n).prev = p;
         (n, p)
@@ -438,7 +451,7 @@ impl Sfq {
     fn sfq_drop(&mut self, drops: &mut Vec<u32>) -> u32 {
         let d = self.cur_depth;
         let x = if d > 1 {
-            self.dep[d as usize].next
+            self.dep(d).next
         } else if d == 1 {
             // "It is difficult to believe, but ALL THE SLOTS HAVE LENGTH 1."
             let t = self.tail.expect("active slots imply a tail");
@@ -523,7 +536,7 @@ impl Sfq {
             let hash = self.bucket_of(&skb);
             let mut x = self.ht[hash as usize];
             let fits = if x == SFQ_EMPTY_SLOT {
-                x = self.dep[0].next;
+                x = self.dep(0).next;
                 if (x as u32) < SFQ_MAX_FLOWS {
                     self.ht[hash as usize] = x;
                     self.slots[x as usize].hash = hash;
@@ -582,7 +595,7 @@ impl Qdisc for Sfq {
         let hash = self.bucket_of(&skb);
         let mut x = self.ht[hash as usize];
         if x == SFQ_EMPTY_SLOT {
-            x = self.dep[0].next; // get a free slot
+            x = self.dep(0).next; // get a free slot
             if x as u32 >= SFQ_MAX_FLOWS {
                 self.stats.drops += 1;
                 drops.push(skb.id);
