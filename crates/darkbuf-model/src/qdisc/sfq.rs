@@ -485,6 +485,65 @@ impl Sfq {
         len
     }
 
+    /// `sfq_enqueue()` from its `enqueue:` label: link the packet into slot `x`, and
+    /// at the limit drop from the longest slot.
+    #[inline(always)]
+    fn enqueue_to_slot(&mut self, x: SfqIndex, skb: Skb, drops: &mut Vec<u32>) -> EnqueueVerdict {
+        self.backlog += skb.len as u64;
+        let slot = &mut self.slots[x as usize];
+        slot.backlog += skb.len as u64;
+        self.skbs.push_tail(&mut slot.skbs, skb);
+        self.sfq_inc(x);
+        if self.slots[x as usize].qlen == 1 {
+            self.activate(x);
+        }
+        self.qlen += 1;
+        if self.qlen <= self.limit {
+            return EnqueueVerdict::Success;
+        }
+
+        let qlen = self.slots[x as usize].qlen;
+        self.sfq_drop(drops);
+        // Congestion notification only if the victim came from this flow.
+        if qlen != self.slots[x as usize].qlen {
+            EnqueueVerdict::Congested
+        } else {
+            EnqueueVerdict::Success
+        }
+    }
+
+    /// Whether `sfq_enqueue()` of one more packet to the active slot `x` would end in
+    /// `sfq_drop()` taking that very packet back: the qdisc is at its limit, the drop
+    /// takes the tail (no headdrop), and `x` becomes the longest slot, whose anchor
+    /// `sfq_inc()` puts at the head of `dep[qlen + 1]`, where `sfq_drop()` looks
+    /// (`qlen + 1 >= 2`, so not the "all slots have length 1" case). A flood into a
+    /// full sfq takes this path on every send.
+    #[inline(always)]
+    fn arrival_is_the_victim(&self, x: SfqIndex) -> bool {
+        let q = self.slots[x as usize].qlen as u32;
+        self.qlen >= self.limit && !self.headdrop && q >= 1 && q + 1 >= self.cur_depth
+    }
+
+    /// The end state of `sfq_enqueue()` when [`Self::arrival_is_the_victim`]: the
+    /// packet is counted and freed as a drop, and the qdisc is as before except what
+    /// `sfq_inc()` + `sfq_dec()` leave behind: `x`'s anchor moved to the head of
+    /// `dep[qlen]`, and `cur_depth` as `sfq_dec()` sets it (`qlen` when `dep[qlen + 1]`
+    /// holds no other slot). The packet's own link and unlink in the slot's list leave
+    /// it as it was. The verdict is `NET_XMIT_CN`: the victim came from this flow.
+    /// `tests::arrival_victim_shortcut_matches_the_kernel_sequence` checks the state
+    /// against the full sequence.
+    #[inline(always)]
+    fn drop_arrival(&mut self, x: SfqIndex, skb: Skb, drops: &mut Vec<u32>) -> EnqueueVerdict {
+        let q = self.slots[x as usize].qlen as u32;
+        self.sfq_unlink(x);
+        self.sfq_link(x);
+        let deeper = self.dep(q + 1);
+        self.cur_depth = if deeper.next == (SFQ_MAX_FLOWS + q + 1) as SfqIndex { q } else { q + 1 };
+        self.stats.drops += 1;
+        drops.push(skb.id);
+        EnqueueVerdict::Congested
+    }
+
     /// The perturbation timer (`sfq_perturbation()`), run lazily: every period that
     /// has elapsed by `now` re-keys the hash and, if packets are queued, rehashes them.
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
@@ -620,30 +679,11 @@ impl Qdisc for Sfq {
             self.stats.drops += 1;
             drops.push(head.id);
             return EnqueueVerdict::Congested;
+        } else if self.arrival_is_the_victim(x) {
+            return self.drop_arrival(x, skb, drops);
         }
 
-        // enqueue:
-        self.backlog += skb.len as u64;
-        let slot = &mut self.slots[x as usize];
-        slot.backlog += skb.len as u64;
-        self.skbs.push_tail(&mut slot.skbs, skb);
-        self.sfq_inc(x);
-        if self.slots[x as usize].qlen == 1 {
-            self.activate(x);
-        }
-        self.qlen += 1;
-        if self.qlen <= self.limit {
-            return EnqueueVerdict::Success;
-        }
-
-        let qlen = self.slots[x as usize].qlen;
-        self.sfq_drop(drops);
-        // Congestion notification only if the victim came from this flow.
-        if qlen != self.slots[x as usize].qlen {
-            EnqueueVerdict::Congested
-        } else {
-            EnqueueVerdict::Success
-        }
+        self.enqueue_to_slot(x, skb, drops)
     }
 
     /// `sfq_dequeue()`: DRR over the ring starting at `tail.next`.
@@ -1050,5 +1090,69 @@ mod tests {
         }
         assert_eq!(drops.len() as u64, q.rehash_drops());
         assert_eq!(q.stats().drops, 0);
+    }
+
+    /// Every observable part of the qdisc: counters, the ring, the hash table, each
+    /// slot with its packets in order, and every `sfq_head` in use.
+    fn state(q: &Sfq) -> String {
+        let mut slab = q.skbs.clone();
+        let slots: Vec<_> = q
+            .slots
+            .iter()
+            .map(|sl| {
+                let (mut list, mut ids) = (sl.skbs, Vec::new());
+                while let Some(s) = slab.pop_head(&mut list) {
+                    ids.push(s.id);
+                }
+                (sl.qlen, sl.next, sl.hash, sl.allot, sl.backlog, ids)
+            })
+            .collect();
+        let heads: Vec<_> = q.heads[..q.maxflows as usize]
+            .iter()
+            .chain(&q.heads[SFQ_MAX_FLOWS as usize..])
+            .map(|h| (h.next, h.prev))
+            .collect();
+        format!(
+            "{} {} {:?} {} {:?} {:?} {slots:?} {heads:?}",
+            q.qlen, q.backlog, q.stats, q.cur_depth, q.tail, q.ht
+        )
+    }
+
+    proptest::proptest! {
+        /// The arriving packet dropped at once (`drop_arrival()`) leaves the qdisc, the
+        /// drop list and the verdict exactly as the kernel's sequence does: link it,
+        /// `sfq_inc()`, then `sfq_drop()` from the longest slot. Random floods of a few
+        /// flows into a small sfq, with dequeues between, on two copies: one takes the
+        /// shortcut, the other `enqueue_to_slot()`, the kernel's whole path.
+        #[test]
+        fn arrival_victim_shortcut_matches_the_kernel_sequence(
+            limit in 2i64..24,
+            depth in 2i64..12,
+            divisor in proptest::sample::select(vec![2i64, 4, 16, 1024]),
+            ops in proptest::collection::vec((0u8..4, 0u32..6, 60u32..1500), 1..300),
+        ) {
+            let params = [("limit", int(limit)), ("depth", int(depth)), ("divisor", int(divisor)), ("flows", int(4))];
+            let (mut a, mut b) = (sfq(&params), sfq(&params));
+            let (mut da, mut db) = (Vec::new(), Vec::new());
+            let mut shortcuts = 0;
+            for (i, &(op, flow, len)) in ops.iter().enumerate() {
+                if op == 0 {
+                    proptest::prop_assert_eq!(a.dequeue(0, &mut da).map(|s| s.id), b.dequeue(0, &mut db).map(|s| s.id));
+                } else {
+                    let skb = pkt(i as u32, flow, len);
+                    let x = b.ht[b.bucket_of(&skb) as usize];
+                    let victim = x != SFQ_EMPTY_SLOT
+                        && (b.slots[x as usize].qlen as u32) < b.maxdepth
+                        && b.arrival_is_the_victim(x);
+                    let vb = if victim { b.enqueue_to_slot(x, skb, &mut db) } else { b.enqueue(skb, 0, &mut db) };
+                    shortcuts += victim as u32;
+                    proptest::prop_assert_eq!(a.enqueue(skb, 0, &mut da), vb);
+                }
+                proptest::prop_assert_eq!(&da, &db);
+                proptest::prop_assert_eq!(state(&a), state(&b));
+            }
+            // The floods fill the qdisc: most cases take the shortcut at least once.
+            proptest::prop_assume!(shortcuts > 0);
+        }
     }
 }
