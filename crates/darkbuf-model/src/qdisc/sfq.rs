@@ -124,9 +124,9 @@ pub struct Sfq {
     /// at `x` (`slots[x].dep`), and the head of `dep[d]` (the slots holding `d` packets;
     /// `dep[0]` is the free list) at `SFQ_MAX_FLOWS + d`. One array over the whole
     /// index space is `sfq_dep_head()` without its branch: linking a slot, which
-    /// `sfq_inc()` and `sfq_dec()` do twice per packet, is four plain stores, and a
-    /// `u16` index needs no bounds check. Only the pages of the slots in use and of
-    /// the `dep[]` heads are ever touched.
+    /// `sfq_inc()` and `sfq_dec()` do twice per packet, is plain loads and stores, and
+    /// a `u16` index needs no bounds check. 256 KB, written once at setup; a run
+    /// touches only the entries of the slots in use and of the `dep[]` heads.
     heads: Box<[SfqHead; SFQ_INDEX_SPACE]>,
     /// Current slot in the round (`q->tail`); `tail.next` is served next.
     tail: Option<SfqIndex>,
