@@ -322,6 +322,55 @@ proptest! {
         prop_assert_eq!((q.qlen(), q.backlog()), (0, 0));
     }
 
+    /// `arrival_dropped()` says an enqueue drops the arrival alone only when it does:
+    /// two copies of a qdisc take the same random operations, one enqueueing every
+    /// packet, the other calling `drop_arrival()` instead whenever `arrival_dropped()`
+    /// answers. Verdicts, drops, counters and every later dequeue must agree, and the
+    /// shortcut must be taken (the floods fill small qdiscs).
+    #[test]
+    fn arrival_dropped_is_the_enqueue_it_replaces(
+        (kind, p) in kind_and_params(),
+        tx_queue_len in 1u32..64,
+        hash_key in any::<u32>(),
+        ops in prop::collection::vec(op(), 1..600),
+    ) {
+        let dev = DevInfo { tx_queue_len, mtu_l2: 1514, hash_key, hz: 250 };
+        let (Ok(mut a), Ok(mut b)) = (build(kind, p.clone(), &dev), build(kind, p, &dev)) else { return Ok(()) };
+        let (mut da, mut db) = (Vec::new(), Vec::new());
+        let mut now = 0u64;
+        for (id, op) in ops.into_iter().enumerate() {
+            da.clear();
+            db.clear();
+            match op {
+                Op::Enqueue { flow, len, priority } => {
+                    let skb = Skb { id: id as u32, flow, len, priority, tstamp: now, ..Skb::default() };
+                    let vb = b.enqueue(skb, now, &mut db);
+                    match a.arrival_dropped(&skb, now) {
+                        Some(drop) => {
+                            a.drop_arrival(drop);
+                            da.push(skb.id);
+                            prop_assert_eq!(drop.verdict, vb);
+                            prop_assert_eq!(&db, &vec![skb.id], "only the arrival is dropped");
+                        }
+                        None => prop_assert_eq!(a.enqueue(skb, now, &mut da), vb),
+                    }
+                }
+                Op::Dequeue => prop_assert_eq!(a.dequeue(now, &mut da).map(|s| s.id), b.dequeue(now, &mut db).map(|s| s.id)),
+                Op::Wait(ns) => now += ns,
+            }
+            prop_assert_eq!(&da, &db);
+            prop_assert_eq!((a.qlen(), a.backlog(), a.stats()), (b.qlen(), b.backlog(), b.stats()));
+        }
+        loop {
+            let (x, y) = (a.dequeue(now, &mut da).map(|s| s.id), b.dequeue(now, &mut db).map(|s| s.id));
+            prop_assert_eq!(x, y);
+            if x.is_none() {
+                break;
+            }
+        }
+        prop_assert_eq!(&da, &db);
+    }
+
     #[test]
     fn build_never_panics(
         kind in prop::sample::select(
@@ -367,5 +416,33 @@ proptest! {
             }
             prop_assert_eq!(q.qlen(), 0);
         }
+    }
+}
+
+/// A flood of one flow into a small qdisc of each kind that answers
+/// `arrival_dropped()`: once full, every arrival is predicted dropped, with the verdict
+/// `enqueue()` then returns (sfq: NET_XMIT_CN at its limit, the arrival's slot being
+/// the longest; NET_XMIT_DROP once the slot is at its depth).
+#[test]
+fn arrival_dropped_answers_once_full() {
+    let cases: [(&str, Vec<(&str, ParamValue)>, u32, EnqueueVerdict); 5] = [
+        ("pfifo", vec![("limit", ParamValue::Int(3))], 3, EnqueueVerdict::Dropped),
+        ("bfifo", vec![("limit", ParamValue::Int(3000))], 2, EnqueueVerdict::Dropped),
+        ("pfifo_fast", vec![], 4, EnqueueVerdict::Dropped),
+        ("sfq", vec![("limit", ParamValue::Int(5))], 5, EnqueueVerdict::Congested),
+        ("sfq", vec![("limit", ParamValue::Int(50)), ("depth", ParamValue::Int(4))], 4, EnqueueVerdict::Dropped),
+    ];
+    for (kind, kv, held, verdict) in cases {
+        let dev = DevInfo { tx_queue_len: 4, mtu_l2: 1514, hash_key: 7, hz: 250 };
+        let mut q = build(kind, Params::from_pairs(&kv), &dev).unwrap();
+        let mut drops = Vec::new();
+        for id in 0..10u32 {
+            let skb = Skb { id, flow: 1, len: 1400, ..Skb::default() };
+            let predicted = q.arrival_dropped(&skb, 0).map(|d| d.verdict);
+            assert_eq!(predicted, (id >= held).then_some(verdict), "{kind} {kv:?}: packet {id}");
+            drops.clear();
+            assert_eq!(q.enqueue(skb, 0, &mut drops), if id >= held { verdict } else { EnqueueVerdict::Success });
+        }
+        assert_eq!(q.qlen(), held, "{kind}");
     }
 }

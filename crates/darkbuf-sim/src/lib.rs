@@ -11,6 +11,7 @@
 //! any driver's poll drives (`napi`), and sockets behind one enum (`sock`).
 
 mod arena;
+mod burst;
 mod cpu;
 mod dev;
 mod drivers;

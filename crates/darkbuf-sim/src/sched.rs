@@ -157,11 +157,18 @@ impl World {
     /// The bottom frame of a task's unit: softirqs first (local_bh_enable), then the
     /// task's own decision to run again or sleep.
     #[inline(never)]
-    fn task_end(&mut self, cpu: CpuId, mut ti: TaskId, frame: &mut Frame) -> Step {
+    fn task_end(&mut self, cpu: CpuId, frame: &mut Frame) -> Step {
         // A process's loop (sendmsg, the qdisc run it starts, the next sendmsg) goes on
         // here while no other event comes first: what the dispatcher would do next,
-        // without the dispatches.
+        // without the dispatches. Sends that the qdisc drops on arrival go through
+        // `flood_drop_burst()`.
         loop {
+            if self.drop_bursts {
+                if let Some(step) = self.flood_drop_burst(cpu, frame) {
+                    return step;
+                }
+            }
+            let Frame::TaskEnd(ti) = *frame else { unreachable!("a TaskEnd frame") };
             let cost = match self.task_end_once(cpu, ti, frame) {
                 // A sendmsg that did not start the qdisc: TaskEnd again after it.
                 Step::Continue(c) => c,
@@ -183,8 +190,6 @@ impl World {
             if !self.advance_inline(cpu, cost) {
                 return Step::Continue(cost);
             }
-            let Frame::TaskEnd(next) = *frame else { unreachable!("a TaskEnd frame") };
-            ti = next;
         }
     }
 
@@ -279,10 +284,7 @@ impl World {
     /// epilogue, paid on every step, cost more than the calls.
     fn step(&mut self, cpu: CpuId, frame: &mut Frame) -> Step {
         match frame {
-            Frame::TaskEnd(ti) => {
-                let ti = *ti;
-                self.task_end(cpu, ti, frame)
-            }
+            Frame::TaskEnd(_) => self.task_end(cpu, frame),
             Frame::SendMsg(s) => match self.send_msg(cpu, *s) {
                 Step::Continue(c) => Step::Done(c),
                 Step::Call(c) => {

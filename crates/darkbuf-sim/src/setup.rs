@@ -446,6 +446,8 @@ impl World {
             delivered: 0,
             dropped: 0,
             transmitted: 0,
+            burst_sends: 0,
+            drop_bursts: true,
         };
         w.check_ids();
         w.start(pinger);

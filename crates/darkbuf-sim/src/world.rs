@@ -80,6 +80,10 @@ pub struct World {
     pub delivered: u64,
     pub dropped: u64,
     pub transmitted: u64,
+    /// Sends run by `flood_drop_burst()`, and whether it may run (the tests compare a
+    /// run without it).
+    pub burst_sends: u64,
+    pub drop_bursts: bool,
 }
 
 impl World {

@@ -4,7 +4,7 @@
 //! pfifo and bfifo tail-drop the arriving packet; pfifo_head_drop drops the oldest
 //! packet to make room and returns NET_XMIT_CN.
 
-use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{ArrivalDrop, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::Skb;
 use std::collections::VecDeque;
@@ -174,6 +174,23 @@ impl Qdisc for Fifo {
 
     fn can_bypass(&self) -> bool {
         self.can_bypass
+    }
+
+    /// pfifo and bfifo drop the arrival at their limit (`qdisc_drop()`);
+    /// pfifo_head_drop drops the head instead.
+    #[inline]
+    fn arrival_dropped(&self, skb: &Skb, _now: u64) -> Option<ArrivalDrop> {
+        let full = match self.kind {
+            FifoKind::Bfifo => self.backlog + skb.len as u64 > self.limit as u64,
+            FifoKind::Pfifo => self.q.len() as u64 >= self.limit as u64,
+            FifoKind::PfifoHeadDrop => false,
+        };
+        full.then_some(ArrivalDrop { verdict: EnqueueVerdict::Dropped, hint: 0 })
+    }
+
+    #[inline]
+    fn drop_arrival(&mut self, _drop: ArrivalDrop) {
+        self.stats.drops += 1;
     }
 }
 

@@ -32,6 +32,17 @@ pub enum EnqueueVerdict {
     Congested,
 }
 
+/// An enqueue that drops the arriving packet and nothing else
+/// ([`Qdisc::arrival_dropped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrivalDrop {
+    /// What `enqueue()` returns.
+    pub verdict: EnqueueVerdict,
+    /// The qdisc's own note for [`Qdisc::drop_arrival`] (sfq: the arrival's slot), so
+    /// it need not look it up again.
+    pub hint: u32,
+}
+
 /// The counters `tc -s qdisc` prints, kept by the algorithm itself.
 ///
 /// `sent_*` and `requeues` are kept by the caller (sch_generic's run loop), because
@@ -99,6 +110,20 @@ pub trait Qdisc {
     /// watchdog (`qdisc_watchdog_schedule_ns`) fires to rerun the queue.
     fn next_wakeup(&self) -> Option<u64> {
         None
+    }
+    /// Whether `enqueue(skb, now)` would drop `skb` itself and leave no other change
+    /// than what [`Qdisc::drop_arrival`] makes; if so, with the verdict it would return.
+    /// The simulator then skips the packet's life (built, enqueued, dropped, freed) for
+    /// a flood into a full qdisc. `None`, the default, when that does not hold or is
+    /// not known.
+    fn arrival_dropped(&self, _skb: &Skb, _now: u64) -> Option<ArrivalDrop> {
+        None
+    }
+    /// `enqueue(skb, now)` after [`Qdisc::arrival_dropped`] returned `Some(drop)`, with
+    /// nothing changed in between: counts the drop and leaves the qdisc as `enqueue()`
+    /// would (the caller frees nothing: the packet was never linked anywhere).
+    fn drop_arrival(&mut self, _drop: ArrivalDrop) {
+        unreachable!("arrival_dropped() returned None")
     }
 }
 
@@ -226,5 +251,13 @@ impl Qdisc for AnyQdisc {
     #[inline]
     fn next_wakeup(&self) -> Option<u64> {
         dispatch!(self, q => q.next_wakeup())
+    }
+    #[inline]
+    fn arrival_dropped(&self, skb: &Skb, now: u64) -> Option<ArrivalDrop> {
+        dispatch!(self, q => q.arrival_dropped(skb, now))
+    }
+    #[inline]
+    fn drop_arrival(&mut self, drop: ArrivalDrop) {
+        dispatch!(self, q => q.drop_arrival(drop))
     }
 }

@@ -16,7 +16,7 @@
 //! tc gives pfifo_fast no parameters (its `priomap` is read-only); `limit_mode` is the
 //! only key accepted.
 
-use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{ArrivalDrop, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::ptr_ring::PtrRing;
 use crate::Skb;
@@ -234,6 +234,22 @@ impl Qdisc for PfifoFast {
     /// `pfifo_fast_init()` always sets `TCQ_F_CAN_BYPASS`.
     fn can_bypass(&self) -> bool {
         true
+    }
+
+    /// The arrival's band is full: its ring's producer slot is taken (lockless), or
+    /// the qdisc holds its limit (before 4.16).
+    #[inline]
+    fn arrival_dropped(&self, skb: &Skb, _now: u64) -> Option<ArrivalDrop> {
+        let full = match &self.bands {
+            Bands::PerBand(b) => !b[Self::band_of(skb)].ring.check_produce(),
+            Bands::Total { limit, .. } => self.qlen >= *limit,
+        };
+        full.then_some(ArrivalDrop { verdict: EnqueueVerdict::Dropped, hint: 0 })
+    }
+
+    #[inline]
+    fn drop_arrival(&mut self, _drop: ArrivalDrop) {
+        self.stats.drops += 1;
     }
 }
 

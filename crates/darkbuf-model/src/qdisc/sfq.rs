@@ -30,7 +30,7 @@
 //!   packets cost more.
 
 use super::skb_list::{SkbList, SkbSlab};
-use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{ArrivalDrop, DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::skb::flow_hash;
 use crate::Skb;
@@ -524,24 +524,21 @@ impl Sfq {
         self.qlen >= self.limit && !self.headdrop && q >= 1 && q + 1 >= self.cur_depth
     }
 
-    /// The end state of `sfq_enqueue()` when [`Self::arrival_is_the_victim`]: the
-    /// packet is counted and freed as a drop, and the qdisc is as before except what
-    /// `sfq_inc()` + `sfq_dec()` leave behind: `x`'s anchor moved to the head of
-    /// `dep[qlen]`, and `cur_depth` as `sfq_dec()` sets it (`qlen` when `dep[qlen + 1]`
-    /// holds no other slot). The packet's own link and unlink in the slot's list leave
-    /// it as it was. The verdict is `NET_XMIT_CN`: the victim came from this flow.
+    /// The end state of `sfq_enqueue()` when [`Self::arrival_is_the_victim`], besides
+    /// the drop itself (counted, the packet freed, `NET_XMIT_CN`: the victim came from
+    /// this flow): the qdisc is as before except for what `sfq_inc()` + `sfq_dec()`
+    /// leave behind, `x`'s anchor moved to the head of `dep[qlen]` and `cur_depth` as
+    /// `sfq_dec()` sets it (`qlen` when `dep[qlen + 1]` holds no other slot). The
+    /// packet's own link and unlink in the slot's list leave it as it was.
     /// `tests::arrival_victim_shortcut_matches_the_kernel_sequence` checks the state
     /// against the full sequence.
     #[inline(always)]
-    fn drop_arrival(&mut self, x: SfqIndex, skb: Skb, drops: &mut Vec<u32>) -> EnqueueVerdict {
+    fn relink_own_victim(&mut self, x: SfqIndex) {
         let q = self.slots[x as usize].qlen as u32;
         self.sfq_unlink(x);
         self.sfq_link(x);
         let deeper = self.dep(q + 1);
         self.cur_depth = if deeper.next == (SFQ_MAX_FLOWS + q + 1) as SfqIndex { q } else { q + 1 };
-        self.stats.drops += 1;
-        drops.push(skb.id);
-        EnqueueVerdict::Congested
     }
 
     /// The perturbation timer (`sfq_perturbation()`), run lazily: every period that
@@ -680,7 +677,10 @@ impl Qdisc for Sfq {
             drops.push(head.id);
             return EnqueueVerdict::Congested;
         } else if self.arrival_is_the_victim(x) {
-            return self.drop_arrival(x, skb, drops);
+            self.relink_own_victim(x);
+            self.stats.drops += 1;
+            drops.push(skb.id);
+            return EnqueueVerdict::Congested;
         }
 
         self.enqueue_to_slot(x, skb, drops)
@@ -737,6 +737,34 @@ impl Qdisc for Sfq {
 
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+
+    /// `sfq_enqueue()`'s two ways of dropping the arrival alone, with the perturbation
+    /// timer not due: its slot is full (`congestion_drop`, no headdrop), or
+    /// [`Sfq::arrival_is_the_victim`].
+    #[inline]
+    fn arrival_dropped(&self, skb: &Skb, now: u64) -> Option<ArrivalDrop> {
+        if self.perturb_period_ns != 0 && now >= self.perturb_next_ns {
+            return None;
+        }
+        let x = self.ht[self.bucket_of(skb) as usize];
+        if x == SFQ_EMPTY_SLOT {
+            return None;
+        }
+        let verdict = if self.slots[x as usize].qlen as u32 >= self.maxdepth {
+            (!self.headdrop).then_some(EnqueueVerdict::Dropped)
+        } else {
+            self.arrival_is_the_victim(x).then_some(EnqueueVerdict::Congested)
+        };
+        verdict.map(|verdict| ArrivalDrop { verdict, hint: x as u32 })
+    }
+
+    #[inline]
+    fn drop_arrival(&mut self, drop: ArrivalDrop) {
+        if drop.verdict == EnqueueVerdict::Congested {
+            self.relink_own_victim(drop.hint as SfqIndex);
+        }
+        self.stats.drops += 1;
     }
 
     /// `sfq_init()`: `TCQ_F_CAN_BYPASS` when `limit >= 1`.

@@ -147,13 +147,35 @@ impl World {
     /// the run ends. The rest is out of line.
     #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
-        let q = &self.qdiscs[qi as usize];
-        let head_txq = q.gso_head_txq;
-        if head_txq != NO_TXQ && self.devs[q.dev as usize].txqs[head_txq as usize].xmit_frozen_or_stopped() {
+        if self.requeued_head_waits(qi) {
             self.qdiscs[qi as usize].running = false;
             return Step::Done(0);
         }
         self.qdisc_restart(cpu, qi, quota)
+    }
+
+    /// `dequeue_skb()` returns nothing: the requeued head's TX queue is stopped.
+    #[inline(always)]
+    pub(crate) fn requeued_head_waits(&self, qi: QdiscId) -> bool {
+        let q = &self.qdiscs[qi as usize];
+        let head_txq = q.gso_head_txq;
+        head_txq != NO_TXQ && self.devs[q.dev as usize].txqs[head_txq as usize].xmit_frozen_or_stopped()
+    }
+
+    /// A run of qdisc `qi` would end at its first `qdisc_restart()`, with nothing
+    /// dequeued and no time taken: `dequeue_skb()` finds the requeued head waiting for
+    /// its stopped queue, or, with nothing requeued, the one queue of a
+    /// `TCQ_F_ONETXQUEUE` qdisc stopped (a NIC driver stops its queue before the ring
+    /// is full, so nothing is requeued).
+    pub(crate) fn qdisc_run_ends_at_once(&self, qi: QdiscId) -> bool {
+        let q = &self.qdiscs[qi as usize];
+        if !q.gso_skb.is_empty() {
+            return self.requeued_head_waits(qi);
+        }
+        match q.dev_queue {
+            Some(txq) if q.onetxqueue => self.devs[q.dev as usize].txqs[txq as usize].xmit_frozen_or_stopped(),
+            _ => false,
+        }
     }
 
     /// `qdisc_restart()` past the stopped-head check: dequeue and hand to the driver.

@@ -86,7 +86,7 @@ impl IrttSock {
             reply,
             recs: Vec::with_capacity(slots as usize),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, kind: SockKind::Irtt(irtt) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Irtt(irtt) }
     }
 }
 

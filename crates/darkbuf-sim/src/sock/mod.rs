@@ -40,6 +40,10 @@ pub struct Sock {
     pub sndbuf: u64,
     /// Sleeping in `sock_alloc_send_pskb()` until `sock_wfree()` makes it writeable.
     pub blocked: bool,
+    /// Its last send was dropped at the qdisc (or pushed out another packet of its
+    /// flow): only then does its next send try `flood_drop_burst()`, whose own checks
+    /// decide. A hint that keeps the checks off sends that are queued.
+    pub last_send_dropped: bool,
     pub kind: SockKind,
 }
 
@@ -115,6 +119,7 @@ impl World {
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        self.socks[s as usize].last_send_dropped = verdict != EnqueueVerdict::Success;
         self.sock_xmit_verdict(s, verdict);
         match next {
             None => Step::Continue(send_cost + xmit_cost),

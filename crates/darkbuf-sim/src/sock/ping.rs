@@ -68,7 +68,7 @@ impl PingSock {
             seq: 0,
             echoes: Vec::new(),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, kind: SockKind::Ping(ping) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
     }
 }
 

@@ -69,7 +69,7 @@ impl UdpSock {
             sink_pkts: 0,
             sndbuf_errors: 0,
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, kind: SockKind::Udp(udp) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Udp(udp) }
     }
 }
 
@@ -79,6 +79,24 @@ impl UdpSock {
     #[inline]
     pub fn next_send_timer(&self, now: u64) -> Option<u64> {
         (self.interval_ns > 0.0 && self.next_send > now as f64).then(|| self.next_send.ceil() as u64)
+    }
+
+    /// The skb of the next datagram (`ip_make_skb()`), on the next flow's socket.
+    #[inline(always)]
+    pub fn next_skb(&self) -> Skb {
+        let flow = ((self.traffic_index as u32) << 16) | self.next_flow;
+        Skb { flow, sk: flow + 1, len: self.frame_len, truesize: self.truesize, priority: self.priority, dscp: self.dscp, ecn: self.ecn, ..Skb::default() }
+    }
+
+    /// One datagram sent: count it and move to the next flow (round robin, a compare
+    /// rather than a division per send).
+    #[inline(always)]
+    pub fn sent_one(&mut self) {
+        self.next_flow += 1;
+        if self.next_flow == self.flows {
+            self.next_flow = 0;
+        }
+        self.sent += 1;
     }
 }
 
@@ -103,26 +121,11 @@ impl World {
             self.socks[s as usize].blocked = true;
             return None;
         }
-        let flow = ((u.traffic_index as u32) << 16) | u.next_flow;
-        // Round robin over the flows (a compare, not a division per send).
-        u.next_flow += 1;
-        if u.next_flow == u.flows {
-            u.next_flow = 0;
-        }
-        u.sent += 1;
+        let skb = u.next_skb();
+        u.sent_one();
         if u.interval_ns > 0.0 {
             u.next_send = u.next_send.max(now as f64) + u.interval_ns;
         }
-        let skb = Skb {
-            flow,
-            sk: flow + 1,
-            len: u.frame_len,
-            truesize: u.truesize,
-            priority: u.priority,
-            dscp: u.dscp,
-            ecn: u.ecn,
-            ..Skb::default()
-        };
         Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::SockWfree, cost_ns: self.profile.costs.send_ns, seq: 0 })
     }
 }

@@ -325,7 +325,7 @@ impl TcpSock {
             rcv: recv::Receiver::new(mss),
             stats: TcpStats::default(),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, kind: SockKind::Tcp(Box::new(tcp)) }
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
