@@ -34,13 +34,17 @@ use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::sock::SockKind;
 use crate::world::World;
 use darkbuf_model::qdisc::{ArrivalDrop, EnqueueVerdict, Qdisc};
+use darkbuf_model::Skb;
 
 /// The next send on a CPU, when the qdisc drops it on arrival.
+#[derive(Clone, Copy)]
 struct DroppedSend {
     /// The task that sends it: the one whose unit just ended, or the next in the run
     /// queue.
     task: TaskId,
     sock: SockId,
+    /// The skb `udp_sendmsg()` builds, as far as steering and the qdisc look at it.
+    skb: Skb,
     qdisc: QdiscId,
     drop: ArrivalDrop,
     /// `qdisc_run_begin()` succeeds (else another CPU's run holds the qdisc).
@@ -55,9 +59,21 @@ impl World {
     /// returns there.
     #[inline]
     pub(crate) fn flood_drop_burst(&mut self, cpu: CpuId, frame: &mut Frame) -> Option<Step> {
+        let Frame::TaskEnd(ended) = *frame else { unreachable!("a TaskEnd frame") };
+        let first = self.next_dropped_send(cpu, ended)?;
+        self.drop_burst_from(cpu, frame, first)
+    }
+
+    /// The loop of [`World::flood_drop_burst`] from its first send.
+    #[inline(never)]
+    fn drop_burst_from(&mut self, cpu: CpuId, frame: &mut Frame, first: DroppedSend) -> Option<Step> {
+        // The last two sends checked in full, by (task, flow): within the loop only the
+        // qdisc's answer can change for the same task and flow (see `repeat_send()`).
+        let mut seen = [Some(first), None];
+        let mut turn = 1;
+        let mut send = first;
         loop {
             let Frame::TaskEnd(ended) = *frame else { unreachable!("a TaskEnd frame") };
-            let send = self.next_dropped_send(cpu, ended)?;
             // task_end_once(): the task alone on its CPU runs again, or the next one in
             // the run queue takes its turn.
             let c = &mut self.cpus[cpu as usize];
@@ -87,6 +103,44 @@ impl World {
             }
             // Past the send, the run it started ends at once (`qdisc_run_step()`,
             // `qdisc_run_ends_at_once()`): `running` is false again.
+            send = match self.repeat_send(cpu, send.task, &seen) {
+                Some(send) => send?,
+                None => {
+                    let send = self.next_dropped_send(cpu, send.task)?;
+                    seen[turn] = Some(send);
+                    turn ^= 1;
+                    send
+                }
+            };
+        }
+    }
+
+    /// The next send on `cpu` when an earlier send of this loop, in `seen`, had the same
+    /// task and flow: `Some(Some(send))` if the qdisc still drops it on arrival,
+    /// `Some(None)` if not. `None` if no send in `seen` matches.
+    ///
+    /// Between the sends of one loop nothing runs but the loop: the sockets, tasks,
+    /// steering, qdisc run state and queue states that `next_dropped_send()` checked
+    /// are as they were, and the ended task is one that sent in the loop. Only the
+    /// qdisc's own answer may change (sfq's depth lists move with each drop, its
+    /// perturbation timer falls due).
+    #[inline(always)]
+    fn repeat_send(&self, cpu: CpuId, ended: TaskId, seen: &[Option<DroppedSend>; 2]) -> Option<Option<DroppedSend>> {
+        let task = self.cpus[cpu as usize].runnable.front().unwrap_or(ended);
+        let SockKind::Udp(u) = &self.socks[self.task_sock(task)? as usize].kind else { return None };
+        let flow = u.next_skb().flow;
+        let prev = seen.iter().flatten().find(|s| s.task == task && s.skb.flow == flow)?;
+        let skb = Skb { tstamp: self.now, ..prev.skb };
+        let q = self.qdiscs[prev.qdisc as usize].q.as_ref().expect("a qdisc");
+        Some(q.arrival_dropped(&skb, self.now).map(|drop| DroppedSend { skb, drop, ..*prev }))
+    }
+
+    /// The socket of a process task.
+    #[inline(always)]
+    fn task_sock(&self, task: TaskId) -> Option<SockId> {
+        match self.tasks[task as usize].kind {
+            TaskKind::Proc(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -131,7 +185,7 @@ impl World {
             return None;
         }
         let drop = q.q.as_ref()?.arrival_dropped(&skb, self.now)?;
-        Some(DroppedSend { task, sock, qdisc, drop, starts_run })
+        Some(DroppedSend { task, sock, skb, qdisc, drop, starts_run })
     }
 
     /// A UDP flood that sends as fast as it can and is not blocked on its send buffer:
@@ -148,10 +202,10 @@ mod tests {
     use crate::profile::Profile;
     use crate::world::World;
 
-    /// One run of `toml` (5 ms warmup, 200 ms measured), with or without the bursts:
+    /// One run of `toml` (5 ms warmup, then `duration`), with or without the bursts:
     /// the results, and how many sends the bursts ran.
     fn run(toml: &str, bursts: bool) -> (String, u64) {
-        let text = format!("duration = \"200ms\"\nwarmup = \"5ms\"\n{toml}");
+        let text = format!("warmup = \"5ms\"\n{toml}");
         let scn = darkbuf_scenario::load_str("burst.toml", &text, &[]).unwrap();
         let mut w = World::new(&scn, Profile::load("seed-vm").unwrap(), 7).unwrap();
         w.drop_bursts = bursts;
@@ -163,8 +217,10 @@ mod tests {
 
     /// Floods into full qdiscs give the same results, byte for byte, with and without
     /// `flood_drop_burst()`, and the bursts run most of their sends: two floods on one
-    /// CPU into sfq (seed 000's shape, the run queue rotating), a flood of many flows
-    /// into a small sfq, one into its depth limit, and a NIC without BQL under
+    /// CPU into sfq (seed 000's shape, the run queue rotating), the same with two flows
+    /// each (more (task, flow) pairs than `repeat_send()` remembers), a flood of many
+    /// flows into a small sfq and two floods of one flow each whose perturbation timer
+    /// falls due during the run, one into its depth limit, and a NIC without BQL under
     /// pfifo_fast and pfifo.
     #[test]
     fn bursts_change_nothing_but_the_speed() {
@@ -173,12 +229,15 @@ mod tests {
         let flood = |size: u32, flows: u32| format!("[[traffic]]\nkind = \"udp\"\nsize = {size}\nrate = \"max\"\nflows = {flows}\nsndbuf = \"8MiB\"\n");
         let ping = "[[traffic]]\nkind = \"ping\"\ninterval = \"20ms\"\n";
         let nic = "[device]\ndriver = \"nic\"\nrate = \"1Gbit\"\nring_size = 256\n[device.bql]\nenabled = false\n";
+        let short = "duration = \"200ms\"\n";
         let cases = [
-            format!("{veth}[qdisc]\nkind = \"sfq\"\n{}{}{ping}", flood(1400, 1), flood(24, 1)),
-            format!("{veth}[qdisc]\nkind = \"sfq\"\nlimit = 20\nperturb = 1\n{}{ping}", flood(1400, 7)),
-            format!("{veth}[qdisc]\nkind = \"sfq\"\ndepth = 10\n{}{ping}", flood(200, 1)),
-            format!("{nic}[qdisc]\nkind = \"pfifo_fast\"\n{}{ping}", flood(1400, 3)),
-            format!("{nic}[qdisc]\nkind = \"pfifo\"\nlimit = 50\n{}", flood(1400, 1)),
+            format!("{short}{veth}[qdisc]\nkind = \"sfq\"\n{}{}{ping}", flood(1400, 1), flood(24, 1)),
+            format!("{short}{veth}[qdisc]\nkind = \"sfq\"\n{}{}{ping}", flood(1400, 2), flood(24, 2)),
+            format!("duration = \"2200ms\"\n{veth}[qdisc]\nkind = \"sfq\"\nlimit = 20\nperturb = 1\n{}{ping}", flood(1400, 7)),
+            format!("duration = \"1100ms\"\n{veth}[qdisc]\nkind = \"sfq\"\nperturb = 1\n{}{}", flood(1400, 1), flood(24, 1)),
+            format!("{short}{veth}[qdisc]\nkind = \"sfq\"\ndepth = 10\n{}{ping}", flood(200, 1)),
+            format!("{short}{nic}[qdisc]\nkind = \"pfifo_fast\"\n{}{ping}", flood(1400, 3)),
+            format!("{short}{nic}[qdisc]\nkind = \"pfifo\"\nlimit = 50\n{}", flood(1400, 1)),
         ];
         for toml in &cases {
             let (with, sends) = run(toml, true);
