@@ -148,13 +148,18 @@ impl World {
     /// the qdisc drops it on arrival; no state changes.
     #[inline(always)]
     fn next_dropped_send(&self, cpu: CpuId, ended: TaskId) -> Option<DroppedSend> {
+        // First what fails soonest where no flood meets a full qdisc: a process whose
+        // last send was queued.
+        let TaskKind::Proc(s) = self.tasks[ended as usize].kind else { return None };
+        if !self.socks[s as usize].last_send_dropped {
+            return None;
+        }
         let c = &self.cpus[cpu as usize];
         if c.softirq_pending != 0 {
             return None;
         }
         // The ended task stays runnable (sock_wants_cpu(): an unblocked flood at full
         // speed), and its CPU's next unit is a send by it or by the next flood in line.
-        let TaskKind::Proc(s) = self.tasks[ended as usize].kind else { return None };
         if !self.flood_at_full_speed(s) {
             return None;
         }
