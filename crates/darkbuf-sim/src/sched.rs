@@ -163,10 +163,8 @@ impl World {
         // without the dispatches. Sends that the qdisc drops on arrival go through
         // `flood_drop_burst()`.
         loop {
-            if self.drop_bursts {
-                if let Some(step) = self.flood_drop_burst(cpu, frame) {
-                    return step;
-                }
+            if let Some(step) = self.flood_drop_burst(cpu, frame) {
+                return step;
             }
             let Frame::TaskEnd(ti) = *frame else { unreachable!("a TaskEnd frame") };
             let cost = match self.task_end_once(cpu, ti, frame) {

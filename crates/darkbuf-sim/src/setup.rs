@@ -446,7 +446,9 @@ impl World {
             delivered: 0,
             dropped: 0,
             transmitted: 0,
+            #[cfg(test)]
             burst_sends: 0,
+            #[cfg(test)]
             drop_bursts: true,
         };
         w.check_ids();

@@ -80,9 +80,11 @@ pub struct World {
     pub delivered: u64,
     pub dropped: u64,
     pub transmitted: u64,
-    /// Sends run by `flood_drop_burst()`, and whether it may run (the tests compare a
-    /// run without it).
+    /// Sends run by `flood_drop_burst()`, and whether it may run: the tests compare
+    /// runs without it.
+    #[cfg(test)]
     pub burst_sends: u64,
+    #[cfg(test)]
     pub drop_bursts: bool,
 }
 
