@@ -33,7 +33,7 @@ use crate::cpu::{CpuId, Frame, QdiscId, SockId, Step, TaskId, TaskKind, TaskStat
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::sock::SockKind;
 use crate::world::World;
-use darkbuf_model::qdisc::{ArrivalDrop, EnqueueVerdict, Qdisc};
+use darkbuf_model::qdisc::{ArrivalDrop, Qdisc};
 use darkbuf_model::Skb;
 
 /// The next send on a CPU, when the qdisc drops it on arrival.
@@ -91,7 +91,7 @@ impl World {
             // udp_sendmsg(), sock_alloc_skb(), __dev_queue_xmit(), kfree_skb().
             let SockKind::Udp(u) = &mut self.socks[send.sock as usize].kind else { unreachable!("a flood") };
             u.sent_one();
-            u.sndbuf_errors += (send.drop.verdict == EnqueueVerdict::Dropped) as u64;
+            self.sock_xmit_verdict(send.sock, send.drop.verdict);
             self.created += 1;
             let cost = self.cost(self.profile.costs.send_ns);
             let q = &mut self.qdiscs[send.qdisc as usize];

@@ -541,6 +541,15 @@ impl Sfq {
         self.cur_depth = if deeper.next == (SFQ_MAX_FLOWS + q + 1) as SfqIndex { q } else { q + 1 };
     }
 
+    /// `sfq_enqueue()` dropping the arrival in slot `x` and nothing else: the same
+    /// bookkeeping as [`Qdisc::drop_arrival`], and the packet on the drop list.
+    #[inline(always)]
+    fn drop_own_arrival(&mut self, verdict: EnqueueVerdict, x: SfqIndex, id: u32, drops: &mut Vec<u32>) -> EnqueueVerdict {
+        self.drop_arrival(ArrivalDrop { verdict, hint: x as u32 });
+        drops.push(id);
+        verdict
+    }
+
     /// The perturbation timer (`sfq_perturbation()`), run lazily: every period that
     /// has elapsed by `now` re-keys the hash and, if packets are queued, rehashes them.
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
@@ -664,9 +673,7 @@ impl Qdisc for Sfq {
         } else if self.slots[x as usize].qlen as u32 >= self.maxdepth {
             // congestion_drop
             if !self.headdrop {
-                self.stats.drops += 1;
-                drops.push(skb.id);
-                return EnqueueVerdict::Dropped;
+                return self.drop_own_arrival(EnqueueVerdict::Dropped, x, skb.id, drops);
             }
             let slot = &mut self.slots[x as usize];
             let head = self.skbs.pop_head(&mut slot.skbs).expect("a full slot holds packets");
@@ -677,10 +684,7 @@ impl Qdisc for Sfq {
             drops.push(head.id);
             return EnqueueVerdict::Congested;
         } else if self.arrival_is_the_victim(x) {
-            self.relink_own_victim(x);
-            self.stats.drops += 1;
-            drops.push(skb.id);
-            return EnqueueVerdict::Congested;
+            return self.drop_own_arrival(EnqueueVerdict::Congested, x, skb.id, drops);
         }
 
         self.enqueue_to_slot(x, skb, drops)
