@@ -3,7 +3,7 @@
 //! enqueue/dequeue interleavings, and `build()` never panicking on any parameters.
 
 use darkbuf_model::params::{ParamValue, Params};
-use darkbuf_model::qdisc::{build, DevInfo, EnqueueVerdict, Qdisc, BUILDABLE_KINDS};
+use darkbuf_model::qdisc::{build, ArrivalDrop, DevInfo, EnqueueVerdict, Qdisc, BUILDABLE_KINDS};
 use darkbuf_model::Skb;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -233,6 +233,15 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// One step of `arrival_dropped_again_answers_as_in_full`.
+#[derive(Clone, Debug)]
+enum FloodOp {
+    /// The next send of flood `i` (modulo the number of floods).
+    Send(usize),
+    Dequeue,
+    Wait(u64),
+}
+
 fn kind_and_params() -> impl Strategy<Value = (&'static str, Params)> {
     prop::sample::select(BUILDABLE_KINDS.to_vec()).prop_flat_map(|k| (Just(k), valid_params(k)))
 }
@@ -369,6 +378,60 @@ proptest! {
             }
         }
         prop_assert_eq!(&da, &db);
+    }
+
+    /// `arrival_dropped_again()` from a flow's last answer gives what
+    /// `arrival_dropped()` gives, while only `drop_arrival()`s have changed the qdisc
+    /// since: a few floods (each a fixed flow, length and priority, as the simulator's
+    /// drop loop sends them) into a small qdisc, with rare dequeues and waits (sfq's
+    /// perturbation falls due). The shortcut is then taken as the loop takes it.
+    #[test]
+    fn arrival_dropped_again_answers_as_in_full(
+        (kind, p) in kind_and_params(),
+        tx_queue_len in 1u32..64,
+        hash_key in any::<u32>(),
+        floods in prop::collection::vec((0u32..6, prop_oneof![Just(66u32), Just(1514), 1u32..9000], 0u32..16), 1..4),
+        ops in prop::collection::vec(prop_oneof![
+            24 => (0usize..4).prop_map(FloodOp::Send),
+            1 => Just(FloodOp::Dequeue),
+            1 => (0u64..1_500_000_000).prop_map(FloodOp::Wait),
+        ], 1..600),
+    ) {
+        let dev = DevInfo { tx_queue_len, mtu_l2: 1514, hash_key, hz: 250 };
+        let Ok(mut q) = build(kind, p, &dev) else { return Ok(()) };
+        let mut drops = Vec::new();
+        let mut now = 0u64;
+        // Each flood's last answer since the qdisc last changed otherwise.
+        let mut answered: Vec<Option<ArrivalDrop>> = vec![None; floods.len()];
+        for (id, op) in ops.into_iter().enumerate() {
+            drops.clear();
+            match op {
+                FloodOp::Send(i) => {
+                    let i = i % floods.len();
+                    let (flow, len, priority) = floods[i];
+                    let skb = Skb { id: id as u32, flow, len, priority, tstamp: now, ..Skb::default() };
+                    let answer = q.arrival_dropped(&skb, now);
+                    if let Some(prev) = answered[i] {
+                        prop_assert_eq!(q.arrival_dropped_again(&skb, now, prev), answer, "{} again from {:?}", kind, prev);
+                    }
+                    match answer {
+                        Some(drop) => {
+                            q.drop_arrival(drop);
+                            answered[i] = Some(drop);
+                        }
+                        None => {
+                            q.enqueue(skb, now, &mut drops);
+                            answered.fill(None);
+                        }
+                    }
+                }
+                FloodOp::Dequeue => {
+                    q.dequeue(now, &mut drops);
+                    answered.fill(None);
+                }
+                FloodOp::Wait(ns) => now += ns,
+            }
+        }
     }
 
     #[test]

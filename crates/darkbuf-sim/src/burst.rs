@@ -130,25 +130,21 @@ impl World {
     /// steering, qdisc run state and queue states that `next_dropped_send()` checked
     /// are as they were, and the ended task is one that sent in the loop. Only the
     /// qdisc's own answer may change (sfq's depth lists move with each drop, its
-    /// perturbation timer falls due).
+    /// perturbation timer falls due), and the qdisc has changed only by the loop's
+    /// `drop_arrival()`s: `arrival_dropped_again()` gives the answer from the flow's
+    /// last one.
     #[inline(always)]
     fn repeat_send(&self, cpu: CpuId, ended: TaskId, seen: &[Option<DroppedSend>; 2]) -> Option<Option<DroppedSend>> {
         let task = self.cpus[cpu as usize].runnable.front().unwrap_or(ended);
-        let SockKind::Udp(u) = &self.socks[self.task_sock(task)? as usize].kind else { return None };
+        // A task in `seen` is a flood's: its socket is the one recorded with it.
+        let mut same_task = seen.iter().flatten().filter(|s| s.task == task);
+        let first = same_task.next()?;
+        let SockKind::Udp(u) = &self.socks[first.sock as usize].kind else { unreachable!("a flood") };
         let flow = u.next_skb().flow;
-        let prev = seen.iter().flatten().find(|s| s.task == task && s.skb.flow == flow)?;
+        let prev = if first.skb.flow == flow { first } else { same_task.find(|s| s.skb.flow == flow)? };
         let skb = Skb { tstamp: self.now, ..prev.skb };
         let q = self.qdiscs[prev.qdisc as usize].q.as_ref().expect("a qdisc");
-        Some(q.arrival_dropped(&skb, self.now).map(|drop| DroppedSend { skb, drop, ..*prev }))
-    }
-
-    /// The socket of a process task.
-    #[inline(always)]
-    fn task_sock(&self, task: TaskId) -> Option<SockId> {
-        match self.tasks[task as usize].kind {
-            TaskKind::Proc(s) => Some(s),
-            _ => None,
-        }
+        Some(q.arrival_dropped_again(&skb, self.now, prev.drop).map(|drop| DroppedSend { skb, drop, ..*prev }))
     }
 
     /// The send that `task_end_once()` would start after `ended`'s unit on `cpu`, if

@@ -125,6 +125,14 @@ pub trait Qdisc {
     fn drop_arrival(&mut self, _drop: ArrivalDrop) {
         unreachable!("arrival_dropped() returned None")
     }
+    /// [`Qdisc::arrival_dropped`] for `skb` when an earlier arrival of the same flow
+    /// was answered `prev` and the qdisc has changed since only by
+    /// [`Qdisc::drop_arrival`]s: the same answer, for a flood's next send, without
+    /// finding the flow again (sfq: `prev.hint` is still the flow's slot). The
+    /// default asks in full.
+    fn arrival_dropped_again(&self, skb: &Skb, now: u64, _prev: ArrivalDrop) -> Option<ArrivalDrop> {
+        self.arrival_dropped(skb, now)
+    }
 }
 
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
@@ -259,5 +267,9 @@ impl Qdisc for AnyQdisc {
     #[inline]
     fn drop_arrival(&mut self, drop: ArrivalDrop) {
         dispatch!(self, q => q.drop_arrival(drop))
+    }
+    #[inline]
+    fn arrival_dropped_again(&self, skb: &Skb, now: u64, prev: ArrivalDrop) -> Option<ArrivalDrop> {
+        dispatch!(self, q => q.arrival_dropped_again(skb, now, prev))
     }
 }

@@ -541,6 +541,25 @@ impl Sfq {
         self.cur_depth = if deeper.next == (SFQ_MAX_FLOWS + q + 1) as SfqIndex { q } else { q + 1 };
     }
 
+    /// Whether `sfq_enqueue()` drops an arrival in the allocated slot `x` and nothing
+    /// else, with the perturbation timer not due: the slot is at its depth
+    /// (`congestion_drop`, no headdrop), or [`Sfq::arrival_is_the_victim`].
+    #[inline(always)]
+    fn slot_drops_arrival(&self, x: SfqIndex) -> Option<ArrivalDrop> {
+        let verdict = if self.slots[x as usize].qlen as u32 >= self.maxdepth {
+            (!self.headdrop).then_some(EnqueueVerdict::Dropped)
+        } else {
+            self.arrival_is_the_victim(x).then_some(EnqueueVerdict::Congested)
+        };
+        verdict.map(|verdict| ArrivalDrop { verdict, hint: x as u32 })
+    }
+
+    /// The perturbation timer has fallen due: the next enqueue rehashes first.
+    #[inline(always)]
+    fn perturbation_due(&self, now: u64) -> bool {
+        self.perturb_period_ns != 0 && now >= self.perturb_next_ns
+    }
+
     /// `sfq_enqueue()` dropping the arrival in slot `x` and nothing else: the same
     /// bookkeeping as [`Qdisc::drop_arrival`], and the packet on the drop list.
     #[inline(always)]
@@ -555,7 +574,7 @@ impl Sfq {
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
     #[inline]
     fn run_perturb_timer(&mut self, now: u64, drops: &mut Vec<u32>) {
-        if self.perturb_period_ns != 0 && now >= self.perturb_next_ns {
+        if self.perturbation_due(now) {
             self.perturb_expired(now, drops);
         }
     }
@@ -748,19 +767,25 @@ impl Qdisc for Sfq {
     /// [`Sfq::arrival_is_the_victim`].
     #[inline]
     fn arrival_dropped(&self, skb: &Skb, now: u64) -> Option<ArrivalDrop> {
-        if self.perturb_period_ns != 0 && now >= self.perturb_next_ns {
+        if self.perturbation_due(now) {
             return None;
         }
         let x = self.ht[self.bucket_of(skb) as usize];
         if x == SFQ_EMPTY_SLOT {
             return None;
         }
-        let verdict = if self.slots[x as usize].qlen as u32 >= self.maxdepth {
-            (!self.headdrop).then_some(EnqueueVerdict::Dropped)
-        } else {
-            self.arrival_is_the_victim(x).then_some(EnqueueVerdict::Congested)
-        };
-        verdict.map(|verdict| ArrivalDrop { verdict, hint: x as u32 })
+        self.slot_drops_arrival(x)
+    }
+
+    /// The flow's slot is `prev.hint`: `drop_arrival()` leaves every slot allocated
+    /// (a slot at its depth keeps its packets; an arrival that is its own victim
+    /// leaves its slot's length as it was), and only the perturbation rehashes.
+    #[inline]
+    fn arrival_dropped_again(&self, _skb: &Skb, now: u64, prev: ArrivalDrop) -> Option<ArrivalDrop> {
+        if self.perturbation_due(now) {
+            return None;
+        }
+        self.slot_drops_arrival(prev.hint as SfqIndex)
     }
 
     #[inline]
