@@ -535,8 +535,12 @@ impl Sfq {
     #[inline(always)]
     fn relink_own_victim(&mut self, x: SfqIndex) {
         let q = self.slots[x as usize].qlen as u32;
-        self.sfq_unlink(x);
-        self.sfq_link(x);
+        // Already at the head of dep[q] (a flood's drops, one after another): the
+        // relink would leave every link as it is.
+        if self.dep(q).next != x {
+            self.sfq_unlink(x);
+            self.sfq_link(x);
+        }
         let deeper = self.dep(q + 1);
         self.cur_depth = if deeper.next == (SFQ_MAX_FLOWS + q + 1) as SfqIndex { q } else { q + 1 };
     }
