@@ -360,14 +360,15 @@ fn compare_and_check_help_say_what_the_error_is() {
 fn long_runs_show_progress_and_the_time_left_on_a_terminal() {
     // `--runs N` showed nothing while it ran. On a terminal (script(1) gives the command
     // one) a bar shows the runs done and an estimate of the time left. It appears after
-    // a second, so the runs must take longer than that: 6 x 10 s simulated of
-    // veth-bql take about 3 s (22x real time, 2026-11-26; 2 s each were enough at 8x).
+    // a second, so the runs must take longer than that: 6 x 20 s simulated of
+    // veth-bql take about 4 s (31x real time at d9f0da5, 2026-11-26; 2 s each were
+    // enough at 8x, 10 s at 22x).
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("progress: skipped: no script(1) to give darkbuf a terminal");
         return;
     }
     let cmd = format!(
-        "{} run {} --runs 6 --jobs 1 --set duration=10s --set warmup=100ms --format csv > /dev/null",
+        "{} run {} --runs 6 --jobs 1 --set duration=20s --set warmup=100ms --format csv > /dev/null",
         env!("CARGO_BIN_EXE_darkbuf"),
         repo("scenarios/veth-bql.toml")
     );
