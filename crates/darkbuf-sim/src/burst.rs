@@ -131,8 +131,8 @@ impl World {
     /// are as they were, and the ended task is one that sent in the loop. Only the
     /// qdisc's own answer may change (sfq's depth lists move with each drop, its
     /// perturbation timer falls due), and the qdisc has changed only by the loop's
-    /// `drop_arrival()`s: `arrival_dropped_again()` gives the answer from the flow's
-    /// last one.
+    /// `drop_arrival()`s since `seen` recorded its answer for the same flow:
+    /// `arrival_dropped_again()` gives the new answer from that one.
     #[inline(always)]
     fn repeat_send(&self, cpu: CpuId, ended: TaskId, seen: &[Option<DroppedSend>; 2]) -> Option<Option<DroppedSend>> {
         let task = self.cpus[cpu as usize].runnable.front().unwrap_or(ended);
