@@ -564,15 +564,6 @@ impl Sfq {
         self.perturb_period_ns != 0 && now >= self.perturb_next_ns
     }
 
-    /// `sfq_enqueue()` dropping the arrival in slot `x` and nothing else: the same
-    /// bookkeeping as [`Qdisc::drop_arrival`], and the packet on the drop list.
-    #[inline(always)]
-    fn drop_own_arrival(&mut self, verdict: EnqueueVerdict, x: SfqIndex, id: u32, drops: &mut Vec<u32>) -> EnqueueVerdict {
-        self.drop_arrival(ArrivalDrop { verdict, hint: x as u32 });
-        drops.push(id);
-        verdict
-    }
-
     /// The perturbation timer (`sfq_perturbation()`), run lazily: every period that
     /// has elapsed by `now` re-keys the hash and, if packets are queued, rehashes them.
     /// The timer is armed at time 0 (qdisc creation) and rearmed every period.
@@ -693,11 +684,14 @@ impl Qdisc for Sfq {
             let slot = &mut self.slots[x as usize];
             slot.hash = hash;
             slot.backlog = 0;
+        } else if let Some(drop) = self.slot_drops_arrival(x) {
+            // congestion_drop without headdrop, or an arrival that is its own victim:
+            // the arrival alone goes, with the bookkeeping of `drop_arrival()`.
+            self.drop_arrival(drop);
+            drops.push(skb.id);
+            return drop.verdict;
         } else if self.slots[x as usize].qlen as u32 >= self.maxdepth {
-            // congestion_drop
-            if !self.headdrop {
-                return self.drop_own_arrival(EnqueueVerdict::Dropped, x, skb.id, drops);
-            }
+            // congestion_drop with headdrop
             let slot = &mut self.slots[x as usize];
             let head = self.skbs.pop_head(&mut slot.skbs).expect("a full slot holds packets");
             slot.backlog = slot.backlog - head.len as u64 + skb.len as u64;
@@ -706,8 +700,6 @@ impl Qdisc for Sfq {
             self.stats.drops += 1;
             drops.push(head.id);
             return EnqueueVerdict::Congested;
-        } else if self.arrival_is_the_victim(x) {
-            return self.drop_own_arrival(EnqueueVerdict::Congested, x, skb.id, drops);
         }
 
         self.enqueue_to_slot(x, skb, drops)
