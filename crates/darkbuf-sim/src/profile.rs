@@ -164,8 +164,10 @@ pub enum ProfileError {
     /// `at` is the line and column of the error in the profile's text.
     #[error("profile {path}{} is not valid: {}", at.map_or(String::new(), |(l, c)| format!(":{l}:{c}")), err.message().trim())]
     Parse { path: String, err: toml::de::Error, at: Option<(usize, usize)> },
-    #[error("profile {path}: {msg}")]
-    Invalid { path: String, msg: String },
+    /// `at` is the line and column of the offending key's value, when the profile is a
+    /// file that sets it.
+    #[error("profile {path}{}: {msg}", at.map_or(String::new(), |(l, c)| format!(":{l}:{c}")))]
+    Invalid { path: String, msg: String, at: Option<(usize, usize)> },
 }
 
 impl Profile {
@@ -181,7 +183,7 @@ impl Profile {
                 let max = darkbuf_scenario::limits::MAX_FILE_BYTES;
                 let text = darkbuf_scenario::read_bounded(Path::new(p), max)
                     .map_err(|err| ProfileError::Io { path: p.into(), err })?
-                    .ok_or_else(|| ProfileError::Invalid { path: p.into(), msg: format!("larger than {max} bytes: not a profile") })?;
+                    .ok_or_else(|| ProfileError::Invalid { path: p.into(), msg: format!("larger than {max} bytes: not a profile"), at: None })?;
                 (p.to_string(), text)
             }
             other => return Err(ProfileError::Unknown(other.into())),
@@ -190,11 +192,15 @@ impl Profile {
             let at = err.span().map(|s| darkbuf_scenario::diag::line_col(&text, s.start));
             ProfileError::Parse { path: path.clone(), err, at }
         })?;
-        profile.validate().map_err(|msg| ProfileError::Invalid { path, msg })?;
+        profile.validate().map_err(|(key, msg)| {
+            let at = value_position(&text, key);
+            ProfileError::Invalid { path, msg, at }
+        })?;
         Ok(profile)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// Checks the values serde cannot: on error, the dotted key at fault and why.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
         let c = &self.costs;
         let all = [
             ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns),
@@ -210,14 +216,30 @@ impl Profile {
         ];
         for (k, v) in all {
             if !(v.is_finite() && (0.0..1e12).contains(&v)) {
-                return Err(format!("costs.{k} = {v} must be a finite number of ns >= 0"));
+                return Err((k, format!("costs.{k} = {v} must be a finite number of ns >= 0")));
             }
         }
-        if c.send_ns <= 0.0 || c.consume_ns + c.consumer_base_ns <= 0.0 {
-            return Err("costs.send_ns and the consumer's per-packet cost must be > 0".into());
-        }
         if !(0.0..0.9).contains(&self.noise) {
-            return Err(format!("noise = {} must be in [0, 0.9)", self.noise));
+            return Err(("noise", format!("noise = {} must be in [0, 0.9)", self.noise)));
+        }
+        if c.consume_ns + c.consumer_base_ns <= 0.0 {
+            return Err(("consume_ns", "the consumer's per-packet cost (costs.consume_ns + costs.consumer_base_ns) must be > 0".into()));
+        }
+        // `World::cost()` truncates to whole ns. A send that can cost 0 ns lets a flood
+        // into a full qdisc, whose sends are dropped and free their buffer at once,
+        // send forever at one instant: the simulation never ends.
+        let least = c.send_ns * (1.0 - self.noise);
+        if least < 1.0 {
+            return Err((
+                "send_ns",
+                format!(
+                    "costs.send_ns = {} with noise = {}: a send may cost {least:.3} ns, which is 0 in whole ns, and a flood \
+                     into a full qdisc would never let time pass; costs.send_ns must be at least 1 / (1 - noise) = {:.3} ns",
+                    c.send_ns,
+                    self.noise,
+                    1.0 / (1.0 - self.noise)
+                ),
+            ));
         }
         Ok(())
     }
@@ -227,6 +249,18 @@ impl Profile {
     pub fn consumer_cost_ns(&self, nrules: u32) -> f64 {
         self.costs.consumer_base_ns + nrules as f64 * self.costs.consumer_per_rule_ns
     }
+}
+
+/// Line and column of the value of `key` (`noise`, or a field of `[costs]`) in a
+/// profile's text, for an error about it. `None` for a key the text leaves to its
+/// default.
+fn value_position(text: &str, key: &str) -> Option<(usize, usize)> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let item = match key {
+        "noise" => doc.get("noise")?,
+        field => doc.get("costs")?.get(field)?,
+    };
+    Some(darkbuf_scenario::diag::line_col(text, item.span()?.start))
 }
 
 /// Fits `consumer_base_ns` and `consumer_per_rule_ns` to measured consumer rates.
@@ -293,6 +327,50 @@ mod tests {
         let p = Profile::load("baremetal-100g").unwrap();
         assert!(p.fit.is_none(), "its costs are assumptions, not a fit");
         assert!(p.costs.fq_pkt_ns > 0.0);
+    }
+
+    /// seed-vm's text with one line replaced, loaded from a file.
+    fn load_edited(tag: &str, line_start: &str, with: &str) -> Result<Profile, ProfileError> {
+        let text: String = SEED_VM
+            .lines()
+            .map(|l| if l.starts_with(line_start) { with.to_string() } else { l.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(text.contains(with), "seed-vm has a line starting with {line_start:?}");
+        let path = std::env::temp_dir().join(format!("darkbuf-profile-test-{}-{tag}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let r = Profile::load(path.to_str().unwrap());
+        std::fs::remove_file(&path).unwrap();
+        r
+    }
+
+    /// A send that may cost 0 whole ns would let a flood into a full qdisc loop forever
+    /// at one instant: refused, at the value's line and column. seed-vm's noise is 0.05,
+    /// so the least send_ns is 1 / 0.95 = 1.0526 ns.
+    #[test]
+    fn a_send_that_may_cost_no_time_is_refused_where_it_is_set() {
+        let line = SEED_VM.lines().position(|l| l.starts_with("send_ns")).unwrap() + 1;
+        match load_edited("tiny", "send_ns", "send_ns = 1.05") {
+            Err(ProfileError::Invalid { msg, at, .. }) => {
+                assert_eq!(at, Some((line, 11)), "{msg}");
+                assert!(msg.contains("at least 1 / (1 - noise) = 1.053 ns"), "{msg}");
+            }
+            other => panic!("accepted or wrong error: {other:?}"),
+        }
+        let p = load_edited("least", "send_ns", "send_ns = 1.053").expect("every send takes at least 1 ns");
+        assert_eq!(p.costs.send_ns, 1.053);
+    }
+
+    #[test]
+    fn a_noise_out_of_range_is_refused_where_it_is_set() {
+        let line = SEED_VM.lines().position(|l| l.starts_with("noise")).unwrap() + 1;
+        match load_edited("noise", "noise", "noise = 0.9") {
+            Err(ProfileError::Invalid { msg, at, .. }) => {
+                assert_eq!(at, Some((line, 9)), "{msg}");
+                assert!(msg.contains("must be in [0, 0.9)"), "{msg}");
+            }
+            other => panic!("accepted or wrong error: {other:?}"),
+        }
     }
 
     #[test]
