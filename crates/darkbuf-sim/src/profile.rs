@@ -330,6 +330,7 @@ mod tests {
     }
 
     /// seed-vm's text with one line replaced, loaded from a file.
+    #[allow(clippy::result_large_err)]
     fn load_edited(tag: &str, line_start: &str, with: &str) -> Result<Profile, ProfileError> {
         let text: String = SEED_VM
             .lines()
