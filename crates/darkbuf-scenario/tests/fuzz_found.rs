@@ -272,3 +272,24 @@ fn a_start_after_the_end_of_the_run_is_an_error_at_start() {
     let d = err(irtt);
     assert!(d.message.contains("would never probe"), "{d}");
 }
+
+// ---- how a qdisc parameter's bad value is shown ----
+
+#[test]
+fn a_bad_float_or_string_qdisc_parameter_is_shown_as_written() {
+    // `depth = 1e300` was shown with all 301 digits, `limit = 2.0` as "2 is not valid;
+    // expected an integer", and a string's control characters went out raw.
+    let sfq = |v: &str| format!("duration = \"200ms\"\n[qdisc]\nkind = \"sfq\"\ndepth = {v}\n{UDP}");
+    for (value, shown) in [("1e300", "1e300"), ("-1e308", "-1e308"), ("2.0", "2.0"), ("nan", "nan"), ("-inf", "-inf")] {
+        let d = err(&sfq(value));
+        assert_eq!((d.key.as_str(), at(&d)), ("qdisc.depth", (Some(4), Some(9))), "{d}");
+        assert_eq!(d.message, format!("`qdisc.depth`: {shown} is not valid"), "{d}");
+        assert_eq!(d.help.as_deref(), Some("expected an integer in 0..=4294967295"), "{d}");
+    }
+    let d = err(&sfq("\"a\\nb\\u0000\\\"\""));
+    assert_eq!(d.message, "`qdisc.depth`: \"a\\nb\\0\\\"\" is not valid", "{d}");
+    assert!(!d.message.contains('\n') && !d.message.contains('\0'), "{d}");
+    // From --set, the same text.
+    let d = err_set(&sfq("127"), &["qdisc.depth=1e300"]);
+    assert_eq!((d.file.as_str(), d.message.as_str()), ("--set qdisc.depth=1e300", "`qdisc.depth`: 1e300 is not valid"), "{d}");
+}
