@@ -116,6 +116,10 @@ fn set_on_a_qdisc_class_makes_an_array_of_tables() {
     assert_eq!((d.key.as_str(), d.file.as_str(), pointed(&d)), ("qdisc.class.0.rate", "--set qdisc.class.0.rate=[]", "[]"), "{d}");
     let d = err_set(base, &["qdisc.class.1.classid=1:10"]);
     assert!(d.message.contains("is not an index of `qdisc.class`, which has 0 entries"), "{d}");
+    // Nor is an index that is not a number: not "`qdisc.class` must be an array of tables".
+    let d = err_set(base, &["qdisc.class.-1.classid=1:10"]);
+    assert_eq!((d.key.as_str(), pointed(&d)), ("qdisc.class.-1", "-1"), "{d}");
+    assert!(d.message.contains("`-1` is not an index of `qdisc.class`, which has 0 entries"), "{d}");
 }
 
 // ---- integers with a set or a driver-dependent range ----
@@ -292,4 +296,31 @@ fn a_bad_float_or_string_qdisc_parameter_is_shown_as_written() {
     // From --set, the same text.
     let d = err_set(&sfq("127"), &["qdisc.depth=1e300"]);
     assert_eq!((d.file.as_str(), d.message.as_str()), ("--set qdisc.depth=1e300", "`qdisc.depth`: 1e300 is not valid"), "{d}");
+}
+
+// ---- --set traffic.N.KEY with an N that is not an index, on a scenario without [[traffic]] ----
+
+#[test]
+fn a_traffic_index_that_is_not_a_number_is_not_an_index() {
+    // With no [[traffic]] in the file (a test preset's, or none yet), `traffic.-1.size`
+    // made `traffic` a table and said "`traffic` must be an array of tables, found a
+    // table", as if the file were wrong.
+    let rrul = format!("{RRUL}driver = \"nic\"\nrate = \"100Mbit\"\n");
+    ok_set(&rrul, &[]);
+    let none = "duration = \"200ms\"\n";
+    for base in [rrul.as_str(), none] {
+        for idx in ["-1", "x", "99999999999999999999"] {
+            let arg = format!("traffic.{idx}.size=1");
+            let d = err_set(base, &[&arg]);
+            assert_eq!(d.file, format!("--set {arg}"), "{d}");
+            assert!(d.message.contains(&format!("`{idx}` is not an index of `traffic`, which has 0 entries")), "{arg}: {d}");
+            assert_eq!(d.help.as_deref(), Some("use index 0 to add the first entry: traffic.0.KEY=VALUE"), "{d}");
+        }
+    }
+    // With entries, as before.
+    let d = err_set(V, &["traffic.x.size=1"]);
+    assert!(d.message.contains("`x` is not an index of `traffic`, which has 2 entries"), "{d}");
+    // An unknown key that is not `traffic` or a qdisc's `class` still starts a table.
+    let d = err_set(V, &["device.class.x=1"]);
+    assert!(d.message.contains("unknown key `class`"), "{d}");
 }
