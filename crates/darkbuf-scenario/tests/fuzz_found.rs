@@ -324,3 +324,30 @@ fn a_traffic_index_that_is_not_a_number_is_not_an_index() {
     let d = err_set(V, &["device.class.x=1"]);
     assert!(d.message.contains("unknown key `class`"), "{d}");
 }
+
+// ---- a sweep's --set list splits at the commas between values only ----
+
+#[test]
+fn a_sweep_list_keeps_quoted_strings_and_arrays_whole() {
+    use darkbuf_scenario::sweep::split_values;
+    // `--set 'traffic.0.name="a,b","c"'` swept `"a`, `b"` and `"c"`.
+    assert_eq!(split_values("1,2, 3"), ["1", "2", " 3"]);
+    assert_eq!(split_values("\"a,b\",\"c\""), ["\"a,b\"", "\"c\""]);
+    assert_eq!(split_values("'a,b' , x"), ["'a,b' ", " x"]);
+    assert_eq!(split_values("\"a\\\",b\",c"), ["\"a\\\",b\"", "c"]);
+    assert_eq!(split_values("[0, 1],[2,[3,4]],{a=1,b=\",\"}"), ["[0, 1]", "[2,[3,4]]", "{a=1,b=\",\"}"]);
+    // A bare value is text to the next comma: an apostrophe in it opens no quote.
+    assert_eq!(split_values("it's,x"), ["it's", "x"]);
+    // Unclosed: to the end, for the value's parser to report.
+    assert_eq!(split_values("\"a,b"), ["\"a,b"]);
+    assert_eq!(split_values("[1,2"), ["[1,2"]);
+    assert_eq!(split_values(",,"), ["", "", ""]);
+
+    let points = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let plan = sweep_plan_str("x.toml", V, &sets).unwrap_or_else(|d| panic!("{d}"));
+        plan.points.iter().map(|p| p.label.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(points(&["traffic.0.name=\"a,b\",c"]), ["traffic.0.name=\"a,b\"", "traffic.0.name=c"]);
+    assert_eq!(points(&["device.irq_cpus=[1],[1, 1]"]), ["device.irq_cpus=[1]", "device.irq_cpus=[1, 1]"]);
+}
