@@ -228,12 +228,13 @@ fn ss_series_follow_the_connection() {
 }
 
 /// A TCP segment dropped at enqueue frees its skb in the deferred transmit; `tcp_wfree()`
-/// then queues the TSQ tasklet of a throttled socket on the transmitting CPU. It used
-/// the CPU that had run last, on any host: here the far host's (whose download senders
+/// then queues the TSQ tasklet of a throttled socket on the current CPU, which was
+/// whichever CPU had run last, on any host: here the far host's (whose download senders
 /// run there), and the upload socket's TSQ work then picked a TX queue of this host's
-/// XPS map by the far CPU's number: index out of bounds (found by the CLI fuzz).
+/// XPS map by the far CPU's number: index out of bounds (found by the CLI fuzz). It now
+/// stays on the sender's host.
 #[test]
-fn tsq_work_after_a_drop_at_enqueue_runs_on_the_sending_cpu() {
+fn tsq_work_after_a_drop_at_enqueue_stays_on_the_senders_host() {
     let text = "test = \"rrul_be\"\ntest_delay = \"1ms\"\nduration = \"20ms\"\nwarmup = \"1ms\"\n\
                 [device]\ndriver = \"nic\"\nxps = \"cpu\"\n\
                 [qdisc]\nkind = \"cake\"\nmemlimit = 1\n";
