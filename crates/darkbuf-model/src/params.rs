@@ -23,8 +23,14 @@ impl std::fmt::Display for ParamValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ParamValue::Int(v) => write!(f, "{v}"),
-            ParamValue::Float(v) => write!(f, "{v}"),
-            ParamValue::Str(v) => write!(f, "\"{v}\""),
+            // As TOML writes them (`1.0`, `1e300`, `nan`, `-inf`), never 300 digits,
+            // and a float never shown as the integer a parameter may want (`1`).
+            ParamValue::Float(v) if v.is_nan() => f.write_str("nan"),
+            ParamValue::Float(v) if v.is_infinite() => f.write_str(if *v > 0.0 { "inf" } else { "-inf" }),
+            ParamValue::Float(v) => write!(f, "{v:?}"),
+            // Quoted and escaped, so that a control character or a quote in the value
+            // cannot garble the message it is shown in.
+            ParamValue::Str(v) => write!(f, "{v:?}"),
             ParamValue::Bool(v) => write!(f, "{v}"),
             ParamValue::Tables(v) => write!(f, "[{} tables]", v.len()),
         }

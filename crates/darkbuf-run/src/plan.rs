@@ -10,12 +10,10 @@ use std::collections::BTreeMap;
 pub type RunOut = (RunRecord, BTreeMap<String, String>);
 
 /// Splits `darkbuf sweep`'s `--set`s into (sweeps, fixed): `K=V1,V2,...` sweeps `K`,
-/// `K=V` fixes it for every point, and a value that starts with `[` is one array even
-/// with commas in it.
+/// `K=V` fixes it for every point, and a value that starts with `[` or a quote is one
+/// array or string even with commas in it (see [`darkbuf_scenario::sweep::split_values`]).
 pub fn split_sets(set: &[String]) -> (Vec<String>, Vec<String>) {
-    set.iter().cloned().partition(|s| {
-        s.split_once('=').is_some_and(|(_, v)| v.contains(',') && !v.trim_start().starts_with('['))
-    })
+    set.iter().cloned().partition(|s| darkbuf_scenario::sweep::is_sweep_set(s))
 }
 
 /// `--runs N` (at least 1) and `--seed N`: they apply after loading, over the

@@ -19,10 +19,12 @@ fn source() -> Source {
 
 #[test]
 fn split_sets_follows_the_cli_rule() {
-    let set: Vec<String> = ["a.b=1,2", "c=3", "d=[0,1]", "e= [2, 3]", "f=x,y"].map(String::from).to_vec();
+    let set: Vec<String> = ["a.b=1,2", "c=3", "d=[0,1]", "e= [2, 3]", "f=x,y", "g=\"p,q\"", "h=\"p,q\",r", "i=[0],[1,2]", "j=it's,x"]
+        .map(String::from)
+        .to_vec();
     let (sweeps, fixed) = split_sets(&set);
-    assert_eq!(sweeps, ["a.b=1,2", "f=x,y"]);
-    assert_eq!(fixed, ["c=3", "d=[0,1]", "e= [2, 3]"]);
+    assert_eq!(sweeps, ["a.b=1,2", "f=x,y", "h=\"p,q\",r", "i=[0],[1,2]", "j=it's,x"]);
+    assert_eq!(fixed, ["c=3", "d=[0,1]", "e= [2, 3]", "g=\"p,q\""]);
 }
 
 #[test]

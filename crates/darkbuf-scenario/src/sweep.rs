@@ -250,6 +250,54 @@ pub(crate) fn file_variants(top: &Sec<'_>) -> Result<Vec<Variant>, Diagnostic> {
     Ok(out)
 }
 
+/// The values of a `--set KEY=V1,V2,...` list: `value` split at its commas, except in
+/// a value that starts (after spaces) with a quote or a bracket, a TOML string, array or
+/// inline table, which runs to its closing quote or bracket: `"a,b"` and `[0, 1]` are
+/// one value each. A bare value is plain text to the next comma (`it's` is no quote);
+/// an unclosed quote or bracket runs to the end, for its parser to report.
+pub fn split_values(value: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut escaped) = (0usize, None::<char>, false);
+    let (mut start, mut at_start) = (0, true);
+    for (i, c) in value.char_indices() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' && q == '"' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        let opens = at_start || depth > 0;
+        match c {
+            ',' if depth == 0 => {
+                out.push(&value[start..i]);
+                start = i + 1;
+                at_start = true;
+                continue;
+            }
+            '"' | '\'' if opens => quote = Some(c),
+            '[' | '{' if opens => depth += 1,
+            ']' | '}' if depth > 0 => depth -= 1,
+            _ => {}
+        }
+        if !c.is_whitespace() {
+            at_start = false;
+        }
+    }
+    out.push(&value[start..]);
+    out
+}
+
+/// Whether `darkbuf sweep`'s `--set` `raw` sweeps its key (`K=V1,V2,...`: more than one
+/// value by [`split_values`]) rather than fixing it for every point (`K=V`, including
+/// `K=[0,1]` and `K="a,b"`).
+pub fn is_sweep_set(raw: &str) -> bool {
+    raw.split_once('=').is_some_and(|(_, v)| split_values(v).len() > 1)
+}
+
 fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
     let whole = Origin::Set {
         idx,
@@ -270,7 +318,7 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
         .collect::<Vec<_>>()
         .join(".");
     let mut vals = Vec::new();
-    for piece in vtext.split(',') {
+    for piece in split_values(vtext) {
         let p = piece.trim();
         if p.is_empty() {
             return Err(ctx.diag(

@@ -393,8 +393,14 @@ pub(crate) fn apply_override(
                     // table, and so does everything below `[sweep]` and `[[variant]]`:
                     // they take dotted scenario keys (`sweep.traffic.0.cc` is the
                     // sweep's key "traffic.0.cc").
+                    // `traffic` and a qdisc's `class` are arrays of tables whatever follows them,
+                    // so that `traffic.-1.size` or `traffic.x.size` is reported as not an
+                    // index of `traffic` rather than as `traffic` being a table.
                     let dotted_keys = i > 0 && matches!(full_key[0], "sweep" | "variant");
-                    let next_is_index = !dotted_keys && segs[i + 1].0.parse::<usize>().is_ok();
+                    let array_of_tables = (i == 0 && seg == "traffic")
+                        || (i > 0 && seg == "class" && matches!(full_key[i - 1], "qdisc" | "child"));
+                    let next_is_index =
+                        !dotted_keys && (array_of_tables || segs[i + 1].0.parse::<usize>().is_ok());
                     let v = if next_is_index { V::Array(Vec::new()) } else { V::Table(Table::default()) };
                     t.entries.push(Entry {
                         key: seg.clone(),

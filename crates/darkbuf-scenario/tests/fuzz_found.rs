@@ -116,6 +116,10 @@ fn set_on_a_qdisc_class_makes_an_array_of_tables() {
     assert_eq!((d.key.as_str(), d.file.as_str(), pointed(&d)), ("qdisc.class.0.rate", "--set qdisc.class.0.rate=[]", "[]"), "{d}");
     let d = err_set(base, &["qdisc.class.1.classid=1:10"]);
     assert!(d.message.contains("is not an index of `qdisc.class`, which has 0 entries"), "{d}");
+    // Nor is an index that is not a number: not "`qdisc.class` must be an array of tables".
+    let d = err_set(base, &["qdisc.class.-1.classid=1:10"]);
+    assert_eq!((d.key.as_str(), pointed(&d)), ("qdisc.class.-1", "-1"), "{d}");
+    assert!(d.message.contains("`-1` is not an index of `qdisc.class`, which has 0 entries"), "{d}");
 }
 
 // ---- integers with a set or a driver-dependent range ----
@@ -271,4 +275,79 @@ fn a_start_after_the_end_of_the_run_is_an_error_at_start() {
     let irtt = "duration = \"200ms\"\nwarmup = \"50ms\"\n[[traffic]]\nkind = \"irtt\"\nstart = \"1s\"\n";
     let d = err(irtt);
     assert!(d.message.contains("would never probe"), "{d}");
+}
+
+// ---- how a qdisc parameter's bad value is shown ----
+
+#[test]
+fn a_bad_float_or_string_qdisc_parameter_is_shown_as_written() {
+    // `depth = 1e300` was shown with all 301 digits, `limit = 2.0` as "2 is not valid;
+    // expected an integer", and a string's control characters went out raw.
+    let sfq = |v: &str| format!("duration = \"200ms\"\n[qdisc]\nkind = \"sfq\"\ndepth = {v}\n{UDP}");
+    for (value, shown) in [("1e300", "1e300"), ("-1e308", "-1e308"), ("2.0", "2.0"), ("nan", "nan"), ("-inf", "-inf")] {
+        let d = err(&sfq(value));
+        assert_eq!((d.key.as_str(), at(&d)), ("qdisc.depth", (Some(4), Some(9))), "{d}");
+        assert_eq!(d.message, format!("`qdisc.depth`: {shown} is not valid"), "{d}");
+        assert_eq!(d.help.as_deref(), Some("expected an integer in 0..=4294967295"), "{d}");
+    }
+    let d = err(&sfq("\"a\\nb\\u0000\\\"\""));
+    assert_eq!(d.message, "`qdisc.depth`: \"a\\nb\\0\\\"\" is not valid", "{d}");
+    assert!(!d.message.contains('\n') && !d.message.contains('\0'), "{d}");
+    // From --set, the same text.
+    let d = err_set(&sfq("127"), &["qdisc.depth=1e300"]);
+    assert_eq!((d.file.as_str(), d.message.as_str()), ("--set qdisc.depth=1e300", "`qdisc.depth`: 1e300 is not valid"), "{d}");
+}
+
+// ---- --set traffic.N.KEY with an N that is not an index, on a scenario without [[traffic]] ----
+
+#[test]
+fn a_traffic_index_that_is_not_a_number_is_not_an_index() {
+    // With no [[traffic]] in the file (a test preset's, or none yet), `traffic.-1.size`
+    // made `traffic` a table and said "`traffic` must be an array of tables, found a
+    // table", as if the file were wrong.
+    let rrul = format!("{RRUL}driver = \"nic\"\nrate = \"100Mbit\"\n");
+    ok_set(&rrul, &[]);
+    let none = "duration = \"200ms\"\n";
+    for base in [rrul.as_str(), none] {
+        for idx in ["-1", "x", "99999999999999999999"] {
+            let arg = format!("traffic.{idx}.size=1");
+            let d = err_set(base, &[&arg]);
+            assert_eq!(d.file, format!("--set {arg}"), "{d}");
+            assert!(d.message.contains(&format!("`{idx}` is not an index of `traffic`, which has 0 entries")), "{arg}: {d}");
+            assert_eq!(d.help.as_deref(), Some("use index 0 to add the first entry: traffic.0.KEY=VALUE"), "{d}");
+        }
+    }
+    // With entries, as before.
+    let d = err_set(V, &["traffic.x.size=1"]);
+    assert!(d.message.contains("`x` is not an index of `traffic`, which has 2 entries"), "{d}");
+    // An unknown key that is not `traffic` or a qdisc's `class` still starts a table.
+    let d = err_set(V, &["device.class.x=1"]);
+    assert!(d.message.contains("unknown key `class`"), "{d}");
+}
+
+// ---- a sweep's --set list splits at the commas between values only ----
+
+#[test]
+fn a_sweep_list_keeps_quoted_strings_and_arrays_whole() {
+    use darkbuf_scenario::sweep::split_values;
+    // `--set 'traffic.0.name="a,b","c"'` swept `"a`, `b"` and `"c"`.
+    assert_eq!(split_values("1,2, 3"), ["1", "2", " 3"]);
+    assert_eq!(split_values("\"a,b\",\"c\""), ["\"a,b\"", "\"c\""]);
+    assert_eq!(split_values("'a,b' , x"), ["'a,b' ", " x"]);
+    assert_eq!(split_values("\"a\\\",b\",c"), ["\"a\\\",b\"", "c"]);
+    assert_eq!(split_values("[0, 1],[2,[3,4]],{a=1,b=\",\"}"), ["[0, 1]", "[2,[3,4]]", "{a=1,b=\",\"}"]);
+    // A bare value is text to the next comma: an apostrophe in it opens no quote.
+    assert_eq!(split_values("it's,x"), ["it's", "x"]);
+    // Unclosed: to the end, for the value's parser to report.
+    assert_eq!(split_values("\"a,b"), ["\"a,b"]);
+    assert_eq!(split_values("[1,2"), ["[1,2"]);
+    assert_eq!(split_values(",,"), ["", "", ""]);
+
+    let points = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let plan = sweep_plan_str("x.toml", V, &sets).unwrap_or_else(|d| panic!("{d}"));
+        plan.points.iter().map(|p| p.label.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(points(&["traffic.0.name=\"a,b\",c"]), ["traffic.0.name=\"a,b\"", "traffic.0.name=c"]);
+    assert_eq!(points(&["device.irq_cpus=[1],[1, 1]"]), ["device.irq_cpus=[1]", "device.irq_cpus=[1, 1]"]);
 }

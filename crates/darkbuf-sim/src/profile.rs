@@ -241,6 +241,17 @@ impl Profile {
                 ),
             ));
         }
+        // The clock counts whole nanoseconds and a cost is truncated to them after the
+        // noise (a factor down to 1 - noise): a send below 1 ns takes no time, and a
+        // flood then sends forever at one instant, a run that never ends.
+        if c.send_ns * (1.0 - self.noise) < 1.0 {
+            return Err(format!(
+                "costs.send_ns = {} is below the simulator's 1 ns clock step with noise = {}: a send would take no time and a flood would never let the clock advance; expected send_ns >= 1 / (1 - noise) = {:.3} ns (a UDP sendmsg costs hundreds of ns)",
+                c.send_ns,
+                self.noise,
+                1.0 / (1.0 - self.noise)
+            ));
+        }
         Ok(())
     }
 

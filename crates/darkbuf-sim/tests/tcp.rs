@@ -226,3 +226,22 @@ fn ss_series_follow_the_connection() {
     assert!(srtt.values.iter().flatten().all(|&v| v >= 10.0), "{:?}", srtt.values);
     assert!(r.timeseries["tcp.flow.0.pacing_rate_mbps"].values[10].is_some_and(|v| v > 50.0));
 }
+
+/// A TCP segment dropped at enqueue frees its skb in the deferred transmit; `tcp_wfree()`
+/// then queues the TSQ tasklet of a throttled socket on the current CPU, which was
+/// whichever CPU had run last, on any host: here the far host's (whose download senders
+/// run there), and the upload socket's TSQ work then picked a TX queue of this host's
+/// XPS map by the far CPU's number: index out of bounds (found by the CLI fuzz). It now
+/// stays on the sender's host.
+#[test]
+fn tsq_work_after_a_drop_at_enqueue_stays_on_the_senders_host() {
+    let text = "test = \"rrul_be\"\ntest_delay = \"1ms\"\nduration = \"20ms\"\nwarmup = \"1ms\"\n\
+                [device]\ndriver = \"nic\"\nxps = \"cpu\"\n\
+                [qdisc]\nkind = \"cake\"\nmemlimit = 1\n";
+    for cpus in ["2", "3", "8"] {
+        let r = run_text(text, &[&format!("machine.cpus={cpus}")]);
+        // cake's 1-byte memory limit drops everything this host sends at enqueue.
+        assert!(m(&r, "qdisc.drops") > 0.0, "cpus = {cpus}");
+        assert_eq!(m(&r, "qdisc.sent_pkts"), 0.0, "cpus = {cpus}");
+    }
+}

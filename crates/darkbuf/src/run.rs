@@ -187,6 +187,14 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
     let mut received = 0;
     let mut signal = None;
     while received < total {
+        // Checked on every turn, not only when no run has finished for 50 ms: runs
+        // shorter than that (`--runs 1000` of a 50 ms simulation) keep the channel
+        // busy, and a signal seen only on a timeout would be ignored until the end.
+        if let Some(s) = darkbuf_kernel::signals::received() {
+            cancel.store(true, Ordering::Relaxed);
+            signal = Some(s);
+            break;
+        }
         match rx.recv_timeout(std::time::Duration::from_millis(50)) {
             Ok((j, Ok(out))) => {
                 outs[j] = Some(out);
@@ -198,13 +206,7 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
                 pb.finish_and_clear();
                 return Err(Failure::Backend(e));
             }
-            Err(RecvTimeoutError::Timeout) => {
-                if let Some(s) = darkbuf_kernel::signals::received() {
-                    cancel.store(true, Ordering::Relaxed);
-                    signal = Some(s);
-                    break;
-                }
-            }
+            Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
@@ -530,9 +532,7 @@ pub(crate) fn print_printouts(results: &Results, per_run: bool) {
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
-    let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| {
-        s.split_once('=').is_some_and(|(_, v)| v.contains(',') && !v.trim_start().starts_with('['))
-    });
+    let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| darkbuf_scenario::sweep::is_sweep_set(s));
     let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
     let mut points = Vec::new();
     for spec in &plan.points {

@@ -90,3 +90,58 @@ fn a_string_hz_is_exit_2_with_the_config_hz_values() {
         "darkbuf: --set machine.hz=\"250\": `machine.hz` must be an integer, found a string (\"250\"); expected one of 100, 250, 300, 1000"
     );
 }
+
+/// `darkbuf ARGS`, killed if it has not ended within 60 s: its output, or `None`.
+fn darkbuf_within_60s(args: &[&str]) -> Option<std::process::Output> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_darkbuf"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn a_profile_send_cost_below_the_clock_step_is_exit_2_not_a_run_that_never_ends() {
+    // costs.send_ns = 0.001 passed "> 0", but every send truncated to 0 ns: veth-bql's
+    // flood (as seed-nrules0's and nic-1gbit's) sent forever at one instant into its
+    // full qdisc, and `darkbuf run` of 50 ms never ended (found by the fuzz: timeout 20 s).
+    let seed_vm = std::fs::read_to_string(common::repo("profiles/seed-vm.toml")).unwrap();
+    let with = |send: &str, noise: &str| {
+        let text = seed_vm
+            .lines()
+            .map(|l| match l.split('=').next().map(str::trim) {
+                Some("send_ns") => format!("send_ns = {send}"),
+                Some("noise") => format!("noise = {noise}"),
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        write(&format!("p-send-{send}-{noise}.toml"), &text)
+    };
+    let v = common::repo("scenarios/veth-bql.toml");
+    for (send, noise, bound) in [("0.001", "0.05", "1.053"), ("1.0", "0.5", "2.000"), ("1e-9", "0.0", "1.000")] {
+        let p = with(send, noise);
+        let set = format!("machine.profile={p}");
+        let o = darkbuf_within_60s(&["run", &v, "--set", "duration=50ms", "--set", &set]).expect("ends within 60 s");
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.starts_with(&format!("darkbuf: --set {set}: `machine.profile` = \"{p}\" cannot be loaded: profile {p}: costs.send_ns = ")), "{e}");
+        assert!(e.contains("is below the simulator's 1 ns clock step with noise = "), "{e}");
+        assert!(e.contains(&format!("expected send_ns >= 1 / (1 - noise) = {bound} ns")), "{e}");
+    }
+    // At the bound, it runs.
+    let o = darkbuf(&["run", &v, "--set", "duration=1ms", "--set", "warmup=0s", "--set", &format!("machine.profile={}", with("2.0", "0.5"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -220,3 +220,18 @@ fn plot_no_point_measured_fails_after_the_sweep_and_keeps_its_results() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&page).unwrap().contains("id=\"plot-sweep_cpu_1_net_tx_pct\""));
 }
+
+// --- 4. a sweep's `--set K="a,b"` is one value, not a list ---
+
+#[test]
+fn sweep_set_of_a_quoted_string_with_a_comma_fixes_it() {
+    // `--set 'name="x,y"'` was taken for a list and swept the points `name="x` and
+    // `name=y"`, each named with a stray quote.
+    let v = results_json("sweep", &["--set", "name=\"x,y\"", "--set", "consumer.nrules=0,1"]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{}", serde_json::to_string_pretty(&v["points"]).unwrap());
+    for p in points {
+        assert_eq!(p["results"]["scenario"]["name"], "x,y");
+    }
+    assert_eq!(points[1]["label"], "consumer.nrules=1");
+}

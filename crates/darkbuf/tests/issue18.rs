@@ -195,6 +195,44 @@ fn sigterm_is_exit_143() {
 }
 
 #[test]
+fn sigterm_stops_many_short_runs_at_once() {
+    // Found by the CLI fuzz: 1000 runs of a 50 ms simulation (about 14 ms of CPU each,
+    // so a run finishes well within every 50 ms wait for one) ran to the end and
+    // exited 0 after a SIGTERM, as the signal was looked at only when no run had
+    // finished for 50 ms. Now it stops at once and keeps the runs that finished.
+    let child = darkbuf()
+        .args([
+            "run",
+            &repo("scenarios/examples/all-keys.toml"),
+            "--set",
+            "duration=50ms",
+            "--set",
+            "warmup=10ms",
+            "--runs",
+            "1000",
+            "--jobs",
+            "1",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let seen = std::cell::Cell::new(None::<std::time::Instant>);
+    let o = signal_when(child, "-TERM", || {
+        if sim_threads(pid) > 0 && seen.get().is_none() {
+            seen.set(Some(std::time::Instant::now()));
+        }
+        seen.get().is_some_and(|t| t.elapsed() > std::time::Duration::from_millis(300))
+    });
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted by SIGTERM"), "{}", stderr(&o));
+    assert!(stdout(&o).contains(" of 1000, interrupted"), "{}", stdout(&o));
+}
+
+#[test]
 fn rtt_statistics_from_a_handful_of_probes_come_with_a_warning() {
     // tap-reader: the stock ring tail-drops nearly every probe; one of 50 is answered.
     let o = run(&["run", &repo("scenarios/tap-reader.toml"), "--format", "json"]);

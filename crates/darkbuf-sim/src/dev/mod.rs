@@ -257,7 +257,21 @@ impl World {
         match self.deferred[slot as usize].take().expect("a deferred item") {
             Deferred::Xmit { cpu, dev, skb } => {
                 let info = *self.pkts.get(skb.id);
+                // A qdisc that drops the skb (or a victim) at enqueue frees it here, and
+                // `tcp_wfree()` queues a TSQ-throttled socket's tasklet on the current
+                // CPU. This event is not a step of a CPU, so `current_cpu` is whichever
+                // CPU ran last: on another host it is not a CPU the socket can run on
+                // (its TSQ work then picked a TX queue of this host's XPS map by the far
+                // CPU's number and panicked: rrul_be, xps = "cpu", cake memlimit = 1).
+                // Only then the transmit's own CPU stands in; a stale CPU of the same
+                // host is kept, as the model's TCP results were made with it.
+                let stale = self.current_cpu;
+                let same_host = self.hosts.iter().any(|h| h.cpus.contains(&cpu) && h.cpus.contains(&stale));
+                if !same_host {
+                    self.current_cpu = cpu;
+                }
                 let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
+                self.current_cpu = stale;
                 // A TCP segment's sender learns the verdict (its local congestion signal).
                 if info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out {
                     self.tcp_xmit_verdict(info.sock, info.seq, verdict);
