@@ -131,14 +131,16 @@ fn a_profile_send_cost_below_the_clock_step_is_exit_2_not_a_run_that_never_ends(
         write(&format!("p-send-{send}-{noise}.toml"), &text)
     };
     let v = common::repo("scenarios/veth-bql.toml");
+    let line = seed_vm.lines().position(|l| l.starts_with("send_ns")).unwrap() + 1;
     for (send, noise, bound) in [("0.001", "0.05", "1.053"), ("1.0", "0.5", "2.000"), ("1e-9", "0.0", "1.000")] {
         let p = with(send, noise);
         let set = format!("machine.profile={p}");
         let o = darkbuf_within_60s(&["run", &v, "--set", "duration=50ms", "--set", &set]).expect("ends within 60 s");
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{e}");
-        assert!(e.starts_with(&format!("darkbuf: --set {set}: `machine.profile` = \"{p}\" cannot be loaded: profile {p}: costs.send_ns = ")), "{e}");
-        assert!(e.contains("is below the simulator's 1 ns clock step with noise = "), "{e}");
+        // At the value's line and column in the profile.
+        assert!(e.starts_with(&format!("darkbuf: --set {set}: `machine.profile` = \"{p}\" cannot be loaded: profile {p}:{line}:11: costs.send_ns = {} with noise = {}: ", send.parse::<f64>().unwrap(), noise.parse::<f64>().unwrap())), "{e}");
+        assert!(e.contains("below the simulator's 1 ns clock step"), "{e}");
         assert!(e.contains(&format!("expected send_ns >= 1 / (1 - noise) = {bound} ns")), "{e}");
     }
     // At the bound, it runs.
