@@ -80,12 +80,16 @@ def sweeps(spec: Optional[Mapping[str, Any]]) -> List[str]:
         if not texts:
             raise ScenarioError(f"`{key}`: the sweep has no values; give at least one",
                                 key=key, help="a non-empty list", kind="value")
+        # `darkbuf sweep --set K=V1,V2` splits at commas outside quotes and brackets, so
+        # a quoted string or a list with commas is one value; refuse only a text that
+        # the shared rule would split into several.
         for t in texts:
-            if "," in t:
+            swept, _ = _darkbuf.split_sets([f"{key}={t}"])
+            if swept:
                 raise ScenarioError(
-                    f"`{key}`: the value {t} contains a comma, which separates sweep values; "
+                    f"`{key}`: the value {t} would split at its commas into several sweep values; "
                     "sweep it with a [sweep] table or [[variant]]s in the scenario instead",
-                    key=key, help="values without commas", kind="value",
+                    key=key, help="values that stay one value in --set KEY=V1,V2", kind="value",
                 )
         out.append(f"{key}={','.join(texts)}")
     return out
