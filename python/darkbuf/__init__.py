@@ -37,7 +37,8 @@ def _execute(plan, engine: str, address: Optional[str], retries: int, workers: O
     return Results(plan.assemble(outs))
 
 
-def _check_engine(engine: str, address: Optional[str]) -> None:
+def _check_engine(engine: str, address: Optional[str], workers: Optional[int] = None) -> None:
+    engines.check_workers(workers)
     if engine not in engines.ENGINES:
         raise ValueError(f"engine={engine!r}: valid engines are {', '.join(map(repr, engines.ENGINES))}")
     if address is not None and engine != "ray":
@@ -68,7 +69,7 @@ def run(
             terminal), or ``progress(done, total)``.
         **overrides: more overrides, ``__`` standing for ``.``.
     """
-    _check_engine(engine, address)
+    _check_engine(engine, address, workers)
     name, text = inputs.source(scenario)
     plan = _darkbuf.plan_run(name, text, inputs.overrides(set, overrides))
     return _execute(plan, engine, address, retries, workers, progress)
@@ -95,7 +96,7 @@ def sweep(
     scenario raises its :class:`ScenarioError` whatever the engine. The other
     arguments are :func:`run`'s; ``set`` and ``**overrides`` apply to every point.
     """
-    _check_engine(engine, address)
+    _check_engine(engine, address, workers)
     name, text = inputs.source(scenario)
     plan = _darkbuf.plan_sweep(name, text, inputs.overrides(set, overrides), inputs.sweeps(sweep))
     return _execute(plan, engine, address, retries, workers, progress)

@@ -20,6 +20,20 @@ from .errors import DarkbufError, ScenarioError, SimulationError
 from .results import Results
 
 
+def _int_in(low: int, high: Optional[int]):
+    """An argparse type: an int in low..=high (high None: no bound), as darkbuf's flags
+    take them (--runs 1..=1000, --seed 0..=2^63-1)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if n < low or (high is not None and n > high):
+            raise argparse.ArgumentTypeError(f"{n} is not in {low}..={'' if high is None else high}")
+        return n
+    return parse
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m darkbuf", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -28,21 +42,20 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("scenario", help="scenario TOML file")
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a scenario key (repeatable); for sweep, KEY=V1,V2,... sweeps it")
-        s.add_argument("--runs", type=int, help="number of runs (overrides the scenario's runs)")
-        s.add_argument("--seed", type=int, help="base seed (overrides the scenario's seed)")
+        s.add_argument("--runs", type=_int_in(1, _darkbuf.MAX_RUNS),
+                       help=f"number of runs (overrides the scenario's runs, 1..={_darkbuf.MAX_RUNS})")
+        s.add_argument("--seed", type=_int_in(0, _darkbuf.MAX_SEED),
+                       help=f"base seed (overrides the scenario's seed, 0..={_darkbuf.MAX_SEED})")
         s.add_argument("--format", choices=["json", "csv", "table"], default="table")
         s.add_argument("--engine", choices=list(engines.ENGINES), default="local")
         s.add_argument("--address", help="Ray cluster address (ray.init(address=...)); default: RAY_ADDRESS or a local instance")
-        s.add_argument("--retries", type=int, default=3, help="Ray: retries of a task whose worker or node died")
-        s.add_argument("--workers", type=int, help="local: threads (default: this process's CPUs)")
+        s.add_argument("--retries", type=_int_in(0, None), default=3, help="Ray: retries of a task whose worker or node died")
+        s.add_argument("--workers", type=_int_in(1, None), help="local: threads (default: this process's CPUs)")
     return p
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = parser().parse_args(argv)
-    if a.runs is not None and a.runs < 0:
-        print(f"darkbuf: --runs {a.runs}: give 1 or more", file=sys.stderr)
-        return 2
     if a.address is not None and a.engine != "ray":
         print("darkbuf: --address is the Ray cluster's; give --engine ray with it", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ engine gives the same results, byte for byte.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -58,10 +59,23 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def check_workers(workers: Optional[int]) -> None:
+    """``workers``: ``None`` (or 0: this process's CPUs) or a number of threads."""
+    if workers is None:
+        return
+    try:
+        workers = operator.index(workers)
+    except TypeError:
+        raise TypeError(f"workers={workers!r}: give a number of threads (an int), or None for this process's CPUs") from None
+    if workers < 0:
+        raise ValueError(f"workers={workers}: give 1 or more threads, or None for this process's CPUs")
+
+
 def local(jobs: Sequence[str], workers: Optional[int] = None, progress: Progress = None) -> List[str]:
     """Runs the jobs on a pool of threads (the Rust simulator releases the GIL, so they
     run in parallel). The first failure is raised once the running jobs end; jobs not
     started yet are cancelled."""
+    check_workers(workers)
     report = reporter(progress, len(jobs))
     outs: List[Optional[str]] = [None] * len(jobs)
     if not jobs:

@@ -29,6 +29,7 @@ def source(scenario: Any) -> Tuple[str, str]:
     if isinstance(scenario, os.PathLike):
         return _darkbuf.read_source(os.fspath(scenario))
     if isinstance(scenario, str):
+        _check_unicode(scenario, "scenario", "")
         one_line = "\n" not in scenario
         if one_line and ("=" not in scenario or os.path.isfile(scenario)):
             return _darkbuf.read_source(scenario)
@@ -36,7 +37,22 @@ def source(scenario: Any) -> Tuple[str, str]:
     raise TypeError(f"scenario: a {type(scenario).__name__}; {SCENARIO_HELP}")
 
 
+def _check_unicode(text: str, where: str, key: str) -> None:
+    """A str with a lone surrogate ("\\ud800") has no UTF-8, so it cannot reach the Rust
+    side (pyo3 would raise a UnicodeEncodeError that names nothing)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ScenarioError(
+            f"{where}: {text[max(0, e.start - 20):e.end + 20]!r} is not valid Unicode "
+            f"(a lone surrogate at index {e.start}); give text that is",
+            key=key, help="valid Unicode text", kind="type",
+        ) from None
+
+
 def _check_key(key: Any, where: str) -> str:
+    if isinstance(key, str):
+        _check_unicode(key, where, "")
     if not isinstance(key, str) or not key.strip() or "=" in key:
         raise ScenarioError(
             f"{where}: {key!r} is not a dotted scenario key; write keys such as "
@@ -56,6 +72,8 @@ def overrides(set: Optional[Mapping[str, Any]], keywords: Mapping[str, Any]) -> 
         if not isinstance(set, Mapping):
             raise TypeError("set: a dict of dotted keys to values, e.g. {'device.bql.limit_min': 8}")
         items += [(_check_key(k, "set"), v) for k, v in set.items()]
+    for k in keywords:
+        _check_unicode(k, "keyword", "")
     items += [(k.replace("__", "."), v) for k, v in keywords.items()]
     return [f"{k}={_darkbuf.override_text(v, k)}" for k, v in items]
 
@@ -68,6 +86,7 @@ def sweeps(spec: Optional[Mapping[str, Any]]) -> List[str]:
     if not isinstance(spec, Mapping):
         raise TypeError("sweep: a dict of dotted keys to lists of values, e.g. {'consumer.nrules': [0, 3500]}")
     out = []
+    points = 1
     for key, values in spec.items():
         _check_key(key, "sweep")
         if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
@@ -76,16 +95,33 @@ def sweeps(spec: Optional[Mapping[str, Any]]) -> List[str]:
                 f"write {{{key!r}: [V1, V2, ...]}} (a single value goes in set= or a keyword)",
                 key=key, help="a list of values", kind="type",
             )
-        texts = [_darkbuf.override_text(v, key) for v in values]
+        texts = []
+        for v in values:
+            texts.append(_darkbuf.override_text(v, key))
+            # Every point runs at least once: past the runs a command may have, the sweep
+            # is refused before its points are planned (planning 10^5 points would take
+            # minutes and gigabytes first).
+            if points * len(texts) > _darkbuf.MAX_TOTAL_RUNS:
+                raise ScenarioError(
+                    f"the sweep has more than {_darkbuf.MAX_TOTAL_RUNS:,} points (`{key}` alone "
+                    f"has {len(texts):,} or more values), so more than {_darkbuf.MAX_TOTAL_RUNS:,} runs; "
+                    f"at most {_darkbuf.MAX_TOTAL_RUNS:,} runs per command: split the sweep",
+                    key=key, help=f"at most {_darkbuf.MAX_TOTAL_RUNS:,} points", kind="value",
+                )
         if not texts:
             raise ScenarioError(f"`{key}`: the sweep has no values; give at least one",
                                 key=key, help="a non-empty list", kind="value")
+        points *= len(texts)
+        # `darkbuf sweep --set K=V1,V2` splits at commas outside quotes and brackets, so
+        # a quoted string or a list with commas is one value; refuse only a text that
+        # the shared rule would split into several.
         for t in texts:
-            if "," in t:
+            swept, _ = _darkbuf.split_sets([f"{key}={t}"])
+            if swept:
                 raise ScenarioError(
-                    f"`{key}`: the value {t} contains a comma, which separates sweep values; "
+                    f"`{key}`: the value {t} would split at its commas into several sweep values; "
                     "sweep it with a [sweep] table or [[variant]]s in the scenario instead",
-                    key=key, help="values without commas", kind="value",
+                    key=key, help="values that stay one value in --set KEY=V1,V2", kind="value",
                 )
         out.append(f"{key}={','.join(texts)}")
     return out

@@ -158,3 +158,29 @@ def test_python_m_darkbuf_bad_input_is_exit_2_with_the_cli_message():
     rs = cli(*args, check=False)
     assert (py.returncode, rs.returncode) == (2, 2)
     assert py.stderr == rs.stderr
+
+
+@pytest.mark.parametrize("scenario, axis, values, cli_set", [
+    # A string with a comma: override_text quotes it, so it is one value.
+    (SCENARIO, "name", ["a,b", "c"], 'name="a,b",c'),
+    # A list: its commas are inside brackets.
+    ("scenarios/fq-100g.toml", "device.irq_cpus", [[10, 11], [11]], "device.irq_cpus=[10, 11],[11]"),
+])
+def test_a_swept_value_with_a_comma_is_one_point_as_on_the_cli(scenario, axis, values, cli_set):
+    tiny = {"duration": "20ms", "warmup": "5ms"}
+    r = darkbuf.sweep(scenario, {axis: values}, **tiny)
+    out = cli("sweep", scenario, "--format", "json", "--set", "duration=20ms", "--set", "warmup=5ms",
+              "--set", cli_set).stdout
+    assert r.to_json() == out
+    labels = [p["label"] for p in json.loads(out)["points"]]
+    assert list(dict.fromkeys(r.runs["label"])) == labels
+    assert len(r.points) == len(labels) and len(labels) % len(values) == 0
+    assert [v for _, v in darkbuf._darkbuf.set_values([s for s in r.points[0]["set"] if s.startswith(axis + "=")])] == [values[0]]
+
+
+def test_a_swept_value_that_would_still_split_is_refused():
+    # A string with a newline and a comma is written as a TOML multi-line string, which
+    # `--set K=V1,V2` splits: refused with the key, not swept as pieces.
+    with pytest.raises(darkbuf.ScenarioError) as e:
+        darkbuf.sweep(SCENARIO, {"name": ["a\nb,c", "d"]}, duration="20ms", warmup="5ms")
+    assert e.value.key == "name" and "split" in str(e.value)

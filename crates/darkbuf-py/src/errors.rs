@@ -47,6 +47,11 @@ pub fn value_error(py: Python<'_>, key: &str, message: String, help: &str) -> Py
     python_error(py, "ScenarioError", (text, None::<String>, None::<usize>, None::<usize>, key, help, "type"))
 }
 
+/// A command over `darkbuf_scenario::limits::check_total`'s bounds: the CLI's message.
+pub fn limit_error(py: Python<'_>, message: String) -> PyErr {
+    python_error(py, "ScenarioError", (message, None::<String>, None::<usize>, None::<usize>, "runs", None::<String>, "value"))
+}
+
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     match e {
         Error::Scenario(d) => scenario_error(py, &d),

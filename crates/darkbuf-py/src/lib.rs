@@ -27,6 +27,10 @@ mod _darkbuf {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        // `darkbuf run|sweep`'s bounds, for the Python side's own checks.
+        m.add("MAX_RUNS", darkbuf_scenario::limits::MAX_RUNS)?;
+        m.add("MAX_TOTAL_RUNS", darkbuf_scenario::limits::MAX_TOTAL_RUNS)?;
+        m.add("MAX_SEED", darkbuf_scenario::seeds::MAX_SEED)
     }
 }

@@ -1,6 +1,6 @@
 //! Plans, jobs and results across the Python boundary.
 
-use crate::errors::{scenario_error, to_py};
+use crate::errors::{limit_error, scenario_error, to_py};
 use darkbuf_run::{Job, JobOutput, Output, PlanKind, Source};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -30,7 +30,14 @@ pub struct Plan {
 #[pyo3(signature = (name, text, set, runs=None, seed=None))]
 pub fn plan_run(py: Python<'_>, name: String, text: String, set: Vec<String>, runs: Option<u32>, seed: Option<u64>) -> PyResult<Plan> {
     let plan = py.detach(|| darkbuf_run::Plan::run(Source::text(name, text), &set, runs, seed));
-    plan.map(|plan| Plan { plan }).map_err(|e| to_py(py, e))
+    plan.map_err(|e| to_py(py, e)).and_then(|plan| checked(py, plan))
+}
+
+/// The plan if the whole command is within `darkbuf run|sweep`'s bounds (at most 10 000
+/// runs, summed over the points, and what they record), as the CLI checks them.
+fn checked(py: Python<'_>, plan: darkbuf_run::Plan) -> PyResult<Plan> {
+    darkbuf_scenario::limits::check_total(plan.points.iter().map(|p| &p.scenario)).map_err(|m| limit_error(py, m))?;
+    Ok(Plan { plan })
 }
 
 /// `darkbuf sweep`'s plan: `sweeps` as `KEY=V1,V2,...`, `fixed` as `KEY=VALUE`.
@@ -46,7 +53,7 @@ pub fn plan_sweep(
     seed: Option<u64>,
 ) -> PyResult<Plan> {
     let plan = py.detach(|| darkbuf_run::Plan::sweep(Source::text(name, text), &fixed, &sweeps, runs, seed));
-    plan.map(|plan| Plan { plan }).map_err(|e| to_py(py, e))
+    plan.map_err(|e| to_py(py, e)).and_then(|plan| checked(py, plan))
 }
 
 #[pymethods]

@@ -8,6 +8,20 @@ use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Val
 
 const VALID: &str = "valid values are bool, int, float, str, and lists and dicts of them";
 
+/// How deep lists and dicts may nest in a value. A scenario value nests a few levels;
+/// the limit keeps a list that contains itself, or a very deep one, from overflowing
+/// the stack of the recursion below (a crash of the interpreter, not an error).
+const MAX_DEPTH: usize = 64;
+
+fn too_deep(py: Python<'_>, path: &str) -> PyErr {
+    value_error(
+        py,
+        path,
+        format!("lists and dicts nested more than {MAX_DEPTH} deep (does a list or dict contain itself?)"),
+        VALID,
+    )
+}
+
 fn child(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
@@ -21,6 +35,11 @@ fn a_type(v: &Bound<'_, PyAny>) -> String {
     let name = v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
     let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
     format!("{article} {name}")
+}
+
+/// `repr(v)`, or `?` if its `__repr__` fails.
+fn repr(v: &Bound<'_, PyAny>) -> String {
+    v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into())
 }
 
 /// A dict's keys as strings, in the dict's order, with their values.
@@ -39,27 +58,36 @@ fn entries<'py>(d: &Bound<'py, PyDict>, path: &str) -> PyResult<Vec<(String, Bou
         .collect()
 }
 
-/// A Python value as a TOML value (dicts as inline tables); `path` names it in errors.
-fn to_value(v: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+/// A Python value as a TOML value (dicts as inline tables); `path` names it in errors,
+/// `depth` is how many lists and dicts it is inside.
+fn to_value(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Value> {
     let py = v.py();
+    if depth > MAX_DEPTH {
+        return Err(too_deep(py, path));
+    }
     if v.is_instance_of::<PyBool>() {
         return Ok(Value::from(v.extract::<bool>()?));
     }
     if v.is_instance_of::<PyInt>() {
         return v.extract::<i64>().map(Value::from).map_err(|_| {
-            value_error(py, path, format!("{} does not fit a 64-bit integer", v.repr().map(|r| r.to_string()).unwrap_or_default()), VALID)
+            value_error(py, path, format!("{} does not fit a 64-bit integer", repr(v)), VALID)
         });
     }
     if v.is_instance_of::<PyFloat>() {
         return Ok(Value::from(v.extract::<f64>()?));
     }
     if let Ok(s) = v.cast::<PyString>() {
-        return Ok(Value::from(s.to_cow()?.as_ref()));
+        // A lone surrogate ("\ud800") has no UTF-8: pyo3's UnicodeEncodeError would not
+        // say which key it is.
+        let text = s.to_cow().map_err(|_| {
+            value_error(py, path, format!("the str {} is not valid Unicode (it has a lone surrogate)", repr(v)), VALID)
+        })?;
+        return Ok(Value::from(text.as_ref()));
     }
     if let Ok(d) = v.cast::<PyDict>() {
         let mut t = InlineTable::new();
         for (k, item) in entries(d, path)? {
-            let val = to_value(&item, &child(path, &k))?;
+            let val = to_value(&item, &child(path, &k), depth + 1)?;
             t.insert(&k, val);
         }
         return Ok(Value::InlineTable(t));
@@ -67,7 +95,7 @@ fn to_value(v: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
     if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
         let mut a = Array::new();
         for (i, item) in v.try_iter()?.enumerate() {
-            a.push(to_value(&item?, &child(path, &i.to_string()))?);
+            a.push(to_value(&item?, &child(path, &i.to_string()), depth + 1)?);
         }
         return Ok(Value::Array(a));
     }
@@ -89,12 +117,15 @@ fn to_value(v: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
 /// Whether `s` can go into `--set KEY=s` as typed: the override parser reads text
 /// that is not a TOML value as that string, so `1s`, `sfq` or `50kpps` need no quotes,
 /// and written that way they make the same labels and `set` strings as the CLI.
-/// Anything else (`8` meant as a string, commas, which separate sweep values, or
-/// padding, which `--set` trims) is quoted.
+/// Anything else (`8` meant as a string, commas, which separate sweep values, a
+/// leading bracket or quote, which `darkbuf sweep` reads as opening one value that
+/// swallows the commas after it (`[abc,x` is one value), or padding, which `--set`
+/// trims) is quoted.
 fn bare_string_ok(s: &str) -> bool {
     !s.is_empty()
         && s.trim() == s
         && !s.contains([',', '\n', '\r'])
+        && !s.starts_with(['[', '{', '"', '\''])
         && toml_edit::ImDocument::parse(format!("v = {s}")).is_err()
 }
 
@@ -102,7 +133,7 @@ fn bare_string_ok(s: &str) -> bool {
 /// `"8"`, `[0, 1]`, `{ kind = "udp" }`. `path` (the dotted key) names it in errors.
 #[pyfunction]
 pub fn override_text(value: &Bound<'_, PyAny>, path: &str) -> PyResult<String> {
-    let v = to_value(value, path)?;
+    let v = to_value(value, path, 0)?;
     if let Value::String(s) = &v {
         if bare_string_ok(s.value()) {
             return Ok(s.value().clone());
@@ -114,12 +145,15 @@ pub fn override_text(value: &Bound<'_, PyAny>, path: &str) -> PyResult<String> {
 /// A table of the document: dicts become `[tables]`, lists of dicts `[[arrays of
 /// tables]]` (as a scenario file writes `[[traffic]]`), the rest values, in the dict's
 /// order (which is the order of a `[sweep]`'s axes).
-fn fill_table(t: &mut Table, d: &Bound<'_, PyDict>, path: &str) -> PyResult<()> {
+fn fill_table(t: &mut Table, d: &Bound<'_, PyDict>, path: &str, depth: usize) -> PyResult<()> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep(d.py(), path));
+    }
     for (k, v) in entries(d, path)? {
         let p = child(path, &k);
         if let Ok(sub) = v.cast::<PyDict>() {
             let mut st = Table::new();
-            fill_table(&mut st, sub, &p)?;
+            fill_table(&mut st, sub, &p, depth + 1)?;
             // `[device.bql]` alone, not an empty `[device]` above it.
             st.set_implicit(true);
             t.insert(&k, Item::Table(st));
@@ -131,14 +165,14 @@ fn fill_table(t: &mut Table, d: &Bound<'_, PyDict>, path: &str) -> PyResult<()> 
                 let mut aot = ArrayOfTables::new();
                 for (i, item) in items.iter().enumerate() {
                     let mut st = Table::new();
-                    fill_table(&mut st, item.cast::<PyDict>()?, &child(&p, &i.to_string()))?;
+                    fill_table(&mut st, item.cast::<PyDict>()?, &child(&p, &i.to_string()), depth + 2)?;
                     aot.push(st);
                 }
                 t.insert(&k, Item::ArrayOfTables(aot));
                 continue;
             }
         }
-        t.insert(&k, Item::Value(to_value(&v, &p)?));
+        t.insert(&k, Item::Value(to_value(&v, &p, depth + 1)?));
     }
     Ok(())
 }
@@ -148,7 +182,7 @@ fn fill_table(t: &mut Table, d: &Bound<'_, PyDict>, path: &str) -> PyResult<()> 
 #[pyfunction]
 pub fn dict_to_toml(scenario: &Bound<'_, PyDict>) -> PyResult<String> {
     let mut doc = DocumentMut::new();
-    fill_table(doc.as_table_mut(), scenario, "")?;
+    fill_table(doc.as_table_mut(), scenario, "", 0)?;
     Ok(doc.to_string())
 }
 
