@@ -30,7 +30,9 @@ pub struct SweepPointSpec {
 #[derive(Clone, Debug)]
 enum SetSrc {
     File(Origin),
-    Cli(String),
+    /// The whole `--set` argument, shared by every value of its list: a copy each made
+    /// `--set K=0,1,...,19999` (about 110 KB) take 4 GB before its point count was refused.
+    Cli(std::sync::Arc<str>),
 }
 
 #[derive(Clone, Debug)]
@@ -318,6 +320,7 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
         .collect::<Vec<_>>()
         .join(".");
     let mut vals = Vec::new();
+    let src: std::sync::Arc<str> = raw.into();
     for piece in split_values(vtext) {
         let p = piece.trim();
         if p.is_empty() {
@@ -332,7 +335,7 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
         vals.push(Val {
             text: p.to_string(),
             label: p.to_string(),
-            src: SetSrc::Cli(raw.to_string()),
+            src: SetSrc::Cli(src.clone()),
         });
     }
     Ok(Axis { key, vals })
@@ -510,7 +513,7 @@ pub fn sweep_plan_str_fixed(
                 ),
                 SetSrc::Cli(raw) => Diagnostic {
                     file: format!("--set {raw}"),
-                    source: raw.clone(),
+                    source: raw.to_string(),
                     span: None,
                     line: None,
                     column: None,
