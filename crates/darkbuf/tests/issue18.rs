@@ -119,6 +119,18 @@ fn signal_when(mut child: std::process::Child, sig: &str, ready: impl Fn() -> bo
     child.wait_with_output().unwrap()
 }
 
+/// A `ready` for [`signal_when`]: true once process `pid`'s simulation threads have
+/// been up for `wait`.
+fn sim_threads_up_for(pid: u32, wait: std::time::Duration) -> impl Fn() -> bool {
+    let seen = std::cell::Cell::new(None::<std::time::Instant>);
+    move || {
+        if seen.get().is_none() && sim_threads(pid) > 0 {
+            seen.set(Some(std::time::Instant::now()));
+        }
+        seen.get().is_some_and(|t| t.elapsed() > wait)
+    }
+}
+
 /// The CPU time (clock ticks) a process's threads named `darkbuf-sim-*` have used,
 /// and how many such threads have exited: a sign that simulations have run.
 fn sim_threads(pid: u32) -> usize {
@@ -160,13 +172,7 @@ fn ctrl_c_during_a_sweep_keeps_the_points_that_finished() {
     let pid = child.id();
     // Ready: the simulation thread is up, and then a few seconds for the 100 ms point
     // (it takes well under one); the hour-long point cannot finish meanwhile.
-    let seen = std::cell::Cell::new(None::<std::time::Instant>);
-    let o = signal_when(child, "-INT", || {
-        if sim_threads(pid) > 0 && seen.get().is_none() {
-            seen.set(Some(std::time::Instant::now()));
-        }
-        seen.get().is_some_and(|t| t.elapsed() > std::time::Duration::from_secs(3))
-    });
+    let o = signal_when(child, "-INT", sim_threads_up_for(pid, std::time::Duration::from_secs(3)));
     no_panic(&o);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("kept the 1 of 2 points"), "{}", stderr(&o));
@@ -219,13 +225,7 @@ fn sigterm_stops_many_short_runs_at_once() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let seen = std::cell::Cell::new(None::<std::time::Instant>);
-    let o = signal_when(child, "-TERM", || {
-        if sim_threads(pid) > 0 && seen.get().is_none() {
-            seen.set(Some(std::time::Instant::now()));
-        }
-        seen.get().is_some_and(|t| t.elapsed() > std::time::Duration::from_millis(300))
-    });
+    let o = signal_when(child, "-TERM", sim_threads_up_for(pid, std::time::Duration::from_millis(300)));
     no_panic(&o);
     assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted by SIGTERM"), "{}", stderr(&o));
