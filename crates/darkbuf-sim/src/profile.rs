@@ -199,7 +199,8 @@ impl Profile {
         Ok(profile)
     }
 
-    /// Checks the values serde cannot: on error, the dotted key at fault and why.
+    /// Checks the values serde cannot: on error, the key at fault (`noise`, or a field of
+    /// `[costs]`) and why.
     fn validate(&self) -> Result<(), (&'static str, String)> {
         let c = &self.costs;
         let all = [
