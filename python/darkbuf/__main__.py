@@ -28,8 +28,10 @@ def _int_in(low: int, high: Optional[int]):
             n = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if n < low or (high is not None and n > high):
-            raise argparse.ArgumentTypeError(f"{n} is not in {low}..={'' if high is None else high}")
+        if high is None and n < low:
+            raise argparse.ArgumentTypeError(f"{n}: give {low} or more")
+        if high is not None and not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{n} is not in {low}..={high}")
         return n
     return parse
 
