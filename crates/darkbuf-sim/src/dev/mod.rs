@@ -271,8 +271,7 @@ impl World {
                 // TSQ on local drops, to be checked against `tcp_wfree()` and
                 // `tcp_small_queue_check()` before the CPU is made the kernel's.
                 let stale = self.current_cpu;
-                let same_host = self.hosts.iter().any(|h| h.cpus.contains(&cpu) && h.cpus.contains(&stale));
-                if !same_host {
+                if self.cpus[stale as usize].host != self.cpus[cpu as usize].host {
                     self.current_cpu = cpu;
                 }
                 let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
