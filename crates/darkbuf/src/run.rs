@@ -532,7 +532,7 @@ pub(crate) fn print_printouts(results: &Results, per_run: bool) {
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
-    let (sweeps, fixed): (Vec<String>, Vec<String>) = c.set.iter().cloned().partition(|s| darkbuf_scenario::sweep::is_sweep_set(s));
+    let (sweeps, fixed) = darkbuf_run::split_sets(&c.set);
     let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
     let mut points = Vec::new();
     for spec in &plan.points {
