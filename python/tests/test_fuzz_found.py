@@ -30,6 +30,16 @@ def in_subprocess(code: str, memory_gb: int = 3, timeout: int = 120) -> subproce
                           capture_output=True, text=True, timeout=timeout)
 
 
+def scenario_error_in_subprocess(setup: str, call: str, timeout: int = 120) -> str:
+    """`setup`, then `call` in :func:`in_subprocess`: the ScenarioError `call` raised, as
+    the line "ScenarioError KEY MESSAGE" (the test fails on a crash or on no error)."""
+    r = in_subprocess(f"{setup}\ntry:\n    {call}\nexcept darkbuf.ScenarioError as e:\n"
+                      f"    print('ScenarioError', e.key, e)\n", timeout=timeout)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.startswith("ScenarioError "), r.stdout + r.stderr[-2000:]
+    return r.stdout
+
+
 # --- a swept string that starts with a bracket or a quote ---
 
 def test_a_swept_string_that_starts_with_a_bracket_is_its_own_point():
@@ -59,16 +69,7 @@ def test_a_string_that_starts_with_a_bracket_or_quote_is_quoted(text):
     ("import functools; v = functools.reduce(lambda a, _: {'a': a}, range(100000), 1)", "darkbuf.run({'traffic': [{'kind': 'udp'}], 'x': v})"),
 ])
 def test_a_value_that_contains_itself_is_a_scenario_error_not_a_crash(make, call):
-    r = in_subprocess(f"""
-        {make}
-        try:
-            {call}
-        except darkbuf.ScenarioError as e:
-            print("ScenarioError", e.key, e)
-    """)
-    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
-    assert r.stdout.startswith("ScenarioError "), r.stdout + r.stderr[-2000:]
-    assert "nested more than 64 deep" in r.stdout
+    assert "nested more than 64 deep" in scenario_error_in_subprocess(make, call)
 
 
 def test_nesting_a_scenario_uses_is_still_fine():
@@ -110,16 +111,10 @@ def test_a_sweep_over_the_runs_per_command_is_refused_as_on_the_cli():
 def test_a_sweep_with_more_points_than_runs_is_refused_before_planning(values):
     # range(10**6) took 24 GB and was killed; itertools.count() never ended; 20 001
     # values took gigabytes to plan before the runs' bound refused them.
-    r = in_subprocess(f"""
-        import itertools
-        try:
-            darkbuf.sweep(SCENARIO, {{"consumer.nrules": {values}}}, **TINY)
-        except darkbuf.ScenarioError as e:
-            print("ScenarioError", e.key, e)
-    """, timeout=60)
-    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
-    assert r.stdout.startswith("ScenarioError consumer.nrules "), r.stdout + r.stderr[-2000:]
-    assert "at most 10,000 runs per command" in r.stdout
+    out = scenario_error_in_subprocess("import itertools",
+                                       f'darkbuf.sweep(SCENARIO, {{"consumer.nrules": {values}}}, **TINY)', timeout=60)
+    assert out.startswith("ScenarioError consumer.nrules "), out
+    assert "at most 10,000 runs per command" in out
 
 
 # --- workers ---

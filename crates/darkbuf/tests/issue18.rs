@@ -11,6 +11,11 @@ fn darkbuf() -> Command {
     Command::new(env!("CARGO_BIN_EXE_darkbuf"))
 }
 
+/// `darkbuf ARGS` started with its stdin, stdout and stderr piped, for [`signal_when`].
+fn spawn_piped(args: &[&str]) -> std::process::Child {
+    darkbuf().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
 fn run(args: &[&str]) -> Output {
     common::darkbuf(args)
 }
@@ -149,26 +154,20 @@ fn ctrl_c_during_a_sweep_keeps_the_points_that_finished() {
     // busy with the second keeps the first, written to --out and printed, exit 130.
     let d = tmp("sigint");
     let out = d.join("out");
-    let child = darkbuf()
-        .args([
-            "sweep",
-            &repo("scenarios/tap-reader.toml"),
-            "--set",
-            "duration=100ms,3600s",
-            "--set",
-            "warmup=10ms",
-            "--jobs",
-            "1",
-            "--format",
-            "json",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&[
+        "sweep",
+        &repo("scenarios/tap-reader.toml"),
+        "--set",
+        "duration=100ms,3600s",
+        "--set",
+        "warmup=10ms",
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let pid = child.id();
     // Ready: the simulation thread is up, and then a few seconds for the 100 ms point
     // (it takes well under one); the hour-long point cannot finish meanwhile.
@@ -186,13 +185,7 @@ fn ctrl_c_during_a_sweep_keeps_the_points_that_finished() {
 
 #[test]
 fn sigterm_is_exit_143() {
-    let child = darkbuf()
-        .args(["run", &repo("scenarios/tap-reader.toml"), "--set", "duration=3600s"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&["run", &repo("scenarios/tap-reader.toml"), "--set", "duration=3600s"]);
     let pid = child.id();
     let o = signal_when(child, "-TERM", || sim_threads(pid) > 0);
     no_panic(&o);
@@ -206,24 +199,18 @@ fn sigterm_stops_many_short_runs_at_once() {
     // so a run finishes well within every 50 ms wait for one) ran to the end and
     // exited 0 after a SIGTERM, as the signal was looked at only when no run had
     // finished for 50 ms. Now it stops at once and keeps the runs that finished.
-    let child = darkbuf()
-        .args([
-            "run",
-            &repo("scenarios/examples/all-keys.toml"),
-            "--set",
-            "duration=50ms",
-            "--set",
-            "warmup=10ms",
-            "--runs",
-            "1000",
-            "--jobs",
-            "1",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&[
+        "run",
+        &repo("scenarios/examples/all-keys.toml"),
+        "--set",
+        "duration=50ms",
+        "--set",
+        "warmup=10ms",
+        "--runs",
+        "1000",
+        "--jobs",
+        "1",
+    ]);
     let pid = child.id();
     let o = signal_when(child, "-TERM", sim_threads_up_for(pid, std::time::Duration::from_millis(300)));
     no_panic(&o);
