@@ -41,10 +41,12 @@ impl Xps {
     }
 }
 
-/// Work put off to a time inside a CPU's step.
+/// Work put off to a time inside a CPU's step; it runs as part of that step on `cpu`.
 #[derive(Clone, Copy, Debug)]
 pub enum Deferred {
-    Xmit { cpu: CpuId, dev: DevId, skb: Skb },
+    /// A transmit. For a TCP segment, `tsq_throttled` is its socket's TSQ_THROTTLED
+    /// when `tcp_write_xmit()` sent it (see [`World::deferred`]); false for others.
+    Xmit { cpu: CpuId, dev: DevId, skb: Skb, tsq_throttled: bool },
     /// A forwarded packet's transmit: no local sender learns its verdict.
     Forward { cpu: CpuId, dev: DevId, skb: Skb },
     Deliver { cpu: CpuId, id: u32 },
@@ -225,7 +227,13 @@ impl World {
     /// (an echo reply built while a GRO batch goes up the stack): it happens at `t`, by
     /// `Event::DeferredXmit`. A qdisc run it starts is left to NET_TX on `cpu`.
     pub fn dev_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb) {
-        self.defer(t, Deferred::Xmit { cpu, dev, skb });
+        self.defer(t, Deferred::Xmit { cpu, dev, skb, tsq_throttled: false });
+    }
+
+    /// `__tcp_transmit_skb()`'s `queue_xmit` of a data segment at `t` from `cpu`, with
+    /// its socket's TSQ_THROTTLED at the moment `tcp_write_xmit()` sent it.
+    pub fn tcp_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb, tsq_throttled: bool) {
+        self.defer(t, Deferred::Xmit { cpu, dev, skb, tsq_throttled });
     }
 
     /// `ip_forward()`'s transmit of `skb` on `dev` at `t`, from softirq on `cpu`.
@@ -254,31 +262,19 @@ impl World {
     /// `Event::Deferred`: what `dev_queue_xmit_at()`, `dev_forward_at()` or
     /// `deliver_at()` put off.
     pub fn deferred(&mut self, slot: u32) {
-        match self.deferred[slot as usize].take().expect("a deferred item") {
-            Deferred::Xmit { cpu, dev, skb } => {
+        let what = self.deferred[slot as usize].take().expect("a deferred item");
+        // The work is part of a step of `cpu`: what it frees runs its destructor there
+        // (`tcp_wfree()` queues TSQ work on `smp_processor_id()`), not on whichever CPU
+        // ran the last step, which may be another host's.
+        let (Deferred::Xmit { cpu, .. } | Deferred::Forward { cpu, .. } | Deferred::Deliver { cpu, .. }) = what;
+        let stale = std::mem::replace(&mut self.current_cpu, cpu);
+        match what {
+            Deferred::Xmit { cpu, dev, skb, tsq_throttled } => {
                 let info = *self.pkts.get(skb.id);
-                // A qdisc that drops the skb (or a victim) at enqueue frees it here, and
-                // `tcp_wfree()` queues a TSQ-throttled socket's tasklet on the current
-                // CPU. This event is not a step of a CPU, so `current_cpu` is whichever
-                // CPU ran last: on another host it is not a CPU the socket can run on
-                // (its TSQ work then picked a TX queue of this host's XPS map by the far
-                // CPU's number and panicked: rrul_be, xps = "cpu", cake memlimit = 1).
-                // Only then the transmit's own CPU stands in. A stale CPU of the same host
-                // is kept for now: with the transmit's CPU in every case, the local-drop
-                // test (`local_drops_are_a_congestion_signal_not_retransmissions`, tbf at
-                // 20 Mbit) dropped 391,585 segments instead of 52, each drop's TSQ work
-                // sending straight back into the full shaper. That loop is the model's
-                // TSQ on local drops, to be checked against `tcp_wfree()` and
-                // `tcp_small_queue_check()` before the CPU is made the kernel's.
-                let stale = self.current_cpu;
-                if self.cpus[stale as usize].host != self.cpus[cpu as usize].host {
-                    self.current_cpu = cpu;
-                }
-                let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
-                self.current_cpu = stale;
-                // A TCP segment's sender learns the verdict (its local congestion signal).
                 if info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out {
-                    self.tcp_xmit_verdict(info.sock, info.seq, verdict);
+                    self.tcp_deferred_xmit(cpu, dev, skb, info.sock, info.seq, tsq_throttled);
+                } else {
+                    self.dev_queue_xmit_softirq(cpu, dev, skb);
                 }
             }
             Deferred::Forward { cpu, dev, skb } => {
@@ -288,6 +284,27 @@ impl World {
                 self.deliver(cpu, id, self.now);
             }
         }
+        self.current_cpu = stale;
+    }
+
+    /// A TCP data segment's `__dev_queue_xmit()`, as it runs in the kernel: inside
+    /// `__tcp_transmit_skb()`, before `tcp_write_xmit()` checks TSQ for the next skb.
+    ///
+    /// The model's `tcp_write_xmit()` has already run its whole loop, and may have set
+    /// TSQ_THROTTLED at its end. The segment meets the socket's flag as it was when it
+    /// was sent (`at_send`). If the qdisc drops it, `tcp_wfree()` sees that flag, and
+    /// the kernel's loop stops on NET_XMIT_DROP before its next TSQ check: the flag stays
+    /// as `tcp_wfree()` left it. Otherwise the loop went on, and the flag is the one its
+    /// end left. (Seeing the end's flag, each drop queued TSQ work that sent straight
+    /// back into a full shaper: a loop the kernel cannot enter.)
+    fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, s: crate::cpu::SockId, seq: u32, at_send: bool) {
+        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, at_send);
+        let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
+        if verdict != EnqueueVerdict::Dropped {
+            self.tcp(s).tsq_throttled = after_loop;
+        }
+        // The sender learns the verdict (its local congestion signal).
+        self.tcp_xmit_verdict(s, seq, verdict);
     }
 
     /// `__dev_queue_xmit()` from softirq: a qdisc run it would start is left to

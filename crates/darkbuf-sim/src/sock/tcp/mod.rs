@@ -14,9 +14,10 @@
 //! - `bbr.rs`: BBR v1; `rate.rs`: the delivery rate samples it is built on.
 //!
 //! Sequence numbers are `u32` and compared with wrap-around (`before()`/`after()`), as
-//! the kernel does. Every skb is timed on the CPU that sends it; transmissions from
-//! softirq context (ACK processing, TSQ, timers) are put at their time with
-//! `dev_queue_xmit_at`, and a qdisc run they start is left to NET_TX on that CPU.
+//! the kernel does. Every skb is timed on the CPU that sends it; its transmission is
+//! put at its time with `tcp_queue_xmit_at` (with the TSQ_THROTTLED it was sent under,
+//! which a local drop's `tcp_wfree()` must see), and a qdisc run it starts is left to
+//! NET_TX on that CPU.
 
 mod bbr;
 mod cc;
@@ -699,6 +700,76 @@ pub(crate) mod tests {
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
             _ => unreachable!(),
+        }
+    }
+
+    /// A world with one upload through tbf with a `limit` of bytes, and the socket.
+    fn tbf_world(limit: u32) -> (World, SockId) {
+        let text = format!(
+            "[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[qdisc]\nkind = \"tbf\"\nrate = \"20mbit\"\nburst = \"128k\"\nlimit = {limit}\n[[traffic]]\nkind = \"tcp\"\n"
+        );
+        let scn = darkbuf_scenario::load_str("t.toml", &text, &[]).unwrap();
+        let w = World::new(&scn, crate::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
+        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
+        (w, s)
+    }
+
+    /// What `__tcp_transmit_skb()` hands to the deferred transmit: a one-segment skb
+    /// charged to the socket, sent from `cpu` with TSQ_THROTTLED `at_send`. Returns
+    /// the socket's TSQ_THROTTLED and queued work after its `__dev_queue_xmit()`, and
+    /// whether the qdisc dropped it.
+    fn deferred_xmit(limit: u32, throttled_after_loop: bool, at_send: bool) -> (bool, u8, bool, World) {
+        let (mut w, s) = tbf_world(limit);
+        let (cpu, dev) = (w.tasks[w.socks[s as usize].task as usize].cpu, w.socks[s as usize].dev);
+        let mut skb = darkbuf_model::Skb { sk: 0x1_0000 + s as u32, len: 1514, truesize: 1448 + 768, ..Default::default() };
+        w.sock_alloc_skb(s, &mut skb, PROTO, crate::arena::Destructor::TcpWfree, crate::arena::Dir::Out, 0);
+        w.socks[s as usize].wmem_alloc += skb.truesize as u64;
+        w.tcp(s).tsq_throttled = throttled_after_loop;
+        // The CPU that ran the last step: the far host's, as it may be when the event pops.
+        w.current_cpu = w.cpus.len() as u16 - 1;
+        let dropped = w.dropped;
+        w.tcp_queue_xmit_at(0, cpu, dev, skb, at_send);
+        w.deferred(0);
+        let t = w.tcp(s);
+        let (flag, work) = (t.tsq_throttled, t.work);
+        let dropped = w.dropped > dropped;
+        (flag, work, dropped, w)
+    }
+
+    /// tcp_write_xmit() sent a segment unthrottled, then set TSQ_THROTTLED for the
+    /// next one; the qdisc drops the segment. In the kernel the drop comes first, inside
+    /// `__tcp_transmit_skb()`, and the loop stops on NET_XMIT_DROP: `tcp_wfree()` finds
+    /// the socket not throttled and queues no TSQ work, and the flag is never set.
+    #[test]
+    fn a_local_drop_meets_tsq_as_it_was_when_sent() {
+        let (flag, work, dropped, _) = deferred_xmit(1, true, false);
+        assert!(dropped, "tbf with a 1-byte limit drops the segment");
+        assert!(!flag, "the stopped loop never set TSQ_THROTTLED");
+        assert_eq!(work, 0, "no TSQ work: sending again would meet the same full qdisc");
+    }
+
+    /// Throttled already when it was sent (an earlier burst's flag): the drop's
+    /// `tcp_wfree()` clears it and queues the TSQ handler, on the sending CPU.
+    #[test]
+    fn a_local_drop_of_a_throttled_socket_queues_tsq_on_the_sending_cpu() {
+        let (flag, work, dropped, w) = deferred_xmit(1, true, true);
+        assert!(dropped);
+        assert!(!flag);
+        assert_eq!(work, work::TSQ);
+        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu as usize;
+        assert_eq!(w.cpus[cpu].sock_work.iter().copied().collect::<Vec<_>>(), [s]);
+        assert!(w.cpus.iter().enumerate().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
+    }
+
+    /// A segment the qdisc takes: the loop went on, and the flag is what its end left.
+    #[test]
+    fn a_queued_segment_leaves_the_loops_flag() {
+        for after_loop in [false, true] {
+            let (flag, work, dropped, _) = deferred_xmit(100_000, after_loop, false);
+            assert!(!dropped);
+            assert_eq!(flag, after_loop);
+            assert_eq!(work, 0);
         }
     }
 }

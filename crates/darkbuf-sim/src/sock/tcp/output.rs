@@ -210,7 +210,8 @@ impl World {
         info.t_send = t;
         info.cwr = cwr;
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
-        self.dev_queue_xmit_at(t + cost, cpu, dev, skb);
+        let tsq_throttled = self.tcp(s).tsq_throttled;
+        self.tcp_queue_xmit_at(t + cost, cpu, dev, skb, tsq_throttled);
         let tp = self.tcp(s);
         tp.data_segs_out += segs as u64;
         // tcp_update_skb_after_send(): the next departure time, forgiving up to half
