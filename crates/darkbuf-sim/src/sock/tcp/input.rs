@@ -156,7 +156,7 @@ impl World {
         };
         tp.cc.pkts_acked(rtt_ns.map(|r| (r / 1000).min(u32::MAX as u64) as u32), &mut tp.w, &ctx);
         match tp.ca_state {
-            CaState::Recovery | CaState::Cwr if !before(tp.snd_una, tp.high_seq) => {
+            CaState::Recovery | CaState::Cwr if tp.ca_state_exit_due() => {
                 // Everything up to the recovery point is acknowledged.
                 tp.ca_state = CaState::Open;
                 tp.w.cwnd = tp.w.ssthresh;
@@ -180,7 +180,7 @@ impl World {
             }
             CaState::Recovery | CaState::Cwr => {}
             CaState::Open | CaState::Loss => {
-                if tp.ca_state == CaState::Loss && !before(tp.snd_una, tp.high_seq) {
+                if tp.ca_state == CaState::Loss && tp.ca_state_exit_due() {
                     tp.ca_state = CaState::Open;
                 }
                 // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used.
@@ -199,7 +199,7 @@ impl World {
     fn tcp_cong_control_bbr(&mut self, s: SockId, rs: &RateSample) {
         let clock = self.tcp_clock();
         let tp = self.tcp(s);
-        if tp.ca_state != CaState::Open && !before(tp.snd_una, tp.high_seq) {
+        if tp.ca_state_exit_due() {
             tp.ca_state = CaState::Open;
         }
         if let CongestionControl::Bbr(mut b) = std::mem::replace(&mut tp.cc, CongestionControl::Reno) {

@@ -352,6 +352,17 @@ impl TcpSock {
         }
     }
 
+    /// `tcp_fastretrans_alert()`'s state exit: Recovery and Loss end when `high_seq`
+    /// is acknowledged; CWR is held until something *above* it is, so that the CWR
+    /// flag reaches the receiver (`tp->snd_una != tp->high_seq`).
+    pub(super) fn ca_state_exit_due(&self) -> bool {
+        match self.ca_state {
+            CaState::Open => false,
+            CaState::Cwr => after(self.snd_una, self.high_seq),
+            CaState::Recovery | CaState::Loss => !before(self.snd_una, self.high_seq),
+        }
+    }
+
     /// `tcp_is_cwnd_limited()`: cwnd limited in this window, or in slow start while
     /// cwnd is below twice the most that was out.
     pub(super) fn tcp_is_cwnd_limited(&self) -> bool {
@@ -700,6 +711,30 @@ pub(crate) mod tests {
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
             _ => unreachable!(),
+        }
+    }
+
+    /// Recovery and Loss end when `high_seq` is acknowledged, CWR only when something
+    /// above it is (`tcp_fastretrans_alert()`), across the sequence-number wrap too.
+    #[test]
+    fn cwr_is_held_until_data_above_high_seq_is_acked() {
+        let mut t = sock();
+        for high in [1_000_000u32, u32::MAX - 10] {
+            t.high_seq = high;
+            for (state, at_high, above) in [
+                (CaState::Open, false, false),
+                (CaState::Cwr, false, true),
+                (CaState::Recovery, true, true),
+                (CaState::Loss, true, true),
+            ] {
+                t.ca_state = state;
+                t.snd_una = high.wrapping_sub(1448);
+                assert!(!t.ca_state_exit_due(), "{state:?} below high_seq {high}");
+                t.snd_una = high;
+                assert_eq!(t.ca_state_exit_due(), at_high, "{state:?} at high_seq {high}");
+                t.snd_una = high.wrapping_add(1448);
+                assert_eq!(t.ca_state_exit_due(), above, "{state:?} above high_seq {high}");
+            }
         }
     }
 
