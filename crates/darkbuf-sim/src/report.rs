@@ -185,7 +185,7 @@ impl World {
         let d: u64 = (0..self.devs.len()).map(|d| self.drv_held(d as u16)).sum();
         let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
         let l: u64 = self.links.iter().map(|l| l.in_flight.len() as u64).sum();
-        let x = self.deferred.iter().flatten().count() as u64;
+        let x = self.deferred.iter().flatten().filter(|d| !matches!(d, crate::dev::Deferred::Cancelled)).count() as u64;
         q + d + g + l + x
     }
 

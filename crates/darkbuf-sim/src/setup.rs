@@ -442,6 +442,7 @@ impl World {
             drops: Vec::with_capacity(64),
             bulk: Vec::with_capacity(MAX_BULK),
             gso_scratch: Vec::with_capacity(MAX_BULK),
+            unsend_scratch: Vec::new(),
             created: 0,
             delivered: 0,
             dropped: 0,

@@ -44,12 +44,23 @@ impl Xps {
 /// Work put off to a time inside a CPU's step; it runs as part of that step on `cpu`.
 #[derive(Clone, Copy, Debug)]
 pub enum Deferred {
-    /// A transmit. For a TCP segment, `tsq_throttled` is its socket's TSQ_THROTTLED
-    /// when `tcp_write_xmit()` sent it (see [`World::deferred`]); false for others.
-    Xmit { cpu: CpuId, dev: DevId, skb: Skb, tsq_throttled: bool },
+    /// A transmit; `tcp` describes a TCP data segment's (zero for others).
+    Xmit { cpu: CpuId, dev: DevId, skb: Skb, tcp: TcpSent },
     /// A forwarded packet's transmit: no local sender learns its verdict.
     Forward { cpu: CpuId, dev: DevId, skb: Skb },
     Deliver { cpu: CpuId, id: u32 },
+    /// A TCP transmit taken back before its time (`tcp_unsend_burst()`): the slot
+    /// waits for its event and then frees.
+    Cancelled,
+}
+
+/// How `tcp_write_xmit()` sent a data segment, for its deferred transmit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpSent {
+    /// The socket's TSQ_THROTTLED when the segment was sent.
+    pub tsq_throttled: bool,
+    /// The `tcp_write_xmit()` call that sent it (`TcpSock::xmit_burst`).
+    pub burst: u32,
 }
 
 /// One network device.
@@ -227,13 +238,13 @@ impl World {
     /// (an echo reply built while a GRO batch goes up the stack): it happens at `t`, by
     /// `Event::DeferredXmit`. A qdisc run it starts is left to NET_TX on `cpu`.
     pub fn dev_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb) {
-        self.defer(t, Deferred::Xmit { cpu, dev, skb, tsq_throttled: false });
+        self.defer(t, Deferred::Xmit { cpu, dev, skb, tcp: TcpSent::default() });
     }
 
     /// `__tcp_transmit_skb()`'s `queue_xmit` of a data segment at `t` from `cpu`, with
-    /// its socket's TSQ_THROTTLED at the moment `tcp_write_xmit()` sent it.
-    pub fn tcp_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb, tsq_throttled: bool) {
-        self.defer(t, Deferred::Xmit { cpu, dev, skb, tsq_throttled });
+    /// how `tcp_write_xmit()` sent it.
+    pub fn tcp_queue_xmit_at(&mut self, t: u64, cpu: CpuId, dev: DevId, skb: Skb, tcp: TcpSent) {
+        self.defer(t, Deferred::Xmit { cpu, dev, skb, tcp });
     }
 
     /// `ip_forward()`'s transmit of `skb` on `dev` at `t`, from softirq on `cpu`.
@@ -266,13 +277,15 @@ impl World {
         // The work is part of a step of `cpu`: what it frees runs its destructor there
         // (`tcp_wfree()` queues TSQ work on `smp_processor_id()`), not on whichever CPU
         // ran the last step, which may be another host's.
-        let (Deferred::Xmit { cpu, .. } | Deferred::Forward { cpu, .. } | Deferred::Deliver { cpu, .. }) = what;
+        let (Deferred::Xmit { cpu, .. } | Deferred::Forward { cpu, .. } | Deferred::Deliver { cpu, .. }) = what else {
+            return; // Cancelled: nothing left to do
+        };
         let stale = std::mem::replace(&mut self.current_cpu, cpu);
         match what {
-            Deferred::Xmit { cpu, dev, skb, tsq_throttled } => {
+            Deferred::Xmit { cpu, dev, skb, tcp } => {
                 let info = *self.pkts.get(skb.id);
                 if info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out {
-                    self.tcp_deferred_xmit(cpu, dev, skb, info.sock, info.seq, tsq_throttled);
+                    self.tcp_deferred_xmit(cpu, dev, skb, &info, tcp);
                 } else {
                     self.dev_queue_xmit_softirq(cpu, dev, skb);
                 }
@@ -283,6 +296,7 @@ impl World {
             Deferred::Deliver { cpu, id } => {
                 self.deliver(cpu, id, self.now);
             }
+            Deferred::Cancelled => unreachable!("returned above"),
         }
         self.current_cpu = stale;
     }
@@ -297,14 +311,48 @@ impl World {
     /// as `tcp_wfree()` left it. Otherwise the loop went on, and the flag is the one its
     /// end left. (Seeing the end's flag, each drop queued TSQ work that sent straight
     /// back into a full shaper: a loop the kernel cannot enter.)
-    fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, s: crate::cpu::SockId, seq: u32, at_send: bool) {
-        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, at_send);
+    ///
+    /// The loop that stopped sent nothing after the dropped segment: the model's later
+    /// transmits of the same loop are taken back (`tcp_unsend_burst()`).
+    fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, info: &crate::arena::PktInfo, sent: TcpSent) {
+        let s = info.sock;
+        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, sent.tsq_throttled);
         let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
         if verdict != EnqueueVerdict::Dropped {
             self.tcp(s).tsq_throttled = after_loop;
+        } else {
+            self.tcp_unsend_burst(s, sent.burst, info.t_send);
         }
         // The sender learns the verdict (its local congestion signal).
-        self.tcp_xmit_verdict(s, seq, verdict);
+        self.tcp_xmit_verdict(s, info.seq, verdict);
+    }
+
+    /// Takes back socket `s`'s transmits of `tcp_write_xmit()` call `burst` sent after
+    /// `t_send` and not yet due, newest first: each goes back to the socket as unsent
+    /// data (or an unsent retransmission), its skb freed without `tcp_wfree()` (the
+    /// kernel never built its clone).
+    fn tcp_unsend_burst(&mut self, s: crate::cpu::SockId, burst: u32, t_send: u64) {
+        let mut later = std::mem::take(&mut self.unsend_scratch);
+        for (slot, d) in self.deferred.iter().enumerate() {
+            if let Some(Deferred::Xmit { skb, tcp, .. }) = d {
+                let info = self.pkts.get(skb.id);
+                let ours = info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out && info.sock == s;
+                if ours && tcp.burst == burst && info.t_send > t_send {
+                    later.push((info.t_send, slot));
+                }
+            }
+        }
+        later.sort_unstable_by(|a, b| b.cmp(a));
+        for &(_, slot) in &later {
+            let Some(Deferred::Xmit { skb, .. }) = self.deferred[slot].replace(Deferred::Cancelled) else { unreachable!() };
+            let (seq, segs) = (self.pkts.get(skb.id).seq, self.pkts.get(skb.id).segs);
+            self.socks[s as usize].wmem_alloc -= skb.truesize as u64;
+            self.pkts.free(skb.id);
+            self.created -= 1;
+            self.tcp_unsend(s, seq, segs as u32);
+        }
+        later.clear();
+        self.unsend_scratch = later;
     }
 
     /// `__dev_queue_xmit()` from softirq: a qdisc run it would start is left to

@@ -173,6 +173,9 @@ pub struct TcpSock {
     /// `tcp_limit_output_bytes`.
     pub limit_output_bytes: u64,
     pub tsq_throttled: bool,
+    /// `tcp_write_xmit()` calls so far: the loop each transmit belongs to, so that a
+    /// local drop takes back what the same loop sent after it.
+    pub xmit_burst: u32,
     /// The largest TSQ limit (plus the skb it admitted) so far: `sk_wmem_alloc` never
     /// exceeds it (checked as an invariant).
     pub tsq_bound: u64,
@@ -305,6 +308,7 @@ impl TcpSock {
             data_segs_out: 0,
             limit_output_bytes: TCP_LIMIT_OUTPUT_BYTES,
             tsq_throttled: false,
+            xmit_burst: 0,
             tsq_bound: 0,
             work: 0,
             tx_queue: None,
@@ -565,45 +569,17 @@ impl World {
 
     /// The enqueue verdict of segment `seq` (`__tcp_transmit_skb()`'s `err`): a local
     /// drop or NET_XMIT_CN enters CWR (`tcp_enter_cwr()`); a dropped segment is sent
-    /// again later as new data, not counted as a retransmission.
+    /// again later, not counted as a retransmission.
     ///
-    /// The verdict arrives when the deferred transmit runs, after later skbs of the
-    /// same burst may have been sent: only the burst's last skb can still be put back
-    /// as unsent data, as the kernel's `tcp_write_xmit()` does on the spot.
+    /// The verdict arrives when the deferred transmit runs, after the model's
+    /// `tcp_write_xmit()` has sent the rest of its loop; `tcp_unsend_burst()` has
+    /// taken those back already, so the dropped segment is normally the newest again.
     pub(crate) fn tcp_xmit_verdict(&mut self, s: SockId, seq: u32, verdict: EnqueueVerdict) {
         if verdict == EnqueueVerdict::Success {
             return;
         }
         if verdict == EnqueueVerdict::Dropped {
-            let t = self.tcp(s);
-            if let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) {
-                let seg = t.rtx[i];
-                // __tcp_transmit_skb() calls tcp_update_skb_after_send() only when the
-                // skb was queued: a dropped one takes its pacing time back.
-                t.wstamp_ns = t.wstamp_ns.saturating_sub(std::mem::take(&mut t.rtx[i].pace_ns));
-                if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
-                    // The newest skb never left: tcp_write_xmit() stopped before
-                    // tcp_event_new_data_sent(), so it is still unsent data.
-                    t.rtx.pop_back();
-                    t.snd_nxt = seg.start;
-                    t.packets_out -= seg.segs;
-                } else {
-                    let seg = &mut t.rtx[i];
-                    if seg.retrans {
-                        // A failed retransmission is not one (TCPRetransFail).
-                        seg.retrans = false;
-                        t.retrans_out -= seg.segs;
-                        if std::mem::take(&mut seg.counted) {
-                            t.total_retrans -= seg.segs as u64;
-                        }
-                    }
-                    if !seg.lost {
-                        seg.lost = true;
-                        t.lost_out += seg.segs;
-                    }
-                    seg.local_drop = true;
-                }
-            }
+            self.tcp_take_back(s, seq);
         }
         self.tcp_enter_cwr(s);
         // tcp_write_xmit() stopped; the next ACK sends again. With nothing in flight no
@@ -611,6 +587,55 @@ impl World {
         let t = self.tcp(s);
         if t.packets_out == 0 && t.rto_at.is_none() {
             self.tcp_arm_probe(s);
+        }
+    }
+
+    /// Segment `seq` never left: `tcp_write_xmit()` stopped before
+    /// `tcp_event_new_data_sent()` (or `tcp_retransmit_skb()` failed). The newest skb
+    /// goes back to unsent data; one that later sends already followed stays on the
+    /// retransmit queue, marked lost, and its next send is not counted as a
+    /// retransmission (it is new data in the kernel). A retransmission that failed is
+    /// not one (TCPRetransFail): the segment is lost as before, and the next
+    /// retransmission that leaves counts.
+    fn tcp_take_back(&mut self, s: SockId, seq: u32) {
+        let t = self.tcp(s);
+        let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) else { return };
+        let seg = t.rtx[i];
+        // __tcp_transmit_skb() calls tcp_update_skb_after_send() only when the skb was
+        // queued: the segment takes its pacing time back.
+        t.wstamp_ns = t.wstamp_ns.saturating_sub(std::mem::take(&mut t.rtx[i].pace_ns));
+        if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
+            t.rtx.pop_back();
+            t.snd_nxt = seg.start;
+            t.packets_out -= seg.segs;
+            return;
+        }
+        let seg = &mut t.rtx[i];
+        if seg.retrans {
+            seg.retrans = false;
+            t.retrans_out -= seg.segs;
+            if std::mem::take(&mut seg.counted) {
+                t.total_retrans -= seg.segs as u64;
+            }
+            if seg.lost {
+                return;
+            }
+        }
+        if !seg.lost {
+            seg.lost = true;
+            t.lost_out += seg.segs;
+        }
+        seg.local_drop = true;
+    }
+
+    /// A transmit of `segs` segments at `seq` that `tcp_unsend_burst()` took back: it
+    /// never left, so it is neither counted as sent nor in PRR's count of sends.
+    pub(crate) fn tcp_unsend(&mut self, s: SockId, seq: u32, segs: u32) {
+        self.tcp_take_back(s, seq);
+        let t = self.tcp(s);
+        t.data_segs_out -= segs as u64;
+        if matches!(t.ca_state, CaState::Recovery | CaState::Cwr) {
+            t.prr_out = t.prr_out.saturating_sub(segs);
         }
     }
 
@@ -763,7 +788,7 @@ pub(crate) mod tests {
         // The CPU that ran the last step: the far host's, as it may be when the event pops.
         w.current_cpu = w.cpus.len() as u16 - 1;
         let dropped = w.dropped;
-        w.tcp_queue_xmit_at(0, cpu, dev, skb, at_send);
+        w.tcp_queue_xmit_at(0, cpu, dev, skb, crate::dev::TcpSent { tsq_throttled: at_send, burst: 0 });
         w.deferred(0);
         let t = w.tcp(s);
         let (flag, work) = (t.tsq_throttled, t.work);
@@ -795,6 +820,49 @@ pub(crate) mod tests {
         let cpu = w.tasks[w.socks[s as usize].task as usize].cpu as usize;
         assert_eq!(w.cpus[cpu].sock_work.iter().copied().collect::<Vec<_>>(), [s]);
         assert!(w.cpus.iter().enumerate().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
+    }
+
+    /// tcp_write_xmit() sends a burst into a qdisc that drops everything: the first
+    /// segment's NET_XMIT_DROP stops the kernel's loop, so the model takes back the
+    /// burst's later transmits before they are due. The socket is as if the loop had
+    /// sent nothing: no data out, nothing charged, no packet left in the model.
+    #[test]
+    fn a_local_drop_takes_back_the_rest_of_its_burst() {
+        let (mut w, s) = tbf_world(1);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        // Two-segment skbs (a 2896-byte GSO limit), a TSQ limit of 64 KB (the pacing
+        // rate's 1 ms) and a window of 20: a burst of ten skbs.
+        let t = w.tcp(s);
+        (t.write_seq, t.gso_max_size, t.pacing_rate, t.w.cwnd) = (1 << 20, 2 * 1448, 64 << 20, 20);
+        w.tcp_write_xmit(cpu, s, 0);
+        let mut slots: Vec<(u64, usize)> = (w.deferred.iter().enumerate())
+            .filter_map(|(i, d)| match d {
+                Some(crate::dev::Deferred::Xmit { skb, .. }) => Some((w.pkts.get(skb.id).t_send, i)),
+                _ => None,
+            })
+            .collect();
+        slots.sort_unstable();
+        assert_eq!(slots.len(), 10, "the burst");
+        let t = w.tcp(s);
+        assert!(t.packets_out > 0 && t.data_segs_out > 0 && t.snd_nxt > 0);
+        let created = w.created;
+        w.deferred(slots[0].1 as u32);
+        let cancelled = w.deferred.iter().filter(|d| matches!(d, Some(crate::dev::Deferred::Cancelled))).count();
+        assert_eq!(cancelled, slots.len() - 1);
+        assert_eq!(w.created, created - (slots.len() as u64 - 1), "the taken-back skbs were never built");
+        assert_eq!(w.dropped, 1, "only the first reached the qdisc");
+        assert_eq!(w.socks[s as usize].wmem_alloc, 0);
+        assert_eq!(w.pkts.live(), 0);
+        let t = w.tcp(s);
+        // data_segs_out counts the dropped skb's two segments, as __tcp_transmit_skb()
+        // does before its queue_xmit.
+        assert_eq!((t.snd_nxt, t.packets_out, t.data_segs_out, t.rtx.len()), (0, 0, 2, 0));
+        assert_eq!(t.ca_state, CaState::Cwr);
+        // The cancelled slots' events still pop, do nothing and free the slots.
+        for &(_, slot) in &slots[1..] {
+            w.deferred(slot as u32);
+        }
+        assert!(w.deferred.iter().all(Option::is_none));
     }
 
     /// A segment the qdisc takes: the loop went on, and the flag is what its end left.

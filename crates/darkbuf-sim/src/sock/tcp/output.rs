@@ -32,6 +32,8 @@ impl World {
         let mut t = t0;
         let mut sent_any = false;
         let mut cwnd_limited = false;
+        let tp = self.tcp(s);
+        tp.xmit_burst = tp.xmit_burst.wrapping_add(1);
         loop {
             let tp = self.tcp(s);
             // tcp_pacing_check(): internal pacing waits for the departure time.
@@ -210,8 +212,9 @@ impl World {
         info.t_send = t;
         info.cwr = cwr;
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
-        let tsq_throttled = self.tcp(s).tsq_throttled;
-        self.tcp_queue_xmit_at(t + cost, cpu, dev, skb, tsq_throttled);
+        let tp = self.tcp(s);
+        let how = crate::dev::TcpSent { tsq_throttled: tp.tsq_throttled, burst: tp.xmit_burst };
+        self.tcp_queue_xmit_at(t + cost, cpu, dev, skb, how);
         let tp = self.tcp(s);
         tp.data_segs_out += segs as u64;
         // tcp_update_skb_after_send(): the next departure time, forgiving up to half
