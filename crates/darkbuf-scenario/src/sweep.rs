@@ -14,6 +14,9 @@ pub const MAX_POINTS: usize = 100_000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepPlan {
     pub points: Vec<SweepPointSpec>,
+    /// What the command line's `--set`s do to the file's plan that a user would not
+    /// see in the results (see `fix_plan_keys`), for the caller to print.
+    pub warnings: Vec<String>,
 }
 
 /// One point: its label and the `KEY=VALUE` overrides that make it.
@@ -364,6 +367,57 @@ fn refuse_fixed_plan_keys(fixed: &[String]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// The dotted key of a `--set KEY=VALUE` (`None` if malformed: that is reported where
+/// the point is loaded).
+fn set_key(raw: &str) -> Option<String> {
+    let (segs, _, _) = tree::split_assignment(raw).ok()?;
+    Some(segs.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join("."))
+}
+
+/// Command-line `--set`s against the keys the file's plan varies; returns warnings.
+///
+/// - A single value (`fixed`) of a key the file's `[sweep]` sweeps takes it out of the
+///   sweep: every point runs that value, and no column is labelled with a value it did
+///   not run (applied after each point's own sets, it used to override them silently).
+/// - A key that a `[[variant]]` sets may still be set or swept from the command line
+///   (`--set duration=2s` shortens every point), but the variant's label may then name
+///   something its point did not run: that is a warning.
+/// - A key both set and swept on the command line is an error.
+fn fix_plan_keys(fixed: &[String], cli_sweeps: &[String], axes: &mut Vec<Axis>, variants: &[Variant]) -> Result<Vec<String>, Diagnostic> {
+    for raw in fixed {
+        let Some(key) = set_key(raw) else { continue };
+        if let Some(list) = cli_sweeps.iter().find(|l| set_key(l).as_deref() == Some(key.as_str())) {
+            return Err(Diagnostic::at(
+                K::Value,
+                format!("--set {raw}"),
+                raw.to_string(),
+                None,
+                &key,
+                format!("`{key}` is both set (--set {raw}) and swept (--set {list}) on the command line"),
+                Some("give one of the two".into()),
+            ));
+        }
+        axes.retain(|a| a.key != key);
+    }
+    let mut warnings = Vec::new();
+    for raw in fixed.iter().chain(cli_sweeps) {
+        let Some(key) = set_key(raw) else { continue };
+        let labels: Vec<String> = variants
+            .iter()
+            .filter(|v| v.sets.iter().any(|(k, _)| *k == key))
+            .map(|v| format!("`{}`", v.label))
+            .collect();
+        if !labels.is_empty() {
+            let (noun, verb, them) = if labels.len() == 1 { ("variant", "sets", "its label") } else { ("variants", "set", "their labels") };
+            warnings.push(format!(
+                "--set {raw} replaces `{key}` where the file's {noun} {} {verb} it: {them} may name a value the point did not run",
+                labels.join(", ")
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
 /// Reads `path` and plans its sweep (see [`sweep_plan_str`]).
 pub fn sweep_plan(path: &Path, cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
     sweep_plan_fixed(path, &[], cli_sweeps)
@@ -415,6 +469,7 @@ pub fn sweep_plan_str_fixed(
         }
     }
     let mut variants = file_variants(&top)?;
+    let warnings = fix_plan_keys(fixed, cli_sweeps, &mut axes, &variants)?;
     if variants.is_empty() {
         variants.push(Variant {
             label: String::new(),
@@ -523,5 +578,5 @@ pub fn sweep_plan_str_fixed(
             });
         }
     }
-    Ok(SweepPlan { points })
+    Ok(SweepPlan { points, warnings })
 }

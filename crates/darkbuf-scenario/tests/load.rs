@@ -555,7 +555,28 @@ fn sweep_points_are_checked_with_the_single_value_sets() {
     let scn = load_point(&path, &fixed, &plan.points[0]).unwrap();
     assert_eq!(scn.duration_ns, 2_000_000_000);
     assert_eq!(scn.label, "long");
+    // ... with a warning: the label `long` no longer describes what ran.
+    assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
+    assert!(plan.warnings[0].contains("--set duration=2s replaces `duration` where the file's variant `long` sets it: its label may name"), "{:?}", plan.warnings);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A single-value `--set` of a key the file's `[sweep]` sweeps takes it out of the
+/// sweep: the points run that value and their labels no longer name the axis (they
+/// named the file's values while every point ran the command line's).
+#[test]
+fn a_single_value_set_replaces_a_swept_key() {
+    let text = format!("{UDP}[sweep]\n\"consumer.nrules\" = [0, 3500]\n\"traffic.0.size\" = [100, 200]\n");
+    let fixed = ["consumer.nrules=7".to_string()];
+    let plan = sweep_plan_str_fixed("x.toml", &text, &fixed, &[]).unwrap();
+    let labels: Vec<&str> = plan.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, ["traffic.0.size=100", "traffic.0.size=200"]);
+    assert!(plan.points.iter().all(|p| p.set.iter().all(|s| !s.starts_with("consumer.nrules"))));
+    assert!(plan.warnings.is_empty());
+    // Set and swept on the command line at once: one of the two must go.
+    let d = sweep_plan_str_fixed("x.toml", &text, &fixed, &["consumer.nrules=1,2".to_string()]).unwrap_err();
+    assert_eq!(d.file, "--set consumer.nrules=7");
+    assert!(d.message.contains("both set (--set consumer.nrules=7) and swept (--set consumer.nrules=1,2)"), "{}", d.message);
 }
 
 /// `--set sweep.KEY=[...]` or `--set variant.N.KEY=V` would be applied to every point

@@ -534,6 +534,9 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
     let (sweeps, fixed) = darkbuf_run::split_sets(&c.set);
     let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
+    for w in &plan.warnings {
+        eprintln!("darkbuf: warning: {w}");
+    }
     let mut points = Vec::new();
     for spec in &plan.points {
         let mut scn = darkbuf_scenario::load_point(path, &fixed, spec).map_err(|d| Failure::Input(d.to_string()))?;
