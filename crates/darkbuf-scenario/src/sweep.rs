@@ -418,6 +418,64 @@ fn fix_plan_keys(fixed: &[String], cli_sweeps: &[String], axes: &mut Vec<Axis>, 
     Ok(warnings)
 }
 
+/// Loads point `p` (its sets, whose sources are `src`, then `fixed`), pointing an error
+/// back at the sweep entry that caused it.
+fn check_point(name_for_errors: &str, text: &str, p: &SweepPointSpec, src: &[SetSrc], fixed: &[String]) -> Result<(), Diagnostic> {
+    let all: Vec<String> = p.set.iter().chain(fixed).cloned().collect();
+    let Err(d) = crate::load_str(name_for_errors, text, &all) else { return Ok(()) };
+    let which = p.set.iter().position(|s| d.file == format!("--set {s}"));
+    let Some(i) = which else { return Err(d) };
+    let prefix = if p.label.is_empty() { String::new() } else { format!("sweep point `{}`: ", p.label) };
+    let file_ctx = Ctx { file: name_for_errors, source: text, overrides: &[] };
+    Err(match &src[i] {
+        SetSrc::File(origin) => file_ctx.diag(d.kind, origin, &d.key, format!("{prefix}{}", d.message), d.help),
+        SetSrc::Cli(raw) => Diagnostic {
+            file: format!("--set {raw}"),
+            source: raw.to_string(),
+            span: None,
+            line: None,
+            column: None,
+            message: format!("{prefix}{}", d.message),
+            ..d
+        },
+    })
+}
+
+/// The plan `darkbuf run` leaves aside: how many `[[variant]]`s and `[sweep]` points
+/// the file has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanShape {
+    pub variants: usize,
+    pub sweep_points: usize,
+}
+
+/// What `darkbuf run` checks of a file's `[[variant]]`s and `[sweep]`: each variant,
+/// and each swept value, applied alone to the scenario (with the command line's single
+/// values), so an unknown key or a bad value there is an error in `run` as it is in
+/// `sweep` ("unknown keys are errors, never ignored"). Combinations of values are
+/// `sweep`'s to check. Returns the plan's shape, for `run` to say what it left out.
+pub fn check_plan_entries(path: &Path, fixed: &[String]) -> Result<PlanShape, Diagnostic> {
+    let (name, text) = crate::read_scenario(path)?;
+    let ctx = Ctx { file: &name, source: &text, overrides: &[] };
+    let root = tree::parse_document(&ctx)?;
+    let top = Sec::root(&root, &ctx);
+    let axes = file_sweep(&top)?;
+    let variants = file_variants(&top)?;
+    for v in &variants {
+        let set = v.sets.iter().map(|(k, val)| format!("{k}={}", val.text)).collect();
+        let src: Vec<SetSrc> = v.sets.iter().map(|(_, val)| val.src.clone()).collect();
+        check_point(&name, &text, &SweepPointSpec { label: v.label.clone(), set }, &src, fixed)?;
+    }
+    for a in &axes {
+        for val in &a.vals {
+            let spec = SweepPointSpec { label: format!("{}={}", a.key, val.label), set: vec![format!("{}={}", a.key, val.text)] };
+            check_point(&name, &text, &spec, std::slice::from_ref(&val.src), fixed)?;
+        }
+    }
+    let sweep_points = if axes.is_empty() { 0 } else { axes.iter().fold(1usize, |n, a| n.saturating_mul(a.vals.len())) };
+    Ok(PlanShape { variants: variants.len(), sweep_points })
+}
+
 /// Reads `path` and plans its sweep (see [`sweep_plan_str`]).
 pub fn sweep_plan(path: &Path, cli_sweeps: &[String]) -> Result<SweepPlan, Diagnostic> {
     sweep_plan_fixed(path, &[], cli_sweeps)
@@ -544,39 +602,7 @@ pub fn sweep_plan_str_fixed(
 
     // Check every point, pointing errors back at the sweep entry that caused them.
     for (p, src) in points.iter().zip(&srcs) {
-        let all: Vec<String> = p.set.iter().chain(fixed).cloned().collect();
-        if let Err(d) = crate::load_str(name_for_errors, text, &all) {
-            let which = p.set.iter().position(|s| d.file == format!("--set {s}"));
-            let Some(i) = which else { return Err(d) };
-            let prefix = if p.label.is_empty() {
-                String::new()
-            } else {
-                format!("sweep point `{}`: ", p.label)
-            };
-            let file_ctx = Ctx {
-                file: name_for_errors,
-                source: text,
-                overrides: &[],
-            };
-            return Err(match &src[i] {
-                SetSrc::File(origin) => file_ctx.diag(
-                    d.kind,
-                    origin,
-                    &d.key,
-                    format!("{prefix}{}", d.message),
-                    d.help,
-                ),
-                SetSrc::Cli(raw) => Diagnostic {
-                    file: format!("--set {raw}"),
-                    source: raw.to_string(),
-                    span: None,
-                    line: None,
-                    column: None,
-                    message: format!("{prefix}{}", d.message),
-                    ..d
-                },
-            });
-        }
+        check_point(name_for_errors, text, p, src, fixed)?;
     }
     Ok(SweepPlan { points, warnings })
 }

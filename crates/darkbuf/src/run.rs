@@ -66,6 +66,28 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
 }
 
 
+/// `darkbuf run` runs the scenario without its `[[variant]]`s and `[sweep]`: their
+/// entries are checked all the same (an unknown key there is an error, as in `sweep`),
+/// and a note on stderr says what was left out.
+pub(crate) fn note_plan_left_out(path: &Path, set: &[String]) -> Result<(), Failure> {
+    let shape = darkbuf_scenario::check_plan_entries(path, set).map_err(|d| Failure::Input(d.to_string()))?;
+    let mut parts = Vec::new();
+    if shape.variants > 0 {
+        parts.push(format!("{} variant{}", shape.variants, if shape.variants == 1 { "" } else { "s" }));
+    }
+    if shape.sweep_points > 0 {
+        parts.push(format!("a [sweep] of {} point{}", shape.sweep_points, if shape.sweep_points == 1 { "" } else { "s" }));
+    }
+    if !parts.is_empty() {
+        eprintln!(
+            "darkbuf: note: {} has {}; `darkbuf run` runs the scenario without them, `darkbuf sweep` runs them",
+            path.display(),
+            parts.join(" and ")
+        );
+    }
+    Ok(())
+}
+
 /// How long work runs before its progress bar appears.
 const SHOW_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -327,6 +349,7 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
+    note_plan_left_out(path, &c.set)?;
     apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     check_out(c)?;

@@ -1,0 +1,46 @@
+//! DESIGN.md's contracts that an audit found broken, through the command line: a
+//! file's `[sweep]` and `[[variant]]` entries are checked by `run` too ("unknown keys
+//! are errors, never ignored"), and a single-value `--set` of a swept key does not run
+//! under labels that name other values.
+
+mod common;
+
+use common::{darkbuf, stderr, stdout};
+
+fn write(name: &str, text: &str) -> String {
+    common::write("contract", name, text)
+}
+
+const V: &str = "duration = \"100ms\"\nwarmup = \"10ms\"\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\n";
+
+#[test]
+fn run_checks_the_sweep_and_variant_entries_it_leaves_out() {
+    let f = write("typo-in-sweep.toml", &format!("{V}[sweep]\n\"consumer.nrulez\" = [0, 1]\n"));
+    let o = darkbuf(&["run", &f]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(&format!("darkbuf: {f}:8:22: sweep point `consumer.nrulez=0`: unknown key `nrulez` in [consumer]; did you mean `nrules`?")), "{}", stderr(&o));
+
+    let f = write("bad-variant.toml", &format!("{V}[[variant]]\nlabel = \"x\"\n\"consumer.nrules\" = \"abc\"\n"));
+    let o = darkbuf(&["run", &f]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(&format!("darkbuf: {f}:9:21: sweep point `x`: `consumer.nrules` must be an integer")), "{}", stderr(&o));
+
+    // A good plan runs the scenario without it, and says so.
+    let f = write("good-plan.toml", &format!("{V}[[variant]]\nlabel = \"x\"\n\"consumer.nrules\" = 5\n[sweep]\n\"traffic.0.size\" = [100, 200, 300]\n"));
+    let o = darkbuf(&["run", &f, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let note = format!("darkbuf: note: {f} has 1 variant and a [sweep] of 3 points; `darkbuf run` runs the scenario without them, `darkbuf sweep` runs them");
+    assert!(stderr(&o).contains(&note), "{}", stderr(&o));
+}
+
+#[test]
+fn a_single_value_set_of_a_swept_key_runs_without_the_axis() {
+    let f = write("swept.toml", &format!("{V}[sweep]\n\"consumer.nrules\" = [0, 3500]\n"));
+    let o = darkbuf(&["sweep", &f, "--set", "consumer.nrules=7", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "one point, not two labelled 0 and 3500 that both ran 7");
+    assert_eq!(points[0]["label"], "");
+    assert_eq!(points[0]["results"]["scenario"]["consumer"]["nrules"], 7);
+}
