@@ -69,8 +69,8 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
 /// `darkbuf run` runs the scenario without its `[[variant]]`s and `[sweep]`: their
 /// entries are checked all the same (an unknown key there is an error, as in `sweep`),
 /// and a note on stderr says what was left out.
-pub(crate) fn note_plan_left_out(path: &Path, set: &[String]) -> Result<(), Failure> {
-    let shape = darkbuf_scenario::check_plan_entries(path, set).map_err(|d| Failure::Input(d.to_string()))?;
+pub(crate) fn note_plan_left_out(path: &Path) -> Result<(), Failure> {
+    let shape = darkbuf_scenario::check_plan_entries(path).map_err(|d| Failure::Input(d.to_string()))?;
     let mut parts = Vec::new();
     if shape.variants > 0 {
         parts.push(format!("{} variant{}", shape.variants, if shape.variants == 1 { "" } else { "s" }));
@@ -349,7 +349,7 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
-    note_plan_left_out(path, &c.set)?;
+    note_plan_left_out(path)?;
     apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     check_out(c)?;

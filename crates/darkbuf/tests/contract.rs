@@ -31,6 +31,13 @@ fn run_checks_the_sweep_and_variant_entries_it_leaves_out() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let note = format!("darkbuf: note: {f} has 1 variant and a [sweep] of 3 points; `darkbuf run` runs the scenario without them, `darkbuf sweep` runs them");
     assert!(stderr(&o).contains(&note), "{}", stderr(&o));
+
+    // What run's own --set changes does not make an entry it leaves out wrong: the
+    // variant sets an sfq parameter, and run swaps the qdisc for another kind.
+    let sfq = V.replace("pfifo", "sfq");
+    let f = write("run-set.toml", &format!("{sfq}[[variant]]\nlabel = \"slow perturb\"\n\"qdisc.perturb\" = 10\n"));
+    let o = darkbuf(&["run", &f, "--set", "qdisc.kind=fq_codel"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]
