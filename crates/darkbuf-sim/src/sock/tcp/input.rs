@@ -54,12 +54,11 @@ impl World {
         tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
-            tp.ca_state = CaState::Recovery;
-            self.tcp_init_cwnd_reduction(s);
+            self.tcp_enter_recovery(s);
         } else if rec.ece && tp.ca_state == CaState::Open {
             self.tcp_enter_cwr(s);
         }
-        self.tcp_cong_control(s, &rs, una_advanced && !newly_lost, rtt_ns, t);
+        self.tcp_cong_control(s, &rs, acked > 0, una_advanced && !newly_lost, rtt_ns, t);
         let tp = self.tcp(s);
         if tp.packets_out == 0 || acked > 0 {
             tp.backoff = 0;
@@ -118,9 +117,22 @@ impl World {
         tp.prior_cwnd = tp.w.cwnd;
         tp.prr_delivered = 0;
         tp.prr_out = 0;
+        tp.w.cwnd_cnt = 0;
         let w = tp.w;
         tp.w.ssthresh = tp.cc.ssthresh(&w);
         tp.tcp_ecn_queue_cwr();
+    }
+
+    /// `tcp_enter_recovery()`: the window is reduced only when no reduction is under
+    /// way (`tcp_in_cwnd_reduction()`): from CWR, Recovery keeps CWR's ssthresh and
+    /// high_seq, so a local drop or an ECE followed by a loss cuts the window once.
+    pub(super) fn tcp_enter_recovery(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        let in_reduction = tp.ca_state == CaState::Cwr;
+        tp.ca_state = CaState::Recovery;
+        if !in_reduction {
+            self.tcp_init_cwnd_reduction(s);
+        }
     }
 
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
@@ -136,7 +148,10 @@ impl World {
     /// `tcp_cong_control()`: PRR in a window reduction (`tcp_cwnd_reduction()`), else
     /// the congestion control's growth when the flow is cwnd-limited; leaving Recovery
     /// or CWR sets cwnd to ssthresh (`tcp_end_cwnd_reduction()`).
-    fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
+    ///
+    /// `data_acked` is FLAG_DATA_ACKED (the ACK advanced `snd_una`): `tcp_may_raise_cwnd()`
+    /// grows cwnd only then, not on an ACK that only SACKs.
+    fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, data_acked: bool, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
         let delivered = rs.acked_sacked;
         if matches!(self.tcp(s).cc, CongestionControl::Bbr(_)) {
             return self.tcp_cong_control_bbr(s, rs);
@@ -184,7 +199,7 @@ impl World {
                     tp.ca_state = CaState::Open;
                 }
                 // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used.
-                if tp.tcp_is_cwnd_limited() && delivered > 0 {
+                if tp.tcp_is_cwnd_limited() && data_acked && delivered > 0 {
                     let mut w = tp.w;
                     tp.cc.cong_avoid(&mut w, delivered, &ctx);
                     tp.w = w;
@@ -243,13 +258,16 @@ impl World {
             return;
         }
         let w = tp.w;
-        if tp.ca_state < CaState::Recovery || tp.ca_state == CaState::Loss {
+        // tcp_enter_loss(): ssthresh is reduced once per window: from Open, once the
+        // previous reduction's high_seq is acknowledged, or at the first RTO of a Loss
+        // episode (icsk_retransmits = 0: `backoff` here, reset by forward progress), not
+        // again at a repeated RTO without progress.
+        if tp.ca_state == CaState::Open || !after(tp.high_seq, tp.snd_una) || (tp.ca_state == CaState::Loss && tp.backoff == 0) {
             tp.w.ssthresh = tp.cc.ssthresh(&w);
         }
         tp.ca_state = CaState::Loss;
         tp.tcp_ecn_queue_cwr();
         tp.high_seq = tp.snd_nxt;
-        tp.w.cwnd = 1;
         tp.w.cwnd_cnt = 0;
         for seg in tp.rtx.iter_mut() {
             if !seg.sacked && !seg.lost {
@@ -262,6 +280,9 @@ impl World {
                 tp.retrans_out -= seg.segs;
             }
         }
+        // tcp_timeout_mark_lost() then cwnd = packets in flight + 1 (what is not marked
+        // lost: the model marks every unSACKed segment, without RACK's recent ones).
+        tp.w.cwnd = tp.in_flight() + 1;
         let ctx = AckCtx { jiffies, now_us: (now / 1000) as u32, hz, snd_una: tp.snd_una, snd_nxt: tp.snd_nxt, pacing_rate: tp.pacing_rate, paced: false, gso_max_size: tp.gso_max_size };
         tp.cc.on_loss(&ctx);
         tp.backoff += 1;

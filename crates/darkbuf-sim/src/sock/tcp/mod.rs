@@ -579,7 +579,7 @@ impl World {
             return;
         }
         if verdict == EnqueueVerdict::Dropped {
-            self.tcp_take_back(s, seq);
+            self.tcp_take_back(s, seq, true);
         }
         self.tcp_enter_cwr(s);
         // tcp_write_xmit() stopped; the next ACK sends again. With nothing in flight no
@@ -594,10 +594,13 @@ impl World {
     /// `tcp_event_new_data_sent()` (or `tcp_retransmit_skb()` failed). The newest skb
     /// goes back to unsent data; one that later sends already followed stays on the
     /// retransmit queue, marked lost, and its next send is not counted as a
-    /// retransmission (it is new data in the kernel). A retransmission that failed is
-    /// not one (TCPRetransFail): the segment is lost as before, and the next
-    /// retransmission that leaves counts.
-    fn tcp_take_back(&mut self, s: SockId, seq: u32) {
+    /// retransmission (it is new data in the kernel). A retransmission that failed
+    /// (`attempted`: the qdisc dropped it) is not marked RETRANS, but
+    /// `__tcp_retransmit_skb()` counted it in `total_retrans` before its transmit
+    /// (TCPRetransFail too); one that was never attempted (taken back with the rest of
+    /// its loop) is not counted. Either way the segment stays lost, and its next
+    /// retransmission counts.
+    fn tcp_take_back(&mut self, s: SockId, seq: u32, attempted: bool) {
         let t = self.tcp(s);
         let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) else { return };
         let seg = t.rtx[i];
@@ -614,7 +617,7 @@ impl World {
         if seg.retrans {
             seg.retrans = false;
             t.retrans_out -= seg.segs;
-            if std::mem::take(&mut seg.counted) {
+            if !attempted && std::mem::take(&mut seg.counted) {
                 t.total_retrans -= seg.segs as u64;
             }
             if seg.lost {
@@ -631,7 +634,7 @@ impl World {
     /// A transmit of `segs` segments at `seq` that `tcp_unsend_burst()` took back: it
     /// never left, so it is neither counted as sent nor in PRR's count of sends.
     pub(crate) fn tcp_unsend(&mut self, s: SockId, seq: u32, segs: u32) {
-        self.tcp_take_back(s, seq);
+        self.tcp_take_back(s, seq, false);
         let t = self.tcp(s);
         t.data_segs_out -= segs as u64;
         if matches!(t.ca_state, CaState::Recovery | CaState::Cwr) {
@@ -863,6 +866,89 @@ pub(crate) mod tests {
             w.deferred(slot as u32);
         }
         assert!(w.deferred.iter().all(Option::is_none));
+    }
+
+    /// A socket of `tbf_world()` with `n` one-segment skbs out, cwnd 20.
+    fn with_flight(n: u32) -> (World, SockId) {
+        let (mut w, s) = tbf_world(100_000);
+        let t = w.tcp(s);
+        for i in 0..n {
+            t.rtx.push_back(TxSeg { start: i * 1448, end: (i + 1) * 1448, segs: 1, ..TxSeg::default() });
+        }
+        (t.packets_out, t.snd_nxt, t.write_seq, t.w.cwnd) = (n, n * 1448, n * 1448, 20);
+        (w, s)
+    }
+
+    /// tcp_enter_loss(): the first RTO cuts ssthresh (CUBIC: 20 x 717/1024 = 14) and
+    /// sets cwnd to what is still in flight + 1; a second RTO without progress keeps
+    /// that ssthresh (before, it was cut again from cwnd 1, to 2).
+    #[test]
+    fn a_repeated_rto_does_not_cut_ssthresh_again() {
+        let (mut w, s) = with_flight(10);
+        w.tcp_retransmit_timer(s);
+        let t = w.tcp(s);
+        assert_eq!((t.ca_state, t.w.ssthresh, t.w.cwnd, t.lost_out), (CaState::Loss, 14, 1, 10));
+        w.tcp_retransmit_timer(s);
+        let t = w.tcp(s);
+        assert_eq!((t.w.ssthresh, t.w.cwnd, t.backoff), (14, 1, 2));
+    }
+
+    /// tcp_enter_recovery() from CWR keeps CWR's reduction (ssthresh, high_seq); from
+    /// Open it makes one.
+    #[test]
+    fn recovery_after_cwr_does_not_cut_the_window_twice() {
+        let (mut w, s) = with_flight(10);
+        w.tcp_enter_cwr(s);
+        let (ssthresh, high) = (w.tcp(s).w.ssthresh, w.tcp(s).high_seq);
+        assert_eq!((ssthresh, high), (14, 10 * 1448));
+        let t = w.tcp(s);
+        (t.w.cwnd, t.snd_nxt) = (14, 12 * 1448);
+        w.tcp_enter_recovery(s);
+        let t = w.tcp(s);
+        assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
+
+        let (mut w, s) = with_flight(10);
+        w.tcp_enter_recovery(s);
+        let t = w.tcp(s);
+        assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
+    }
+
+    /// A retransmission the qdisc drops was counted by `__tcp_retransmit_skb()` before
+    /// its transmit, and stays counted; it is no longer in flight as one, and the
+    /// segment stays lost. One taken back with the rest of its loop was never tried.
+    #[test]
+    fn a_dropped_retransmission_counts_and_an_unsent_one_does_not() {
+        for (attempted, total) in [(true, 1), (false, 0)] {
+            let (mut w, s) = with_flight(3);
+            let t = w.tcp(s);
+            t.rtx[1] = TxSeg { lost: true, retrans: true, counted: true, ever_retrans: true, ..t.rtx[1] };
+            (t.lost_out, t.retrans_out, t.total_retrans) = (1, 1, 1);
+            if attempted {
+                w.tcp_xmit_verdict(s, 1448, EnqueueVerdict::Dropped);
+            } else {
+                w.tcp_unsend(s, 1448, 1);
+            }
+            let t = w.tcp(s);
+            let g = t.rtx[1];
+            assert_eq!((g.lost, g.retrans, g.local_drop), (true, false, false), "attempted {attempted}");
+            assert_eq!((t.lost_out, t.retrans_out, t.total_retrans), (1, 0, total), "attempted {attempted}");
+        }
+    }
+
+    /// tcp_update_skb_after_send(): the next departure is the skb's payload at the
+    /// pacing rate (the write queue's skb carries no headers): 2 x 1448 bytes at
+    /// 1 MB/s is 2.896 ms.
+    #[test]
+    fn pacing_spaces_skbs_by_their_payload() {
+        let (mut w, s) = tbf_world(100_000);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let t = w.tcp(s);
+        (t.write_seq, t.gso_max_size, t.pacing_rate, t.w.cwnd, t.data_segs_out) = (1 << 20, 2 * 1448, 1_000_000, 20, 10);
+        t.pacing = Pacing::Needed;
+        w.tcp_write_xmit(cpu, s, 0);
+        let t = w.tcp(s);
+        assert_eq!(t.rtx.len(), 1, "pacing holds the second skb");
+        assert_eq!(t.wstamp_ns, 2_896_000);
     }
 
     /// A segment the qdisc takes: the loop went on, and the flag is what its end left.
