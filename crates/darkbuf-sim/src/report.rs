@@ -38,8 +38,22 @@ const XSTAT_GAUGES: &[&str] = &[
     "memory_used", "memory_limit", "flows", "inactive_flows", "throttled_flows",
     "time_next_delayed_flow", "capacity_estimate", "max_pkt_len", "flow_quantum",
     "sparse_flows", "bulk_flows", "unresponsive_flows", "tokens", "ctokens", "dropping",
-    "band0_pkts", "band1_pkts", "band2_pkts",
+    "band0_pkts", "band1_pkts", "band2_pkts", "unthrottle_latency_ns",
 ];
+
+/// Gauges that are one qdisc's time (fq's unthrottle-latency EWMA, codel's last
+/// sojourn): over mq's children they are averaged, over the children that sent in the
+/// window, not summed.
+const XSTAT_MEANS: &[&str] = &["unthrottle_latency_ns", "ldelay"];
+
+/// The metric name of an xstat: tc's, where it differs from the kernel's struct field
+/// (`tc -s qdisc` prints fq's `unthrottle_latency_ns` as `latency`).
+fn xstat_metric(name: &str) -> &str {
+    match name {
+        "unthrottle_latency_ns" => "latency_ns",
+        other => other,
+    }
+}
 
 impl World {
     /// The device whose TX queue the BQL and ring metrics describe.
@@ -61,19 +75,35 @@ impl World {
     }
 
     /// The qdisc algorithms' xstats by tc's names, summed over this host's qdiscs
-    /// (mq's children): counters over the measured window, gauges at its end.
+    /// (mq's children): counters over the measured window, gauges at its end; the
+    /// per-qdisc times of [`XSTAT_MEANS`] averaged over the qdiscs that sent in the
+    /// window (all of them if none did).
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
         let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
+        let mut means: BTreeMap<&'static str, (f64, u32)> = BTreeMap::new();
+        let any_sent = self.host_qdiscs().any(|q| q.tc_counters().sent_pkts > q.base.sent_pkts);
         for q in self.host_qdiscs() {
             let Some(algo) = q.q.as_ref() else { continue };
+            let sent = q.tc_counters().sent_pkts > q.base.sent_pkts;
             for (name, v) in algo.xstats() {
                 let base = if XSTAT_GAUGES.contains(&name) {
                     0
                 } else {
                     q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b)
                 };
-                *out.entry(name).or_default() += v.saturating_sub(base) as f64;
+                let v = v.saturating_sub(base) as f64;
+                if XSTAT_MEANS.contains(&name) {
+                    if sent || !any_sent {
+                        let m = means.entry(name).or_default();
+                        *m = (m.0 + v, m.1 + 1);
+                    }
+                } else {
+                    *out.entry(name).or_default() += v;
+                }
             }
+        }
+        for (name, (sum, n)) in means {
+            out.insert(name, sum / n as f64);
         }
         out
     }
@@ -344,7 +374,7 @@ impl World {
         out.set("qdisc.overlimits", sum(&|c| c.overlimits));
         out.set("qdisc.backlog_avg_pkts", self.metrics.qdisc_backlog.mean(self.cfg.start, self.cfg.end));
         for (name, v) in self.qdisc_xstats() {
-            out.m.insert(format!("qdisc.{name}"), Some(v));
+            out.m.insert(format!("qdisc.{}", xstat_metric(name)), Some(v));
         }
         self.qdisc_txq_metrics(out);
     }
@@ -376,8 +406,8 @@ impl World {
                     continue;
                 }
                 // The latency is fq's EWMA, a gauge; the others count over the window.
-                let b = if name == "unthrottle_latency_ns" { 0 } else { q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b) };
-                out.m.insert(format!("qdisc.txq.{txq}.{name}"), Some(v.saturating_sub(b) as f64));
+                let b = if XSTAT_GAUGES.contains(&name) { 0 } else { q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b) };
+                out.m.insert(format!("qdisc.txq.{txq}.{}", xstat_metric(name)), Some(v.saturating_sub(b) as f64));
             }
         }
     }

@@ -60,6 +60,11 @@ fn fq_counters_are_consistent() {
     assert_eq!(per_queue(".flows_plimit"), plimit);
     assert_eq!(per_queue(".sent_pkts"), m(&r, "qdisc.sent_pkts"));
     assert_eq!(per_queue(".throttled"), m(&r, "qdisc.throttled"));
+    // tc's `latency` (the kernel's unthrottle_latency_ns), a gauge: the one queue that
+    // sent has it, and the total is that queue's, not a sum of deltas (it read 0).
+    let latency = m(&r, "qdisc.latency_ns");
+    assert!(latency > 0.0);
+    assert_eq!(per_queue(".latency_ns"), latency);
     let tc = r.printouts.iter().find(|(k, _)| k.starts_with("tc -s qdisc")).map(|(_, v)| v).expect("tc printout");
     assert!(tc.starts_with("qdisc mq 0: root \n"), "{tc}");
     assert_eq!(tc.matches("qdisc fq 0: parent :").count(), 12);
