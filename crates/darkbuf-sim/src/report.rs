@@ -263,12 +263,12 @@ impl World {
             out.m.insert(format!("cpu.{i}.busy_pct"), Some(pct(c.busy_ns)));
             let soft: u64 = c.softirq_ns.iter().sum();
             out.m.insert(format!("cpu.{i}.softirq_pct"), Some(pct(soft)));
-            if soft > 0 {
-                use crate::sched::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX, SOFTIRQ_TASKLET};
-                out.m.insert(format!("cpu.{i}.net_tx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_TX])));
-                out.m.insert(format!("cpu.{i}.net_rx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_RX])));
-                out.m.insert(format!("cpu.{i}.tasklet_pct"), Some(pct(c.softirq_ns[SOFTIRQ_TASKLET])));
-            }
+            // Measured on every CPU, 0 included: a CPU without softirq time in one run
+            // must not drop out of the summary's `n`.
+            use crate::sched::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX, SOFTIRQ_TASKLET};
+            out.m.insert(format!("cpu.{i}.net_tx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_TX])));
+            out.m.insert(format!("cpu.{i}.net_rx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_RX])));
+            out.m.insert(format!("cpu.{i}.tasklet_pct"), Some(pct(c.softirq_ns[SOFTIRQ_TASKLET])));
         }
         let mt = &self.metrics;
         let mut histograms = BTreeMap::new();
@@ -294,14 +294,16 @@ impl World {
             "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
             "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
         ];
+        // Where the way has a wire (a NIC, a link): its serialization and the way back.
+        let wire_keys: &[&str] = if self.links.is_empty() { &[] } else { &["ping.wait_wire_ms", "ping.wait_return_ms"] };
         if self.ping_sock().is_none() {
-            for k in ping_keys {
+            for &k in ping_keys.iter().chain(wire_keys) {
                 out.none(k, "the scenario has no ping traffic");
             }
             return;
         }
         if mt.probes.is_empty() {
-            for k in &ping_keys[..8] {
+            for &k in ping_keys[..8].iter().chain(wire_keys) {
                 out.none(k, "no probe was answered in the measured window");
             }
         } else {
@@ -347,6 +349,12 @@ impl World {
         let secs = (self.cfg.end - self.cfg.start) as f64 / 1e9;
         out.set("consumer.pps", mt.consumer_pkts as f64 / secs);
         let sink: u64 = self.udp_socks().map(|u| u.sink_pkts).sum();
+        if self.udp_socks().next().is_none() {
+            for k in ["sink.pps", "sink.owd_avg_ms"] {
+                out.none(k, "the scenario has no UDP flood");
+            }
+            return;
+        }
         out.set("sink.pps", sink as f64 / secs);
         if sink > 0 {
             out.set("sink.owd_avg_ms", mt.sink_owd_ns as f64 / sink as f64 / 1e6);

@@ -198,15 +198,15 @@ fn plot_of_a_kind_the_scenario_lacks_is_refused_before_the_sweep_runs() {
 fn plot_no_point_measured_fails_after_the_sweep_and_keeps_its_results() {
     let dir = tmp("plot-after");
     let out = dir.join("D");
-    // CPU 0 is the producer's: it runs no softirq in this scenario, so it has no
-    // net_tx_pct, which only the results can tell.
-    let o = sweep_veth(&["--plot", "cpu.0.net_tx_pct", "--plot", "consumer.pps", "--out", out.to_str().unwrap()]);
+    // Under mq, TX queue 0's qdisc sends nothing here (XPS puts the flood on queue 1),
+    // so it has no per-queue counters, which only the results can tell.
+    let o = sweep_veth(&["--set", "qdisc.kind=mq", "--plot", "qdisc.txq.0.sent_pkts", "--plot", "consumer.pps", "--out", out.to_str().unwrap()]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("--plot cpu.0.net_tx_pct: not in these results: no point measured it; these results have cpu.1.net_tx_pct"), "{e}");
+    assert!(e.contains("--plot qdisc.txq.0.sent_pkts: not in these results: no point measured it; these results have qdisc.txq.1.sent_pkts"), "{e}");
     assert!(e.contains("the other results are in"), "{e}");
     assert!(out.join("results.json").exists() && out.join("sweep_consumer_pps.svg").exists());
-    assert!(!out.join("sweep_cpu_0_net_tx_pct.svg").exists());
+    assert!(!out.join("sweep_qdisc_txq_0_sent_pkts.svg").exists());
 
     // `report` of those results: refused before the page is written.
     let page = dir.join("x.html");
