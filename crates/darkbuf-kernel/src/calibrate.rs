@@ -296,6 +296,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
             fitted: fitted.iter().filter(|f| f.starts_with("consumer_")).cloned().collect(),
             points: fit_pts,
         }),
+        file: None,
     };
     let text = render_profile(&profile, &points, &[send_p, light_p, idle_p, tap_p], &fitted, &assumed, &notes, overhead)?;
     std::fs::write(out, &text).map_err(|e| KernelError::Input(format!("cannot write {}: {e}", out.display())))?;
@@ -444,7 +445,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("p.toml");
         std::fs::write(&f, &text).unwrap();
-        let back = Profile::load(f.to_str().unwrap()).unwrap();
+        let mut back = Profile::load(f.to_str().unwrap()).unwrap();
+        assert!(back.file.take().is_some_and(|(path, _)| path == f.to_str().unwrap()));
         assert_eq!(back, p);
         let _ = std::fs::remove_dir_all(&dir);
     }

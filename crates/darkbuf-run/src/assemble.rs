@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 /// load is bad input at the scenario's `machine.profile` (its file, line and column, or
 /// its `--set`).
 pub fn profile_of(scn: &Scenario) -> Result<Profile, Error> {
-    Profile::load(&scn.machine.profile).map_err(|e| Error::Scenario(scn.machine.profile_error(&e.to_string())))
+    Profile::load(&scn.machine.profile_source()).map_err(|e| Error::Scenario(scn.machine.profile_error(&e.to_string())))
 }
 
 /// Every point's profile, loaded before anything runs.
@@ -25,7 +25,7 @@ pub fn environment(scn: &Scenario, p: &Profile) -> Environment {
     Environment {
         kernel: "sim".into(),
         cpu: format!("simulated: {} CPUs, HZ={}", scn.machine.cpus, scn.machine.hz),
-        profile: p.name.clone(),
+        profile: p.identity(),
         darkbuf_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

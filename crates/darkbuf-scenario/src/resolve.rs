@@ -9,6 +9,7 @@ use darkbuf_model::params::{ParamError, ParamValue, Params};
 use darkbuf_model::qdisc::{self, BuildError, DevInfo};
 use darkbuf_model::units::{self, Rate};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// `DQL_MAX_LIMIT` in include/linux/dynamic_queue_limits.h: (UINT_MAX / 2) - DQL_MAX_OBJECT.
 pub const DQL_MAX_LIMIT: u32 = 1_879_048_192;
@@ -519,7 +520,8 @@ fn resolve_doc(
     let m = top.sub("machine")?;
     m.check_keys(MACHINE_KEYS, None)?;
     let profile = m.string("profile", "seed-vm")?;
-    check_profile(&m, &profile)?;
+    let profile_file = profile_file(ctx.file, &profile);
+    check_profile(&m, &profile, profile_file.as_deref())?;
     let profile_at = Some(Box::new(excerpt(ctx.diag(K::Value, &m.origin("profile"), "machine.profile", "", None))));
     let cpus = m.u32("cpus", 2, 2, 64)?;
     let hz_expected = "one of 100, 250, 300, 1000";
@@ -534,7 +536,7 @@ fn resolve_doc(
             ))
         }
     };
-    let machine = Machine { profile, cpus, hz, profile_at };
+    let machine = Machine { profile, profile_file, cpus, hz, profile_at };
 
     // [device]
     let d = top.sub("device")?;
@@ -1345,15 +1347,28 @@ fn excerpt(mut d: Diagnostic) -> Diagnostic {
     d
 }
 
+/// Where profile `profile` is read from (see [`Machine::profile_file`]): `None` for a
+/// built-in name. A relative path is looked for next to the scenario file `scenario`
+/// first (as a C `#include` is), in whatever part of the scenario it was given (the
+/// file, a variant, a sweep, a `--set`), and else taken from the working directory.
+fn profile_file(scenario: &str, profile: &str) -> Option<std::path::PathBuf> {
+    if BUILTIN_PROFILES.contains(&profile) {
+        return None;
+    }
+    let p = Path::new(profile);
+    let beside = Path::new(scenario).parent().filter(|d| p.is_relative() && !d.as_os_str().is_empty()).map(|d| d.join(p));
+    Some(beside.filter(|q| q.exists()).unwrap_or_else(|| p.to_path_buf()))
+}
+
 /// `machine.profile` is a built-in name, or a path (ending in `.toml` or containing a
 /// `/`, as the profile loader tells them apart) of a regular file of at most
 /// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until
 /// the memory runs out. What the file holds is checked when the simulator loads it
 /// ([`Machine::profile_error`] reports that at this key too).
-fn check_profile(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
-    if BUILTIN_PROFILES.contains(&profile) {
+fn check_profile(m: &Sec<'_>, profile: &str, file: Option<&Path>) -> Result<(), Diagnostic> {
+    let Some(file) = file.filter(|_| !BUILTIN_PROFILES.contains(&profile)) else {
         return Ok(());
-    }
+    };
     let shown = crate::tree::toml_string(profile);
     if !(profile.ends_with(".toml") || profile.contains('/')) {
         let help = match did_you_mean(profile, BUILTIN_PROFILES.iter().copied()) {
@@ -1367,7 +1382,7 @@ fn check_profile(m: &Sec<'_>, profile: &str) -> Result<(), Diagnostic> {
         ));
     }
     let bound = format!("; a profile file has at most {} bytes", thousands(limits::MAX_FILE_BYTES));
-    let (problem, bound) = match std::fs::metadata(profile) {
+    let (problem, bound) = match std::fs::metadata(file) {
         Err(e) => (format!("cannot be read: {e}"), ""),
         Ok(meta) if !meta.is_file() => ("is not a regular file".to_string(), bound.as_str()),
         Ok(meta) if meta.len() > limits::MAX_FILE_BYTES => {

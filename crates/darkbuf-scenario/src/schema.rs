@@ -52,8 +52,13 @@ pub struct TestSpec {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Machine {
-    /// Built-in profile name or path to a profile TOML.
+    /// Built-in profile name or path to a profile TOML, as given.
     pub profile: String,
+    /// A profile file's path to load: a relative path is looked for next to the
+    /// scenario file first, then in the working directory. `None` for a built-in
+    /// profile.
+    #[serde(skip)]
+    pub profile_file: Option<std::path::PathBuf>,
     /// Number of CPUs (>= 2: a producer CPU and a consumer CPU).
     pub cpus: u32,
     /// CONFIG_HZ: jiffies per second (100, 250, 300 or 1000).
@@ -77,6 +82,14 @@ impl Machine {
     /// profile that cannot be loaded: `detail` is the loader's reason. The simulator
     /// loads the profile after the scenario is resolved; this keeps its errors as
     /// precise as the scenario's own.
+    /// What to load: the resolved file, or the built-in profile's name.
+    pub fn profile_source(&self) -> String {
+        match &self.profile_file {
+            Some(f) => f.display().to_string(),
+            None => self.profile.clone(),
+        }
+    }
+
     pub fn profile_error(&self, detail: &str) -> Diagnostic {
         let message = format!("`machine.profile` = {} cannot be loaded: {detail}", crate::tree::toml_string(&self.profile));
         match &self.profile_at {

@@ -19,7 +19,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let profile = Profile::load(&scn.machine.profile).expect("profile");
+    let profile = Profile::load(&scn.machine.profile_source()).expect("profile");
     let t = std::time::Instant::now();
     let (rec, _) = simulate(&scn, &profile, scn.seed).expect("simulate");
     let wall = t.elapsed().as_secs_f64();

@@ -126,6 +126,15 @@ pub struct Profile {
     pub costs: Costs,
     /// What the fitted costs were fitted to.
     pub fit: Option<Fit>,
+    /// A profile read from a file: its path and an FNV-1a 64 digest of its text, so
+    /// results name the very costs they ran with (two files may share a `name`).
+    #[serde(skip)]
+    pub file: Option<(String, u64)>,
+}
+
+/// FNV-1a, 64 bits: a stable digest of a profile file's text (not a security hash).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// The data a profile's consumer costs were fitted to, kept in the profile so the fit
@@ -194,9 +203,22 @@ impl Profile {
         })?;
         profile.validate().map_err(|(key, msg)| {
             let at = value_position(&text, key);
-            ProfileError::Invalid { path, msg, at }
+            ProfileError::Invalid { path: path.clone(), msg, at }
         })?;
+        let mut profile = profile;
+        if !matches!(name_or_path, "seed-vm" | "baremetal-100g") {
+            profile.file = Some((path, fnv1a64(text.as_bytes())));
+        }
         Ok(profile)
+    }
+
+    /// How results' `environment.profile` names it: a built-in profile by its name, a
+    /// file by its name, path and digest (`lab (profiles/lab.toml, fnv1a64 9f3c...)`).
+    pub fn identity(&self) -> String {
+        match &self.file {
+            None => self.name.clone(),
+            Some((path, digest)) => format!("{} ({path}, fnv1a64 {digest:016x})", self.name),
+        }
     }
 
     /// Checks the values serde cannot: on error, the key at fault (`noise`, or a field of

@@ -51,3 +51,28 @@ fn a_single_value_set_of_a_swept_key_runs_without_the_axis() {
     assert_eq!(points[0]["label"], "");
     assert_eq!(points[0]["results"]["scenario"]["consumer"]["nrules"], 7);
 }
+
+/// `profile = "lab.toml"` in a scenario file is the file next to it, from any working
+/// directory (it was looked up from the working directory only), and the results name
+/// the profile by its path and a digest of its text: two files that share a `name` no
+/// longer give the same `environment`.
+#[test]
+fn a_relative_profile_is_found_next_to_the_scenario_and_named_by_its_digest() {
+    let dir = common::tmp("contract", "profile");
+    let seed_vm = std::fs::read_to_string(common::repo("profiles/seed-vm.toml")).unwrap();
+    std::fs::write(dir.join("lab.toml"), &seed_vm).unwrap();
+    let scn = dir.join("s.toml");
+    std::fs::write(&scn, format!("{V}[machine]\nprofile = \"lab.toml\"\n")).unwrap();
+    let env_profile = || {
+        let o = darkbuf(&["run", scn.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        (v["environment"]["profile"].as_str().unwrap().to_string(), v["scenario"]["machine"]["profile"].clone())
+    };
+    let (a, as_given) = env_profile();
+    assert_eq!(as_given, "lab.toml", "the scenario keeps the path as written");
+    assert!(a.starts_with(&format!("seed-vm ({}, fnv1a64 ", dir.join("lab.toml").display())), "{a}");
+    std::fs::write(dir.join("lab.toml"), format!("{seed_vm}\n# edited\n")).unwrap();
+    let (b, _) = env_profile();
+    assert_ne!(a, b, "another text, another digest");
+}

@@ -20,7 +20,7 @@ pub fn scenario_text(file: &str) -> String {
 pub fn run_text(text: &str, set: &[&str]) -> RunRecord {
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     let scn = darkbuf_scenario::load_str("test.toml", text, &set).unwrap_or_else(|d| panic!("{d}"));
-    let profile = Profile::load(&scn.machine.profile).unwrap();
+    let profile = Profile::load(&scn.machine.profile_source()).unwrap();
     let (rec, _) = simulate(&scn, &profile, scn.seed).expect("simulates");
     assert!(rec.findings.is_empty(), "invariant findings: {:?}", rec.findings);
     rec
