@@ -85,6 +85,48 @@ pub struct Summary {
     pub n: u32,
 }
 
+/// The results' `summary` in JSON: DESIGN.md's `{mean, ci95, min, max, n}` for every
+/// metric, a metric no run measured included (its statistics `null`, `n` 0), so a
+/// reader can take `summary[m]["n"]` of any metric. Results written as `null` before
+/// are read too.
+mod summary_json {
+    use super::Summary;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    /// `deserialize_with` makes a missing statistic an error (a plain `Option` field
+    /// would read as `null`): a damaged results file is reported, not half read.
+    #[derive(Serialize, Deserialize)]
+    struct Entry {
+        #[serde(deserialize_with = "Option::deserialize")]
+        mean: Option<f64>,
+        #[serde(deserialize_with = "Option::deserialize")]
+        ci95: Option<f64>,
+        #[serde(deserialize_with = "Option::deserialize")]
+        min: Option<f64>,
+        #[serde(deserialize_with = "Option::deserialize")]
+        max: Option<f64>,
+        n: u32,
+    }
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, Option<Summary>>, s: S) -> Result<S::Ok, S::Error> {
+        let entry = |v: &Option<Summary>| match *v {
+            Some(Summary { mean, ci95, min, max, n }) => Entry { mean: Some(mean), ci95: Some(ci95), min: Some(min), max: Some(max), n },
+            None => Entry { mean: None, ci95: None, min: None, max: None, n: 0 },
+        };
+        s.collect_map(m.iter().map(|(k, v)| (k, entry(v))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Option<Summary>>, D::Error> {
+        let raw: BTreeMap<String, Option<Entry>> = BTreeMap::deserialize(d)?;
+        let summary = |e: Entry| match e {
+            Entry { mean: Some(mean), ci95: Some(ci95), min: Some(min), max: Some(max), n } if n > 0 => Some(Summary { mean, ci95, min, max, n }),
+            _ => None,
+        };
+        Ok(raw.into_iter().map(|(k, e)| (k, e.and_then(summary))).collect())
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// "sim" or the running kernel's `uname -r`.
@@ -116,6 +158,9 @@ pub struct Results {
     pub backend: String,
     pub environment: Environment,
     pub runs: Vec<RunRecord>,
+    /// `None` where no run measured the metric; in JSON every entry is an object, that
+    /// one `{mean: null, ci95: null, min: null, max: null, n: 0}` (see [`summary_json`]).
+    #[serde(with = "summary_json")]
     pub summary: BTreeMap<String, Option<Summary>>,
     /// Metric name -> why it is `null`.
     pub unavailable: BTreeMap<String, String>,
@@ -151,7 +196,7 @@ pub fn probe_warnings(runs: &[RunRecord]) -> Vec<String> {
     if !none.is_empty() {
         out.push(format!(
             "no probe was answered or counted lost in the measured window (seed {}): every probe sent was still \
-             queued at the end, or none could be sent; ping.loss_pct 0 does not mean no loss",
+             queued at the end, or none could be sent; ping.loss_pct has nothing to measure",
             none.join(", ")
         ));
     }

@@ -428,7 +428,7 @@ fn json_round_trip() {
 }
 
 #[test]
-fn null_metrics_are_json_null() {
+fn null_metrics_are_json_null_and_their_summary_an_empty_one() {
     let r = three_runs();
     let v = serde_json::to_value(&r).unwrap();
     assert_eq!(
@@ -439,11 +439,19 @@ fn null_metrics_are_json_null() {
         .as_object()
         .unwrap()
         .contains_key("txq.drv_xoff"));
-    assert_eq!(v["summary"]["txq.drv_xoff"], serde_json::Value::Null);
-    assert!(v["summary"]
-        .as_object()
-        .unwrap()
-        .contains_key("txq.drv_xoff"));
+    // DESIGN.md: `summary` is `{mean, ci95, min, max, n}` for every metric; one that
+    // no run measured has null statistics and n 0 (it was `null`, so
+    // `summary[m]["n"]` failed on it), and reads back as no summary.
+    assert_eq!(
+        v["summary"]["txq.drv_xoff"],
+        serde_json::json!({"mean": null, "ci95": null, "min": null, "max": null, "n": 0})
+    );
+    let back: Results = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(back.summary["txq.drv_xoff"], None);
+    let mut old = v.clone();
+    old["summary"]["txq.drv_xoff"] = serde_json::Value::Null;
+    let back: Results = serde_json::from_value(old).unwrap();
+    assert_eq!(back.summary["txq.drv_xoff"], None, "results written with null still read");
     assert_eq!(
         v["runs"][1]["metrics"]["ring.drops"],
         serde_json::Value::Null
