@@ -951,6 +951,19 @@ pub(crate) mod tests {
         assert_eq!(t.wstamp_ns, 2_896_000);
     }
 
+    /// TSQ gives a retransmission twice the limit (`tcp_small_queue_check(sk, skb, 1)`
+    /// in `tcp_xmit_retransmit_queue()`): with 5,000 bytes in the host queues, over the
+    /// 4,432 of two one-segment skbs, new data waits and a retransmission goes.
+    #[test]
+    fn tsq_gives_a_retransmission_twice_the_limit() {
+        let (mut w, s) = with_flight(3);
+        w.socks[s as usize].wmem_alloc = 5_000;
+        assert!(w.tcp_small_queue_check(s, 1448, false));
+        w.tcp(s).tsq_throttled = false;
+        assert!(!w.tcp_small_queue_check(s, 1448, true));
+        assert!(!w.tcp(s).tsq_throttled);
+    }
+
     /// A segment the qdisc takes: the loop went on, and the flag is what its end left.
     #[test]
     fn a_queued_segment_leaves_the_loops_flag() {

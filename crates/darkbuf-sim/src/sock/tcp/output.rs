@@ -52,9 +52,9 @@ impl World {
                 cwnd_limited = true;
                 break;
             }
-            let quota = (tp.w.cwnd - in_flight).min((tp.w.cwnd / 2).max(1));
-            let Some((start, end, retrans, skb_len)) = self.tcp_next_to_send(s, quota) else { break };
-            if self.tcp_small_queue_check(s, skb_len) {
+            let room = tp.w.cwnd - in_flight;
+            let Some((start, end, retrans, skb_len)) = self.tcp_next_to_send(s, room) else { break };
+            if self.tcp_small_queue_check(s, skb_len, retrans) {
                 break;
             }
             t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
@@ -72,18 +72,21 @@ impl World {
         t - t0
     }
 
-    /// The next range to send within `quota` segments: the first lost and not yet
-    /// retransmitted segment, else new data within the receive window, sized by TSO
-    /// autosizing.
+    /// The next range to send, with `room` segments left in the window: the first lost
+    /// and not yet retransmitted segment, else new data within the receive window, sized
+    /// by TSO autosizing. A retransmission may take the whole room
+    /// (`tcp_xmit_retransmit_queue()`: `min(cwnd - in_flight, max_segs)`); new data at
+    /// most half the window (`tcp_cwnd_test()`).
     ///
     /// The fourth value is the length of the write-queue skb the range is cut from
     /// (`tcp_sendmsg()` built it at the TSO goal): TSQ judges that skb, before
     /// `tcp_mss_split_point()` trims it to the cwnd quota.
-    fn tcp_next_to_send(&mut self, s: SockId, quota: u32) -> Option<(u32, u32, bool, u32)> {
+    fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<(u32, u32, bool, u32)> {
         let full_goal = self.tcp_tso_segs(s);
-        let goal = full_goal.min(quota);
         let tp = self.tcp(s);
+        let goal = full_goal.min(room.min((tp.w.cwnd / 2).max(1)));
         if tp.lost_out > tp.retrans_out {
+            let goal = full_goal.min(room);
             if let Some(i) = tp.rtx.iter().position(|g| g.lost && !g.retrans) {
                 // tcp_retransmit_skb(): an skb larger than the current TSO goal is split
                 // (tcp_fragment()) and its head goes first.
@@ -133,7 +136,10 @@ impl World {
     /// socket has more than ~1 ms of data (at least two such skbs) in the qdisc and the
     /// device; unpaced flows at most `tcp_limit_output_bytes`. A lone skb on the retransmit queue always goes
     /// (f921a4a5bffa). Sets TSQ_THROTTLED, which `tcp_wfree()` clears.
-    fn tcp_small_queue_check(&mut self, s: SockId, payload: u32) -> bool {
+    ///
+    /// A retransmission gets twice the limit (`tcp_xmit_retransmit_queue()` calls it
+    /// with `factor` 1: `limit <<= factor`).
+    pub(super) fn tcp_small_queue_check(&mut self, s: SockId, payload: u32, retrans: bool) -> bool {
         let wmem_alloc = self.socks[s as usize].wmem_alloc;
         let tp = self.tcp(s);
         let truesize = payload as u64 + 768;
@@ -145,6 +151,7 @@ impl World {
         if tp.pacing == Pacing::None {
             limit = limit.min(tp.limit_output_bytes);
         }
+        limit <<= retrans as u32;
         // refcount_read(&sk->sk_wmem_alloc): the socket's own reference is the 1 that
         // sk_wmem_alloc starts at, so two skbs of exactly the limit's truesize stop it.
         if wmem_alloc + 1 > limit {
