@@ -74,7 +74,8 @@ pub struct World {
     pub bulk: Vec<darkbuf_model::Skb>,
     /// Reused buffer for software GSO (`validate_xmit_skb_list()`).
     pub gso_scratch: Vec<darkbuf_model::Skb>,
-    /// Reused buffer for the (send time, slot) of transmits a local drop takes back.
+    /// Reused buffer for the (distance in sequence space, slot) of transmits a local
+    /// drop takes back.
     pub(crate) unsend_scratch: Vec<(u64, usize)>,
     /// Packets created, delivered and dropped since time 0, and skbs freed after a
     /// NIC sent them (the far end got a copy), for the conservation check.

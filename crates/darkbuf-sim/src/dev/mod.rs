@@ -44,7 +44,8 @@ impl Xps {
 /// Work put off to a time inside a CPU's step; it runs as part of that step on `cpu`.
 #[derive(Clone, Copy, Debug)]
 pub enum Deferred {
-    /// A transmit; `tcp` describes a TCP data segment's (zero for others).
+    /// A transmit; for a TCP data segment, `tcp` says how `tcp_write_xmit()` sent it
+    /// (the default for any other packet).
     Xmit { cpu: CpuId, dev: DevId, skb: Skb, tcp: TcpSent },
     /// A forwarded packet's transmit: no local sender learns its verdict.
     Forward { cpu: CpuId, dev: DevId, skb: Skb },
@@ -306,7 +307,7 @@ impl World {
     ///
     /// The model's `tcp_write_xmit()` has already run its whole loop, and may have set
     /// TSQ_THROTTLED at its end. The segment meets the socket's flag as it was when it
-    /// was sent (`at_send`). If the qdisc drops it, `tcp_wfree()` sees that flag, and
+    /// was sent (`sent.tsq_throttled`). If the qdisc drops it, `tcp_wfree()` sees that flag, and
     /// the kernel's loop stops on NET_XMIT_DROP before its next TSQ check: the flag stays
     /// as `tcp_wfree()` left it. Otherwise the loop went on, and the flag is the one its
     /// end left. (Seeing the end's flag, each drop queued TSQ work that sent straight
@@ -321,24 +322,27 @@ impl World {
         if verdict != EnqueueVerdict::Dropped {
             self.tcp(s).tsq_throttled = after_loop;
         } else {
-            self.tcp_unsend_burst(s, sent.burst, info.t_send);
+            self.tcp_unsend_burst(s, sent.burst, info.seq);
         }
         // The sender learns the verdict (its local congestion signal).
         self.tcp_xmit_verdict(s, info.seq, verdict);
     }
 
-    /// Takes back socket `s`'s transmits of `tcp_write_xmit()` call `burst` sent after
-    /// `t_send` and not yet due, newest first: each goes back to the socket as unsent
-    /// data (or an unsent retransmission), its skb freed without `tcp_wfree()` (the
-    /// kernel never built its clone).
-    fn tcp_unsend_burst(&mut self, s: crate::cpu::SockId, burst: u32, t_send: u64) {
+    /// Takes back socket `s`'s transmits of `tcp_write_xmit()` call `burst` that the
+    /// loop sent after the dropped segment at `seq` and that are not yet due, newest
+    /// first: each goes back to the socket as unsent data (or an unsent
+    /// retransmission), its skb freed without `tcp_wfree()` (the kernel never built its
+    /// clone). A loop sends in sequence order (retransmissions, then new data), so
+    /// "after" is a later sequence number, whatever the transmits' costs.
+    fn tcp_unsend_burst(&mut self, s: crate::cpu::SockId, burst: u32, seq: u32) {
         let mut later = std::mem::take(&mut self.unsend_scratch);
         for (slot, d) in self.deferred.iter().enumerate() {
             if let Some(Deferred::Xmit { skb, tcp, .. }) = d {
                 let info = self.pkts.get(skb.id);
                 let ours = info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out && info.sock == s;
-                if ours && tcp.burst == burst && info.t_send > t_send {
-                    later.push((info.t_send, slot));
+                let ahead = info.seq.wrapping_sub(seq);
+                if ours && tcp.burst == burst && ahead != 0 && ahead < 1 << 31 {
+                    later.push((ahead as u64, slot));
                 }
             }
         }
