@@ -17,16 +17,17 @@ file:line:column diagnostic.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Optional
 
 from . import _darkbuf, engines, inputs
 from .engines import Progress
-from .errors import DarkbufError, ScenarioError, SimulationError
+from .errors import DarkbufError, DarkbufWarning, ScenarioError, SimulationError
 from .results import Results
 
 __version__ = _darkbuf.__version__
 
-__all__ = ["run", "sweep", "Results", "DarkbufError", "ScenarioError", "SimulationError", "__version__"]
+__all__ = ["run", "sweep", "Results", "DarkbufError", "DarkbufWarning", "ScenarioError", "SimulationError", "__version__"]
 
 
 def _execute(plan, engine: str, address: Optional[str], retries: int, workers: Optional[int], progress: Progress) -> Results:
@@ -99,4 +100,6 @@ def sweep(
     _check_engine(engine, address, workers)
     name, text = inputs.source(scenario)
     plan = _darkbuf.plan_sweep(name, text, inputs.overrides(set, overrides), inputs.sweeps(sweep))
+    for w in plan.warnings:
+        warnings.warn(w, DarkbufWarning, stacklevel=2)
     return _execute(plan, engine, address, retries, workers, progress)

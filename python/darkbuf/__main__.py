@@ -68,6 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             sweeps, fixed = _darkbuf.split_sets(a.set)
             plan = _darkbuf.plan_sweep(name, text, fixed, sweeps, a.runs, a.seed)
+            for w in plan.warnings:
+                print(f"darkbuf: warning: {w}", file=sys.stderr)
         if a.engine == "ray":
             outs = engines.ray(plan.jobs(), address=a.address, retries=a.retries)
         else:

@@ -55,3 +55,9 @@ class ScenarioError(DarkbufError, ValueError):
 
 class SimulationError(DarkbufError, RuntimeError):
     """The simulator could not set a valid scenario up (the CLI's exit code 3)."""
+
+
+class DarkbufWarning(UserWarning):
+    """What a sweep's caller should know before it runs: a fixed value that replaces
+    what a ``[[variant]]`` sets, so the variant's label may not describe its point
+    (``darkbuf sweep`` prints the same on stderr)."""

@@ -184,3 +184,13 @@ def test_a_swept_value_that_would_still_split_is_refused():
     with pytest.raises(darkbuf.ScenarioError) as e:
         darkbuf.sweep(SCENARIO, {"name": ["a\nb,c", "d"]}, duration="20ms", warmup="5ms")
     assert e.value.key == "name" and "split" in str(e.value)
+
+
+def test_a_fixed_value_of_a_variants_key_warns_as_the_cli_does():
+    # seed-nrules0's variants set device.bql.limit_min: a fixed 8 runs every column at 8
+    # under the labels "No BQL" .. "limit=16", which darkbuf sweep warns about on stderr.
+    scn = str(REPO / "scenarios/seed-nrules0.toml")
+    short = {"duration": "100ms", "warmup": "20ms", "runs": 1}
+    with pytest.warns(darkbuf.DarkbufWarning, match="replaces `device.bql.limit_min` where the file's variants `No BQL`"):
+        s = darkbuf.sweep(scn, set={"device.bql.limit_min": 8}, **short)
+    assert len(s.summary[s.summary.stat == "mean"]) == 5

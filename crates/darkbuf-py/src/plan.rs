@@ -67,6 +67,13 @@ impl Plan {
         }
     }
 
+    /// What the user should be told before the plan runs (a value that replaces what
+    /// a variant sets), as `darkbuf sweep` prints on stderr.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.plan.warnings.clone()
+    }
+
     /// The points' labels, in order.
     #[getter]
     fn labels(&self) -> Vec<String> {

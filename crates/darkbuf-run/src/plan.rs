@@ -86,15 +86,29 @@ pub fn sweep_points_split(
     runs: Option<u32>,
     seed: Option<u64>,
 ) -> Result<Vec<Point>, Diagnostic> {
+    sweep_points_warned(src, fixed, sweeps, runs, seed).map(|(points, _)| points)
+}
+
+/// [`sweep_points_split`] with the plan's warnings (`darkbuf_scenario::SweepPlan`'s:
+/// a command-line value that replaces what a variant sets).
+pub fn sweep_points_warned(
+    src: &Source,
+    fixed: &[String],
+    sweeps: &[String],
+    runs: Option<u32>,
+    seed: Option<u64>,
+) -> Result<(Vec<Point>, Vec<String>), Diagnostic> {
     let plan = darkbuf_scenario::sweep_plan_str_fixed(&src.name, &src.text, fixed, sweeps)?;
-    plan.points
+    let points = plan
+        .points
         .iter()
         .map(|spec| {
             let overrides = darkbuf_scenario::point_overrides(fixed, spec);
             let scenario = point_scenario(src, &overrides, &spec.label, runs, seed)?;
             Ok(Point { label: spec.label.clone(), set: spec.set.clone(), overrides, scenario })
         })
-        .collect()
+        .collect::<Result<_, Diagnostic>>()?;
+    Ok((points, plan.warnings))
 }
 
 /// Every point's runs as (scenario, seed) jobs with their profiles, point after point:
@@ -129,13 +143,16 @@ pub struct Plan {
     pub seed: Option<u64>,
     pub points: Vec<Point>,
     pub profiles: Vec<Profile>,
+    /// What the caller should tell the user before running (see
+    /// [`sweep_points_warned`]).
+    pub warnings: Vec<String>,
 }
 
 impl Plan {
     /// `darkbuf run`'s plan.
     pub fn run(source: Source, set: &[String], runs: Option<u32>, seed: Option<u64>) -> Result<Plan, Error> {
         let points = vec![run_point(&source, set, runs, seed)?];
-        Plan::new(PlanKind::Run, source, runs, seed, points)
+        Plan::new(PlanKind::Run, source, runs, seed, points, Vec::new())
     }
 
     /// `darkbuf sweep`'s plan, with the sweeps and the fixed overrides apart.
@@ -146,13 +163,13 @@ impl Plan {
         runs: Option<u32>,
         seed: Option<u64>,
     ) -> Result<Plan, Error> {
-        let points = sweep_points_split(&source, fixed, sweeps, runs, seed)?;
-        Plan::new(PlanKind::Sweep, source, runs, seed, points)
+        let (points, warnings) = sweep_points_warned(&source, fixed, sweeps, runs, seed)?;
+        Plan::new(PlanKind::Sweep, source, runs, seed, points, warnings)
     }
 
-    fn new(kind: PlanKind, source: Source, runs: Option<u32>, seed: Option<u64>, points: Vec<Point>) -> Result<Plan, Error> {
+    fn new(kind: PlanKind, source: Source, runs: Option<u32>, seed: Option<u64>, points: Vec<Point>, warnings: Vec<String>) -> Result<Plan, Error> {
         let profiles = crate::profiles_of(&points)?;
-        Ok(Plan { kind, source, runs, seed, points, profiles })
+        Ok(Plan { kind, source, runs, seed, points, profiles, warnings })
     }
 
     /// Number of jobs: the points' runs.
