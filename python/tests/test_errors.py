@@ -120,3 +120,13 @@ def test_scenario_errors_pickle_with_their_attributes():
     assert type(back) is darkbuf.ScenarioError
     assert (back.file, back.line, back.column, back.key, back.help, back.kind, str(back)) == (
         e.value.file, e.value.line, e.value.column, e.value.key, e.value.help, e.value.kind, str(e.value))
+
+
+def test_run_checks_the_variants_it_leaves_out(tmp_path):
+    # As the CLI's `darkbuf run`: a typo in a [[variant]] that run does not run is an
+    # error at its line and column, not ignored.
+    f = tmp_path / "bad-variant.toml"
+    f.write_text('duration = "100ms"\n[[traffic]]\nkind = "udp"\n[[variant]]\nlabel = "x"\n"consumer.nrulez" = 1\n')
+    with pytest.raises(darkbuf.ScenarioError, match="unknown key `nrulez` in \\[consumer\\]") as e:
+        darkbuf.run(str(f))
+    assert (e.value.line, e.value.key) == (6, "consumer.nrulez")

@@ -149,9 +149,11 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// `darkbuf run`'s plan.
+    /// `darkbuf run`'s plan. The source's `[[variant]]`s and `[sweep]` are not run, but
+    /// their entries are checked, as the CLI's `run` checks them.
     pub fn run(source: Source, set: &[String], runs: Option<u32>, seed: Option<u64>) -> Result<Plan, Error> {
         let points = vec![run_point(&source, set, runs, seed)?];
+        darkbuf_scenario::check_plan_entries_str(&source.name, &source.text)?;
         Plan::new(PlanKind::Run, source, runs, seed, points, Vec::new())
     }
 

@@ -459,21 +459,26 @@ pub struct PlanShape {
 /// Returns the plan's shape, for `run` to say what it left out.
 pub fn check_plan_entries(path: &Path) -> Result<PlanShape, Diagnostic> {
     let (name, text) = crate::read_scenario(path)?;
-    let ctx = Ctx { file: &name, source: &text, overrides: &[] };
+    check_plan_entries_str(&name, &text)
+}
+
+/// [`check_plan_entries`] of a scenario's text (`name` for its errors).
+pub fn check_plan_entries_str(name: &str, text: &str) -> Result<PlanShape, Diagnostic> {
+    let ctx = Ctx { file: name, source: text, overrides: &[] };
     let root = tree::parse_document(&ctx)?;
     let top = Sec::root(&root, &ctx);
     let axes = file_sweep(&top)?;
     let variants = file_variants(&top)?;
-    if crate::load_str(&name, &text, &[]).is_ok() {
+    if crate::load_str(name, text, &[]).is_ok() {
         for v in &variants {
             let set = v.sets.iter().map(|(k, val)| format!("{k}={}", val.text)).collect();
             let src: Vec<SetSrc> = v.sets.iter().map(|(_, val)| val.src.clone()).collect();
-            check_point(&name, &text, &SweepPointSpec { label: v.label.clone(), set }, &src, &[])?;
+            check_point(name, text, &SweepPointSpec { label: v.label.clone(), set }, &src, &[])?;
         }
         for a in &axes {
             for val in &a.vals {
                 let spec = SweepPointSpec { label: format!("{}={}", a.key, val.label), set: vec![format!("{}={}", a.key, val.text)] };
-                check_point(&name, &text, &spec, std::slice::from_ref(&val.src), &[])?;
+                check_point(name, text, &spec, std::slice::from_ref(&val.src), &[])?;
             }
         }
     }
