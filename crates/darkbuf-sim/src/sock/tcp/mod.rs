@@ -568,8 +568,9 @@ impl World {
     }
 
     /// The enqueue verdict of segment `seq` (`__tcp_transmit_skb()`'s `err`): a local
-    /// drop or NET_XMIT_CN enters CWR (`tcp_enter_cwr()`); a dropped segment is sent
-    /// again later, not counted as a retransmission.
+    /// drop or NET_XMIT_CN enters CWR (`tcp_enter_cwr()`). Dropped new data is sent
+    /// again later as new data, not counted as a retransmission; a dropped
+    /// retransmission stays counted and is tried again (`tcp_take_back()`).
     ///
     /// The verdict arrives when the deferred transmit runs, after the model's
     /// `tcp_write_xmit()` has sent the rest of its loop; `tcp_unsend_burst()` has
