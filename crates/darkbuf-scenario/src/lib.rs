@@ -58,6 +58,22 @@ pub fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
             format!("the scenario file is larger than {} bytes", limits::thousands(limits::MAX_FILE_BYTES)),
             Some("a scenario is a small TOML file; give its path, e.g. scenarios/examples/all-keys.toml".into()),
         )),
+        Err(e) if e.get_ref().is_some_and(|x| x.is::<NotUtf8>()) => {
+            let at = e.get_ref().and_then(|x| x.downcast_ref::<NotUtf8>()).expect("checked");
+            Err(Diagnostic {
+                line: Some(at.line),
+                column: Some(at.column),
+                ..Diagnostic::at(
+                    DiagnosticKind::Io,
+                    name.clone(),
+                    String::new(),
+                    None,
+                    "",
+                    "the scenario file is not UTF-8 text: the byte here is not part of a UTF-8 character".to_string(),
+                    Some("a TOML file is UTF-8: save it in that encoding".into()),
+                )
+            })
+        }
         Err(e) => Err(Diagnostic::at(
             DiagnosticKind::Io,
             name.clone(),
@@ -82,10 +98,30 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Option<String>> {
     if buf.len() as u64 > max {
         return Ok(None);
     }
-    String::from_utf8(buf)
-        .map(Some)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}")))
+    String::from_utf8(buf).map(Some).map_err(|e| {
+        // Where the first byte that is no UTF-8 character is: the text before it is UTF-8.
+        let at = e.utf8_error().valid_up_to();
+        let before = std::str::from_utf8(&e.as_bytes()[..at]).expect("valid up to there");
+        let (line, column) = diag::line_col(before, at);
+        std::io::Error::new(std::io::ErrorKind::InvalidData, NotUtf8 { line, column })
+    })
 }
+
+/// A file that is not UTF-8 text, and the 1-based line and column (in characters) of
+/// its first byte that is no UTF-8 character.
+#[derive(Debug)]
+pub struct NotUtf8 {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for NotUtf8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not UTF-8 text: the byte at line {}, column {} is not part of a UTF-8 character", self.line, self.column)
+    }
+}
+
+impl std::error::Error for NotUtf8 {}
 
 /// Loads and resolves the scenario at `path`, after applying `overrides`
 /// (`KEY=VALUE` with dotted keys, as `--set` takes them).

@@ -76,3 +76,16 @@ fn a_relative_profile_is_found_next_to_the_scenario_and_named_by_its_digest() {
     let (b, _) = env_profile();
     assert_ne!(a, b, "another text, another digest");
 }
+
+/// A scenario file that is not UTF-8 is an error at the line and column of its first
+/// byte that is no UTF-8 character (it gave the file alone and a byte index).
+#[test]
+fn a_file_that_is_not_utf8_is_an_error_at_its_first_bad_byte() {
+    let dir = common::tmp("contract", "utf8");
+    let f = dir.join("latin1.toml");
+    std::fs::write(&f, b"name = \"x\"\n# caf\xe9 au lait\n[[traffic]]\nkind = \"udp\"\n").unwrap();
+    let o = darkbuf(&["run", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let want = format!("darkbuf: {}:2:6: the scenario file is not UTF-8 text: the byte here is not part of a UTF-8 character", f.display());
+    assert!(stderr(&o).starts_with(&want), "{}", stderr(&o));
+}
