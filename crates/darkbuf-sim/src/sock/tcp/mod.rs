@@ -965,6 +965,24 @@ pub(crate) mod tests {
         assert!(!w.tcp(s).tsq_throttled);
     }
 
+    /// Retransmitting the head of the retransmit queue restarts the RTO from now
+    /// (`tcp_xmit_retransmit_queue()`'s `rearm_timer`); the timer armed an RTO ago no
+    /// longer fires in the middle of the repair.
+    #[test]
+    fn retransmitting_the_head_restarts_the_rto() {
+        let (mut w, s) = with_flight(3);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        w.now = 1_000_000;
+        let t = w.tcp(s);
+        t.rtx[0].lost = true;
+        (t.lost_out, t.rto_at) = (1, Some(200_000_000));
+        let rto = t.rto_ns;
+        w.tcp_write_xmit(cpu, s, w.now);
+        let t = w.tcp(s);
+        assert!(t.rtx[0].retrans);
+        assert_eq!(t.rto_at, Some(1_000_000 + rto));
+    }
+
     /// A segment the qdisc takes: the loop went on, and the flag is what its end left.
     #[test]
     fn a_queued_segment_leaves_the_loops_flag() {

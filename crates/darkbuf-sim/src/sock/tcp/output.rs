@@ -32,6 +32,9 @@ impl World {
         let mut t = t0;
         let mut sent_any = false;
         let mut cwnd_limited = false;
+        // The head of the retransmit queue went again: tcp_xmit_retransmit_queue()
+        // restarts the RTO from now (`rearm_timer`).
+        let mut head_retransmitted = false;
         let tp = self.tcp(s);
         tp.xmit_burst = tp.xmit_burst.wrapping_add(1);
         loop {
@@ -57,6 +60,7 @@ impl World {
             if self.tcp_small_queue_check(s, skb_len, retrans) {
                 break;
             }
+            head_retransmitted |= retrans && start == self.tcp(s).snd_una;
             t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
             sent_any = true;
         }
@@ -65,7 +69,7 @@ impl World {
         if sent_any || cwnd_limited {
             tp.tcp_cwnd_validate(cwnd_limited);
         }
-        if sent_any && tp.rto_at.is_none() {
+        if sent_any && (tp.rto_at.is_none() || head_retransmitted) {
             tp.softirq_cpu = cpu;
             self.tcp_rearm_rto(s);
         }
