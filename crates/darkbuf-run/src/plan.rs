@@ -153,7 +153,7 @@ impl Plan {
     /// their entries are checked, as the CLI's `run` checks them.
     pub fn run(source: Source, set: &[String], runs: Option<u32>, seed: Option<u64>) -> Result<Plan, Error> {
         let points = vec![run_point(&source, set, runs, seed)?];
-        darkbuf_scenario::check_plan_entries_str(&source.name, &source.text)?;
+        darkbuf_scenario::check_plan_entries(&source.name, &source.text)?;
         Plan::new(PlanKind::Run, source, runs, seed, points, Vec::new())
     }
 

@@ -35,7 +35,7 @@ pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PATH_KEYS, PEER_
 pub use schema::*;
 pub use irtt::IRTT_KEYS;
 pub use tcp::{CC_NAMES, TCP_KEYS};
-pub use sweep::{check_plan_entries, check_plan_entries_str, sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, PlanShape, SweepPlan, SweepPointSpec};
+pub use sweep::{check_plan_entries, sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, PlanShape, SweepPlan, SweepPointSpec};
 
 use std::path::Path;
 

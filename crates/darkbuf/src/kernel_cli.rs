@@ -50,7 +50,6 @@ fn print_notes(notes: &[String]) {
 /// `darkbuf run SCENARIO --backend kernel`.
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
-    run::note_plan_left_out(path)?;
     run::apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     run::check_out(c)?;
@@ -128,7 +127,6 @@ pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
 /// `darkbuf compare SCENARIO`: the simulator, then the kernel, on the same scenario.
 pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     let mut scn = run::load(path, &c.set)?;
-    run::note_plan_left_out(path)?;
     run::apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     run::check_out(c)?;

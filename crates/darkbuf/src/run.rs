@@ -61,16 +61,15 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// The scenario `run` (and `compare`) runs, with `set` applied, from one read of the
+/// file. It runs without the file's `[[variant]]`s and `[sweep]`: their entries are
+/// checked all the same (an unknown key there is an error, as in `sweep`), and a note
+/// on stderr says what was left out.
 pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
-    darkbuf_scenario::load(path, set).map_err(|d| Failure::Input(d.to_string()))
-}
-
-
-/// `darkbuf run` runs the scenario without its `[[variant]]`s and `[sweep]`: their
-/// entries are checked all the same (an unknown key there is an error, as in `sweep`),
-/// and a note on stderr says what was left out.
-pub(crate) fn note_plan_left_out(path: &Path) -> Result<(), Failure> {
-    let shape = darkbuf_scenario::check_plan_entries(path).map_err(|d| Failure::Input(d.to_string()))?;
+    let input = |d: darkbuf_scenario::Diagnostic| Failure::Input(d.to_string());
+    let (name, text) = darkbuf_scenario::read_scenario(path).map_err(input)?;
+    let scn = darkbuf_scenario::load_str(&name, &text, set).map_err(input)?;
+    let shape = darkbuf_scenario::check_plan_entries(&name, &text).map_err(input)?;
     let mut parts = Vec::new();
     if shape.variants > 0 {
         parts.push(format!("{} variant{}", shape.variants, if shape.variants == 1 { "" } else { "s" }));
@@ -85,7 +84,7 @@ pub(crate) fn note_plan_left_out(path: &Path) -> Result<(), Failure> {
             parts.join(" and ")
         );
     }
-    Ok(())
+    Ok(scn)
 }
 
 /// How long work runs before its progress bar appears.
@@ -349,7 +348,6 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     let mut scn = load(path, &c.set)?;
-    note_plan_left_out(path)?;
     apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     check_out(c)?;
