@@ -58,9 +58,8 @@ pub fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
             format!("the scenario file is larger than {} bytes", limits::thousands(limits::MAX_FILE_BYTES)),
             Some("a scenario is a small TOML file; give its path, e.g. scenarios/examples/all-keys.toml".into()),
         )),
-        Err(e) if e.get_ref().is_some_and(|x| x.is::<NotUtf8>()) => {
-            let at = e.get_ref().and_then(|x| x.downcast_ref::<NotUtf8>()).expect("checked");
-            Err(Diagnostic {
+        Err(e) => Err(match e.get_ref().and_then(|x| x.downcast_ref::<NotUtf8>()) {
+            Some(at) => Diagnostic {
                 line: Some(at.line),
                 column: Some(at.column),
                 ..Diagnostic::at(
@@ -72,20 +71,17 @@ pub fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
                     "the scenario file is not UTF-8 text: the byte here is not part of a UTF-8 character".to_string(),
                     Some("a TOML file is UTF-8: save it in that encoding".into()),
                 )
-            })
-        }
-        Err(e) => Err(Diagnostic::at(
-            DiagnosticKind::Io,
-            name.clone(),
-            String::new(),
-            None,
-            "",
-            format!("cannot read scenario file: {e}"),
-            Some(
-                "give the path of a scenario TOML file, e.g. scenarios/examples/all-keys.toml"
-                    .into(),
+            },
+            None => Diagnostic::at(
+                DiagnosticKind::Io,
+                name.clone(),
+                String::new(),
+                None,
+                "",
+                format!("cannot read scenario file: {e}"),
+                Some("give the path of a scenario TOML file, e.g. scenarios/examples/all-keys.toml".into()),
             ),
-        )),
+        }),
     }
 }
 

@@ -1365,8 +1365,9 @@ fn profile_file(scenario: &str, profile: &str) -> Option<std::path::PathBuf> {
 /// [`limits::MAX_FILE_BYTES`]: `profile = "/dev/zero"` would otherwise be read until
 /// the memory runs out. What the file holds is checked when the simulator loads it
 /// ([`Machine::profile_error`] reports that at this key too).
+/// `file` is where [`profile_file`] reads it from (`None`: a built-in profile).
 fn check_profile(m: &Sec<'_>, profile: &str, file: Option<&Path>) -> Result<(), Diagnostic> {
-    let Some(file) = file.filter(|_| !BUILTIN_PROFILES.contains(&profile)) else {
+    let Some(file) = file else {
         return Ok(());
     };
     let shown = crate::tree::toml_string(profile);

@@ -184,20 +184,21 @@ impl Profile {
     // A ProfileError is returned once, before anything runs; boxing it buys nothing.
     #[allow(clippy::result_large_err)]
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
-        let (path, text) = match name_or_path {
-            "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string()),
-            "baremetal-100g" => ("baremetal-100g".to_string(), BAREMETAL_100G.to_string()),
+        // `from_file`: a file, which results name by its path and digest.
+        let (path, text, from_file) = match name_or_path {
+            "seed-vm" => ("seed-vm".to_string(), SEED_VM.to_string(), false),
+            "baremetal-100g" => ("baremetal-100g".to_string(), BAREMETAL_100G.to_string(), false),
             p if p.ends_with(".toml") || p.contains('/') => {
                 // Bounded like a scenario file: a profile path of /dev/zero is an error.
                 let max = darkbuf_scenario::limits::MAX_FILE_BYTES;
                 let text = darkbuf_scenario::read_bounded(Path::new(p), max)
                     .map_err(|err| ProfileError::Io { path: p.into(), err })?
                     .ok_or_else(|| ProfileError::Invalid { path: p.into(), msg: format!("larger than {max} bytes: not a profile"), at: None })?;
-                (p.to_string(), text)
+                (p.to_string(), text, true)
             }
             other => return Err(ProfileError::Unknown(other.into())),
         };
-        let profile: Profile = toml::from_str(&text).map_err(|err| {
+        let mut profile: Profile = toml::from_str(&text).map_err(|err| {
             let at = err.span().map(|s| darkbuf_scenario::diag::line_col(&text, s.start));
             ProfileError::Parse { path: path.clone(), err, at }
         })?;
@@ -205,8 +206,7 @@ impl Profile {
             let at = value_position(&text, key);
             ProfileError::Invalid { path: path.clone(), msg, at }
         })?;
-        let mut profile = profile;
-        if !matches!(name_or_path, "seed-vm" | "baremetal-100g") {
+        if from_file {
             profile.file = Some((path, fnv1a64(text.as_bytes())));
         }
         Ok(profile)
