@@ -479,7 +479,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // TCP: the namespaces' sysctls, the sender's offloads, and the receivers (listening
     // before any sender connects). The sampling grid starts where the window will.
     apply_netns_settings(scn, opts, &names)?;
-    notes.extend(crate::tcp::notes(scn));
+    notes.extend(crate::tcp::notes(scn, KernelVersion::running()));
     let tcp_ep = crate::tcp::Endpoints {
         tx_ns: names.ns_tx.clone(),
         rx_ns: names.ns_rx.clone(),

@@ -24,13 +24,16 @@
 //! stops). The scenario's defaults, 4 MiB / 6 MiB, are older kernels' defaults; 6.18
 //! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
 //! both backends run the same buffers. `tcp_ecn` = 1 in the sender's namespace when
-//! `ecn = true`.
+//! `ecn = true`. `tcp_limit_output_bytes` in the sender's namespace is the scenario's
+//! `limit_output_bytes`; its `tsq` (which `tcp_small_queue_check()`) is the running
+//! kernel's own, and a note says so when the scenario asked for the other one.
 
 use crate::error::{KernelError, Result};
+use crate::KernelVersion;
 use crate::load::{self, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
 use darkbuf_model::units::Rate;
 use darkbuf_report::TimeSeries;
-use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, Traffic};
+use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, Traffic, Tsq};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Ipv4Addr;
@@ -107,16 +110,48 @@ pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
     if tcp.iter().any(|(_, f)| f.ecn) {
         out.push((true, "net.ipv4.tcp_ecn".to_string(), "1".into()));
     }
+    if let Some(lob) = tcp.iter().map(|(_, f)| f.limit_output_bytes).max() {
+        out.push((true, "net.ipv4.tcp_limit_output_bytes".to_string(), lob.to_string()));
+    }
     out
 }
 
-/// Notes on what the scenario asked that the namespaces cannot hold per entry.
-pub fn notes(scn: &Scenario) -> Vec<String> {
+/// The TSQ that kernel `kv` runs: c4221a8cc3a7 (v6.16) caps paced flows too.
+pub fn kernel_tsq(kv: KernelVersion) -> Tsq {
+    if kv >= KernelVersion(6, 16, 0) {
+        Tsq::Always
+    } else {
+        Tsq::PacedExempt
+    }
+}
+
+/// `tsq`'s scenario name.
+fn tsq_name(t: Tsq) -> &'static str {
+    match t {
+        Tsq::PacedExempt => "paced-exempt",
+        Tsq::Always => "always",
+    }
+}
+
+/// Notes on what the scenario asked that the namespaces cannot hold per entry, or that
+/// kernel `kv` does not run.
+pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
     let tcp = entries(scn);
     let mut n = Vec::new();
     let differ = |f: &dyn Fn(&TcpFlow) -> u64| tcp.windows(2).any(|w| f(w[0].1) != f(w[1].1));
     if differ(&|f| f.sndbuf) || differ(&|f| f.rcvbuf) {
         n.push("tcp: sndbuf/rcvbuf differ between [[traffic]] entries; the kernel's tcp_wmem/tcp_rmem are per namespace, so the largest applies to all".into());
+    }
+    if differ(&|f| f.limit_output_bytes) {
+        n.push("tcp: limit_output_bytes differs between [[traffic]] entries; net.ipv4.tcp_limit_output_bytes is per namespace, so the largest applies to all".into());
+    }
+    let running = kernel_tsq(kv);
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.tsq != running) {
+        n.push(format!(
+            "tcp: traffic.{i}.tsq = \"{}\", but kernel {kv} runs tsq = \"{}\" (c4221a8cc3a7, v6.16, caps paced flows too); the kernel's own applies",
+            tsq_name(f.tsq),
+            tsq_name(running)
+        ));
     }
     if tcp.iter().any(|(_, f)| f.ecn) && tcp.iter().any(|(_, f)| !f.ecn) {
         n.push("tcp: ecn differs between [[traffic]] entries; net.ipv4.tcp_ecn is per namespace, so every flow negotiates ECN".into());
@@ -392,6 +427,23 @@ mod tests {
         assert!(v.contains(&(true, "net.ipv4.tcp_ecn".into(), "1".into())));
         assert!(!v.iter().any(|(snd, k, _)| !snd && k == "net.ipv4.tcp_ecn"));
         assert!(sysctls(&scn("name = \"t\"\n[[traffic]]\nkind = \"ping\"\n")).is_empty());
+        assert!(v.contains(&(true, "net.ipv4.tcp_limit_output_bytes".into(), "1048576".into())));
+        let v = sysctls(&scn(&format!("{VETH_TCP}tsq = \"always\"\n")));
+        assert!(v.contains(&(true, "net.ipv4.tcp_limit_output_bytes".into(), "4194304".into())));
+    }
+
+    /// The kernel runs its own TSQ: a scenario asking for the other one gets a note.
+    #[test]
+    fn tsq_of_another_kernel_is_noted() {
+        let old = scn(VETH_TCP);
+        let new = scn(&format!("{VETH_TCP}tsq = \"always\"\n"));
+        let tsq_notes = |s: &Scenario, kv| notes(s, kv).into_iter().filter(|n| n.contains("tsq")).collect::<Vec<_>>();
+        assert!(tsq_notes(&old, KernelVersion(6, 15, 9)).is_empty());
+        assert!(tsq_notes(&new, KernelVersion(6, 16, 0)).is_empty());
+        let n = tsq_notes(&old, KernelVersion(6, 18, 44));
+        assert_eq!(n.len(), 1);
+        assert!(n[0].contains("traffic.0.tsq = \"paced-exempt\", but kernel 6.18.44 runs tsq = \"always\""), "{n:?}");
+        assert_eq!(tsq_notes(&new, KernelVersion(6, 12, 0)).len(), 1);
     }
 
     #[test]

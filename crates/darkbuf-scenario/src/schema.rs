@@ -471,6 +471,38 @@ pub struct TcpFlow {
     /// ceilings, `tcp_wmem[2]` and `tcp_rmem[2]`), bytes.
     pub sndbuf: u64,
     pub rcvbuf: u64,
+    /// Which TCP Small Queues the sending host runs (`tcp_small_queue_check()`).
+    pub tsq: Tsq,
+    /// `net.ipv4.tcp_limit_output_bytes` on the sending host, bytes.
+    pub limit_output_bytes: u64,
+}
+
+/// `tcp_small_queue_check()` as it was before and after v6.16: whether a paced flow is
+/// held to `tcp_limit_output_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tsq {
+    /// c73e5807e4f6 "tcp: tsq: no longer use limit_output_bytes for paced flows" (v4.20)
+    /// to v6.15: a flow paced by fq or by TCP itself may keep ~1 ms of its pacing rate in
+    /// the host queues, however large; `tcp_limit_output_bytes` (1 MiB) caps the others.
+    /// Seed 001's kernel (February 2025).
+    PacedExempt,
+    /// c4221a8cc3a7 "tcp: always use tcp_limit_output_bytes limitation" (v6.16): every
+    /// flow is capped, and 9ea3bfa61b09 raised the default to 4 MiB in the same series.
+    Always,
+}
+
+impl Tsq {
+    /// The names `tsq` takes.
+    pub const NAMES: &'static [&'static str] = &["paced-exempt", "always"];
+
+    /// That kernel's default `tcp_limit_output_bytes`.
+    pub fn default_limit_output_bytes(self) -> u64 {
+        match self {
+            Tsq::PacedExempt => 1 << 20,
+            Tsq::Always => 4 << 20,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

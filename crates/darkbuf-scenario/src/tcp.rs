@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
@@ -57,7 +57,15 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
     let sndbuf = s.size_bytes("sndbuf", 4 << 20, 4096, 1 << 30)?;
     let rcvbuf = s.size_bytes("rcvbuf", 6 << 20, 4096, 1 << 30)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf })
+    // TSQ before v6.16 by default, as the buffers above: the kernels the seeds ran.
+    let tsq = match s.choice("tsq", "paced-exempt", Tsq::NAMES)? {
+        "always" => Tsq::Always,
+        _ => Tsq::PacedExempt,
+    };
+    // The sysctl is an int (proc_dointvec, no bounds); 0 leaves only TSQ's exemption for
+    // a retransmit queue of at most one skb.
+    let limit_output_bytes = s.size_bytes("limit_output_bytes", tsq.default_limit_output_bytes(), 0, i32::MAX as u64)?;
+    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

@@ -691,6 +691,26 @@ fn tcp_buffers_take_sizes() {
     assert!(d.to_string().contains("4096..=1073741824"), "{d}");
 }
 
+/// TSQ by kernel: before v6.16 by default (paced flows exempt, 1 MiB), v6.16's
+/// `tsq = "always"` with its 4 MiB default; `limit_output_bytes` overrides either.
+#[test]
+fn tcp_tsq_names_its_kernel() {
+    let text = "[[traffic]]\nkind = \"tcp\"\n";
+    let tcp = |set: &[&str]| match &ok_set(text, set).traffic[0] {
+        Traffic::Tcp(f) => (f.tsq, f.limit_output_bytes),
+        _ => panic!("a tcp flow"),
+    };
+    assert_eq!(tcp(&[]), (Tsq::PacedExempt, 1 << 20));
+    assert_eq!(tcp(&["traffic.0.tsq=always"]), (Tsq::Always, 4 << 20));
+    assert_eq!(tcp(&["traffic.0.tsq=always", "traffic.0.limit_output_bytes=256KiB"]), (Tsq::Always, 256 << 10));
+    assert_eq!(tcp(&["traffic.0.limit_output_bytes=0"]), (Tsq::PacedExempt, 0));
+    let d = err(&format!("{text}tsq = \"6.16\"\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.tsq", Some(3)));
+    assert!(d.help.unwrap().contains("\"paced-exempt\", \"always\""));
+    let d = err(&format!("{text}limit_output_bytes = \"4GiB\"\n"));
+    assert!(d.to_string().contains("0..=2147483647"), "{d}");
+}
+
 /// `[lan]`: a client behind this host, which routes. Its keys and bounds; only with a
 /// NIC; `[[traffic]] cpu` counts the client's CPUs.
 #[test]

@@ -170,7 +170,8 @@ pub struct TcpSock {
     pub wstamp_ns: u64,
     pub pace_at: Option<u64>,
     pub data_segs_out: u64,
-    /// `tcp_limit_output_bytes`.
+    /// Which `tcp_small_queue_check()`, and its `tcp_limit_output_bytes`.
+    pub tsq: darkbuf_scenario::Tsq,
     pub limit_output_bytes: u64,
     pub tsq_throttled: bool,
     /// `tcp_write_xmit()` calls so far: the loop each transmit belongs to, so that a
@@ -256,9 +257,6 @@ pub struct IperfMark {
     pub cwnd_bytes: u64,
 }
 
-/// `net.ipv4.tcp_limit_output_bytes`: 4 MiB since 6.16 (1 MiB before).
-const TCP_LIMIT_OUTPUT_BYTES: u64 = 4 << 20;
-
 impl TcpSock {
     /// A connection of flow `f`; `seed` seeds what its congestion control draws
     /// (BBR's gain-cycle phase).
@@ -306,7 +304,8 @@ impl TcpSock {
             wstamp_ns: 0,
             pace_at: None,
             data_segs_out: 0,
-            limit_output_bytes: TCP_LIMIT_OUTPUT_BYTES,
+            tsq: f.tsq,
+            limit_output_bytes: f.limit_output_bytes,
             tsq_throttled: false,
             xmit_burst: 0,
             tsq_bound: 0,
@@ -736,6 +735,8 @@ pub(crate) mod tests {
             ecn: false,
             sndbuf: 4 << 20,
             rcvbuf: 6 << 20,
+            tsq: darkbuf_scenario::Tsq::PacedExempt,
+            limit_output_bytes: 1 << 20,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
@@ -963,6 +964,31 @@ pub(crate) mod tests {
         w.tcp(s).tsq_throttled = false;
         assert!(!w.tcp_small_queue_check(s, 1448, true));
         assert!(!w.tcp(s).tsq_throttled);
+    }
+
+    /// A paced flow at 8 GB/s may keep 8e9 >> 10 = 7,812,500 bytes in the host queues
+    /// (~1 ms). Before v6.16 (`tsq = "paced-exempt"`) `tcp_limit_output_bytes` does not
+    /// apply to it: 5 MB queued, the next skb goes. Since v6.16 (`"always"`) the 4 MiB
+    /// sysctl caps it and the skb waits; an unpaced flow is capped in both.
+    #[test]
+    fn tsq_caps_a_paced_flow_only_since_6_16() {
+        use darkbuf_scenario::Tsq;
+        for (tsq, pacing, throttled) in [
+            (Tsq::PacedExempt, Pacing::Fq, false),
+            (Tsq::Always, Pacing::Fq, true),
+            (Tsq::PacedExempt, Pacing::None, true),
+            (Tsq::Always, Pacing::None, true),
+        ] {
+            let (mut w, s) = with_flight(3);
+            w.socks[s as usize].wmem_alloc = 5_000_000;
+            let t = w.tcp(s);
+            (t.tsq, t.limit_output_bytes, t.pacing, t.pacing_rate) = (tsq, tsq.default_limit_output_bytes(), pacing, 8_000_000_000);
+            assert_eq!(w.tcp_small_queue_check(s, 1448, false), throttled, "{tsq:?} {pacing:?}");
+            // Under 1 MiB (the paced-exempt kernels' default) every mode sends.
+            w.socks[s as usize].wmem_alloc = 1 << 19;
+            w.tcp(s).tsq_throttled = false;
+            assert!(!w.tcp_small_queue_check(s, 1448, false), "{tsq:?} {pacing:?} at 512 KiB");
+        }
     }
 
     /// Retransmitting the head of the retransmit queue restarts the RTO from now

@@ -13,6 +13,7 @@ use crate::cpu::{CpuId, SockId};
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::Skb;
+use darkbuf_scenario::Tsq;
 
 /// `tcp_min_tso_segs`.
 const TCP_MIN_TSO_SEGS: u32 = 2;
@@ -138,8 +139,8 @@ impl World {
 
     /// `tcp_small_queue_check()` for the next skb (`payload` bytes): stop while the
     /// socket has more than ~1 ms of data (at least two such skbs) in the qdisc and the
-    /// device; unpaced flows at most `tcp_limit_output_bytes`. A lone skb on the retransmit queue always goes
-    /// (f921a4a5bffa). Sets TSQ_THROTTLED, which `tcp_wfree()` clears.
+    /// device, and at most `tcp_limit_output_bytes` (before v6.16 only if unpaced:
+    /// [`Tsq`]). A lone skb on the retransmit queue always goes (f921a4a5bffa). Sets TSQ_THROTTLED, which `tcp_wfree()` clears.
     ///
     /// A retransmission gets twice the limit (`tcp_xmit_retransmit_queue()` calls it
     /// with `factor` 1: `limit <<= factor`).
@@ -147,12 +148,11 @@ impl World {
         let wmem_alloc = self.socks[s as usize].wmem_alloc;
         let tp = self.tcp(s);
         let truesize = payload as u64 + 768;
-        // Paced flows are exempt (c73e5807e4f6, 2018), as in seed 001's kernel (early
-        // 2025): its fq drops at flow_limit 100 need more than 4 MiB per flow in the host
-        // at 100G. v6.16's "tcp: always use tcp_limit_output_bytes limitation" caps them
-        // too; that version's TSQ is not modelled.
+        // Before v6.16 a paced flow is exempt from the sysctl (c73e5807e4f6): at 100G
+        // under fq it may keep more than fq's flow_limit in the host (seed 001). v6.16
+        // caps every flow (c4221a8cc3a7).
         let mut limit = (2 * truesize).max(tp.pacing_rate >> PACING_SHIFT);
-        if tp.pacing == Pacing::None {
+        if tp.pacing == Pacing::None || tp.tsq == Tsq::Always {
             limit = limit.min(tp.limit_output_bytes);
         }
         limit <<= retrans as u32;
