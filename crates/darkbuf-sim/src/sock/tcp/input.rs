@@ -11,7 +11,7 @@
 
 use super::cc::{AckCtx, CongestionControl};
 use super::rate::RateSample;
-use super::{after, before, CaState, TCP_RTO_MIN_NS};
+use super::{after, before, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
 use crate::cpu::{CpuId, SockId};
 use crate::world::World;
@@ -223,28 +223,57 @@ impl World {
         }
     }
 
-    /// `tcp_rtt_estimator()` and `tcp_set_rto()` (RFC 6298, the kernel's mdev form):
-    /// RTO = srtt + max(4 x mdev, rto_min), at least `TCP_RTO_MIN`.
-    fn tcp_rtt_estimator(&mut self, s: SockId, rtt_ns: u64) {
+    /// `tcp_rtt_estimator()` and `tcp_set_rto()`: Jacobson's srtt (x 8) and mdev (x 4),
+    /// with the kernel's two departures from RFC 6298.
+    /// - A sample below srtt moves mdev with an eighth of the gain (the "Eifel" comment):
+    ///   a falling RTT does not inflate the RTO.
+    /// - `rttvar` is the largest mdev of the current round trip (`mdev_max`, which starts
+    ///   each round at `rto_min`), and falls by a quarter of its excess once per round
+    ///   trip (`rtt_seq`). So the RTO rises at once with a burst of variance and falls
+    ///   back over several RTTs, never below srtt + 200 ms.
+    ///
+    /// RTO = srtt + rttvar in jiffies (`usecs_to_jiffies()`, rounded up), at most 120 s
+    /// (`tcp_bound_rto()`).
+    pub(super) fn tcp_rtt_estimator(&mut self, s: SockId, rtt_ns: u64) {
+        let jiffy_ns = self.cfg.jiffy_ns;
         let tp = self.tcp(s);
-        let m = ((rtt_ns / 1000).max(1)).min(u32::MAX as u64 / 16) as u32;
-        tp.min_rtt_us = tp.min_rtt_us.min(m);
-        if tp.srtt_us == 0 {
-            tp.srtt_us = m << 3;
-            tp.mdev_us = m << 1;
-            tp.rttvar_us = tp.mdev_us.max(200_000);
-        } else {
-            let mut m = m as i64 - (tp.srtt_us >> 3) as i64;
-            tp.srtt_us = (tp.srtt_us as i64 + m) as u32;
+        let mrtt = (rtt_ns / 1000).min(u32::MAX as u64 / 16) as i64;
+        tp.min_rtt_us = tp.min_rtt_us.min(mrtt.max(1) as u32);
+        let rto_min_us = (TCP_RTO_MIN_NS / 1000) as u32;
+        let mut srtt = tp.srtt_us as i64;
+        if srtt != 0 {
+            let mut m = mrtt - (srtt >> 3);
+            srtt += m;
             if m < 0 {
-                m = -m;
+                m = -m - (tp.mdev_us >> 2) as i64;
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= (tp.mdev_us >> 2) as i64;
             }
-            m -= (tp.mdev_us >> 2) as i64;
-            tp.mdev_us = (tp.mdev_us as i64 + m).max(0) as u32;
-            tp.rttvar_us = tp.mdev_us.max(200_000);
+            tp.mdev_us = (tp.mdev_us as i64 + m) as u32;
+            if tp.mdev_us > tp.mdev_max_us {
+                tp.mdev_max_us = tp.mdev_us;
+                tp.rttvar_us = tp.rttvar_us.max(tp.mdev_max_us);
+            }
+            if after(tp.snd_una, tp.rtt_seq) {
+                if tp.mdev_max_us < tp.rttvar_us {
+                    tp.rttvar_us -= (tp.rttvar_us - tp.mdev_max_us) >> 2;
+                }
+                tp.rtt_seq = tp.snd_nxt;
+                tp.mdev_max_us = rto_min_us;
+            }
+        } else {
+            srtt = mrtt << 3;
+            tp.mdev_us = (mrtt << 1) as u32;
+            tp.rttvar_us = tp.mdev_us.max(rto_min_us);
+            tp.mdev_max_us = tp.rttvar_us;
+            tp.rtt_seq = tp.snd_nxt;
         }
+        tp.srtt_us = (srtt as u32).max(1);
         let rto_us = (tp.srtt_us >> 3) as u64 + tp.rttvar_us as u64;
-        tp.rto_ns = (rto_us * 1000).max(TCP_RTO_MIN_NS);
+        tp.rto_ns = ((rto_us * 1000).div_ceil(jiffy_ns) * jiffy_ns).min(TCP_RTO_MAX_NS);
     }
 
     /// `tcp_retransmit_timer()`: every outstanding segment not SACKed is lost, cwnd

@@ -156,10 +156,13 @@ pub struct TcpSock {
     /// `cwnd_usage_seq`: the window whose cwnd use the two fields above describe
     /// (they are kept for a round trip once cwnd limited a transmission).
     pub cwnd_usage_seq: u32,
-    /// RTT estimator (`srtt_us` x 8, `mdev_us` x 4, `rttvar_us`), min RTT (µs), RTO (ns).
+    /// RTT estimator (`srtt_us` x 8, `mdev_us` x 4, `mdev_max_us`, `rttvar_us`, and
+    /// `rtt_seq`, where its round trip ends), min RTT (µs), RTO (ns).
     pub srtt_us: u32,
     pub mdev_us: u32,
+    pub mdev_max_us: u32,
     pub rttvar_us: u32,
+    pub rtt_seq: u32,
     pub min_rtt_us: u32,
     pub rto_ns: u64,
     pub rto_at: Option<u64>,
@@ -293,7 +296,9 @@ impl TcpSock {
             cwnd_usage_seq: 0,
             srtt_us: 0,
             mdev_us: 0,
+            mdev_max_us: 0,
             rttvar_us: 0,
+            rtt_seq: 0,
             min_rtt_us: u32::MAX,
             rto_ns: TCP_TIMEOUT_INIT_NS,
             rto_at: None,
@@ -989,6 +994,43 @@ pub(crate) mod tests {
             w.tcp(s).tsq_throttled = false;
             assert!(!w.tcp_small_queue_check(s, 1448, false), "{tsq:?} {pacing:?} at 512 KiB");
         }
+    }
+
+    /// tcp_rtt_estimator(), worked by hand (µs; srtt x 8, mdev x 4):
+    /// 1. 10 ms first: srtt 80,000, mdev 20,000, rttvar = mdev_max = rto_min 200,000,
+    ///    RTO 210 ms; the round ends past snd_nxt 14,480.
+    /// 2. 410 ms: error 400,000, srtt 480,000, mdev += 400,000 - 5,000: 415,000, above
+    ///    mdev_max, so rttvar 415,000 at once. RTO 60 + 415 = 475 ms.
+    /// 3. 10 ms, the round over (snd_una 15,928): error -50,000, srtt 430,000; |error|
+    ///    - mdev/4 = -53,750 (not positive: full gain), mdev 361,250. rttvar stays at
+    ///    this round's 415,000 (RFC 6298's would be 361,250); mdev_max restarts at
+    ///    200,000. RTO 53,750 + 415,000 = 468,750 µs.
+    /// 4. 10 ms, the next round over: srtt 386,250, mdev 361,250 - 46,562 = 314,688 =
+    ///    mdev_max; rttvar falls by a quarter of 100,312: 389,922. RTO 48,281 + 389,922.
+    ///
+    /// And the finer gain for a falling RTT: from 1., 2 ms: |error| 8,000 - 5,000 =
+    /// 3,000 > 0, so mdev grows by 3,000 >> 3 = 375 only.
+    #[test]
+    fn rtt_estimator_follows_the_kernels() {
+        let (mut w, s) = with_flight(10);
+        let j = w.cfg.jiffy_ns;
+        let rto = |us: u64| (us * 1000).div_ceil(j) * j;
+        let step = |(w, s): (&mut World, SockId), rtt_ms: u64, una: u32, nxt: u32| {
+            let t = w.tcp(s);
+            (t.snd_una, t.snd_nxt) = (una, nxt);
+            w.tcp_rtt_estimator(s, rtt_ms * 1_000_000);
+            let t = w.tcp(s);
+            (t.srtt_us, t.mdev_us, t.mdev_max_us, t.rttvar_us, t.rtt_seq, t.rto_ns)
+        };
+        assert_eq!(step((&mut w, s), 10, 0, 14_480), (80_000, 20_000, 200_000, 200_000, 14_480, rto(210_000)));
+        assert_eq!(step((&mut w, s), 410, 0, 14_480), (480_000, 415_000, 415_000, 415_000, 14_480, rto(475_000)));
+        assert_eq!(step((&mut w, s), 10, 15_928, 20_000), (430_000, 361_250, 200_000, 415_000, 20_000, rto(468_750)));
+        assert_eq!(step((&mut w, s), 10, 21_000, 30_000), (386_250, 314_688, 200_000, 389_922, 30_000, rto(48_281 + 389_922)));
+
+        let (mut w, s) = with_flight(10);
+        step((&mut w, s), 10, 0, 14_480);
+        let (srtt, mdev, ..) = step((&mut w, s), 2, 0, 14_480);
+        assert_eq!((srtt, mdev), (72_000, 20_375));
     }
 
     /// Retransmitting the head of the retransmit queue restarts the RTO from now
