@@ -29,6 +29,7 @@
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
+//! - `tcp.timeouts`: `TcpExt TCPTimeouts` of /proc/net/netstat in the sending namespace;
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
 
 use crate::cmd;
@@ -198,6 +199,8 @@ struct Snapshot {
     rx_ethtool: BTreeMap<String, u64>,
     snmp_tx: BTreeMap<String, u64>,
     snmp_rx: BTreeMap<String, u64>,
+    /// The sender's `TcpExt` counters (/proc/net/netstat).
+    tcpext_tx: BTreeMap<String, u64>,
     napi_cpu_ns: Option<u64>,
     polls: Option<PollCounts>,
     cpu: Vec<(u64, u64)>,
@@ -670,6 +673,7 @@ impl Reader {
             format!("ip -s -j link show dev {}", self.tx_dev),
             "cat /proc/net/snmp".to_string(),
             format!("tc -s qdisc show dev {}", self.tx_dev),
+            "cat /proc/net/netstat".to_string(),
         ];
         if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
             s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
@@ -683,6 +687,7 @@ impl Reader {
             s.tc_text = r[3].clone();
             s.tx_link = r[1].as_deref().and_then(counters::parse_ip_link);
             s.snmp_tx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
+            s.tcpext_tx = r[4].as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
         }
         if self.driver == Driver::Veth {
             let rx_cmds = vec![
@@ -964,6 +969,12 @@ fn metrics(
     }
     m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
     m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
+    if !crate::tcp::entries(scn).is_empty() {
+        match snmp_delta(&a.tcpext_tx, &b.tcpext_tx, "TCPTimeouts") {
+            Some(v) => _ = m.insert("tcp.timeouts".into(), Some(v as f64)),
+            None => none(&mut m, "tcp.timeouts", "TcpExt TCPTimeouts of /proc/net/netstat in the sending namespace could not be read"),
+        }
+    }
     let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
     if veth {
         m.insert("dev.tx_dropped".into(), tx_dropped.map(|v| v as f64));

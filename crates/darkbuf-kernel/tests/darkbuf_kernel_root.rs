@@ -266,7 +266,7 @@ fn tcp_flows_through_htb_report_the_simulators_metrics() {
     eprintln!("notes: {notes:?}");
     let m = &r.runs[0].metrics;
     for k in [
-        "tcp.goodput_mbps", "tcp.retrans", "tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps",
+        "tcp.goodput_mbps", "tcp.retrans", "tcp.timeouts", "tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps",
         "tcp.flow.0.goodput_mbps", "tcp.flow.1.goodput_mbps", "tcp.flow.1.srtt_avg_ms", "ping.rtt_p50_ms",
     ] {
         assert!(m.get(k).copied().flatten().is_some(), "{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k));

@@ -160,6 +160,7 @@ impl World {
         for s in 0..self.socks.len() {
             if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                 t.stats.retrans_base = t.total_retrans;
+                t.stats.timeouts_base = t.timeouts;
                 self.tcp_stats_tick(s as u16);
             }
         }

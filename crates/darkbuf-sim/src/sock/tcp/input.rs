@@ -286,6 +286,7 @@ impl World {
         if tp.packets_out == 0 {
             return;
         }
+        tp.timeouts += 1;
         let w = tp.w;
         // tcp_enter_loss(): ssthresh is reduced once per window: from Open, once the
         // previous reduction's high_seq is acknowledged, or at the first RTO of a Loss

@@ -200,6 +200,9 @@ pub struct TcpSock {
     pub dscp: u8,
     /// Retransmitted segments (not counting local drops), for `ss -ti`'s `retrans`.
     pub total_retrans: u64,
+    /// Retransmission timeouts (`TcpExtTCPTimeouts`: `tcp_retransmit_timer()` with
+    /// data in flight; the probe timer of an empty flight is not one).
+    pub timeouts: u64,
     /// The application: when it starts and stops writing, and its rate cap.
     pub start_ns: u64,
     pub stop_ns: u64,
@@ -222,8 +225,9 @@ pub struct TcpStats {
     pub goodput_steps: Vec<u64>,
     /// Bytes read in the measured window.
     pub goodput_bytes: u64,
-    /// `total_retrans` at the start of the measured window.
+    /// `total_retrans` and `timeouts` at the start of the measured window.
     pub retrans_base: u64,
+    pub timeouts_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -322,6 +326,7 @@ impl TcpSock {
             ecn_queue_cwr: false,
             dscp: f.dscp,
             total_retrans: 0,
+            timeouts: 0,
             start_ns: f.start_ns,
             stop_ns: f.stop_ns.unwrap_or(end_ns).min(end_ns),
             app_rate_bps: match f.rate {
@@ -898,6 +903,11 @@ pub(crate) mod tests {
         w.tcp_retransmit_timer(s);
         let t = w.tcp(s);
         assert_eq!((t.w.ssthresh, t.w.cwnd, t.backoff), (14, 1, 2));
+        // Both were TCPTimeouts; the timer of an empty flight is not one.
+        assert_eq!(t.timeouts, 2);
+        let (mut w, s) = with_flight(0);
+        w.tcp_retransmit_timer(s);
+        assert_eq!(w.tcp(s).timeouts, 0);
     }
 
     /// tcp_enter_recovery() from CWR keeps CWR's reduction (ssthresh, high_seq); from
