@@ -29,7 +29,8 @@
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
-//! - `tcp.timeouts`: `TcpExt TCPTimeouts` of /proc/net/netstat in the sending namespace;
+//! - `tcp.timeouts`, `tcp.loss_probes`: `TcpExt TCPTimeouts`, `TCPLossProbes` of
+//!   /proc/net/netstat in the sending namespace;
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
 
 use crate::cmd;
@@ -970,9 +971,11 @@ fn metrics(
     m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
     m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
     if !crate::tcp::entries(scn).is_empty() {
-        match snmp_delta(&a.tcpext_tx, &b.tcpext_tx, "TCPTimeouts") {
-            Some(v) => _ = m.insert("tcp.timeouts".into(), Some(v as f64)),
-            None => none(&mut m, "tcp.timeouts", "TcpExt TCPTimeouts of /proc/net/netstat in the sending namespace could not be read"),
+        for (k, c) in [("tcp.timeouts", "TCPTimeouts"), ("tcp.loss_probes", "TCPLossProbes")] {
+            match snmp_delta(&a.tcpext_tx, &b.tcpext_tx, c) {
+                Some(v) => _ = m.insert(k.into(), Some(v as f64)),
+                None => none(&mut m, k, &format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read")),
+            }
         }
     }
     let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));

@@ -452,7 +452,7 @@ impl World {
         if flows.is_empty() {
             return;
         }
-        let (mut total, mut retrans, mut timeouts, mut cwnd, mut srtt, mut rate, mut active) = (0u64, 0u64, 0u64, 0.0, 0.0, 0.0, 0.0);
+        let (mut total, mut retrans, mut timeouts, mut probes, mut cwnd, mut srtt, mut rate, mut active) = (0u64, 0u64, 0u64, 0u64, 0.0, 0.0, 0.0, 0.0);
         const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
             let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
@@ -465,6 +465,7 @@ impl World {
             total += st.goodput_bytes;
             retrans += t.total_retrans - st.retrans_base;
             timeouts += t.timeouts - st.timeouts_base;
+            probes += t.loss_probes - st.loss_probes_base;
             // Averages over the time the connection was active (the start and stop
             // times of flent's squarewave leave flows idle for part of the window).
             let on = st.active_ns as f64;
@@ -483,6 +484,7 @@ impl World {
         out.set("tcp.goodput_mbps", total as f64 * 8.0 / window * 1e3);
         out.set("tcp.retrans", retrans as f64);
         out.set("tcp.timeouts", timeouts as f64);
+        out.set("tcp.loss_probes", probes as f64);
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {
                 out.none(k, IDLE);

@@ -161,6 +161,7 @@ impl World {
             if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                 t.stats.retrans_base = t.total_retrans;
                 t.stats.timeouts_base = t.timeouts;
+                t.stats.loss_probes_base = t.loss_probes;
                 self.tcp_stats_tick(s as u16);
             }
         }

@@ -52,6 +52,13 @@ impl World {
         rs.rtt_us = rtt_ns.map_or(-1, |r| (r / 1000) as i64);
         let lost = tp.lost - prior_lost_total;
         tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
+        if tp.tlp_high_seq.is_some() {
+            // A pure duplicate ACK: nothing newly ACKed or SACKed (the receiver answers a
+            // duplicate segment with one at once).
+            let pure_dupack = !una_advanced && newly_sacked == 0;
+            self.tcp_process_tlp_ack(s, rec.ack, pure_dupack);
+        }
+        let tp = self.tcp(s);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
             self.tcp_enter_recovery(s);
@@ -62,7 +69,10 @@ impl World {
         let tp = self.tcp(s);
         if tp.packets_out == 0 || acked > 0 {
             tp.backoff = 0;
-            self.tcp_rearm_rto(s);
+            // tcp_set_xmit_timer(): a loss probe, else the RTO.
+            if tp.packets_out == 0 || !self.tcp_schedule_loss_probe(s, true) {
+                self.tcp_rearm_rto(s);
+            }
         }
         self.tcp_update_pacing_rate(s);
         self.tcp_write_space(s);
@@ -114,6 +124,7 @@ impl World {
     fn tcp_init_cwnd_reduction(&mut self, s: SockId) {
         let tp = self.tcp(s);
         tp.high_seq = tp.snd_nxt;
+        tp.tlp_high_seq = None;
         tp.prior_cwnd = tp.w.cwnd;
         tp.prr_delivered = 0;
         tp.prr_out = 0;
@@ -132,6 +143,34 @@ impl World {
         tp.ca_state = CaState::Recovery;
         if !in_reduction {
             self.tcp_init_cwnd_reduction(s);
+        }
+    }
+
+    /// `tcp_process_tlp_ack()`: once the ACK reaches the probe's `tlp_high_seq`, a probe
+    /// of new data is done with; an ACK beyond it means the probe repaired a lost tail
+    /// (the original and the probe did not both arrive): one window reduction, ended at
+    /// once (`tcp_end_cwnd_reduction()`, then Open). A pure duplicate ACK (or the
+    /// kernel's DSACK of the probe) means both arrived: no loss.
+    pub(super) fn tcp_process_tlp_ack(&mut self, s: SockId, ack: u32, pure_dupack: bool) {
+        let tp = self.tcp(s);
+        let Some(high) = tp.tlp_high_seq else { return };
+        if before(ack, high) {
+            return;
+        }
+        if !tp.tlp_retrans {
+            tp.tlp_high_seq = None;
+        } else if after(ack, high) {
+            tp.tlp_recoveries += 1;
+            self.tcp_init_cwnd_reduction(s);
+            let tp = self.tcp(s);
+            if !matches!(tp.cc, CongestionControl::Bbr(_)) {
+                tp.w.cwnd = tp.w.ssthresh;
+            }
+            // tcp_try_keep_open(): out of CWR at once (Disorder is Open here).
+            tp.ca_state = CaState::Open;
+            tp.high_seq = tp.snd_nxt;
+        } else if pure_dupack {
+            tp.tlp_high_seq = None;
         }
     }
 
@@ -298,6 +337,7 @@ impl World {
         tp.ca_state = CaState::Loss;
         tp.tcp_ecn_queue_cwr();
         tp.high_seq = tp.snd_nxt;
+        tp.tlp_high_seq = None;
         tp.w.cwnd_cnt = 0;
         for seg in tp.rtx.iter_mut() {
             if !seg.sacked && !seg.lost {

@@ -102,6 +102,8 @@ pub struct TxSeg {
     pub local_drop: bool,
     /// Its last transmission was counted as a retransmission.
     pub counted: bool,
+    /// Its last transmission was a tail loss probe (`tcp_send_loss_probe()`).
+    pub tlp: bool,
     /// The delivery-rate stamp of its last transmission.
     pub rate: rate::TxRate,
     /// What its last transmission added to the pacing clock (`tcp_wstamp_ns`), ns.
@@ -120,6 +122,17 @@ mod work {
     pub const TSQ: u8 = 1 << 0;
     pub const RTO: u8 = 1 << 1;
     pub const DELACK: u8 = 1 << 2;
+    pub const TLP: u8 = 1 << 3;
+}
+
+/// What the retransmit timer is armed for (`icsk_pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    /// ICSK_TIME_RETRANS (and the probe timer of an empty flight).
+    Retrans,
+    /// ICSK_TIME_LOSS_PROBE: `tcp_send_loss_probe()` when it fires. It stays the
+    /// pending kind after it fired until the timer is armed again, as in the kernel.
+    LossProbe,
 }
 
 /// The sender's and the receiver's state of one connection.
@@ -166,7 +179,15 @@ pub struct TcpSock {
     pub min_rtt_us: u32,
     pub rto_ns: u64,
     pub rto_at: Option<u64>,
+    pub xmit_timer: XmitTimer,
     pub backoff: u32,
+    /// Tail loss probe: `snd_nxt` when the outstanding probe went (`tlp_high_seq`),
+    /// whether it retransmitted, and the probes sent (`TcpExtTCPLossProbes`).
+    pub tlp_high_seq: Option<u32>,
+    pub tlp_retrans: bool,
+    pub loss_probes: u64,
+    /// Probes whose ACK showed a repaired loss (`TcpExtTCPLossProbeRecovery`).
+    pub tlp_recoveries: u64,
     pub pacing: Pacing,
     /// `sk_pacing_rate` in bytes/s (0 until the first RTT sample) and `tcp_wstamp_ns`.
     pub pacing_rate: u64,
@@ -225,9 +246,10 @@ pub struct TcpStats {
     pub goodput_steps: Vec<u64>,
     /// Bytes read in the measured window.
     pub goodput_bytes: u64,
-    /// `total_retrans` and `timeouts` at the start of the measured window.
+    /// `total_retrans`, `timeouts` and `loss_probes` at the start of the measured window.
     pub retrans_base: u64,
     pub timeouts_base: u64,
+    pub loss_probes_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -306,7 +328,12 @@ impl TcpSock {
             min_rtt_us: u32::MAX,
             rto_ns: TCP_TIMEOUT_INIT_NS,
             rto_at: None,
+            xmit_timer: XmitTimer::Retrans,
             backoff: 0,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            loss_probes: 0,
+            tlp_recoveries: 0,
             // BBR asks for pacing (bbr_init(): SK_PACING_NEEDED); fq may take it over.
             pacing: if f.cc == darkbuf_scenario::Cc::Bbr { Pacing::Needed } else { Pacing::None },
             pacing_rate: 0,
@@ -349,6 +376,19 @@ impl TcpSock {
     }
 
     /// `tcp_packets_in_flight()`.
+    /// `tcp_rto_delta_us()`: how far in the future the head of the retransmit queue
+    /// times out (its last transmission + `icsk_rto`), ns; negative when overdue.
+    pub(super) fn tcp_rto_delta_ns(&self, now: u64) -> i64 {
+        let sent = self.rtx.front().map_or(now, |g| g.sent);
+        (sent + self.rto_ns) as i64 - now as i64
+    }
+
+    /// `tcp_pacing_delay()`: a timer armed with `pace_delay` waits, in whole jiffies,
+    /// for the flow's next departure time.
+    pub(super) fn tcp_pacing_delay(&self, now: u64, jiffy_ns: u64) -> u64 {
+        self.wstamp_ns.saturating_sub(now) / jiffy_ns * jiffy_ns
+    }
+
     pub fn in_flight(&self) -> u32 {
         self.packets_out - (self.sacked_out + self.lost_out) + self.retrans_out
     }
@@ -543,6 +583,10 @@ impl World {
         if bits & work::RTO != 0 {
             self.tcp_retransmit_timer(s);
         }
+        if bits & work::TLP != 0 {
+            let start = self.now + cost;
+            cost += self.tcp_send_loss_probe(cpu, s, start);
+        }
         if bits & (work::TSQ | work::RTO) != 0 {
             // tcp_tsq_handler() -> tcp_tsq_write(): retransmissions first, then new data.
             let start = self.now + cost;
@@ -560,7 +604,8 @@ impl World {
         match kind {
             timer::RTO if t.rto_at == Some(now) => {
                 t.rto_at = None;
-                self.sock_work_queue(cpu, s, work::RTO);
+                let what = if t.xmit_timer == XmitTimer::LossProbe { work::TLP } else { work::RTO };
+                self.sock_work_queue(cpu, s, what);
             }
             timer::PACE if t.pace_at == Some(now) => {
                 // tcp_pace_kick() -> tcp_tsq_handler().
@@ -617,6 +662,16 @@ impl World {
         // __tcp_transmit_skb() calls tcp_update_skb_after_send() only when the skb was
         // queued: the segment takes its pacing time back.
         t.wstamp_ns = t.wstamp_ns.saturating_sub(std::mem::take(&mut t.rtx[i].pace_ns));
+        if std::mem::take(&mut t.rtx[i].tlp) {
+            // tcp_send_loss_probe() saw the transmit fail: no probe went (`rearm_timer`).
+            // A probe of new data goes back to unsent data below; a retransmitted
+            // one leaves its segment as it was.
+            t.tlp_high_seq = None;
+            t.loss_probes -= 1;
+            if seg.counted && !seg.retrans {
+                return;
+            }
+        }
         if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
             t.rtx.pop_back();
             t.snd_nxt = seg.start;
@@ -659,19 +714,27 @@ impl World {
         let t = self.tcp(s);
         let at = now + t.rto_ns.min(TCP_RTO_MAX_NS);
         t.rto_at = Some(at);
+        t.xmit_timer = XmitTimer::Retrans;
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
 
-    /// Arms (or re-arms) the retransmission timer `rto` from now.
-    fn tcp_rearm_rto(&mut self, s: SockId) {
-        let now = self.now;
+    /// `tcp_rearm_rto()`: arms (or re-arms) the retransmission timer `rto` from now;
+    /// in place of a loss probe, at the RTO the head of the retransmit queue has left
+    /// (`tcp_rto_delta_us()`, at least 1 µs).
+    pub(super) fn tcp_rearm_rto(&mut self, s: SockId) {
+        let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
         let t = self.tcp(s);
         if t.packets_out == 0 {
             t.rto_at = None;
             return;
         }
-        let at = now + (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
+        let mut rto = (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
+        if t.xmit_timer == XmitTimer::LossProbe {
+            rto = (t.tcp_rto_delta_ns(now).max(1000) as u64).div_ceil(jiffy_ns) * jiffy_ns;
+        }
+        let at = now + rto + t.tcp_pacing_delay(now, jiffy_ns);
         t.rto_at = Some(at);
+        t.xmit_timer = XmitTimer::Retrans;
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
 
@@ -1041,6 +1104,60 @@ pub(crate) mod tests {
         step((&mut w, s), 10, 0, 14_480);
         let (srtt, mdev, ..) = step((&mut w, s), 2, 0, 14_480);
         assert_eq!((srtt, mdev), (72_000, 20_375));
+    }
+
+    /// tcp_schedule_loss_probe() at srtt 10 ms (srtt_us 80,000): with ten packets out,
+    /// 2 x 10 + 2 = 22 ms; with one, 20 + 200 = 220 ms, but the RTO (210 ms from now
+    /// when an ACK re-arms it) comes first; none in Recovery. In whole jiffies, rounded
+    /// up (`usecs_to_jiffies()`).
+    #[test]
+    fn loss_probe_is_two_rtts_away() {
+        let (mut w, s) = with_flight(10);
+        let j = w.cfg.jiffy_ns;
+        let t = w.tcp(s);
+        (t.srtt_us, t.rto_ns) = (80_000, 210_000_000);
+        assert!(w.tcp_schedule_loss_probe(s, false));
+        let t = w.tcp(s);
+        assert_eq!((t.rto_at, t.xmit_timer), (Some(22_000_000u64.div_ceil(j) * j), XmitTimer::LossProbe));
+        t.packets_out = 1;
+        assert!(w.tcp_schedule_loss_probe(s, true));
+        assert_eq!(w.tcp(s).rto_at, Some(210_000_000u64.div_ceil(j) * j));
+        w.tcp(s).ca_state = CaState::Recovery;
+        assert!(!w.tcp_schedule_loss_probe(s, true));
+    }
+
+    /// tcp_send_loss_probe() with nothing unsent: the last segment goes again, counted in
+    /// total_retrans but not as a retransmission in flight; the tail is remembered, the
+    /// RTO restarts, and a second probe waits for the first one's ACK.
+    #[test]
+    fn a_loss_probe_retransmits_the_tail_once() {
+        let (mut w, s) = with_flight(3);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        w.tcp(s).srtt_us = 80_000;
+        w.tcp_send_loss_probe(cpu, s, 0);
+        let t = w.tcp(s);
+        let g = *t.rtx.back().unwrap();
+        assert_eq!((g.start, g.tlp, g.retrans, g.ever_retrans), (2 * 1448, true, false, true));
+        assert_eq!((t.retrans_out, t.total_retrans, t.loss_probes), (0, 1, 1));
+        assert_eq!((t.tlp_high_seq, t.tlp_retrans, t.xmit_timer), (Some(3 * 1448), true, XmitTimer::Retrans));
+        assert_eq!(t.rto_at, Some(t.rto_ns));
+        w.tcp_send_loss_probe(cpu, s, 0);
+        assert_eq!(w.tcp(s).loss_probes, 1);
+    }
+
+    /// tcp_process_tlp_ack() for a retransmitted probe: an ACK beyond tlp_high_seq means
+    /// the probe repaired a loss (CUBIC: ssthresh 20 x 717/1024 = 14, cwnd 14, Open);
+    /// a pure duplicate ACK at it means both copies arrived (no reduction).
+    #[test]
+    fn a_loss_probes_ack_tells_a_repaired_loss() {
+        for (ack, pure_dupack, cwnd) in [(4 * 1448, false, 14), (3 * 1448, true, 20)] {
+            let (mut w, s) = with_flight(3);
+            let t = w.tcp(s);
+            (t.tlp_high_seq, t.tlp_retrans, t.snd_nxt) = (Some(3 * 1448), true, 4 * 1448);
+            w.tcp_process_tlp_ack(s, ack, pure_dupack);
+            let t = w.tcp(s);
+            assert_eq!((t.tlp_high_seq, t.w.cwnd, t.ca_state), (None, cwnd, CaState::Open), "ack {ack}");
+        }
     }
 
     /// Retransmitting the head of the retransmit queue restarts the RTO from now

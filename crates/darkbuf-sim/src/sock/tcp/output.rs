@@ -3,11 +3,14 @@
 //! `tcp_pacing_check()`, `__tcp_transmit_skb()` and `tcp_update_skb_after_send()` in
 //! net/ipv4/tcp_output.c, and `tcp_update_pacing_rate()` (tcp_input.c).
 //!
+//! The tail loss probe: `tcp_schedule_loss_probe()` and `tcp_send_loss_probe()`.
+//!
 //! Simplifications, stated: no Nagle or TSO deferral (`tcp_tso_should_defer()`: a
 //! bulk sender with a full window sends full-sized skbs anyway), no MTU probing, and
-//! no tail loss probe (the RTO recovers a lost tail).
+//! no `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
+//! first transmission waits in a host queue).
 
-use super::{after, before, CaState, Pacing, TxSeg, TCP_HDR};
+use super::{after, before, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
 use crate::arena::{Destructor, Dir};
 use crate::cpu::{CpuId, SockId};
 use crate::event::Event;
@@ -24,13 +27,24 @@ const TCP_TSO_RTT_LOG: u32 = 9;
 /// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (%).
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
+/// `TCP_TIMEOUT_MIN_US`: what a loss probe waits beyond two RTTs with more than one
+/// packet out.
+const TCP_TIMEOUT_MIN_NS: u64 = 2_000_000;
 
 impl World {
     /// `tcp_write_xmit()` for socket `s` from `cpu`, starting at `t0`: retransmits
     /// first, then new data, while the congestion and receive windows, TSQ and pacing
     /// allow. Returns the CPU time spent (each skb's transmission is put at its time).
     pub(crate) fn tcp_write_xmit(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
+        self.tcp_write_xmit_push(cpu, s, t0, false)
+    }
+
+    /// `tcp_write_xmit()` with `push_one` 0 or, for a loss probe (`probe`), 2: one skb
+    /// of new data, even with the congestion window full, and no loss probe scheduled
+    /// after it.
+    fn tcp_write_xmit_push(&mut self, cpu: CpuId, s: SockId, t0: u64, probe: bool) -> u64 {
         let mut t = t0;
+        let mut sent_new = false;
         let mut sent_any = false;
         let mut cwnd_limited = false;
         // The head of the retransmit queue went again: tcp_xmit_retransmit_queue()
@@ -51,12 +65,16 @@ impl World {
                 break;
             }
             let in_flight = tp.in_flight();
-            // tcp_cwnd_test(): at most half the window in one burst, and none when full.
-            if in_flight >= tp.w.cwnd {
-                cwnd_limited = true;
-                break;
-            }
-            let room = tp.w.cwnd - in_flight;
+            // tcp_cwnd_test(): at most half the window in one burst, and none when full
+            // (a probe forces one segment out).
+            let room = match tp.w.cwnd.checked_sub(in_flight).filter(|&r| r > 0) {
+                Some(r) => r,
+                None if probe => 1,
+                None => {
+                    cwnd_limited = true;
+                    break;
+                }
+            };
             let Some((start, end, retrans, skb_len)) = self.tcp_next_to_send(s, room) else { break };
             if self.tcp_small_queue_check(s, skb_len, retrans) {
                 break;
@@ -64,17 +82,119 @@ impl World {
             head_retransmitted |= retrans && start == self.tcp(s).snd_una;
             t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
             sent_any = true;
+            sent_new |= !retrans;
+            if probe {
+                break;
+            }
         }
         let tp = self.tcp(s);
         cwnd_limited |= tp.in_flight() >= tp.w.cwnd;
         if sent_any || cwnd_limited {
             tp.tcp_cwnd_validate(cwnd_limited);
         }
-        if sent_any && (tp.rto_at.is_none() || head_retransmitted) {
+        // tcp_event_new_data_sent(): the RTO from the first packet out, or in place of
+        // a pending loss probe; tcp_xmit_retransmit_queue(): from the head's
+        // retransmission.
+        let pending_probe = tp.rto_at.is_some() && tp.xmit_timer == XmitTimer::LossProbe;
+        if (sent_new && (tp.rto_at.is_none() || pending_probe)) || head_retransmitted {
             tp.softirq_cpu = cpu;
             self.tcp_rearm_rto(s);
         }
+        if sent_new && !probe {
+            self.tcp_schedule_loss_probe(s, false);
+        }
         t - t0
+    }
+
+    /// `tcp_schedule_loss_probe()`: in Open or CWR with data out, the retransmit timer
+    /// becomes a loss probe two RTTs away (plus 2 ms, or `rto_min` with one packet out
+    /// for the delayed ACK; 1 s without an RTT sample), unless the RTO comes first:
+    /// `icsk_rto` from now when an ACK re-arms it (`advancing_rto`), else when the head
+    /// of the retransmit queue times out. A paced flow's probe also waits for its
+    /// departure time. Returns whether the probe was armed.
+    pub(super) fn tcp_schedule_loss_probe(&mut self, s: SockId, advancing_rto: bool) -> bool {
+        let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
+        let tp = self.tcp(s);
+        if tp.packets_out == 0 || !matches!(tp.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let jiffies = |ns: u64| ns.div_ceil(jiffy_ns) * jiffy_ns;
+        let mut timeout = if tp.srtt_us != 0 {
+            let extra = if tp.packets_out == 1 { TCP_RTO_MIN_NS } else { TCP_TIMEOUT_MIN_NS };
+            jiffies((tp.srtt_us >> 2) as u64 * 1000 + extra)
+        } else {
+            TCP_TIMEOUT_INIT_NS
+        };
+        let rto_delta = if advancing_rto { ((tp.rto_ns << tp.backoff.min(10)).min(TCP_RTO_MAX_NS)) as i64 } else { tp.tcp_rto_delta_ns(now) };
+        if rto_delta > 0 {
+            timeout = timeout.min(jiffies(rto_delta as u64));
+        }
+        let at = now + timeout + tp.tcp_pacing_delay(now, jiffy_ns);
+        tp.rto_at = Some(at);
+        tp.xmit_timer = XmitTimer::LossProbe;
+        self.events.push(at, Event::TcpTimer(s, super::timer::RTO));
+        true
+    }
+
+    /// `tcp_send_loss_probe()` at `t0` from `cpu`: at most one probe per tail (none while
+    /// `tlp_high_seq` is set). New data if the receive window takes it (one skb,
+    /// `push_one` 2), else the last segment of the retransmit queue again (split off its
+    /// skb's last MSS, `__tcp_retransmit_skb()`: counted in `total_retrans`, but not
+    /// marked as a retransmission in flight). Then the RTO from now. Returns the CPU
+    /// time spent.
+    pub(super) fn tcp_send_loss_probe(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
+        let tp = self.tcp(s);
+        if tp.tlp_high_seq.is_some() {
+            self.tcp_rearm_rto(s);
+            return 0;
+        }
+        tp.tlp_retrans = false;
+        let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
+        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        let cost;
+        if unsent > 0 && !after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
+            let before_out = tp.packets_out;
+            cost = self.tcp_write_xmit_push(cpu, s, t0, true);
+            let tp = self.tcp(s);
+            if tp.packets_out == before_out {
+                self.tcp_rearm_rto(s);
+                return cost;
+            }
+        } else {
+            if tp.rtx.is_empty() {
+                // Nothing to probe with (the kernel warns "invalid inflight").
+                return 0;
+            }
+            let last = tp.rtx.len() - 1;
+            let seg = tp.rtx[last];
+            if seg.segs > 1 {
+                // tcp_fragment() at (pcount - 1) x mss: the probe is the last MSS.
+                let mid = seg.start.wrapping_add((seg.segs - 1) * tp.mss);
+                tp.rtx[last].end = mid;
+                tp.rtx[last].segs = seg.segs - 1;
+                tp.rtx.push_back(TxSeg { start: mid, segs: 1, ..seg });
+            }
+            let (start, end) = (tp.rtx[last + (seg.segs > 1) as usize].start, seg.end);
+            cost = self.tcp_transmit_skb(cpu, s, start, end, true, t0);
+            // __tcp_retransmit_skb() alone: no TCPCB_SACKED_RETRANS, not in retrans_out.
+            let tp = self.tcp(s);
+            let g = tp.rtx.back_mut().expect("the probe's segment");
+            if std::mem::take(&mut g.retrans) {
+                tp.retrans_out -= g.segs;
+            }
+            tp.tlp_retrans = true;
+        }
+        // probe_sent: remember the tail; the RTO restarts from now.
+        let tp = self.tcp(s);
+        tp.tlp_high_seq = Some(tp.snd_nxt);
+        tp.loss_probes += 1;
+        if let Some(g) = tp.rtx.back_mut() {
+            g.tlp = true;
+        }
+        tp.xmit_timer = XmitTimer::Retrans;
+        tp.softirq_cpu = cpu;
+        self.tcp_rearm_rto(s);
+        cost
     }
 
     /// The next range to send, with `room` segments left in the window: the first lost
@@ -245,6 +365,7 @@ impl World {
         if retrans {
             if let Some(seg) = tp.rtx.iter_mut().find(|g| g.start == start) {
                 seg.retrans = true;
+                seg.tlp = false;
                 seg.sent = sent;
                 seg.rate = rate;
                 seg.pace_ns = pace_ns;
