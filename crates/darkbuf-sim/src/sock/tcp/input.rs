@@ -1,8 +1,9 @@
 //! The sender's ACK processing: mirrors `tcp_ack()` -> `tcp_clean_rtx_queue()`,
 //! `tcp_sacktag_write_queue()`, RACK's `tcp_rack_detect_loss()`, `tcp_fastretrans_alert()`
 //! (entering and leaving Recovery), `tcp_cwnd_reduction()` (PRR), `tcp_enter_cwr()`,
-//! `tcp_cong_control()`, `tcp_rtt_estimator()` / `tcp_set_rto()` and
-//! `tcp_retransmit_timer()` (net/ipv4/tcp_input.c, tcp_recovery.c, tcp_timer.c).
+//! `tcp_cong_control()`, `tcp_rtt_estimator()` / `tcp_set_rto()`,
+//! `tcp_process_tlp_ack()` and `tcp_retransmit_timer()` (net/ipv4/tcp_input.c,
+//! tcp_recovery.c, tcp_timer.c).
 //!
 //! RACK's reordering window: with no reordering seen (this model's paths are FIFO),
 //! a segment is lost once a segment sent after it is delivered and the DUPACK
