@@ -354,6 +354,7 @@ pub fn metrics(
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
+            null_why(m, format!("tcp.flow.{n}.timeouts"), "TcpExt TCPTimeouts counts the namespace, not the connection: see tcp.timeouts");
             // ss -ti's figures at each step's end, as the simulator reports them.
             ts.insert(format!("tcp.flow.{n}.cwnd_pkts"), info_series(f, t0, duration_ns, "packets", |i| Some(i.snd_cwnd as f64)));
             ts.insert(format!("tcp.flow.{n}.srtt_ms"), info_series(f, t0, duration_ns, "ms", |i| Some(i.srtt_us as f64 / 1e3)));
@@ -489,7 +490,9 @@ mod tests {
         assert_eq!(ts["tcp.flow.0.cwnd_pkts"].values, vec![Some(30.0), Some(40.0), Some(50.0), Some(60.0)]);
         assert_eq!(ts["tcp.flow.0.srtt_ms"].values, vec![Some(2.0); 4]);
         assert_eq!(ts["tcp.flow.0.pacing_rate_mbps"].values, vec![Some(100.0); 4]);
-        assert!(why.is_empty(), "{why:?}");
+        // Only the per-connection timeouts are null: the kernel counts them per namespace.
+        assert_eq!(m["tcp.flow.0.timeouts"], None);
+        assert_eq!(why.keys().collect::<Vec<_>>(), ["tcp.flow.0.timeouts"]);
     }
 
     /// A step with no TCP_INFO sample within half a step of its end (the flow had not
