@@ -98,7 +98,13 @@ impl World {
         let pending_probe = tp.rto_at.is_some() && tp.xmit_timer == XmitTimer::LossProbe;
         if (sent_new && (tp.rto_at.is_none() || pending_probe)) || head_retransmitted {
             tp.softirq_cpu = cpu;
-            self.tcp_rearm_rto(s);
+            // A loss probe armed just below replaces this arm before it could fire: it
+            // is left out, so that the timer's lane does not collect an RTO per ACK
+            // behind the probes (an earlier arm is a sorted insert).
+            let probe_follows = sent_new && !probe && tp.packets_out > 0 && matches!(tp.ca_state, CaState::Open | CaState::Cwr);
+            if !probe_follows {
+                self.tcp_rearm_rto(s);
+            }
         }
         if sent_new && !probe {
             self.tcp_schedule_loss_probe(s, false);
