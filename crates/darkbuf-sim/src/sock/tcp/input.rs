@@ -68,10 +68,16 @@ impl World {
         }
         self.tcp_cong_control(s, &rs, acked > 0, una_advanced && !newly_lost, rtt_ns, t);
         let tp = self.tcp(s);
+        // The probe's event waits until tcp_write_xmit() below has run: new data arms
+        // the probe again at once, and one event then serves both arms.
+        let mut probe_pushes = None;
         if tp.packets_out == 0 || acked > 0 {
             tp.backoff = 0;
             // tcp_set_xmit_timer(): a loss probe, else the RTO.
-            if tp.packets_out == 0 || !self.tcp_schedule_loss_probe(s, true) {
+            let pushes = tp.rto_pushes;
+            if tp.packets_out > 0 && self.tcp_schedule_loss_probe(s, true, false) {
+                probe_pushes = Some(pushes);
+            } else {
                 self.tcp_rearm_rto(s);
             }
         }
@@ -79,7 +85,14 @@ impl World {
         self.tcp_write_space(s);
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
         // tcp_data_snd_check(): the ACK clock.
-        cost + self.tcp_write_xmit(cpu, s, t + cost)
+        let cost = cost + self.tcp_write_xmit(cpu, s, t + cost);
+        let tp = self.tcp(s);
+        if let (Some(pushes), Some(at)) = (probe_pushes, tp.rto_at) {
+            if tp.rto_pushes == pushes {
+                self.tcp_push_xmit_timer(s, at);
+            }
+        }
+        cost
     }
 
     /// `tcp_sacktag_write_queue()`: mark what the SACK blocks cover; returns the packets

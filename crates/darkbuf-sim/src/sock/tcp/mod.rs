@@ -180,6 +180,8 @@ pub struct TcpSock {
     pub rto_ns: u64,
     pub rto_at: Option<u64>,
     pub xmit_timer: XmitTimer,
+    /// Events pushed for the retransmit timer so far (`tcp_ack()` defers its own).
+    pub rto_pushes: u32,
     pub backoff: u32,
     /// Tail loss probe: `snd_nxt` when the outstanding probe went (`tlp_high_seq`),
     /// whether it retransmitted, and the probes sent (`TcpExtTCPLossProbes`).
@@ -329,6 +331,7 @@ impl TcpSock {
             rto_ns: TCP_TIMEOUT_INIT_NS,
             rto_at: None,
             xmit_timer: XmitTimer::Retrans,
+            rto_pushes: 0,
             backoff: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -707,6 +710,13 @@ impl World {
         }
     }
 
+    /// The event of the retransmit timer armed for `at`.
+    pub(super) fn tcp_push_xmit_timer(&mut self, s: SockId, at: u64) {
+        let t = self.tcp(s);
+        t.rto_pushes = t.rto_pushes.wrapping_add(1);
+        self.events.push(at, Event::TcpTimer(s, timer::RTO));
+    }
+
     /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` with nothing in flight: send again
     /// after one RTO.
     fn tcp_arm_probe(&mut self, s: SockId) {
@@ -715,7 +725,7 @@ impl World {
         let at = now + t.rto_ns.min(TCP_RTO_MAX_NS);
         t.rto_at = Some(at);
         t.xmit_timer = XmitTimer::Retrans;
-        self.events.push(at, Event::TcpTimer(s, timer::RTO));
+        self.tcp_push_xmit_timer(s, at);
     }
 
     /// `tcp_rearm_rto()`: arms (or re-arms) the retransmission timer `rto` from now;
@@ -735,7 +745,7 @@ impl World {
         let at = now + rto + t.tcp_pacing_delay(now, jiffy_ns);
         t.rto_at = Some(at);
         t.xmit_timer = XmitTimer::Retrans;
-        self.events.push(at, Event::TcpTimer(s, timer::RTO));
+        self.tcp_push_xmit_timer(s, at);
     }
 
     /// `Event::Interval`: iperf3's per-second report reads each connection's byte count
@@ -1116,14 +1126,14 @@ pub(crate) mod tests {
         let j = w.cfg.jiffy_ns;
         let t = w.tcp(s);
         (t.srtt_us, t.rto_ns) = (80_000, 210_000_000);
-        assert!(w.tcp_schedule_loss_probe(s, false));
+        assert!(w.tcp_schedule_loss_probe(s, false, true));
         let t = w.tcp(s);
         assert_eq!((t.rto_at, t.xmit_timer), (Some(22_000_000u64.div_ceil(j) * j), XmitTimer::LossProbe));
         t.packets_out = 1;
-        assert!(w.tcp_schedule_loss_probe(s, true));
+        assert!(w.tcp_schedule_loss_probe(s, true, true));
         assert_eq!(w.tcp(s).rto_at, Some(210_000_000u64.div_ceil(j) * j));
         w.tcp(s).ca_state = CaState::Recovery;
-        assert!(!w.tcp_schedule_loss_probe(s, true));
+        assert!(!w.tcp_schedule_loss_probe(s, true, true));
     }
 
     /// tcp_send_loss_probe() with nothing unsent: the last segment goes again, counted in

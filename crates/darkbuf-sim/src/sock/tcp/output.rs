@@ -107,7 +107,7 @@ impl World {
             }
         }
         if sent_new && !probe {
-            self.tcp_schedule_loss_probe(s, false);
+            self.tcp_schedule_loss_probe(s, false, true);
         }
         t - t0
     }
@@ -117,8 +117,9 @@ impl World {
     /// for the delayed ACK; 1 s without an RTT sample), unless the RTO comes first:
     /// `icsk_rto` from now when an ACK re-arms it (`advancing_rto`), else when the head
     /// of the retransmit queue times out. A paced flow's probe also waits for its
-    /// departure time. Returns whether the probe was armed.
-    pub(super) fn tcp_schedule_loss_probe(&mut self, s: SockId, advancing_rto: bool) -> bool {
+    /// departure time. Returns whether the probe was armed; without `push` its event
+    /// is left to the caller.
+    pub(super) fn tcp_schedule_loss_probe(&mut self, s: SockId, advancing_rto: bool, push: bool) -> bool {
         let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
         let tp = self.tcp(s);
         if tp.packets_out == 0 || !matches!(tp.ca_state, CaState::Open | CaState::Cwr) {
@@ -138,7 +139,9 @@ impl World {
         let at = now + timeout + tp.tcp_pacing_delay(now, jiffy_ns);
         tp.rto_at = Some(at);
         tp.xmit_timer = XmitTimer::LossProbe;
-        self.events.push(at, Event::TcpTimer(s, super::timer::RTO));
+        if push {
+            self.tcp_push_xmit_timer(s, at);
+        }
         true
     }
 
