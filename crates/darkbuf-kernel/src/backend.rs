@@ -29,8 +29,9 @@
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
-//! - `tcp.timeouts`, `tcp.loss_probes`: `TcpExt TCPTimeouts`, `TCPLossProbes` of
-//!   /proc/net/netstat in the sending namespace;
+//! - `tcp.timeouts`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`: `TcpExt
+//!   TCPTimeouts`, `TCPLossProbes`, `TCPLossProbeRecovery` of /proc/net/netstat in the
+//!   sending namespace;
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
 
 use crate::cmd;
@@ -971,7 +972,7 @@ fn metrics(
     m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
     m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
     if !crate::tcp::entries(scn).is_empty() {
-        for (k, c) in [("tcp.timeouts", "TCPTimeouts"), ("tcp.loss_probes", "TCPLossProbes")] {
+        for (k, c) in [("tcp.timeouts", "TCPTimeouts"), ("tcp.loss_probes", "TCPLossProbes"), ("tcp.loss_probe_recoveries", "TCPLossProbeRecovery")] {
             match snmp_delta(&a.tcpext_tx, &b.tcpext_tx, c) {
                 Some(v) => _ = m.insert(k.into(), Some(v as f64)),
                 None => none(&mut m, k, &format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read")),

@@ -183,6 +183,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.retrans", "segments", "tcp: segments retransmitted (not counting local qdisc drops, sent again as new data)"),
     e("tcp.timeouts", "timeouts", "tcp: retransmission timeouts in the measured window, all flows (TcpExtTCPTimeouts; the kernel backend's is the sending namespace's)"),
     e("tcp.loss_probes", "probes", "tcp: tail loss probes sent in the measured window, all flows (TcpExtTCPLossProbes; the kernel backend's is the sending namespace's)"),
+    e("tcp.loss_probe_recoveries", "probes", "tcp: tail loss probes whose ACK showed a repaired loss, all flows (TcpExtTCPLossProbeRecovery)"),
     e("tcp.cwnd_avg_pkts", "packets", "tcp: time-averaged congestion window, mean over the flows"),
     e("tcp.srtt_avg_ms", "ms", "tcp: time-averaged smoothed RTT, mean over the flows"),
     e("tcp.pacing_rate_mbps", "Mbit/s", "tcp: time-averaged sk_pacing_rate, mean over the flows"),

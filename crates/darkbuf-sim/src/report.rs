@@ -452,7 +452,8 @@ impl World {
         if flows.is_empty() {
             return;
         }
-        let (mut total, mut retrans, mut timeouts, mut probes, mut cwnd, mut srtt, mut rate, mut active) = (0u64, 0u64, 0u64, 0u64, 0.0, 0.0, 0.0, 0.0);
+        let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
         const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
             let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
@@ -466,6 +467,7 @@ impl World {
             retrans += t.total_retrans - st.retrans_base;
             timeouts += t.timeouts - st.timeouts_base;
             probes += t.loss_probes - st.loss_probes_base;
+            probe_recoveries += t.tlp_recoveries - st.tlp_recoveries_base;
             // Averages over the time the connection was active (the start and stop
             // times of flent's squarewave leave flows idle for part of the window).
             let on = st.active_ns as f64;
@@ -485,6 +487,7 @@ impl World {
         out.set("tcp.retrans", retrans as f64);
         out.set("tcp.timeouts", timeouts as f64);
         out.set("tcp.loss_probes", probes as f64);
+        out.set("tcp.loss_probe_recoveries", probe_recoveries as f64);
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {
                 out.none(k, IDLE);

@@ -162,6 +162,7 @@ impl World {
                 t.stats.retrans_base = t.total_retrans;
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
+                t.stats.tlp_recoveries_base = t.tlp_recoveries;
                 self.tcp_stats_tick(s as u16);
             }
         }

@@ -248,10 +248,12 @@ pub struct TcpStats {
     pub goodput_steps: Vec<u64>,
     /// Bytes read in the measured window.
     pub goodput_bytes: u64,
-    /// `total_retrans`, `timeouts` and `loss_probes` at the start of the measured window.
+    /// `total_retrans`, `timeouts`, `loss_probes` and `tlp_recoveries` at the start of
+    /// the measured window.
     pub retrans_base: u64,
     pub timeouts_base: u64,
     pub loss_probes_base: u64,
+    pub tlp_recoveries_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -1167,6 +1169,7 @@ pub(crate) mod tests {
             w.tcp_process_tlp_ack(s, ack, pure_dupack);
             let t = w.tcp(s);
             assert_eq!((t.tlp_high_seq, t.w.cwnd, t.ca_state), (None, cwnd, CaState::Open), "ack {ack}");
+            assert_eq!(t.tlp_recoveries, !pure_dupack as u64);
         }
     }
 
