@@ -261,6 +261,15 @@ fn retrans_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
     Some(end.saturating_sub(base) as u64)
 }
 
+/// `tcpi_total_rto` at the window's end minus at its start, as [`retrans_in`]; None
+/// when a sample it needs lacks the field (before 6.7). The u16 counter wraps.
+fn timeouts_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
+    let first = f.samples.first()?;
+    let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(Some(0), |s| s.info.total_rto)? };
+    let end = f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info.total_rto?;
+    Some(end.wrapping_sub(base) as u64)
+}
+
 /// Means of the TCP_INFO samples inside the window: (cwnd, srtt ms, pacing Mbit/s,
 /// delivery Mbit/s); None where no sample falls inside.
 fn info_means(f: &SenderFlow, t0: u64, t1: u64) -> [Option<f64>; 4] {
@@ -354,7 +363,10 @@ pub fn metrics(
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
-            null_why(m, format!("tcp.flow.{n}.timeouts"), "TcpExt TCPTimeouts counts the namespace, not the connection: see tcp.timeouts");
+            match timeouts_in(f, t0, t1) {
+                Some(v) => _ = m.insert(format!("tcp.flow.{n}.timeouts"), Some(v as f64)),
+                None => null_why(m, format!("tcp.flow.{n}.timeouts"), "TCP_INFO has no tcpi_total_rto before 6.7 (tcp.timeouts counts the namespace)"),
+            }
             // ss -ti's figures at each step's end, as the simulator reports them.
             ts.insert(format!("tcp.flow.{n}.cwnd_pkts"), info_series(f, t0, duration_ns, "packets", |i| Some(i.snd_cwnd as f64)));
             ts.insert(format!("tcp.flow.{n}.srtt_ms"), info_series(f, t0, duration_ns, "ms", |i| Some(i.srtt_us as f64 / 1e3)));
@@ -458,7 +470,7 @@ mod tests {
     }
 
     fn info(cwnd: u32, srtt_us: u32, retr: u32) -> TcpInfo {
-        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), ..TcpInfo::default() }
+        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), total_rto: Some(retr as u16 / 2), ..TcpInfo::default() }
     }
 
     #[test]
@@ -490,9 +502,23 @@ mod tests {
         assert_eq!(ts["tcp.flow.0.cwnd_pkts"].values, vec![Some(30.0), Some(40.0), Some(50.0), Some(60.0)]);
         assert_eq!(ts["tcp.flow.0.srtt_ms"].values, vec![Some(2.0); 4]);
         assert_eq!(ts["tcp.flow.0.pacing_rate_mbps"].values, vec![Some(100.0); 4]);
-        // Only the per-connection timeouts are null: the kernel counts them per namespace.
+        // tcpi_total_rto (retrans / 2 here): 0 at t0, 2 at t0 + 0.8 s.
+        assert_eq!(m["tcp.flow.0.timeouts"], Some(2.0));
+        assert!(why.is_empty(), "{why:?}");
+    }
+
+    /// Before 6.7 TCP_INFO has no tcpi_total_rto: a flow's timeouts are null, with why.
+    #[test]
+    fn timeouts_need_tcpi_total_rto() {
+        let t0 = 1_000_000_000u64;
+        let samples: Vec<InfoSample> =
+            (0..=6).map(|k| InfoSample { t_ns: t0 - 200_000_000 + k * 200_000_000, info: TcpInfo { total_rto: None, ..info(10, 2_000, 0) } }).collect();
+        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples }], errors: vec![] };
+        let j = Joined { entries: vec![(0, Some(s), None)] };
+        let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        metrics(&j, t0, 800_000_000, &mut m, &mut ts, &mut why);
         assert_eq!(m["tcp.flow.0.timeouts"], None);
-        assert_eq!(why.keys().collect::<Vec<_>>(), ["tcp.flow.0.timeouts"]);
+        assert!(why["tcp.flow.0.timeouts"].contains("before 6.7"), "{why:?}");
     }
 
     /// A step with no TCP_INFO sample within half a step of its end (the flow had not

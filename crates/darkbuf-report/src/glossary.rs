@@ -190,7 +190,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.delivery_rate_mbps", "Mbit/s", "tcp (kernel backend): mean of TCP_INFO's tcpi_delivery_rate samples, mean over the flows"),
     e("tcp.flow.N.goodput_mbps", "Mbit/s", "tcp: flow N's goodput (also a time series at flent's 0.2 s step)"),
     e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
-    e("tcp.flow.N.timeouts", "timeouts", "tcp: flow N's retransmission timeouts (null on the kernel backend, whose counter is per namespace)"),
+    e("tcp.flow.N.timeouts", "timeouts", "tcp: flow N's retransmission timeouts (kernel backend: TCP_INFO's tcpi_total_rto, 6.7+)"),
     e("tcp.flow.N.tx_queue_changes", "changes", "tcp: times netdev_pick_tx() changed flow N's TX queue over the run"),
     e("tcp.flow.N.cwnd_avg_pkts", "packets", "tcp: flow N's time-averaged congestion window"),
     e("tcp.flow.N.srtt_avg_ms", "ms", "tcp: flow N's time-averaged smoothed RTT"),

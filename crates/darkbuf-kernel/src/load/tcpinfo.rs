@@ -7,7 +7,8 @@
 //! `None`, never garbage. Offsets (bytes): `tcpi_snd_mss` 16, `tcpi_rtt` 68 (srtt in
 //! µs, `tp->srtt_us >> 3`), `tcpi_snd_cwnd` 80, `tcpi_total_retrans` 100,
 //! `tcpi_pacing_rate` 104 (B/s, `sk_pacing_rate`), `tcpi_delivery_rate` 160 (B/s,
-//! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120.
+//! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120,
+//! `tcpi_total_rto` 240 (u16, 6.7+: the connection's retransmission timeouts).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -32,10 +33,17 @@ pub struct TcpInfo {
     pub bytes_acked: Option<u64>,
     /// The last delivery-rate sample, B/s; None before 4.9.
     pub delivery_rate: Option<u64>,
+    /// `tcpi_total_rto`: RTO timeouts over the connection's life; None before 6.7.
+    pub total_rto: Option<u16>,
 }
 
-/// Bytes darkbuf asks for: the whole uapi struct of 6.x (232 bytes on 6.18) with room.
+/// Bytes darkbuf asks for: the whole uapi struct of 6.x (248 bytes from 6.7, 280 on
+/// 6.18 with the AccECN counters; darkbuf reads up to byte 242).
 pub const TCP_INFO_BUF: usize = 256;
+
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    b.get(off..off + 2).map(|s| u16::from_ne_bytes(s.try_into().unwrap_or([0; 2])))
+}
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap_or([0; 4])))
@@ -58,6 +66,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         pacing_rate: u64_at(b, 104),
         bytes_acked: u64_at(b, 120),
         delivery_rate: u64_at(b, 160),
+        total_rto: u16_at(b, 240),
     })
 }
 
@@ -80,7 +89,7 @@ mod tests {
 
     /// A tcp_info image with distinct values at the uapi offsets.
     fn image(len: usize) -> Vec<u8> {
-        let mut b = vec![0u8; 232];
+        let mut b = vec![0u8; 248];
         b[0] = 1;
         b[1] = 3;
         b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
@@ -90,13 +99,14 @@ mod tests {
         b[104..112].copy_from_slice(&15_000_000u64.to_ne_bytes());
         b[120..128].copy_from_slice(&123_456_789u64.to_ne_bytes());
         b[160..168].copy_from_slice(&12_500_000u64.to_ne_bytes());
+        b[240..242].copy_from_slice(&7u16.to_ne_bytes());
         b.truncate(len);
         b
     }
 
     #[test]
     fn full_struct() {
-        let i = parse_tcp_info(&image(232)).unwrap();
+        let i = parse_tcp_info(&image(248)).unwrap();
         assert_eq!(
             i,
             TcpInfo {
@@ -109,12 +119,16 @@ mod tests {
                 pacing_rate: Some(15_000_000),
                 bytes_acked: Some(123_456_789),
                 delivery_rate: Some(12_500_000),
+                total_rto: Some(7),
             }
         );
     }
 
     #[test]
     fn shorter_structs_of_older_kernels() {
+        // 6.2-6.6 (232 bytes, up to tcpi_rehash): no tcpi_total_rto.
+        let i = parse_tcp_info(&image(232)).unwrap();
+        assert_eq!((i.delivery_rate, i.total_rto), (Some(12_500_000), None));
         // 4.6 (up to tcpi_segs_in, 144 bytes): no delivery rate.
         let i = parse_tcp_info(&image(144)).unwrap();
         assert_eq!((i.pacing_rate, i.bytes_acked, i.delivery_rate), (Some(15_000_000), Some(123_456_789), None));
