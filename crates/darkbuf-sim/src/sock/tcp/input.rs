@@ -12,7 +12,7 @@
 
 use super::cc::{AckCtx, CongestionControl};
 use super::rate::RateSample;
-use super::{after, before, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
+use super::{after, before, whole_jiffies, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
 use crate::cpu::{CpuId, SockId};
 use crate::world::World;
@@ -180,9 +180,9 @@ impl World {
             if !matches!(tp.cc, CongestionControl::Bbr(_)) {
                 tp.w.cwnd = tp.w.ssthresh;
             }
-            // tcp_try_keep_open(): out of CWR at once (Disorder is Open here).
+            // tcp_try_keep_open(): out of CWR at once (Disorder is Open here); high_seq
+            // stays at snd_nxt, where tcp_init_cwnd_reduction() put it.
             tp.ca_state = CaState::Open;
-            tp.high_seq = tp.snd_nxt;
         } else if pure_dupack {
             tp.tlp_high_seq = None;
         }
@@ -326,7 +326,7 @@ impl World {
         }
         tp.srtt_us = (srtt as u32).max(1);
         let rto_us = (tp.srtt_us >> 3) as u64 + tp.rttvar_us as u64;
-        tp.rto_ns = ((rto_us * 1000).div_ceil(jiffy_ns) * jiffy_ns).min(TCP_RTO_MAX_NS);
+        tp.rto_ns = whole_jiffies(rto_us * 1000, jiffy_ns).min(TCP_RTO_MAX_NS);
     }
 
     /// `tcp_retransmit_timer()`: every outstanding segment not SACKed is lost, cwnd

@@ -135,6 +135,11 @@ pub enum XmitTimer {
     LossProbe,
 }
 
+/// `ns` rounded up to whole jiffies of `jiffy_ns` (timers count jiffies).
+pub(super) fn whole_jiffies(ns: u64, jiffy_ns: u64) -> u64 {
+    ns.div_ceil(jiffy_ns) * jiffy_ns
+}
+
 /// The sender's and the receiver's state of one connection.
 pub struct TcpSock {
     pub flow_index: u16,
@@ -386,6 +391,11 @@ impl TcpSock {
     pub(super) fn tcp_rto_delta_ns(&self, now: u64) -> i64 {
         let sent = self.rtx.front().map_or(now, |g| g.sent);
         (sent + self.rto_ns) as i64 - now as i64
+    }
+
+    /// Whether `tcp_schedule_loss_probe()` may arm a probe: data out, in Open or CWR.
+    pub(super) fn tlp_allowed(&self) -> bool {
+        self.packets_out > 0 && matches!(self.ca_state, CaState::Open | CaState::Cwr)
     }
 
     /// `tcp_pacing_delay()`: a timer armed with `pace_delay` waits, in whole jiffies,
@@ -742,7 +752,7 @@ impl World {
         }
         let mut rto = (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
         if t.xmit_timer == XmitTimer::LossProbe {
-            rto = (t.tcp_rto_delta_ns(now).max(1000) as u64).div_ceil(jiffy_ns) * jiffy_ns;
+            rto = whole_jiffies(t.tcp_rto_delta_ns(now).max(1000) as u64, jiffy_ns);
         }
         let at = now + rto + t.tcp_pacing_delay(now, jiffy_ns);
         t.rto_at = Some(at);
@@ -1087,7 +1097,7 @@ pub(crate) mod tests {
     /// 2. 410 ms: error 400,000, srtt 480,000, mdev += 400,000 - 5,000: 415,000, above
     ///    mdev_max, so rttvar 415,000 at once. RTO 60 + 415 = 475 ms.
     /// 3. 10 ms, the round over (snd_una 15,928): error -50,000, srtt 430,000; |error|
-    ///    - mdev/4 = -53,750 (not positive: full gain), mdev 361,250. rttvar stays at
+    ///    minus mdev/4 = -53,750 (not positive: full gain), mdev 361,250. rttvar stays at
     ///    this round's 415,000 (RFC 6298's would be 361,250); mdev_max restarts at
     ///    200,000. RTO 53,750 + 415,000 = 468,750 µs.
     /// 4. 10 ms, the next round over: srtt 386,250, mdev 361,250 - 46,562 = 314,688 =

@@ -10,7 +10,7 @@
 //! no `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
 //! first transmission waits in a host queue).
 
-use super::{after, before, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
+use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
 use crate::arena::{Destructor, Dir};
 use crate::cpu::{CpuId, SockId};
 use crate::event::Event;
@@ -101,7 +101,7 @@ impl World {
             // A loss probe armed just below replaces this arm before it could fire: it
             // is left out, so that the timer's lane does not collect an RTO per ACK
             // behind the probes (an earlier arm is a sorted insert).
-            let probe_follows = sent_new && !probe && tp.packets_out > 0 && matches!(tp.ca_state, CaState::Open | CaState::Cwr);
+            let probe_follows = sent_new && !probe && tp.tlp_allowed();
             if !probe_follows {
                 self.tcp_rearm_rto(s);
             }
@@ -122,19 +122,18 @@ impl World {
     pub(super) fn tcp_schedule_loss_probe(&mut self, s: SockId, advancing_rto: bool, push: bool) -> bool {
         let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
         let tp = self.tcp(s);
-        if tp.packets_out == 0 || !matches!(tp.ca_state, CaState::Open | CaState::Cwr) {
+        if !tp.tlp_allowed() {
             return false;
         }
-        let jiffies = |ns: u64| ns.div_ceil(jiffy_ns) * jiffy_ns;
         let mut timeout = if tp.srtt_us != 0 {
             let extra = if tp.packets_out == 1 { TCP_RTO_MIN_NS } else { TCP_TIMEOUT_MIN_NS };
-            jiffies((tp.srtt_us >> 2) as u64 * 1000 + extra)
+            whole_jiffies((tp.srtt_us >> 2) as u64 * 1000 + extra, jiffy_ns)
         } else {
             TCP_TIMEOUT_INIT_NS
         };
         let rto_delta = if advancing_rto { ((tp.rto_ns << tp.backoff.min(10)).min(TCP_RTO_MAX_NS)) as i64 } else { tp.tcp_rto_delta_ns(now) };
         if rto_delta > 0 {
-            timeout = timeout.min(jiffies(rto_delta as u64));
+            timeout = timeout.min(whole_jiffies(rto_delta as u64, jiffy_ns));
         }
         let at = now + timeout + tp.tcp_pacing_delay(now, jiffy_ns);
         tp.rto_at = Some(at);
@@ -183,8 +182,8 @@ impl World {
                 tp.rtx[last].segs = seg.segs - 1;
                 tp.rtx.push_back(TxSeg { start: mid, segs: 1, ..seg });
             }
-            let (start, end) = (tp.rtx[last + (seg.segs > 1) as usize].start, seg.end);
-            cost = self.tcp_transmit_skb(cpu, s, start, end, true, t0);
+            let probe_seg = *tp.rtx.back().expect("the probe's segment");
+            cost = self.tcp_transmit_skb(cpu, s, probe_seg.start, probe_seg.end, true, t0);
             // __tcp_retransmit_skb() alone: no TCPCB_SACKED_RETRANS, not in retrans_out.
             let tp = self.tcp(s);
             let g = tp.rtx.back_mut().expect("the probe's segment");
