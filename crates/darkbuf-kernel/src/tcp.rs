@@ -125,14 +125,6 @@ pub fn kernel_tsq(kv: KernelVersion) -> Tsq {
     }
 }
 
-/// `tsq`'s scenario name.
-fn tsq_name(t: Tsq) -> &'static str {
-    match t {
-        Tsq::PacedExempt => "paced-exempt",
-        Tsq::Always => "always",
-    }
-}
-
 /// Notes on what the scenario asked that the namespaces cannot hold per entry, or that
 /// kernel `kv` does not run.
 pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
@@ -149,8 +141,8 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
     if let Some((i, f)) = tcp.iter().find(|(_, f)| f.tsq != running) {
         n.push(format!(
             "tcp: traffic.{i}.tsq = \"{}\", but kernel {kv} runs tsq = \"{}\" (c4221a8cc3a7, v6.16, caps paced flows too); the kernel's own applies",
-            tsq_name(f.tsq),
-            tsq_name(running)
+            f.tsq.name(),
+            running.name()
         ));
     }
     if tcp.iter().any(|(_, f)| f.ecn) && tcp.iter().any(|(_, f)| !f.ecn) {

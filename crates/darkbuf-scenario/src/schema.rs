@@ -496,6 +496,14 @@ impl Tsq {
     /// The names `tsq` takes.
     pub const NAMES: &'static [&'static str] = &["paced-exempt", "always"];
 
+    /// Its scenario name (the serialized one).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tsq::PacedExempt => "paced-exempt",
+            Tsq::Always => "always",
+        }
+    }
+
     /// That kernel's default `tcp_limit_output_bytes`.
     pub fn default_limit_output_bytes(self) -> u64 {
         match self {
