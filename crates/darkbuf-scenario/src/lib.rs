@@ -58,30 +58,18 @@ pub fn read_scenario(path: &Path) -> Result<(String, String), Diagnostic> {
             format!("the scenario file is larger than {} bytes", limits::thousands(limits::MAX_FILE_BYTES)),
             Some("a scenario is a small TOML file; give its path, e.g. scenarios/examples/all-keys.toml".into()),
         )),
-        Err(e) => Err(match e.get_ref().and_then(|x| x.downcast_ref::<NotUtf8>()) {
-            Some(at) => Diagnostic {
-                line: Some(at.line),
-                column: Some(at.column),
-                ..Diagnostic::at(
-                    DiagnosticKind::Io,
-                    name.clone(),
-                    String::new(),
-                    None,
-                    "",
+        Err(e) => {
+            let not_utf8 = e.get_ref().and_then(|x| x.downcast_ref::<NotUtf8>());
+            let (message, help) = match not_utf8 {
+                Some(_) => (
                     "the scenario file is not UTF-8 text: the byte here is not part of a UTF-8 character".to_string(),
-                    Some("a TOML file is UTF-8: save it in that encoding".into()),
-                )
-            },
-            None => Diagnostic::at(
-                DiagnosticKind::Io,
-                name.clone(),
-                String::new(),
-                None,
-                "",
-                format!("cannot read scenario file: {e}"),
-                Some("give the path of a scenario TOML file, e.g. scenarios/examples/all-keys.toml".into()),
-            ),
-        }),
+                    "a TOML file is UTF-8: save it in that encoding",
+                ),
+                None => (format!("cannot read scenario file: {e}"), "give the path of a scenario TOML file, e.g. scenarios/examples/all-keys.toml"),
+            };
+            let d = Diagnostic::at(DiagnosticKind::Io, name.clone(), String::new(), None, "", message, Some(help.into()));
+            Err(Diagnostic { line: not_utf8.map(|at| at.line), column: not_utf8.map(|at| at.column), ..d })
+        }
     }
 }
 

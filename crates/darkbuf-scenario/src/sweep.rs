@@ -452,11 +452,12 @@ pub struct PlanShape {
 /// What `darkbuf run` checks of a scenario's `[[variant]]`s and `[sweep]` (`name` for
 /// its errors): each variant, and each swept value, applied alone to the file's
 /// scenario, so an unknown key or a bad value there is an error in `run` as it is in
-/// `sweep` ("unknown keys are errors, never ignored"). The command line's `--set`s are left out: what `run` changes does
-/// not make an entry it does not run wrong (`--set qdisc.kind=pfifo_fast` on a file
-/// whose variant sets cake's `bandwidth`). A file that does not load on its own (it
-/// needs a `--set`) is not judged here. Combinations of values are `sweep`'s to check.
-/// Returns the plan's shape, for `run` to say what it left out.
+/// `sweep` ("unknown keys are errors, never ignored"). The command line's `--set`s are
+/// left out: what `run` changes does not make an entry it does not run wrong
+/// (`--set qdisc.kind=pfifo_fast` on a file whose variant sets cake's `bandwidth`). A
+/// file that does not load on its own (it needs a `--set`) is not judged here.
+/// Combinations of values are `sweep`'s to check. Returns the plan's shape, for `run`
+/// to say what it left out.
 pub fn check_plan_entries(name: &str, text: &str) -> Result<PlanShape, Diagnostic> {
     let ctx = Ctx { file: name, source: text, overrides: &[] };
     let root = tree::parse_document(&ctx)?;
