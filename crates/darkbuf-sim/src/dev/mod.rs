@@ -325,7 +325,7 @@ impl World {
             self.tcp_unsend_burst(s, sent.burst, info.seq);
         }
         // The sender learns the verdict (its local congestion signal).
-        self.tcp_xmit_verdict(s, info.seq, verdict);
+        self.tcp_xmit_verdict(s, info.seq, sent.burst, verdict);
     }
 
     /// Takes back socket `s`'s transmits of `tcp_write_xmit()` call `burst` that the

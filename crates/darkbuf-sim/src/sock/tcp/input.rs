@@ -330,14 +330,15 @@ impl World {
     }
 
     /// `tcp_retransmit_timer()`: every outstanding segment not SACKed is lost, cwnd
-    /// restarts at 1 (`tcp_enter_loss()`), the timer backs off.
-    pub(super) fn tcp_retransmit_timer(&mut self, s: SockId) {
+    /// restarts at 1 (`tcp_enter_loss()`), the timer backs off. Returns whether it
+    /// fired (with data in flight).
+    pub(super) fn tcp_retransmit_timer(&mut self, s: SockId) -> bool {
         let now = self.now;
         let jiffies = self.jiffies() as u32;
         let hz = self.cfg.hz;
         let tp = self.tcp(s);
         if tp.packets_out == 0 {
-            return;
+            return false;
         }
         tp.timeouts += 1;
         let w = tp.w;
@@ -371,6 +372,7 @@ impl World {
         tp.cc.on_loss(&ctx);
         tp.backoff += 1;
         self.tcp_rearm_rto(s);
+        true
     }
 }
 

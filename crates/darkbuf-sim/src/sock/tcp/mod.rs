@@ -45,6 +45,8 @@ const TCP_INIT_CWND: u32 = 10;
 const TCP_RTO_MIN_NS: u64 = 200_000_000;
 const TCP_TIMEOUT_INIT_NS: u64 = 1_000_000_000;
 const TCP_RTO_MAX_NS: u64 = 120_000_000_000;
+/// `tcp_retries2`'s default: the probe timer's backoff stops growing there.
+const TCP_RETRIES2: u32 = 15;
 /// iperf3's report interval (`-i 1`).
 pub const IPERF_INTERVAL_NS: u64 = 1_000_000_000;
 /// iperf3's `--pacing-timer` default: how often a red-lit `-b` sender looks again.
@@ -123,16 +125,26 @@ mod work {
     pub const RTO: u8 = 1 << 1;
     pub const DELACK: u8 = 1 << 2;
     pub const TLP: u8 = 1 << 3;
+    pub const PROBE0: u8 = 1 << 4;
 }
 
 /// What the retransmit timer is armed for (`icsk_pending`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XmitTimer {
-    /// ICSK_TIME_RETRANS (and the probe timer of an empty flight).
+    /// ICSK_TIME_RETRANS.
     Retrans,
     /// ICSK_TIME_LOSS_PROBE: `tcp_send_loss_probe()` when it fires. It stays the
     /// pending kind after it fired until the timer is armed again, as in the kernel.
     LossProbe,
+    /// ICSK_TIME_PROBE0: nothing in flight and data waiting, which the last transmit
+    /// could not send (`tcp_check_probe_timer()`): `tcp_probe_timer()` when it fires.
+    Probe0,
+}
+
+/// `TCP_RESOURCE_PROBE_INTERVAL` (HZ / 2): how long a timer waits to try again after
+/// its transmit met local congestion (the qdisc dropped it), in jiffies of `hz`.
+fn tcp_resource_probe_interval(hz: u32, jiffy_ns: u64) -> u64 {
+    (hz / 2) as u64 * jiffy_ns
 }
 
 /// `ns` rounded up to whole jiffies of `jiffy_ns` (timers count jiffies).
@@ -188,6 +200,17 @@ pub struct TcpSock {
     /// Events pushed for the retransmit timer so far (`tcp_ack()` defers its own).
     pub rto_pushes: u32,
     pub backoff: u32,
+    /// `icsk_probes_out`: probes of the probe timer sent without an answer.
+    pub probes_out: u32,
+    /// When the probe timer is due while it is pending. A transmit the model has not
+    /// yet heard the qdisc's verdict on leaves it standing: if the qdisc drops that
+    /// transmit, the kernel never left the probe timer (`tcp_event_new_data_sent()`
+    /// runs only after a transmit that went).
+    pub probe0_at: Option<u64>,
+    /// The transmit loop (`xmit_burst`) a timer ran and which timer: the retransmit
+    /// timer's retransmission of the head, or the probe timer's probe. If the qdisc
+    /// drops it, that timer tries again after `TCP_RESOURCE_PROBE_INTERVAL`.
+    pub timer_xmit: Option<(u32, XmitTimer)>,
     /// Tail loss probe: `snd_nxt` when the outstanding probe went (`tlp_high_seq`),
     /// whether it retransmitted, and the probes sent (`TcpExtTCPLossProbes`).
     pub tlp_high_seq: Option<u32>,
@@ -341,6 +364,9 @@ impl TcpSock {
             rto_pushes: 0,
             backoff: 0,
             tlp_high_seq: None,
+            probes_out: 0,
+            probe0_at: None,
+            timer_xmit: None,
             tlp_retrans: false,
             loss_probes: 0,
             tlp_recoveries: 0,
@@ -400,6 +426,17 @@ impl TcpSock {
 
     /// `tcp_pacing_delay()`: a timer armed with `pace_delay` waits, in whole jiffies,
     /// for the flow's next departure time.
+    /// `tcp_probe0_base()`: the RTO, at least `TCP_RTO_MIN`.
+    pub(super) fn tcp_probe0_base(&self) -> u64 {
+        self.rto_ns.clamp(TCP_RTO_MIN_NS, TCP_RTO_MAX_NS)
+    }
+
+    /// `tcp_probe0_when()`: the base doubled per backoff (at most
+    /// ilog2(TCP_RTO_MAX / TCP_RTO_MIN) + 1 = 10 times), at most `TCP_RTO_MAX`.
+    pub(super) fn tcp_probe0_when(&self) -> u64 {
+        (self.tcp_probe0_base() << self.backoff.min(10)).min(TCP_RTO_MAX_NS)
+    }
+
     pub(super) fn tcp_pacing_delay(&self, now: u64, jiffy_ns: u64) -> u64 {
         self.wstamp_ns.saturating_sub(now) / jiffy_ns * jiffy_ns
     }
@@ -595,8 +632,10 @@ impl World {
         if bits & work::DELACK != 0 {
             cost += self.tcp_send_ack(cpu, s, self.now);
         }
-        if bits & work::RTO != 0 {
-            self.tcp_retransmit_timer(s);
+        let rto_fired = bits & work::RTO != 0 && self.tcp_retransmit_timer(s);
+        if bits & work::PROBE0 != 0 {
+            let start = self.now + cost;
+            cost += self.tcp_probe_timer(cpu, s, start);
         }
         if bits & work::TLP != 0 {
             let start = self.now + cost;
@@ -606,6 +645,11 @@ impl World {
             // tcp_tsq_handler() -> tcp_tsq_write(): retransmissions first, then new data.
             let start = self.now + cost;
             cost += self.tcp_write_xmit(cpu, s, start);
+            if rto_fired {
+                // The loop's retransmission of the head is the timer's own.
+                let tp = self.tcp(s);
+                tp.timer_xmit = Some((tp.xmit_burst, XmitTimer::Retrans));
+            }
         }
         Step::Continue(cost)
     }
@@ -619,7 +663,14 @@ impl World {
         match kind {
             timer::RTO if t.rto_at == Some(now) => {
                 t.rto_at = None;
-                let what = if t.xmit_timer == XmitTimer::LossProbe { work::TLP } else { work::RTO };
+                let what = match t.xmit_timer {
+                    XmitTimer::Retrans => work::RTO,
+                    XmitTimer::LossProbe => work::TLP,
+                    XmitTimer::Probe0 => {
+                        t.probe0_at = None;
+                        work::PROBE0
+                    }
+                };
                 self.sock_work_queue(cpu, s, what);
             }
             timer::PACE if t.pace_at == Some(now) => {
@@ -636,27 +687,69 @@ impl World {
         }
     }
 
-    /// The enqueue verdict of segment `seq` (`__tcp_transmit_skb()`'s `err`): a local
-    /// drop or NET_XMIT_CN enters CWR (`tcp_enter_cwr()`). Dropped new data is sent
-    /// again later as new data, not counted as a retransmission; a dropped
-    /// retransmission stays counted and is tried again (`tcp_take_back()`).
+    /// The enqueue verdict of segment `seq`, sent by transmit loop `burst`
+    /// (`__tcp_transmit_skb()`'s `err`): a local drop or NET_XMIT_CN enters CWR
+    /// (`tcp_enter_cwr()`). Dropped new data is sent again later as new data, not
+    /// counted as a retransmission; a dropped retransmission stays counted and is tried
+    /// again (`tcp_take_back()`).
     ///
     /// The verdict arrives when the deferred transmit runs, after the model's
     /// `tcp_write_xmit()` has sent the rest of its loop; `tcp_unsend_burst()` has
     /// taken those back already, so the dropped segment is normally the newest again.
-    pub(crate) fn tcp_xmit_verdict(&mut self, s: SockId, seq: u32, verdict: EnqueueVerdict) {
+    ///
+    /// After a drop the timers are what the kernel's would be, which never saw the
+    /// transmit go:
+    /// - the retransmit timer's retransmission of the head (`tcp_retransmit_timer()`)
+    ///   and the probe timer's probe (`tcp_send_probe0()`) try again after
+    ///   `TCP_RESOURCE_PROBE_INTERVAL`, without backing off ("Let senders fight for
+    ///   local resources conservatively");
+    /// - otherwise, with nothing in flight, no ACK will come: `tcp_write_xmit()`
+    ///   returns true and the probe timer is armed (`tcp_check_probe_timer()`) in
+    ///   place of the RTO or loss probe the model armed for the dropped data.
+    pub(crate) fn tcp_xmit_verdict(&mut self, s: SockId, seq: u32, burst: u32, verdict: EnqueueVerdict) {
+        let t = self.tcp(s);
+        let timer_xmit = t.timer_xmit.filter(|&(b, _)| b == burst).map(|(_, kind)| kind);
+        if timer_xmit.is_some() {
+            t.timer_xmit = None;
+        }
         if verdict == EnqueueVerdict::Success {
+            // tcp_event_new_data_sent() re-armed the timer: no probe timer is left.
+            t.probe0_at = None;
+            if timer_xmit == Some(XmitTimer::Probe0) {
+                // tcp_send_probe0(): data is out, the probing ends.
+                (t.probes_out, t.backoff) = (0, 0);
+            }
             return;
         }
         if verdict == EnqueueVerdict::Dropped {
             self.tcp_take_back(s, seq, true);
         }
         self.tcp_enter_cwr(s);
-        // tcp_write_xmit() stopped; the next ACK sends again. With nothing in flight no
-        // ACK comes: the probe timer (`tcp_check_probe_timer()`, armed like the RTO).
+        if verdict != EnqueueVerdict::Dropped {
+            return;
+        }
+        let (now, resource) = (self.now, tcp_resource_probe_interval(self.cfg.hz, self.cfg.jiffy_ns));
         let t = self.tcp(s);
-        if t.packets_out == 0 && t.rto_at.is_none() {
-            self.tcp_arm_probe(s);
+        match timer_xmit {
+            Some(XmitTimer::Retrans) => {
+                // `goto out`: neither icsk_backoff nor icsk_rto grew.
+                t.backoff = t.backoff.saturating_sub(1);
+                t.rto_at = Some(now + resource);
+                t.xmit_timer = XmitTimer::Retrans;
+                self.tcp_push_xmit_timer(s, now + resource);
+            }
+            Some(XmitTimer::Probe0) if t.packets_out == 0 => {
+                t.probes_out += 1;
+                self.tcp_arm_probe0(s, now + resource);
+            }
+            _ if t.packets_out == 0 => {
+                let at = match t.probe0_at {
+                    Some(at) if at >= now => at,
+                    _ => now + t.tcp_probe0_base(),
+                };
+                self.tcp_arm_probe0(s, at);
+            }
+            _ => {}
         }
     }
 
@@ -729,15 +822,16 @@ impl World {
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
 
-    /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` with nothing in flight: send again
-    /// after one RTO.
-    fn tcp_arm_probe(&mut self, s: SockId) {
-        let now = self.now;
+    /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` for `at`.
+    pub(super) fn tcp_arm_probe0(&mut self, s: SockId, at: u64) {
         let t = self.tcp(s);
-        let at = now + t.rto_ns.min(TCP_RTO_MAX_NS);
+        let pushed = t.rto_at == Some(at) && t.xmit_timer == XmitTimer::Probe0;
         t.rto_at = Some(at);
-        t.xmit_timer = XmitTimer::Retrans;
-        self.tcp_push_xmit_timer(s, at);
+        t.probe0_at = Some(at);
+        t.xmit_timer = XmitTimer::Probe0;
+        if !pushed {
+            self.tcp_push_xmit_timer(s, at);
+        }
     }
 
     /// `tcp_rearm_rto()`: arms (or re-arms) the retransmission timer `rto` from now;
@@ -748,6 +842,7 @@ impl World {
         let t = self.tcp(s);
         if t.packets_out == 0 {
             t.rto_at = None;
+            t.probe0_at = None;
             return;
         }
         let mut rto = (t.rto_ns << t.backoff.min(10)).min(TCP_RTO_MAX_NS);
@@ -967,13 +1062,95 @@ pub(crate) mod tests {
 
     /// A socket of `tbf_world()` with `n` one-segment skbs out, cwnd 20.
     fn with_flight(n: u32) -> (World, SockId) {
-        let (mut w, s) = tbf_world(100_000);
+        flight_in(100_000, n)
+    }
+
+    /// `with_flight()` in front of a tbf of `limit` bytes.
+    fn flight_in(limit: u32, n: u32) -> (World, SockId) {
+        let (mut w, s) = tbf_world(limit);
         let t = w.tcp(s);
         for i in 0..n {
             t.rtx.push_back(TxSeg { start: i * 1448, end: (i + 1) * 1448, segs: 1, ..TxSeg::default() });
         }
         (t.packets_out, t.snd_nxt, t.write_seq, t.w.cwnd) = (n, n * 1448, n * 1448, 20);
         (w, s)
+    }
+
+    /// The deferred transmits of socket `s` waiting in `w`, by their send time.
+    fn pending_xmits(w: &World) -> Vec<u32> {
+        let mut slots: Vec<(u64, u32)> = (w.deferred.iter().enumerate())
+            .filter_map(|(i, d)| match d {
+                Some(crate::dev::Deferred::Xmit { skb, .. }) => Some((w.pkts.get(skb.id).t_send, i as u32)),
+                _ => None,
+            })
+            .collect();
+        slots.sort_unstable();
+        slots.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Nothing in flight, and the qdisc drops the burst: no ACK will come, and the
+    /// kernel's `tcp_write_xmit()` returns true for `tcp_check_probe_timer()`. The
+    /// probe timer, not the loss probe the model armed for the data, is pending, one
+    /// RTO away (1 s without an RTT sample). When it fires, `tcp_write_wakeup()` sends
+    /// one MSS whatever the window says; the qdisc drops that too, and the timer tries
+    /// again after `TCP_RESOURCE_PROBE_INTERVAL` (HZ/2), without backing off.
+    #[test]
+    fn a_dropped_flight_probes_with_one_mss_every_half_second() {
+        let (mut w, s) = tbf_world(1);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let t = w.tcp(s);
+        (t.write_seq, t.w.cwnd) = (1 << 20, 10);
+        w.tcp_write_xmit(cpu, s, 0);
+        let slots = pending_xmits(&w);
+        assert!(slots.len() > 1, "a burst");
+        w.deferred(slots[0]);
+        let t = w.tcp(s);
+        assert_eq!((t.packets_out, t.xmit_timer, t.rto_at, t.probe0_at), (0, XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS), Some(TCP_TIMEOUT_INIT_NS)));
+        for &slot in &slots[1..] {
+            w.deferred(slot);
+        }
+
+        w.now = TCP_TIMEOUT_INIT_NS;
+        w.tcp_timer(s, timer::RTO);
+        assert_eq!(w.tcp(s).work, work::PROBE0);
+        let mut started = false;
+        w.sock_work_step(cpu, &mut started);
+        w.sock_work_step(cpu, &mut started);
+        let slots = pending_xmits(&w);
+        let t = w.tcp(s);
+        assert_eq!((slots.len(), t.packets_out, t.snd_nxt, t.xmit_timer), (1, 1, 1448, XmitTimer::Retrans), "one MSS, and the RTO for it");
+        w.deferred(slots[0]);
+        let resource = tcp_resource_probe_interval(w.cfg.hz, w.cfg.jiffy_ns);
+        assert!((499_000_000..=500_000_000).contains(&resource), "HZ/2 jiffies: {resource}");
+        let t = w.tcp(s);
+        assert_eq!((t.packets_out, t.snd_nxt, t.probes_out, t.backoff), (0, 0, 1, 0));
+        assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS + resource)));
+    }
+
+    /// `tcp_retransmit_timer()`: when the qdisc drops the head's retransmission, the
+    /// timer comes back after `TCP_RESOURCE_PROBE_INTERVAL`, and neither the backoff
+    /// nor the RTO grew; it still counts as a timeout.
+    #[test]
+    fn a_locally_dropped_rto_retransmission_tries_again_without_backoff() {
+        let (mut w, s) = flight_in(1, 3);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let at = 300_000_000;
+        let t = w.tcp(s);
+        (t.rto_at, t.xmit_timer, t.rto_ns) = (Some(at), XmitTimer::Retrans, 250_000_000);
+        w.now = at;
+        w.tcp_timer(s, timer::RTO);
+        let mut started = false;
+        w.sock_work_step(cpu, &mut started);
+        w.sock_work_step(cpu, &mut started);
+        let t = w.tcp(s);
+        assert_eq!((t.backoff, t.rto_at), (1, Some(at + 500_000_000)), "the RTO backed off as the retransmission left");
+        let slots = pending_xmits(&w);
+        assert_eq!(slots.len(), 1, "cwnd is what is in flight + 1: the head alone");
+        w.deferred(slots[0]);
+        let resource = tcp_resource_probe_interval(w.cfg.hz, w.cfg.jiffy_ns);
+        let t = w.tcp(s);
+        assert_eq!((t.backoff, t.timeouts, t.xmit_timer, t.rto_at), (0, 1, XmitTimer::Retrans, Some(at + resource)));
+        assert!(t.rtx[0].lost && !t.rtx[0].retrans, "the head waits, lost, for its retransmission");
     }
 
     /// tcp_enter_loss(): the first RTO cuts ssthresh (CUBIC: 20 x 717/1024 = 14) and
@@ -1026,7 +1203,7 @@ pub(crate) mod tests {
             t.rtx[1] = TxSeg { lost: true, retrans: true, counted: true, ever_retrans: true, ..t.rtx[1] };
             (t.lost_out, t.retrans_out, t.total_retrans) = (1, 1, 1);
             if attempted {
-                w.tcp_xmit_verdict(s, 1448, EnqueueVerdict::Dropped);
+                w.tcp_xmit_verdict(s, 1448, 0, EnqueueVerdict::Dropped);
             } else {
                 w.tcp_unsend(s, 1448, 1);
             }

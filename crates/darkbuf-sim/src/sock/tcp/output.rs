@@ -3,7 +3,8 @@
 //! `tcp_pacing_check()`, `__tcp_transmit_skb()` and `tcp_update_skb_after_send()` in
 //! net/ipv4/tcp_output.c, and `tcp_update_pacing_rate()` (tcp_input.c).
 //!
-//! The tail loss probe: `tcp_schedule_loss_probe()` and `tcp_send_loss_probe()`.
+//! The tail loss probe: `tcp_schedule_loss_probe()` and `tcp_send_loss_probe()`. The
+//! probe timer of an empty flight: `tcp_send_probe0()` and `tcp_write_wakeup()`.
 //!
 //! Simplifications, stated: no Nagle or TSO deferral (`tcp_tso_should_defer()`: a
 //! bulk sender with a full window sends full-sized skbs anyway), no MTU probing, and
@@ -92,10 +93,10 @@ impl World {
         if sent_any || cwnd_limited {
             tp.tcp_cwnd_validate(cwnd_limited);
         }
-        // tcp_event_new_data_sent(): the RTO from the first packet out, or in place of
-        // a pending loss probe; tcp_xmit_retransmit_queue(): from the head's
-        // retransmission.
-        let pending_probe = tp.rto_at.is_some() && tp.xmit_timer == XmitTimer::LossProbe;
+        // tcp_event_new_data_sent(): the RTO from the first packet out (in place of a
+        // pending probe timer), or in place of a pending loss probe;
+        // tcp_xmit_retransmit_queue(): from the head's retransmission.
+        let pending_probe = tp.rto_at.is_some() && tp.xmit_timer != XmitTimer::Retrans;
         if (sent_new && (tp.rto_at.is_none() || pending_probe)) || head_retransmitted {
             tp.softirq_cpu = cpu;
             // A loss probe armed just below replaces this arm before it could fire: it
@@ -201,6 +202,44 @@ impl World {
         }
         tp.xmit_timer = XmitTimer::Retrans;
         tp.softirq_cpu = cpu;
+        self.tcp_rearm_rto(s);
+        cost
+    }
+
+    /// `tcp_probe_timer()` -> `tcp_send_probe0()` -> `tcp_write_wakeup()` at `t0` from
+    /// `cpu`: with nothing in flight and data waiting, one MSS of it goes, whatever the
+    /// congestion window and TSQ say; it arms the RTO (`tcp_event_new_data_sent()`),
+    /// and once the qdisc took it the probing ends (`tcp_xmit_verdict()`). With the receive window closed the probe is a pure ACK,
+    /// which the model does not build: the timer backs off and is armed again
+    /// (`tcp_probe0_when()`). Returns the CPU time spent.
+    pub(super) fn tcp_probe_timer(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
+        let now = self.now;
+        let tp = self.tcp(s);
+        let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
+        if tp.packets_out > 0 || unsent == 0 {
+            tp.probes_out = 0;
+            return 0;
+        }
+        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        if !before(tp.snd_nxt, wnd_end) {
+            tp.probes_out += 1;
+            if tp.backoff < super::TCP_RETRIES2 {
+                tp.backoff += 1;
+            }
+            let at = now + tp.tcp_probe0_when();
+            self.tcp_arm_probe0(s, at);
+            return 0;
+        }
+        let len = tp.mss.min(unsent).min(wnd_end.wrapping_sub(tp.snd_nxt));
+        let start = tp.snd_nxt;
+        tp.xmit_burst = tp.xmit_burst.wrapping_add(1);
+        let burst = tp.xmit_burst;
+        let cost = self.tcp_transmit_skb(cpu, s, start, start.wrapping_add(len), false, t0);
+        let tp = self.tcp(s);
+        tp.timer_xmit = Some((burst, XmitTimer::Probe0));
+        tp.softirq_cpu = cpu;
+        // With the backoff as it is: tcp_send_probe0() resets it after the transmit
+        // went (the verdict's part).
         self.tcp_rearm_rto(s);
         cost
     }
