@@ -243,6 +243,9 @@ impl World {
         for detail in stuck {
             self.finding("a stopped queue is always eventually woken", detail);
         }
+        for detail in self.tcp_stalls() {
+            self.finding("a TCP sender with data to send always has something to wait for", detail);
+        }
     }
 
     pub fn finish(mut self, seed: u64) -> (RunRecord, BTreeMap<String, String>) {

@@ -855,6 +855,27 @@ impl World {
         self.tcp_push_xmit_timer(s, at);
     }
 
+    /// Connections stalled at the end of the run: still writing, with data waiting,
+    /// nothing in flight (no ACK will come), and nothing else that would send it: no
+    /// retransmit, loss-probe or probe timer, no pacing timer, no queued work, and no
+    /// skb of theirs left in the host whose `tcp_wfree()` would run TSQ's handler. The
+    /// kernel always has one of these (`tcp_check_probe_timer()`); a model without it
+    /// stops the flow for good.
+    pub(crate) fn tcp_stalls(&self) -> Vec<String> {
+        let now = self.now;
+        let mut stalls = Vec::new();
+        for sk in &self.socks {
+            let SockKind::Tcp(t) = &sk.kind else { continue };
+            let unsent = t.write_seq.wrapping_sub(t.snd_nxt);
+            let writing = now >= t.start_ns && now < t.stop_ns;
+            let waits = t.packets_out > 0 || t.rto_at.is_some() || t.pace_at.is_some() || t.work != 0 || sk.wmem_alloc > 0;
+            if writing && unsent > 0 && !waits {
+                stalls.push(format!("flow {} of traffic {}: {unsent} bytes unsent, nothing in flight, no timer", t.flow_index, t.traffic_index));
+            }
+        }
+        stalls
+    }
+
     /// `Event::Interval`: iperf3's per-second report reads each connection's byte count
     /// and `TCP_INFO` (re-armed every second up to the end of the run).
     pub(crate) fn tcp_interval(&mut self) {
@@ -1125,6 +1146,20 @@ pub(crate) mod tests {
         let t = w.tcp(s);
         assert_eq!((t.packets_out, t.snd_nxt, t.probes_out, t.backoff), (0, 0, 1, 0));
         assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS + resource)));
+    }
+
+    /// The end-of-run check for a stalled sender: data waiting and nothing in flight is
+    /// a stall without a timer, and not one with the probe timer pending.
+    #[test]
+    fn a_sender_with_data_and_no_timer_is_a_stall() {
+        let (mut w, s) = tbf_world(1);
+        w.tcp(s).write_seq = 1 << 20;
+        assert_eq!(w.tcp_stalls().len(), 1);
+        w.tcp_arm_probe0(s, TCP_TIMEOUT_INIT_NS);
+        assert!(w.tcp_stalls().is_empty());
+        w.tcp(s).rto_at = None;
+        w.tcp(s).packets_out = 1;
+        assert!(w.tcp_stalls().is_empty(), "an ACK will come");
     }
 
     /// `tcp_retransmit_timer()`: when the qdisc drops the head's retransmission, the
