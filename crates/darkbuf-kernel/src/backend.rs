@@ -848,7 +848,8 @@ fn metrics(
                 none(&mut m, "ping.loss_pct", "no probe was sent in the measured window");
             }
             m.insert("ping.probes".into(), Some(n as f64));
-            m.insert("ping.unsendable".into(), Some(p.unsendable as f64));
+            let unsendable = p.samples.iter().filter(|s| s.unsendable && (a.mono_ns..b.mono_ns).contains(&(p.start_mono_ns + s.t_send_ns))).count();
+            m.insert("ping.unsendable".into(), Some(unsendable as f64));
             timeseries.insert(
                 "ping.rtt_ms".to_string(),
                 TimeSeries {

@@ -158,6 +158,9 @@ pub struct Metrics {
     /// Send times of the probes sent in the measured window.
     pub probe_sent_at: Vec<u64>,
     pub probes_lost: u64,
+    /// Probes sent in the measured window that the local qdisc dropped at enqueue
+    /// (their sendto() failed with ENOBUFS).
+    pub unsendable: u64,
     /// Send times of the lost probes (for the RTT time series).
     pub lost_at: Vec<u64>,
     /// The sampled time series (`sample_interval`): sample times and values.

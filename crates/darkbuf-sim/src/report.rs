@@ -344,6 +344,8 @@ impl World {
             out.set("ping.loss_pct", 100.0 * lost as f64 / fated as f64);
         }
         out.set("ping.probes", fated as f64);
+        // A probe dropped at enqueue has its fate at once, as the drops counted above.
+        out.set("ping.unsendable", mt.unsendable as f64);
     }
 
     /// What the receiving side processed, and what the floods' sinks got.

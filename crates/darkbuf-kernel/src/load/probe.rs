@@ -88,6 +88,8 @@ pub struct ProbeSample {
     pub t_send_ns: u64,
     /// None = lost or unsendable.
     pub rtt_ns: Option<u64>,
+    /// Its send failed (`unsendable`).
+    pub unsendable: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -276,7 +278,7 @@ impl Prober {
                     res.last_send_errno = Some(e);
                     break false;
                 };
-                res.samples.push(ProbeSample { t_send_ns: ts - t0, rtt_ns: None });
+                res.samples.push(ProbeSample { t_send_ns: ts - t0, rtt_ns: None, unsendable: !ok });
                 if ok {
                     sent_at.push(ts);
                     outstanding += 1;

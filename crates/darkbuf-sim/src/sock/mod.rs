@@ -138,7 +138,14 @@ impl World {
         }
         match &mut self.socks[s as usize].kind {
             SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
-            SockKind::Ping(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Ping(p) => {
+                if verdict == EnqueueVerdict::Dropped {
+                    p.send_errors += 1;
+                    if self.now >= self.cfg.start {
+                        self.metrics.unsendable += 1;
+                    }
+                }
+            }
             SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }
