@@ -1148,6 +1148,33 @@ pub(crate) mod tests {
         assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS + resource)));
     }
 
+    /// A probe the qdisc takes ends the probing (`tcp_send_probe0()` with data out):
+    /// its RTO is armed with the backoff as it was (`tcp_event_new_data_sent()` comes
+    /// first), then the backoff and the probe count go back to 0.
+    #[test]
+    fn a_probe_that_goes_ends_the_probing() {
+        let (mut w, s) = tbf_world(100_000);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let at = 700_000_000;
+        let t = w.tcp(s);
+        (t.write_seq, t.backoff, t.probes_out, t.rto_ns) = (1 << 20, 2, 3, 250_000_000);
+        w.now = 0;
+        w.tcp_arm_probe0(s, at);
+        w.now = at;
+        w.tcp_timer(s, timer::RTO);
+        let mut started = false;
+        w.sock_work_step(cpu, &mut started);
+        w.sock_work_step(cpu, &mut started);
+        let t = w.tcp(s);
+        assert_eq!((t.packets_out, t.xmit_timer, t.probe0_at), (1, XmitTimer::Retrans, None));
+        assert_eq!(t.rto_at, Some(at + (250_000_000 << 2)), "the RTO with the backoff of the probing");
+        let slots = pending_xmits(&w);
+        assert_eq!(slots.len(), 1);
+        w.deferred(slots[0]);
+        let t = w.tcp(s);
+        assert_eq!((t.backoff, t.probes_out, t.timer_xmit), (0, 0, None));
+    }
+
     /// The end-of-run check for a stalled sender: data waiting and nothing in flight is
     /// a stall without a timer, and not one with the probe timer pending.
     #[test]
