@@ -424,8 +424,6 @@ impl TcpSock {
         self.packets_out > 0 && matches!(self.ca_state, CaState::Open | CaState::Cwr)
     }
 
-    /// `tcp_pacing_delay()`: a timer armed with `pace_delay` waits, in whole jiffies,
-    /// for the flow's next departure time.
     /// `tcp_probe0_base()`: the RTO, at least `TCP_RTO_MIN`.
     pub(super) fn tcp_probe0_base(&self) -> u64 {
         self.rto_ns.clamp(TCP_RTO_MIN_NS, TCP_RTO_MAX_NS)
@@ -437,6 +435,8 @@ impl TcpSock {
         (self.tcp_probe0_base() << self.backoff.min(10)).min(TCP_RTO_MAX_NS)
     }
 
+    /// `tcp_pacing_delay()`: a timer armed with `pace_delay` waits, in whole jiffies,
+    /// for the flow's next departure time.
     pub(super) fn tcp_pacing_delay(&self, now: u64, jiffy_ns: u64) -> u64 {
         self.wstamp_ns.saturating_sub(now) / jiffy_ns * jiffy_ns
     }
