@@ -1109,6 +1109,16 @@ pub(crate) mod tests {
         slots.into_iter().map(|(_, i)| i).collect()
     }
 
+    /// The retransmit timer of `s` fires at `at` and its work runs on the socket's CPU.
+    fn fire_xmit_timer(w: &mut World, s: SockId, at: u64) {
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        w.now = at;
+        w.tcp_timer(s, timer::RTO);
+        let mut started = false;
+        w.sock_work_step(cpu, &mut started);
+        w.sock_work_step(cpu, &mut started);
+    }
+
     /// Nothing in flight, and the qdisc drops the burst: no ACK will come, and the
     /// kernel's `tcp_write_xmit()` returns true for `tcp_check_probe_timer()`. The
     /// probe timer, not the loss probe the model armed for the data, is pending, one
@@ -1131,12 +1141,7 @@ pub(crate) mod tests {
             w.deferred(slot);
         }
 
-        w.now = TCP_TIMEOUT_INIT_NS;
-        w.tcp_timer(s, timer::RTO);
-        assert_eq!(w.tcp(s).work, work::PROBE0);
-        let mut started = false;
-        w.sock_work_step(cpu, &mut started);
-        w.sock_work_step(cpu, &mut started);
+        fire_xmit_timer(&mut w, s, TCP_TIMEOUT_INIT_NS);
         let slots = pending_xmits(&w);
         let t = w.tcp(s);
         assert_eq!((slots.len(), t.packets_out, t.snd_nxt, t.xmit_timer), (1, 1, 1448, XmitTimer::Retrans), "one MSS, and the RTO for it");
@@ -1154,17 +1159,11 @@ pub(crate) mod tests {
     #[test]
     fn a_probe_that_goes_ends_the_probing() {
         let (mut w, s) = tbf_world(100_000);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
         let at = 700_000_000;
         let t = w.tcp(s);
         (t.write_seq, t.backoff, t.probes_out, t.rto_ns) = (1 << 20, 2, 3, 250_000_000);
-        w.now = 0;
         w.tcp_arm_probe0(s, at);
-        w.now = at;
-        w.tcp_timer(s, timer::RTO);
-        let mut started = false;
-        w.sock_work_step(cpu, &mut started);
-        w.sock_work_step(cpu, &mut started);
+        fire_xmit_timer(&mut w, s, at);
         let t = w.tcp(s);
         assert_eq!((t.packets_out, t.xmit_timer, t.probe0_at), (1, XmitTimer::Retrans, None));
         assert_eq!(t.rto_at, Some(at + (250_000_000 << 2)), "the RTO with the backoff of the probing");
@@ -1195,15 +1194,10 @@ pub(crate) mod tests {
     #[test]
     fn a_locally_dropped_rto_retransmission_tries_again_without_backoff() {
         let (mut w, s) = flight_in(1, 3);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
         let at = 300_000_000;
         let t = w.tcp(s);
         (t.rto_at, t.xmit_timer, t.rto_ns) = (Some(at), XmitTimer::Retrans, 250_000_000);
-        w.now = at;
-        w.tcp_timer(s, timer::RTO);
-        let mut started = false;
-        w.sock_work_step(cpu, &mut started);
-        w.sock_work_step(cpu, &mut started);
+        fire_xmit_timer(&mut w, s, at);
         let t = w.tcp(s);
         assert_eq!((t.backoff, t.rto_at), (1, Some(at + 500_000_000)), "the RTO backed off as the retransmission left");
         let slots = pending_xmits(&w);
