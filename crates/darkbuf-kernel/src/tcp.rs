@@ -26,7 +26,8 @@
 //! both backends run the same buffers. `tcp_ecn` = 1 in the sender's namespace when
 //! `ecn = true`. `tcp_limit_output_bytes` in the sender's namespace is the scenario's
 //! `limit_output_bytes`; its `tsq` (which `tcp_small_queue_check()`) is the running
-//! kernel's own, and a note says so when the scenario asked for the other one.
+//! kernel's own, and a note says so when the scenario asked for the other one for a
+//! flow that may be paced (for the others the two are the same).
 
 use crate::error::{KernelError, Result};
 use crate::KernelVersion;
@@ -137,8 +138,9 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
     if differ(&|f| f.limit_output_bytes) {
         n.push("tcp: limit_output_bytes differs between [[traffic]] entries; net.ipv4.tcp_limit_output_bytes is per namespace, so the largest applies to all".into());
     }
+    // The two TSQs differ only for a paced flow (the sysctl written is the scenario's).
     let running = kernel_tsq(kv);
-    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.tsq != running) {
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.tsq != running && may_pace(scn, f)) {
         n.push(format!(
             "tcp: traffic.{i}.tsq = \"{}\", but kernel {kv} runs tsq = \"{}\" (c4221a8cc3a7, v6.16, caps paced flows too); the kernel's own applies",
             f.tsq.name(),
@@ -152,6 +154,21 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
         n.push("tcp: a rate cap is SO_MAX_PACING_RATE on the kernel (the kernel paces, as iperf3 --fq-rate); the simulator's is an application writing no faster (iperf3 -b)".into());
     }
     n
+}
+
+/// Whether flow `f` may be paced (`sk_pacing_status` other than `SK_PACING_NONE`), the
+/// only flows whose TCP Small Queues differ between `tsq = "paced-exempt"` and
+/// `"always"`: BBR (`bbr_init()`), a rate cap (`SO_MAX_PACING_RATE`), or fq anywhere
+/// in the sender's qdisc tree (`SK_PACING_FQ`, set at fq's first packet of the flow).
+fn may_pace(scn: &Scenario, f: &TcpFlow) -> bool {
+    use darkbuf_model::params::ParamValue;
+    let q = &scn.qdisc;
+    let leaf_fq = q.params.iter().any(|(_, v)| match v {
+        ParamValue::Tables(classes) => classes.iter().any(|c| c.iter().any(|(k, v)| k == "qdisc" && matches!(v, ParamValue::Str(s) if s == "fq"))),
+        _ => false,
+    });
+    let fq = q.kind == "fq" || q.child.as_ref().is_some_and(|c| c.kind == "fq") || leaf_fq;
+    f.cc == Cc::Bbr || f.rate != Rate::Max || fq
 }
 
 /// Where the flows run.
@@ -449,6 +466,16 @@ mod tests {
         assert_eq!(n.len(), 1);
         assert!(n[0].contains("traffic.0.tsq = \"paced-exempt\", but kernel 6.18.44 runs tsq = \"always\""), "{n:?}");
         assert_eq!(tsq_notes(&new, KernelVersion(6, 12, 0)).len(), 1);
+        // An unpaced flow is capped alike by both (the sysctl is the scenario's): no
+        // note for cubic, unless fq, a rate cap or an fq leaf may pace it.
+        let cubic = VETH_TCP.replace("bbr", "cubic");
+        let k = KernelVersion(6, 18, 44);
+        assert!(tsq_notes(&scn(&cubic), k).is_empty());
+        assert_eq!(tsq_notes(&scn(&cubic.replace("pfifo", "fq")), k).len(), 1);
+        assert_eq!(tsq_notes(&scn(&format!("{cubic}rate = \"100mbit\"\n")), k).len(), 1);
+        let htb_fq = cubic.replace("kind = \"pfifo\"\n", "kind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"fq\"\n");
+        assert_eq!(tsq_notes(&scn(&htb_fq), k).len(), 1);
+        assert!(tsq_notes(&scn(&htb_fq.replace("qdisc = \"fq\"", "qdisc = \"pfifo\"")), k).is_empty());
     }
 
     #[test]
