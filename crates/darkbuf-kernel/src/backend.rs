@@ -814,13 +814,13 @@ fn metrics(
             }
         }
         (Some(p), true) => {
-            let in_window: Vec<(u64, Option<u64>)> = p
+            let in_window: Vec<(u64, Option<u64>, bool)> = p
                 .samples
                 .iter()
-                .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns))
-                .filter(|(t, _)| *t >= a.mono_ns && *t < b.mono_ns)
+                .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns, s.unsendable))
+                .filter(|(t, _, _)| *t >= a.mono_ns && *t < b.mono_ns)
                 .collect();
-            let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r)| *r).collect();
+            let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r, _)| *r).collect();
             rtts.sort_unstable();
             let ms = |ns: f64| ns / 1e6;
             if rtts.is_empty() {
@@ -841,21 +841,20 @@ fn metrics(
                 histograms.insert("ping_rtt_us".to_string(), h);
             }
             let n = in_window.len();
-            let lost = in_window.iter().filter(|(_, r)| r.is_none()).count();
+            let lost = in_window.iter().filter(|(_, r, _)| r.is_none()).count();
             if n > 0 {
                 m.insert("ping.loss_pct".into(), Some(100.0 * lost as f64 / n as f64));
             } else {
                 none(&mut m, "ping.loss_pct", "no probe was sent in the measured window");
             }
             m.insert("ping.probes".into(), Some(n as f64));
-            let unsendable = p.samples.iter().filter(|s| s.unsendable && (a.mono_ns..b.mono_ns).contains(&(p.start_mono_ns + s.t_send_ns))).count();
-            m.insert("ping.unsendable".into(), Some(unsendable as f64));
+            m.insert("ping.unsendable".into(), Some(in_window.iter().filter(|(_, _, u)| *u).count() as f64));
             timeseries.insert(
                 "ping.rtt_ms".to_string(),
                 TimeSeries {
                     unit: "ms".into(),
-                    t_ms: in_window.iter().map(|(t, _)| (t - a.mono_ns) as f64 / 1e6).collect(),
-                    values: in_window.iter().map(|(_, r)| r.map(|x| x as f64 / 1e6)).collect(),
+                    t_ms: in_window.iter().map(|(t, _, _)| (t - a.mono_ns) as f64 / 1e6).collect(),
+                    values: in_window.iter().map(|(_, r, _)| r.map(|x| x as f64 / 1e6)).collect(),
                 },
             );
         }

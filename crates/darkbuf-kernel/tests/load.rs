@@ -264,7 +264,7 @@ fn loopback_udp_echo_probe() {
     stop.store(true, Ordering::Relaxed);
     let echoed = join(echo);
     assert_eq!(r.samples.len(), 30);
-    assert_eq!(r.unsendable, 0);
+    assert_eq!(r.unsendable(), 0);
     assert_eq!(r.lost(), 0, "{r:?}");
     assert_eq!(echoed, 30);
     // Send times follow the schedule order.
@@ -304,7 +304,7 @@ fn udp_probe_without_echo_server_loses_everything() {
     // Each probe's ICMP port unreachable leaves ECONNREFUSED pending on the socket;
     // the next send reports it, and the prober retries that probe at once, so
     // nothing counts as unsendable.
-    assert_eq!(r.unsendable, 0, "{r:?}");
+    assert_eq!(r.unsendable(), 0, "{r:?}");
 }
 
 #[test]
@@ -387,7 +387,7 @@ fn veth_icmp_probe_idle() {
         Arc::new(AtomicBool::new(false)),
     ));
     assert_eq!(r.samples.len(), 50);
-    assert_eq!(r.unsendable, 0);
+    assert_eq!(r.unsendable(), 0);
     assert_eq!(r.lost(), 0, "{r:?}");
     let max = r.rtts().max().unwrap();
     assert!(max < 100_000_000, "idle veth RTT should be well under 100 ms, max {max} ns");
@@ -425,7 +425,7 @@ fn probe_unsendable_on_a_full_qdisc() {
             Arc::new(AtomicBool::new(false)),
         ));
         assert_eq!(r.samples.len(), 10);
-        assert_eq!(r.unsendable, 10, "{kind:?}: {r:?}");
+        assert_eq!(r.unsendable(), 10, "{kind:?}: {r:?}");
         assert_eq!(r.lost(), 10);
         assert_eq!(r.last_send_errno, Some(libc::ENOBUFS));
     }
@@ -684,7 +684,7 @@ fn measure_queueing_figures() {
         pct(&mut rtt, 0.5),
         pct(&mut rtt, 0.99),
         inwin.len(),
-        pr.unsendable,
+        pr.unsendable(),
         inwin.iter().filter(|x| x.rtt_ns.is_none()).count()
     );
     drop(p);

@@ -96,8 +96,6 @@ pub struct ProbeSample {
 pub struct ProbeResult {
     /// One sample per probe, in send order.
     pub samples: Vec<ProbeSample>,
-    /// Probes whose send failed (EAGAIN, ENOBUFS, ...): lost, never retried.
-    pub unsendable: u64,
     /// CLOCK_MONOTONIC ns at which `t_send_ns` is 0.
     pub start_mono_ns: u64,
     /// Replies that came after `timeout` (their probes count as lost).
@@ -113,6 +111,10 @@ impl ProbeResult {
     /// Received RTTs (ns), in send order.
     pub fn rtts(&self) -> impl Iterator<Item = u64> + '_ {
         self.samples.iter().filter_map(|s| s.rtt_ns)
+    }
+    /// Probes whose send failed (EAGAIN, ENOBUFS, ...): lost, never retried.
+    pub fn unsendable(&self) -> u64 {
+        self.samples.iter().filter(|s| s.unsendable).count() as u64
     }
     /// Lost probes (unsendable included).
     pub fn lost(&self) -> u64 {
@@ -285,7 +287,6 @@ impl Prober {
                     last_send = ts;
                 } else {
                     sent_at.push(0);
-                    res.unsendable += 1;
                 }
                 next += 1;
                 continue;

@@ -138,14 +138,8 @@ impl World {
         }
         match &mut self.socks[s as usize].kind {
             SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
-            SockKind::Ping(p) => {
-                if verdict == EnqueueVerdict::Dropped {
-                    p.send_errors += 1;
-                    if self.now >= self.cfg.start {
-                        self.metrics.unsendable += 1;
-                    }
-                }
-            }
+            // ping.unsendable counts the measured window's.
+            SockKind::Ping(_) => self.metrics.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
             SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }

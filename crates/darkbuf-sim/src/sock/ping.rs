@@ -47,8 +47,6 @@ pub struct PingSock {
     /// Probes whose timer fired and that are not sent yet.
     pub due: u32,
     pub next_timer: u64,
-    /// Probes `sendmsg()` failed with -ENOBUFS (the qdisc dropped them).
-    pub send_errors: u64,
     pub reply: ReplyPath,
     /// The next echo sequence number.
     pub seq: u32,
@@ -63,7 +61,6 @@ impl PingSock {
             frame_len: icmp_frame_len(p.size),
             due: 0,
             next_timer: 0,
-            send_errors: 0,
             reply,
             seq: 0,
             echoes: Vec::new(),

@@ -734,9 +734,7 @@ impl World {
             Some(XmitTimer::Retrans) => {
                 // `goto out`: neither icsk_backoff nor icsk_rto grew.
                 t.backoff = t.backoff.saturating_sub(1);
-                t.rto_at = Some(now + resource);
-                t.xmit_timer = XmitTimer::Retrans;
-                self.tcp_push_xmit_timer(s, now + resource);
+                self.tcp_reset_xmit_timer(s, XmitTimer::Retrans, now + resource, true);
             }
             Some(XmitTimer::Probe0) if t.packets_out == 0 => {
                 t.probes_out += 1;
@@ -822,16 +820,24 @@ impl World {
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
 
-    /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` for `at`.
+    /// `tcp_reset_xmit_timer()`: the retransmit timer armed for `kind` at `at`; without
+    /// `push` its event is left to the caller.
+    pub(super) fn tcp_reset_xmit_timer(&mut self, s: SockId, kind: XmitTimer, at: u64, push: bool) {
+        let t = self.tcp(s);
+        t.rto_at = Some(at);
+        t.xmit_timer = kind;
+        if push {
+            self.tcp_push_xmit_timer(s, at);
+        }
+    }
+
+    /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` for `at` (one event, if the probe timer
+    /// stands there already).
     pub(super) fn tcp_arm_probe0(&mut self, s: SockId, at: u64) {
         let t = self.tcp(s);
         let pushed = t.rto_at == Some(at) && t.xmit_timer == XmitTimer::Probe0;
-        t.rto_at = Some(at);
         t.probe0_at = Some(at);
-        t.xmit_timer = XmitTimer::Probe0;
-        if !pushed {
-            self.tcp_push_xmit_timer(s, at);
-        }
+        self.tcp_reset_xmit_timer(s, XmitTimer::Probe0, at, !pushed);
     }
 
     /// `tcp_rearm_rto()`: arms (or re-arms) the retransmission timer `rto` from now;
@@ -850,9 +856,7 @@ impl World {
             rto = whole_jiffies(t.tcp_rto_delta_ns(now).max(1000) as u64, jiffy_ns);
         }
         let at = now + rto + t.tcp_pacing_delay(now, jiffy_ns);
-        t.rto_at = Some(at);
-        t.xmit_timer = XmitTimer::Retrans;
-        self.tcp_push_xmit_timer(s, at);
+        self.tcp_reset_xmit_timer(s, XmitTimer::Retrans, at, true);
     }
 
     /// Connections stalled at the end of the run: still writing, with data waiting,

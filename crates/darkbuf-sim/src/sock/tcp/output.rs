@@ -137,11 +137,7 @@ impl World {
             timeout = timeout.min(whole_jiffies(rto_delta as u64, jiffy_ns));
         }
         let at = now + timeout + tp.tcp_pacing_delay(now, jiffy_ns);
-        tp.rto_at = Some(at);
-        tp.xmit_timer = XmitTimer::LossProbe;
-        if push {
-            self.tcp_push_xmit_timer(s, at);
-        }
+        self.tcp_reset_xmit_timer(s, XmitTimer::LossProbe, at, push);
         true
     }
 
@@ -209,9 +205,10 @@ impl World {
     /// `tcp_probe_timer()` -> `tcp_send_probe0()` -> `tcp_write_wakeup()` at `t0` from
     /// `cpu`: with nothing in flight and data waiting, one MSS of it goes, whatever the
     /// congestion window and TSQ say; it arms the RTO (`tcp_event_new_data_sent()`),
-    /// and once the qdisc took it the probing ends (`tcp_xmit_verdict()`). With the receive window closed the probe is a pure ACK,
-    /// which the model does not build: the timer backs off and is armed again
-    /// (`tcp_probe0_when()`). Returns the CPU time spent.
+    /// and once the qdisc took it the probing ends (`tcp_xmit_verdict()`). With the
+    /// receive window closed the probe is a pure ACK, which the model does not build:
+    /// the timer backs off and is armed again (`tcp_probe0_when()`). Returns the CPU
+    /// time spent.
     pub(super) fn tcp_probe_timer(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
         let now = self.now;
         let tp = self.tcp(s);
