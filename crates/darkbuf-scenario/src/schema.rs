@@ -475,6 +475,37 @@ pub struct TcpFlow {
     pub tsq: Tsq,
     /// `net.ipv4.tcp_limit_output_bytes` on the sending host, bytes.
     pub limit_output_bytes: u64,
+    /// The receiving application, and with it the receive buffer and window.
+    #[serde(skip_serializing_if = "TcpReceiver::is_instant")]
+    pub receiver: TcpReceiver,
+    /// Its CPU on the receiving host (`None`: the CPU of the receiving device's first
+    /// interrupt, as the kernel backend pins it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu: Option<u32>,
+}
+
+/// The application that reads a TCP flow's data, and what the kernel does around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpReceiver {
+    /// An idealised reader: each segment is read in the softirq that queues it, and
+    /// the advertised window stays at half of `rcvbuf`. No receive buffer, no reader's
+    /// CPU time: the model before the receiver was modelled, and the default.
+    Instant,
+    /// One thread `poll()`s all of the entry's connections and reads each until
+    /// EAGAIN (iperf3 before 3.16, the kernel backend's receiver).
+    Poll,
+    /// One thread per connection, blocked in `read()` (iperf3 3.16 and later, netperf).
+    Blocking,
+}
+
+impl TcpReceiver {
+    /// The names `receiver` takes.
+    pub const NAMES: &'static [&'static str] = &["instant", "poll", "blocking"];
+
+    pub fn is_instant(&self) -> bool {
+        *self == TcpReceiver::Instant
+    }
 }
 
 /// `tcp_small_queue_check()` as it was before and after v6.16: whether a paced flow is

@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
@@ -65,7 +65,25 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     // The sysctl is an int (proc_dointvec, no bounds); 0 leaves only TSQ's exemption for
     // a retransmit queue of at most one skb.
     let limit_output_bytes = s.size_bytes("limit_output_bytes", tsq.default_limit_output_bytes(), 0, i32::MAX as u64)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes })
+    let receiver = match s.choice("receiver", "instant", TcpReceiver::NAMES)? {
+        "poll" => TcpReceiver::Poll,
+        "blocking" => TcpReceiver::Blocking,
+        _ => TcpReceiver::Instant,
+    };
+    // The receiving host: the far host of a NIC for an upload, this one otherwise.
+    let receiver_cpus = if direction == Direction::Up && driver == Driver::Nic { far_cpus } else { cpus };
+    let receiver_cpu = match s.entry("receiver_cpu") {
+        None => None,
+        Some(_) if receiver == TcpReceiver::Instant => {
+            return Err(s.value_err(
+                "receiver_cpu",
+                format!("`{}` places the receiving application, and `receiver` = \"instant\" has none", s.kp("receiver_cpu")),
+                Some("set receiver = \"poll\" or \"blocking\", or remove receiver_cpu".into()),
+            ))
+        }
+        Some(_) => Some(s.u32("receiver_cpu", 0, 0, receiver_cpus - 1)?),
+    };
+    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`
