@@ -351,8 +351,9 @@ pub fn rate_pps(rate: &Rate, payload: u32) -> Option<f64> {
 }
 
 /// The placement keys the kernel backend does not apply yet: it pins each flood, TCP
-/// sender and the prober to their `cpu`, the consumer to the last CPU, and writes the
-/// XPS map (`xps` or `xps_txq`); veth has no interrupt to place. A `cpu` the machine
+/// sender and the prober to their `cpu`, each TCP receiver to its `receiver_cpu` (or
+/// the consumer's), the consumer to the last CPU, and writes the XPS map (`xps` or
+/// `xps_txq`); veth has no interrupt to place. A `cpu` or `receiver_cpu` the machine
 /// does not have is refused.
 fn check_placement(scn: &Scenario) -> Result<()> {
     let d = &scn.device;
@@ -383,6 +384,14 @@ fn check_placement(scn: &Scenario) -> Result<()> {
                 "traffic.{i}.cpu = {cpu}: this machine has {} CPUs",
                 crate::online_cpus()
             )));
+        }
+        if let Traffic::Tcp(darkbuf_scenario::TcpFlow { receiver_cpu: Some(c), .. }) = t {
+            if *c as usize >= crate::online_cpus() {
+                return Err(KernelError::Unavailable(format!(
+                    "traffic.{i}.receiver_cpu = {c}: this machine has {} CPUs",
+                    crate::online_cpus()
+                )));
+            }
         }
     }
     if keys.is_empty() {
@@ -1127,5 +1136,21 @@ mod tests {
         assert_eq!(rate_pps(&Rate::Pps(50_000.0), 64), Some(50_000.0));
         // 1 Mbit/s of 106-byte frames (64 + 42) = 1e6 / 848 pps.
         assert_eq!(rate_pps(&Rate::Bps(1_000_000), 64), Some(1e6 / 848.0));
+    }
+
+    /// A TCP receiver is pinned to `receiver_cpu`: one the machine lacks is exit 3.
+    #[test]
+    fn receiver_cpu_must_exist() {
+        let text = |cpu: u32| {
+            format!("name = \"t\"\n[machine]\ncpus = 64\n[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"tcp\"\nreceiver = \"blocking\"\nreceiver_cpu = {cpu}\n")
+        };
+        let scn = |t: &str| darkbuf_scenario::load_str("t.toml", t, &[]).map_err(|d| format!("{d:?}")).unwrap();
+        assert!(check_placement(&scn(&text(0))).is_ok());
+        if crate::online_cpus() > 63 {
+            return;
+        }
+        let e = check_placement(&scn(&text(63))).unwrap_err();
+        assert_eq!(e.code(), 3);
+        assert!(e.message().starts_with("traffic.0.receiver_cpu = 63: this machine has"), "{}", e.message());
     }
 }

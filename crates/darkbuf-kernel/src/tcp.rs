@@ -28,13 +28,19 @@
 //! `limit_output_bytes`; its `tsq` (which `tcp_small_queue_check()`) is the running
 //! kernel's own, and a note says so when the scenario asked for the other one for a
 //! flow that may be paced (for the others the two are the same).
+//!
+//! The receiving application ([`read_mode`], [`receiver_cpu`]): `receiver = "poll"` is
+//! one thread polling the entry's connections, `"blocking"` one thread per connection
+//! blocked in `read()`, all pinned to `receiver_cpu` (default: the consumer's CPU).
+//! `"instant"`, the simulator's idealised reader, has no kernel counterpart: it runs
+//! `"poll"`, as every TCP run did before the key existed, and a note says so.
 
 use crate::error::{KernelError, Result};
 use crate::KernelVersion;
 use crate::load::{self, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
 use darkbuf_model::units::Rate;
 use darkbuf_report::TimeSeries;
-use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, Traffic, Tsq};
+use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, TcpReceiver, Traffic, Tsq};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Ipv4Addr;
@@ -153,7 +159,29 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
     if tcp.iter().any(|(_, f)| f.rate != Rate::Max) {
         n.push("tcp: a rate cap is SO_MAX_PACING_RATE on the kernel (the kernel paces, as iperf3 --fq-rate); the simulator's is an application writing no faster (iperf3 -b)".into());
     }
+    let instant: Vec<String> = tcp.iter().filter(|(_, f)| f.receiver == TcpReceiver::Instant).map(|(i, _)| format!("traffic.{i}")).collect();
+    if !instant.is_empty() {
+        n.push(format!(
+            "tcp: {}: receiver = \"instant\" is the simulator's idealised reader; the kernel's receiving application here is one thread polling the connections (receiver = \"poll\")",
+            instant.join(", ")
+        ));
+    }
     n
+}
+
+/// How the kernel reads entry `f`'s connections: `"instant"` has no kernel counterpart
+/// and runs `"poll"` (see [`notes`]).
+pub fn read_mode(f: &TcpFlow) -> load::ReadMode {
+    match f.receiver {
+        TcpReceiver::Blocking => load::ReadMode::Blocking,
+        TcpReceiver::Poll | TcpReceiver::Instant => load::ReadMode::Poll,
+    }
+}
+
+/// The CPU of entry `f`'s receiving thread(s): `receiver_cpu`, else `default` (the
+/// consumer's, [`Endpoints::rx_cpu`]).
+pub fn receiver_cpu(f: &TcpFlow, default: usize) -> usize {
+    f.receiver_cpu.map_or(default, |c| c as usize)
 }
 
 /// Whether flow `f` may be paced (`sk_pacing_status` other than `SK_PACING_NONE`), the
@@ -177,7 +205,8 @@ pub struct Endpoints {
     pub rx_ns: String,
     pub tx_addr: Ipv4Addr,
     pub rx_addr: Ipv4Addr,
-    /// The receivers' CPU (the consumer's, as the UDP sinks).
+    /// The receivers' CPU unless an entry sets `receiver_cpu` (the consumer's, as the
+    /// UDP sinks).
     pub rx_cpu: usize,
 }
 
@@ -199,8 +228,8 @@ pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_
             Direction::Up => (&ep.rx_ns, ep.rx_addr),
             Direction::Down => (&ep.tx_ns, ep.tx_addr),
         };
-        let spec = TcpReceiverSpec { netns: ns.clone(), bind, flows: f.flows, duration: total + Duration::from_secs(1), grid_t0_ns };
-        let (port, h) = load::spawn_tcp_receiver(spec, Some(ep.rx_cpu), stop.clone());
+        let spec = TcpReceiverSpec { netns: ns.clone(), bind, flows: f.flows, duration: total + Duration::from_secs(1), grid_t0_ns, mode: read_mode(f) };
+        let (port, h) = load::spawn_tcp_receiver(spec, Some(receiver_cpu(f, ep.rx_cpu)), stop.clone());
         let Some(port) = port else {
             let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
             return Err(KernelError::Internal(format!("starting the TCP receiver of traffic.{i}: {e}")));
@@ -476,6 +505,42 @@ mod tests {
         let htb_fq = cubic.replace("kind = \"pfifo\"\n", "kind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"fq\"\n");
         assert_eq!(tsq_notes(&scn(&htb_fq), k).len(), 1);
         assert!(tsq_notes(&scn(&htb_fq.replace("qdisc = \"fq\"", "qdisc = \"pfifo\"")), k).is_empty());
+    }
+
+    /// "instant" and "poll" run the polling receiver, "blocking" a reader per
+    /// connection; `receiver_cpu` places them, else the consumer's CPU does.
+    #[test]
+    fn receiver_mode_and_cpu() {
+        let f = |extra: &str| match &scn(&format!("{VETH_TCP}{extra}")).traffic[0] {
+            Traffic::Tcp(f) => f.clone(),
+            _ => unreachable!(),
+        };
+        let instant = f("");
+        assert_eq!(read_mode(&instant), load::ReadMode::Poll);
+        assert_eq!(receiver_cpu(&instant, 3), 3);
+        assert_eq!(read_mode(&f("receiver = \"poll\"\n")), load::ReadMode::Poll);
+        let blocking = f("receiver = \"blocking\"\nreceiver_cpu = 0\n");
+        assert_eq!(read_mode(&blocking), load::ReadMode::Blocking);
+        assert_eq!(receiver_cpu(&blocking, 3), 0);
+        assert_eq!(receiver_cpu(&f("receiver = \"blocking\"\n"), 3), 3);
+    }
+
+    /// "instant" gets one note naming every entry that asked for it; a real reader none.
+    #[test]
+    fn instant_receiver_is_noted_once() {
+        let k = KernelVersion(6, 18, 44);
+        let rx_notes = |s: &Scenario| notes(s, k).into_iter().filter(|n| n.contains("receiver")).collect::<Vec<_>>();
+        let n = rx_notes(&scn(VETH_TCP));
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("tcp: traffic.0: receiver = \"instant\" is the simulator's idealised reader;"), "{n:?}");
+        assert!(n[0].ends_with("one thread polling the connections (receiver = \"poll\")"), "{n:?}");
+        for r in ["poll", "blocking"] {
+            assert!(rx_notes(&scn(&format!("{VETH_TCP}receiver = \"{r}\"\n"))).is_empty(), "{r}");
+        }
+        let three = format!("{VETH_TCP}[[traffic]]\nkind = \"tcp\"\nreceiver = \"blocking\"\n[[traffic]]\nkind = \"tcp\"\n");
+        let n = rx_notes(&scn(&three));
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("tcp: traffic.0, traffic.2: receiver"), "{n:?}");
     }
 
     #[test]

@@ -243,27 +243,37 @@ fn another_active_darkbuf_run_is_named() {
     assert!(notes.iter().any(|n| n.starts_with("another darkbuf run is active") && n.contains(&other.id().to_string())), "{notes:?}");
 }
 
-/// A 2 s TCP scenario: two cubic flows through htb 100 Mbit with a pfifo leaf and a ping.
-/// Structure only: every tcp.* metric is present, goodput is positive and below the
-/// shaped rate's bound, the per-flow series has the 0.2 s step, nothing is left.
+/// A 2 s TCP scenario: two cubic flows through htb 100 Mbit with a pfifo leaf and a ping,
+/// read by the default receiver (the polling one, with a note) and by a blocking reader
+/// per connection on CPU 0. Structure only: every tcp.* metric is present, goodput is
+/// positive and below the shaped rate's bound, the per-flow series has the 0.2 s step,
+/// nothing is left.
 #[test]
 #[ignore = "needs root"]
 fn tcp_flows_through_htb_report_the_simulators_metrics() {
     if !root_or_skip("tcp run") {
         return;
     }
+    for receiver in ["", "receiver = \"blocking\"\nreceiver_cpu = 0\n"] {
+        tcp_through_htb(receiver);
+    }
+}
+
+fn tcp_through_htb(receiver: &str) {
     let text = format!(
         "duration = \"2s\"\nwarmup = \"1s\"\n\
          [device]\ndriver = \"veth\"\nbackpressure = {}\n\
          [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
          [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"100mbit\"\nqdisc = \"pfifo\"\n\
-         [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\nflows = 2\ndscp = 10\n\
+         [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\nflows = 2\ndscp = 10\n{receiver}\
          [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n",
         has_backpressure()
     );
     let scn = scenario(&text);
     let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("run");
-    eprintln!("notes: {notes:?}");
+    eprintln!("{receiver:?} notes: {notes:?}");
+    let instant_note = notes.iter().any(|n| n.starts_with("tcp: traffic.0: receiver = \"instant\""));
+    assert_eq!(instant_note, receiver.is_empty(), "{notes:?}");
     let m = &r.runs[0].metrics;
     for k in [
         "tcp.goodput_mbps", "tcp.retrans", "tcp.timeouts", "tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps",

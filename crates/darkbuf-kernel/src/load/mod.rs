@@ -18,8 +18,8 @@
 //! flood's payload stamps give one-way delays at the sink and the tap reader.
 //!
 //! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
-//! `tap`, `tcp` (bulk TCP senders and their receiver), `tcpinfo` (TCP_INFO),
-//! `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
+//! `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
+//! (TCP_INFO), `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
 
 mod echo;
 mod flood;
@@ -39,7 +39,7 @@ pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResu
 pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};
 pub use sys::{mono_ns, pin_to_cpu, sleep_until_ns};
 pub use tcp::{
-    open_flow, spawn_tcp_receiver, spawn_tcp_sender, InfoSample, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats,
+    open_flow, spawn_tcp_receiver, spawn_tcp_sender, InfoSample, ReadMode, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats,
     TcpSenderSpec, TcpSenderStats, SAMPLE_STEP, TCP_WRITE,
 };
 pub use tap::{

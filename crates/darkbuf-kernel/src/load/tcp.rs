@@ -11,13 +11,19 @@
 //! The send and receive buffers are the namespaces' `tcp_wmem` / `tcp_rmem` (autotuning
 //! stays on, as in the simulator), set by the backend, not per socket.
 //!
+//! The receiver reads in one of two ways ([`ReadMode`]): one thread `poll()`s every
+//! connection and reads each until EAGAIN (iperf3 before 3.16), or one thread per
+//! connection blocks in `read()` (iperf3 3.16 and later, netperf); each reads 128 KiB
+//! at a time, and every thread is pinned to the receiver's CPU.
+//!
 //! Every `SAMPLE_STEP` (0.2 s, flent's step) on a grid anchored at `grid_t0_ns`, the
 //! sender reads each flow's `TCP_INFO` and the receiver records the bytes each
 //! connection has read; both also sample once when they end. Rates in a window are
 //! interpolated between those samples by the backend.
 //!
 //! Bounds: the loops end on `stop`, at `duration` after start, and a flow's sending
-//! ends at its `stop`; every blocking call is a poll of at most `POLL_MAX`.
+//! ends at its `stop`; every blocking call is a poll, or a read with `SO_RCVTIMEO`, of
+//! at most `POLL_MAX`.
 
 use std::io;
 use std::net::Ipv4Addr;
@@ -82,6 +88,17 @@ pub struct TcpSenderStats {
     pub errors: Vec<String>,
 }
 
+/// How the receiver reads its connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadMode {
+    /// One thread `poll()`s every connection and reads each until EAGAIN.
+    #[default]
+    Poll,
+    /// One thread per connection, blocked in `read()` (at most `POLL_MAX` at a time:
+    /// `SO_RCVTIMEO`); the receiver's own thread only accepts.
+    Blocking,
+}
+
 /// The receiver of one entry's flows.
 #[derive(Clone, Debug)]
 pub struct TcpReceiverSpec {
@@ -91,6 +108,7 @@ pub struct TcpReceiverSpec {
     pub flows: u32,
     pub duration: Duration,
     pub grid_t0_ns: u64,
+    pub mode: ReadMode,
 }
 
 /// One received connection: (CLOCK_MONOTONIC ns, bytes read so far) samples.
@@ -134,11 +152,15 @@ fn poll_all(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Starts the receiver; returns its listening port once it listens (None: setup
-/// failed, the error is the join result).
+/// Starts the receiver, its thread (and in [`ReadMode::Blocking`] its readers) pinned to
+/// `cpu`; returns its listening port once it listens (None: setup failed, the error is
+/// the join result).
 pub fn spawn_tcp_receiver(spec: TcpReceiverSpec, cpu: Option<usize>, stop: Arc<AtomicBool>) -> (Option<u16>, JoinHandle<io::Result<TcpReceiverStats>>) {
     let netns = spec.netns.clone();
-    spawn_tool("darkbuf-tcp-rx", netns, cpu, move |ready| run_receiver(&spec, &stop, ready))
+    spawn_tool("darkbuf-tcp-rx", netns, cpu, move |ready| match spec.mode {
+        ReadMode::Poll => run_receiver(&spec, &stop, ready),
+        ReadMode::Blocking => run_blocking_receiver(&spec, cpu, &stop, ready),
+    })
 }
 
 fn listen(bind: Ipv4Addr, backlog: u32) -> io::Result<OwnedFd> {
@@ -151,12 +173,14 @@ fn listen(bind: Ipv4Addr, backlog: u32) -> io::Result<OwnedFd> {
     Ok(l)
 }
 
-fn accept(l: &OwnedFd) -> io::Result<Option<(OwnedFd, u16)>> {
+/// Accepts one connection if one is waiting; `nonblocking`: the new socket's O_NONBLOCK.
+fn accept(l: &OwnedFd, nonblocking: bool) -> io::Result<Option<(OwnedFd, u16)>> {
     // SAFETY: zeroed sockaddr_in is valid; accept4 writes at most `len` bytes.
     let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let flags = libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 };
     // SAFETY: as above.
-    let fd = unsafe { libc::accept4(l.as_raw_fd(), &mut sa as *mut _ as *mut libc::sockaddr, &mut len, libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) };
+    let fd = unsafe { libc::accept4(l.as_raw_fd(), &mut sa as *mut _ as *mut libc::sockaddr, &mut len, flags) };
     if fd < 0 {
         return match sys::errno() {
             libc::EAGAIN | libc::EINTR | libc::ECONNABORTED => Ok(None),
@@ -199,7 +223,7 @@ fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16
         let wait = tick.min(deadline).saturating_sub(now).min(sys::dur_ns(POLL_MAX));
         poll_all(&mut pfds, wait)?;
         if conns.len() < spec.flows as usize {
-            if let Some((c, peer)) = accept(&l)? {
+            if let Some((c, peer)) = accept(&l, true)? {
                 let mut samples = Vec::with_capacity(steps);
                 samples.push((sys::mono_ns(), 0));
                 st.flows.push(ReceiverFlow { peer_port: peer, bytes: 0, samples });
@@ -239,6 +263,129 @@ fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &m
         }
     }
     Ok(())
+}
+
+/// [`ReadMode::Blocking`]: this thread accepts the connections and starts a reader for
+/// each ([`read_blocking`]), then joins them. A reader that fails sets `quit`, so the
+/// others end too; the first error is the receiver's.
+fn run_blocking_receiver(spec: &TcpReceiverSpec, cpu: Option<usize>, stop: &Arc<AtomicBool>, ready: &mut Ready<u16>) -> io::Result<TcpReceiverStats> {
+    let l = listen(spec.bind, spec.flows)?;
+    let port = sys::local_addr(&l)?.1;
+    let t_start = sys::mono_ns();
+    let deadline = t_start.saturating_add(sys::dur_ns(spec.duration));
+    let steps = (spec.duration.as_nanos() / SAMPLE_STEP.as_nanos()) as usize + 2;
+    let quit = Arc::new(AtomicBool::new(false));
+    let mut readers: Vec<JoinHandle<io::Result<ReceiverFlow>>> = Vec::with_capacity(spec.flows as usize);
+    ready.signal(port);
+    let mut err = None;
+    while readers.len() < spec.flows as usize {
+        let now = sys::mono_ns();
+        if stop.load(Ordering::Relaxed) || quit.load(Ordering::Relaxed) || now >= deadline {
+            break;
+        }
+        let accepted = sys::poll_one(l.as_raw_fd(), libc::POLLIN, deadline.saturating_sub(now).min(sys::dur_ns(POLL_MAX))).and_then(|_| accept(&l, false));
+        let (c, peer) = match accepted {
+            Ok(Some(a)) => a,
+            Ok(None) => continue,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
+        let mut samples = Vec::with_capacity(steps);
+        samples.push((sys::mono_ns(), 0));
+        let flow = ReceiverFlow { peer_port: peer, bytes: 0, samples };
+        let (stop, quit) = (stop.clone(), quit.clone());
+        let grid_t0_ns = spec.grid_t0_ns;
+        let spawned = std::thread::Builder::new().name("darkbuf-tcp-rd".into()).spawn(move || read_blocking(c, flow, cpu, grid_t0_ns, deadline, &stop, &quit));
+        match spawned {
+            Ok(h) => readers.push(h),
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    drop(l);
+    if err.is_some() {
+        quit.store(true, Ordering::Relaxed);
+    }
+    let mut st = TcpReceiverStats { port, flows: Vec::with_capacity(readers.len()) };
+    for h in readers {
+        match h.join() {
+            Ok(Ok(f)) => st.flows.push(f),
+            Ok(Err(e)) => _ = err.get_or_insert(e),
+            Err(_) => _ = err.get_or_insert(io::Error::other("a TCP reader thread panicked")),
+        }
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(st),
+    }
+}
+
+/// One connection's reader in [`ReadMode::Blocking`]: pinned to `cpu`, blocked in
+/// `read()` for at most `POLL_MAX` at a time (the socket's `SO_RCVTIMEO`), sampling its
+/// bytes on the grid, until EOF, a reset, `stop`, `quit` or `deadline`.
+fn read_blocking(
+    c: OwnedFd,
+    mut f: ReceiverFlow,
+    cpu: Option<usize>,
+    grid_t0_ns: u64,
+    deadline: u64,
+    stop: &AtomicBool,
+    quit: &AtomicBool,
+) -> io::Result<ReceiverFlow> {
+    let r = read_blocking_loop(&c, &mut f, cpu, grid_t0_ns, deadline, stop, quit);
+    f.samples.push((sys::mono_ns(), f.bytes));
+    if r.is_err() {
+        quit.store(true, Ordering::Relaxed);
+    }
+    r.map(|()| f)
+}
+
+fn read_blocking_loop(
+    c: &OwnedFd,
+    f: &mut ReceiverFlow,
+    cpu: Option<usize>,
+    grid_t0_ns: u64,
+    deadline: u64,
+    stop: &AtomicBool,
+    quit: &AtomicBool,
+) -> io::Result<()> {
+    if let Some(cpu) = cpu {
+        sys::pin_to_cpu(cpu)?;
+    }
+    sys::tight_timer_slack();
+    sys::set_timeout(c, libc::SO_RCVTIMEO, POLL_MAX)?;
+    let mut buf = vec![0u8; TCP_WRITE];
+    let mut tick = next_tick(sys::mono_ns(), grid_t0_ns);
+    loop {
+        let now = sys::mono_ns();
+        if stop.load(Ordering::Relaxed) || quit.load(Ordering::Relaxed) || now >= deadline {
+            return Ok(());
+        }
+        if now >= tick {
+            f.samples.push((now, f.bytes));
+            tick = next_tick(now, grid_t0_ns);
+        }
+        // SAFETY: buf is valid for its length.
+        let r = unsafe { libc::read(c.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if r > 0 {
+            f.bytes += r as u64;
+            continue;
+        }
+        if r == 0 {
+            return Ok(()); // EOF: the sender closed.
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // EAGAIN: SO_RCVTIMEO passed with nothing to read.
+            Some(libc::EAGAIN | libc::EINTR) => {}
+            Some(libc::ECONNRESET) => return Ok(()),
+            _ => return Err(e),
+        }
+    }
 }
 
 /// Starts one entry's senders. They connect when `start` comes; returns at once.
@@ -363,10 +510,23 @@ mod tests {
     /// acknowledged is read, and both ends sampled on the grid.
     #[test]
     fn loopback_flows() {
+        loopback_flows_read(ReadMode::Poll);
+    }
+
+    /// The same with a blocking reader per connection, pinned to the receiver's CPU.
+    #[test]
+    fn loopback_flows_blocking() {
+        loopback_flows_read(ReadMode::Blocking);
+    }
+
+    fn loopback_flows_read(mode: ReadMode) {
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = sys::mono_ns();
-        let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 2, duration: Duration::from_secs(3), grid_t0_ns: t0 };
-        let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
+        let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 2, duration: Duration::from_secs(3), grid_t0_ns: t0, mode };
+        // Pinned (the blocking readers pin themselves too) to a CPU this test may use.
+        // SAFETY: sched_getcpu has no preconditions.
+        let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+        let (port, rh) = spawn_tcp_receiver(rx, Some(cpu), stop.clone());
         let port = port.expect("receiver listens");
         let tx = TcpSenderSpec {
             netns: String::new(),
@@ -405,6 +565,31 @@ mod tests {
             let rf = r.flows.iter().find(|x| x.peer_port == f.local_port).unwrap();
             assert!(rf.bytes >= last.bytes_acked.unwrap().saturating_sub(1));
             assert!(rf.samples.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+            // The accept's sample, at least one on the grid, and the last.
+            assert!(rf.samples.len() >= 3, "{mode:?}: {}", rf.samples.len());
         }
+    }
+
+    /// A blocking receiver whose peers never connect ends at `stop`, within a few
+    /// `POLL_MAX`, with no flows.
+    #[test]
+    fn blocking_receiver_ends_on_stop_without_connections() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let rx = TcpReceiverSpec {
+            netns: String::new(),
+            bind: Ipv4Addr::LOCALHOST,
+            flows: 3,
+            duration: Duration::from_secs(30),
+            grid_t0_ns: 0,
+            mode: ReadMode::Blocking,
+        };
+        let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
+        assert!(port.is_some());
+        std::thread::sleep(Duration::from_millis(50));
+        let t = std::time::Instant::now();
+        stop.store(true, Ordering::SeqCst);
+        let r = rh.join().unwrap().unwrap();
+        assert!(r.flows.is_empty());
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     }
 }
