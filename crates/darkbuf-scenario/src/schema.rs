@@ -478,8 +478,9 @@ pub struct TcpFlow {
     /// The receiving application, and with it the receive buffer and window.
     #[serde(skip_serializing_if = "TcpReceiver::is_instant")]
     pub receiver: TcpReceiver,
-    /// Its CPU on the receiving host (`None`: the CPU of the receiving device's first
-    /// interrupt, as the kernel backend pins it).
+    /// Its CPU on the receiving host (`None`: the simulator runs it on the CPU of the
+    /// receiving device's first queue, `irq_cpus[0]`; the kernel backend pins it to
+    /// its consumer's CPU, the last one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver_cpu: Option<u32>,
 }

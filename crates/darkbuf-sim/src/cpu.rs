@@ -45,6 +45,9 @@ pub enum TaskKind {
     Ksoftirqd,
     /// A driver's consumer of one of its queues (the tun reader, the vhost-net worker).
     DevWorker { dev: DevId, queue: u16 },
+    /// A TCP receiving application reading sockets `first..first + n`, starting each
+    /// unit with a `poll()` (`poll`) or blocked in `read()` on its one socket.
+    TcpReader { first: SockId, n: u16, poll: bool },
 }
 
 /// One schedulable entity, pinned to its CPU (taskset, kthread affinity).
@@ -105,6 +108,9 @@ pub enum Frame {
     /// A driver's work item run by its worker task on queue `queue` of device `dev`
     /// (the tun reader's `read()`, vhost-net's `handle_rx()`), `done` frames so far.
     DevWork { dev: DevId, queue: u16, done: u16 },
+    /// A TCP receiving application's unit: a `poll()`, then `read()`s of socket
+    /// `first + conn` of its `n` (`crate::sock::tcp::reader`).
+    TcpRead { phase: crate::sock::tcp::ReadPhase, first: SockId, n: u16, conn: u16 },
 }
 
 /// What a step did.

@@ -69,6 +69,16 @@ pub struct Costs {
     /// TCP: one data skb through the receiver's `tcp_rcv_established()`.
     #[serde(default = "default_tcp_rcv_ns")]
     pub tcp_rcv_ns: f64,
+    /// TCP: one `recvmsg()` by a modelled receiving application, without its copy
+    /// (the syscall, `lock_sock()`/`release_sock()`; an EAGAIN read costs this alone).
+    /// The copy is `tcp_copy_ns_per_kb`.
+    #[serde(default = "default_tcp_recvmsg_ns")]
+    pub tcp_recvmsg_ns: f64,
+    /// TCP: the receiving application's `poll()`: per call, and per connection polled.
+    #[serde(default = "default_tcp_poll_ns")]
+    pub tcp_poll_ns: f64,
+    #[serde(default = "default_tcp_poll_fd_ns")]
+    pub tcp_poll_fd_ns: f64,
     /// sch_fq's own work per skb beyond a FIFO's (flow lookup, rb-trees, the
     /// throttle check), charged at dequeue. 0 = not modelled (the seed VM's profile
     /// has no data for it).
@@ -112,6 +122,15 @@ fn default_tcp_ack_ns() -> f64 {
 }
 fn default_tcp_rcv_ns() -> f64 {
     600.0
+}
+fn default_tcp_recvmsg_ns() -> f64 {
+    1000.0
+}
+fn default_tcp_poll_ns() -> f64 {
+    500.0
+}
+fn default_tcp_poll_fd_ns() -> f64 {
+    50.0
 }
 
 /// A machine profile.
@@ -236,6 +255,7 @@ impl Profile {
             ("nic_rx_ns", c.nic_rx_ns), ("nic_irq_ns", c.nic_irq_ns),
             ("tcp_copy_ns_per_kb", c.tcp_copy_ns_per_kb), ("tcp_xmit_ns", c.tcp_xmit_ns),
             ("tcp_ack_ns", c.tcp_ack_ns), ("tcp_rcv_ns", c.tcp_rcv_ns), ("fq_pkt_ns", c.fq_pkt_ns),
+            ("tcp_recvmsg_ns", c.tcp_recvmsg_ns), ("tcp_poll_ns", c.tcp_poll_ns), ("tcp_poll_fd_ns", c.tcp_poll_fd_ns),
         ];
         for (k, v) in all {
             if !(v.is_finite() && (0.0..1e12).contains(&v)) {

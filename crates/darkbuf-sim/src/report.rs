@@ -246,6 +246,9 @@ impl World {
         for detail in self.tcp_stalls() {
             self.finding("a TCP sender with data to send always has something to wait for", detail);
         }
+        for detail in self.tcp_rcv_findings() {
+            self.finding("a TCP receiver's buffer holds what it queued, and its reader wakes for it", detail);
+        }
     }
 
     pub fn finish(mut self, seed: u64) -> (RunRecord, BTreeMap<String, String>) {

@@ -7,6 +7,7 @@
 
 use crate::cpu::{CpuId, Frame, PollPhase, Step, TaskId, TaskKind, TaskState};
 use crate::cpu::{MAX_SOFTIRQ_RESTART, MAX_SOFTIRQ_TIME_NS};
+use crate::sock::tcp::ReadPhase;
 use crate::world::World;
 
 impl World {
@@ -150,6 +151,10 @@ impl World {
                 Some(Frame::NapiPoll { napi: n, phase: PollPhase::Start, done: 0, flush_pending: false })
             }
             TaskKind::DevWorker { dev, queue } => Some(Frame::DevWork { dev, queue, done: 0 }),
+            TaskKind::TcpReader { first, n, poll } => {
+                let phase = if poll { ReadPhase::Poll } else { ReadPhase::Read };
+                Some(Frame::TcpRead { first, n, conn: 0, phase })
+            }
             TaskKind::Ksoftirqd => None,
         }
     }
@@ -254,6 +259,7 @@ impl World {
                     || matches!(self.tasks[ti as usize].state, TaskState::Running { woken: true })
             }
             TaskKind::DevWorker { dev, queue } => self.dev_worker_wants_cpu(dev, queue),
+            TaskKind::TcpReader { first, n, .. } => self.tcp_reader_wants_cpu(first, n),
             TaskKind::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
         }
     }
@@ -307,6 +313,7 @@ impl World {
                 self.napi_poll_step(cpu, *napi, phase, done, flush_pending)
             }
             Frame::DevWork { dev, queue, done } => self.dev_work(cpu, *dev, *queue, done),
+            Frame::TcpRead { .. } => self.tcp_read_step(cpu, frame),
             Frame::SockWork { started } => {
                 self.softirq_enter(cpu, *started);
                 let step = self.sock_work_step(cpu, started);

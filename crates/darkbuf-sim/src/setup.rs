@@ -15,7 +15,7 @@
 //! senders), and the XPS map that `netdev_pick_tx()` follows from the sending CPU.
 
 use crate::arena::Arena;
-use crate::cpu::{Cpu, CpuId, DevId, HostId, Task, TaskId, TaskKind, TaskState};
+use crate::cpu::{Cpu, CpuId, DevId, HostId, SockId, Task, TaskId, TaskKind, TaskState};
 use crate::dev::sch::{QdiscInst, MAX_BULK};
 use crate::dev::{NetDev, Xps};
 use crate::drivers::Driver;
@@ -337,6 +337,7 @@ impl Builder<'_> {
             _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
         };
         let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
+        let first = self.socks.len() as SockId;
         for flow in 0..f.flows {
             let s = self.socks.len() as u16;
             let state = if f.start_ns == 0 { TaskState::Runnable } else { TaskState::Sleeping };
@@ -353,6 +354,38 @@ impl Builder<'_> {
             self.socks.push(sock);
             if f.start_ns > 0 {
                 self.starts.push((f.start_ns, task));
+            }
+        }
+        self.tcp_readers(f, first);
+    }
+
+    /// The receiving application of a flow's connections `first..`, with a modelled
+    /// receiver: one `poll` thread for all, or a `blocking` thread each, sleeping until
+    /// data comes. They run on the receiving host: `receiver_cpu`, or the CPU of the
+    /// receiving device's first interrupt (where the kernel backend pins its receiver).
+    fn tcp_readers(&mut self, f: &darkbuf_scenario::TcpFlow, first: SockId) {
+        use darkbuf_scenario::{Direction, TcpReceiver};
+        let poll = match f.receiver {
+            TcpReceiver::Instant => return,
+            TcpReceiver::Poll => true,
+            TcpReceiver::Blocking => false,
+        };
+        let nic = self.scn.device.nic.is_some();
+        let cpu = match (f.direction, self.scn.peer.as_ref()) {
+            (Direction::Up, Some(peer)) if nic => {
+                let cpu0 = self.hosts[1].cpus.start;
+                cpu0 + f.receiver_cpu.unwrap_or(peer.irq_cpus[0]) as CpuId
+            }
+            _ => self.near.cpu0 + f.receiver_cpu.map_or_else(|| self.irq_cpu(0), |c| c as CpuId),
+        };
+        let n = f.flows as u16;
+        let readers: Vec<(SockId, u16)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
+        for (first, n) in readers {
+            let task = self.task(TaskKind::TcpReader { first, n, poll }, TaskState::Sleeping, cpu);
+            for s in first..first + n {
+                if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s as usize].kind {
+                    t.rcv.app.as_mut().expect("a modelled receiver").reader = task;
+                }
             }
         }
     }

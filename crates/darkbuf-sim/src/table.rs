@@ -113,6 +113,11 @@ impl crate::world::World {
                 TaskKind::Proc(s) => self.socks.check(s as usize, "task socket"),
                 TaskKind::NapiThread(n) => self.napis.check(n as usize, "task NAPI"),
                 TaskKind::DevWorker { dev, .. } => self.devs.check(dev as usize, "task device"),
+                TaskKind::TcpReader { first, n, .. } => {
+                    for s in first..first + n {
+                        self.socks.check(s as usize, "reader socket");
+                    }
+                }
                 TaskKind::Ksoftirqd => {}
             }
         }
@@ -126,6 +131,9 @@ impl crate::world::World {
             if let crate::sock::SockKind::Tcp(t) = &s.kind {
                 if let Some(dev) = t.ack_dev {
                     self.devs.check(dev as usize, "TCP ACK device");
+                }
+                if let Some(app) = &t.rcv.app {
+                    self.tasks.check(app.reader as usize, "TCP reader task");
                 }
                 self.cpus.check(t.softirq_cpu as usize, "TCP softirq CPU");
             }

@@ -134,7 +134,8 @@ fn the_qdisc_backlog_is_this_hosts() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     /// Random TCP scenarios, uploads and downloads, ECN or not, on a host or behind a
-    /// router: no invariant finding (conservation, TSQ's bound, DQL), data flows, and
+    /// router, with each kind of receiving application: no invariant finding
+    /// (conservation, TSQ's bound, DQL, the receive buffer's charge), data flows, and
     /// the same seed gives the same results.
     #[test]
     fn tcp_keeps_kernel_invariants(
@@ -148,11 +149,12 @@ proptest! {
         ecn in any::<bool>(),
         down in any::<bool>(),
         lan in prop::sample::select(vec!["", "[lan]\nrate = \"1Gbit\"\n", "[lan]\nrate = \"10Mbit\"\ndelay = \"1ms\"\n"]),
+        receiver in prop::sample::select(vec!["instant", "poll", "blocking"]),
         seed in 0u64..1000,
     ) {
         let direction = if down { "down" } else { "up" };
         let text = format!(
-            "duration = \"300ms\"\nwarmup = \"100ms\"\n[device]\ndriver = \"nic\"\nrate = \"{rate}\"\ntso = {tso}\n[device.bql]\nenabled = {bql}\n[qdisc]\nkind = \"{qdisc}\"\n[path]\ndelay = \"{delay}\"\n{lan}[[traffic]]\nkind = \"tcp\"\ncc = \"{cc}\"\nflows = {flows}\necn = {ecn}\ndirection = \"{direction}\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
+            "duration = \"300ms\"\nwarmup = \"100ms\"\n[device]\ndriver = \"nic\"\nrate = \"{rate}\"\ntso = {tso}\n[device.bql]\nenabled = {bql}\n[qdisc]\nkind = \"{qdisc}\"\n[path]\ndelay = \"{delay}\"\n{lan}[[traffic]]\nkind = \"tcp\"\ncc = \"{cc}\"\nflows = {flows}\necn = {ecn}\ndirection = \"{direction}\"\nreceiver = \"{receiver}\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
         );
         let scn = load_str("prop.toml", &text, &[]).expect("valid");
         let p = Profile::load("seed-vm").unwrap();
@@ -249,4 +251,39 @@ fn tsq_work_after_a_drop_at_enqueue_stays_on_the_senders_host() {
         assert!(m(&r, "qdisc.drops") > 0.0, "cpus = {cpus}");
         assert_eq!(m(&r, "qdisc.sent_pkts"), 0.0, "cpus = {cpus}");
     }
+}
+
+/// A modelled receiving application (one thread polling, or one blocked per
+/// connection) reads everything: two flows still fill a 100 Mbit line, as with the
+/// idealised reader, with no invariant finding (the receive buffer's charge, a reader
+/// left asleep with data to read).
+#[test]
+fn a_modelled_receiver_reads_what_fills_the_line() {
+    for receiver in ["poll", "blocking"] {
+        let text = nic_tcp("100Mbit", "fq_codel", "cubic", "").replace("cc = \"cubic\"", &format!("cc = \"cubic\"\nflows = 2\nreceiver = \"{receiver}\""));
+        let r = run_text(&text, &[]);
+        let g = m(&r, "tcp.goodput_mbps");
+        assert!(g >= 93.0, "{receiver}: {g} Mbit/s");
+        assert_eq!(m(&r, "tcp.retrans"), 0.0);
+    }
+}
+
+/// The receive buffer caps a flow at a window per round trip. 1 Gbit/s with 20 ms
+/// each way is a 5 MB BDP; `rcvbuf` (tcp_rmem[2]) = 1 MiB. The idealised reader
+/// advertises half of it (524288 bytes: 105 Mbit/s at 40.1 ms). With the application
+/// modelled, DRS grows `sk_rcvbuf` to the 1 MiB cap and the window is what the scaling
+/// ratio makes of it (`tcp_win_from_space()`). The ratio comes from the first data
+/// skb: two segments (TSO autosizing before any RTT sample gives `tcp_min_tso_segs`),
+/// 2896 bytes in a truesize of 2896 + 768: 2896 x 256 / 3664 = 202, a clamp of
+/// 1048576 x 202 / 256 = 827392 bytes, 165 Mbit/s.
+#[test]
+fn the_receive_buffer_caps_the_rate_at_a_window_per_rtt() {
+    let base = nic_tcp("1Gbit", "fq_codel", "cubic", "").replace("delay = \"5ms\"", "delay = \"20ms\"").replace("cc = \"cubic\"", "cc = \"cubic\"\nrcvbuf = \"1MiB\"");
+    let rtt_s = 0.0401;
+    let instant = m(&run_text(&base, &["duration=6s", "warmup=4s"]), "tcp.goodput_mbps");
+    let cap = 524_288.0 * 8.0 / rtt_s / 1e6;
+    assert!((0.9 * cap..1.02 * cap).contains(&instant), "instant: {instant} Mbit/s against {cap:.0}");
+    let poll = m(&run_text(&base.replace("rcvbuf = ", "receiver = \"poll\"\nrcvbuf = "), &["duration=6s", "warmup=4s"]), "tcp.goodput_mbps");
+    let cap = 827_392.0 * 8.0 / rtt_s / 1e6;
+    assert!((0.9 * cap..1.02 * cap).contains(&poll), "poll: {poll} Mbit/s against {cap:.0}");
 }

@@ -32,6 +32,16 @@ impl World {
         if before(rec.ack, tp.snd_una) || after(rec.ack, tp.snd_nxt) {
             return self.cost(self.profile.costs.tcp_ack_ns);
         }
+        if tp.rcv.app.is_some() {
+            // tcp_ack_update_window() when tcp_may_update_window(): a pure ACK's
+            // sequence is the receiver's unchanging snd_nxt (ack_seq == snd_wl1), so
+            // it updates when it acknowledges more, opens the window or closes it.
+            if after(rec.ack, tp.snd_una) || rec.win > tp.snd_wnd || rec.win == 0 {
+                tp.snd_wnd = rec.win;
+            }
+            // tcp_replace_ts_recent(): what new segments echo.
+            tp.ts_recent_ms = rec.tsval_ms;
+        }
         let prior_in_flight = tp.in_flight();
         let prior_una = tp.snd_una;
         let prior_lost_total = tp.lost;

@@ -9,7 +9,10 @@
 //! - `input.rs`: `tcp_ack()`: the scoreboard, SACK, RACK loss marking, PRR recovery,
 //!   CWR, the RTT estimator and the RTO.
 //! - `recv.rs`: the receiver: in-order and out-of-order data, delayed and quick ACKs,
-//!   SACK blocks.
+//!   SACK blocks, and with a modelled application the backlog and the window test.
+//! - `rcvbuf.rs`: the receive buffer and the advertised window (`scaling_ratio`,
+//!   `rcv_ssthresh`, `__tcp_select_window()`, DRS).
+//! - `reader.rs`: the receiving application (`receiver = "poll" | "blocking"`).
 //! - `cc.rs`: reno and CUBIC (with HyStart) behind one enum with BBR.
 //! - `bbr.rs`: BBR v1; `rate.rs`: the delivery rate samples it is built on.
 //!
@@ -24,7 +27,11 @@ mod cc;
 mod input;
 mod output;
 mod rate;
+mod rcvbuf;
+mod reader;
 mod recv;
+
+pub use reader::ReadPhase;
 
 use crate::arena::Proto;
 use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};
@@ -110,6 +117,8 @@ pub struct TxSeg {
     pub rate: rate::TxRate,
     /// What its last transmission added to the pacing clock (`tcp_wstamp_ns`), ns.
     pub pace_ns: u64,
+    /// The TSecr its last transmission carried (`ts_recent`, ms).
+    pub tsecr_ms: u32,
 }
 
 /// The timers a TCP socket arms (`Event::TcpTimer`'s kind).
@@ -240,8 +249,12 @@ pub struct TcpSock {
     pub tx_queue: Option<u16>,
     /// Times `netdev_pick_tx()` changed it (the first pick included).
     pub tx_queue_changes: u64,
-    /// The receive window the far end advertises (bytes).
-    pub rcv_wnd: u32,
+    /// `snd_wnd`: the receive window the far end advertises (bytes). Fixed at half of
+    /// `rcvbuf` with the `instant` receiver; else from each ACK (`tcp_ack_update_window()`).
+    pub snd_wnd: u32,
+    /// `ts_recent`: the far end's timestamp (ms) on the last ACK taken, which new
+    /// segments echo (`TSecr`), for the receiver's RTT estimate.
+    pub ts_recent_ms: u32,
     /// ECN negotiated (`TCP_ECN_OK`): new data leaves ECT(0).
     pub ecn: bool,
     /// `TCP_ECN_QUEUE_CWR`: a window reduction waits to be announced by CWR on the
@@ -296,6 +309,18 @@ pub struct TcpStats {
     /// `ss -ti` at the end of each 200 ms step of the measured window (flent's step, the
     /// kernel backend's `TCP_INFO` grid); `None` while the connection is not active.
     pub ss_steps: Vec<Option<SsSample>>,
+}
+
+impl TcpStats {
+    /// The application read `bytes` in the measured window's 200 ms step `step`.
+    pub(super) fn goodput(&mut self, bytes: u64, step: u64) {
+        let step = step as usize;
+        if self.goodput_steps.len() <= step {
+            self.goodput_steps.resize(step + 1, 0);
+        }
+        self.goodput_steps[step] += bytes;
+        self.goodput_bytes += bytes;
+    }
 }
 
 /// What `ss -ti` shows of a connection at one instant.
@@ -384,7 +409,8 @@ impl TcpSock {
             work: 0,
             tx_queue: None,
             tx_queue_changes: 0,
-            rcv_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
+            snd_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
+            ts_recent_ms: 0,
             ecn: f.ecn,
             ecn_queue_cwr: false,
             dscp: f.dscp,
@@ -402,6 +428,13 @@ impl TcpSock {
             rcv: recv::Receiver::new(mss),
             stats: TcpStats::default(),
         };
+        let mut tcp = tcp;
+        if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
+            let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32);
+            // The SYN-ACK's window, which is never scaled.
+            tcp.snd_wnd = app.buf.rcv_wnd.min(u16::MAX as u32);
+            tcp.rcv.app = Some(Box::new(app));
+        }
         Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
@@ -952,6 +985,8 @@ pub(crate) mod tests {
             rcvbuf: 6 << 20,
             tsq: darkbuf_scenario::Tsq::PacedExempt,
             limit_output_bytes: 1 << 20,
+            receiver: darkbuf_scenario::TcpReceiver::Instant,
+            receiver_cpu: None,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,

@@ -155,7 +155,7 @@ impl World {
         }
         tp.tlp_retrans = false;
         let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
-        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        let wnd_end = tp.snd_una.wrapping_add(tp.snd_wnd);
         let cost;
         if unsent > 0 && !after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
             let before_out = tp.packets_out;
@@ -217,7 +217,7 @@ impl World {
             tp.probes_out = 0;
             return 0;
         }
-        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        let wnd_end = tp.snd_una.wrapping_add(tp.snd_wnd);
         if !before(tp.snd_nxt, wnd_end) {
             tp.probes_out += 1;
             if tp.backoff < super::TCP_RETRIES2 {
@@ -276,7 +276,7 @@ impl World {
             return None;
         }
         // tcp_snd_wnd_test(): the first segment must fit the receive window.
-        let wnd_end = tp.snd_una.wrapping_add(tp.rcv_wnd);
+        let wnd_end = tp.snd_una.wrapping_add(tp.snd_wnd);
         if after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
             return None;
         }
@@ -411,6 +411,7 @@ impl World {
                 seg.retrans = true;
                 seg.tlp = false;
                 seg.sent = sent;
+                seg.tsecr_ms = tp.ts_recent_ms;
                 seg.rate = rate;
                 seg.pace_ns = pace_ns;
                 tp.retrans_out += seg.segs;
@@ -422,7 +423,7 @@ impl World {
                 seg.local_drop = false;
             }
         } else {
-            let seg = TxSeg { start, end, segs, sent, rate, pace_ns, ..TxSeg::default() };
+            let seg = TxSeg { start, end, segs, sent, rate, pace_ns, tsecr_ms: tp.ts_recent_ms, ..TxSeg::default() };
             tp.rtx.push_back(seg);
             tp.snd_nxt = end;
             tp.packets_out += segs;

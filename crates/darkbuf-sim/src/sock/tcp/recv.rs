@@ -3,15 +3,22 @@
 //! timer (`tcp_send_delayed_ack()`), and `tcp_send_ack()` with SACK blocks
 //! (`tcp_sack_new_ofo_skb()`) in net/ipv4/tcp_input.c and tcp_output.c.
 //!
-//! The receiving application reads at once (iperf3's server), so the window it
-//! advertises stays at half its receive buffer (`tcp_adv_win_scale` = 1).
+//! With `receiver = "instant"` the application reads each segment as it is queued,
+//! and the window it advertises stays at half its receive buffer. With a modelled
+//! receiver (`poll`, `blocking`: [`super::reader`]) the data waits in the receive queue
+//! for the application's read, the buffer and the window follow the kernel's
+//! ([`super::rcvbuf`]), a segment that arrives while the reader holds the socket waits
+//! in its backlog (`tcp_add_backlog()`, processed at `release_sock()`), and
+//! `__tcp_ack_snd_check()` asks whether the window would shrink.
 
+use super::rcvbuf::RcvBuf;
 use super::{after, before, TCP_HDR};
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, SockId};
+use crate::cpu::{CpuId, SockId, TaskId};
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::Skb;
+use std::collections::VecDeque;
 
 /// `TCP_DELACK_MIN` (HZ/25) as time: the delayed-ACK timer.
 const TCP_DELACK_MIN_NS: u64 = 40_000_000;
@@ -20,22 +27,78 @@ const TCP_MAX_QUICKACKS: u32 = 16;
 /// ACK records kept for the ACKs in flight (a power of two).
 const ACK_RING: usize = 1 << 14;
 
-/// What one ACK carried: the cumulative ACK, up to 3 SACK blocks, ECE.
+/// What one ACK carried: the cumulative ACK, up to 3 SACK blocks, ECE, and with a
+/// modelled receiver the window (bytes, as scaled) and the timestamp (ms).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckRec {
     pub ack: u32,
     pub sacks: [(u32, u32); 3],
     pub n_sacks: u8,
     pub ece: bool,
+    pub win: u32,
+    pub tsval_ms: u32,
+}
+
+/// The receiving side of a connection whose application is modelled.
+pub struct RcvApp {
+    pub buf: RcvBuf,
+    /// `sk_receive_queue`: each in-order skb's end and truesize, until read whole.
+    queue: VecDeque<(u32, u32)>,
+    /// `inet_csk_ack_scheduled()`: data came that no ACK has covered yet.
+    pub ack_scheduled: bool,
+    /// `sock_owned_by_user()`: the reader is inside `recvmsg()`.
+    pub owned: bool,
+    /// `sk_backlog`: the segments that came while it was.
+    backlog: Vec<PktInfo>,
+    /// `TCP_ACK_DEFERRED`: an ACK the backlog's processing left to `tcp_release_cb()`.
+    ack_deferred: bool,
+    /// The bytes the last `recvmsg()` copied (what its `tcp_cleanup_rbuf()` is given).
+    pub last_copied: u32,
+    /// The reading task, which `sk_data_ready()` wakes.
+    pub reader: TaskId,
+}
+
+impl RcvApp {
+    pub fn new(advmss: u32, rmem_max: u32) -> RcvApp {
+        RcvApp {
+            buf: RcvBuf::new(advmss, rmem_max),
+            queue: VecDeque::with_capacity(64),
+            ack_scheduled: false,
+            owned: false,
+            backlog: Vec::with_capacity(64),
+            ack_deferred: false,
+            last_copied: 0,
+            reader: 0,
+        }
+    }
+
+    /// The application read up to `copied_seq`: whole skbs leave the queue and their
+    /// truesize the socket's `sk_rmem_alloc` (`tcp_eat_recv_skb()`).
+    pub fn eat_to(&mut self, copied_seq: u32) {
+        self.buf.copied_seq = copied_seq;
+        while let Some(&(end, truesize)) = self.queue.front() {
+            if after(end, copied_seq) {
+                break;
+            }
+            self.buf.rmem_alloc -= truesize;
+            self.queue.pop_front();
+        }
+    }
+
+    /// Segments wait in the backlog.
+    pub fn has_backlog(&self) -> bool {
+        !self.backlog.is_empty()
+    }
 }
 
 pub struct Receiver {
     pub rcv_nxt: u32,
     /// `rcv_wup`: `rcv_nxt` at the last ACK sent.
-    rcv_wup: u32,
+    pub rcv_wup: u32,
     mss: u32,
-    /// The out-of-order queue as sorted, disjoint ranges (the SACK scoreboard).
-    ooo: Vec<(u32, u32)>,
+    /// The out-of-order queue as sorted, disjoint ranges (the SACK scoreboard), each
+    /// with the truesize of its skbs.
+    ooo: Vec<(u32, u32, u32)>,
     /// The most recently changed out-of-order range (reported first).
     last_ooo: Option<(u32, u32)>,
     quickack: u32,
@@ -46,6 +109,8 @@ pub struct Receiver {
     pub cpu: CpuId,
     acks: Vec<AckRec>,
     next_ack: u32,
+    /// The receiving application, when it is modelled.
+    pub app: Option<Box<RcvApp>>,
 }
 
 impl Receiver {
@@ -62,7 +127,13 @@ impl Receiver {
             cpu: 0,
             acks: vec![AckRec::default(); ACK_RING],
             next_ack: 0,
+            app: None,
         }
+    }
+
+    /// Bytes received in order and not yet read.
+    pub fn unread(&self) -> u32 {
+        self.app.as_ref().map_or(0, |a| self.rcv_nxt.wrapping_sub(a.buf.copied_seq))
     }
 
     /// The ACK with record `id`.
@@ -70,10 +141,10 @@ impl Receiver {
         self.acks[id as usize & (ACK_RING - 1)]
     }
 
-    /// Adds `start..end` to the out-of-order ranges, merging neighbours.
-    fn ooo_insert(&mut self, start: u32, end: u32) {
-        let (mut s, mut e) = (start, end);
-        self.ooo.retain(|&(a, b)| {
+    /// Adds `start..end` of `truesize` to the out-of-order ranges, merging neighbours.
+    fn ooo_insert(&mut self, start: u32, end: u32, truesize: u32) {
+        let (mut s, mut e, mut ts) = (start, end, truesize);
+        self.ooo.retain(|&(a, b, t)| {
             if !after(a, e) && !before(b, s) {
                 if before(a, s) {
                     s = a;
@@ -81,30 +152,34 @@ impl Receiver {
                 if after(b, e) {
                     e = b;
                 }
+                ts += t;
                 false
             } else {
                 true
             }
         });
-        let pos = self.ooo.partition_point(|&(a, _)| before(a, s));
-        self.ooo.insert(pos, (s, e));
+        let pos = self.ooo.partition_point(|&(a, _, _)| before(a, s));
+        self.ooo.insert(pos, (s, e, ts));
         self.last_ooo = Some((s, e));
     }
 
-    /// `tcp_ofo_queue()`: ranges now in order move up `rcv_nxt`.
-    fn ooo_drain(&mut self) {
-        while let Some(&(a, b)) = self.ooo.first() {
+    /// `tcp_ofo_queue()`: ranges now in order move up `rcv_nxt`. Returns their truesize.
+    fn ooo_drain(&mut self) -> u32 {
+        let mut truesize = 0;
+        while let Some(&(a, b, t)) = self.ooo.first() {
             if after(a, self.rcv_nxt) {
                 break;
             }
             if after(b, self.rcv_nxt) {
                 self.rcv_nxt = b;
             }
+            truesize += t;
             self.ooo.remove(0);
         }
         if self.ooo.is_empty() {
             self.last_ooo = None;
         }
+        truesize
     }
 }
 
@@ -113,6 +188,15 @@ impl World {
     /// receive processing and of an ACK it sends.
     pub(crate) fn tcp_data_rcv(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
+        if let Some(app) = self.tcp(s).rcv.app.as_mut() {
+            if app.owned {
+                // tcp_v4_rcv() -> tcp_add_backlog(): the reader holds the socket, and
+                // its release_sock() will process the segment.
+                app.backlog.push(*info);
+                return 0;
+            }
+            return self.tcp_rcv_established(cpu, info, t, false);
+        }
         let (start, window) = (self.cfg.start, (self.cfg.start, self.cfg.end));
         let tp = self.tcp(s);
         let payload = info.len - info.segs as u32 * TCP_HDR;
@@ -141,7 +225,7 @@ impl World {
                 now_ack = true;
             }
         } else if after(seq, r.rcv_nxt) {
-            r.ooo_insert(seq, end);
+            r.ooo_insert(seq, end, info.truesize);
             r.quickack = r.quickack.max(1);
             now_ack = true;
         } else {
@@ -151,13 +235,7 @@ impl World {
         // The application reads what is now in order.
         let read = r.rcv_nxt.wrapping_sub(before_nxt) as u64;
         if read > 0 && t >= window.0 && t <= window.1 {
-            let step = ((t - start) / super::SERIES_STEP_NS) as usize;
-            let st = &mut tp.stats;
-            if st.goodput_steps.len() <= step {
-                st.goodput_steps.resize(step + 1, 0);
-            }
-            st.goodput_steps[step] += read;
-            st.goodput_bytes += read;
+            tp.stats.goodput(read, (t - start) / super::SERIES_STEP_NS);
         }
         let r = &mut tp.rcv;
         // __tcp_ack_snd_check(): more than one full segment unacked, quick ACK mode,
@@ -181,15 +259,29 @@ impl World {
         let (ack_dev, flow) = (tp.ack_dev, (tp.traffic_index as u32) << 16 | tp.flow_index as u32);
         let r = &mut tp.rcv;
         r.delack_at = None;
+        // tcp_select_window() (it moves rcv_wup itself), and tcp_event_ack_sent().
+        let (win, quick_off) = match r.app.as_mut() {
+            Some(app) => {
+                app.ack_scheduled = false;
+                app.ack_deferred = false;
+                app.buf.tcp_select_window(r.rcv_wup, r.rcv_nxt)
+            }
+            None => (0, false),
+        };
+        if quick_off {
+            r.quickack = 0;
+        }
         r.rcv_wup = r.rcv_nxt;
         r.quickack = r.quickack.saturating_sub(1);
-        let mut rec = AckRec { ack: r.rcv_nxt, ece: r.ece, ..AckRec::default() };
+        let tsval_ms = (t / 1_000_000) as u32;
+        let mut rec = AckRec { ack: r.rcv_nxt, ece: r.ece, win, tsval_ms, ..AckRec::default() };
         let mut n = 0;
         if let Some(b) = r.last_ooo {
             rec.sacks[0] = b;
             n = 1;
         }
-        for &b in r.ooo.iter().rev() {
+        for &(a, e, _) in r.ooo.iter().rev() {
+            let b = (a, e);
             if n == 3 {
                 break;
             }
@@ -219,5 +311,169 @@ impl World {
             }
         }
         cost
+    }
+}
+
+impl World {
+    /// A data skb at a connection with a modelled receiver, at `t` on `cpu`:
+    /// `tcp_rcv_established()` -> `tcp_data_queue()` with `tcp_event_data_recv()`, then
+    /// `__tcp_ack_snd_check()` and `tcp_data_ready()`. `from_backlog`: run by the
+    /// reader's `release_sock()`, where an ACK is deferred to `tcp_release_cb()`
+    /// (`tcp_backlog_ack_defer` = 1). Returns the CPU time, an ACK sent included.
+    pub(crate) fn tcp_rcv_established(&mut self, cpu: CpuId, info: &PktInfo, t: u64, from_backlog: bool) -> u64 {
+        let s = info.sock;
+        let tp = self.tcp(s);
+        let payload = info.len - info.segs as u32 * TCP_HDR;
+        let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
+        // The TSecr the segment carries: its transmission's (the sender's scoreboard
+        // still holds it: nothing is acknowledged before it arrives).
+        let i = tp.rtx.partition_point(|g| !after(g.end, seq));
+        let tsecr = tp.rtx.get(i).filter(|g| !after(g.start, seq)).map(|g| g.tsecr_ms);
+        // skb_shinfo(skb)->gso_size ?: skb->len.
+        let gso_size = if info.segs > 1 { tp.mss } else { payload };
+        let r = &mut tp.rcv;
+        r.cpu = cpu;
+        // Out of the receiver while its queues change, back before an ACK is built.
+        let mut app = r.app.take().expect("a modelled receiver");
+        let mut now_ack = info.cwr && payload > 0;
+        if info.cwr {
+            r.ece = false;
+        }
+        if info.ecn == Skb::ECN_CE {
+            if !r.ece {
+                r.quickack = r.quickack.max(2);
+            }
+            r.ece = true;
+        }
+        // tcp_rcv_rtt_measure_ts(), before the segment is queued: a sample while the
+        // application has read everything.
+        if let Some(tsecr) = tsecr.filter(|_| !after(seq, r.rcv_nxt) && payload > 0) {
+            let empty = r.rcv_nxt == app.buf.copied_seq;
+            app.buf.rcv_rtt_measure_ts(payload, tsecr, (t / 1_000_000) as u32, empty);
+        }
+        let mut readable = false;
+        if seq == r.rcv_nxt && payload > 0 {
+            if app.buf.receive_window(r.rcv_wup, r.rcv_nxt) == 0 {
+                // Out of window: dropped, with an ACK at once (TCPZeroWindowDrop).
+                r.quickack = r.quickack.max(TCP_MAX_QUICKACKS);
+                now_ack = true;
+            } else {
+                if app.buf.rmem_alloc > app.buf.rcvbuf {
+                    // tcp_try_rmem_schedule() -> tcp_prune_queue() -> tcp_clamp_window().
+                    app.buf.clamp_window();
+                    r.quickack = 0;
+                }
+                r.rcv_nxt = end;
+                app.queue.push_back((end, info.truesize));
+                app.buf.rmem_alloc += info.truesize;
+                if !r.ooo.is_empty() {
+                    let moved = r.ooo_drain();
+                    app.queue.push_back((r.rcv_nxt, moved));
+                    now_ack = true;
+                }
+                // tcp_event_data_recv().
+                app.ack_scheduled = true;
+                app.buf.measure_rcv_mss(payload, gso_size, info.truesize);
+                app.buf.rcv_rtt_measure(r.rcv_nxt, t / 1000);
+                if payload >= 128 && app.buf.grow_window(payload, info.truesize) {
+                    r.quickack = r.quickack.max(1);
+                }
+                readable = true;
+            }
+        } else if after(seq, r.rcv_nxt) {
+            // tcp_data_queue_ofo(): SACK grows the window; the buffer grows to cover
+            // the hole (tcp_rcvbuf_grow() of 6.18).
+            r.ooo_insert(seq, end, info.truesize);
+            app.buf.rmem_alloc += info.truesize;
+            app.ack_scheduled = true;
+            app.buf.grow_window(payload, info.truesize);
+            let span = r.ooo.last().map_or(0, |&(_, e, _)| e.wrapping_sub(r.rcv_nxt));
+            app.buf.rcvbuf_grow(app.buf.space, span);
+            r.quickack = r.quickack.max(1);
+            now_ack = true;
+        } else {
+            // Old data (a spurious retransmission): a duplicate ACK at once.
+            now_ack = true;
+        }
+        // __tcp_ack_snd_check(): more than one full segment since the last ACK and a
+        // window that would not shrink (or nothing unread), quick-ACK mode, or a
+        // reason to ACK now.
+        let mut send = false;
+        if r.rcv_nxt.wrapping_sub(r.rcv_wup) > app.buf.rcv_mss {
+            if r.rcv_nxt == app.buf.copied_seq {
+                send = true;
+            } else {
+                let (win, quick_off) = app.buf.tcp_select_window_raw();
+                if quick_off {
+                    r.quickack = 0;
+                }
+                send = win >= app.buf.rcv_wnd;
+            }
+        }
+        send |= r.quickack > 0 || now_ack;
+        let reader = app.reader;
+        r.app = Some(app);
+        let rcv_cost = self.cost(self.profile.costs.tcp_rcv_ns);
+        let mut cost = rcv_cost;
+        let r = &mut self.tcp(s).rcv;
+        if send && from_backlog {
+            r.app.as_mut().expect("a modelled receiver").ack_deferred = true;
+        } else if send {
+            cost += self.tcp_send_ack(cpu, s, t + rcv_cost);
+        } else if r.delack_at.is_none() {
+            let at = t + TCP_DELACK_MIN_NS;
+            r.delack_at = Some(at);
+            self.events.push(at, Event::TcpTimer(s, super::timer::DELACK));
+        }
+        if readable {
+            // tcp_data_ready() -> sk_data_ready(): wake the reader.
+            self.wake_task(reader);
+        }
+        cost
+    }
+
+    /// `release_sock()` by the reader at `t` on `cpu`: the segments that came while it
+    /// held the socket go through `tcp_rcv_established()` here, then
+    /// `tcp_release_cb()` sends the ACK they deferred. Returns the CPU time.
+    pub(crate) fn tcp_release_sock(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
+        let app = self.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
+        app.owned = false;
+        let mut backlog = std::mem::take(&mut app.backlog);
+        let mut cost = 0;
+        for info in backlog.drain(..) {
+            cost += self.tcp_rcv_established(cpu, &info, t + cost, true);
+        }
+        let app = self.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
+        app.backlog = backlog;
+        if std::mem::take(&mut app.ack_deferred) {
+            cost += self.tcp_send_ack(cpu, s, t + cost);
+        }
+        cost
+    }
+}
+
+impl World {
+    /// The modelled receivers' bookkeeping at the end of a run, as findings: the
+    /// receive buffer's charge is the truesize of the skbs queued, the application
+    /// never reads past `rcv_nxt`, and a reader with data to read is not asleep.
+    pub(crate) fn tcp_rcv_findings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for sk in &self.socks {
+            let crate::sock::SockKind::Tcp(t) = &sk.kind else { continue };
+            let r = &t.rcv;
+            let Some(app) = r.app.as_ref() else { continue };
+            let who = format!("flow {} of traffic {}", t.flow_index, t.traffic_index);
+            let queued: u64 = app.queue.iter().map(|&(_, ts)| ts as u64).sum::<u64>() + r.ooo.iter().map(|&(_, _, ts)| ts as u64).sum::<u64>();
+            if queued != app.buf.rmem_alloc as u64 {
+                out.push(format!("{who}: sk_rmem_alloc {} != {queued} queued", app.buf.rmem_alloc));
+            }
+            if after(app.buf.copied_seq, r.rcv_nxt) {
+                out.push(format!("{who}: copied_seq {} past rcv_nxt {}", app.buf.copied_seq, r.rcv_nxt));
+            }
+            if r.unread() > 0 && self.tasks[app.reader as usize].state == crate::cpu::TaskState::Sleeping {
+                out.push(format!("{who}: {} bytes unread and its reader asleep", r.unread()));
+            }
+        }
+        out
     }
 }
