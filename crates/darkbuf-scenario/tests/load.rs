@@ -711,6 +711,33 @@ fn tcp_tsq_names_its_kernel() {
     assert!(d.to_string().contains("0..=2147483647"), "{d}");
 }
 
+/// The receiving application: `instant` by default (the model before it), `poll` or
+/// `blocking`; `receiver_cpu` places it on the receiving host (the far host of a NIC
+/// for an upload) and needs a modelled receiver.
+#[test]
+fn tcp_receiver_and_its_cpu() {
+    let text = "[[traffic]]\nkind = \"tcp\"\n";
+    let tcp = |text: &str, set: &[&str]| match &ok_set(text, set).traffic[0] {
+        Traffic::Tcp(f) => (f.receiver, f.receiver_cpu),
+        _ => panic!("a tcp flow"),
+    };
+    assert_eq!(tcp(text, &[]), (TcpReceiver::Instant, None));
+    assert_eq!(tcp(text, &["traffic.0.receiver=poll"]), (TcpReceiver::Poll, None));
+    assert_eq!(tcp(text, &["traffic.0.receiver=blocking", "traffic.0.receiver_cpu=1"]), (TcpReceiver::Blocking, Some(1)));
+    let d = err(&format!("{text}receiver = \"threads\"\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.receiver", Some(3)));
+    assert!(d.help.unwrap().contains("\"instant\", \"poll\", \"blocking\""));
+    // An idealised reader has no CPU to place.
+    let d = err(&format!("{text}receiver_cpu = 0\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.receiver_cpu", Some(3)));
+    assert!(d.help.unwrap().contains("receiver = \"poll\""));
+    // 2 CPUs on this host; a NIC's far host ([peer] cpus = 4) receives an upload.
+    let d = err(&format!("{text}receiver = \"poll\"\nreceiver_cpu = 2\n"));
+    assert_eq!(d.key, "traffic.0.receiver_cpu");
+    let nic = format!("{NIC}[peer]\ncpus = 4\n{text}receiver = \"poll\"\nreceiver_cpu = 3\n");
+    assert_eq!(tcp(&nic, &[]), (TcpReceiver::Poll, Some(3)));
+}
+
 /// `[lan]`: a client behind this host, which routes. Its keys and bounds; only with a
 /// NIC; `[[traffic]] cpu` counts the client's CPUs.
 #[test]
