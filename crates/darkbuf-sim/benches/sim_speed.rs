@@ -39,6 +39,8 @@ fn bench(c: &mut Criterion) {
         ("tap_vhost", load("tap-reader.toml", &["duration=1s", "warmup=100ms", "consumer.kind=vhost"])),
         ("tcp_1gbit_tso", load("tcp-100mbit.toml", &["duration=1s", "warmup=100ms", "device.rate=1Gbit", "traffic.0.flows=1", "qdisc.kind=fq_codel"])),
         ("tcp_1gbit_gso", load("tcp-100mbit.toml", &["duration=1s", "warmup=100ms", "device.rate=1Gbit", "traffic.0.flows=1", "qdisc.kind=fq_codel", "device.tso=false"])),
+        // The same with the receiving application modelled (one polling reader).
+        ("tcp_1gbit_gso_poll", load("tcp-100mbit.toml", &["duration=1s", "warmup=100ms", "device.rate=1Gbit", "traffic.0.flows=1", "qdisc.kind=fq_codel", "device.tso=false", "traffic.0.receiver=poll"])),
         ("tcp_100g_fq", load("fq-100g.toml", &["duration=1s", "warmup=100ms", "qdisc.child.kind=fq"])),
         ("router_100mbit_fifo", load("router-100mbit.toml", &["duration=1s", "warmup=100ms", "device.bql.enabled=false"])),
     ];
