@@ -46,8 +46,9 @@ pub enum TaskKind {
     /// A driver's consumer of one of its queues (the tun reader, the vhost-net worker).
     DevWorker { dev: DevId, queue: u16 },
     /// A TCP receiving application reading sockets `first..first + n`, starting each
-    /// unit with a `poll()` (`poll`) or blocked in `read()` on its one socket.
-    TcpReader { first: SockId, n: u16, poll: bool },
+    /// unit with a `poll()` or blocked in `read()` on its one socket (its sockets'
+    /// `RcvApp::poll` says which).
+    TcpReader { first: SockId, n: u16 },
 }
 
 /// One schedulable entity, pinned to its CPU (taskset, kthread affinity).

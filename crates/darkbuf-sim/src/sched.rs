@@ -151,7 +151,11 @@ impl World {
                 Some(Frame::NapiPoll { napi: n, phase: PollPhase::Start, done: 0, flush_pending: false })
             }
             TaskKind::DevWorker { dev, queue } => Some(Frame::DevWork { dev, queue, done: 0 }),
-            TaskKind::TcpReader { first, n, poll } => {
+            TaskKind::TcpReader { first, n } => {
+                let poll = match &self.socks[first as usize].kind {
+                    crate::sock::SockKind::Tcp(t) => t.rcv.app.as_ref().is_some_and(|a| a.poll),
+                    _ => false,
+                };
                 let phase = if poll { ReadPhase::Poll } else { ReadPhase::Read };
                 Some(Frame::TcpRead { first, n, conn: 0, phase })
             }
@@ -259,7 +263,7 @@ impl World {
                     || matches!(self.tasks[ti as usize].state, TaskState::Running { woken: true })
             }
             TaskKind::DevWorker { dev, queue } => self.dev_worker_wants_cpu(dev, queue),
-            TaskKind::TcpReader { first, n, .. } => self.tcp_reader_wants_cpu(first, n),
+            TaskKind::TcpReader { first, n } => self.tcp_reader_wants_cpu(first, n),
             TaskKind::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
         }
     }

@@ -381,10 +381,12 @@ impl Builder<'_> {
         let n = f.flows as u16;
         let readers: Vec<(SockId, u16)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
         for (first, n) in readers {
-            let task = self.task(TaskKind::TcpReader { first, n, poll }, TaskState::Sleeping, cpu);
+            let task = self.task(TaskKind::TcpReader { first, n }, TaskState::Sleeping, cpu);
             for s in first..first + n {
                 if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s as usize].kind {
-                    t.rcv.app.as_mut().expect("a modelled receiver").reader = task;
+                    let app = t.rcv.app.as_mut().expect("a modelled receiver");
+                    app.reader = task;
+                    app.poll = poll;
                 }
             }
         }

@@ -113,7 +113,7 @@ impl crate::world::World {
                 TaskKind::Proc(s) => self.socks.check(s as usize, "task socket"),
                 TaskKind::NapiThread(n) => self.napis.check(n as usize, "task NAPI"),
                 TaskKind::DevWorker { dev, .. } => self.devs.check(dev as usize, "task device"),
-                TaskKind::TcpReader { first, n, .. } => {
+                TaskKind::TcpReader { first, n } => {
                     for s in first..first + n {
                         self.socks.check(s as usize, "reader socket");
                     }

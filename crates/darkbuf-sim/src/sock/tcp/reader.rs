@@ -114,6 +114,7 @@ impl World {
     /// Whether the reader of `first..first + n` runs again at the end of its unit: a
     /// connection has data, or segments in its backlog (`poll()` would return at once;
     /// a blocked `read()` would not have slept).
+    #[inline(never)]
     pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u16) -> bool {
         (first..first + n).any(|s| {
             let r = &self.tcp(s).rcv;

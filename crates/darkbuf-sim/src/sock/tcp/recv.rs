@@ -54,8 +54,10 @@ pub struct RcvApp {
     ack_deferred: bool,
     /// The bytes the last `recvmsg()` copied (what its `tcp_cleanup_rbuf()` is given).
     pub last_copied: u32,
-    /// The reading task, which `sk_data_ready()` wakes.
+    /// The reading task, which `sk_data_ready()` wakes, and whether it polls (else it
+    /// blocks in `read()` on this socket alone).
     pub reader: TaskId,
+    pub poll: bool,
 }
 
 impl RcvApp {
@@ -69,6 +71,7 @@ impl RcvApp {
             ack_deferred: false,
             last_copied: 0,
             reader: 0,
+            poll: false,
         }
     }
 
