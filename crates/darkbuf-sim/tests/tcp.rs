@@ -287,3 +287,25 @@ fn the_receive_buffer_caps_the_rate_at_a_window_per_rtt() {
     let cap = 827_392.0 * 8.0 / rtt_s / 1e6;
     assert!((0.9 * cap..1.02 * cap).contains(&poll), "poll: {poll} Mbit/s against {cap:.0}");
 }
+
+/// A reader slower than the path: the receive buffer fills, the window closes, and
+/// the flow runs at the reader's pace. With copies at 100 µs per KiB (a profile made
+/// for the test) the reader takes at most 1024 / 100 µs = 10.24 MB/s, 81.9 Mbit/s, of
+/// a 1 Gbit path, and less by what its CPU spends on the NAPI receive path beside it
+/// and on its syscalls. (The probe timer of a closed window with nothing in flight
+/// has its own unit test, `a_closed_window_arms_the_probe_timer`.)
+#[test]
+fn a_slow_reader_closes_the_window() {
+    for receiver in ["poll", "blocking"] {
+        let text = nic_tcp("1Gbit", "fq_codel", "cubic", "").replace("cc = \"cubic\"", &format!("cc = \"cubic\"\nreceiver = \"{receiver}\"\nrcvbuf = \"512KiB\""));
+        let scn = load_str("slow.toml", &text, &[]).expect("valid");
+        let mut p = Profile::load("seed-vm").unwrap();
+        p.costs.tcp_copy_ns_per_kb = 100_000.0;
+        let (r, _) = simulate(&scn, &p, 1).expect("simulates");
+        assert!(r.findings.is_empty(), "{receiver}: {:?}", r.findings);
+        let g = m(&r, "tcp.goodput_mbps");
+        let reader = 1024.0 / 100e-6 * 8.0 / 1e6;
+        // 1% above for the profile's cost noise (±5% per read, about 240 reads).
+        assert!((0.85 * reader..1.01 * reader).contains(&g), "{receiver}: {g} Mbit/s, the reader's limit {reader:.1}");
+    }
+}

@@ -1192,6 +1192,30 @@ pub(crate) mod tests {
         assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS + resource)));
     }
 
+    /// A closed receive window with nothing in flight (`tcp_push_pending_frames()` ->
+    /// `tcp_check_probe_timer()`): nothing goes, and the probe timer is armed at
+    /// `tcp_probe0_base()`; when it fires with the window still closed it backs off
+    /// (the zero-window probe itself, a pure ACK, is not built). A window update then
+    /// sends, and the loss probe takes the timer over (`tcp_schedule_loss_probe()`).
+    #[test]
+    fn a_closed_window_arms_the_probe_timer() {
+        let (mut w, s) = tbf_world(100_000);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let t = w.tcp(s);
+        (t.write_seq, t.snd_wnd, t.rto_ns) = (1 << 20, 0, 250_000_000);
+        w.tcp_write_xmit(cpu, s, 0);
+        let t = w.tcp(s);
+        assert_eq!((t.packets_out, t.xmit_timer, t.rto_at), (0, XmitTimer::Probe0, Some(250_000_000)));
+        fire_xmit_timer(&mut w, s, 250_000_000);
+        let t = w.tcp(s);
+        assert_eq!((t.packets_out, t.backoff, t.rto_at), (0, 1, Some(250_000_000 + (250_000_000 << 1))));
+        t.snd_wnd = 64 << 10;
+        w.tcp_write_xmit(cpu, s, 300_000_000);
+        let t = w.tcp(s);
+        assert!(t.packets_out > 0);
+        assert_eq!(t.xmit_timer, XmitTimer::LossProbe);
+    }
+
     /// A probe the qdisc takes ends the probing (`tcp_send_probe0()` with data out):
     /// its RTO is armed with the backoff as it was (`tcp_event_new_data_sent()` comes
     /// first), then the backoff and the probe count go back to 0.

@@ -110,6 +110,17 @@ impl World {
         if sent_new && !probe {
             self.tcp_schedule_loss_probe(s, false, true);
         }
+        // tcp_push_pending_frames() -> tcp_check_probe_timer(): nothing in flight, and
+        // data the receive window has no room for (a modelled receiver's window can
+        // close): the probe timer, or no ACK would ever come.
+        let now = self.now;
+        let tp = self.tcp(s);
+        let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
+        let wnd_end = tp.snd_una.wrapping_add(tp.snd_wnd);
+        if tp.packets_out == 0 && tp.rto_at.is_none() && unsent > 0 && after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
+            let at = now + tp.tcp_probe0_base();
+            self.tcp_arm_probe0(s, at);
+        }
         t - t0
     }
 

@@ -12,8 +12,9 @@
 //! (`tcp_recvmsg_locked()`: `tcp_rcv_space_adjust()` as the copy goes, whole skbs
 //! eaten), `tcp_cleanup_rbuf()` (maybe an ACK), then `release_sock()` (the backlog,
 //! then `tcp_release_cb()`'s deferred ACK). The copy is one step: the socket is held
-//! for its time. A read that finds nothing still takes the syscall's and the lock's
-//! time, and processes the backlog.
+//! for its time. The poll reader's read that finds nothing (EAGAIN) still takes the
+//! syscall's time; the blocking reader's sleeps and copies when woken, in the same
+//! syscall. Either processes the backlog.
 //!
 //! The connections of one traffic entry are consecutive sockets, so a reader is the
 //! range `first..first + n`.
@@ -88,7 +89,7 @@ impl World {
 
     /// The copy of one `read()` on socket `s`: holds the socket, copies what is queued
     /// in order (at most [`APP_READ`]), eats the skbs read whole, lets DRS measure,
-    /// and counts the goodput. Returns the CPU time (the syscall's, and the copy's if
+    /// and counts the goodput when the read returns. Returns the CPU time (the syscall's, and the copy's if
     /// any) and the bytes copied.
     fn tcp_recvmsg_copy(&mut self, s: SockId) -> (u64, u32) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
@@ -102,13 +103,19 @@ impl World {
             let to = app.buf.copied_seq.wrapping_add(copied);
             app.eat_to(to);
             app.buf.rcv_space_adjust(rcv_nxt, now / 1000);
-            if now >= start && now <= end {
-                tp.stats.goodput(copied as u64, (now - start) / super::SERIES_STEP_NS);
-            }
         }
+        // A blocking read() that finds nothing sleeps in sk_wait_data() and, woken,
+        // copies within the same syscall: its cost is the read's that follows.
+        let syscall = copied > 0 || app.poll;
         let c = &self.profile.costs;
-        let ns = c.tcp_recvmsg_ns + c.tcp_copy_ns_per_kb * copied as f64 / 1024.0;
-        (self.cost(ns), copied)
+        let ns = if syscall { c.tcp_recvmsg_ns + c.tcp_copy_ns_per_kb * copied as f64 / 1024.0 } else { 0.0 };
+        let cost = if syscall { self.cost(ns) } else { 0 };
+        // The application has the bytes when read() returns.
+        let done = now + cost;
+        if copied > 0 && done >= start && done <= end {
+            self.tcp(s).stats.goodput(copied as u64, (done - start) / super::SERIES_STEP_NS);
+        }
+        (cost, copied)
     }
 
     /// Whether the reader of `first..first + n` runs again at the end of its unit: a
