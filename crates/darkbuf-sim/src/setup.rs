@@ -362,7 +362,8 @@ impl Builder<'_> {
     /// The receiving application of a flow's connections `first..`, with a modelled
     /// receiver: one `poll` thread for all, or a `blocking` thread each, sleeping until
     /// data comes. They run on the receiving host: `receiver_cpu`, or the CPU of the
-    /// receiving device's first interrupt (where the kernel backend pins its receiver).
+    /// receiving device's first queue (`irq_cpus[0]`; the kernel backend pins its
+    /// receiver to its consumer's CPU, the same on two CPUs).
     fn tcp_readers(&mut self, f: &darkbuf_scenario::TcpFlow, first: SockId) {
         use darkbuf_scenario::{Direction, TcpReceiver};
         let poll = match f.receiver {

@@ -350,7 +350,7 @@ impl TcpSock {
     pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, end_ns: u64, seed: u64) -> Sock {
         // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
         let mss = mtu - 52;
-        let tcp = TcpSock {
+        let mut tcp = TcpSock {
             flow_index,
             traffic_index,
             cc: CongestionControl::new(f.cc, seed),
@@ -428,7 +428,6 @@ impl TcpSock {
             rcv: recv::Receiver::new(mss),
             stats: TcpStats::default(),
         };
-        let mut tcp = tcp;
         if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
             let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32);
             // The SYN-ACK's window, which is never scaled.
