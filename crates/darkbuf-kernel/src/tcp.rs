@@ -16,7 +16,12 @@
 //!   `tcp.srtt_avg_ms`, `tcp.pacing_rate_mbps`, `tcp.delivery_rate_mbps`: the mean of
 //!   the sender's `TCP_INFO` samples (every 0.2 s) inside the window, then the mean over
 //!   the flows. The simulator integrates over time; at 0.2 s samples this is the same
-//!   quantity, less finely resolved.
+//!   quantity, less finely resolved;
+//! - `tcp.flow.N.rcvbuf_bytes`, `tcp.flow.N.rcv_ssthresh_bytes`, `tcp.flow.N.rcv_space_bytes`:
+//!   the receiving socket as `ss -tmi` shows it at the end ([`load::rcv_buf`]: `sk_rcvbuf`
+//!   from `SO_RCVBUF`, `tcpi_rcv_ssthresh`, `tcpi_rcv_space`), read just before the
+//!   receiver closes it: at the run's end, or at EOF when the sender closed first (a flow
+//!   with an earlier `stop`: its buffers no longer change once it has ended).
 //!
 //! Sysctls, per namespace (they are per network namespace since 4.15, copied from
 //! init_net when a namespace is created): `tcp_wmem` / `tcp_rmem` get the scenario's
@@ -37,7 +42,7 @@
 
 use crate::error::{KernelError, Result};
 use crate::KernelVersion;
-use crate::load::{self, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
+use crate::load::{self, RcvBuf, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
 use darkbuf_model::units::Rate;
 use darkbuf_report::TimeSeries;
 use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, TcpReceiver, Traffic, Tsq};
@@ -398,6 +403,21 @@ pub fn metrics(
                     null_why(m, format!("tcp.flow.{n}.goodput_mbps"), "the receiver did not see this connection");
                 }
             }
+            // The receiving socket as ss -tmi shows it at the end.
+            let rcv: std::result::Result<RcvBuf, String> = match rf.map(|rf| &rf.end) {
+                Some(Some(Ok(b))) => Ok(*b),
+                Some(Some(Err(e))) => Err(format!("reading the receiving socket before closing it failed: {e}")),
+                Some(None) => Err("the receiver closed this connection without reading its buffers".into()),
+                None if r.is_none() => Err(format!("the receiver of traffic.{i} failed (see the run's notes)")),
+                None => Err("the receiver did not see this connection".into()),
+            };
+            let rcv = rcv.map(|b| [b.rcvbuf, b.rcv_ssthresh, b.rcv_space]);
+            for (k, name) in ["rcvbuf_bytes", "rcv_ssthresh_bytes", "rcv_space_bytes"].into_iter().enumerate() {
+                match &rcv {
+                    Ok(v) => _ = m.insert(format!("tcp.flow.{n}.{name}"), Some(v[k] as f64)),
+                    Err(e) => null_why(m, format!("tcp.flow.{n}.{name}"), e),
+                }
+            }
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
@@ -566,7 +586,8 @@ mod tests {
         let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples }], errors: vec![] };
         // Receiver: 12.5 MB/s = 100 Mbit/s exactly.
         let rs: Vec<(u64, u64)> = (0..=6).map(|k| (t0 - step + k * step, k * 2_500_000)).collect();
-        let r = TcpReceiverStats { port: 5201, flows: vec![ReceiverFlow { peer_port: 40000, bytes: 0, samples: rs }] };
+        let end = Some(Ok(RcvBuf { rcvbuf: 131_072, rcv_ssthresh: 115_208, rcv_space: 57_920 }));
+        let r = TcpReceiverStats { port: 5201, flows: vec![ReceiverFlow { peer_port: 40000, bytes: 0, samples: rs, end }] };
         let j = Joined { entries: vec![(0, Some(s), Some(r))] };
         let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         metrics(&j, t0, 4 * step, &mut m, &mut ts, &mut why);
@@ -588,7 +609,42 @@ mod tests {
         assert_eq!(ts["tcp.flow.0.pacing_rate_mbps"].values, vec![Some(100.0); 4]);
         // tcpi_total_rto (retrans / 2 here): 0 at t0, 2 at t0 + 0.8 s.
         assert_eq!(m["tcp.flow.0.timeouts"], Some(2.0));
+        // The receiving socket at the end, as ss -tmi shows it.
+        assert_eq!(m["tcp.flow.0.rcvbuf_bytes"], Some(131_072.0));
+        assert_eq!(m["tcp.flow.0.rcv_ssthresh_bytes"], Some(115_208.0));
+        assert_eq!(m["tcp.flow.0.rcv_space_bytes"], Some(57_920.0));
         assert!(why.is_empty(), "{why:?}");
+    }
+
+    /// The receiving socket's buffers are null with a reason when they were not read:
+    /// getsockopt failed, the receiver never saw the connection, or the receiver failed.
+    /// Flow N is the sender's N-th flow, matched to the receiver's by port.
+    #[test]
+    fn unread_receiver_buffers_are_null_with_a_reason() {
+        let t0 = 1_000_000_000u64;
+        let samples: Vec<InfoSample> = (0..=6).map(|k| InfoSample { t_ns: t0 - 200_000_000 + k * 200_000_000, info: info(10, 2_000, 0) }).collect();
+        let flow = |port| SenderFlow { local_port: port, bytes_written: 0, samples: samples.clone() };
+        let s = TcpSenderStats { flows: vec![flow(40000), flow(40001), flow(40002)], errors: vec![] };
+        let rs = vec![(t0, 0), (t0 + 800_000_000, 1_000)];
+        let rflow = |port, end| ReceiverFlow { peer_port: port, bytes: 1_000, samples: rs.clone(), end };
+        // Listed out of order: the third sender flow was read, the first failed to be, the second never seen.
+        let good = RcvBuf { rcvbuf: 262_144, rcv_ssthresh: 200_000, rcv_space: 100_000 };
+        let r = TcpReceiverStats { port: 5201, flows: vec![rflow(40002, Some(Ok(good))), rflow(40000, Some(Err("getsockopt TCP_INFO: EBADF".into())))] };
+        let j = Joined { entries: vec![(0, Some(s.clone()), Some(r)), (1, Some(s), None)] };
+        let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        metrics(&j, t0, 800_000_000, &mut m, &mut ts, &mut why);
+        for k in ["rcvbuf_bytes", "rcv_ssthresh_bytes", "rcv_space_bytes"] {
+            assert_eq!(m[&format!("tcp.flow.0.{k}")], None);
+            assert!(why[&format!("tcp.flow.0.{k}")].contains("EBADF"), "{why:?}");
+            assert_eq!(m[&format!("tcp.flow.1.{k}")], None);
+            assert_eq!(why[&format!("tcp.flow.1.{k}")], "the receiver did not see this connection");
+            assert_eq!(m[&format!("tcp.flow.3.{k}")], None);
+            assert!(why[&format!("tcp.flow.3.{k}")].starts_with("the receiver of traffic.1 failed"), "{why:?}");
+        }
+        assert_eq!(m["tcp.flow.2.rcvbuf_bytes"], Some(262_144.0));
+        assert_eq!(m["tcp.flow.2.rcv_ssthresh_bytes"], Some(200_000.0));
+        assert_eq!(m["tcp.flow.2.rcv_space_bytes"], Some(100_000.0));
+        assert!(!why.contains_key("tcp.flow.2.rcvbuf_bytes"));
     }
 
     /// Before 6.7 TCP_INFO has no tcpi_total_rto: a flow's timeouts are null, with why.

@@ -247,7 +247,8 @@ fn another_active_darkbuf_run_is_named() {
 /// read by the default receiver (the polling one, with a note) and by a blocking reader
 /// per connection on CPU 0. Structure only: every tcp.* metric is present, goodput is
 /// positive and below the shaped rate's bound, the per-flow series has the 0.2 s step,
-/// nothing is left.
+/// each receiving socket's buffers (ss -tmi's rb, rcv_ssthresh, rcv_space) were read at
+/// the end, nothing is left.
 #[test]
 #[ignore = "needs root"]
 fn tcp_flows_through_htb_report_the_simulators_metrics() {
@@ -284,6 +285,18 @@ fn tcp_through_htb(receiver: &str) {
     let g = m["tcp.goodput_mbps"].unwrap();
     // Goodput is payload: below the 100 Mbit the htb class sends as frames.
     assert!(g > 0.0 && g < 100.0, "goodput {g}");
+    for n in 0..2 {
+        let get = |k: &str| {
+            let k = format!("tcp.flow.{n}.{k}");
+            m.get(&k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(&k), r.unavailable.get(&k)))
+        };
+        let (rb, ssthresh, space) = (get("rcvbuf_bytes"), get("rcv_ssthresh_bytes"), get("rcv_space_bytes"));
+        eprintln!("{receiver:?} flow {n}: rb {rb} rcv_ssthresh {ssthresh} rcv_space {space}");
+        // tcp_rmem's default (131072) is where sk_rcvbuf starts; autotuning only grows it.
+        assert!(rb >= 131_072.0, "rb {rb}");
+        assert!(ssthresh > 0.0 && ssthresh <= rb, "rcv_ssthresh {ssthresh}, rb {rb}");
+        assert!(space > 0.0, "rcv_space {space}");
+    }
     let series = &r.runs[0].timeseries["tcp.flow.0.goodput_mbps"];
     assert_eq!(series.t_ms.len(), 10);
     assert_eq!(series.t_ms[0], 200.0);

@@ -39,8 +39,8 @@ pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResu
 pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};
 pub use sys::{mono_ns, pin_to_cpu, sleep_until_ns};
 pub use tcp::{
-    open_flow, spawn_tcp_receiver, spawn_tcp_sender, InfoSample, ReadMode, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats,
-    TcpSenderSpec, TcpSenderStats, SAMPLE_STEP, TCP_WRITE,
+    open_flow, rcv_buf, spawn_tcp_receiver, spawn_tcp_sender, InfoSample, RcvBuf, ReadMode, ReceiverFlow, SenderFlow, TcpReceiverSpec,
+    TcpReceiverStats, TcpSenderSpec, TcpSenderStats, SAMPLE_STEP, TCP_WRITE,
 };
 pub use tap::{
     create_tap_reader, create_tap_reader_with, spawn_tap_reader, TapInfo, TapOpts, TapReader, TapReaderSpec,

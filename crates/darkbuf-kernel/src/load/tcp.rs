@@ -19,7 +19,9 @@
 //! Every `SAMPLE_STEP` (0.2 s, flent's step) on a grid anchored at `grid_t0_ns`, the
 //! sender reads each flow's `TCP_INFO` and the receiver records the bytes each
 //! connection has read; both also sample once when they end. Rates in a window are
-//! interpolated between those samples by the backend.
+//! interpolated between those samples by the backend. The receiver also reads each
+//! receiving socket's buffers once, as `ss -tmi` would show them at the end
+//! ([`RcvBuf`]): just before it closes the socket, at EOF, a reset or its own end.
 //!
 //! Bounds: the loops end on `stop`, at `duration` after start, and a flow's sending
 //! ends at its `stop`; every blocking call is a poll, or a read with `SO_RCVTIMEO`, of
@@ -117,6 +119,34 @@ pub struct ReceiverFlow {
     pub peer_port: u16,
     pub bytes: u64,
     pub samples: Vec<(u64, u64)>,
+    /// The receiving socket's buffers just before the receiver closed it ([`rcv_buf`]):
+    /// None if it was never read, `Err` with why when getsockopt failed.
+    pub end: Option<Result<RcvBuf, String>>,
+}
+
+/// A receiving socket's buffers, as `ss -tmi` prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RcvBuf {
+    /// `sk_rcvbuf` (ss -m's `rb`), bytes.
+    pub rcvbuf: u32,
+    /// `tp->rcv_ssthresh` (`tcpi_rcv_ssthresh`), bytes.
+    pub rcv_ssthresh: u32,
+    /// `tp->rcvq_space.space` (`tcpi_rcv_space`), bytes.
+    pub rcv_space: u32,
+}
+
+/// `getsockopt(SO_RCVBUF)` and `TCP_INFO` of a receiving socket. SO_RCVBUF answers
+/// `sk_rcvbuf` as stored (`sock_getsockopt()`: `v.val = READ_ONCE(sk->sk_rcvbuf)`): what
+/// autotuning set, or twice what a `setsockopt(SO_RCVBUF)` asked; darkbuf sets none.
+pub fn rcv_buf(fd: &impl AsRawFd) -> io::Result<RcvBuf> {
+    let rcvbuf = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).map_err(|e| io::Error::new(e.kind(), format!("getsockopt SO_RCVBUF: {e}")))?;
+    let info = tcpinfo::tcp_info(fd).map_err(|e| io::Error::new(e.kind(), format!("getsockopt TCP_INFO: {e}")))?;
+    Ok(RcvBuf { rcvbuf: rcvbuf.max(0) as u32, rcv_ssthresh: info.rcv_ssthresh, rcv_space: info.rcv_space })
+}
+
+/// [`rcv_buf`] as [`ReceiverFlow::end`] keeps it.
+fn rcv_end(fd: &impl AsRawFd) -> Option<Result<RcvBuf, String>> {
+    Some(rcv_buf(fd).map_err(|e| e.to_string()))
 }
 
 #[derive(Clone, Debug, Default)]
@@ -226,7 +256,7 @@ fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16
             if let Some((c, peer)) = accept(&l, true)? {
                 let mut samples = Vec::with_capacity(steps);
                 samples.push((sys::mono_ns(), 0));
-                st.flows.push(ReceiverFlow { peer_port: peer, bytes: 0, samples });
+                st.flows.push(ReceiverFlow { peer_port: peer, bytes: 0, samples, end: None });
                 conns.push(Some(c));
             }
         }
@@ -236,10 +266,17 @@ fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16
     for f in st.flows.iter_mut() {
         f.samples.push((now, f.bytes));
     }
+    // The connections still open (the others were read when they closed).
+    for (c, f) in conns.iter().zip(st.flows.iter_mut()) {
+        if let Some(fd) = c {
+            f.end = rcv_end(fd);
+        }
+    }
     Ok(st)
 }
 
-/// Reads what every open connection has (each until EAGAIN, bounded by 64 reads).
+/// Reads what every open connection has (each until EAGAIN, bounded by 64 reads); a
+/// connection that ends (EOF, reset) has its buffers read, then is closed.
 fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &mut [u8]) -> io::Result<()> {
     for (c, f) in conns.iter_mut().zip(flows.iter_mut()) {
         let Some(fd) = c.as_ref() else { continue };
@@ -250,14 +287,15 @@ fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &m
                 f.bytes += r as u64;
                 continue;
             }
-            if r == 0 {
-                *c = None; // EOF: the sender closed.
-            } else {
-                match sys::errno() {
-                    libc::EAGAIN | libc::EINTR => {}
-                    libc::ECONNRESET => *c = None,
-                    _ => return Err(io::Error::last_os_error()),
-                }
+            // EOF (the sender closed) or a reset: the connection ends here.
+            let ended = r == 0 || match sys::errno() {
+                libc::EAGAIN | libc::EINTR => false,
+                libc::ECONNRESET => true,
+                _ => return Err(io::Error::last_os_error()),
+            };
+            if ended {
+                f.end = rcv_end(fd);
+                *c = None;
             }
             break;
         }
@@ -294,7 +332,7 @@ fn run_blocking_receiver(spec: &TcpReceiverSpec, cpu: Option<usize>, stop: &Arc<
         };
         let mut samples = Vec::with_capacity(steps);
         samples.push((sys::mono_ns(), 0));
-        let flow = ReceiverFlow { peer_port: peer, bytes: 0, samples };
+        let flow = ReceiverFlow { peer_port: peer, bytes: 0, samples, end: None };
         let (stop, quit) = (stop.clone(), quit.clone());
         let grid_t0_ns = spec.grid_t0_ns;
         let spawned = std::thread::Builder::new().name("darkbuf-tcp-rd".into()).spawn(move || read_blocking(c, flow, cpu, grid_t0_ns, deadline, &stop, &quit));
@@ -326,7 +364,8 @@ fn run_blocking_receiver(spec: &TcpReceiverSpec, cpu: Option<usize>, stop: &Arc<
 
 /// One connection's reader in [`ReadMode::Blocking`]: pinned to `cpu`, blocked in
 /// `read()` for at most `POLL_MAX` at a time (the socket's `SO_RCVTIMEO`), sampling its
-/// bytes on the grid, until EOF, a reset, `stop`, `quit` or `deadline`.
+/// bytes on the grid, until EOF, a reset, `stop`, `quit` or `deadline`; then the
+/// socket's buffers are read, and it is closed.
 fn read_blocking(
     c: OwnedFd,
     mut f: ReceiverFlow,
@@ -338,6 +377,7 @@ fn read_blocking(
 ) -> io::Result<ReceiverFlow> {
     let r = read_blocking_loop(&c, &mut f, cpu, grid_t0_ns, deadline, stop, quit);
     f.samples.push((sys::mono_ns(), f.bytes));
+    f.end = rcv_end(&c);
     if r.is_err() {
         quit.store(true, Ordering::Relaxed);
     }
@@ -567,6 +607,32 @@ mod tests {
             assert!(rf.samples.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
             // The accept's sample, at least one on the grid, and the last.
             assert!(rf.samples.len() >= 3, "{mode:?}: {}", rf.samples.len());
+            // The sender closed first: the buffers were read at EOF.
+            let b = rf.end.clone().expect("read before closing").unwrap();
+            assert!(b.rcvbuf > 0 && b.rcv_ssthresh > 0 && b.rcv_space > 0, "{mode:?}: {b:?}");
+        }
+    }
+
+    /// A connection still open when the receiver stops has its buffers read then, in
+    /// both modes; an autotuned `sk_rcvbuf` is at least `rcv_ssthresh`'s worth of data.
+    #[test]
+    fn open_connections_are_read_at_the_receivers_end() {
+        for mode in [ReadMode::Poll, ReadMode::Blocking] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 1, duration: Duration::from_secs(5), grid_t0_ns: 0, mode };
+            let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
+            let mut c = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port.expect("receiver listens"))).unwrap();
+            std::io::Write::write_all(&mut c, &vec![0u8; 1 << 20]).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::SeqCst);
+            let r = rh.join().unwrap().unwrap();
+            drop(c);
+            assert_eq!(r.flows.len(), 1);
+            let f = &r.flows[0];
+            assert_eq!(f.bytes, 1 << 20, "{mode:?}");
+            let b = f.end.clone().expect("read at the receiver's end").unwrap();
+            assert!(b.rcvbuf > 0 && b.rcv_ssthresh > 0 && b.rcv_space > 0, "{mode:?}: {b:?}");
+            assert!(b.rcvbuf >= b.rcv_ssthresh, "{mode:?}: {b:?}");
         }
     }
 

@@ -1,11 +1,13 @@
-//! `getsockopt(TCP_INFO)`: the sender's view of a flow, as `ss -ti` prints it.
+//! `getsockopt(TCP_INFO)`: the sender's view of a flow, as `ss -ti` prints it, and the
+//! receiver's `rcv_ssthresh` / `rcv_space`.
 //!
 //! The kernel fills `struct tcp_info` (include/uapi/linux/tcp.h) in `tcp_get_info()`
 //! (net/ipv4/tcp.c) and copies `min(optlen, sizeof(info))` bytes, so an older kernel
 //! returns a shorter struct. The fields are read by their offsets in the uapi layout
 //! from the bytes the kernel actually returned: a field beyond the returned length is
-//! `None`, never garbage. Offsets (bytes): `tcpi_snd_mss` 16, `tcpi_rtt` 68 (srtt in
-//! µs, `tp->srtt_us >> 3`), `tcpi_snd_cwnd` 80, `tcpi_total_retrans` 100,
+//! `None`, never garbage. Offsets (bytes): `tcpi_snd_mss` 16, `tcpi_rcv_ssthresh` 64
+//! (`tp->rcv_ssthresh`), `tcpi_rtt` 68 (srtt in µs, `tp->srtt_us >> 3`), `tcpi_snd_cwnd`
+//! 80, `tcpi_rcv_space` 96 (`tp->rcvq_space.space`), `tcpi_total_retrans` 100,
 //! `tcpi_pacing_rate` 104 (B/s, `sk_pacing_rate`), `tcpi_delivery_rate` 160 (B/s,
 //! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120,
 //! `tcpi_total_rto` 240 (u16, 6.7+: the connection's retransmission timeouts).
@@ -21,10 +23,15 @@ pub struct TcpInfo {
     /// `tcpi_ca_state` (0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss).
     pub ca_state: u8,
     pub snd_mss: u32,
+    /// `tp->rcv_ssthresh`, bytes: the most the receiver may advertise for now.
+    pub rcv_ssthresh: u32,
     /// Smoothed RTT, µs.
     pub srtt_us: u32,
     /// Congestion window, segments.
     pub snd_cwnd: u32,
+    /// `tp->rcvq_space.space`, bytes: what the receiving application read in one
+    /// receiver RTT, the measure receive-buffer autotuning grows `sk_rcvbuf` by.
+    pub rcv_space: u32,
     /// Segments retransmitted over the connection's life (`tp->total_retrans`).
     pub total_retrans: u32,
     /// `sk_pacing_rate`, B/s (`~0` means unlimited); None on kernels before 4.0.
@@ -60,8 +67,10 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         state: *b.first()?,
         ca_state: *b.get(1)?,
         snd_mss: u32_at(b, 16)?,
+        rcv_ssthresh: u32_at(b, 64)?,
         srtt_us: u32_at(b, 68)?,
         snd_cwnd: u32_at(b, 80)?,
+        rcv_space: u32_at(b, 96)?,
         total_retrans: u32_at(b, 100)?,
         pacing_rate: u64_at(b, 104),
         bytes_acked: u64_at(b, 120),
@@ -93,8 +102,13 @@ mod tests {
         b[0] = 1;
         b[1] = 3;
         b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        // Neighbours of the receiver's fields: tcpi_pmtu 60, tcpi_rcv_rtt 92.
+        b[60..64].copy_from_slice(&1500u32.to_ne_bytes());
+        b[64..68].copy_from_slice(&115_208u32.to_ne_bytes());
         b[68..72].copy_from_slice(&12_345u32.to_ne_bytes());
         b[80..84].copy_from_slice(&87u32.to_ne_bytes());
+        b[92..96].copy_from_slice(&4_000u32.to_ne_bytes());
+        b[96..100].copy_from_slice(&57_920u32.to_ne_bytes());
         b[100..104].copy_from_slice(&9u32.to_ne_bytes());
         b[104..112].copy_from_slice(&15_000_000u64.to_ne_bytes());
         b[120..128].copy_from_slice(&123_456_789u64.to_ne_bytes());
@@ -113,8 +127,10 @@ mod tests {
                 state: 1,
                 ca_state: 3,
                 snd_mss: 1448,
+                rcv_ssthresh: 115_208,
                 srtt_us: 12_345,
                 snd_cwnd: 87,
+                rcv_space: 57_920,
                 total_retrans: 9,
                 pacing_rate: Some(15_000_000),
                 bytes_acked: Some(123_456_789),
@@ -135,6 +151,8 @@ mod tests {
         // 2.6 (104 bytes, up to tcpi_total_retrans): no pacing rate.
         let i = parse_tcp_info(&image(104)).unwrap();
         assert_eq!((i.total_retrans, i.pacing_rate), (9, None));
+        // The receiver's fields are in that first struct.
+        assert_eq!((i.rcv_ssthresh, i.rcv_space), (115_208, 57_920));
         // Cut inside tcpi_total_retrans: unusable.
         assert_eq!(parse_tcp_info(&image(103)), None);
         assert_eq!(parse_tcp_info(&[]), None);
