@@ -471,6 +471,13 @@ impl World {
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
             out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
             out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
+            if let Some(app) = &t.rcv.app {
+                // The receiving socket as `ss -tmi` shows it at the end: rb,
+                // rcv_ssthresh, rcv_space.
+                out.m.insert(format!("tcp.flow.{n}.rcvbuf_bytes"), Some(app.buf.rcvbuf as f64));
+                out.m.insert(format!("tcp.flow.{n}.rcv_ssthresh_bytes"), Some(app.buf.rcv_ssthresh as f64));
+                out.m.insert(format!("tcp.flow.{n}.rcv_space_bytes"), Some(app.buf.space as f64));
+            }
             total += st.goodput_bytes;
             retrans += t.total_retrans - st.retrans_base;
             timeouts += t.timeouts - st.timeouts_base;
