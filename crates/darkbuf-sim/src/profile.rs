@@ -123,19 +123,21 @@ fn default_tcp_ack_ns() -> f64 {
 fn default_tcp_rcv_ns() -> f64 {
     600.0
 }
-// The receiving application's syscalls, measured on the 2-vCPU development VM
-// (2026-11-27, kernel 6.18, loopback TCP, data queued before the timed reads, medians):
-// read() of N queued bytes fits 745 ns + 127 ns per KiB for N = 1448 .. 131072 (the
-// copy is tcp_copy_ns_per_kb's assumption, 100), a read() that finds nothing 590 ns;
-// poll() over 1, 8 and 64 idle TCP sockets fits 253 ns + 81 ns per socket.
+// The receiving application's syscalls, measured on the 2-vCPU development VM (a KVM
+// guest; 2026-11-27, kernel 6.18, loopback TCP with the data queued before the timed
+// reads; medians of 4 rounds, each round's figures within 15-30%): read() of N queued
+// bytes fits 700 ns + 117 ns per KiB for N = 1448 .. 131072 (the copy is
+// tcp_copy_ns_per_kb's assumption, 100), a read() that finds nothing 450 ns (taken
+// as a read's 700 here); poll() over 1, 8 and 64 idle TCP sockets fits 260 ns + 72 ns
+// per socket.
 fn default_tcp_recvmsg_ns() -> f64 {
-    750.0
+    700.0
 }
 fn default_tcp_poll_ns() -> f64 {
-    250.0
+    260.0
 }
 fn default_tcp_poll_fd_ns() -> f64 {
-    80.0
+    72.0
 }
 
 /// A machine profile.
