@@ -134,6 +134,23 @@ impl Receiver {
         }
     }
 
+    /// The ECN of a data segment of `payload` bytes: `tcp_ecn_accept_cwr()` (the
+    /// sender has reduced: stop echoing, and ACK at once, its cwnd may be tiny), then
+    /// `__tcp_ecn_check_ce()` (a CE mark starts the echo, with two quick ACKs when it
+    /// is a new one: "sender can have a very low cwnd"). Returns whether to ACK now.
+    fn tcp_ecn_rcv(&mut self, info: &PktInfo, payload: u32) -> bool {
+        if info.cwr {
+            self.ece = false;
+        }
+        if info.ecn == Skb::ECN_CE {
+            if !self.ece {
+                self.quickack = self.quickack.max(2);
+            }
+            self.ece = true;
+        }
+        info.cwr && payload > 0
+    }
+
     /// Bytes received in order and not yet read.
     pub fn unread(&self) -> u32 {
         self.app.as_ref().map_or(0, |a| self.rcv_nxt.wrapping_sub(a.buf.copied_seq))
@@ -206,19 +223,7 @@ impl World {
         let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
         let r = &mut tp.rcv;
         r.cpu = cpu;
-        // tcp_ecn_accept_cwr(): the sender has reduced; stop echoing, and ACK at once
-        // (its cwnd may be tiny). Then __tcp_ecn_check_ce(): a CE mark starts the echo,
-        // with two quick ACKs when it is a new one ("sender can have a very low cwnd").
-        let mut now_ack = info.cwr && payload > 0;
-        if info.cwr {
-            r.ece = false;
-        }
-        if info.ecn == Skb::ECN_CE {
-            if !r.ece {
-                r.quickack = r.quickack.max(2);
-            }
-            r.ece = true;
-        }
+        let mut now_ack = r.tcp_ecn_rcv(info, payload);
         let before_nxt = r.rcv_nxt;
         if seq == r.rcv_nxt {
             r.rcv_nxt = end;
@@ -338,16 +343,7 @@ impl World {
         r.cpu = cpu;
         // Out of the receiver while its queues change, back before an ACK is built.
         let mut app = r.app.take().expect("a modelled receiver");
-        let mut now_ack = info.cwr && payload > 0;
-        if info.cwr {
-            r.ece = false;
-        }
-        if info.ecn == Skb::ECN_CE {
-            if !r.ece {
-                r.quickack = r.quickack.max(2);
-            }
-            r.ece = true;
-        }
+        let mut now_ack = r.tcp_ecn_rcv(info, payload);
         // tcp_rcv_rtt_measure_ts(), before the segment is queued: a sample while the
         // application has read everything.
         if let Some(tsecr) = tsecr.filter(|_| !after(seq, r.rcv_nxt) && payload > 0) {
