@@ -89,8 +89,8 @@ impl World {
 
     /// The copy of one `read()` on socket `s`: holds the socket, copies what is queued
     /// in order (at most [`APP_READ`]), eats the skbs read whole, lets DRS measure,
-    /// and counts the goodput when the read returns. Returns the CPU time (the syscall's, and the copy's if
-    /// any) and the bytes copied.
+    /// and counts the goodput when the read returns. Returns the CPU time (the
+    /// syscall's, and the copy's if any) and the bytes copied.
     fn tcp_recvmsg_copy(&mut self, s: SockId) -> (u64, u32) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
         let tp = self.tcp(s);
