@@ -362,8 +362,8 @@ impl Builder<'_> {
     /// The receiving application of a flow's connections `first..`, with a modelled
     /// receiver: one `poll` thread for all, or a `blocking` thread each, sleeping until
     /// data comes. They run on the receiving host: `receiver_cpu`, or the CPU of the
-    /// receiving device's first queue (`irq_cpus[0]`; the kernel backend pins its
-    /// receiver to its consumer's CPU, the same on two CPUs).
+    /// receiving device's first queue (`irq_cpus[0]`, a `[lan]` client's NIC's; the
+    /// kernel backend pins its receiver to its consumer's CPU, the same on two CPUs).
     fn tcp_readers(&mut self, f: &darkbuf_scenario::TcpFlow, first: SockId) {
         use darkbuf_scenario::{Direction, TcpReceiver};
         let poll = match f.receiver {
@@ -377,7 +377,14 @@ impl Builder<'_> {
                 let cpu0 = self.hosts[1].cpus.start;
                 cpu0 + f.receiver_cpu.unwrap_or(peer.irq_cpus[0]) as CpuId
             }
-            _ => self.near.cpu0 + f.receiver_cpu.map_or_else(|| self.irq_cpu(0), |c| c as CpuId),
+            // The near end: a [lan] client's NIC interrupts its CPU 1 (see `lan()`).
+            _ => {
+                let irq = match &self.scn.lan {
+                    Some(lan) => (1 % lan.cpus) as CpuId,
+                    None => self.irq_cpu(0),
+                };
+                self.near.cpu0 + f.receiver_cpu.map_or(irq, |c| c as CpuId)
+            }
         };
         let n = f.flows as u16;
         let readers: Vec<(SockId, u16)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };

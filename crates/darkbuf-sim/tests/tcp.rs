@@ -309,3 +309,14 @@ fn a_slow_reader_closes_the_window() {
         assert!((0.85 * reader..1.01 * reader).contains(&g), "{receiver}: {g} Mbit/s, the reader's limit {reader:.1}");
     }
 }
+
+/// The reader's default CPU is on the receiving host: a download's behind a router
+/// runs on the `[lan]` client (2 CPUs), whatever CPU the router's own NIC interrupts
+/// (here CPU 11 of 12), and takes the line as the idealised reader does.
+#[test]
+fn a_downloads_reader_runs_on_the_lan_client() {
+    let text = nic_tcp("100Mbit", "fq_codel", "cubic", "irq_cpus = [11]").replace("cc = \"cubic\"", "cc = \"cubic\"\ndirection = \"down\"\nreceiver = \"poll\"");
+    let text = format!("{text}[machine]\ncpus = 12\n[lan]\nrate = \"1Gbit\"\n[peer]\ncpus = 2\n");
+    let r = run_text(&text, &[]);
+    assert!(m(&r, "tcp.goodput_mbps") >= 93.0, "{}", m(&r, "tcp.goodput_mbps"));
+}
