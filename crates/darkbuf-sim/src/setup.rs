@@ -362,8 +362,8 @@ impl Builder<'_> {
     /// The receiving application of a flow's connections `first..`, with a modelled
     /// receiver: one `poll` thread for all, or a `blocking` thread each, sleeping until
     /// data comes. They run on the receiving host: `receiver_cpu`, or the CPU of the
-    /// receiving device's first queue (`irq_cpus[0]`, a `[lan]` client's NIC's; the
-    /// kernel backend pins its receiver to its consumer's CPU, the same on two CPUs).
+    /// receiving device's first queue's NAPI (the kernel backend pins its receiver to
+    /// its consumer's CPU, the same on two CPUs).
     fn tcp_readers(&mut self, f: &darkbuf_scenario::TcpFlow, first: SockId) {
         use darkbuf_scenario::{Direction, TcpReceiver};
         let poll = match f.receiver {
@@ -371,20 +371,20 @@ impl Builder<'_> {
             TcpReceiver::Poll => true,
             TcpReceiver::Blocking => false,
         };
+        // The receiving host, and the device the data arrives at: the far host's NIC
+        // for an upload over a NIC; this host's device (veth keeps its peer's rings
+        // on dev 0) or a [lan] client's NIC otherwise.
         let nic = self.scn.device.nic.is_some();
-        let cpu = match (f.direction, self.scn.peer.as_ref()) {
-            (Direction::Up, Some(peer)) if nic => {
-                let cpu0 = self.hosts[1].cpus.start;
-                cpu0 + f.receiver_cpu.unwrap_or(peer.irq_cpus[0]) as CpuId
-            }
-            // The near end: a [lan] client's NIC interrupts its CPU 1 (see `lan()`).
-            _ => {
-                let irq = match &self.scn.lan {
-                    Some(lan) => (1 % lan.cpus) as CpuId,
-                    None => self.irq_cpu(0),
-                };
-                self.near.cpu0 + f.receiver_cpu.map_or(irq, |c| c as CpuId)
-            }
+        let (cpu0, rx_dev) = match f.direction {
+            Direction::Up if nic => (self.hosts[1].cpus.start, 1),
+            Direction::Up => (self.near.cpu0, 0),
+            Direction::Down => (self.near.cpu0, self.near.dev),
+        };
+        // Its first queue's NAPI CPU as built (tun has no NAPI: its IRQ CPU).
+        let napi_cpu = self.napis.iter().find(|n| n.dev == rx_dev && n.queue == 0).map(|n| self.tasks[n.task as usize].cpu);
+        let cpu = match f.receiver_cpu {
+            Some(c) => cpu0 + c as CpuId,
+            None => napi_cpu.unwrap_or_else(|| cpu0 + self.irq_cpu(0)),
         };
         let n = f.flows as u16;
         let readers: Vec<(SockId, u16)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
