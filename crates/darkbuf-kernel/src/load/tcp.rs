@@ -124,6 +124,15 @@ pub struct ReceiverFlow {
     pub end: Option<Result<RcvBuf, String>>,
 }
 
+impl ReceiverFlow {
+    /// A connection from `peer_port` accepted now: its first sample, room for `steps`.
+    fn accepted(peer_port: u16, steps: usize) -> ReceiverFlow {
+        let mut samples = Vec::with_capacity(steps);
+        samples.push((sys::mono_ns(), 0));
+        ReceiverFlow { peer_port, bytes: 0, samples, end: None }
+    }
+}
+
 /// A receiving socket's buffers, as `ss -tmi` prints them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RcvBuf {
@@ -254,9 +263,7 @@ fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16
         poll_all(&mut pfds, wait)?;
         if conns.len() < spec.flows as usize {
             if let Some((c, peer)) = accept(&l, true)? {
-                let mut samples = Vec::with_capacity(steps);
-                samples.push((sys::mono_ns(), 0));
-                st.flows.push(ReceiverFlow { peer_port: peer, bytes: 0, samples, end: None });
+                st.flows.push(ReceiverFlow::accepted(peer, steps));
                 conns.push(Some(c));
             }
         }
@@ -281,26 +288,45 @@ fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &m
     for (c, f) in conns.iter_mut().zip(flows.iter_mut()) {
         let Some(fd) = c.as_ref() else { continue };
         for _ in 0..64 {
-            // SAFETY: buf is valid for its length.
-            let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-            if r > 0 {
-                f.bytes += r as u64;
-                continue;
+            match read_once(fd, buf)? {
+                ReadOutcome::Bytes(n) => f.bytes += n,
+                ReadOutcome::Nothing => break,
+                ReadOutcome::Ended => {
+                    f.end = rcv_end(fd);
+                    *c = None;
+                    break;
+                }
             }
-            // EOF (the sender closed) or a reset: the connection ends here.
-            let ended = r == 0 || match sys::errno() {
-                libc::EAGAIN | libc::EINTR => false,
-                libc::ECONNRESET => true,
-                _ => return Err(io::Error::last_os_error()),
-            };
-            if ended {
-                f.end = rcv_end(fd);
-                *c = None;
-            }
-            break;
         }
     }
     Ok(())
+}
+
+/// What one `read()` of a receiving socket gave.
+enum ReadOutcome {
+    Bytes(u64),
+    /// Nothing yet: EAGAIN (a non-blocking socket, or `SO_RCVTIMEO` passed) or EINTR.
+    Nothing,
+    /// The connection ended: EOF (the sender closed) or a reset.
+    Ended,
+}
+
+/// One `read()` of `fd` into `buf`; an error other than those [`ReadOutcome`] names is the
+/// receiver's.
+fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<ReadOutcome> {
+    // SAFETY: buf is valid for its length.
+    let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    if r > 0 {
+        return Ok(ReadOutcome::Bytes(r as u64));
+    }
+    if r == 0 {
+        return Ok(ReadOutcome::Ended);
+    }
+    match sys::errno() {
+        libc::EAGAIN | libc::EINTR => Ok(ReadOutcome::Nothing),
+        libc::ECONNRESET => Ok(ReadOutcome::Ended),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 /// [`ReadMode::Blocking`]: this thread accepts the connections and starts a reader for
@@ -330,9 +356,7 @@ fn run_blocking_receiver(spec: &TcpReceiverSpec, cpu: Option<usize>, stop: &Arc<
                 break;
             }
         };
-        let mut samples = Vec::with_capacity(steps);
-        samples.push((sys::mono_ns(), 0));
-        let flow = ReceiverFlow { peer_port: peer, bytes: 0, samples, end: None };
+        let flow = ReceiverFlow::accepted(peer, steps);
         let (stop, quit) = (stop.clone(), quit.clone());
         let grid_t0_ns = spec.grid_t0_ns;
         let spawned = std::thread::Builder::new().name("darkbuf-tcp-rd".into()).spawn(move || read_blocking(c, flow, cpu, grid_t0_ns, deadline, &stop, &quit));
@@ -409,21 +433,10 @@ fn read_blocking_loop(
             f.samples.push((now, f.bytes));
             tick = next_tick(now, grid_t0_ns);
         }
-        // SAFETY: buf is valid for its length.
-        let r = unsafe { libc::read(c.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-        if r > 0 {
-            f.bytes += r as u64;
-            continue;
-        }
-        if r == 0 {
-            return Ok(()); // EOF: the sender closed.
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            // EAGAIN: SO_RCVTIMEO passed with nothing to read.
-            Some(libc::EAGAIN | libc::EINTR) => {}
-            Some(libc::ECONNRESET) => return Ok(()),
-            _ => return Err(e),
+        match read_once(c, &mut buf)? {
+            ReadOutcome::Bytes(n) => f.bytes += n,
+            ReadOutcome::Nothing => {}
+            ReadOutcome::Ended => return Ok(()),
         }
     }
 }
