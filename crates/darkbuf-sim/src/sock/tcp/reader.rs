@@ -106,10 +106,12 @@ impl World {
         }
         // A blocking read() that finds nothing sleeps in sk_wait_data() and, woken,
         // copies within the same syscall: its cost is the read's that follows.
-        let syscall = copied > 0 || app.poll;
-        let c = &self.profile.costs;
-        let ns = if syscall { c.tcp_recvmsg_ns + c.tcp_copy_ns_per_kb * copied as f64 / 1024.0 } else { 0.0 };
-        let cost = if syscall { self.cost(ns) } else { 0 };
+        let cost = if copied > 0 || app.poll {
+            let c = &self.profile.costs;
+            self.cost(c.tcp_recvmsg_ns + c.tcp_copy_ns_per_kb * copied as f64 / 1024.0)
+        } else {
+            0
+        };
         // The application has the bytes when read() returns.
         let done = now + cost;
         if copied > 0 && done >= start && done <= end {
