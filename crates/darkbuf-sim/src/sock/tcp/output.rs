@@ -6,8 +6,9 @@
 //! The tail loss probe: `tcp_schedule_loss_probe()` and `tcp_send_loss_probe()`. The
 //! probe timer of an empty flight: `tcp_send_probe0()` and `tcp_write_wakeup()`.
 //!
-//! Simplifications, stated: no Nagle or TSO deferral (`tcp_tso_should_defer()`: a
-//! bulk sender with a full window sends full-sized skbs anyway), no MTU probing, and
+//! Simplifications, stated: no Nagle, no TSO deferral (`tcp_tso_should_defer()`) and
+//! TSQ judging the write-queue skb at the TSO goal rather than the skb
+//! `tso_fragment()` cut (a stand-in: see `tcp_next_to_send()`), no MTU probing, and
 //! no `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
 //! first transmission waits in a host queue).
 
@@ -258,9 +259,12 @@ impl World {
     /// (`tcp_xmit_retransmit_queue()`: `min(cwnd - in_flight, max_segs)`); new data at
     /// most half the window (`tcp_cwnd_test()`).
     ///
-    /// The fourth value is the length of the write-queue skb the range is cut from
-    /// (`tcp_sendmsg()` built it at the TSO goal): TSQ judges that skb, before
-    /// `tcp_mss_split_point()` trims it to the cwnd quota.
+    /// The fourth value is what TSQ judges: the length of an skb at the TSO goal, not
+    /// the range cut to the cwnd quota. 6.18's `tcp_write_xmit()` judges the skb
+    /// `tso_fragment()` cut; that alone leaves the model on a plateau the kernel leaves
+    /// (one flow at 100 Mbit behind htb: cwnd 33-52 against the kernel's 183, ping
+    /// 4.8-6.8 ms against 13.7). The stand-in gives the state the kernel ends in, two
+    /// TSO skbs of the goal's size (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
     fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<(u32, u32, bool, u32)> {
         let full_goal = self.tcp_tso_segs(s);
         let tp = self.tcp(s);
