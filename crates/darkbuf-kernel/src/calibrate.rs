@@ -163,6 +163,10 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
     let tap = run("tap", tap_text, 1, &mut progress)?;
     let tap_p = point("tap", 0, 0, &tap, dur_s);
 
+    // The machine's stalls: every CPU busy at once, nothing else of ours running.
+    progress("calibrate: stalls (a busy loop on every CPU)");
+    let stalls = crate::stalls::measure(crate::online_cpus(), std::time::Duration::from_secs_f64(if quick { 1.0 } else { 5.0 }));
+
     let mut c = base.costs.clone();
     let mut fitted = Vec::new();
 
@@ -281,6 +285,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
             assumed.join(", ")
         ),
         noise: base.noise,
+        stalls,
         costs: c,
         fit: Some(darkbuf_sim::profile::Fit {
             source: format!(
@@ -390,6 +395,10 @@ fn toml_of(p: &Profile) -> Result<String> {
     ] {
         let _ = writeln!(s, "{k} = {v:?}");
     }
+    for st in &p.stalls {
+        let _ = writeln!(s, "\n[[stalls]]   # measured: gaps in a busy loop pinned to each CPU, all CPUs at once");
+        let _ = writeln!(s, "per_s = {:?}\nmin_us = {:?}\nmax_us = {:?}", st.per_s, st.min_us, st.max_us);
+    }
     if let Some(f) = &p.fit {
         let _ = writeln!(s, "\n[fit]");
         let _ = writeln!(s, "source = {}", toml_str(&f.source));
@@ -435,6 +444,11 @@ mod tests {
     fn written_profile_round_trips() {
         let mut p = Profile::load("seed-vm").unwrap();
         p.name = "calibrated".into();
+        // Two classes of stalls, as the busy loop reports them.
+        p.stalls = vec![
+            darkbuf_sim::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 },
+            darkbuf_sim::profile::Stall { per_s: 0.025, min_us: 30312.7, max_us: 30312.7 },
+        ];
         let pts = vec![Point {
             label: "n0-app0".into(), nrules: 0, app_cost_ns: 0, consumer_pps: Some(1e5), sink_pps: None, flood_pps: None,
             backlog_avg_pkts: Some(900.0), qdisc_drops: Some(1.0), napi_polls_per_s: None, napi_avg_work: None,

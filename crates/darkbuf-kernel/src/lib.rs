@@ -23,6 +23,7 @@ pub mod names;
 pub mod nics;
 pub mod rules;
 pub mod signals;
+pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
 pub mod topo;

@@ -66,6 +66,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("dev.tx_dropped", "packets", "kernel: the TX device's tx_dropped counter"),
     e("softnet.time_squeeze", "events", "times net_rx_action() ran out of budget or time with work left (/proc/net/softnet_stat)"),
     e("cpu.N.busy_pct", "%", "percent of the measured window CPU N was busy"),
+    e("cpu.stalled_pct", "%", "simulator, with a profile's [[stalls]]: percent of the measured window the machine took from the CPUs (stalls begun in it, averaged over the CPUs; not busy time)"),
     e("cpu.N.softirq_pct", "%", "percent of the measured window CPU N spent in softirq handlers (mpstat's %soft)"),
     e("cpu.N.net_tx_pct", "%", "percent of the measured window CPU N spent in NET_TX softirq (net_tx_action, qdisc runs)"),
     e("cpu.N.net_rx_pct", "%", "percent of the measured window CPU N spent in NET_RX softirq (NAPI polls: RX, TX completions, ACKs)"),

@@ -43,6 +43,8 @@ pub enum Event {
     TcpTimer(u16, u8),
     /// A whole second of the run: iperf3's interval report reads every TCP sender.
     Interval,
+    /// CPU `n` stalls (`stall.rs`).
+    Stall(u16),
 }
 
 /// The TCP timer kinds: a socket's timers take lanes `2 * (s * TCP_TIMER_KINDS + kind)`.
@@ -251,6 +253,20 @@ impl EventQueue {
         }
     }
 
+    /// Moves CPU `c`'s pending step `d` ns later (its place among steps at the new
+    /// time is its push order, as for any step); false if it has none.
+    pub fn postpone_cpu(&mut self, c: u16, d: u64) -> bool {
+        let Some(e) = self.cpu.iter_mut().find(|e| e.1 == c) else { return false };
+        e.0 .0 += d;
+        self.first = (0, EMPTY);
+        for (i, &(k, _)) in self.cpu.iter().enumerate() {
+            if k < self.first.1 {
+                self.first = (i, k);
+            }
+        }
+        true
+    }
+
     /// Time of the earliest pending event (`u64::MAX` if none).
     #[inline]
     pub fn peek_time(&self) -> u64 {
@@ -320,6 +336,22 @@ mod tests {
         let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(popped, reference_order(&pushes));
         assert!(q.lanes.iter().all(VecDeque::is_empty));
+    }
+
+    /// A stall moves a CPU's pending step later, past a timer and another CPU's step
+    /// it came before; a CPU without a pending step is left alone.
+    #[test]
+    fn a_postponed_step_pops_at_its_new_time() {
+        let mut q = EventQueue::new(3);
+        q.push(100, Event::Cpu(0));
+        q.push(150, Event::Sample);
+        q.push(200, Event::Cpu(1));
+        assert!(q.postpone_cpu(0, 100));
+        assert!(!q.postpone_cpu(2, 10));
+        assert_eq!(q.peek_time(), 150);
+        let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        // Both steps at 200 now: they keep their push order, CPU 0's first.
+        assert_eq!(popped, vec![(150, Event::Sample), (200, Event::Cpu(0)), (200, Event::Cpu(1))]);
     }
 
     proptest! {

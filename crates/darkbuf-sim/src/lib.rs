@@ -29,6 +29,7 @@ pub(crate) mod sched;
 mod setup;
 mod sock;
 mod softirq;
+mod stall;
 mod world;
 
 pub use profile::Profile;

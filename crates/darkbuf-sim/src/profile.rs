@@ -152,6 +152,10 @@ pub struct Profile {
     pub costs: Costs,
     /// What the fitted costs were fitted to.
     pub fit: Option<Fit>,
+    /// Stalls: times the machine takes a CPU away from the kernel (a hypervisor's
+    /// steal, the host's interrupts), measured as gaps in a busy loop. None by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<Stall>,
     /// A profile read from a file: its path and an FNV-1a 64 digest of its text, so
     /// results name the very costs they ran with (two files may share a `name`).
     #[serde(skip)]
@@ -161,6 +165,16 @@ pub struct Profile {
 /// FNV-1a, 64 bits: a stable digest of a profile file's text (not a security hash).
 fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// One class of stalls (`[[stalls]]`): `per_s` times a second on each CPU, at random
+/// (a Poisson process), each lasting between `min_us` and `max_us` (log-uniform).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stall {
+    pub per_s: f64,
+    pub min_us: f64,
+    pub max_us: f64,
 }
 
 /// The data a profile's consumer costs were fitted to, kept in the profile so the fit
@@ -229,7 +243,7 @@ impl Profile {
             ProfileError::Parse { path: path.clone(), err, at }
         })?;
         profile.validate().map_err(|(key, msg)| {
-            let at = value_position(&text, key);
+            let at = value_position(&text, &key);
             ProfileError::Invalid { path: path.clone(), msg, at }
         })?;
         if from_file {
@@ -249,7 +263,7 @@ impl Profile {
 
     /// Checks the values serde cannot: on error, the key at fault (`noise`, or a field of
     /// `[costs]`) and why.
-    fn validate(&self) -> Result<(), (&'static str, String)> {
+    fn validate(&self) -> Result<(), (String, String)> {
         let c = &self.costs;
         let all = [
             ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns),
@@ -266,14 +280,25 @@ impl Profile {
         ];
         for (k, v) in all {
             if !(v.is_finite() && (0.0..1e12).contains(&v)) {
-                return Err((k, format!("costs.{k} = {v} must be a finite number of ns >= 0")));
+                return Err((k.into(), format!("costs.{k} = {v} must be a finite number of ns >= 0")));
+            }
+        }
+        for (i, st) in self.stalls.iter().enumerate() {
+            if !(st.per_s.is_finite() && (0.0..=1e5).contains(&st.per_s)) {
+                return Err((format!("stalls.{i}.per_s"), format!("stalls[{i}]: per_s = {} must be a rate in [0, 100000] per second", st.per_s)));
+            }
+            if !(st.min_us.is_finite() && st.max_us.is_finite() && 0.0 < st.min_us && st.min_us <= st.max_us && st.max_us <= 1e6) {
+                return Err((
+                    format!("stalls.{i}.min_us"),
+                    format!("stalls[{i}]: min_us = {} and max_us = {} must satisfy 0 < min_us <= max_us <= 1000000 (1 s)", st.min_us, st.max_us),
+                ));
             }
         }
         if !(0.0..0.9).contains(&self.noise) {
-            return Err(("noise", format!("noise = {} must be in [0, 0.9)", self.noise)));
+            return Err(("noise".into(), format!("noise = {} must be in [0, 0.9)", self.noise)));
         }
         if c.consume_ns + c.consumer_base_ns <= 0.0 {
-            return Err(("consume_ns", "the consumer's per-packet cost (costs.consume_ns + costs.consumer_base_ns) must be > 0".into()));
+            return Err(("consume_ns".into(), "the consumer's per-packet cost (costs.consume_ns + costs.consumer_base_ns) must be > 0".into()));
         }
         // `World::cost()` truncates to whole ns. A send that can cost 0 ns lets a flood
         // into a full qdisc, whose sends are dropped and free their buffer at once,
@@ -281,7 +306,7 @@ impl Profile {
         let least = c.send_ns * (1.0 - self.noise);
         if least < 1.0 {
             return Err((
-                "send_ns",
+                "send_ns".into(),
                 format!(
                     "costs.send_ns = {} with noise = {}: a send may cost {least:.3} ns, below the simulator's 1 ns clock \
                      step, and a flood into a full qdisc would never let the clock advance; expected send_ns >= \
@@ -309,6 +334,12 @@ fn value_position(text: &str, key: &str) -> Option<(usize, usize)> {
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let item = match key {
         "noise" => doc.get("noise")?,
+        stall if stall.starts_with("stalls.") => {
+            // stalls.<index>.<field>: that entry's value.
+            let mut parts = stall.split('.').skip(1);
+            let i: usize = parts.next()?.parse().ok()?;
+            doc.get("stalls")?.as_array_of_tables()?.get(i)?.get(parts.next()?)?
+        }
         field => doc.get("costs")?.get(field)?,
     };
     Some(darkbuf_scenario::diag::line_col(text, item.span()?.start))
@@ -422,6 +453,34 @@ mod tests {
                 assert!(msg.contains("must be in [0, 0.9)"), "{msg}");
             }
             other => panic!("accepted or wrong error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stalls_load_and_bad_ones_are_refused_where_they_are_set() {
+        let stall = "noise = 0.05\n[[stalls]]\nper_s = 2.5\nmin_us = 1000.0\nmax_us = 2000.0\n";
+        let p = load_edited("stalls", "noise", stall).expect("a valid class");
+        assert_eq!(p.stalls, vec![Stall { per_s: 2.5, min_us: 1000.0, max_us: 2000.0 }]);
+        // The second of two classes is bad: the error is at its per_s (6 lines below the
+        // noise line) or its min_us (7 lines below).
+        let noise = SEED_VM.lines().position(|l| l.starts_with("noise")).unwrap() + 1;
+        let good = "[[stalls]]\nper_s = 1.0\nmin_us = 1.0\nmax_us = 2.0\n";
+        for (tag, bad, line, says) in [
+            ("rate", "per_s = -1.0\nmin_us = 1.0\nmax_us = 2.0", noise + 6, "stalls[1]: per_s = -1 must be a rate in [0, 100000]"),
+            ("order", "per_s = 1.0\nmin_us = 3.0\nmax_us = 2.0", noise + 7, "stalls[1]: min_us = 3 and max_us = 2 must satisfy 0 < min_us <= max_us <= 1000000"),
+            ("zero", "per_s = 1.0\nmin_us = 0.0\nmax_us = 2.0", noise + 7, "0 < min_us <= max_us <= 1000000"),
+        ] {
+            match load_edited(tag, "noise", &format!("noise = 0.05\n{good}[[stalls]]\n{bad}\n")) {
+                Err(ProfileError::Invalid { msg, at, .. }) => {
+                    assert_eq!(at.map(|a| a.0), Some(line), "{msg}");
+                    assert!(msg.contains(says), "{msg}");
+                }
+                other => panic!("{tag}: accepted or wrong error: {other:?}"),
+            }
+        }
+        match load_edited("field", "noise", "noise = 0.05\n[[stalls]]\nrate = 1.0\n") {
+            Err(ProfileError::Parse { .. }) => {}
+            other => panic!("an unknown key is a parse error: {other:?}"),
         }
     }
 

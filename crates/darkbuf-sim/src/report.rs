@@ -276,6 +276,10 @@ impl World {
             out.m.insert(format!("cpu.{i}.net_rx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_RX])));
             out.m.insert(format!("cpu.{i}.tasklet_pct"), Some(pct(c.softirq_ns[SOFTIRQ_TASKLET])));
         }
+        if self.stalls.enabled() {
+            let window = (end - start) as f64 * self.cpus.len() as f64;
+            out.set("cpu.stalled_pct", 100.0 * self.stalls.total_ns as f64 / window);
+        }
         let mt = &self.metrics;
         let mut histograms = BTreeMap::new();
         if self.measured_dev().bql {

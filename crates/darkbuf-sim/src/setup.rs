@@ -479,6 +479,7 @@ impl World {
             current_cpu: 0,
             metrics: Metrics::default(),
             rng,
+            stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
             noise_floor: 1.0 - profile_noise,
             noise_per_u32: 2.0 * profile_noise / 4294967296.0,
             profile,
@@ -518,6 +519,7 @@ impl World {
             }
         }
         self.events.push(self.cfg.start, Event::Warmup);
+        self.stalls_start();
         if self.cfg.sample_interval > 0 {
             self.events.push(self.cfg.start, Event::Sample);
         }

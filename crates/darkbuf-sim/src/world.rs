@@ -64,6 +64,8 @@ pub struct World {
     pub current_cpu: CpuId,
     pub metrics: Metrics,
     pub rng: ChaCha8Rng,
+    /// The machine's stalls (the profile's `[[stalls]]`).
+    pub stalls: crate::stall::Stalls,
     /// `cost()`'s noise factor as 1 - noise + u * (2 * noise / 2^32).
     pub(crate) noise_floor: f64,
     pub(crate) noise_per_u32: f64,
@@ -146,6 +148,7 @@ impl World {
                 Event::Deferred(slot) => self.deferred(slot),
                 Event::TcpTimer(s, kind) => self.tcp_timer(s, kind),
                 Event::Interval => self.tcp_interval(),
+                Event::Stall(c) => self.cpu_stall(c),
             }
         }
         self.now = self.cfg.end;
@@ -186,7 +189,9 @@ impl World {
         let c = &mut self.cpus[cpu as usize];
         if !c.busy {
             c.busy = true;
-            self.events.push(self.now + delay, Event::Cpu(cpu));
+            // A CPU stalled while idle starts when the stall is over.
+            let at = (self.now + delay).max(self.stalls.until[cpu as usize]);
+            self.events.push(at, Event::Cpu(cpu));
         }
     }
 }

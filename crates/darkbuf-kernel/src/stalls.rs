@@ -1,0 +1,111 @@
+//! Measures the machine's stalls for a profile's `[[stalls]]`: one busy thread pinned
+//! to each CPU reads the monotonic clock in a loop, and every gap of at least
+//! [`MIN_GAP_US`] between two reads is time the CPU was taken from it (a hypervisor's
+//! steal, the host's interrupts, other tasks). The gaps are counted in classes of
+//! doubling length; each class becomes one `[[stalls]]` entry: its rate per CPU and
+//! the shortest and longest gap seen in it.
+//!
+//! Gaps shorter than 100 µs are left out: they are mostly the guest kernel's own timer
+//! tick and interrupts, which the model books as costs where it models them.
+//! All CPUs are measured at once, busy, so a vCPU cannot borrow an idle sibling's
+//! time: the figure is what a loaded machine gets.
+
+use darkbuf_sim::profile::Stall;
+use std::time::{Duration, Instant};
+
+/// The shortest gap counted as a stall.
+pub const MIN_GAP_US: u64 = 100;
+
+/// Class bounds (µs): [100, 200), [200, 500), ... [50 ms, 1 s].
+const BOUNDS_US: [u64; 10] = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 1_000_000];
+
+/// Per class: gaps seen, the shortest and the longest (ns).
+#[derive(Clone, Copy, Default)]
+struct Class {
+    n: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+fn class_of(gap_ns: u64) -> Option<usize> {
+    let us = gap_ns / 1000;
+    if us < MIN_GAP_US {
+        return None;
+    }
+    Some(BOUNDS_US.windows(2).position(|w| us < w[1]).unwrap_or(BOUNDS_US.len() - 2))
+}
+
+/// Spins on `cpu` for `run`, recording the gaps.
+fn spin(cpu: usize, run: Duration) -> [Class; 9] {
+    // Pinning may fail (a restricted cpuset): the thread then measures wherever it runs.
+    let _ = crate::topo::pin(0, cpu);
+    let mut classes = [Class::default(); 9];
+    let start = Instant::now();
+    let mut prev = start;
+    loop {
+        let now = Instant::now();
+        let gap = now.duration_since(prev).as_nanos() as u64;
+        prev = now;
+        if let Some(i) = class_of(gap) {
+            let c = &mut classes[i];
+            c.min_ns = if c.n == 0 { gap } else { c.min_ns.min(gap) };
+            c.max_ns = c.max_ns.max(gap);
+            c.n += 1;
+        }
+        if now.duration_since(start) >= run {
+            return classes;
+        }
+    }
+}
+
+/// Measures `cpus` CPUs for `run` each, all at once. Returns the classes seen, as
+/// `[[stalls]]` entries (rates per second per CPU, averaged over the CPUs).
+pub fn measure(cpus: usize, run: Duration) -> Vec<Stall> {
+    let threads: Vec<_> = (0..cpus).map(|cpu| std::thread::spawn(move || spin(cpu, run))).collect();
+    let mut total = [Class::default(); 9];
+    for t in threads {
+        let Ok(per_cpu) = t.join() else { continue };
+        for (sum, c) in total.iter_mut().zip(per_cpu) {
+            if c.n == 0 {
+                continue;
+            }
+            sum.min_ns = if sum.n == 0 { c.min_ns } else { sum.min_ns.min(c.min_ns) };
+            sum.max_ns = sum.max_ns.max(c.max_ns);
+            sum.n += c.n;
+        }
+    }
+    let secs = run.as_secs_f64() * cpus.max(1) as f64;
+    total
+        .iter()
+        .filter(|c| c.n > 0)
+        .map(|c| Stall {
+            per_s: (c.n as f64 / secs * 1000.0).round() / 1000.0,
+            min_us: ((c.min_ns as f64 / 100.0).round() / 10.0).min(1e6),
+            max_us: ((c.max_ns as f64 / 100.0).round() / 10.0).min(1e6),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_fall_in_doubling_classes() {
+        assert_eq!(class_of(99_999), None);
+        assert_eq!(class_of(100_000), Some(0));
+        assert_eq!(class_of(199_999), Some(0));
+        assert_eq!(class_of(200_000), Some(1));
+        assert_eq!(class_of(4_999_999), Some(4));
+        assert_eq!(class_of(5_000_000), Some(5));
+        // Beyond the last bound: the last class.
+        assert_eq!(class_of(3_000_000_000), Some(8));
+    }
+
+    #[test]
+    fn a_short_measurement_gives_valid_entries() {
+        for s in measure(1, Duration::from_millis(50)) {
+            assert!(s.per_s > 0.0 && s.min_us >= MIN_GAP_US as f64 && s.min_us <= s.max_us, "{s:?}");
+        }
+    }
+}
