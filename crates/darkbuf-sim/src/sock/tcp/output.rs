@@ -262,9 +262,10 @@ impl World {
     /// The fourth value is what TSQ judges: the length of an skb at the TSO goal, not
     /// the range cut to the cwnd quota. 6.18's `tcp_write_xmit()` judges the skb
     /// `tso_fragment()` cut; that alone leaves the model on a plateau the kernel leaves
-    /// (one flow at 100 Mbit behind htb: cwnd 33-52 against the kernel's 183, ping
-    /// 4.8-6.8 ms against 13.7). The stand-in gives the state the kernel ends in, two
-    /// TSO skbs of the goal's size (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
+    /// after the machine's stalls (one flow at 100 Mbit behind htb: cwnd 33-52 against
+    /// the kernel's 97-183, ping 4.8-6.8 ms against 12.2-13.7). The stand-in gives the
+    /// state the kernel ends in, two TSO skbs of the goal's size, with or without a
+    /// profile's `[[stalls]]` (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
     fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<(u32, u32, bool, u32)> {
         let full_goal = self.tcp_tso_segs(s);
         let tp = self.tcp(s);
