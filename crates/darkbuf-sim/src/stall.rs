@@ -31,8 +31,7 @@ pub struct Stalls {
     per_s: f64,
     rng: ChaCha8Rng,
     pub(crate) until: Vec<u64>,
-    /// Stalls that began in the measured window, and their total length (ns).
-    pub(crate) count: u64,
+    /// The total length of the stalls that began in the measured window (ns).
     pub(crate) total_ns: u64,
 }
 
@@ -43,7 +42,7 @@ impl Stalls {
         let per_s = classes.iter().map(|c| c.per_s).sum();
         // A stream of its own, apart from the seed's cost stream.
         let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7374_616c_6c73_0000);
-        Stalls { classes, per_s, rng, until: vec![0; ncpu], count: 0, total_ns: 0 }
+        Stalls { classes, per_s, rng, until: vec![0; ncpu], total_ns: 0 }
     }
 
     pub fn enabled(&self) -> bool {
@@ -91,10 +90,10 @@ impl World {
             self.stalls.until[cpu as usize] = self.now + d;
         }
         if self.measuring() {
-            self.stalls.count += 1;
             self.stalls.total_ns += d;
         }
-        let at = self.now + self.stalls.next_gap();
+        // A rare class may put the next one past any run's end.
+        let at = self.now.saturating_add(self.stalls.next_gap());
         self.events.push(at, Event::Stall(cpu));
     }
 }
