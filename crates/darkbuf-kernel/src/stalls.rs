@@ -2,8 +2,8 @@
 //! to each CPU reads the monotonic clock in a loop, and every gap of at least
 //! [`MIN_GAP_US`] between two reads is time the CPU was taken from it (a hypervisor's
 //! steal, the host's interrupts, other tasks). The gaps are counted in classes of
-//! doubling length; each class becomes one `[[stalls]]` entry: its rate per CPU and
-//! the shortest and longest gap seen in it.
+//! 0.1-0.2-0.5-1-2-5... ms; each class seen becomes one `[[stalls]]` entry: its rate
+//! per CPU and the shortest and longest gap seen in it.
 //!
 //! Gaps shorter than 100 µs are left out: they are mostly the guest kernel's own timer
 //! tick and interrupts, which the model books as costs where it models them.
