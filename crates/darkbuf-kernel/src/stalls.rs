@@ -19,6 +19,9 @@ pub const MIN_GAP_US: u64 = 100;
 /// Class bounds (µs): [100, 200), [200, 500), ... [50 ms, 1 s].
 const BOUNDS_US: [u64; 10] = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 1_000_000];
 
+/// The classes [`BOUNDS_US`] delimits.
+const CLASSES: usize = BOUNDS_US.len() - 1;
+
 /// Per class: gaps seen, the shortest and the longest (ns).
 #[derive(Clone, Copy, Default)]
 struct Class {
@@ -27,19 +30,31 @@ struct Class {
     max_ns: u64,
 }
 
+impl Class {
+    /// Takes in the gaps `o` counted (one gap is a class of one).
+    fn merge(&mut self, o: Class) {
+        if o.n == 0 {
+            return;
+        }
+        self.min_ns = if self.n == 0 { o.min_ns } else { self.min_ns.min(o.min_ns) };
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.n += o.n;
+    }
+}
+
 fn class_of(gap_ns: u64) -> Option<usize> {
     let us = gap_ns / 1000;
     if us < MIN_GAP_US {
         return None;
     }
-    Some(BOUNDS_US.windows(2).position(|w| us < w[1]).unwrap_or(BOUNDS_US.len() - 2))
+    Some(BOUNDS_US.windows(2).position(|w| us < w[1]).unwrap_or(CLASSES - 1))
 }
 
 /// Spins on `cpu` for `run`, recording the gaps.
-fn spin(cpu: usize, run: Duration) -> [Class; 9] {
+fn spin(cpu: usize, run: Duration) -> [Class; CLASSES] {
     // Pinning may fail (a restricted cpuset): the thread then measures wherever it runs.
     let _ = crate::topo::pin(0, cpu);
-    let mut classes = [Class::default(); 9];
+    let mut classes = [Class::default(); CLASSES];
     let start = Instant::now();
     let mut prev = start;
     loop {
@@ -47,10 +62,7 @@ fn spin(cpu: usize, run: Duration) -> [Class; 9] {
         let gap = now.duration_since(prev).as_nanos() as u64;
         prev = now;
         if let Some(i) = class_of(gap) {
-            let c = &mut classes[i];
-            c.min_ns = if c.n == 0 { gap } else { c.min_ns.min(gap) };
-            c.max_ns = c.max_ns.max(gap);
-            c.n += 1;
+            classes[i].merge(Class { n: 1, min_ns: gap, max_ns: gap });
         }
         if now.duration_since(start) >= run {
             return classes;
@@ -62,16 +74,11 @@ fn spin(cpu: usize, run: Duration) -> [Class; 9] {
 /// `[[stalls]]` entries (rates per second per CPU, averaged over the CPUs).
 pub fn measure(cpus: usize, run: Duration) -> Vec<Stall> {
     let threads: Vec<_> = (0..cpus).map(|cpu| std::thread::spawn(move || spin(cpu, run))).collect();
-    let mut total = [Class::default(); 9];
+    let mut total = [Class::default(); CLASSES];
     for t in threads {
         let Ok(per_cpu) = t.join() else { continue };
         for (sum, c) in total.iter_mut().zip(per_cpu) {
-            if c.n == 0 {
-                continue;
-            }
-            sum.min_ns = if sum.n == 0 { c.min_ns } else { sum.min_ns.min(c.min_ns) };
-            sum.max_ns = sum.max_ns.max(c.max_ns);
-            sum.n += c.n;
+            sum.merge(c);
         }
     }
     let secs = run.as_secs_f64() * cpus.max(1) as f64;
@@ -91,7 +98,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gaps_fall_in_doubling_classes() {
+    fn gaps_fall_in_their_classes() {
         assert_eq!(class_of(99_999), None);
         assert_eq!(class_of(100_000), Some(0));
         assert_eq!(class_of(199_999), Some(0));

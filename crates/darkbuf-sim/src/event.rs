@@ -258,13 +258,19 @@ impl EventQueue {
     pub fn postpone_cpu(&mut self, c: u16, d: u64) -> bool {
         let Some(e) = self.cpu.iter_mut().find(|e| e.1 == c) else { return false };
         e.0 .0 += d;
+        self.find_first_cpu();
+        true
+    }
+
+    /// `first` from a scan of the pending CPU steps.
+    #[inline(always)]
+    fn find_first_cpu(&mut self) {
         self.first = (0, EMPTY);
         for (i, &(k, _)) in self.cpu.iter().enumerate() {
             if k < self.first.1 {
                 self.first = (i, k);
             }
         }
-        true
     }
 
     /// Time of the earliest pending event (`u64::MAX` if none).
@@ -290,12 +296,7 @@ impl EventQueue {
             return Some((t, ev));
         }
         let (_, cpu) = self.cpu.swap_remove(i);
-        self.first = (0, EMPTY);
-        for (i, &(k, _)) in self.cpu.iter().enumerate() {
-            if k < self.first.1 {
-                self.first = (i, k);
-            }
-        }
+        self.find_first_cpu();
         Some((k.0, Event::Cpu(cpu)))
     }
 }
