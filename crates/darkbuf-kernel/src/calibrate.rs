@@ -286,6 +286,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
         ),
         noise: base.noise,
         stalls,
+        max_tcp_header: base.max_tcp_header,
         costs: c,
         fit: Some(darkbuf_sim::profile::Fit {
             source: format!(
@@ -386,6 +387,7 @@ fn toml_of(p: &Profile) -> Result<String> {
     let _ = writeln!(s, "name = {}", toml_str(&p.name));
     let _ = writeln!(s, "description = {}", toml_str(&p.description));
     let _ = writeln!(s, "noise = {}", p.noise);
+    let _ = writeln!(s, "max_tcp_header = {}   # assumed (seed-vm's): MAX_TCP_HEADER of the kernel build", p.max_tcp_header);
     let _ = writeln!(s, "\n[costs]");
     for (k, v) in [
         ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns), ("xmit_ns", c.xmit_ns),

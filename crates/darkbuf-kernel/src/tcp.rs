@@ -17,6 +17,8 @@
 //!   the sender's `TCP_INFO` samples (every 0.2 s) inside the window, then the mean over
 //!   the flows. The simulator integrates over time; at 0.2 s samples this is the same
 //!   quantity, less finely resolved;
+//! - `tcp.flow.N.sndbuf_bytes`: the sending socket's `sk_sndbuf` (`SO_SNDBUF`) at the
+//!   sender's end, as autotuned;
 //! - `tcp.flow.N.rcvbuf_bytes`, `tcp.flow.N.rcv_ssthresh_bytes`, `tcp.flow.N.rcv_space_bytes`:
 //!   the receiving socket as `ss -tmi` shows it at the end ([`load::rcv_buf`]: `sk_rcvbuf`
 //!   from `SO_RCVBUF`, `tcpi_rcv_ssthresh`, `tcpi_rcv_space`), read just before the
@@ -418,6 +420,10 @@ pub fn metrics(
                     Err(e) => null_why(m, format!("tcp.flow.{n}.{name}"), e),
                 }
             }
+            match f.sndbuf {
+                Some(b) => _ = m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(b as f64)),
+                None => null_why(m, format!("tcp.flow.{n}.sndbuf_bytes"), "the sending socket had failed before the end (see the run's notes)"),
+            }
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
@@ -583,7 +589,7 @@ mod tests {
         let t0 = 1_000_000_000u64;
         // Sender: samples every 0.2 s from t0 - 0.2 s to t0 + 1 s.
         let samples: Vec<InfoSample> = (0..=6).map(|k| InfoSample { t_ns: t0 - step + k * step, info: info(10 * (k as u32 + 1), 2_000, k as u32) }).collect();
-        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples }], errors: vec![] };
+        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples, sndbuf: Some(244_224) }], errors: vec![] };
         // Receiver: 12.5 MB/s = 100 Mbit/s exactly.
         let rs: Vec<(u64, u64)> = (0..=6).map(|k| (t0 - step + k * step, k * 2_500_000)).collect();
         let end = Some(Ok(RcvBuf { rcvbuf: 131_072, rcv_ssthresh: 115_208, rcv_space: 57_920 }));
@@ -623,7 +629,7 @@ mod tests {
     fn unread_receiver_buffers_are_null_with_a_reason() {
         let t0 = 1_000_000_000u64;
         let samples: Vec<InfoSample> = (0..=6).map(|k| InfoSample { t_ns: t0 - 200_000_000 + k * 200_000_000, info: info(10, 2_000, 0) }).collect();
-        let flow = |port| SenderFlow { local_port: port, bytes_written: 0, samples: samples.clone() };
+        let flow = |port| SenderFlow { local_port: port, bytes_written: 0, samples: samples.clone(), sndbuf: None };
         let s = TcpSenderStats { flows: vec![flow(40000), flow(40001), flow(40002)], errors: vec![] };
         let rs = vec![(t0, 0), (t0 + 800_000_000, 1_000)];
         let rflow = |port, end| ReceiverFlow { peer_port: port, bytes: 1_000, samples: rs.clone(), end };
@@ -653,7 +659,7 @@ mod tests {
         let t0 = 1_000_000_000u64;
         let samples: Vec<InfoSample> =
             (0..=6).map(|k| InfoSample { t_ns: t0 - 200_000_000 + k * 200_000_000, info: TcpInfo { total_rto: None, ..info(10, 2_000, 0) } }).collect();
-        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples }], errors: vec![] };
+        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples, sndbuf: Some(244_224) }], errors: vec![] };
         let j = Joined { entries: vec![(0, Some(s), None)] };
         let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         metrics(&j, t0, 800_000_000, &mut m, &mut ts, &mut why);
@@ -668,7 +674,7 @@ mod tests {
         let step = 200_000_000u64;
         let t0 = 1_000_000_000u64;
         let samples = vec![InfoSample { t_ns: t0 + 2 * step + 1_000_000, info: info(25, 3_000, 0) }];
-        let f = SenderFlow { local_port: 1, bytes_written: 0, samples };
+        let f = SenderFlow { local_port: 1, bytes_written: 0, samples, sndbuf: None };
         let s = info_series(&f, t0, 4 * step, "packets", |i| Some(i.snd_cwnd as f64));
         assert_eq!(s.values, vec![None, Some(25.0), None, None]);
     }

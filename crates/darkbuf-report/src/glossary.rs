@@ -193,6 +193,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
     e("tcp.flow.N.timeouts", "timeouts", "tcp: flow N's retransmission timeouts (kernel backend: TCP_INFO's tcpi_total_rto, 6.7+)"),
     e("tcp.flow.N.tx_queue_changes", "changes", "tcp: times netdev_pick_tx() changed flow N's TX queue over the run"),
+    e("tcp.flow.N.sndbuf_bytes", "bytes", "tcp: flow N's sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb: twice the cwnd at tcp_sndbuf_expand()'s charge per segment, BBR three times, at most the scenario's sndbuf)"),
     e("tcp.flow.N.rcvbuf_bytes", "bytes", "tcp: flow N's receiving socket's sk_rcvbuf at the end (ss -m's rb; simulator: receiver = \"poll\" or \"blocking\" only)"),
     e("tcp.flow.N.rcv_ssthresh_bytes", "bytes", "tcp: flow N's receiver's rcv_ssthresh at the end, the window it may advertise (TCP_INFO tcpi_rcv_ssthresh; simulator: a modelled receiver only)"),
     e("tcp.flow.N.rcv_space_bytes", "bytes", "tcp: flow N's receiver's rcvq_space.space at the end, DRS's bytes per receiver RTT (TCP_INFO tcpi_rcv_space; simulator: a modelled receiver only)"),

@@ -467,8 +467,8 @@ pub struct TcpFlow {
     pub dscp: u8,
     /// Negotiate ECN (`net.ipv4.tcp_ecn` = 1 on both ends).
     pub ecn: bool,
-    /// The sender's `sk_sndbuf` and the receiver's `sk_rcvbuf` once autotuned (their
-    /// ceilings, `tcp_wmem[2]` and `tcp_rmem[2]`), bytes.
+    /// Where autotuning stops the sender's `sk_sndbuf` and the receiver's `sk_rcvbuf`
+    /// (`tcp_wmem[2]` and `tcp_rmem[2]`), bytes.
     pub sndbuf: u64,
     pub rcvbuf: u64,
     /// Which TCP Small Queues the sending host runs (`tcp_small_queue_check()`).

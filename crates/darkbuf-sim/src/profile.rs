@@ -156,10 +156,24 @@ pub struct Profile {
     /// steal, the host's interrupts), measured as gaps in a busy loop. None by default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalls: Vec<Stall>,
+    /// `MAX_TCP_HEADER` of the machine's kernel build, bytes: every TCP skb's headroom,
+    /// and part of the send buffer's charge per segment (`tcp_sndbuf_expand()`), which
+    /// at MTU 1500 doubles between 256 and 320. It is `L1_CACHE_ALIGN(128 + MAX_HEADER)`:
+    /// 320 where `LL_MAX_HEADER` is 96 or 128 (`CONFIG_WLAN`, `CONFIG_HYPERV_NET`: the
+    /// distributions' kernels), 256 or 192 without. Default 320.
+    #[serde(default = "default_max_tcp_header")]
+    pub max_tcp_header: u32,
     /// A profile read from a file: its path and an FNV-1a 64 digest of its text, so
     /// results name the very costs they ran with (two files may share a `name`).
     #[serde(skip)]
     pub file: Option<(String, u64)>,
+}
+
+/// `MAX_TCP_HEADER` of a distribution's x86_64 kernel.
+pub const DEFAULT_MAX_TCP_HEADER: u32 = 320;
+
+fn default_max_tcp_header() -> u32 {
+    DEFAULT_MAX_TCP_HEADER
 }
 
 /// FNV-1a, 64 bits: a stable digest of a profile file's text (not a security hash).
@@ -282,6 +296,12 @@ impl Profile {
             if !(v.is_finite() && (0.0..1e12).contains(&v)) {
                 return Err((k.into(), format!("costs.{k} = {v} must be a finite number of ns >= 0")));
             }
+        }
+        if !(128..=1024).contains(&self.max_tcp_header) || !self.max_tcp_header.is_multiple_of(64) {
+            return Err((
+                "max_tcp_header".into(),
+                format!("max_tcp_header = {} must be a multiple of 64 (L1_CACHE_ALIGN) in [128, 1024] bytes", self.max_tcp_header),
+            ));
         }
         for (i, st) in self.stalls.iter().enumerate() {
             if !(st.per_s.is_finite() && (0.0..=1e5).contains(&st.per_s)) {

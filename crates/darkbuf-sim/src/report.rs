@@ -475,6 +475,8 @@ impl World {
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
             out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
             out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
+            // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
+            out.m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(self.socks[s].sndbuf as f64));
             if let Some(app) = &t.rcv.app {
                 // The receiving socket as `ss -tmi` shows it at the end: rb,
                 // rcv_ssthresh, rcv_space.

@@ -345,7 +345,7 @@ impl Builder<'_> {
             // Each connection's own random stream (BBR's gain-cycle phase), from the
             // run's seed: adding a flow changes no other flow's draws.
             let sock_seed = self.seed ^ (s as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, end, sock_seed);
+            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, sock_seed);
             if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
                 if fq {
                     t.pacing = crate::sock::tcp::Pacing::Fq;

@@ -320,3 +320,35 @@ fn a_downloads_reader_runs_on_the_lan_client() {
     let r = run_text(&text, &[]);
     assert!(m(&r, "tcp.goodput_mbps") >= 93.0, "{}", m(&r, "tcp.goodput_mbps"));
 }
+
+/// Send-buffer autotuning (`tcp_sndbuf_expand()`): without `SO_SNDBUF` the buffer ends
+/// at twice a window the flow had, at the kernel build's charge per segment (4352 bytes
+/// with `MAX_TCP_HEADER` 320, 2304 with 256), far under the scenario's 4 MiB ceiling.
+/// A ceiling under the window is where it stops, and then the buffer, not the window,
+/// bounds the flow: 100000 bytes per 10 ms round trip is at most 80 Mbit/s.
+#[test]
+fn the_send_buffer_follows_the_window() {
+    let text = nic_tcp("100Mbit", "pfifo_fast", "cubic", "[device.bql]\nlimit_min = 1073741824");
+    let r = run_text(&text, &[]);
+    let (sb, cwnd) = (m(&r, "tcp.flow.0.sndbuf_bytes"), m(&r, "tcp.flow.0.cwnd_avg_pkts"));
+    assert_eq!(sb % (2.0 * 4352.0), 0.0, "sndbuf {sb}");
+    let segs = sb / (2.0 * 4352.0);
+    assert!(segs > 10.0 && segs < 1.5 * cwnd && segs > 0.5 * cwnd, "sndbuf for {segs} segments, cwnd {cwnd}");
+    assert!(m(&r, "tcp.goodput_mbps") >= 93.0);
+
+    let dir = std::env::temp_dir().join(format!("darkbuf-sndbuf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("vm256.toml");
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/seed-vm.toml")).unwrap();
+    std::fs::write(&profile, format!("max_tcp_header = 256\n{base}")).unwrap();
+    let set = format!("machine.profile={}", profile.display());
+    let r256 = run_text(&text, &[&set]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let sb = m(&r256, "tcp.flow.0.sndbuf_bytes");
+    assert_eq!(sb % (2.0 * 2304.0), 0.0, "sndbuf {sb} with MAX_TCP_HEADER 256");
+
+    let capped = run_text(&text, &["traffic.0.sndbuf=100000"]);
+    assert_eq!(m(&capped, "tcp.flow.0.sndbuf_bytes"), 100_000.0);
+    let g = m(&capped, "tcp.goodput_mbps");
+    assert!(g < 80.0 && g > 40.0, "{g} Mbit/s with a 100000-byte send buffer");
+}

@@ -81,6 +81,9 @@ pub struct SenderFlow {
     pub local_port: u16,
     pub bytes_written: u64,
     pub samples: Vec<InfoSample>,
+    /// `sk_sndbuf` at the end as autotuned (`SO_SNDBUF`; ss -m's tb); `None` if the
+    /// socket had failed.
+    pub sndbuf: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -496,7 +499,7 @@ fn run_sender(spec: &TcpSenderSpec, stop: &AtomicBool) -> io::Result<TcpSenderSt
     for _ in 0..spec.flows {
         let s = open_flow(spec)?;
         let local_port = sys::local_addr(&s)?.1;
-        st.flows.push(SenderFlow { local_port, bytes_written: 0, samples: Vec::with_capacity(steps) });
+        st.flows.push(SenderFlow { local_port, bytes_written: 0, samples: Vec::with_capacity(steps), sndbuf: None });
         socks.push(Some(s));
     }
     let block = vec![0u8; TCP_WRITE];
@@ -525,6 +528,9 @@ fn run_sender(spec: &TcpSenderSpec, stop: &AtomicBool) -> io::Result<TcpSenderSt
         }
     }
     sample_all(&socks, &mut st.flows, sys::mono_ns());
+    for (s, f) in socks.iter().zip(st.flows.iter_mut()) {
+        f.sndbuf = s.as_ref().and_then(|s| sys::getsockopt_int(s, libc::SOL_SOCKET, libc::SO_SNDBUF).ok()).map(|v| v.max(0) as u32);
+    }
     Ok(st)
 }
 

@@ -38,6 +38,7 @@ impl World {
             // it updates when it acknowledges more, opens the window or closes it.
             if after(rec.ack, tp.snd_una) || rec.win > tp.snd_wnd || rec.win == 0 {
                 tp.snd_wnd = rec.win;
+                tp.max_window = tp.max_window.max(rec.win);
             }
             // tcp_replace_ts_recent(): what new segments echo.
             tp.ts_recent_ms = rec.tsval_ms;
@@ -92,10 +93,10 @@ impl World {
             }
         }
         self.tcp_update_pacing_rate(s);
-        self.tcp_write_space(s);
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
-        // tcp_data_snd_check(): the ACK clock.
+        // tcp_data_snd_check(): the ACK clock, then the writer's buffer.
         let cost = cost + self.tcp_write_xmit(cpu, s, t + cost);
+        self.tcp_check_space(s);
         let tp = self.tcp(s);
         if let (Some(pushes), Some(at)) = (probe_pushes, tp.rto_at) {
             if tp.rto_pushes == pushes {

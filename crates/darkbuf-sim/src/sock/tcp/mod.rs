@@ -13,6 +13,8 @@
 //! - `rcvbuf.rs`: the receive buffer and the advertised window (`scaling_ratio`,
 //!   `rcv_ssthresh`, `__tcp_select_window()`, DRS).
 //! - `reader.rs`: the receiving application (`receiver = "poll" | "blocking"`).
+//! - `sndbuf.rs`: the send buffer's autotuning, the writer's memory test, and the write
+//!   queue's skbs (`tcp_grow_skb()`).
 //! - `cc.rs`: reno and CUBIC (with HyStart) behind one enum with BBR.
 //! - `bbr.rs`: BBR v1; `rate.rs`: the delivery rate samples it is built on.
 //!
@@ -30,6 +32,7 @@ mod rate;
 mod rcvbuf;
 mod reader;
 mod recv;
+mod sndbuf;
 
 pub use reader::ReadPhase;
 
@@ -176,6 +179,16 @@ pub struct TcpSock {
     pub write_seq: u32,
     /// Bytes of the write and retransmit queues (`sk_wmem_queued`) against `sk_sndbuf`.
     pub wmem_queued: u64,
+    /// The write queue's skbs (data not sent yet): each one's end, oldest first; the
+    /// last ends at `write_seq`, the first starts at `snd_nxt` (`sndbuf.rs`).
+    pub write_queue: VecDeque<u32>,
+    /// `tcp_wmem[2]`: where the send buffer's autotuning stops (the scenario's `sndbuf`).
+    pub sndbuf_max: u64,
+    /// `tcp_sndbuf_expand()`'s charge per segment (`sndbuf::tcp_sndbuf_per_mss()`).
+    pub sndbuf_per_mss: u32,
+    /// `max_window`: the largest window the receiver advertised, which bounds the
+    /// write queue's skbs to half of it (`tcp_bound_to_half_wnd()`).
+    pub max_window: u32,
     pub packets_out: u32,
     pub sacked_out: u32,
     pub lost_out: u32,
@@ -347,7 +360,7 @@ impl TcpSock {
     /// A connection of flow `f`; `seed` seeds what its congestion control draws
     /// (BBR's gain-cycle phase).
     #[allow(clippy::too_many_arguments)]
-    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, end_ns: u64, seed: u64) -> Sock {
+    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, max_tcp_header: u32, end_ns: u64, seed: u64) -> Sock {
         // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
         let mss = mtu - 52;
         let mut tcp = TcpSock {
@@ -358,11 +371,16 @@ impl TcpSock {
             ca_state: CaState::Open,
             mss,
             // GSO_MAX_SIZE (65536) - (MAX_TCP_HEADER + 1), rounded to whole segments.
-            gso_max_size: (65536 - 321) / mss * mss,
+            gso_max_size: (65536 - (max_tcp_header + 1)) / mss * mss,
             snd_una: 0,
             snd_nxt: 0,
             write_seq: 0,
             wmem_queued: 0,
+            write_queue: VecDeque::with_capacity(64),
+            sndbuf_max: f.sndbuf,
+            // mss_clamp: MTU - IP 20 - TCP 20.
+            sndbuf_per_mss: sndbuf::tcp_sndbuf_per_mss(mtu - 40, max_tcp_header),
+            max_window: 0,
             packets_out: 0,
             sacked_out: 0,
             lost_out: 0,
@@ -434,7 +452,11 @@ impl TcpSock {
             tcp.snd_wnd = app.buf.rcv_wnd.min(u16::MAX as u32);
             tcp.rcv.app = Some(Box::new(app));
         }
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: f.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
+        tcp.max_window = tcp.snd_wnd;
+        // tcp_init_sock() starts at tcp_wmem[1]; tcp_init_buffer_space() expands it for
+        // the initial window.
+        let sndbuf = tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf));
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
@@ -522,18 +544,16 @@ impl World {
     /// The application's next `write()` and the `tcp_push()` after it, from its process on
     /// `cpu`: the cost of the call and of the skbs it transmits.
     pub(crate) fn tcp_sendmsg(&mut self, cpu: CpuId, s: SockId) -> u64 {
-        let n = self.tcp_app_room(s);
-        if n == 0 {
+        if !self.tcp_app_room(s) {
             return 0;
         }
         if self.tcp(s).app_written == 0 {
             self.tcp_init_cc(s);
         }
-        let wmem_alloc = self.socks[s as usize].wmem_alloc;
+        let (wmem_alloc, sndbuf) = (self.socks[s as usize].wmem_alloc, self.socks[s as usize].sndbuf);
         let t = self.tcp(s);
         t.tcp_rate_check_app_limited(wmem_alloc);
-        t.write_seq = t.write_seq.wrapping_add(n);
-        t.wmem_queued += n as u64;
+        let n = t.tcp_sendmsg_locked(APP_WRITE, sndbuf);
         t.app_written += n as u64;
         let cost = self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
         let start = self.now + cost;
@@ -559,8 +579,9 @@ impl World {
         bbr::Clock { jiffies: self.jiffies() as u32, hz: self.cfg.hz, now_ns: self.now }
     }
 
-    /// Bytes the application may write now: what the send buffer has room for, at most
-    /// one `write()`; none while a rate cap is red.
+    /// Whether the application's next `write()` takes anything now: the send buffer has
+    /// room, or the write queue's tail skb does (`sndbuf.rs`); not while a rate cap is
+    /// red.
     ///
     /// The cap is iperf3's `-b` (`iperf_check_throttle()`): the light is green while the
     /// average rate since the start is below the target, and then whole blocks go out
@@ -568,32 +589,32 @@ impl World {
     /// 1 ms by default). A capped flow thus sends ~1 ms bursts with idle gaps, which is
     /// what lets TCP set `ooo_okay` and move the flow between TX queues (seed 001
     /// reproduced its queue flapping with `-b 50G`).
-    fn tcp_app_room(&mut self, s: SockId) -> u32 {
+    fn tcp_app_room(&mut self, s: SockId) -> bool {
         let now = self.now;
         let sndbuf = self.socks[s as usize].sndbuf;
         let t = self.tcp(s);
         if now < t.start_ns || now >= t.stop_ns {
-            return 0;
+            return false;
         }
         if let Some(bps) = t.app_rate_bps {
             if t.app_written as u128 * 8 * 1_000_000_000 >= (now - t.start_ns) as u128 * bps as u128 {
-                return 0;
+                return false;
             }
         }
-        sndbuf.saturating_sub(t.wmem_queued).min(APP_WRITE as u64) as u32
+        t.tcp_sendmsg_would_take(sndbuf)
     }
 
     /// Whether the flow's process writes again at once; if not it sleeps: on its rate
     /// cap's timer, or until ACKs free send buffer (`sk_stream_wait_memory()`).
     pub(crate) fn tcp_wants_cpu(&mut self, s: SockId) -> bool {
-        if self.tcp_app_room(s) > 0 {
+        if self.tcp_app_room(s) {
             return true;
         }
         let now = self.now;
         let task = self.socks[s as usize].task;
         let sndbuf = self.socks[s as usize].sndbuf;
         let t = self.tcp(s);
-        let (start, stop, rate, queued) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.wmem_queued);
+        let (start, stop, rate, room) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.tcp_sendmsg_would_take(sndbuf));
         if now < start {
             self.events.push(start, Event::TaskTimer(task));
             return false;
@@ -601,7 +622,7 @@ impl World {
         if now >= stop {
             return false;
         }
-        if let (Some(_), true) = (rate, queued < sndbuf) {
+        if let (Some(_), true) = (rate, room) {
             // Red light: the next tick of iperf3's pacing timer.
             let due = start + ((now - start) / IPERF_PACING_TIMER_NS + 1) * IPERF_PACING_TIMER_NS;
             self.events.push(due, Event::TaskTimer(task));
@@ -609,18 +630,6 @@ impl World {
         }
         self.socks[s as usize].blocked = true;
         false
-    }
-
-    /// `sk_stream_write_space()`: ACKs freed send buffer; wake a writer blocked on it
-    /// once a third of the buffer is free.
-    fn tcp_write_space(&mut self, s: SockId) {
-        let sk = &self.socks[s as usize];
-        let SockKind::Tcp(t) = &sk.kind else { return };
-        if sk.blocked && sk.sndbuf.saturating_sub(t.wmem_queued) >= t.wmem_queued / 2 {
-            let task = sk.task;
-            self.socks[s as usize].blocked = false;
-            self.wake_task(task);
-        }
     }
 
     /// `tcp_wfree()`: the skb left the host (TX completion, or a drop); its truesize
@@ -812,6 +821,8 @@ impl World {
         }
         if i + 1 == t.rtx.len() && !seg.retrans && !seg.lost {
             t.rtx.pop_back();
+            // The skb was never sent: it is the write queue's head again.
+            t.write_queue.push_front(seg.end);
             t.snd_nxt = seg.start;
             t.packets_out -= seg.segs;
             return;
@@ -987,7 +998,7 @@ pub(crate) mod tests {
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
         };
-        match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 1_000_000_000, 0).kind {
+        match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
             _ => unreachable!(),
         }
@@ -1087,7 +1098,8 @@ pub(crate) mod tests {
         // Two-segment skbs (a 2896-byte GSO limit), a TSQ limit of 64 KB (the pacing
         // rate's 1 ms) and a window of 20: a burst of ten skbs.
         let t = w.tcp(s);
-        (t.write_seq, t.gso_max_size, t.pacing_rate, t.w.cwnd) = (1 << 20, 2 * 1448, 64 << 20, 20);
+        (t.gso_max_size, t.pacing_rate, t.w.cwnd) = (2 * 1448, 64 << 20, 20);
+        t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
         let mut slots: Vec<(u64, usize)> = (w.deferred.iter().enumerate())
             .filter_map(|(i, d)| match d {
@@ -1168,7 +1180,8 @@ pub(crate) mod tests {
         let (mut w, s) = tbf_world(1);
         let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
         let t = w.tcp(s);
-        (t.write_seq, t.w.cwnd) = (1 << 20, 10);
+        t.w.cwnd = 10;
+        t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
         let slots = pending_xmits(&w);
         assert!(slots.len() > 1, "a burst");
@@ -1201,7 +1214,8 @@ pub(crate) mod tests {
         let (mut w, s) = tbf_world(100_000);
         let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
         let t = w.tcp(s);
-        (t.write_seq, t.snd_wnd, t.rto_ns) = (1 << 20, 0, 250_000_000);
+        (t.snd_wnd, t.rto_ns) = (0, 250_000_000);
+        t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
         let t = w.tcp(s);
         assert_eq!((t.packets_out, t.xmit_timer, t.rto_at), (0, XmitTimer::Probe0, Some(250_000_000)));
@@ -1223,7 +1237,8 @@ pub(crate) mod tests {
         let (mut w, s) = tbf_world(100_000);
         let at = 700_000_000;
         let t = w.tcp(s);
-        (t.write_seq, t.backoff, t.probes_out, t.rto_ns) = (1 << 20, 2, 3, 250_000_000);
+        (t.backoff, t.probes_out, t.rto_ns) = (2, 3, 250_000_000);
+        t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_arm_probe0(s, at);
         fire_xmit_timer(&mut w, s, at);
         let t = w.tcp(s);
@@ -1241,7 +1256,7 @@ pub(crate) mod tests {
     #[test]
     fn a_sender_with_data_and_no_timer_is_a_stall() {
         let (mut w, s) = tbf_world(1);
-        w.tcp(s).write_seq = 1 << 20;
+        w.tcp(s).tcp_sendmsg_locked(1 << 20, u64::MAX);
         assert_eq!(w.tcp_stalls().len(), 1);
         w.tcp_arm_probe0(s, TCP_TIMEOUT_INIT_NS);
         assert!(w.tcp_stalls().is_empty());
@@ -1340,7 +1355,8 @@ pub(crate) mod tests {
         let (mut w, s) = tbf_world(100_000);
         let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
         let t = w.tcp(s);
-        (t.write_seq, t.gso_max_size, t.pacing_rate, t.w.cwnd, t.data_segs_out) = (1 << 20, 2 * 1448, 1_000_000, 20, 10);
+        (t.gso_max_size, t.pacing_rate, t.w.cwnd, t.data_segs_out) = (2 * 1448, 1_000_000, 20, 10);
+        t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         t.pacing = Pacing::Needed;
         w.tcp_write_xmit(cpu, s, 0);
         let t = w.tcp(s);

@@ -297,7 +297,10 @@ impl World {
             return None;
         }
         let tp = self.tcp(s);
-        let len = (goal * tp.mss).min(unsent).min(wnd_end.wrapping_sub(tp.snd_nxt));
+        // tcp_grow_skb() to the quota, then tcp_mss_split_point() and tso_fragment()
+        // cut the head to the quota and the receive window.
+        let head_len = tp.tcp_grow_skb(goal * tp.mss);
+        let len = (goal * tp.mss).min(head_len).min(wnd_end.wrapping_sub(tp.snd_nxt));
         let skb_len = (full_goal * tp.mss).min(unsent);
         Some((tp.snd_nxt, tp.snd_nxt.wrapping_add(len), false, skb_len))
     }
@@ -442,6 +445,7 @@ impl World {
             let seg = TxSeg { start, end, segs, sent, rate, pace_ns, tsecr_ms: tp.ts_recent_ms, ..TxSeg::default() };
             tp.rtx.push_back(seg);
             tp.snd_nxt = end;
+            tp.tcp_write_queue_sent(end);
             tp.packets_out += segs;
         }
         if matches!(tp.ca_state, CaState::Recovery | CaState::Cwr) {
