@@ -483,6 +483,33 @@ pub struct TcpFlow {
     /// its consumer's CPU, the last one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver_cpu: Option<u32>,
+    /// How `tcp_write_xmit()` sizes what TSQ judges, and whether it defers TSO.
+    #[serde(skip_serializing_if = "WriteXmit::is_goal_tsq")]
+    pub write_xmit: WriteXmit,
+}
+
+/// The order of `tcp_write_xmit()`'s tests in the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteXmit {
+    /// The model's stand-in (the default): TSQ judges an skb at the TSO goal, and there
+    /// is no TSO deferral. It gives the state a bulk flow reaches after the half-cwnd
+    /// plateau of the kernel's order, whether or not the profile has stalls to end it.
+    GoalTsq,
+    /// The kernel's order (v4.x to v6.18): `tcp_grow_skb()`, `tcp_tso_should_defer()`,
+    /// `tso_fragment()` to the cwnd quota, then `tcp_small_queue_check()` on the skb
+    /// just cut. A flow may sit on a plateau of two half-cwnd skbs until a timing
+    /// perturbation (the profile's `[[stalls]]`) ends it, as on the development VM.
+    Kernel,
+}
+
+impl WriteXmit {
+    /// The names `write_xmit` takes.
+    pub const NAMES: &'static [&'static str] = &["goal-tsq", "kernel"];
+
+    pub fn is_goal_tsq(&self) -> bool {
+        *self == WriteXmit::GoalTsq
+    }
 }
 
 /// The application that reads a TCP flow's data, and what the kernel does around it.

@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
@@ -83,7 +83,11 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         }
         Some(_) => Some(s.u32("receiver_cpu", 0, 0, receiver_cpus - 1)?),
     };
-    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu })
+    let write_xmit = match s.choice("write_xmit", "goal-tsq", WriteXmit::NAMES)? {
+        "kernel" => WriteXmit::Kernel,
+        _ => WriteXmit::GoalTsq,
+    };
+    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, write_xmit })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

@@ -189,6 +189,8 @@ pub struct TcpSock {
     /// `max_window`: the largest window the receiver advertised, which bounds the
     /// write queue's skbs to half of it (`tcp_bound_to_half_wnd()`).
     pub max_window: u32,
+    /// What TSQ judges and whether TSO defers (`output.rs`).
+    pub write_xmit: darkbuf_scenario::WriteXmit,
     pub packets_out: u32,
     pub sacked_out: u32,
     pub lost_out: u32,
@@ -381,6 +383,7 @@ impl TcpSock {
             // mss_clamp: MTU - IP 20 - TCP 20.
             sndbuf_per_mss: sndbuf::tcp_sndbuf_per_mss(mtu - 40, max_tcp_header),
             max_window: 0,
+            write_xmit: f.write_xmit,
             packets_out: 0,
             sacked_out: 0,
             lost_out: 0,
@@ -997,6 +1000,7 @@ pub(crate) mod tests {
             limit_output_bytes: 1 << 20,
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
+            write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
@@ -1375,6 +1379,48 @@ pub(crate) mod tests {
         w.tcp(s).tsq_throttled = false;
         assert!(!w.tcp_small_queue_check(s, 1448, true));
         assert!(!w.tcp(s).tsq_throttled);
+    }
+
+    /// `tcp_tso_should_defer()` (`write_xmit = "kernel"`), case by case.
+    #[test]
+    fn tso_deferral_waits_for_an_ack_due_within_a_millisecond() {
+        const MS: u64 = 1_000_000;
+        let mss = 1448;
+        // cwnd 20 with 18 out: 2 segments of room, under a third of the window (6.67),
+        // for a head of 20 segments that is not the last. The head's ACK is due at
+        // 5 ms (sent at 0, srtt 5 ms); the last transmit was at 4 ms.
+        let next = output::NextSend { start: 18 * mss, end: 20 * mss, retrans: false, tsq_len: 2 * mss, head_len: 20 * mss, head_is_tail: false, max_segs: 45 };
+        let setup = |now_wstamp: u64| {
+            let (mut w, s) = with_flight(18);
+            let t = w.tcp(s);
+            (t.srtt_us, t.wstamp_ns, t.snd_wnd) = (8 * 5000, now_wstamp, 1 << 20);
+            (w, s)
+        };
+        // At 4.5 ms the ACK is 0.5 ms away, within min(srtt / 2, 1 ms): defer,
+        // cwnd-limited (2 segments of room, under the head's 20 and the receiver's).
+        let (mut w, s) = setup(4 * MS);
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), Some(true));
+        // At 3.5 ms it is 1.5 ms away: send.
+        assert_eq!(w.tcp_tso_should_defer(s, 3 * MS + MS / 2, &next), None);
+        // The last transmit 2.5 ms ago: send.
+        let (mut w, s) = setup(2 * MS);
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
+        // In recovery: send.
+        let (mut w, s) = setup(4 * MS);
+        w.tcp(s).ca_state = CaState::Recovery;
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
+        // Room for the whole head, which is not the last skb: send; were it the last
+        // (the application may add to it), defer.
+        let (mut w, s) = setup(4 * MS);
+        let small = output::NextSend { head_len: 2 * mss, ..next };
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &small), None);
+        let last = output::NextSend { head_is_tail: true, ..small };
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &last), Some(true));
+        // With 10 out there are 10 segments of room, over a third of the window: send.
+        let (mut w, s) = with_flight(10);
+        let t = w.tcp(s);
+        (t.srtt_us, t.wstamp_ns, t.snd_wnd) = (8 * 5000, 4 * MS, 1 << 20);
+        assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
     }
 
     /// A paced flow at 8 GB/s may keep 8e9 >> 10 = 7,812,500 bytes in the host queues

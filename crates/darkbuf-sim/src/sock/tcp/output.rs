@@ -6,10 +6,13 @@
 //! The tail loss probe: `tcp_schedule_loss_probe()` and `tcp_send_loss_probe()`. The
 //! probe timer of an empty flight: `tcp_send_probe0()` and `tcp_write_wakeup()`.
 //!
-//! Simplifications, stated: no Nagle, no TSO deferral (`tcp_tso_should_defer()`) and
-//! TSQ judging the write-queue skb at the TSO goal rather than the skb
-//! `tso_fragment()` cut (a stand-in: see `tcp_next_to_send()`), no MTU probing, and
-//! no `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
+//! The order of `tcp_write_xmit()`'s tests is the flow's `write_xmit`: the kernel's
+//! (`tcp_grow_skb()`, `tcp_tso_should_defer()`, `tso_fragment()`, then TSQ on the skb
+//! just cut), or by default the model's stand-in, with TSQ judging an skb at the TSO
+//! goal and no TSO deferral (see `tcp_next_to_send()`).
+//!
+//! Simplifications, stated: no Nagle, no MTU probing, and no
+//! `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
 //! first transmission waits in a host queue).
 
 use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
@@ -18,10 +21,12 @@ use crate::cpu::{CpuId, SockId};
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::Skb;
-use darkbuf_scenario::Tsq;
+use darkbuf_scenario::{Tsq, WriteXmit};
 
 /// `tcp_min_tso_segs`.
 const TCP_MIN_TSO_SEGS: u32 = 2;
+/// `tcp_tso_win_divisor`: TSO deferral sends once a third of the window is free.
+const TCP_TSO_WIN_DIVISOR: u32 = 3;
 /// `sk_pacing_shift`: TSQ and TSO autosizing allow ~1 ms of data.
 pub(super) const PACING_SHIFT: u32 = 10;
 /// `tcp_tso_rtt_log` (5.18+): larger TSO skbs for flows with a short min RTT.
@@ -32,6 +37,22 @@ const PACING_CA_RATIO: u64 = 120;
 /// `TCP_TIMEOUT_MIN_US`: what a loss probe waits beyond two RTTs with more than one
 /// packet out.
 const TCP_TIMEOUT_MIN_NS: u64 = 2_000_000;
+
+/// What `tcp_next_to_send()` found: the range to send and what the tests after it
+/// judge.
+pub(super) struct NextSend {
+    pub start: u32,
+    pub end: u32,
+    pub retrans: bool,
+    /// The payload of the skb TSQ judges.
+    pub tsq_len: u32,
+    /// New data: the write queue's head skb after `tcp_grow_skb()` (its length, and
+    /// whether it is the last skb), which `tcp_tso_should_defer()` judges; the TSO
+    /// goal (`tcp_tso_segs()`).
+    pub head_len: u32,
+    pub head_is_tail: bool,
+    pub max_segs: u32,
+}
 
 impl World {
     /// `tcp_write_xmit()` for socket `s` from `cpu`, starting at `t0`: retransmits
@@ -77,8 +98,16 @@ impl World {
                     break;
                 }
             };
-            let Some((start, end, retrans, skb_len)) = self.tcp_next_to_send(s, room) else { break };
-            if self.tcp_small_queue_check(s, skb_len, retrans) {
+            let Some(next) = self.tcp_next_to_send(s, room) else { break };
+            let (start, end, retrans) = (next.start, next.end, next.retrans);
+            let tp = self.tcp(s);
+            if !retrans && !probe && tp.write_xmit == WriteXmit::Kernel && next.head_len > tp.mss {
+                if let Some(limited) = self.tcp_tso_should_defer(s, t, &next) {
+                    cwnd_limited |= limited;
+                    break;
+                }
+            }
+            if self.tcp_small_queue_check(s, next.tsq_len, retrans) {
                 break;
             }
             head_retransmitted |= retrans && start == self.tcp(s).snd_una;
@@ -259,14 +288,13 @@ impl World {
     /// (`tcp_xmit_retransmit_queue()`: `min(cwnd - in_flight, max_segs)`); new data at
     /// most half the window (`tcp_cwnd_test()`).
     ///
-    /// The fourth value is what TSQ judges: the length of an skb at the TSO goal, not
-    /// the range cut to the cwnd quota. 6.18's `tcp_write_xmit()` judges the skb
-    /// `tso_fragment()` cut; that alone leaves the model on a plateau the kernel leaves
-    /// after the machine's stalls (one flow at 100 Mbit behind htb: cwnd 33-52 against
-    /// the kernel's 97-183, ping 4.8-6.8 ms against 12.2-13.7). The stand-in gives the
-    /// state the kernel ends in, two TSO skbs of the goal's size, with or without a
-    /// profile's `[[stalls]]` (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
-    fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<(u32, u32, bool, u32)> {
+    /// What TSQ judges: with `write_xmit = "kernel"` the range cut to the cwnd quota,
+    /// as 6.18's `tcp_write_xmit()` judges the skb `tso_fragment()` cut. That leaves a
+    /// flow on a half-cwnd plateau which the kernel leaves after the machine's stalls.
+    /// The default stand-in judges an skb at the TSO goal: it gives the state the
+    /// kernel ends in, two TSO skbs of the goal's size, with or without a profile's
+    /// `[[stalls]]` (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
+    fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<NextSend> {
         let full_goal = self.tcp_tso_segs(s);
         let tp = self.tcp(s);
         let goal = full_goal.min(room.min((tp.w.cwnd / 2).max(1)));
@@ -284,7 +312,8 @@ impl World {
                     tp.rtx.insert(i + 1, tail);
                 }
                 let seg = tp.rtx[i];
-                return Some((seg.start, seg.end, true, seg.end.wrapping_sub(seg.start)));
+                let len = seg.end.wrapping_sub(seg.start);
+                return Some(NextSend { start: seg.start, end: seg.end, retrans: true, tsq_len: len, head_len: len, head_is_tail: false, max_segs: full_goal });
             }
         }
         let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
@@ -301,8 +330,50 @@ impl World {
         // cut the head to the quota and the receive window.
         let head_len = tp.tcp_grow_skb(goal * tp.mss);
         let len = (goal * tp.mss).min(head_len).min(wnd_end.wrapping_sub(tp.snd_nxt));
-        let skb_len = (full_goal * tp.mss).min(unsent);
-        Some((tp.snd_nxt, tp.snd_nxt.wrapping_add(len), false, skb_len))
+        let tsq_len = match tp.write_xmit {
+            WriteXmit::GoalTsq => (full_goal * tp.mss).min(unsent),
+            WriteXmit::Kernel => len,
+        };
+        let head_is_tail = tp.write_queue.len() == 1;
+        Some(NextSend { start: tp.snd_nxt, end: tp.snd_nxt.wrapping_add(len), retrans: false, tsq_len, head_len, head_is_tail, max_segs: full_goal })
+    }
+
+    /// `tcp_tso_should_defer()` at `now` for the head skb `next` describes: wait for an
+    /// ACK due within min(srtt / 2, 1 ms) rather than send a small TSO skb now, unless
+    /// the flow is in recovery, last sent over 1 ms ago, or has room for a full TSO
+    /// skb, for the whole head (not the last skb), or for a third of the window
+    /// (`tcp_tso_win_divisor`). `Some(cwnd_limited)` defers; `None` sends.
+    pub(super) fn tcp_tso_should_defer(&mut self, s: SockId, now: u64, next: &NextSend) -> Option<bool> {
+        let tp = self.tcp(s);
+        if tp.ca_state >= CaState::Recovery {
+            return None;
+        }
+        // Only if the last write was recent: tcp_wstamp_ns (in the future for a paced
+        // flow's departures) within 1 ms.
+        if now as i64 - tp.wstamp_ns as i64 - 1_000_000 > 0 {
+            return None;
+        }
+        let in_flight = tp.in_flight();
+        let send_win = tp.snd_una.wrapping_add(tp.snd_wnd).wrapping_sub(tp.snd_nxt);
+        let cong_win = tp.w.cwnd.saturating_sub(in_flight) * tp.mss;
+        let limit = send_win.min(cong_win);
+        if limit >= next.max_segs * tp.mss || (!next.head_is_tail && limit >= next.head_len) {
+            return None;
+        }
+        let chunk = tp.snd_wnd.min(tp.w.cwnd * tp.mss) / TCP_TSO_WIN_DIVISOR;
+        if limit >= chunk {
+            return None;
+        }
+        let head = tp.rtx.front()?;
+        // The head's ACK is due at its departure plus srtt (srtt_us holds 8 x srtt).
+        let srtt_ns = (1000 >> 3) * tp.srtt_us as u64;
+        let how_far = (head.sent + srtt_ns) as i64 - now as i64;
+        let threshold = (srtt_ns >> 1).min(1_000_000) as i64;
+        if how_far - threshold > 0 {
+            return None;
+        }
+        // Deferring: cwnd-limited if the window, not the receiver, is what is short.
+        Some(cong_win < send_win && cong_win <= next.head_len)
     }
 
     /// `tcp_tso_autosize()`: about 1 ms of data at the pacing rate (plus the bonus for
