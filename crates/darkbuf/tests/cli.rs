@@ -123,7 +123,7 @@ fn irtt_on_the_kernel_backend_is_exit_3() {
 
 #[test]
 fn a_rrul_run_writes_flents_rrul_data_file() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-cli-rrul-{}", std::process::id()));
+    let dir = common::tmp("cli", "rrul");
     let o = darkbuf(&["run", &repo("scenarios/rrul-100mbit.toml"), "--set", "duration=1s", "--out", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let gz = std::fs::read(dir.join("results.flent.gz")).unwrap();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 /// A fresh directory for one test.
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("fuzz-cli", name)
 }
 

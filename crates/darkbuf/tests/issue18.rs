@@ -20,7 +20,7 @@ fn run(args: &[&str]) -> Output {
     common::darkbuf(args)
 }
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("issue18", name)
 }
 
@@ -102,7 +102,8 @@ fn bounds_are_exit_2_with_the_bound() {
     let o = run(&["report", "/dev/zero"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a results file"), "{}", stderr(&o));
-    let many = tmp("many").join("many.toml");
+    let many_dir = tmp("many");
+    let many = many_dir.join("many.toml");
     std::fs::write(&many, "[[traffic]]\nkind = \"ping\"\n".repeat(65536 / 8)).unwrap();
     let o = run(&["run", many.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -15,12 +15,29 @@ pub fn repo(p: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
 }
 
-/// A fresh (emptied) directory `darkbuf-TAG-PID-NAME` for one test.
-pub fn tmp(tag: &str, name: &str) -> PathBuf {
+/// A fresh (emptied) directory `darkbuf-TAG-PID-NAME` for one test, removed with all
+/// it holds when the test drops it (also when the test fails and unwinds).
+pub fn tmp(tag: &str, name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("darkbuf-{tag}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
+}
+
+/// A test's scratch directory (see [`tmp`]); derefs to its path.
+pub struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Writes `text` to `NAME` in the directory `darkbuf-TAG-PID`, and returns its path.
