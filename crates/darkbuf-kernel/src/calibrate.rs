@@ -166,6 +166,14 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
     // The machine's stalls: every CPU busy at once, nothing else of ours running.
     progress("calibrate: stalls (a busy loop on every CPU)");
     let stalls = crate::stalls::measure(crate::online_cpus(), std::time::Duration::from_secs_f64(if quick { 1.0 } else { 5.0 }));
+    // The kernel build's MAX_TCP_HEADER, from a loopback connection's first send buffer.
+    let (max_tcp_header, header_how) = match crate::tcp_header::measure() {
+        Ok(h) => (h, format!("max_tcp_header {h} measured (a loopback connection's first sk_sndbuf)")),
+        Err(e) => {
+            progress(&format!("calibrate: max_tcp_header not measured ({e}); seed-vm's {} kept", base.max_tcp_header));
+            (base.max_tcp_header, format!("max_tcp_header assumed (seed-vm's): {e}"))
+        }
+    };
 
     let mut c = base.costs.clone();
     let mut fitted = Vec::new();
@@ -278,7 +286,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
     let profile = Profile {
         name: "calibrated".into(),
         description: format!(
-            "Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}",
+            "Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}",
             crate::uname_release(),
             crate::cpu_model(),
             fitted.join(", "),
@@ -286,7 +294,7 @@ pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Res
         ),
         noise: base.noise,
         stalls,
-        max_tcp_header: base.max_tcp_header,
+        max_tcp_header,
         costs: c,
         fit: Some(darkbuf_sim::profile::Fit {
             source: format!(
@@ -387,7 +395,7 @@ fn toml_of(p: &Profile) -> Result<String> {
     let _ = writeln!(s, "name = {}", toml_str(&p.name));
     let _ = writeln!(s, "description = {}", toml_str(&p.description));
     let _ = writeln!(s, "noise = {}", p.noise);
-    let _ = writeln!(s, "max_tcp_header = {}   # assumed (seed-vm's): MAX_TCP_HEADER of the kernel build", p.max_tcp_header);
+    let _ = writeln!(s, "max_tcp_header = {}   # MAX_TCP_HEADER of the kernel build (the description says whether measured)", p.max_tcp_header);
     let _ = writeln!(s, "\n[costs]");
     for (k, v) in [
         ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns), ("xmit_ns", c.xmit_ns),

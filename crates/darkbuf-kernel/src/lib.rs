@@ -26,6 +26,7 @@ pub mod signals;
 pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
+pub mod tcp_header;
 pub mod topo;
 pub mod trace;
 

@@ -27,7 +27,7 @@ mod netns;
 pub mod payload;
 mod probe;
 mod sink;
-mod sys;
+pub(crate) mod sys;
 mod tap;
 mod tcp;
 pub mod tcpinfo;

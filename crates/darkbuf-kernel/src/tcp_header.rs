@@ -1,0 +1,91 @@
+//! The running kernel's `MAX_TCP_HEADER`, as the send buffer's autotuning reveals it
+//! (for `darkbuf calibrate`'s profile key `max_tcp_header`).
+//!
+//! `tcp_init_buffer_space()` sets a new connection's `sk_sndbuf` to
+//! `2 x TCP_INIT_CWND x per_mss` (reno and cubic), with `tcp_sndbuf_expand()`'s
+//! `per_mss = roundup_pow_of_two(mss_clamp + MAX_TCP_HEADER + shinfo) + sk_buff`
+//! (net/ipv4/tcp_input.c). A loopback connection with `TCP_MAXSEG` 1460 on both ends
+//! has the MSS of an Ethernet path, and `SO_SNDBUF` after `connect()` gives `per_mss`:
+//! 4352 where `MAX_TCP_HEADER` is 320 (the distributions' kernels), 2304 where it is at
+//! most 268 (256 without `CONFIG_WLAN`). No privileges and no namespace are needed.
+
+use crate::load::sys;
+use std::io;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::fd::AsRawFd;
+
+/// The MSS an Ethernet path at MTU 1500 gives (`mss_clamp`).
+const MSS_CLAMP: u32 = 1460;
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` and `SKB_DATA_ALIGN(sizeof(struct
+/// sk_buff))` on x86_64 (what darkbuf-sim's `tcp_sndbuf_per_mss()` assumes).
+const SHINFO_SIZE: u32 = 320;
+const SKB_SIZE: u32 = 256;
+
+/// `max_tcp_header` from a new connection's `sk_sndbuf`, or why it gives none.
+///
+/// `MAX_TCP_HEADER` is `L1_CACHE_ALIGN(128 + MAX_HEADER)` with `MAX_HEADER` 32 to 176
+/// by configuration: 192, 256 or 320. A charge of 2304 bytes per segment is 192 or
+/// 256, which give the simulator the same skbs and buffers (256 is written); 4352 is
+/// 320.
+pub fn max_tcp_header_of(sndbuf: u32) -> Result<u32, String> {
+    const TCP_INIT_CWND: u32 = 10;
+    let per_mss = sndbuf / (2 * TCP_INIT_CWND);
+    if sndbuf % (2 * TCP_INIT_CWND) != 0 || per_mss < SKB_SIZE {
+        return Err(format!("sk_sndbuf {sndbuf} after connect() is not 2 x 10 segments' charge (tcp_wmem[1] or [2] decided it?)"));
+    }
+    for header in [256, 320] {
+        if (MSS_CLAMP + header + SHINFO_SIZE).next_power_of_two() + SKB_SIZE == per_mss {
+            return Ok(header);
+        }
+    }
+    Err(format!("a charge of {per_mss} bytes per segment fits no MAX_TCP_HEADER of 192, 256 or 320 (x86_64 sizes assumed)"))
+}
+
+/// Opens a loopback connection with an Ethernet MSS and reno (factor 2), and returns
+/// the client's `sk_sndbuf` right after `connect()`.
+pub fn initial_sndbuf() -> io::Result<u32> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    sys::setsockopt_int(&listener, libc::IPPROTO_TCP, libc::TCP_MAXSEG, MSS_CLAMP as libc::c_int, "TCP_MAXSEG")?;
+    let port = listener.local_addr()?.port();
+    let s = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
+    sys::setsockopt_int(&s, libc::IPPROTO_TCP, libc::TCP_MAXSEG, MSS_CLAMP as libc::c_int, "TCP_MAXSEG")?;
+    let reno = b"reno";
+    // SAFETY: reno is valid for its length; TCP_CONGESTION takes a name without NUL.
+    sys::cvt(unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, reno.as_ptr() as *const libc::c_void, reno.len() as libc::socklen_t) })?;
+    sys::connect(&s, Ipv4Addr::LOCALHOST, port)?;
+    let sndbuf = sys::getsockopt_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUF)?;
+    drop(listener);
+    Ok(sndbuf.max(0) as u32)
+}
+
+/// The running kernel's `max_tcp_header`, or why it could not be measured.
+pub fn measure() -> Result<u32, String> {
+    let sndbuf = initial_sndbuf().map_err(|e| format!("a loopback TCP connection failed: {e}"))?;
+    max_tcp_header_of(sndbuf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The development VM's 46080 (2 x 10 x 2304) and a distribution's 87040
+    /// (2 x 10 x 4352); what no MAX_TCP_HEADER gives is refused.
+    #[test]
+    fn the_header_follows_from_the_first_buffer() {
+        assert_eq!(max_tcp_header_of(46_080), Ok(256));
+        assert_eq!(max_tcp_header_of(87_040), Ok(320));
+        assert!(max_tcp_header_of(16_384).is_err());
+        assert!(max_tcp_header_of(2 * 10 * 3000).is_err());
+        // 2 x 10 x (1024 + 256): under one MSS; 2 x 10 x (8192 + 256).
+        assert!(max_tcp_header_of(25_600).is_err());
+        assert!(max_tcp_header_of(168_960).is_err());
+        assert!(max_tcp_header_of(100).is_err());
+    }
+
+    /// This kernel, on loopback: one of the two builds.
+    #[test]
+    fn the_running_kernel_gives_a_header() {
+        let h = measure().expect("measures");
+        assert!(h == 256 || h == 320, "{h}");
+    }
+}
