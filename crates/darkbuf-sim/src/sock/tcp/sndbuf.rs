@@ -80,11 +80,10 @@ impl TcpSock {
     pub fn tcp_sendmsg_locked(&mut self, len: u32, sndbuf: u64) -> u32 {
         let goal = self.tcp_xmit_size_goal();
         let mut left = len;
-        // The tail skb, if it is still in the write queue (not sent).
-        if let Some(&tail_end) = self.write_queue.back() {
-            let tail_start = if self.write_queue.len() > 1 { self.write_queue[self.write_queue.len() - 2] } else { self.snd_nxt };
-            let copy = goal.saturating_sub(tail_end.wrapping_sub(tail_start)).min(left);
-            *self.write_queue.back_mut().expect("tail") = tail_end.wrapping_add(copy);
+        if let Some(tail_len) = self.tcp_write_queue_tail_len() {
+            let copy = goal.saturating_sub(tail_len).min(left);
+            let tail_end = self.write_queue.back_mut().expect("a tail");
+            *tail_end = tail_end.wrapping_add(copy);
             left -= copy;
             self.wmem_queued += copy as u64;
         }
@@ -104,9 +103,17 @@ impl TcpSock {
         if self.wmem_queued < sndbuf {
             return true;
         }
-        let Some(&tail_end) = self.write_queue.back() else { return false };
-        let tail_start = if self.write_queue.len() > 1 { self.write_queue[self.write_queue.len() - 2] } else { self.snd_nxt };
-        tail_end.wrapping_sub(tail_start) < self.tcp_xmit_size_goal()
+        self.tcp_write_queue_tail_len().is_some_and(|l| l < self.tcp_xmit_size_goal())
+    }
+
+    /// The length of the write queue's tail skb (the one `write()` appends to), if the
+    /// write queue holds one: a skb that went out is on the retransmit queue, and the
+    /// next write starts a new skb.
+    fn tcp_write_queue_tail_len(&self) -> Option<u32> {
+        let n = self.write_queue.len();
+        let tail_end = *self.write_queue.back()?;
+        let tail_start = if n > 1 { self.write_queue[n - 2] } else { self.snd_nxt };
+        Some(tail_end.wrapping_sub(tail_start))
     }
 
     /// The write queue's head skb for a send of up to `want` bytes: `tcp_grow_skb()`
