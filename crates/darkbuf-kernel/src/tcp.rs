@@ -30,8 +30,9 @@
 //! `sndbuf` / `rcvbuf` as their maximum (the simulator's meaning: where autotuning
 //! stops). The scenario's defaults, 4 MiB / 6 MiB, are older kernels' defaults; 6.18
 //! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
-//! both backends run the same buffers. `tcp_ecn` = 1 in the sender's namespace when
-//! `ecn = true`. `tcp_limit_output_bytes` in the sender's namespace is the scenario's
+//! both backends run the same buffers. `so_sndbuf` is `SO_SNDBUFFORCE` on each sending
+//! socket before `connect()` (`SO_SNDBUF` past `wmem_max`), which fixes the buffer.
+//! `tcp_ecn` = 1 in the sender's namespace when `ecn = true`. `tcp_limit_output_bytes` in the sender's namespace is the scenario's
 //! `limit_output_bytes`; its `tsq` (which `tcp_small_queue_check()`) is the running
 //! kernel's own, and a note says so when the scenario asked for the other one for a
 //! flow that may be paced (for the others the two are the same).
@@ -265,6 +266,7 @@ pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [Running], to
                 Rate::Bps(b) => Some(b / 8),
                 _ => None,
             },
+            so_sndbuf: f.so_sndbuf.map(|v| v as u32),
             start: Duration::from_nanos(f.start_ns),
             stop: f.stop_ns.map_or(total, Duration::from_nanos).min(total),
             duration: total,

@@ -30,7 +30,7 @@ const SKB_SIZE: u32 = 256;
 pub fn max_tcp_header_of(sndbuf: u32) -> Result<u32, String> {
     const TCP_INIT_CWND: u32 = 10;
     let per_mss = sndbuf / (2 * TCP_INIT_CWND);
-    if sndbuf % (2 * TCP_INIT_CWND) != 0 || per_mss < SKB_SIZE {
+    if !sndbuf.is_multiple_of(2 * TCP_INIT_CWND) || per_mss < SKB_SIZE {
         return Err(format!("sk_sndbuf {sndbuf} after connect() is not 2 x 10 segments' charge (tcp_wmem[1] or [2] decided it?)"));
     }
     for header in [256, 320] {

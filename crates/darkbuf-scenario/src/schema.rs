@@ -471,6 +471,10 @@ pub struct TcpFlow {
     /// (`tcp_wmem[2]` and `tcp_rmem[2]`), bytes.
     pub sndbuf: u64,
     pub rcvbuf: u64,
+    /// `setsockopt(SO_SNDBUF)` on the sending socket (iperf3 `-w`): the buffer is fixed
+    /// at twice it (`SOCK_SNDBUF_LOCK`), and autotuning leaves it alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub so_sndbuf: Option<u64>,
     /// Which TCP Small Queues the sending host runs (`tcp_small_queue_check()`).
     pub tsq: Tsq,
     /// `net.ipv4.tcp_limit_output_bytes` on the sending host, bytes.

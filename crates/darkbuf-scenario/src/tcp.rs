@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
@@ -57,6 +57,11 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
     let sndbuf = s.size_bytes("sndbuf", 4 << 20, 4096, 1 << 30)?;
     let rcvbuf = s.size_bytes("rcvbuf", 6 << 20, 4096, 1 << 30)?;
+    // SO_SNDBUF takes an int; the kernel doubles it (at most INT_MAX / 2 before that).
+    let so_sndbuf = match s.entry("so_sndbuf") {
+        None => None,
+        Some(_) => Some(s.size_bytes("so_sndbuf", 0, 1, (i32::MAX / 2) as u64)?),
+    };
     // TSQ before v6.16 by default, as the buffers above: the kernels the seeds ran.
     let tsq = match s.choice("tsq", "paced-exempt", Tsq::NAMES)? {
         "always" => Tsq::Always,
@@ -87,7 +92,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         "kernel" => WriteXmit::Kernel,
         _ => WriteXmit::GoalTsq,
     };
-    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, write_xmit })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, write_xmit })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

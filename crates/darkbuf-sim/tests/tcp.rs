@@ -325,7 +325,8 @@ fn a_downloads_reader_runs_on_the_lan_client() {
 /// at twice a window the flow had, at the kernel build's charge per segment (4352 bytes
 /// with `MAX_TCP_HEADER` 320, 2304 with 256), far under the scenario's 4 MiB ceiling.
 /// A ceiling under the window is where it stops, and then the buffer, not the window,
-/// bounds the flow: 100000 bytes per 10 ms round trip is at most 80 Mbit/s.
+/// bounds the flow: 100000 bytes per 10 ms round trip is at most 80 Mbit/s. `so_sndbuf`
+/// fixes the buffer at twice its value.
 #[test]
 fn the_send_buffer_follows_the_window() {
     let text = nic_tcp("100Mbit", "pfifo_fast", "cubic", "[device.bql]\nlimit_min = 1073741824");
@@ -351,6 +352,13 @@ fn the_send_buffer_follows_the_window() {
     assert_eq!(m(&capped, "tcp.flow.0.sndbuf_bytes"), 100_000.0);
     let g = m(&capped, "tcp.goodput_mbps");
     assert!(g < 80.0 && g > 40.0, "{g} Mbit/s with a 100000-byte send buffer");
+    // SO_SNDBUF 50000 (iperf3 -w): fixed at twice that, and the same bound.
+    let fixed = run_text(&text, &["traffic.0.so_sndbuf=50000"]);
+    assert_eq!(m(&fixed, "tcp.flow.0.sndbuf_bytes"), 100_000.0);
+    assert_eq!(m(&fixed, "tcp.goodput_mbps"), g);
+    // Under the window autotuning starts with (87040): still fixed.
+    let small = run_text(&text, &["traffic.0.so_sndbuf=20000"]);
+    assert_eq!(m(&small, "tcp.flow.0.sndbuf_bytes"), 40_000.0);
 }
 
 /// The kernel's `tcp_write_xmit()` order (`write_xmit = "kernel"`): one cubic flow

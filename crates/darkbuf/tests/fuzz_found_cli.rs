@@ -4,7 +4,6 @@
 mod common;
 
 use common::{darkbuf, repo, stderr};
-use std::path::PathBuf;
 use std::process::Output;
 
 /// A fresh directory for one test.

@@ -6,7 +6,7 @@ use std::io::Read;
 mod common;
 
 use common::repo;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 /// A fresh directory for one test.

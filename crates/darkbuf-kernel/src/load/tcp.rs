@@ -59,6 +59,8 @@ pub struct TcpSenderSpec {
     pub tos: u8,
     /// `SO_MAX_PACING_RATE`, bytes/s.
     pub max_pacing_rate: Option<u64>,
+    /// `SO_SNDBUFFORCE` (as `SO_SNDBUF`, past `wmem_max`): a fixed send buffer of twice it.
+    pub so_sndbuf: Option<u32>,
     /// Sending starts this long after the thread starts, and ends at `stop`.
     pub start: Duration,
     pub stop: Duration,
@@ -469,6 +471,9 @@ pub fn open_flow(spec: &TcpSenderSpec) -> io::Result<OwnedFd> {
         sys::setsockopt(&s, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, r)
             .map_err(|e| io::Error::new(e.kind(), format!("setsockopt SO_MAX_PACING_RATE={r}: {e}")))?;
     }
+    if let Some(v) = spec.so_sndbuf {
+        sys::setsockopt_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v as libc::c_int, "SO_SNDBUFFORCE")?;
+    }
     sys::set_timeout(&s, libc::SO_SNDTIMEO, Duration::from_secs(2))?;
     sys::connect(&s, spec.dst, spec.port)?;
     set_nonblocking(&s)?;
@@ -595,6 +600,7 @@ mod tests {
             cc: "reno".into(),
             tos: 0x10,
             max_pacing_rate: Some(5_000_000),
+            so_sndbuf: None,
             start: Duration::from_millis(50),
             stop: Duration::from_millis(650),
             duration: Duration::from_secs(2),

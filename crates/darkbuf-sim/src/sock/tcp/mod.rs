@@ -186,6 +186,8 @@ pub struct TcpSock {
     pub sndbuf_max: u64,
     /// `tcp_sndbuf_expand()`'s charge per segment (`sndbuf::tcp_sndbuf_per_mss()`).
     pub sndbuf_per_mss: u32,
+    /// `SOCK_SNDBUF_LOCK`: `SO_SNDBUF` fixed the buffer, autotuning leaves it.
+    pub sndbuf_lock: bool,
     /// `max_window`: the largest window the receiver advertised, which bounds the
     /// write queue's skbs to half of it (`tcp_bound_to_half_wnd()`).
     pub max_window: u32,
@@ -382,6 +384,7 @@ impl TcpSock {
             sndbuf_max: f.sndbuf,
             // mss_clamp: MTU - IP 20 - TCP 20.
             sndbuf_per_mss: sndbuf::tcp_sndbuf_per_mss(mtu - 40, max_tcp_header),
+            sndbuf_lock: f.so_sndbuf.is_some(),
             max_window: 0,
             write_xmit: f.write_xmit,
             packets_out: 0,
@@ -457,8 +460,11 @@ impl TcpSock {
         }
         tcp.max_window = tcp.snd_wnd;
         // tcp_init_sock() starts at tcp_wmem[1]; tcp_init_buffer_space() expands it for
-        // the initial window.
-        let sndbuf = tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf));
+        // the initial window, unless SO_SNDBUF set it.
+        let sndbuf = match f.so_sndbuf {
+            Some(v) => darkbuf_scenario::effective_sndbuf(v),
+            None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
+        };
         Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
@@ -995,6 +1001,7 @@ pub(crate) mod tests {
             dscp: 0,
             ecn: false,
             sndbuf: 4 << 20,
+            so_sndbuf: None,
             rcvbuf: 6 << 20,
             tsq: darkbuf_scenario::Tsq::PacedExempt,
             limit_output_bytes: 1 << 20,

@@ -6,7 +6,8 @@
 //!   sender) the kernel keeps `sk_sndbuf` at twice the congestion window (BBR: three
 //!   times) at a worst-case charge per segment, from `tcp_wmem[1]` up, and at most
 //!   `tcp_wmem[2]` (the scenario's `sndbuf`). It grows only when the writer found the
-//!   buffer full (`SOCK_NOSPACE`) and the window is not.
+//!   buffer full (`SOCK_NOSPACE`) and the window is not. `so_sndbuf` (iperf3 `-w`)
+//!   fixes it at twice its value instead (`SOCK_SNDBUF_LOCK`).
 //! - The writer: `tcp_sendmsg_locked()` (net/ipv4/tcp.c) fills the write queue's tail
 //!   skb to the size goal (`tcp_xmit_size_goal()`) whatever the buffer holds, and starts
 //!   a new skb only while `sk_wmem_queued < sk_sndbuf` (`sk_stream_memory_free()`): a
@@ -154,7 +155,8 @@ impl World {
         if !sk.blocked {
             return;
         }
-        let sndbuf = if t.in_flight() >= t.w.cwnd { sk.sndbuf } else { t.tcp_sndbuf_expand(sk.sndbuf) };
+        // tcp_should_expand_sndbuf(): not with SO_SNDBUF, nor with the window full.
+        let sndbuf = if t.sndbuf_lock || t.in_flight() >= t.w.cwnd { sk.sndbuf } else { t.tcp_sndbuf_expand(sk.sndbuf) };
         let queued = t.wmem_queued;
         let sk = &mut self.socks[s as usize];
         sk.sndbuf = sndbuf;
