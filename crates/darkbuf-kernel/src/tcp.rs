@@ -32,8 +32,9 @@
 //! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
 //! both backends run the same buffers. `so_sndbuf` is `SO_SNDBUFFORCE` on each sending
 //! socket before `connect()` (`SO_SNDBUF` past `wmem_max`), which fixes the buffer.
-//! `tcp_ecn` = 1 in the sender's namespace when `ecn = true`. `tcp_limit_output_bytes` in the sender's namespace is the scenario's
-//! `limit_output_bytes`; its `tsq` (which `tcp_small_queue_check()`) is the running
+//! `tcp_ecn` = 1 in the sender's namespace when `ecn = true`. `tcp_limit_output_bytes`
+//! in the sender's namespace is the scenario's `limit_output_bytes`; its `tsq` (which
+//! `tcp_small_queue_check()`) is the running
 //! kernel's own, and a note says so when the scenario asked for the other one for a
 //! flow that may be paced (for the others the two are the same).
 //!

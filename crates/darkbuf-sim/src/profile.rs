@@ -157,8 +157,8 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stalls: Vec<Stall>,
     /// `MAX_TCP_HEADER` of the machine's kernel build, bytes: every TCP skb's headroom,
-    /// and part of the send buffer's charge per segment (`tcp_sndbuf_expand()`), which
-    /// at MTU 1500 doubles between 256 and 320. It is `L1_CACHE_ALIGN(128 + MAX_HEADER)`:
+    /// and part of the send buffer's charge per segment (`tcp_sndbuf_expand()`): at MTU
+    /// 1500, 2304 bytes with 256 and 4352 with 320. It is `L1_CACHE_ALIGN(128 + MAX_HEADER)`:
     /// 320 where `LL_MAX_HEADER` is 96 or 128 (`CONFIG_WLAN`, `CONFIG_HYPERV_NET`: the
     /// distributions' kernels), 256 or 192 without. Default 320.
     #[serde(default = "default_max_tcp_header")]
