@@ -16,10 +16,6 @@ use std::os::fd::AsRawFd;
 
 /// The MSS an Ethernet path at MTU 1500 gives (`mss_clamp`).
 const MSS_CLAMP: u32 = 1460;
-/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` and `SKB_DATA_ALIGN(sizeof(struct
-/// sk_buff))` on x86_64 (what darkbuf-sim's `tcp_sndbuf_per_mss()` assumes).
-const SHINFO_SIZE: u32 = 320;
-const SKB_SIZE: u32 = 256;
 
 /// `max_tcp_header` from a new connection's `sk_sndbuf`, or why it gives none.
 ///
@@ -30,11 +26,11 @@ const SKB_SIZE: u32 = 256;
 pub fn max_tcp_header_of(sndbuf: u32) -> Result<u32, String> {
     const TCP_INIT_CWND: u32 = 10;
     let per_mss = sndbuf / (2 * TCP_INIT_CWND);
-    if !sndbuf.is_multiple_of(2 * TCP_INIT_CWND) || per_mss < SKB_SIZE {
+    if !sndbuf.is_multiple_of(2 * TCP_INIT_CWND) {
         return Err(format!("sk_sndbuf {sndbuf} after connect() is not 2 x 10 segments' charge (tcp_wmem[1] or [2] decided it?)"));
     }
     for header in [256, 320] {
-        if (MSS_CLAMP + header + SHINFO_SIZE).next_power_of_two() + SKB_SIZE == per_mss {
+        if darkbuf_sim::tcp_sndbuf_per_mss(MSS_CLAMP, header) == per_mss {
             return Ok(header);
         }
     }

@@ -33,4 +33,5 @@ mod stall;
 mod world;
 
 pub use profile::Profile;
+pub use sock::tcp::tcp_sndbuf_per_mss;
 pub use report::{simulate, SimError};

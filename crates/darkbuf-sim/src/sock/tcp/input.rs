@@ -18,7 +18,7 @@ use crate::cpu::{CpuId, SockId};
 use crate::world::World;
 
 /// `tp->reordering` (`tcp_reordering`): the DUPACK threshold.
-const TCP_REORDERING: u32 = 3;
+pub(super) const TCP_REORDERING: u32 = 3;
 
 impl World {
     /// An ACK reached the sender at `t` on `cpu`. Returns the CPU time of its

@@ -35,6 +35,7 @@ mod recv;
 mod sndbuf;
 
 pub use reader::ReadPhase;
+pub use sndbuf::tcp_sndbuf_per_mss;
 
 use crate::arena::Proto;
 use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};

@@ -36,7 +36,7 @@ const TCP_MAX_WSCALE: u32 = 14;
 /// `TCP_INIT_CWND`, for the first `rcvq_space.space`.
 const TCP_INIT_CWND: u32 = 10;
 /// `TCP_MSS_DEFAULT` and `TCP_MIN_MSS`: bounds of the first `rcv_mss` guess.
-const TCP_MSS_DEFAULT: u32 = 536;
+pub(super) const TCP_MSS_DEFAULT: u32 = 536;
 const TCP_MIN_MSS: u32 = 88;
 /// `SOCK_MIN_RCVBUF`: `tcp_set_window_clamp()` keeps at least half of it.
 const SOCK_MIN_RCVBUF: u32 = 2048 + 256 + 1472;

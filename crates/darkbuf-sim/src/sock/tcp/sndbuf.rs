@@ -26,6 +26,8 @@
 //! truesize (the kernel adds each skb's head, about 1.5% of a 64 KB skb).
 
 use super::cc::CongestionControl;
+use super::input::TCP_REORDERING;
+use super::rcvbuf::TCP_MSS_DEFAULT;
 use super::TcpSock;
 use crate::cpu::SockId;
 use crate::sock::SockKind;
@@ -37,8 +39,6 @@ pub const TCP_WMEM_DEFAULT: u64 = 16384;
 const SHINFO_SIZE: u32 = 320;
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))`, x86_64.
 const SKB_SIZE: u32 = 256;
-/// `TCP_MSS_DEFAULT`: below this the size goal is not bounded to half the window.
-const TCP_MSS_DEFAULT: u32 = 536;
 /// The TCP header with the timestamp option (`tp->tcp_header_len`).
 const TCP_HEADER_LEN: u32 = 32;
 
@@ -54,7 +54,6 @@ impl TcpSock {
     /// `tcp_sndbuf_expand()`: the send buffer for the current window, `sndbuf` if that
     /// is larger; at most `tcp_wmem[2]`.
     pub fn tcp_sndbuf_expand(&self, sndbuf: u64) -> u64 {
-        const TCP_REORDERING: u32 = 3;
         let nr_segs = self.w.cwnd.max(super::TCP_INIT_CWND).max(TCP_REORDERING + 1);
         // ca_ops->sndbuf_expand: BBR provisions three windows (bbr_sndbuf_expand()).
         let factor = if matches!(self.cc, CongestionControl::Bbr(_)) { 3 } else { 2 };
