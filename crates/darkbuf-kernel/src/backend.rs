@@ -829,6 +829,26 @@ fn metrics(
                 .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns, s.unsendable))
                 .filter(|(t, _, _)| *t >= a.mono_ns && *t < b.mono_ns)
                 .collect();
+            // As the simulator averages it: over the answered probes, here those the
+            // driver stamped as well.
+            let qdisc_waits: Vec<u64> = p
+                .samples
+                .iter()
+                .filter(|s| (a.mono_ns..b.mono_ns).contains(&(p.start_mono_ns + s.t_send_ns)) && s.rtt_ns.is_some())
+                .filter_map(|s| s.wait_qdisc_ns)
+                .collect();
+            if !qdisc_waits.is_empty() {
+                let avg = qdisc_waits.iter().map(|&w| w as f64).sum::<f64>() / qdisc_waits.len() as f64;
+                m.insert("ping.wait_qdisc_ms".into(), Some(avg / 1e6));
+            } else if !p.tx_timestamping {
+                none(&mut m, "ping.wait_qdisc_ms", "the probe socket refused SO_TIMESTAMPING, so no driver TX timestamp was asked for");
+            } else {
+                let why = format!(
+                    "no answered probe got a software TX timestamp from the {} driver (it does not call skb_tx_timestamp())",
+                    scn.device.driver.name()
+                );
+                none(&mut m, "ping.wait_qdisc_ms", &why);
+            }
             let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r, _)| *r).collect();
             rtts.sort_unstable();
             let ms = |ns: f64| ns / 1e6;
@@ -868,8 +888,13 @@ fn metrics(
             );
         }
     }
-    for k in ["ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms"] {
-        none(&mut m, k, "not measurable on the kernel: a probe carries no per-stage timestamps (qdisc, ring, consumer), only its round trip");
+    match (&j.probe, has_ping) {
+        (_, false) => none(&mut m, "ping.wait_qdisc_ms", "the scenario has no ping traffic"),
+        (None, true) => none(&mut m, "ping.wait_qdisc_ms", "the prober failed (see the run's notes)"),
+        _ => {}
+    }
+    for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
+        none(&mut m, k, "not measurable on the kernel: no stamp after the driver's TX timestamp, which ends ping.wait_qdisc_ms");
     }
 
     // Consumer and sink.

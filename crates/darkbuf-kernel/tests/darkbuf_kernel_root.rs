@@ -279,9 +279,14 @@ fn tcp_through_htb(receiver: &str) {
     for k in [
         "tcp.goodput_mbps", "tcp.retrans", "tcp.timeouts", "tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps",
         "tcp.flow.0.goodput_mbps", "tcp.flow.1.goodput_mbps", "tcp.flow.1.srtt_avg_ms", "ping.rtt_p50_ms",
+        "ping.wait_qdisc_ms",
     ] {
         assert!(m.get(k).copied().flatten().is_some(), "{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k));
     }
+    // The probes' time in htb (send to veth's TX timestamp) is part of their round trip.
+    let (wait, rtt) = (m["ping.wait_qdisc_ms"].unwrap(), m["ping.rtt_avg_ms"].unwrap());
+    assert!(wait > 0.0 && wait <= rtt, "qdisc wait {wait} ms, round trip {rtt} ms");
+    assert!(m["ping.wait_ring_ms"].is_none() && r.unavailable.contains_key("ping.wait_ring_ms"));
     let g = m["tcp.goodput_mbps"].unwrap();
     // Goodput is payload: below the 100 Mbit the htb class sends as frames.
     assert!(g > 0.0 && g < 100.0, "goodput {g}");

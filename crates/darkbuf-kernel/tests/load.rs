@@ -391,6 +391,54 @@ fn veth_icmp_probe_idle() {
     assert_eq!(r.lost(), 0, "{r:?}");
     let max = r.rtts().max().unwrap();
     assert!(max < 100_000_000, "idle veth RTT should be well under 100 ms, max {max} ns");
+    // veth_xmit() calls skb_tx_timestamp(): every probe comes back stamped, with its
+    // time in an empty qdisc inside its round trip.
+    assert!(r.tx_timestamping);
+    for s in &r.samples {
+        let (w, rtt) = (s.wait_qdisc_ns.expect("every probe stamped by veth"), s.rtt_ns.unwrap());
+        assert!(w <= rtt, "qdisc wait {w} ns beyond the round trip {rtt} ns");
+    }
+}
+
+#[test]
+fn probe_qdisc_wait_is_the_time_behind_a_shaper() {
+    require_root!();
+    let _g = serial();
+    // tbf at 20 Mbit with 20 ms of latency on the sending veth and a flood above it:
+    // the queue forms in tbf, so a probe's time there is nearly all of its round trip.
+    let p = Pair::new();
+    tc(&["-n", &p.a(), "qdisc", "replace", "dev", &p.a_dev, "root", "tbf", "rate", "20mbit", "burst", "32k", "latency", "20ms"]);
+    let (stop, _sd) = stop_flag();
+    let sink = spawn_sink(SinkSpec { netns: p.b(), bind: B_IP, port: 5201, duration: Duration::from_secs(10), app_cost: Duration::ZERO }, stop.clone());
+    let pstop = Arc::new(AtomicBool::new(false));
+    let prober = spawn_prober(
+        ProbeSpec { netns: p.a(), dst: B_IP, interval: Duration::from_millis(5), count: 400, timeout: Duration::from_secs(1), ..ProbeSpec::default() },
+        pstop.clone(),
+    );
+    let f = join(spawn_flood(
+        FloodSpec { netns: p.a(), dst: B_IP, dst_port: 5201, max_packets: 2_000_000, duration: Duration::from_millis(1500), sndbuf: Some(4 << 20), ..FloodSpec::default() },
+        Arc::new(AtomicBool::new(false)),
+    ));
+    pstop.store(true, Ordering::Relaxed);
+    let pr = join(prober);
+    stop.store(true, Ordering::Relaxed);
+    join(sink);
+    // Probes sent in the flood's second half, when the queue stands.
+    let (fs, fe) = (f.start_mono_ns + f.elapsed.as_nanos() as u64 / 2, f.start_mono_ns + f.elapsed.as_nanos() as u64);
+    let answered: Vec<&ProbeSample> =
+        pr.samples.iter().filter(|x| (fs..fe).contains(&(pr.start_mono_ns + x.t_send_ns)) && x.rtt_ns.is_some()).collect();
+    assert!(answered.len() >= 20, "{} answered probes in the window: {pr:?}", answered.len());
+    let mut waits: Vec<u64> = answered.iter().map(|x| x.wait_qdisc_ns.expect("stamped")).collect();
+    for x in &answered {
+        assert!(x.wait_qdisc_ns.unwrap() <= x.rtt_ns.unwrap(), "{x:?}");
+    }
+    let p50 = pct(&mut waits, 0.5);
+    let mut rtts: Vec<u64> = answered.iter().map(|x| x.rtt_ns.unwrap()).collect();
+    let rtt50 = pct(&mut rtts, 0.5);
+    eprintln!("tbf 20mbit: {} probes, qdisc wait p50 {p50:.2} ms, round trip p50 {rtt50:.2} ms", answered.len());
+    // tbf holds rate x latency + burst = 50 kB + 32 kB: about 33 ms at 20 Mbit.
+    assert!((10.0..45.0).contains(&p50), "qdisc wait p50 {p50:.2} ms (round trip {rtt50:.2} ms)");
+    assert!(rtt50 - p50 < 2.0, "the queue is in tbf: qdisc wait p50 {p50:.2} ms, round trip {rtt50:.2} ms");
 }
 
 #[test]
@@ -427,6 +475,8 @@ fn probe_unsendable_on_a_full_qdisc() {
         assert_eq!(r.samples.len(), 10);
         assert_eq!(r.unsendable(), 10, "{kind:?}: {r:?}");
         assert_eq!(r.lost(), 10);
+        // Dropped at enqueue: the driver never saw them, so no TX timestamp.
+        assert!(r.samples.iter().all(|s| s.wait_qdisc_ns.is_none()), "{r:?}");
         assert_eq!(r.last_send_errno, Some(libc::ENOBUFS));
     }
     // The flood sees the same drops as send errors (ENOBUFS, thanks to IP_RECVERR).

@@ -28,7 +28,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("ping.loss_pct", "%", "probes lost (dropped, or unanswered within the timeout) out of the probes whose fate is known"),
     e("ping.probes", "probes", "probes sent in the measured window whose fate is known (answered or lost)"),
     e("ping.unsendable", "probes", "probes sent in the measured window whose send failed (the local qdisc dropped them at enqueue: ENOBUFS); counted as lost"),
-    e("ping.wait_qdisc_ms", "ms", "mean time a probe waited in the qdisc (enqueue to hand-off to the driver)"),
+    e("ping.wait_qdisc_ms", "ms", "mean time a probe waited in the qdisc (its send to the hand-off to the driver; kernel: to the driver's software TX timestamp)"),
     e("ping.wait_ring_ms", "ms", "mean time a probe waited in the driver ring (veth ptr_ring, tun ring)"),
     e("ping.wait_consumer_ms", "ms", "mean time from leaving the ring to reaching the receiving socket (NAPI, GRO, netfilter rules)"),
     e("ping.rtt_ms", "ms", "time series: one point per probe sent in the measured window, null when it was lost"),

@@ -19,6 +19,14 @@
 //!   after the receive is used instead.
 //! - On `stop` no further probes are sent; replies to probes already sent are
 //!   awaited up to `timeout` after the last send, then the prober returns.
+//! - Each probe asks for the driver's software TX timestamp (`SO_TIMESTAMPING` with
+//!   `SOF_TIMESTAMPING_TX_SOFTWARE`): `skb_tx_timestamp()`, which veth, tun and most
+//!   NIC drivers call in `ndo_start_xmit()` once the qdisc has let the packet go. The
+//!   stamp comes back on the error queue with a copy of the packet (so its index, not
+//!   a key that failed sends may or may not advance). Send time to that stamp is the
+//!   probe's time in the qdisc (`wait_qdisc_ns`), the simulator's `ping.wait_qdisc_ms`.
+//!   A packet the driver refused (`NETDEV_TX_BUSY`, requeued) is stamped again when it
+//!   goes: the last stamp counts.
 //!
 //! Payload layout: ICMP data = `index u64 | t_send u64` (LE) then filler, at least
 //! 16 bytes; UDP = `token u64 | index u64 | t_send u64`, at least 24 bytes. A
@@ -43,6 +51,11 @@ const ICMP_ECHO: u8 = 8;
 const ICMP_MIN_DATA: usize = 16;
 const UDP_MIN_DATA: usize = 24;
 const MAX_IP_PAYLOAD: usize = 65_507;
+/// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` in include/uapi/asm-generic/socket.h: the
+/// 64-bit layout on 64-bit architectures); its control message has the same number.
+const SO_TIMESTAMPING: libc::c_int = 37;
+/// `ee_info` of a timestamp taken by the driver (include/uapi/linux/errqueue.h).
+const SCM_TSTAMP_SND: u32 = 0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeKind {
@@ -90,6 +103,10 @@ pub struct ProbeSample {
     pub rtt_ns: Option<u64>,
     /// Its send failed (`unsendable`).
     pub unsendable: bool,
+    /// From the send to the driver's TX timestamp (its time in the qdisc); None when
+    /// no stamp came back (dropped in the qdisc, or a driver without
+    /// `skb_tx_timestamp()`).
+    pub wait_qdisc_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -105,6 +122,8 @@ pub struct ProbeResult {
     pub kernel_stamped: u64,
     /// errno of the last failed send.
     pub last_send_errno: Option<i32>,
+    /// The socket took `SO_TIMESTAMPING` (TX software stamps were asked for).
+    pub tx_timestamping: bool,
 }
 
 impl ProbeResult {
@@ -157,6 +176,10 @@ struct Prober {
     token: u64,
     sbuf: Vec<u8>,
     rbuf: Vec<u8>,
+    dst: Ipv4Addr,
+    tx_timestamping: bool,
+    /// The driver's last TX timestamp per probe index (CLOCK_MONOTONIC ns; 0 = none).
+    driver_at: Vec<u64>,
 }
 
 fn tokens() -> (u16, u64) {
@@ -197,6 +220,9 @@ impl Prober {
         sys::setsockopt_int(&sock, libc::IPPROTO_IP, libc::IP_RECVERR, 1, "IP_RECVERR")?;
         // Best effort: without it replies are timed in user space.
         let _ = sys::setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS");
+        // Best effort too: without it `wait_qdisc_ns` stays None.
+        let flags = (libc::SOF_TIMESTAMPING_TX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE) as libc::c_int;
+        let tx_timestamping = sys::setsockopt_int(&sock, libc::SOL_SOCKET, SO_TIMESTAMPING, flags, "SO_TIMESTAMPING").is_ok();
         let port = match spec.kind {
             ProbeKind::Icmp => 0,
             ProbeKind::UdpEcho { port } => port,
@@ -216,9 +242,11 @@ impl Prober {
         } else {
             sbuf[0..8].copy_from_slice(&token.to_le_bytes());
         }
-        // Room for the largest reply plus an IP header with options.
-        let rbuf = vec![0u8; len + 64];
-        Ok(Prober { sock, icmp, id, token, sbuf, rbuf })
+        // Room for the largest reply plus an IP header with options, or for a
+        // timestamped copy of a request with its link-layer header.
+        let rbuf = vec![0u8; len + 128];
+        let driver_at = Vec::with_capacity(cap_of(spec));
+        Ok(Prober { sock, icmp, id, token, sbuf, rbuf, dst: spec.dst, tx_timestamping, driver_at })
     }
 
     /// Writes index/stamp (and the ICMP seq/checksum) into the send buffer.
@@ -240,8 +268,13 @@ impl Prober {
         let t0 = sys::mono_ns();
         let interval = sys::dur_ns(spec.interval);
         let timeout = sys::dur_ns(spec.timeout);
-        let cap = spec.count.min(1 << 20) as usize;
-        let mut res = ProbeResult { start_mono_ns: t0, samples: Vec::with_capacity(cap), ..ProbeResult::default() };
+        let cap = cap_of(spec);
+        let mut res = ProbeResult {
+            start_mono_ns: t0,
+            samples: Vec::with_capacity(cap),
+            tx_timestamping: self.tx_timestamping,
+            ..ProbeResult::default()
+        };
         // Absolute send stamp per probe; 0 = not sent.
         let mut sent_at: Vec<u64> = Vec::with_capacity(cap);
         let mut next: u64 = 0;
@@ -280,7 +313,7 @@ impl Prober {
                     res.last_send_errno = Some(e);
                     break false;
                 };
-                res.samples.push(ProbeSample { t_send_ns: ts - t0, rtt_ns: None, unsendable: !ok });
+                res.samples.push(ProbeSample { t_send_ns: ts - t0, rtt_ns: None, unsendable: !ok, wait_qdisc_ns: None });
                 if ok {
                     sent_at.push(ts);
                     outstanding += 1;
@@ -308,33 +341,73 @@ impl Prober {
                 self.drain_replies(&mut res, &sent_at, &mut outstanding, timeout)?;
             }
         }
+        // Stamps still queued for the last probes.
+        self.drain_errqueue();
+        for (i, s) in res.samples.iter_mut().enumerate() {
+            let (sent, driver) = (sent_at[i], self.driver_at.get(i).copied().unwrap_or(0));
+            if sent != 0 && driver != 0 {
+                s.wait_qdisc_ns = Some(driver.saturating_sub(sent));
+            }
+        }
         Ok(res)
     }
 
-    /// Discards queued ICMP errors (IP_RECVERR queues them; an undrained error
-    /// queue would keep poll() returning POLLERR).
+    /// Reads the error queue: the driver's TX timestamps of our probes are kept, queued
+    /// ICMP errors are discarded (IP_RECVERR queues them; an undrained error queue would
+    /// keep poll() returning POLLERR).
     fn drain_errqueue(&mut self) {
         for _ in 0..1024 {
-            // SAFETY: rbuf is valid for its length; zeroed msghdr with one iovec.
-            let r = unsafe {
-                let mut iov = libc::iovec { iov_base: self.rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: self.rbuf.len() };
-                let mut ctl = [0u64; 32];
+            let mut ctl = [0u64; 32];
+            let mut iov = libc::iovec { iov_base: self.rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: self.rbuf.len() };
+            // SAFETY: rbuf/ctl/iov are valid for their lengths and outlive `mh`'s use.
+            let (r, mh) = unsafe {
                 let mut mh: libc::msghdr = std::mem::zeroed();
                 mh.msg_iov = &mut iov;
                 mh.msg_iovlen = 1;
                 mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
                 mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
-                libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT)
+                let r = libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT);
+                (r, mh)
             };
             if r < 0 {
                 return;
             }
+            let Some(stamp) = driver_tx_stamp(&mh) else { continue };
+            let off_real_mono = sys::real_ns().wrapping_sub(sys::mono_ns());
+            let len = (r as usize).min(self.rbuf.len());
+            let Some(index) = self.parse_stamped_request(&self.rbuf[..len]) else { continue };
+            let Ok(i) = usize::try_from(index) else { continue };
+            if i >= self.driver_at.len() {
+                if i > (1 << 20) {
+                    continue;
+                }
+                self.driver_at.resize(i + 1, 0);
+            }
+            let at = stamp.wrapping_sub(off_real_mono);
+            self.driver_at[i] = self.driver_at[i].max(at);
+        }
+    }
+
+    /// The probe index of a timestamped copy of one of our requests.
+    fn parse_stamped_request(&self, b: &[u8]) -> Option<u64> {
+        let l4 = stamped_ipv4_payload(b, self.dst, if self.icmp { libc::IPPROTO_ICMP } else { libc::IPPROTO_UDP })?;
+        if self.icmp {
+            if l4.len() < 8 + ICMP_MIN_DATA || l4[0] != ICMP_ECHO || l4[4..6] != self.id.to_be_bytes() {
+                return None;
+            }
+            Some(u64::from_le_bytes(l4[8..16].try_into().ok()?))
+        } else {
+            let data = l4.get(8..)?;
+            if data.len() < UDP_MIN_DATA || data[0..8] != self.token.to_le_bytes() {
+                return None;
+            }
+            Some(u64::from_le_bytes(data[8..16].try_into().ok()?))
         }
     }
 
     fn drain_replies(&mut self, res: &mut ProbeResult, sent_at: &[u64], outstanding: &mut u64, timeout: u64) -> io::Result<()> {
         for _ in 0..4096 {
-            let mut ctl = [0u64; 8];
+            let mut ctl = [0u64; 32]; // SCM_TIMESTAMPNS, and SCM_TIMESTAMPING (SO_TIMESTAMPING is set)
             let mut iov = libc::iovec { iov_base: self.rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: self.rbuf.len() };
             // SAFETY: rbuf/ctl/iov are valid for their lengths and outlive `mh`'s use.
             let (r, mh) = unsafe {
@@ -428,6 +501,75 @@ pub(crate) fn parse_icmp_echo_reply(b: &[u8], id: u16) -> Option<(u64, u64)> {
     Some((u64::from_le_bytes(icmp[8..16].try_into().ok()?), u64::from_le_bytes(icmp[16..24].try_into().ok()?)))
 }
 
+fn cap_of(spec: &ProbeSpec) -> usize {
+    spec.count.min(1 << 20) as usize
+}
+
+/// The transport header and payload of an IPv4 packet to `dst` with protocol `proto`,
+/// found in a timestamped copy: at offset 0 (a device without a link-layer header,
+/// such as tun) or after a 14-byte Ethernet header (veth, NICs). Each candidate must be
+/// a whole IPv4 header with the right destination and protocol and a total length
+/// that fits.
+pub(crate) fn stamped_ipv4_payload(b: &[u8], dst: Ipv4Addr, proto: libc::c_int) -> Option<&[u8]> {
+    let ip_at = |off: usize| -> Option<&[u8]> {
+        let ip = b.get(off..)?;
+        if ip.len() < 20 || ip[0] >> 4 != 4 || ip[9] != proto as u8 || ip[16..20] != dst.octets() {
+            return None;
+        }
+        let ihl = ((ip[0] & 0x0f) as usize) * 4;
+        let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+        if ihl < 20 || total < ihl || total > ip.len() {
+            return None;
+        }
+        ip.get(ihl..total)
+    };
+    let ethertype_ip = b.len() >= 14 && b[12..14] == [0x08, 0x00];
+    if ethertype_ip {
+        if let Some(p) = ip_at(14) {
+            return Some(p);
+        }
+    }
+    ip_at(0)
+}
+
+/// The driver's software TX timestamp (CLOCK_REALTIME ns) of an error-queue message:
+/// an `SCM_TIMESTAMPING` control message whose `IP_RECVERR` companion says
+/// `SO_EE_ORIGIN_TIMESTAMPING` and `SCM_TSTAMP_SND`.
+fn driver_tx_stamp(mh: &libc::msghdr) -> Option<u64> {
+    let mut stamp = None;
+    let mut snd = false;
+    // SAFETY: mh was filled by recvmsg; the CMSG macros stay within msg_controllen,
+    // and each read is of a control message's data of at least the read size.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(mh);
+        while !c.is_null() {
+            let data_len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+            if (*c).cmsg_level == libc::SOL_SOCKET
+                && (*c).cmsg_type == SO_TIMESTAMPING
+                && data_len >= 3 * std::mem::size_of::<libc::timespec>()
+            {
+                // struct scm_timestamping: ts[0] is the software stamp.
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                if ts.tv_sec > 0 || ts.tv_nsec > 0 {
+                    stamp = Some((ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64));
+                }
+            } else if (*c).cmsg_level == libc::IPPROTO_IP
+                && (*c).cmsg_type == libc::IP_RECVERR
+                && data_len >= std::mem::size_of::<libc::sock_extended_err>()
+            {
+                let e: libc::sock_extended_err = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::sock_extended_err);
+                snd = e.ee_errno == libc::ENOMSG as u32 && e.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING && e.ee_info == SCM_TSTAMP_SND;
+            }
+            c = libc::CMSG_NXTHDR(mh, c);
+        }
+    }
+    if snd {
+        stamp
+    } else {
+        None
+    }
+}
+
 /// The SCM_TIMESTAMPNS control message (CLOCK_REALTIME ns), if present.
 fn kernel_rx_stamp(mh: &libc::msghdr) -> Option<u64> {
     // SAFETY: mh was filled by recvmsg; the CMSG macros stay within msg_controllen.
@@ -447,6 +589,40 @@ fn kernel_rx_stamp(mh: &libc::msghdr) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An IPv4 packet to 10.1.2.3: header (ihl 5), then `l4`.
+    fn ipv4(proto: u8, l4: &[u8]) -> Vec<u8> {
+        let mut ip = vec![0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
+        ip[9] = proto;
+        ip[16..20].copy_from_slice(&[10, 1, 2, 3]);
+        ip.extend_from_slice(l4);
+        ip
+    }
+
+    #[test]
+    fn a_stamped_copy_is_found_behind_ethernet_or_bare() {
+        let dst = Ipv4Addr::new(10, 1, 2, 3);
+        let l4: Vec<u8> = (0..24).collect();
+        let ip = ipv4(1, &l4);
+        // veth and NICs: the copy starts at the Ethernet header. This destination MAC
+        // begins with 0x45, as an IPv4 header does: the EtherType decides.
+        let mut eth = vec![0x45, 0, 0, 0, 0, 1, 0x46, 0, 0, 0, 0, 2, 0x08, 0x00];
+        eth.extend_from_slice(&ip);
+        assert_eq!(stamped_ipv4_payload(&eth, dst, libc::IPPROTO_ICMP), Some(&l4[..]));
+        // tun: no link-layer header.
+        assert_eq!(stamped_ipv4_payload(&ip, dst, libc::IPPROTO_ICMP), Some(&l4[..]));
+        // Trailing bytes (Ethernet padding) are not payload.
+        let mut padded = eth.clone();
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(stamped_ipv4_payload(&padded, dst, libc::IPPROTO_ICMP), Some(&l4[..]));
+        // Someone else's packet, another protocol, a truncated copy: none.
+        assert_eq!(stamped_ipv4_payload(&eth, Ipv4Addr::new(10, 1, 2, 4), libc::IPPROTO_ICMP), None);
+        assert_eq!(stamped_ipv4_payload(&eth, dst, libc::IPPROTO_UDP), None);
+        assert_eq!(stamped_ipv4_payload(&eth[..eth.len() - 1], dst, libc::IPPROTO_ICMP), None);
+        assert_eq!(stamped_ipv4_payload(&[], dst, libc::IPPROTO_ICMP), None);
+    }
 
     #[test]
     fn icmp_reply_parsing() {
