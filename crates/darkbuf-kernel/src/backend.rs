@@ -242,6 +242,32 @@ struct Joined {
     errors: Vec<String>,
 }
 
+/// The probes' mean time in the driver's ring (the driver's TX timestamp to the
+/// consumer's read) and in the consumer (read to the echo reply), ns, over the answered
+/// probes sent in [t0, t1). Only a tap has a far end of ours: its reader records each
+/// echo request it answers (`EchoSeen`). Over veth the far end's kernel answers.
+fn probe_far_end_waits(j: &Joined, t0: u64, t1: u64) -> std::result::Result<(f64, f64), &'static str> {
+    let Some(p) = &j.probe else { return Err("the prober failed (see the run's notes)") };
+    let Some(tap) = &j.tap else {
+        return Err("not measurable on the kernel: the far end's kernel answers the echo, and no stamp follows the driver's TX timestamp");
+    };
+    let Some(id) = p.icmp_id else { return Err("not measurable on the kernel: the tap reader records ICMP echo requests, not UDP probes") };
+    let read: BTreeMap<u64, &load::EchoSeen> = tap.echoes.iter().filter(|e| e.id == id).map(|e| (e.data_head, e)).collect();
+    let (mut ring, mut consumer, mut n) = (0.0, 0.0, 0u64);
+    for (i, s) in p.samples.iter().enumerate() {
+        let sent = p.start_mono_ns + s.t_send_ns;
+        let (Some(wait_qdisc), Some(_), true) = (s.wait_qdisc_ns, s.rtt_ns, (t0..t1).contains(&sent)) else { continue };
+        let Some(e) = read.get(&(i as u64)) else { continue };
+        ring += e.read_ns.saturating_sub(sent + wait_qdisc) as f64;
+        consumer += e.reply_ns.saturating_sub(e.read_ns) as f64;
+        n += 1;
+    }
+    if n == 0 {
+        return Err("no answered probe was both stamped by the driver and read by the tap reader");
+    }
+    Ok((ring / n as f64, consumer / n as f64))
+}
+
 fn join_by<T>(h: JoinHandle<io::Result<T>>, deadline: Instant, what: &str, errors: &mut Vec<String>) -> Option<T> {
     while !h.is_finished() {
         if Instant::now() >= deadline {
@@ -893,8 +919,22 @@ fn metrics(
         (None, true) => none(&mut m, "ping.wait_qdisc_ms", "the prober failed (see the run's notes)"),
         _ => {}
     }
-    for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
-        none(&mut m, k, "not measurable on the kernel: no stamp after the driver's TX timestamp, which ends ping.wait_qdisc_ms");
+    if has_ping {
+        match probe_far_end_waits(j, a.mono_ns, b.mono_ns) {
+            Ok((ring, consumer)) => {
+                m.insert("ping.wait_ring_ms".into(), Some(ring / 1e6));
+                m.insert("ping.wait_consumer_ms".into(), Some(consumer / 1e6));
+            }
+            Err(why) => {
+                for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
+                    none(&mut m, k, why);
+                }
+            }
+        }
+    } else {
+        for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
+            none(&mut m, k, "the scenario has no ping traffic");
+        }
     }
 
     // Consumer and sink.

@@ -138,6 +138,15 @@ fn tap_reader_run_leaves_nothing() {
     assert!(r.metric("consumer.pps").unwrap().mean > 0.0);
     assert!(r.metric("ring.drops").is_some());
     assert!(r.metric("napi.polls").is_none() && r.unavailable.contains_key("napi.polls"));
+    // Our reader is the far end: a probe's time splits into the qdisc (send to tun's
+    // TX timestamp), the tun ring (to the reader's read) and the reader (read to the
+    // reply, after its 20 us of app_cost), all inside the round trip.
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?}", r.unavailable.get(k))).mean;
+    let (qdisc, ring, reader, rtt) = (mean("ping.wait_qdisc_ms"), mean("ping.wait_ring_ms"), mean("ping.wait_consumer_ms"), mean("ping.rtt_avg_ms"));
+    eprintln!("tap: qdisc {qdisc:.3} ms, ring {ring:.3} ms, reader {reader:.3} ms, round trip {rtt:.3} ms");
+    assert!(reader >= 0.020, "the reader spins 20 us before it replies: {reader} ms");
+    assert!(ring > qdisc, "the flood fills tun's ring, not pfifo_fast: ring {ring} ms, qdisc {qdisc} ms");
+    assert!(qdisc + ring + reader <= rtt, "{qdisc} + {ring} + {reader} ms > round trip {rtt} ms");
     assert_nothing_left();
 }
 

@@ -43,6 +43,6 @@ pub use tcp::{
     TcpReceiverStats, TcpSenderSpec, TcpSenderStats, SAMPLE_STEP, TCP_WRITE,
 };
 pub use tap::{
-    create_tap_reader, create_tap_reader_with, spawn_tap_reader, TapInfo, TapOpts, TapReader, TapReaderSpec,
+    create_tap_reader, create_tap_reader_with, spawn_tap_reader, EchoSeen, TapInfo, TapOpts, TapReader, TapReaderSpec,
     TapReaderStats, TAP_PEER_MAC,
 };

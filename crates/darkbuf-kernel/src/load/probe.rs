@@ -124,6 +124,9 @@ pub struct ProbeResult {
     pub last_send_errno: Option<i32>,
     /// The socket took `SO_TIMESTAMPING` (TX software stamps were asked for).
     pub tx_timestamping: bool,
+    /// The ICMP identifier of the echo requests (None for UDP probes): with the probe
+    /// index in the data, what names a probe to a far end that records it.
+    pub icmp_id: Option<u16>,
 }
 
 impl ProbeResult {
@@ -273,6 +276,7 @@ impl Prober {
             start_mono_ns: t0,
             samples: Vec::with_capacity(cap),
             tx_timestamping: self.tx_timestamping,
+            icmp_id: self.icmp.then_some(self.id),
             ..ProbeResult::default()
         };
         // Absolute send stamp per probe; 0 = not sent.
