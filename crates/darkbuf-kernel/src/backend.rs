@@ -42,6 +42,7 @@ use crate::names::Names;
 use crate::rules::RuleScope;
 use crate::signals;
 use crate::topo::{self, Options, Topology};
+use crate::probe_trace::{match_probes, FarEndEvent, ProbeTrace, StampedProbe};
 use crate::trace::{NapiPollCounter, PollCounts};
 use crate::KernelVersion;
 use darkbuf_model::units::Rate;
@@ -75,11 +76,15 @@ pub struct RunOpts {
     /// which turns them off): TCP then builds TSO skbs as the simulator's TCP does, and
     /// veth takes its netif_rx() path instead of the NAPI ring.
     pub sender_tso: bool,
+    /// veth: trace the probes' far end (`probe_trace`) for `ping.wait_ring_ms` and
+    /// `ping.wait_consumer_ms`. Off by default: the tracepoints' filter runs for every
+    /// packet the consumer receives.
+    pub probe_trace: bool,
 }
 
 impl RunOpts {
     pub fn for_scenario(scn: &Scenario) -> RunOpts {
-        RunOpts { rule_scope: RuleScope::of(scn.consumer.rules_match), netns_sysctls: Vec::new(), sender_tso: false }
+        RunOpts { rule_scope: RuleScope::of(scn.consumer.rules_match), netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false }
     }
 }
 
@@ -238,20 +243,23 @@ struct Joined {
     sinks: Vec<(usize, SinkStats)>,
     probe: Option<ProbeResult>,
     tap: Option<TapReaderStats>,
+    /// The far end's tracepoint events for the probes (veth), or why there are none.
+    far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
     errors: Vec<String>,
 }
 
 /// The probes' mean time in the driver's ring (the driver's TX timestamp to the
-/// consumer's read) and in the consumer (read to the echo reply), ns, over the answered
-/// probes sent in [t0, t1). Only a tap has a far end of ours: its reader records each
-/// echo request it answers (`EchoSeen`). Over veth the far end's kernel answers.
-fn probe_far_end_waits(j: &Joined, t0: u64, t1: u64) -> std::result::Result<(f64, f64), &'static str> {
-    let Some(p) = &j.probe else { return Err("the prober failed (see the run's notes)") };
-    let Some(tap) = &j.tap else {
-        return Err("not measurable on the kernel: the far end's kernel answers the echo, and no stamp follows the driver's TX timestamp");
+/// consumer taking the request) and in the consumer (from there to the echo reply), ns,
+/// over the answered probes sent in [t0, t1). On a tap the far end is our reader, which
+/// records each echo request it answers (`EchoSeen`); over veth the far end's kernel
+/// answers, and its tracepoints tell (`probe_trace`).
+fn probe_far_end_waits(j: &Joined, t0: u64, t1: u64) -> std::result::Result<(f64, f64), String> {
+    let Some(p) = &j.probe else { return Err("the prober failed (see the run's notes)".into()) };
+    let Some(tap) = &j.tap else { return veth_far_end_waits(p, j.far_end.as_ref(), t0, t1) };
+    let Some(id) = p.icmp_id else {
+        return Err("not measurable on the kernel: the tap reader records ICMP echo requests, not UDP probes".into());
     };
-    let Some(id) = p.icmp_id else { return Err("not measurable on the kernel: the tap reader records ICMP echo requests, not UDP probes") };
     let read: BTreeMap<u64, &load::EchoSeen> = tap.echoes.iter().filter(|e| e.id == id).map(|e| (e.data_head, e)).collect();
     let (mut ring, mut consumer, mut n) = (0.0, 0.0, 0u64);
     for (i, s) in p.samples.iter().enumerate() {
@@ -263,7 +271,52 @@ fn probe_far_end_waits(j: &Joined, t0: u64, t1: u64) -> std::result::Result<(f64
         n += 1;
     }
     if n == 0 {
-        return Err("no answered probe was both stamped by the driver and read by the tap reader");
+        return Err("no answered probe was both stamped by the driver and read by the tap reader".into());
+    }
+    Ok((ring / n as f64, consumer / n as f64))
+}
+
+/// `probe_far_end_waits()` over veth, from the far end's tracepoint events.
+fn veth_far_end_waits(
+    p: &ProbeResult,
+    far_end: Option<&std::result::Result<Vec<FarEndEvent>, String>>,
+    t0: u64,
+    t1: u64,
+) -> std::result::Result<(f64, f64), String> {
+    let events = match far_end {
+        None => {
+            return Err("not measured: the far end's kernel answers the echo; --probe-trace traces it (a few % of the consumer's time)".into())
+        }
+        Some(Err(e)) => return Err(format!("not measured: the far end's tracepoints are unavailable ({e})")),
+        Some(Ok(ev)) => ev,
+    };
+    // Every answered, stamped probe takes part in the matching, in send order; only
+    // those sent in the window count.
+    let answered: Vec<(u64, StampedProbe)> = p
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let sent = p.start_mono_ns + s.t_send_ns;
+            Some((sent, StampedProbe { driver_ns: sent + s.wait_qdisc_ns?, reply_ns: sent + s.rtt_ns? }))
+        })
+        .collect();
+    let stamped: Vec<StampedProbe> = answered.iter().map(|(_, s)| *s).collect();
+    let Some(far) = match_probes(&stamped, events) else {
+        return Err(format!(
+            "not measured: {} far-end events did not match the {} answered probes (another packet of the probes' length?)",
+            events.len(),
+            stamped.len()
+        ));
+    };
+    let (mut ring, mut consumer, mut n) = (0.0, 0.0, 0u64);
+    for ((sent, s), f) in answered.iter().zip(&far) {
+        let (Some((consumed, replied)), true) = (f, (t0..t1).contains(sent)) else { continue };
+        ring += consumed.saturating_sub(s.driver_ns) as f64;
+        consumer += replied.saturating_sub(*consumed) as f64;
+        n += 1;
+    }
+    if n == 0 {
+        return Err("not measured: no answered probe in the window matched the far end's events".into());
     }
     Ok((ring / n as f64, consumer / n as f64))
 }
@@ -583,6 +636,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         load::sleep_until_ns(load_t0);
     }
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, total, grid_t0, &stop);
+    let mut probe_trace: Option<std::result::Result<ProbeTrace, String>> = None;
     if let Some(p) = pings.first() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
         let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;
@@ -597,8 +651,14 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         };
         // Pinned to the ping's CPU, as the simulator's pinger is: which CPU the prober runs
         // on decides who wins a slot a full qdisc frees (docs/ping-loss-full-pfifo.md).
-        let opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
-        guard.tools.prober = Some(load::spawn_prober_with(spec, opts, stop.clone()));
+        let probe_opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
+        // Over veth the far end's kernel answers: its tracepoints say when the request
+        // left the ring and when the reply was sent (probe_trace.rs).
+        if scn.device.driver == Driver::Veth && opts.probe_trace {
+            let ip_len = 20 + 8 + (spec.payload as u32).max(16);
+            probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len));
+        }
+        guard.tools.prober = Some(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }
 
     // Warmup, then the measured window.
@@ -648,7 +708,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if !others.is_empty() {
         notes.push(another_run_note(&others, "during this run"));
     }
-    let joined = guard.tools.stop_and_join(&stop);
+    let mut joined = guard.tools.stop_and_join(&stop);
+    joined.far_end = probe_trace.map(|t| t.and_then(ProbeTrace::finish));
     drop(poll_counter);
     for e in &joined.errors {
         notes.push(e.clone());
@@ -927,7 +988,7 @@ fn metrics(
             }
             Err(why) => {
                 for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
-                    none(&mut m, k, why);
+                    none(&mut m, k, &why);
                 }
             }
         }

@@ -128,7 +128,7 @@ fn point(label: &str, nrules: u32, app: u64, r: &Results, secs: f64) -> Point {
 /// `progress` gets a line per run.
 pub fn calibrate(out: &Path, quick: bool, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let (dur, dur_s, runs) = if quick { ("1s", 1.0, 1) } else { ("3s", 3.0, 2) };
-    let opts = RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false };
+    let opts = RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false };
     let base = Profile::load("seed-vm").map_err(|e| KernelError::Internal(e.to_string()))?;
     let mut points = Vec::new();
     let mut notes = Vec::new();

@@ -6,7 +6,7 @@
 //! - [`topo`]: namespaces, veth/tap, qdisc, BQL, NAPI mode, rules; guaranteed teardown.
 //! - [`load`]: the load generator, sink, prober and tap reader (threads in this process).
 //! - [`tcp`]: `kind = "tcp"` traffic: checks, sysctls, flows and their metrics.
-//! - [`counters`], [`trace`]: what is measured, and how it is parsed.
+//! - [`counters`], [`trace`], [`probe_trace`]: what is measured, and how it is parsed.
 //! - [`backend`]: one scenario run → a `RunRecord` in the results contract's names.
 //! - [`calibrate`]: a measured matrix fitted into a simulator machine profile.
 //! - [`compare`]: simulator and kernel side by side.
@@ -21,6 +21,7 @@ pub mod error;
 pub mod load;
 pub mod names;
 pub mod nics;
+pub mod probe_trace;
 pub mod rules;
 pub mod signals;
 pub mod stalls;

@@ -27,7 +27,7 @@ fn sigint_mid_run_tears_everything_down() {
         }
     });
     let start = std::time::Instant::now();
-    let r = run_scenario(&scn, &RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false }, |_| {});
+    let r = run_scenario(&scn, &RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false }, |_| {});
     t.join().unwrap();
     let e = r.expect_err("the run must stop on SIGINT");
     assert!(e.message().contains("SIGINT"), "{e}");

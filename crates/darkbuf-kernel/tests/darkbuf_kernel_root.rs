@@ -61,7 +61,7 @@ fn assert_nothing_left() {
 }
 
 fn opts() -> RunOpts {
-    RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false }
+    RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false }
 }
 
 #[test]
@@ -120,6 +120,42 @@ fn veth_napi_mode_builds_a_qdisc_queue_and_leaves_nothing() {
         let model = (r.metric("qdisc.backlog_avg_pkts").unwrap().mean + 256.0) / r.metric("consumer.pps").unwrap().mean * 1e3;
         eprintln!("ping p50 {p50:?} ms; (backlog + 256) / consumer pps = {model:.2} ms");
     }
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn probe_trace_splits_a_veth_probes_round_trip() {
+    if !root_or_skip("veth probe trace") {
+        return;
+    }
+    // A slow consumer (3000 rules) and a flood held back by its 1 MiB send buffer: the
+    // 256-slot ring and a pfifo that never fills hold every probe, and none is dropped.
+    let bp = has_backpressure();
+    let scn = scenario(&format!(
+        "duration = \"1500ms\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\nbackpressure = {bp}\n\
+         [qdisc]\nkind = \"pfifo\"\nlimit = 5000\n[consumer]\nnrules = 3000\n\
+         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"1MiB\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
+    ));
+    let (r, _) = run_scenario(&scn, &RunOpts { probe_trace: true, ..opts() }, |_| {}).expect("traced run");
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?}", r.unavailable.get(k))).mean;
+    let (qdisc, ring, consumer, rtt) = (mean("ping.wait_qdisc_ms"), mean("ping.wait_ring_ms"), mean("ping.wait_consumer_ms"), mean("ping.rtt_avg_ms"));
+    let pps = mean("consumer.pps");
+    eprintln!("veth: qdisc {qdisc:.3} ms, ring {ring:.3} ms, consumer {consumer:.3} ms, round trip {rtt:.3} ms; consumer {pps:.0} pps");
+    assert!(ring > 0.0 && consumer > 0.0, "ring {ring} ms, consumer {consumer} ms");
+    // The stages are consecutive parts of the round trip (the averages are over nearly
+    // the same probes: those the far end's events matched).
+    assert!(qdisc + ring + consumer <= rtt * 1.05 + 0.05, "{qdisc} + {ring} + {consumer} ms > round trip {rtt} ms");
+    if bp {
+        // A full ring: the probe waits behind up to 256 flood packets.
+        let full = 256.0 / pps * 1e3;
+        assert!(ring > full * 0.3 && ring < full * 1.5, "ring wait {ring:.2} ms against 256 / consumer pps = {full:.2} ms");
+    }
+    // Without --probe-trace: null, and the reason says how to get it.
+    let (r, _) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    assert!(r.metric("ping.wait_ring_ms").is_none());
+    assert!(r.unavailable["ping.wait_ring_ms"].contains("--probe-trace"), "{:?}", r.unavailable.get("ping.wait_ring_ms"));
     assert_nothing_left();
 }
 

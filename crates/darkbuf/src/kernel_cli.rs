@@ -53,7 +53,7 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     run::apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     run::check_out(c)?;
-    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
+    let opts = darkbuf_kernel::backend::RunOpts { probe_trace: c.probe_trace, ..darkbuf_kernel::backend::RunOpts::for_scenario(&scn) };
     let pb = run::progress(scn.runs as u64, &scn.name);
     let guard = SigpipeIgnored::new();
     let (mut results, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| pb.inc(1)).map_err(failure)?;
@@ -82,8 +82,8 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
 }
 
 /// One sweep point on the kernel backend (`darkbuf sweep --backend kernel`).
-pub fn run_point(scn: &darkbuf_scenario::Scenario) -> Result<darkbuf_report::Results, Failure> {
-    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(scn);
+pub fn run_point(scn: &darkbuf_scenario::Scenario, probe_trace: bool) -> Result<darkbuf_report::Results, Failure> {
+    let opts = darkbuf_kernel::backend::RunOpts { probe_trace, ..darkbuf_kernel::backend::RunOpts::for_scenario(scn) };
     let guard = SigpipeIgnored::new();
     let (results, notes) = darkbuf_kernel::backend::run_scenario(scn, &opts, |_| {}).map_err(failure)?;
     drop(guard);
@@ -130,7 +130,7 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     run::apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
     run::check_out(c)?;
-    let opts = darkbuf_kernel::backend::RunOpts::for_scenario(&scn);
+    let opts = darkbuf_kernel::backend::RunOpts { probe_trace: c.probe_trace, ..darkbuf_kernel::backend::RunOpts::for_scenario(&scn) };
     // The kernel side first: it is the one that can be unavailable (exit 3).
     let guard = SigpipeIgnored::new();
     let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;

@@ -67,6 +67,12 @@ pub struct Common {
     /// and report.html.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Kernel backend, veth: trace the probes' far end (tracepoints on the receiving
+    /// veth, filtered to the probe's length) for ping.wait_ring_ms and
+    /// ping.wait_consumer_ms. The filter runs for every received packet: a few percent
+    /// of the consumer at 250k packets/s.
+    #[arg(long)]
+    pub probe_trace: bool,
 }
 
 #[derive(Subcommand)]

@@ -576,7 +576,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
             for (spec, scn) in &points {
-                match crate::kernel_cli::run_point(scn) {
+                match crate::kernel_cli::run_point(scn, c.probe_trace) {
                     Ok(results) => {
                     warn_findings(&format!(" in point \"{}\"", spec.label), &results);
                     sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results })
