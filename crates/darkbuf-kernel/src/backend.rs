@@ -285,7 +285,7 @@ fn veth_far_end_waits(
 ) -> std::result::Result<(f64, f64), String> {
     let events = match far_end {
         None => {
-            return Err("not measured: the far end's kernel answers the echo; --probe-trace traces it (a few % of the consumer's time)".into())
+            return Err("not measured: the far end's kernel answers the echo; --probe-trace traces it (at a cost to the consumer)".into())
         }
         Some(Err(e)) => return Err(format!("not measured: the far end's tracepoints are unavailable ({e})")),
         Some(Ok(ev)) => ev,
