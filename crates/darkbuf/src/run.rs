@@ -265,6 +265,13 @@ pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
 /// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` and `--seed`
 /// are bounded like the file's `runs` and `seed` by their parsers), then the last
 /// run's seed (seed + runs - 1) must be a seed too: no seed wraps around.
+/// `--probe-trace` is the kernel backend's: say so when it would change nothing.
+fn warn_kernel_only_flags(c: &Common) {
+    if c.probe_trace && c.backend == Backend::Sim {
+        eprintln!("darkbuf: warning: --probe-trace traces the kernel backend's probes; the simulator reports every stage without it");
+    }
+}
+
 pub(crate) fn apply_common(scn: &mut Scenario, c: &Common) -> Result<(), Failure> {
     if let Some(r) = c.runs {
         scn.runs = r;
@@ -347,6 +354,7 @@ pub(crate) fn simulate_runs(scn: &Scenario, p: &Profile, jobs: usize, pb: &indic
 }
 
 pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
+    warn_kernel_only_flags(c);
     let mut scn = load(path, &c.set)?;
     apply_common(&mut scn, c)?;
     darkbuf_scenario::limits::check_total([&scn]).map_err(Failure::Input)?;
@@ -552,6 +560,7 @@ pub(crate) fn print_printouts(results: &Results, per_run: bool) {
 }
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
+    warn_kernel_only_flags(c);
     // `--set K=V` fixes a key for every point; `--set K=V1,V2` sweeps it.
     let (sweeps, fixed) = darkbuf_run::split_sets(&c.set);
     let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;

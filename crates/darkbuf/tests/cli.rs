@@ -88,6 +88,20 @@ fn sweep_prints_one_column_per_point() {
 }
 
 #[test]
+fn probe_trace_on_the_simulator_is_a_warning_and_changes_nothing() {
+    let p = repo("scenarios/veth-bql.toml");
+    let mut args = vec!["run".to_string(), p, "--format".into(), "json".into()];
+    args.extend(SHORT.iter().map(|s| s.to_string()));
+    let plain = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    args.push("--probe-trace".into());
+    let traced = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(&args).output().unwrap();
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert!(stderr(&traced).contains("warning: --probe-trace traces the kernel backend's probes"), "{}", stderr(&traced));
+    assert!(!stderr(&plain).contains("--probe-trace"));
+    assert_eq!(plain.stdout, traced.stdout);
+}
+
+#[test]
 fn same_seed_same_json() {
     let p = repo("scenarios/veth-bql.toml");
     let mut args = vec!["run".to_string(), p, "--format".into(), "json".into(), "--runs".into(), "2".into()];
