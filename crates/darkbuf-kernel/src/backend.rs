@@ -39,10 +39,10 @@ use crate::counters::{self, LinkCounters, QdiscCounters};
 use crate::error::{KernelError, Result};
 use crate::load::{self, FloodSpec, FloodStats, ProbeKind, ProbeOpts, ProbeResult, ProbeSpec, SinkSpec, SinkStats, TapReaderSpec, TapReaderStats};
 use crate::names::Names;
+use crate::probe_trace::{match_probes, FarEndEvent, ProbeTrace, StampedProbe};
 use crate::rules::RuleScope;
 use crate::signals;
 use crate::topo::{self, Options, Topology};
-use crate::probe_trace::{match_probes, FarEndEvent, ProbeTrace, StampedProbe};
 use crate::trace::{NapiPollCounter, PollCounts};
 use crate::KernelVersion;
 use darkbuf_model::units::Rate;
@@ -254,9 +254,12 @@ struct Joined {
 /// over the answered probes sent in [t0, t1). On a tap the far end is our reader, which
 /// records each echo request it answers (`EchoSeen`); over veth the far end's kernel
 /// answers, and its tracepoints tell (`probe_trace`).
-fn probe_far_end_waits(j: &Joined, t0: u64, t1: u64) -> std::result::Result<(f64, f64), String> {
+fn probe_far_end_waits(j: &Joined, driver: Driver, t0: u64, t1: u64) -> std::result::Result<(f64, f64), String> {
     let Some(p) = &j.probe else { return Err("the prober failed (see the run's notes)".into()) };
-    let Some(tap) = &j.tap else { return veth_far_end_waits(p, j.far_end.as_ref(), t0, t1) };
+    if driver == Driver::Veth {
+        return veth_far_end_waits(p, j.far_end.as_ref(), t0, t1);
+    }
+    let Some(tap) = &j.tap else { return Err("the tap reader failed (see the run's notes)".into()) };
     let Some(id) = p.icmp_id else {
         return Err("not measurable on the kernel: the tap reader records ICMP echo requests, not UDP probes".into());
     };
@@ -981,7 +984,7 @@ fn metrics(
         _ => {}
     }
     if has_ping {
-        match probe_far_end_waits(j, a.mono_ns, b.mono_ns) {
+        match probe_far_end_waits(j, scn.device.driver, a.mono_ns, b.mono_ns) {
             Ok((ring, consumer)) => {
                 m.insert("ping.wait_ring_ms".into(), Some(ring / 1e6));
                 m.insert("ping.wait_consumer_ms".into(), Some(consumer / 1e6));
