@@ -227,6 +227,9 @@ struct Sample {
     bql_inflight: Option<u64>,
 }
 
+/// An irtt entry's running client and server.
+type IrttPair = (JoinHandle<io::Result<load::IrttClientResult>>, JoinHandle<io::Result<load::IrttServerStats>>);
+
 /// The running tools.
 #[derive(Default)]
 struct Tools {
@@ -235,6 +238,10 @@ struct Tools {
     prober: Option<JoinHandle<io::Result<ProbeResult>>>,
     tap: Option<JoinHandle<io::Result<TapReaderStats>>>,
     tcp: Vec<crate::tcp::Running>,
+    /// Per irtt entry in scenario order: its client and its server. The servers stop on
+    /// `irtt_stop`, after the clients have had their replies.
+    irtt: Vec<IrttPair>,
+    irtt_stop: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -243,6 +250,8 @@ struct Joined {
     sinks: Vec<(usize, SinkStats)>,
     probe: Option<ProbeResult>,
     tap: Option<TapReaderStats>,
+    /// Per irtt entry: its client's requests and its server's records (None: one failed).
+    irtt: Vec<Option<(load::IrttClientResult, load::IrttServerStats)>>,
     /// The far end's tracepoint events for the probes (veth), or why there are none.
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
@@ -367,6 +376,13 @@ impl Tools {
         if let Some(h) = self.tap.take() {
             j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
         }
+        let irtt: Vec<_> = self.irtt.drain(..).collect();
+        let clients: Vec<_> = irtt.into_iter().map(|(c, s)| (join_by(c, deadline, "irtt client", &mut j.errors), s)).collect();
+        self.irtt_stop.store(true, Ordering::SeqCst);
+        for (c, s) in clients {
+            let s = join_by(s, deadline, "irtt server", &mut j.errors);
+            j.irtt.push(c.zip(s));
+        }
         for r in self.tcp.drain(..) {
             let what = format!("TCP sender of traffic.{}", r.index);
             let s = r.sender.and_then(|h| join_by(h, deadline, &what, &mut j.errors));
@@ -454,12 +470,13 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Udp(u) => u.cpu,
             Traffic::Ping(p) => p.cpu,
             Traffic::Tcp(t) => t.cpu,
-            Traffic::Irtt(_) => {
+            Traffic::Irtt(_) if scn.device.driver == Driver::Tun => {
                 return Err(KernelError::Unavailable(format!(
-                    "traffic.{i}: kind = \"irtt\" runs on the simulator only for now (the kernel backend has no \
-                     isochronous UDP prober and echo server yet); use kind = \"ping\", or --backend sim"
+                    "traffic.{i}: kind = \"irtt\" over a tap: the kernel backend's tap reader answers ARP and ICMP \
+                     echo only, not irtt's UDP; use kind = \"ping\", or driver = \"veth\""
                 )))
             }
+            Traffic::Irtt(r) => r.cpu,
         };
         if cpu as usize >= crate::online_cpus() {
             return Err(KernelError::Unavailable(format!(
@@ -662,6 +679,30 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len));
         }
         guard.tools.prober = Some(load::spawn_prober_with(spec, probe_opts, stop.clone()));
+    }
+    // irtt: a stamping server in the receiving namespace and a client where the
+    // scenario puts it, per entry; their start and stop are run times, as the floods'.
+    for r in scn.traffic.iter().filter_map(|t| if let Traffic::Irtt(r) = t { Some(r) } else { None }) {
+        let tos = r.dscp << 2;
+        let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: total + PROBE_TIMEOUT * 2 };
+        let (port, sh) = load::spawn_irtt_server(server, Some(o.consumer_cpu), guard.tools.irtt_stop.clone());
+        let Some(port) = port else {
+            let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+            return Err(KernelError::Internal(format!("the irtt server: {e}")));
+        };
+        let client = load::IrttClientSpec {
+            netns: tx_ns.clone(),
+            dst,
+            port,
+            interval: Duration::from_nanos(r.interval_ns),
+            payload: (r.length.max(darkbuf_scenario::IRTT_MIN_LENGTH)) as usize,
+            tos,
+            start_mono_ns: load_t0 + r.start_ns,
+            stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(total.as_nanos() as u64).min(total.as_nanos() as u64),
+            timeout: PROBE_TIMEOUT,
+        };
+        let ch = load::spawn_irtt_client(client, Some(r.cpu as usize), stop.clone());
+        guard.tools.irtt.push((ch, sh));
     }
 
     // Warmup, then the measured window.
@@ -998,6 +1039,32 @@ fn metrics(
     } else {
         for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
             none(&mut m, k, "the scenario has no ping traffic");
+        }
+    }
+
+    // irtt: the simulator's own report of the records, so both backends define every
+    // irtt.* figure the same way.
+    if scn.traffic.iter().any(|t| matches!(t, Traffic::Irtt(_))) {
+        let recs: Vec<Vec<darkbuf_sim::IrttRec>> =
+            j.irtt.iter().map(|x| x.as_ref().map_or_else(Vec::new, |(c, s)| load::irtt_records(c, s))).collect();
+        let (vals, reasons) = darkbuf_sim::irtt_report(recs.iter().map(|v| &v[..]), a.mono_ns, b.mono_ns);
+        let failed: Vec<String> = (0..j.irtt.len()).filter(|&n| j.irtt[n].is_none()).map(|n| format!("irtt.{n}.")).collect();
+        for (k, v) in vals {
+            if failed.iter().any(|f| k.starts_with(f.as_str())) {
+                none(&mut m, &k, "this irtt entry's client or server failed (see the run's notes)");
+            } else if v.is_none() {
+                none(&mut m, &k, reasons.get(&k).map_or("not measured", |r| r.as_str()));
+            } else {
+                m.insert(k, v);
+            }
+        }
+        for (n, r) in recs.iter().enumerate() {
+            use darkbuf_sim::IrttFate;
+            let fated = r.iter().filter(|x| (a.mono_ns..=b.mono_ns).contains(&x.t_send) && x.fate != IrttFate::InFlight);
+            let (t_ms, values) = fated
+                .map(|x| ((x.t_send - a.mono_ns) as f64 / 1e6, (x.fate == IrttFate::Received).then(|| (x.t_recv - x.t_send) as f64 / 1e6)))
+                .unzip();
+            timeseries.insert(format!("irtt.{n}.rtt_ms"), TimeSeries { unit: "ms".into(), t_ms, values });
         }
     }
 

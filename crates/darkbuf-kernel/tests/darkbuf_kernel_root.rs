@@ -161,6 +161,36 @@ fn probe_trace_splits_a_veth_probes_round_trip() {
 
 #[test]
 #[ignore = "needs root"]
+fn irtt_measures_the_queue_on_the_way_up() {
+    if !root_or_skip("irtt run") {
+        return;
+    }
+    // The queue of veth_pfifo_rules: a slow consumer behind a pfifo that never fills.
+    // irtt's requests wait in it with the ping's; its replies come back on an idle path.
+    let bp = has_backpressure();
+    let scn = scenario(&format!(
+        "duration = \"1500ms\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\nbackpressure = {bp}\n\
+         [qdisc]\nkind = \"pfifo\"\nlimit = 5000\n[consumer]\nnrules = 3000\n\
+         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"1MiB\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n\
+         [[traffic]]\nkind = \"irtt\"\ninterval = \"10ms\"\ndscp = 46\n"
+    ));
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("irtt run");
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?} (notes {notes:?})", r.unavailable.get(k))).mean;
+    let (rtt, up, down, ping) = (mean("irtt.rtt_avg_ms"), mean("irtt.owd_up_avg_ms"), mean("irtt.owd_down_avg_ms"), mean("ping.rtt_avg_ms"));
+    let (loss_up, n) = (mean("irtt.loss_up_pct"), mean("irtt.packets"));
+    eprintln!("irtt: rtt {rtt:.3} ms = up {up:.3} + down {down:.3}; ping {ping:.3} ms; {n} requests, {loss_up:.1}% lost up");
+    assert!(n >= 100.0, "{n} requests in 1.5 s at 10 ms");
+    assert!((up + down - rtt).abs() < 1e-6 * rtt.max(1.0), "round trip = up + down");
+    assert!(up > 10.0 * down, "the queue is on the way up: up {up} ms, down {down} ms");
+    assert!((rtt - ping).abs() < 0.3 * ping, "irtt {rtt} ms and ping {ping} ms wait in the same queue");
+    assert!(mean("irtt.0.rtt_avg_ms") > 0.0);
+    assert!(r.runs[0].timeseries.contains_key("irtt.0.rtt_ms"));
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
 fn tap_reader_run_leaves_nothing() {
     if !root_or_skip("tap run") {
         return;

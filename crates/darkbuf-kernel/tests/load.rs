@@ -1,4 +1,4 @@
-//! Tests of the load tools (flood, sink, prober, UDP echo, tap reader).
+//! Tests of the load tools (flood, sink, prober, UDP echo, irtt, tap reader).
 //!
 //! Unprivileged tests use loopback in the test's own namespace. Tests that need
 //! root create their own namespaces (unique names, removed by a Drop guard even
@@ -271,6 +271,46 @@ fn loopback_udp_echo_probe() {
     assert!(r.samples.windows(2).all(|w| w[0].t_send_ns <= w[1].t_send_ns));
 }
 
+#[test]
+fn loopback_irtt_client_and_server() {
+    let _g = serial();
+    let stop = Arc::new(AtomicBool::new(false));
+    let server_stop = Arc::new(AtomicBool::new(false));
+    let spec = IrttServerSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, port: 0, tos: 0xb8, duration: Duration::from_secs(10) };
+    let (port, server) = spawn_irtt_server(spec, None, server_stop.clone());
+    let port = port.expect("server bound");
+    let t0 = mono_ns();
+    let client = spawn_irtt_client(
+        IrttClientSpec {
+            netns: String::new(),
+            dst: Ipv4Addr::LOCALHOST,
+            port,
+            interval: Duration::from_millis(2),
+            payload: 60,
+            tos: 0xb8,
+            start_mono_ns: t0 + 5_000_000,
+            stop_mono_ns: t0 + 5_000_000 + 30 * 2_000_000,
+            timeout: Duration::from_secs(1),
+        },
+        None,
+        stop,
+    );
+    let c = join(client);
+    server_stop.store(true, Ordering::Relaxed);
+    let s = join(server);
+    // 30 requests on the schedule, none before its start, all answered.
+    assert_eq!(c.requests.len(), 30, "{c:?}");
+    assert!(c.requests.iter().all(|r| r.t_send >= t0 + 5_000_000 && !r.unsent));
+    assert_eq!(s.received.iter().filter(|(t, _)| *t == c.token).count(), 30);
+    let recs = irtt_records(&c, &s);
+    for (r, q) in recs.iter().zip(&c.requests) {
+        let p = q.reply.expect("answered");
+        // Each stamp in order: send, the server's arrival and departure, the receipt.
+        assert!(q.t_send <= p.server_rx && p.server_rx <= p.server_tx && p.server_tx <= p.client_rx, "{q:?}");
+        assert_eq!(r.t_recv - r.t_send, (p.client_rx - q.t_send) - (p.server_tx - p.server_rx));
+    }
+}
+
 /// A UDP port on 127.0.0.1 that is free and below `ip_local_port_range`.
 fn closed_port_outside_ephemeral_range() -> u16 {
     let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
@@ -406,6 +446,7 @@ fn probe_qdisc_wait_is_the_time_behind_a_shaper() {
     let _g = serial();
     // tbf at 20 Mbit with 20 ms of latency on the sending veth and a flood above it:
     // the queue forms in tbf, so a probe's time there is nearly all of its round trip.
+    // 1400-byte datagrams: 1.8k packets/s fill 20 Mbit even on a busy machine.
     let p = Pair::new();
     tc(&["-n", &p.a(), "qdisc", "replace", "dev", &p.a_dev, "root", "tbf", "rate", "20mbit", "burst", "32k", "latency", "20ms"]);
     let (stop, _sd) = stop_flag();
@@ -416,7 +457,16 @@ fn probe_qdisc_wait_is_the_time_behind_a_shaper() {
         pstop.clone(),
     );
     let f = join(spawn_flood(
-        FloodSpec { netns: p.a(), dst: B_IP, dst_port: 5201, max_packets: 2_000_000, duration: Duration::from_millis(1500), sndbuf: Some(4 << 20), ..FloodSpec::default() },
+        FloodSpec {
+            netns: p.a(),
+            dst: B_IP,
+            dst_port: 5201,
+            payload: 1400,
+            max_packets: 2_000_000,
+            duration: Duration::from_millis(1500),
+            sndbuf: Some(4 << 20),
+            ..FloodSpec::default()
+        },
         Arc::new(AtomicBool::new(false)),
     ));
     pstop.store(true, Ordering::Relaxed);

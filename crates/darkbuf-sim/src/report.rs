@@ -563,20 +563,37 @@ impl World {
     /// The irtt probers' `irtt.*` metrics (all probers' requests together) and each
     /// prober's `irtt.N.*`; nothing when the scenario has no prober.
     fn irtt_metrics(&self, out: &mut Out) {
-        use crate::sock::irtt::IrttSummary;
-        let (start, end) = (self.cfg.start, self.cfg.end);
-        let mut all = IrttSummary::default();
-        let mut any = false;
-        for (n, p) in self.irtt_socks().enumerate() {
-            let s = IrttSummary::of(&p.recs, start, end);
-            irtt_set(out, &format!("irtt.{n}."), &s, false);
-            all.extend(&s);
-            any = true;
-        }
-        if any {
-            irtt_set(out, "irtt.", &all, true);
-        }
+        irtt_out(out, self.irtt_socks().map(|p| &p.recs[..]), self.cfg.start, self.cfg.end);
     }
+}
+
+fn irtt_out<'a>(out: &mut Out, probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>, start: u64, end: u64) {
+    use crate::sock::irtt::IrttSummary;
+    let mut all = IrttSummary::default();
+    let mut any = false;
+    for (n, recs) in probers.enumerate() {
+        let s = IrttSummary::of(recs, start, end);
+        irtt_set(out, &format!("irtt.{n}."), &s, false);
+        all.extend(&s);
+        any = true;
+    }
+    if any {
+        irtt_set(out, "irtt.", &all, true);
+    }
+}
+
+/// The `irtt.*` and `irtt.N.*` metrics of probers' request records (one slice per
+/// prober, in scenario order) over the requests sent in `start..=end`, with the reason
+/// of each `null`: what the simulator reports, for a backend that measured the records
+/// itself (the kernel backend), so both define every figure the same way.
+pub fn irtt_report<'a>(
+    probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>,
+    start: u64,
+    end: u64,
+) -> (BTreeMap<String, Option<f64>>, BTreeMap<String, String>) {
+    let mut out = Out::default();
+    irtt_out(&mut out, probers, start, end);
+    (out.m, out.why)
 }
 
 /// `PREFIX*` metrics of an irtt summary (`full`: with the percentiles and IPDV).

@@ -18,11 +18,12 @@
 //! flood's payload stamps give one-way delays at the sink and the tap reader.
 //!
 //! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
-//! `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
+//! `irtt` (isochronous UDP client and its stamping server), `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
 //! (TCP_INFO), `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
 
 mod echo;
 mod flood;
+mod irtt;
 mod netns;
 pub mod payload;
 mod probe;
@@ -34,6 +35,10 @@ pub mod tcpinfo;
 
 pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};
 pub use flood::{spawn_flood, spawn_flood_pinned, FloodSpec, FloodStats, FLOOD_SNDTIMEO, MAX_BATCH, MAX_UDP_PAYLOAD};
+pub use irtt::{
+    irtt_records, spawn_irtt_client, spawn_irtt_server, IrttClientResult, IrttClientSpec, IrttReply, IrttRequest, IrttServerSpec,
+    IrttServerStats, IRTT_MIN_PAYLOAD,
+};
 pub use netns::{enter_netns, NETNS_RUN_DIR};
 pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResult, ProbeSample, ProbeSpec};
 pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};

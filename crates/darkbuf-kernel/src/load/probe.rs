@@ -575,7 +575,7 @@ fn driver_tx_stamp(mh: &libc::msghdr) -> Option<u64> {
 }
 
 /// The SCM_TIMESTAMPNS control message (CLOCK_REALTIME ns), if present.
-fn kernel_rx_stamp(mh: &libc::msghdr) -> Option<u64> {
+pub(crate) fn kernel_rx_stamp(mh: &libc::msghdr) -> Option<u64> {
     // SAFETY: mh was filled by recvmsg; the CMSG macros stay within msg_controllen.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(mh);
