@@ -146,8 +146,10 @@ fn serve(sock: &OwnedFd, duration: Duration, stop: &AtomicBool) -> io::Result<Ir
             let (token, seq) = (le(&buf[0..8]), le(&buf[8..16]));
             buf[24..32].copy_from_slice(&rx.to_le_bytes());
             buf[32..40].copy_from_slice(&sys::mono_ns().to_le_bytes());
+            // A reply that cannot be sent (a full send buffer) is lost on the way down: the
+            // request is recorded as received all the same.
             // SAFETY: buf holds len bytes; `from` is the sender's address.
-            let s = unsafe {
+            unsafe {
                 libc::sendto(
                     fd,
                     buf.as_ptr() as *const libc::c_void,
@@ -155,10 +157,8 @@ fn serve(sock: &OwnedFd, duration: Duration, stop: &AtomicBool) -> io::Result<Ir
                     libc::MSG_DONTWAIT,
                     &from as *const libc::sockaddr_in as *const libc::sockaddr,
                     std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                )
-            };
-            // A reply the server could not send is lost on the way down: recorded all the same.
-            let _ = s;
+                );
+            }
             if (st.received.len() as u64) < IRTT_MAX_REQUESTS {
                 st.received.push((token, seq));
             }
