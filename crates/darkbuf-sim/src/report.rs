@@ -567,6 +567,7 @@ impl World {
     }
 }
 
+/// `irtt.N.*` per prober, then `irtt.*` over all of them (with the percentiles and IPDV).
 fn irtt_out<'a>(out: &mut Out, probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>, start: u64, end: u64) {
     use crate::sock::irtt::IrttSummary;
     let mut all = IrttSummary::default();
@@ -583,8 +584,8 @@ fn irtt_out<'a>(out: &mut Out, probers: impl Iterator<Item = &'a [crate::sock::i
 }
 
 /// The `irtt.*` and `irtt.N.*` metrics of probers' request records (one slice per
-/// prober, in scenario order) over the requests sent in `start..=end`, with the reason
-/// of each `null`: what the simulator reports, for a backend that measured the records
+/// prober, in scenario order) over the requests sent in `start..=end` (the records'
+/// times and the window in one clock, any), with the reason of each `null`: what the simulator reports, for a backend that measured the records
 /// itself (the kernel backend), so both define every figure the same way.
 pub fn irtt_report<'a>(
     probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>,
