@@ -676,7 +676,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         // left the ring and when the reply was sent (probe_trace.rs).
         if scn.device.driver == Driver::Veth && opts.probe_trace {
             let ip_len = 20 + 8 + (spec.payload as u32).max(16);
-            probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len));
+            probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
         }
         guard.tools.prober = Some(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }

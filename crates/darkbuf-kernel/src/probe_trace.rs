@@ -45,9 +45,9 @@ pub struct ProbeTrace {
 
 impl ProbeTrace {
     /// Starts tracing requests of IP length `ip_len` arriving on `dev` and their replies
-    /// (`ip_len` + the Ethernet header) leaving it. `tag` names the instance
-    /// (`<tag>-probe`, removed by the next run if this one is killed).
-    pub fn start(dev: &str, tag: &str, ip_len: u32) -> Result<ProbeTrace, String> {
+    /// (`ip_len` + the Ethernet header) leaving it, for about `probes` probes. `tag`
+    /// names the instance (`<tag>-probe`, removed by the next run if this one is killed).
+    pub fn start(dev: &str, tag: &str, ip_len: u32, probes: u64) -> Result<ProbeTrace, String> {
         let fs = Tracefs::get()?;
         for ev in CONSUME_EVENTS.iter().chain([&REPLY_EVENT]) {
             let (sys, name) = ev.split_once('/').unwrap_or(("net", ev));
@@ -60,9 +60,11 @@ impl ProbeTrace {
         let t = ProbeTrace { dir, _fs: fs };
         let write = |rel: &str, v: &str| std::fs::write(t.dir.join(rel), v).map_err(|e| format!("{rel} = {v}: {e}"));
         write("trace_clock", "mono")?;
-        // A probe every 10 ms is three events of about 200 bytes of text each: 1 MiB
-        // per CPU holds hours. Older events are not overwritten, so none is lost early.
-        write("buffer_size_kb", "1024")?;
+        // A probe is two events in the ring buffer, about 150 bytes together, mostly on
+        // the receiving CPU: room for each probe's twice over (1-64 MiB per CPU). Events
+        // are not overwritten, so a buffer that fills loses the last probes, not the first.
+        let kb = (probes.saturating_mul(2 * 256) / 1024).clamp(1024, 65_536);
+        write("buffer_size_kb", &kb.to_string())?;
         write("options/overwrite", "0")?;
         let consume = format!("name == \"{dev}\" && len == {ip_len}");
         for ev in CONSUME_EVENTS {
