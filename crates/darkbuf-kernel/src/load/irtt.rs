@@ -118,22 +118,10 @@ fn serve(sock: &OwnedFd, duration: Duration, stop: &AtomicBool) -> io::Result<Ir
             continue;
         }
         for _ in 0..1024 {
-            let mut ctl = [0u64; 16];
+            let mut ctl: sys::CmsgBuf = [0; 32];
             // SAFETY: all-zero sockaddr_in is valid.
             let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-            let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
-            // SAFETY: buf/ctl/iov/from are valid for their lengths and outlive `mh`'s use.
-            let (r, mh) = unsafe {
-                let mut mh: libc::msghdr = std::mem::zeroed();
-                mh.msg_name = &mut from as *mut libc::sockaddr_in as *mut libc::c_void;
-                mh.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-                mh.msg_iov = &mut iov;
-                mh.msg_iovlen = 1;
-                mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
-                mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
-                let r = libc::recvmsg(fd, &mut mh, libc::MSG_DONTWAIT);
-                (r, mh)
-            };
+            let (r, mh) = sys::recvmsg_ctl(fd, &mut buf, &mut ctl, Some(&mut from), libc::MSG_DONTWAIT);
             if r < 0 {
                 break;
             }
@@ -241,18 +229,8 @@ fn run_client(sock: &OwnedFd, spec: &IrttClientSpec, stop: &AtomicBool) -> io::R
 fn receive(fd: libc::c_int, rbuf: &mut [u8], res: &mut IrttClientResult, timeout: u64) -> u64 {
     let mut got = 0;
     for _ in 0..1024 {
-        let mut ctl = [0u64; 16];
-        let mut iov = libc::iovec { iov_base: rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: rbuf.len() };
-        // SAFETY: rbuf/ctl/iov are valid for their lengths and outlive `mh`'s use.
-        let (r, mh) = unsafe {
-            let mut mh: libc::msghdr = std::mem::zeroed();
-            mh.msg_iov = &mut iov;
-            mh.msg_iovlen = 1;
-            mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
-            mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
-            let r = libc::recvmsg(fd, &mut mh, libc::MSG_DONTWAIT);
-            (r, mh)
-        };
+        let mut ctl: sys::CmsgBuf = [0; 32];
+        let (r, mh) = sys::recvmsg_ctl(fd, rbuf, &mut ctl, None, libc::MSG_DONTWAIT);
         if r < 0 {
             if sys::errno() == libc::EAGAIN || sys::errno() == libc::EWOULDBLOCK {
                 return got;

@@ -361,18 +361,8 @@ impl Prober {
     /// keep poll() returning POLLERR).
     fn drain_errqueue(&mut self) {
         for _ in 0..1024 {
-            let mut ctl = [0u64; 32];
-            let mut iov = libc::iovec { iov_base: self.rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: self.rbuf.len() };
-            // SAFETY: rbuf/ctl/iov are valid for their lengths and outlive `mh`'s use.
-            let (r, mh) = unsafe {
-                let mut mh: libc::msghdr = std::mem::zeroed();
-                mh.msg_iov = &mut iov;
-                mh.msg_iovlen = 1;
-                mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
-                mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
-                let r = libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT);
-                (r, mh)
-            };
+            let mut ctl: sys::CmsgBuf = [0; 32];
+            let (r, mh) = sys::recvmsg_ctl(self.sock.as_raw_fd(), &mut self.rbuf, &mut ctl, None, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT);
             if r < 0 {
                 return;
             }
@@ -411,18 +401,9 @@ impl Prober {
 
     fn drain_replies(&mut self, res: &mut ProbeResult, sent_at: &[u64], outstanding: &mut u64, timeout: u64) -> io::Result<()> {
         for _ in 0..4096 {
-            let mut ctl = [0u64; 32]; // SCM_TIMESTAMPNS, and SCM_TIMESTAMPING (SO_TIMESTAMPING is set)
-            let mut iov = libc::iovec { iov_base: self.rbuf.as_mut_ptr() as *mut libc::c_void, iov_len: self.rbuf.len() };
-            // SAFETY: rbuf/ctl/iov are valid for their lengths and outlive `mh`'s use.
-            let (r, mh) = unsafe {
-                let mut mh: libc::msghdr = std::mem::zeroed();
-                mh.msg_iov = &mut iov;
-                mh.msg_iovlen = 1;
-                mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
-                mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
-                let r = libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_DONTWAIT);
-                (r, mh)
-            };
+            // SCM_TIMESTAMPNS, and SCM_TIMESTAMPING (SO_TIMESTAMPING is set).
+            let mut ctl: sys::CmsgBuf = [0; 32];
+            let (r, mh) = sys::recvmsg_ctl(self.sock.as_raw_fd(), &mut self.rbuf, &mut ctl, None, libc::MSG_DONTWAIT);
             if r < 0 {
                 match sys::errno() {
                     libc::EAGAIN | libc::EINTR => return Ok(()),

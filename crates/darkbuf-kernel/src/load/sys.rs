@@ -212,6 +212,36 @@ pub fn poll_one(fd: RawFd, events: libc::c_short, timeout_ns: u64) -> io::Result
     Ok(if rc == 0 { 0 } else { pfd.revents })
 }
 
+/// Room for the control messages the tools ask for: SCM_TIMESTAMPNS, SCM_TIMESTAMPING
+/// and IP_RECVERR's extended error, together.
+pub type CmsgBuf = [u64; 32];
+
+/// recvmsg() of one datagram into `buf`, its control messages into `ctl` and, when
+/// `from` is given, its source address. Returns recvmsg's result (-1 with errno set) and
+/// the msghdr for reading the control messages (CMSG_FIRSTHDR/CMSG_NXTHDR, while `ctl`
+/// lives); its iovec and name pointers are cleared, as they pointed into this call.
+pub fn recvmsg_ctl(fd: RawFd, buf: &mut [u8], ctl: &mut CmsgBuf, from: Option<&mut libc::sockaddr_in>, flags: libc::c_int) -> (isize, libc::msghdr) {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: all-zero msghdr is valid; buf, ctl, iov and from are valid for their
+    // lengths during the call, and the pointers into this frame are cleared after it.
+    unsafe {
+        let mut mh: libc::msghdr = std::mem::zeroed();
+        if let Some(f) = from {
+            mh.msg_name = f as *mut libc::sockaddr_in as *mut libc::c_void;
+            mh.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        }
+        mh.msg_iov = &mut iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl.as_mut_ptr() as *mut libc::c_void;
+        mh.msg_controllen = std::mem::size_of_val(ctl) as _;
+        let r = libc::recvmsg(fd, &mut mh, flags);
+        mh.msg_iov = std::ptr::null_mut();
+        mh.msg_iovlen = 0;
+        mh.msg_name = std::ptr::null_mut();
+        (r, mh)
+    }
+}
+
 /// errno of the last failed call.
 #[inline]
 pub fn errno() -> i32 {
