@@ -37,6 +37,18 @@ fn veth_text(backpressure: bool, qdisc: &str, nrules: u32, extra: &str) -> Strin
     )
 }
 
+/// A slow consumer (3000 rules) and a flood held back by its 1 MiB send buffer: the
+/// 256-slot ring and a pfifo that never fills hold every probe, and none is dropped.
+/// `extra` is more `[[traffic]]`.
+fn slow_consumer_text(backpressure: bool, extra: &str) -> String {
+    format!(
+        "duration = \"1500ms\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\nbackpressure = {backpressure}\n\
+         [qdisc]\nkind = \"pfifo\"\nlimit = 5000\n[consumer]\nnrules = 3000\n\
+         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"1MiB\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n{extra}"
+    )
+}
+
 fn has_backpressure() -> bool {
     darkbuf_kernel::KernelVersion::running() >= caps::VETH_BACKPRESSURE_SINCE
 }
@@ -129,15 +141,8 @@ fn probe_trace_splits_a_veth_probes_round_trip() {
     if !root_or_skip("veth probe trace") {
         return;
     }
-    // A slow consumer (3000 rules) and a flood held back by its 1 MiB send buffer: the
-    // 256-slot ring and a pfifo that never fills hold every probe, and none is dropped.
     let bp = has_backpressure();
-    let scn = scenario(&format!(
-        "duration = \"1500ms\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\nbackpressure = {bp}\n\
-         [qdisc]\nkind = \"pfifo\"\nlimit = 5000\n[consumer]\nnrules = 3000\n\
-         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"1MiB\"\n\
-         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n"
-    ));
+    let scn = scenario(&slow_consumer_text(bp, ""));
     let (r, _) = run_scenario(&scn, &RunOpts { probe_trace: true, ..opts() }, |_| {}).expect("traced run");
     let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?}", r.unavailable.get(k))).mean;
     let (qdisc, ring, consumer, rtt) = (mean("ping.wait_qdisc_ms"), mean("ping.wait_ring_ms"), mean("ping.wait_consumer_ms"), mean("ping.rtt_avg_ms"));
@@ -165,16 +170,9 @@ fn irtt_measures_the_queue_on_the_way_up() {
     if !root_or_skip("irtt run") {
         return;
     }
-    // The queue of veth_pfifo_rules: a slow consumer behind a pfifo that never fills.
-    // irtt's requests wait in it with the ping's; its replies come back on an idle path.
-    let bp = has_backpressure();
-    let scn = scenario(&format!(
-        "duration = \"1500ms\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\nbackpressure = {bp}\n\
-         [qdisc]\nkind = \"pfifo\"\nlimit = 5000\n[consumer]\nnrules = 3000\n\
-         [[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\nsndbuf = \"1MiB\"\n\
-         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n\
-         [[traffic]]\nkind = \"irtt\"\ninterval = \"10ms\"\ndscp = 46\n"
-    ));
+    // irtt's requests wait in the queue with the ping's; its replies come back on an
+    // idle path.
+    let scn = scenario(&slow_consumer_text(has_backpressure(), "[[traffic]]\nkind = \"irtt\"\ninterval = \"10ms\"\ndscp = 46\n"));
     let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("irtt run");
     let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?} (notes {notes:?})", r.unavailable.get(k))).mean;
     let (rtt, up, down, ping) = (mean("irtt.rtt_avg_ms"), mean("irtt.owd_up_avg_ms"), mean("irtt.owd_down_avg_ms"), mean("ping.rtt_avg_ms"));
