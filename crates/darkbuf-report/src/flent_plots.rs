@@ -1,7 +1,8 @@
 //! flent's standard plots for a run of a test preset (`test = "rrul"`, ...), drawn from
 //! the same data sets the `.flent.gz` carries ([`crate::flent_test::test_series`]):
 //! `upload` and `download` (each TCP data set and flent's `avg`), `ping` (every
-//! `Ping (ms)` data set), `totals` (`TCP upload sum`, `TCP download sum`; flent draws
+//! `Ping (ms)` data set), `totals` (`TCP upload sum`, `TCP download sum`, or the TCP
+//! data sets of a test without sums; flent draws
 //! `Ping (ms) avg` on a second axis, here it is the `ping` plot's) and `ping_cdf`.
 //! The time axis is flent's: seconds since the run's start, warmup included.
 
@@ -32,8 +33,10 @@ pub fn test_plots(r: &Results) -> Result<Vec<Plot>, String> {
         let title = format!("{test}: {plot} (flent's {plot} plot)");
         push(&mut out, &format!("flent_{plot}"), title.clone(), timeseries_svg(&title, "Mbits/s", &lines))?;
     }
-    // Squarewave's data sets are `TCP bbr 1`, `TCP cubic 2`, ...: its `totals` draws them all.
-    let lines = if test == "tcp_4up_squarewave" { pick(&sets, |n| n.starts_with("TCP")) } else { pick(&sets, is_sum) };
+    // A test without sums (tcp_1up, tcp_bidirectional, tcp_2up_delay, squarewave's
+    // `TCP bbr 1`, `TCP cubic 2`, ...) draws its TCP data sets themselves in `totals`.
+    let sums = pick(&sets, is_sum);
+    let lines = if sums.is_empty() { pick(&sets, |n| n.starts_with("TCP")) } else { sums };
     let title = format!("{test}: totals (flent's totals plot; its ping axis is the ping plot)");
     push(&mut out, "flent_totals", title.clone(), timeseries_svg(&title, "Mbits/s", &lines))?;
     let lines = pick(&sets, |n| n.starts_with("Ping (ms)"));

@@ -36,7 +36,7 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
     let pick = |prefix: &str| -> Vec<String> { names.iter().filter(|n| n.starts_with(prefix)).cloned().collect() };
     let tcp = |n: &String| n.starts_with("TCP upload") || n.starts_with("TCP download");
     match test {
-        "rrul" | "rrul_be" => vec![
+        "rrul" | "rrul_be" | "rrul_cs8" => vec![
             ("TCP upload avg".into(), "average", pick("TCP upload")),
             ("TCP upload sum".into(), "sum", pick("TCP upload")),
             ("TCP download avg".into(), "average", pick("TCP download")),
@@ -44,9 +44,14 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
             ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
             ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
         ],
-        "tcp_4up" => vec![
+        // tcp_nup.conf and tcp_ndown.conf, and the tcp_Nup / tcp_Ndown that set their N.
+        "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => vec![
             ("TCP upload avg".into(), "average", pick("TCP upload::")),
             ("TCP upload sum".into(), "sum", pick("TCP upload::")),
+        ],
+        "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => vec![
+            ("TCP download avg".into(), "average", pick("TCP download::")),
+            ("TCP download sum".into(), "sum", pick("TCP download::")),
         ],
         _ => Vec::new(),
     }
@@ -164,6 +169,12 @@ fn aggregate_grids(name: &str, sets: &[DataSet], grids: &[Vec<Option<f64>>], n: 
         .collect()
 }
 
+/// The scenario's `test.parameters` (`upload_streams`, ...) as flent's `TEST_PARAMETERS`.
+fn test_parameters(scenario: &Value) -> Value {
+    let params = scenario.get("test").and_then(|t| t.get("parameters")).and_then(Value::as_object);
+    Value::Object(params.map_or_else(Map::new, |m| m.iter().map(|(k, v)| (k.clone(), json!(v.to_string()))).collect()))
+}
+
 /// The flent data file of a test preset's run, or `None` when the scenario names no
 /// test (or has no run).
 pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
@@ -202,7 +213,8 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
         "LOCAL_HOST": "darkbuf",
         "IP_VERSION": 4,
         "DATA_FILENAME": "results.flent.gz",
-        "TEST_PARAMETERS": {},
+        // flent keeps --test-parameter values as the strings it was given.
+        "TEST_PARAMETERS": test_parameters(&r.scenario),
         "SERIES_META": meta,
         "DARKBUF_VERSION": env!("CARGO_PKG_VERSION"),
         "DARKBUF_ENVIRONMENT": serde_json::to_value(&r.environment).unwrap_or(Value::Null),
@@ -267,5 +279,25 @@ mod tests {
             ]
         );
         assert!(aggregates("tcp_1up", &names).is_empty());
+        assert_eq!(aggregates("rrul_cs8", &names), a);
+    }
+
+    #[test]
+    fn n_stream_aggregates_take_the_duplicates() {
+        let names: Vec<String> = ["TCP download::1", "TCP download::2", "TCP download::3", "Ping (ms) ICMP"].map(String::from).into();
+        for test in ["tcp_ndown", "tcp_12down"] {
+            let a = aggregates(test, &names);
+            let got: Vec<(&str, &str, usize)> = a.iter().map(|(n, r, o)| (n.as_str(), *r, o.len())).collect();
+            assert_eq!(got, [("TCP download avg", "average", 3), ("TCP download sum", "sum", 3)]);
+        }
+        assert_eq!(aggregates("tcp_6up", &names)[1].2.len(), 0);
+        assert!(aggregates("tcp_bidirectional", &names).is_empty());
+    }
+
+    #[test]
+    fn test_parameters_are_flents_strings() {
+        let scenario = json!({"test": {"name": "tcp_nup", "delay_ns": 1, "parameters": {"upload_streams": 3}}});
+        assert_eq!(test_parameters(&scenario), json!({"upload_streams": "3"}));
+        assert_eq!(test_parameters(&json!({"test": {"name": "rrul"}})), json!({}));
     }
 }

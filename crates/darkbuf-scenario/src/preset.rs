@@ -17,14 +17,74 @@
 //! changes that entry key by key (e.g. `name = "TCP upload BE"` + `cc = "reno"`); any
 //! other entry is appended after the preset's. `--set traffic.N.KEY` addresses the
 //! scenario's own entries (before expansion).
+//!
+//! Test parameters: flent's `--test-parameter upload_streams=N` is
+//! `[test_parameters] upload_streams = N` (`tcp_nup`; `download_streams` for
+//! `tcp_ndown`). flent's `tcp_2up` .. `tcp_12down` are those two tests with the
+//! parameter fixed by their own `.conf`.
 
 use crate::diag::Diagnostic;
+use crate::limits;
 use crate::resolve::Sec;
 use crate::schema::Driver;
 use crate::tree::{Entry, Node, Origin, Table, V};
 
 /// The presets, by flent's test name.
-pub const TESTS: &[&str] = &["ping", "rrul", "rrul_be", "tcp_1up", "tcp_4up", "tcp_4up_squarewave"];
+pub const TESTS: &[&str] = &[
+    "ping",
+    "rrul",
+    "rrul_be",
+    "rrul_cs8",
+    "tcp_1up",
+    "tcp_1down",
+    "tcp_upload",
+    "tcp_download",
+    "tcp_bidirectional",
+    "tcp_nup",
+    "tcp_ndown",
+    "tcp_2up",
+    "tcp_4up",
+    "tcp_6up",
+    "tcp_8up",
+    "tcp_12up",
+    "tcp_2down",
+    "tcp_4down",
+    "tcp_6down",
+    "tcp_8down",
+    "tcp_12down",
+    "tcp_2up_delay",
+    "tcp_4up_squarewave",
+];
+
+/// flent's test parameters the presets read (`[test_parameters]`).
+pub const PARAMETERS: &[&str] = &["upload_streams", "download_streams"];
+
+/// The tests with N bulk streams in one direction (flent's `tcp_nup.conf` and
+/// `tcp_ndown.conf`): (test, the parameter it reads, the count its own `.conf` fixes).
+const STREAM_TESTS: &[(&str, &str, Option<u32>)] = &[
+    ("tcp_nup", "upload_streams", None),
+    ("tcp_2up", "upload_streams", Some(2)),
+    ("tcp_4up", "upload_streams", Some(4)),
+    ("tcp_6up", "upload_streams", Some(6)),
+    ("tcp_8up", "upload_streams", Some(8)),
+    ("tcp_12up", "upload_streams", Some(12)),
+    ("tcp_ndown", "download_streams", None),
+    ("tcp_2down", "download_streams", Some(2)),
+    ("tcp_4down", "download_streams", Some(4)),
+    ("tcp_6down", "download_streams", Some(6)),
+    ("tcp_8down", "download_streams", Some(8)),
+    ("tcp_12down", "download_streams", Some(12)),
+];
+
+/// The most streams a test parameter may ask for: each is a `[[traffic]]` entry, and the
+/// test's ping is one more.
+pub const MAX_STREAMS: u32 = limits::MAX_TRAFFIC as u32 - 1;
+
+/// The parameter test `name` reads and the count its `.conf` fixes, if it is one of
+/// the N-stream tests.
+pub fn stream_parameter(name: &str) -> Option<(&'static str, Option<u32>)> {
+    STREAM_TESTS.iter().find(|(t, _, _)| *t == name).map(|(_, p, n)| (*p, *n))
+}
 
 /// flent's `DELAY` default (`--delay`, seconds).
 pub const DEFAULT_DELAY_NS: u64 = 5_000_000_000;
@@ -46,11 +106,16 @@ pub struct PresetEntry {
     pub keys: Vec<(&'static str, Val)>,
 }
 
-/// DSCP code points of flent's netperf markings (`-Y CS1,CS1` ...).
+/// DSCP code points of flent's netperf markings (`-Y CS1,CS1` ...): class selector n
+/// is n << 3, EF is 46.
 const CS0: i64 = 0;
 const CS1: i64 = 8;
 const CS5: i64 = 40;
 const EF: i64 = 46;
+
+const fn cs(n: i64) -> i64 {
+    n << 3
+}
 
 fn dur(ns: u64) -> Val {
     Val::Str(format!("{ns}ns"))
@@ -92,32 +157,54 @@ fn udp_rtt(name: &str, dscp: i64) -> PresetEntry {
 pub enum PresetError {
     /// The run is too short for the flows: `TOTAL_LENGTH - factor * DELAY` <= 0.
     TooShort { factor: u64 },
+    /// An N-stream test (`tcp_nup`, `tcp_ndown`) without its stream count.
+    NoStreams { parameter: &'static str },
+}
+
+/// How many `DELAY`s of the run the bulk flows do not use (`LENGTH = TOTAL_LENGTH -
+/// factor * DELAY`).
+fn delay_factor(name: &str) -> u64 {
+    match name {
+        "ping" => 0,
+        // tcp_2up_delay.conf: TOTAL_LENGTH = LENGTH + DELAY.
+        "tcp_2up_delay" => 1,
+        "tcp_4up_squarewave" => 6,
+        _ => 2,
+    }
 }
 
 /// The entries of test `name` on a run of `total_ns` with flent's `DELAY` = `delay_ns`.
-pub fn entries(name: &str, total_ns: u64, delay_ns: u64) -> Result<Vec<PresetEntry>, PresetError> {
-    let factor = if name == "tcp_4up_squarewave" { 6 } else { 2 };
-    let length = match name {
-        "ping" => total_ns,
-        _ => total_ns.checked_sub(factor * delay_ns).filter(|l| *l > 0).ok_or(PresetError::TooShort { factor })?,
-    };
+/// `streams` is the N of an N-stream test whose `.conf` does not fix it (`tcp_nup`:
+/// `upload_streams`, `tcp_ndown`: `download_streams`); other tests ignore it.
+pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -> Result<Vec<PresetEntry>, PresetError> {
+    let factor = delay_factor(name);
+    let length = total_ns.checked_sub(factor * delay_ns).filter(|l| *l > 0).ok_or(PresetError::TooShort { factor })?;
     let (start, stop) = (delay_ns, delay_ns + length);
+    let up = |name: String, dscp: i64| tcp(name, "up", "cubic", dscp, start, stop);
+    let down = |name: String, dscp: i64| tcp(name, "down", "cubic", dscp, start, stop);
     let both = |names: &[(&str, i64)]| -> Vec<PresetEntry> {
-        let mut v: Vec<PresetEntry> =
-            names.iter().map(|(n, d)| tcp(format!("TCP upload {n}"), "up", "cubic", *d, start, stop)).collect();
-        v.extend(names.iter().map(|(n, d)| tcp(format!("TCP download {n}"), "down", "cubic", *d, start, stop)));
+        let mut v: Vec<PresetEntry> = names.iter().map(|(n, d)| up(format!("TCP upload {n}"), *d)).collect();
+        v.extend(names.iter().map(|(n, d)| down(format!("TCP download {n}"), *d)));
         v
     };
+    if let Some((parameter, fixed)) = stream_parameter(name) {
+        let n = fixed.or(streams).ok_or(PresetError::NoStreams { parameter })?;
+        // flent names a data set's duplicates `NAME::1` .. `NAME::n`.
+        let mut v: Vec<PresetEntry> = if parameter == "upload_streams" {
+            (1..=n).map(|i| up(format!("TCP upload::{i}"), CS0)).collect()
+        } else {
+            (1..=n).map(|i| down(format!("TCP download::{i}"), CS0)).collect()
+        };
+        v.push(icmp());
+        return Ok(v);
+    }
     Ok(match name {
         "ping" => vec![icmp()],
-        "tcp_1up" => vec![tcp("TCP upload".into(), "up", "cubic", CS0, start, stop), icmp()],
-        // tcp_nup.conf with upload_streams = 4: flent names duplicates `NAME::i`.
-        "tcp_4up" => {
-            let mut v: Vec<PresetEntry> =
-                (1..=4).map(|i| tcp(format!("TCP upload::{i}"), "up", "cubic", CS0, start, stop)).collect();
-            v.push(icmp());
-            v
-        }
+        "tcp_1up" | "tcp_upload" => vec![up("TCP upload".into(), CS0), icmp()],
+        "tcp_1down" | "tcp_download" => vec![down("TCP download".into(), CS0), icmp()],
+        "tcp_bidirectional" => vec![down("TCP download".into(), CS0), up("TCP upload".into(), CS0), icmp()],
+        // Stream 1 for the whole run, stream 2 from DELAY on; no ping.
+        "tcp_2up_delay" => vec![tcp("TCP stream 1".into(), "up", "cubic", CS0, 0, total_ns), up("TCP stream 2".into(), CS0)],
         "tcp_4up_squarewave" => [("TCP bbr 1", "bbr", 0), ("TCP cubic 2", "cubic", 1), ("TCP cubic 3", "cubic", 5), ("TCP bbr 4", "bbr", 3)]
             .iter()
             .map(|(n, cc, k)| tcp((*n).into(), "up", cc, CS0, k * delay_ns, k * delay_ns + length))
@@ -132,25 +219,101 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64) -> Result<Vec<PresetEnt
             v.extend([udp_rtt("Ping (ms) UDP BE1", CS0), udp_rtt("Ping (ms) UDP BE2", CS0), udp_rtt("Ping (ms) UDP BE3", CS0), icmp()]);
             v
         }
+        // One flow per class selector each way, and a UDP ping in each from CS7 down.
+        "rrul_cs8" => {
+            let classes = [("CS0_BE", cs(0)), ("CS1_BK", cs(1)), ("CS2", cs(2)), ("CS3", cs(3)), ("CS4", cs(4)), ("CS5", cs(5)), ("CS6", cs(6)), ("CS7", cs(7))];
+            let mut v = both(&classes);
+            v.extend(classes.iter().rev().map(|(n, d)| udp_rtt(&format!("Ping (ms) UDP {n}"), *d)));
+            v.push(icmp());
+            v
+        }
         _ => unreachable!("test names are checked against TESTS"),
     })
 }
 
-/// The preset a scenario asks for: (test name, flent's DELAY in ns), or `None`.
-pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<(&'static str, u64)>, Diagnostic> {
+/// What `test = ...` asks for: flent's test, its `DELAY` and the stream count of an
+/// N-stream test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Requested {
+    pub name: &'static str,
+    pub delay_ns: u64,
+    /// (parameter, N) of an N-stream test (`upload_streams` of `tcp_4up` is 4).
+    pub streams: Option<(&'static str, u32)>,
+}
+
+/// The preset a scenario asks for, or `None`.
+pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> {
     if top.entry("test").is_none() {
-        if top.entry("test_delay").is_some() {
-            return Err(top.value_err(
-                "test_delay",
-                "`test_delay` without `test`: it is flent's --delay for a test preset".into(),
-                Some(format!("add test = \"...\" (one of {}), or remove test_delay", quoted(TESTS))),
-            ));
+        for key in ["test_delay", "test_parameters"] {
+            if top.entry(key).is_some() {
+                let what = if key == "test_delay" { "flent's --delay" } else { "flent's --test-parameter" };
+                return Err(top.value_err(
+                    key,
+                    format!("`{key}` without `test`: it is {what} for a test preset"),
+                    Some(format!("add test = \"...\" (one of {}), or remove {key}", quoted(TESTS))),
+                ));
+            }
         }
         return Ok(None);
     }
     let name = top.choice("test", "rrul", TESTS)?;
-    let delay = top.duration("test_delay", DEFAULT_DELAY_NS, false)?;
-    Ok(Some((name, delay)))
+    let delay_ns = top.duration("test_delay", DEFAULT_DELAY_NS, false)?;
+    let streams = test_streams(top, name)?;
+    Ok(Some(Requested { name, delay_ns, streams }))
+}
+
+/// `[test_parameters]`: the stream count of an N-stream test. flent's `tcp_nup` without
+/// `upload_streams` stops ("Missing required test parameter"); so does this. A
+/// parameter the test does not read, or one its `.conf` fixes to another value, is an
+/// error rather than ignored, as flent would: the run would not be what was asked.
+fn test_streams(top: &Sec<'_>, name: &'static str) -> Result<Option<(&'static str, u32)>, Diagnostic> {
+    let params = top.sub("test_parameters")?;
+    params.check_keys(PARAMETERS, Some("flent's test parameters that the presets read"))?;
+    let wanted = stream_parameter(name);
+    let mut given = None;
+    for key in PARAMETERS {
+        let Some(n) = params.int_opt(key, 1, MAX_STREAMS as i64)? else { continue };
+        if wanted.is_some_and(|(p, _)| p == *key) {
+            given = Some(n as u32);
+            continue;
+        }
+        let reads = match wanted {
+            Some((p, _)) => format!("it reads only {p}"),
+            None => "it reads no test parameters".into(),
+        };
+        return Err(params.value_err(
+            key,
+            format!("test = \"{name}\" does not read the test parameter {key}: {reads}"),
+            Some(format!(
+                "remove test_parameters.{key}; upload_streams is for {}, download_streams for {}",
+                quoted(&tests_reading("upload_streams")),
+                quoted(&tests_reading("download_streams"))
+            )),
+        ));
+    }
+    let Some((p, fixed)) = wanted else { return Ok(None) };
+    match (fixed, given) {
+        (None, Some(n)) => Ok(Some((p, n))),
+        (None, None) => Err(top.value_err(
+            "test",
+            format!("test = \"{name}\" needs the test parameter {p}: flent stops with \"Missing required test parameter\" without it"),
+            Some(format!("add [test_parameters] {p} = N (flent's --test-parameter {p}=N), N in 1..={MAX_STREAMS}")),
+        )),
+        (Some(fixed), Some(n)) if n != fixed => {
+            let (dir, open) = if p == "upload_streams" { ("upload", "tcp_nup") } else { ("download", "tcp_ndown") };
+            Err(params.value_err(
+                p,
+                format!("test = \"{name}\" runs {fixed} {dir} streams (flent's {name}.conf sets {p} = {fixed}), not {n}"),
+                Some(format!("use test = \"{open}\" for {n} streams, or remove test_parameters.{p}")),
+            ))
+        }
+        (Some(fixed), _) => Ok(Some((p, fixed))),
+    }
+}
+
+/// The N-stream tests that read `parameter`.
+fn tests_reading(parameter: &str) -> Vec<&'static str> {
+    STREAM_TESTS.iter().filter(|(_, p, _)| *p == parameter).map(|(t, _, _)| *t).collect()
 }
 
 fn quoted(names: &[&str]) -> String {
@@ -161,10 +324,10 @@ fn quoted(names: &[&str]) -> String {
 /// entries of the same `name` merged into them) followed by the scenario's other
 /// entries. `None` when the scenario names no test.
 pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) -> Result<Option<Node>, Diagnostic> {
-    let Some((name, delay)) = requested(top)? else { return Ok(None) };
+    let Some(Requested { name, delay_ns: delay, streams }) = requested(top)? else { return Ok(None) };
     let at = top.origin("test");
-    let list = entries(name, total_ns, delay).map_err(|PresetError::TooShort { factor }| {
-        top.value_err(
+    let list = entries(name, total_ns, delay, streams.map(|s| s.1)).map_err(|e| match e {
+        PresetError::TooShort { factor } => top.value_err(
             "test",
             format!(
                 "test = \"{name}\" runs its flows for warmup + duration - {factor} x test_delay, and that is {} ms - {factor} x {} ms",
@@ -172,7 +335,9 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) 
                 delay / 1_000_000
             ),
             Some(format!("expected a shorter test_delay (flent's --delay, default \"5s\"), e.g. test_delay = \"{}ms\", or a longer duration", (total_ns / (factor + 1)) / 1_000_000)),
-        )
+        ),
+        // requested() has the count of every N-stream test.
+        PresetError::NoStreams { parameter } => top.value_err("test", format!("test = \"{name}\" needs the test parameter {parameter}"), None),
     })?;
     check_downloads(top, name, &list, driver)?;
     let own: &[Node] = match top.entry("traffic").map(|e| &e.node.v) {
@@ -217,8 +382,18 @@ fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry], driver: Driv
     Err(top.value_err(
         "test",
         format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{}\" does not send: only a NIC's far host ([peer]) is modelled", driver.name()),
-        Some(format!("use device.driver = \"nic\", or a test without downloads: {}", quoted(&["ping", "tcp_1up", "tcp_4up", "tcp_4up_squarewave"]))),
+        Some(format!("use device.driver = \"nic\", or a test without downloads: {}", quoted(&upload_only_tests()))),
     ))
+}
+
+/// The tests without download flows.
+fn upload_only_tests() -> Vec<&'static str> {
+    let down = Val::Str("down".into());
+    TESTS
+        .iter()
+        .copied()
+        .filter(|t| entries(t, 100, 1, Some(1)).is_ok_and(|v| v.iter().all(|p| !p.keys.contains(&("direction", down.clone())))))
+        .collect()
 }
 
 /// An entry of its own without a `kind` is meant to change a preset entry, by its
@@ -313,7 +488,7 @@ mod tests {
 
     #[test]
     fn rrul_is_flents_four_up_four_down_and_four_probes() {
-        let v = entries("rrul", 70_000_000_000, 5_000_000_000).unwrap();
+        let v = entries("rrul", 70_000_000_000, 5_000_000_000, None).unwrap();
         assert_eq!(
             names(&v),
             [
@@ -337,7 +512,7 @@ mod tests {
 
     #[test]
     fn rrul_be_marks_nothing() {
-        let v = entries("rrul_be", 3_000_000_000, 500_000_000).unwrap();
+        let v = entries("rrul_be", 3_000_000_000, 500_000_000, None).unwrap();
         assert_eq!(v.len(), 12);
         assert!(v.iter().all(|p| p.keys.iter().all(|(k, x)| *k != "dscp" || *x == Val::Int(0))));
         assert_eq!(names(&v)[8..], ["Ping (ms) UDP BE1", "Ping (ms) UDP BE2", "Ping (ms) UDP BE3", "Ping (ms) ICMP"]);
@@ -345,7 +520,7 @@ mod tests {
 
     #[test]
     fn squarewave_staggers_at_0_1_5_3_delays() {
-        let v = entries("tcp_4up_squarewave", 13_000_000_000, 1_000_000_000).unwrap();
+        let v = entries("tcp_4up_squarewave", 13_000_000_000, 1_000_000_000, None).unwrap();
         assert_eq!(names(&v), ["TCP bbr 1", "TCP cubic 2", "TCP cubic 3", "TCP bbr 4"]);
         let starts: Vec<&Val> = v.iter().map(|p| key(p, "start")).collect();
         let want = ["0ns", "1000000000ns", "5000000000ns", "3000000000ns"].map(|s| Val::Str(s.into()));
@@ -357,17 +532,75 @@ mod tests {
 
     #[test]
     fn tcp_tests_and_ping() {
-        assert_eq!(names(&entries("tcp_1up", 10, 1).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_1up", 10, 1, None).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
         assert_eq!(
-            names(&entries("tcp_4up", 10, 1).unwrap()),
+            names(&entries("tcp_4up", 10, 1, None).unwrap()),
             ["TCP upload::1", "TCP upload::2", "TCP upload::3", "TCP upload::4", "Ping (ms) ICMP"]
         );
-        assert_eq!(names(&entries("ping", 10, 100).unwrap()), ["Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("ping", 10, 100, None).unwrap()), ["Ping (ms) ICMP"]);
+    }
+
+    #[test]
+    fn n_stream_tests_are_tcp_nup_and_tcp_ndown() {
+        let v = entries("tcp_nup", 10, 1, Some(3)).unwrap();
+        assert_eq!(names(&v), ["TCP upload::1", "TCP upload::2", "TCP upload::3", "Ping (ms) ICMP"]);
+        let v = entries("tcp_ndown", 10, 1, Some(2)).unwrap();
+        assert_eq!(names(&v), ["TCP download::1", "TCP download::2", "Ping (ms) ICMP"]);
+        assert!(v[..2].iter().all(|p| key(p, "direction") == &Val::Str("down".into())));
+        // The fixed ones ignore the count they are given: their .conf sets it.
+        assert_eq!(entries("tcp_12down", 10, 1, Some(3)).unwrap().len(), 13);
+        assert_eq!(entries("tcp_6up", 10, 1, None).unwrap().len(), 7);
+        assert_eq!(entries("tcp_nup", 10, 1, None), Err(PresetError::NoStreams { parameter: "upload_streams" }));
+        assert_eq!(entries("tcp_ndown", 10, 1, None), Err(PresetError::NoStreams { parameter: "download_streams" }));
+    }
+
+    #[test]
+    fn single_stream_and_bidirectional_tests() {
+        assert_eq!(names(&entries("tcp_1down", 10, 1, None).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_download", 10, 1, None).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_upload", 10, 1, None).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
+        let v = entries("tcp_bidirectional", 10, 1, None).unwrap();
+        assert_eq!(names(&v), ["TCP download", "TCP upload", "Ping (ms) ICMP"]);
+        assert_eq!((key(&v[0], "direction"), key(&v[1], "direction")), (&Val::Str("down".into()), &Val::Str("up".into())));
+    }
+
+    #[test]
+    fn tcp_2up_delay_starts_its_second_stream_a_delay_late() {
+        // flent: TOTAL_LENGTH = LENGTH + DELAY; stream 1 for all of it, stream 2 after DELAY.
+        let v = entries("tcp_2up_delay", 10_000, 3_000, None).unwrap();
+        assert_eq!(names(&v), ["TCP stream 1", "TCP stream 2"]);
+        let span = |p: &PresetEntry| (key(p, "start").clone(), key(p, "stop").clone());
+        assert_eq!(span(&v[0]), (Val::Str("0ns".into()), Val::Str("10000ns".into())));
+        assert_eq!(span(&v[1]), (Val::Str("3000ns".into()), Val::Str("10000ns".into())));
+        assert_eq!(entries("tcp_2up_delay", 10, 10, None), Err(PresetError::TooShort { factor: 1 }));
+    }
+
+    #[test]
+    fn rrul_cs8_marks_each_class_selector() {
+        let v = entries("rrul_cs8", 70_000, 5_000, None).unwrap();
+        assert_eq!(v.len(), 8 + 8 + 8 + 1);
+        assert_eq!(names(&v)[..3], ["TCP upload CS0_BE", "TCP upload CS1_BK", "TCP upload CS2"]);
+        assert_eq!(names(&v)[8], "TCP download CS0_BE");
+        let dscp: Vec<&Val> = v[8..16].iter().map(|p| key(p, "dscp")).collect();
+        let want = [0, 8, 16, 24, 32, 40, 48, 56].map(Val::Int);
+        assert_eq!(dscp, want.iter().collect::<Vec<_>>());
+        // flent lists the UDP pings from CS7 down to CS0_BE.
+        assert_eq!((names(&v)[16], key(&v[16], "dscp")), ("Ping (ms) UDP CS7", &Val::Int(56)));
+        assert_eq!((names(&v)[23], key(&v[23], "dscp")), ("Ping (ms) UDP CS0_BE", &Val::Int(0)));
+        assert_eq!(names(&v)[24], "Ping (ms) ICMP");
+    }
+
+    #[test]
+    fn upload_only_tests_are_the_ones_a_veth_can_run() {
+        assert_eq!(
+            upload_only_tests(),
+            ["ping", "tcp_1up", "tcp_upload", "tcp_nup", "tcp_2up", "tcp_4up", "tcp_6up", "tcp_8up", "tcp_12up", "tcp_2up_delay", "tcp_4up_squarewave"]
+        );
     }
 
     #[test]
     fn too_short_for_the_delay() {
-        assert_eq!(entries("rrul", 10, 5), Err(PresetError::TooShort { factor: 2 }));
-        assert_eq!(entries("tcp_4up_squarewave", 60, 10), Err(PresetError::TooShort { factor: 6 }));
+        assert_eq!(entries("rrul", 10, 5, None), Err(PresetError::TooShort { factor: 2 }));
+        assert_eq!(entries("tcp_4up_squarewave", 60, 10, None), Err(PresetError::TooShort { factor: 6 }));
     }
 }

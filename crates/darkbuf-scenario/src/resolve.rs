@@ -25,6 +25,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
     "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
+    "test_parameters",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -846,7 +847,11 @@ fn resolve_doc(
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
     crate::sweep::file_sweep(&top)?;
     crate::sweep::file_variants(&top)?;
-    let test = crate::preset::requested(&top)?.map(|(name, delay_ns)| TestSpec { name: name.into(), delay_ns });
+    let test = crate::preset::requested(&top)?.map(|r| TestSpec {
+        name: r.name.into(),
+        delay_ns: r.delay_ns,
+        parameters: r.streams.map(|(p, n)| (p.to_string(), n)).into_iter().collect(),
+    });
 
     Ok(Scenario {
         name,

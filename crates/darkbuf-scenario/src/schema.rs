@@ -48,6 +48,10 @@ pub struct TestSpec {
     pub name: String,
     /// flent's `DELAY` (`--delay`): when the bulk flows start, ns.
     pub delay_ns: u64,
+    /// flent's test parameters the test ran with (`upload_streams` of `tcp_nup`, and
+    /// of `tcp_4up`, whose `.conf` sets it to 4), for the `.flent.gz`'s `TEST_PARAMETERS`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub parameters: std::collections::BTreeMap<String, u32>,
 }
 
 #[derive(Clone, Debug, Serialize)]

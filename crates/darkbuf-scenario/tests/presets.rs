@@ -168,3 +168,60 @@ fn irtt_defaults_are_irtts_and_bad_keys_are_named() {
     let d = err("[[traffic]]\nkind = \"irtt\"\nstart = \"2s\"\nstop = \"1s\"\n");
     assert_eq!(d.key, "traffic.0.stop");
 }
+
+#[test]
+fn tcp_nup_takes_its_streams_from_test_parameters() {
+    let s = ok(&format!("test = \"tcp_nup\"\n{NIC}[test_parameters]\nupload_streams = 3\n"), &[]);
+    let names: Vec<&str> = s.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(names, ["TCP upload::1", "TCP upload::2", "TCP upload::3", "Ping (ms) ICMP"]);
+    let test = s.test.as_ref().unwrap();
+    assert_eq!(test.parameters.get("upload_streams"), Some(&3));
+    // --set reaches it, so a sweep can step through stream counts.
+    let s = ok(&format!("test = \"tcp_ndown\"\n{NIC}"), &["test_parameters.download_streams=5"]);
+    assert_eq!(s.traffic.len(), 6);
+    assert!(matches!(&s.traffic[4], Traffic::Tcp(f) if f.name == "TCP download::5" && f.direction == Direction::Down));
+    // A fixed test records what its .conf sets; a test without streams records nothing.
+    let s = ok(&format!("test = \"tcp_8up\"\n{NIC}"), &[]);
+    assert_eq!((s.traffic.len(), s.test.unwrap().parameters.get("upload_streams").copied()), (9, Some(8)));
+    assert!(ok(&format!("test = \"rrul\"\n{NIC}"), &[]).test.unwrap().parameters.is_empty());
+}
+
+#[test]
+fn test_parameters_that_cannot_be_meant() {
+    // Missing: flent stops too.
+    let d = err(&format!("test = \"tcp_nup\"\n{NIC}"));
+    assert_eq!((d.line, d.column, d.key.as_str()), (Some(1), Some(8), "test"));
+    assert!(d.message.contains("needs the test parameter upload_streams"), "{}", d.message);
+    assert!(d.help.unwrap().contains("[test_parameters] upload_streams = N"));
+    // A fixed test asked for another count.
+    let d = err(&format!("test = \"tcp_4up\"\n{NIC}[test_parameters]\nupload_streams = 6\n"));
+    assert_eq!((d.line, d.key.as_str()), (Some(9), "test_parameters.upload_streams"));
+    assert!(d.message.contains("runs 4 upload streams"), "{}", d.message);
+    assert!(d.help.unwrap().contains("test = \"tcp_nup\""));
+    // The same count is what the test runs anyway.
+    ok(&format!("test = \"tcp_4up\"\n{NIC}[test_parameters]\nupload_streams = 4\n"), &[]);
+    // The other direction's parameter, and a test without parameters.
+    let d = err(&format!("test = \"tcp_nup\"\n{NIC}[test_parameters]\nupload_streams = 2\ndownload_streams = 2\n"));
+    assert_eq!(d.key, "test_parameters.download_streams");
+    assert!(d.message.contains("it reads only upload_streams"), "{}", d.message);
+    let d = err(&format!("test = \"rrul\"\n{NIC}[test_parameters]\ndownload_streams = 2\n"));
+    assert!(d.message.contains("it reads no test parameters"), "{}", d.message);
+    assert!(d.help.unwrap().contains("download_streams for \"tcp_ndown\", \"tcp_2down\""));
+    // Out of range, unknown, and without a test.
+    let d = err(&format!("test = \"tcp_nup\"\n{NIC}[test_parameters]\nupload_streams = 64\n"));
+    assert_eq!((d.key.as_str(), d.help.as_deref()), ("test_parameters.upload_streams", Some("expected an integer in 1..=63")));
+    let d = err(&format!("test = \"tcp_nup\"\n{NIC}[test_parameters]\nupload_stream = 2\n"));
+    assert!(d.help.unwrap().contains("did you mean `upload_streams`"));
+    let d = err("[test_parameters]\nupload_streams = 2\n[[traffic]]\nkind = \"ping\"\n");
+    assert_eq!((d.line, d.key.as_str()), (Some(1), "test_parameters"));
+    assert!(d.message.contains("flent's --test-parameter"), "{}", d.message);
+}
+
+#[test]
+fn download_tests_need_a_nic_and_say_which_tests_do_not() {
+    let d = err("test = \"tcp_ndown\"\ntest_delay = \"1s\"\n[test_parameters]\ndownload_streams = 3\n");
+    assert!(d.message.contains("3 TCP download flows"), "{}", d.message);
+    let help = d.help.unwrap();
+    assert!(help.contains("\"tcp_nup\"") && help.contains("\"tcp_2up_delay\"") && !help.contains("\"tcp_bidirectional\""), "{help}");
+    ok("test = \"tcp_2up_delay\"\ntest_delay = \"1s\"\n", &[]);
+}

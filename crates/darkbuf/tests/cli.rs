@@ -157,3 +157,37 @@ fn a_rrul_run_writes_flents_rrul_data_file() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("ping_cdf plot)"), "the report has flent's ping_cdf");
 }
+
+/// flent's `tcp_ndown` with `--test-parameter download_streams=3`: three download data
+/// sets, flent's sum of them, and the parameter in the file's metadata.
+#[test]
+fn a_tcp_ndown_run_writes_its_streams_and_test_parameter() {
+    let dir = common::tmp("cli", "ndown");
+    let o = darkbuf(&[
+        "run",
+        &repo("scenarios/tcp_4up-100mbit.toml"),
+        "--set",
+        "test=tcp_ndown",
+        "--set",
+        "test_parameters.download_streams=3",
+        "--set",
+        "duration=2s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gz = std::fs::read(dir.join("results.flent.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((&v["metadata"]["NAME"], &v["metadata"]["TEST_PARAMETERS"]), (&"tcp_ndown".into(), &serde_json::json!({"download_streams": "3"})));
+    let mean = |s: &str| v["metadata"]["SERIES_META"][s]["MEAN_VALUE"].as_f64().unwrap_or_else(|| panic!("no {s}"));
+    let streams: f64 = (1..=3).map(|i| mean(&format!("TCP download::{i}"))).sum();
+    assert!(streams > 10.0, "the downloads moved data: {streams} Mbit/s");
+    assert!(v["results"].get("TCP download::4").is_none() && v["results"].get("TCP upload::1").is_none());
+    // flent's sum is per time step over the streams with a value there; over the whole
+    // run its mean is the streams' means added wherever all three ran.
+    assert!((mean("TCP download sum") - streams).abs() < 0.2 * streams, "{} against {streams}", mean("TCP download sum"));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("download plot)") && html.contains("totals (flent"), "the report has flent's download and totals plots");
+}
