@@ -227,8 +227,11 @@ struct Sample {
     bql_inflight: Option<u64>,
 }
 
-/// An irtt entry's running client and server.
-type IrttPair = (JoinHandle<io::Result<load::IrttClientResult>>, JoinHandle<io::Result<load::IrttServerStats>>);
+/// An irtt entry's running client and server (`None`: the tap's reader answers it).
+type IrttPair = (JoinHandle<io::Result<load::IrttClientResult>>, Option<JoinHandle<io::Result<load::IrttServerStats>>>);
+
+/// The UDP port a tap's reader answers irtt on (irtt's own default).
+const TAP_IRTT_PORT: u16 = 2112;
 
 /// The running tools.
 #[derive(Default)]
@@ -380,7 +383,11 @@ impl Tools {
         let clients: Vec<_> = irtt.into_iter().map(|(c, s)| (join_by(c, deadline, "irtt client", &mut j.errors), s)).collect();
         self.irtt_stop.store(true, Ordering::SeqCst);
         for (c, s) in clients {
-            let s = join_by(s, deadline, "irtt server", &mut j.errors);
+            let s = match s {
+                Some(s) => join_by(s, deadline, "irtt server", &mut j.errors),
+                // The tap's reader is the server: it kept the records (joined above).
+                None => j.tap.as_ref().map(|t| t.irtt.clone()),
+            };
             j.irtt.push(c.zip(s));
         }
         for r in self.tcp.drain(..) {
@@ -470,12 +477,6 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Udp(u) => u.cpu,
             Traffic::Ping(p) => p.cpu,
             Traffic::Tcp(t) => t.cpu,
-            Traffic::Irtt(_) if scn.device.driver == Driver::Tun => {
-                return Err(KernelError::Unavailable(format!(
-                    "traffic.{i}: kind = \"irtt\" over a tap: the kernel backend's tap reader answers ARP and ICMP \
-                     echo only, not irtt's UDP; use kind = \"ping\", or driver = \"veth\""
-                )))
-            }
             Traffic::Irtt(r) => r.cpu,
         };
         if cpu as usize >= crate::online_cpus() {
@@ -575,6 +576,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
                 tap_name: names.tap.clone(),
                 app_cost,
                 echo_icmp: true,
+                irtt_port: scn.traffic.iter().any(|t| matches!(t, Traffic::Irtt(_))).then_some(TAP_IRTT_PORT),
                 duration: total + Duration::from_secs(1),
             };
             let reader = load::create_tap_reader_with(spec, load::TapOpts { cpu: Some(o.consumer_cpu), persist: false }, stop.clone())
@@ -680,15 +682,21 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         }
         guard.tools.prober = Some(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }
-    // irtt: a stamping server in the receiving namespace and a client where the
-    // scenario puts it, per entry; their start and stop are run times, as the floods'.
+    // irtt: a stamping server in the receiving namespace (over a tap, the tap's reader
+    // answers) and a client where the scenario puts it, per entry; their start and stop
+    // are run times, as the floods'.
     for r in scn.traffic.iter().filter_map(|t| if let Traffic::Irtt(r) = t { Some(r) } else { None }) {
         let tos = r.dscp << 2;
-        let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: total + PROBE_TIMEOUT * 2 };
-        let (port, sh) = load::spawn_irtt_server(server, Some(o.consumer_cpu), guard.tools.irtt_stop.clone());
-        let Some(port) = port else {
-            let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
-            return Err(KernelError::Internal(format!("the irtt server: {e}")));
+        let (port, sh) = if scn.device.driver == Driver::Tun {
+            (TAP_IRTT_PORT, None)
+        } else {
+            let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: total + PROBE_TIMEOUT * 2 };
+            let (port, sh) = load::spawn_irtt_server(server, Some(o.consumer_cpu), guard.tools.irtt_stop.clone());
+            let Some(port) = port else {
+                let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+                return Err(KernelError::Internal(format!("the irtt server: {e}")));
+            };
+            (port, Some(sh))
         };
         let client = load::IrttClientSpec {
             netns: tx_ns.clone(),

@@ -189,6 +189,33 @@ fn irtt_measures_the_queue_on_the_way_up() {
 
 #[test]
 #[ignore = "needs root"]
+fn irtt_over_a_tap_counts_the_readers_time_on_the_way_up() {
+    if !root_or_skip("irtt over a tap") {
+        return;
+    }
+    // The reader spins 500 us before each reply. A server behind it (in a VM, behind a
+    // VPN) gets the request only after that: irtt's way up holds the spin, as the ping's
+    // round trip does, and the way down does not. (Every 7 ms against the ping's 10:
+    // one seldom waits behind the other's spin, whatever the probers' phases.)
+    let scn = scenario(
+        "duration = \"1500ms\"\nwarmup = \"300ms\"\n[device]\ndriver = \"tun\"\nbackpressure = false\n\
+         [qdisc]\nkind = \"pfifo_fast\"\n[consumer]\nkind = \"reader\"\napp_cost = \"500us\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n[[traffic]]\nkind = \"irtt\"\ninterval = \"7ms\"\ndscp = 46\n",
+    );
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("irtt over a tap");
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?} (notes {notes:?})", r.unavailable.get(k))).mean;
+    let (rtt, up, down, ping) = (mean("irtt.rtt_avg_ms"), mean("irtt.owd_up_avg_ms"), mean("irtt.owd_down_avg_ms"), mean("ping.rtt_avg_ms"));
+    let (n, loss) = (mean("irtt.packets"), mean("irtt.loss_up_pct") + mean("irtt.loss_down_pct"));
+    eprintln!("irtt over a tap: rtt {rtt:.3} ms = up {up:.3} + down {down:.3}; ping {ping:.3} ms; {n} requests, {loss:.1}% lost");
+    assert!(n >= 150.0 && loss == 0.0, "{n} requests on an idle tap, {loss}% lost");
+    assert!((up + down - rtt).abs() < 1e-6 * rtt.max(1.0), "round trip = up + down");
+    assert!(up >= 0.5 && down < 0.5, "the reader's 0.5 ms is on the way up: up {up} ms, down {down} ms");
+    assert!((rtt - ping).abs() < 0.25, "irtt {rtt} ms and ping {ping} ms cross the same reader");
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root"]
 fn tap_reader_run_leaves_nothing() {
     if !root_or_skip("tap run") {
         return;

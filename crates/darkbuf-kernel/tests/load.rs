@@ -576,7 +576,7 @@ fn tap_reader_answers_arp_and_ping() {
     let tap = format!("dlt{}x{id}", std::process::id() % 100_000);
     let (stop, _sd) = stop_flag();
     let ((), reader) = spawn_tap_reader(
-        TapReaderSpec { netns: t.clone(), tap_name: tap.clone(), app_cost: Duration::from_micros(5), echo_icmp: true, duration: Duration::from_secs(20) },
+        TapReaderSpec { netns: t.clone(), tap_name: tap.clone(), app_cost: Duration::from_micros(5), echo_icmp: true, duration: Duration::from_secs(20), ..TapReaderSpec::default() },
         stop.clone(),
     )
     .expect("tap created");
@@ -796,7 +796,7 @@ fn measure_queueing_figures() {
     let tap = format!("dlm{}x{id}", std::process::id() % 100_000);
     let (stop, _sd) = stop_flag();
     let ((), reader) = spawn_tap_reader(
-        TapReaderSpec { netns: t.clone(), tap_name: tap.clone(), app_cost: Duration::from_micros(100), echo_icmp: true, duration: Duration::from_secs(20) },
+        TapReaderSpec { netns: t.clone(), tap_name: tap.clone(), app_cost: Duration::from_micros(100), echo_icmp: true, duration: Duration::from_secs(20), ..TapReaderSpec::default() },
         stop.clone(),
     )
     .unwrap();

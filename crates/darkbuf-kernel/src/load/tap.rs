@@ -21,6 +21,13 @@
 //!   request answered is recorded (`EchoSeen`: when it was read, when its reply was
 //!   written), so a probe's time in the tun ring and in this consumer can be told
 //!   apart from its time in the qdisc.
+//! - with `irtt_port`, answers irtt requests (IPv4/UDP to that port, see `irtt.rs`)
+//!   as the irtt server does over veth, recording (token, sequence number) so a
+//!   missing reply is lost up or lost down. The server's receive and send stamps are
+//!   both the time after the frame's `app_cost`: the reader stands for whatever reads
+//!   the tap (a VM, a VPN daemon), and a server behind it gets the request only once
+//!   that work is done. So the consumer's time is on the way up, as a ping's is in
+//!   its round trip, and as the simulator delivers the request to its server.
 //!
 //! Two ways to start it:
 //! - `spawn_tap_reader` returns once the tap exists, with reading already started
@@ -40,6 +47,7 @@ use std::time::Duration;
 
 use super::netns::spawn_tool;
 use super::payload::{inet_checksum, FloodHeader, Reservoir, OWD_SAMPLE_CAP};
+use super::irtt::{IrttServerStats, IRTT_MAX_REQUESTS, IRTT_MIN_PAYLOAD};
 use super::sys;
 
 /// The MAC the reader answers ARP with ("locally administered", 02:...): use it for
@@ -69,13 +77,22 @@ pub struct TapReaderSpec {
     /// neighbour entry (any MAC, e.g. `TAP_PEER_MAC`) or it never leaves the
     /// neighbour queue.
     pub echo_icmp: bool,
+    /// Answer irtt requests sent to this UDP port (any address routed into the tap).
+    pub irtt_port: Option<u16>,
     /// Reading time, from the start of reading.
     pub duration: Duration,
 }
 
 impl Default for TapReaderSpec {
     fn default() -> Self {
-        TapReaderSpec { netns: String::new(), tap_name: String::new(), app_cost: Duration::ZERO, echo_icmp: true, duration: Duration::from_secs(1) }
+        TapReaderSpec {
+            netns: String::new(),
+            tap_name: String::new(),
+            app_cost: Duration::ZERO,
+            echo_icmp: true,
+            irtt_port: None,
+            duration: Duration::from_secs(1),
+        }
     }
 }
 
@@ -93,12 +110,16 @@ pub struct TapReaderStats {
     pub owd_ns_samples: Vec<u64>,
     pub arp_replies: u64,
     pub icmp_replies: u64,
+    pub irtt_replies: u64,
     /// Replies that could not be written back.
     pub write_errors: u64,
     /// CLOCK_MONOTONIC ns when reading started.
     pub start_mono_ns: u64,
     /// The ICMP echo requests answered, in reading order (at most `ECHO_CAP`).
     pub echoes: Vec<EchoSeen>,
+    /// The irtt requests answered, as the irtt server records them (at most
+    /// `IRTT_MAX_REQUESTS`).
+    pub irtt: IrttServerStats,
 }
 
 /// An ICMP echo request the reader answered.
@@ -307,25 +328,35 @@ fn read_loop(fd: &OwnedFd, spec: &TapReaderSpec, stop: &AtomicBool) -> io::Resul
                 }
             }
             sys::spin_ns(cost);
-            if spec.echo_icmp {
-                let reply = if let Some(l) = arp_reply(frame, &TAP_PEER_MAC, &mut out) {
-                    st.arp_replies += 1;
-                    Some(l)
-                } else if let Some(l) = icmp_echo_reply(frame, &TAP_PEER_MAC, &mut out) {
-                    st.icmp_replies += 1;
-                    Some(l)
-                } else {
-                    None
-                };
-                if let Some(l) = reply {
-                    if let (Some((id, data_head)), true) = (icmp_echo_id_and_head(frame), st.echoes.len() < ECHO_CAP) {
-                        st.echoes.push(EchoSeen { id, data_head, read_ns: now_rx, reply_ns: sys::mono_ns() });
-                    }
-                    // SAFETY: out is valid for l <= FRAME_BUF bytes.
-                    let w = unsafe { libc::write(raw, out.as_ptr() as *const libc::c_void, l) };
-                    if w < 0 {
-                        st.write_errors += 1;
-                    }
+            let irtt = spec.irtt_port.and_then(|port| {
+                let served = sys::mono_ns();
+                irtt_reply(frame, port, served, served, &TAP_PEER_MAC, &mut out)
+            });
+            let reply = if let Some((l, token, seq)) = irtt {
+                st.irtt_replies += 1;
+                if (st.irtt.received.len() as u64) < IRTT_MAX_REQUESTS {
+                    st.irtt.received.push((token, seq));
+                }
+                Some(l)
+            } else if !spec.echo_icmp {
+                None
+            } else if let Some(l) = arp_reply(frame, &TAP_PEER_MAC, &mut out) {
+                st.arp_replies += 1;
+                Some(l)
+            } else if let Some(l) = icmp_echo_reply(frame, &TAP_PEER_MAC, &mut out) {
+                st.icmp_replies += 1;
+                if let (Some((id, data_head)), true) = (icmp_echo_id_and_head(frame), st.echoes.len() < ECHO_CAP) {
+                    st.echoes.push(EchoSeen { id, data_head, read_ns: now_rx, reply_ns: sys::mono_ns() });
+                }
+                Some(l)
+            } else {
+                None
+            };
+            if let Some(l) = reply {
+                // SAFETY: out is valid for l <= FRAME_BUF bytes.
+                let w = unsafe { libc::write(raw, out.as_ptr() as *const libc::c_void, l) };
+                if w < 0 {
+                    st.write_errors += 1;
                 }
             }
             if stop.load(Ordering::Relaxed) {
@@ -454,6 +485,75 @@ pub(crate) fn icmp_echo_reply(f: &[u8], mac: &[u8; 6], out: &mut [u8]) -> Option
     Some(len)
 }
 
+/// Builds the reply to an irtt request (IPv4/UDP to `port`, at least
+/// `IRTT_MIN_PAYLOAD` bytes) into `out`, as the irtt server over veth sends it: the
+/// request with addresses and ports swapped, the server's receive and send stamps
+/// (`rx_ns`, `tx_ns`) at bytes 24..40 of the payload, TTL 64 and both checksums
+/// recomputed (the UDP one over the RFC 768 pseudo-header). The request's TOS stays:
+/// the server replies with the client's marking. Returns the reply's length and the
+/// request's token and sequence number.
+pub(crate) fn irtt_reply(f: &[u8], port: u16, rx_ns: u64, tx_ns: u64, mac: &[u8; 6], out: &mut [u8]) -> Option<(usize, u64, u64)> {
+    let (ihl, total) = ipv4_lengths(f)?;
+    let len = ETH_HLEN + total;
+    let ip = &f[ETH_HLEN..len];
+    if ip[9] != libc::IPPROTO_UDP as u8 || total < ihl + 8 + IRTT_MIN_PAYLOAD || out.len() < len {
+        return None;
+    }
+    let udp = &ip[ihl..];
+    let udp_len = u16::from_be_bytes([udp[4], udp[5]]) as usize;
+    if u16::from_be_bytes([udp[2], udp[3]]) != port || udp_len != total - ihl || ip[16] >= 224 {
+        return None;
+    }
+    let o = &mut out[..len];
+    o.copy_from_slice(&f[..len]);
+    o[0..6].copy_from_slice(&f[6..12]);
+    if f[0] & 1 == 0 {
+        o[6..12].copy_from_slice(&f[0..6]);
+    } else {
+        o[6..12].copy_from_slice(mac);
+    }
+    let oip = &mut o[ETH_HLEN..];
+    oip[12..16].copy_from_slice(&ip[16..20]);
+    oip[16..20].copy_from_slice(&ip[12..16]);
+    oip[8] = 64;
+    oip[10..12].copy_from_slice(&[0, 0]);
+    let c = inet_checksum(&oip[..ihl]);
+    oip[10..12].copy_from_slice(&c.to_be_bytes());
+    let (src, dst) = (<[u8; 4]>::try_from(&oip[12..16]).ok()?, <[u8; 4]>::try_from(&oip[16..20]).ok()?);
+    let oudp = &mut oip[ihl..total];
+    oudp[0..2].copy_from_slice(&udp[2..4]);
+    oudp[2..4].copy_from_slice(&udp[0..2]);
+    let payload = &mut oudp[8..];
+    let (token, seq) = (u64::from_le_bytes(payload[0..8].try_into().ok()?), u64::from_le_bytes(payload[8..16].try_into().ok()?));
+    payload[24..32].copy_from_slice(&rx_ns.to_le_bytes());
+    payload[32..40].copy_from_slice(&tx_ns.to_le_bytes());
+    oudp[6..8].copy_from_slice(&[0, 0]);
+    let c = udp4_checksum(src, dst, oudp);
+    oudp[6..8].copy_from_slice(&c.to_be_bytes());
+    Some((len, token, seq))
+}
+
+/// The UDP checksum of `udp` (header and payload, its checksum field zero) from
+/// `src` to `dst`: RFC 1071 over the pseudo-header and the datagram. 0 is sent as
+/// 0xffff (RFC 768: 0 means "no checksum").
+fn udp4_checksum(src: [u8; 4], dst: [u8; 4], udp: &[u8]) -> u16 {
+    let mut pseudo = [0u8; 12];
+    pseudo[0..4].copy_from_slice(&src);
+    pseudo[4..8].copy_from_slice(&dst);
+    pseudo[9] = libc::IPPROTO_UDP as u8;
+    pseudo[10..12].copy_from_slice(&(udp.len() as u16).to_be_bytes());
+    // Ones' complement sums add in any order: the checksum of the pseudo-header,
+    // complemented back, is a word the datagram's sum goes on from.
+    let mut sum = !inet_checksum(&pseudo) as u32 + !inet_checksum(udp) as u32;
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    match !(sum as u16) {
+        0 => 0xffff,
+        c => c,
+    }
+}
+
 /// The identifier and the first 8 data bytes (little-endian) of an IPv4 ICMP echo
 /// request frame, if it is one with at least 8 bytes of data.
 pub(crate) fn icmp_echo_id_and_head(f: &[u8]) -> Option<(u16, u64)> {
@@ -576,6 +676,78 @@ mod tests {
             let _ = arp_reply(&f[..cut], &TAP_PEER_MAC, &mut out);
             let _ = flood_header_of_frame(&f[..cut]);
         }
+    }
+
+    /// An irtt request from 10.78.0.1:40000 to 10.78.0.2:`port`, `len` payload bytes.
+    fn irtt_request(port: u16, len: usize, token: u64, seq: u64) -> Vec<u8> {
+        let mut udp = vec![0x9c, 0x40, 0, 0, 0, 0, 0, 0];
+        udp[2..4].copy_from_slice(&port.to_be_bytes());
+        udp[4..6].copy_from_slice(&((8 + len) as u16).to_be_bytes());
+        let mut payload = vec![0xa5u8; len.max(40)];
+        payload[0..8].copy_from_slice(&token.to_le_bytes());
+        payload[8..16].copy_from_slice(&seq.to_le_bytes());
+        payload[16..24].copy_from_slice(&1_000u64.to_le_bytes());
+        payload[24..40].fill(0);
+        udp.extend_from_slice(&payload[..len]);
+        ipv4(17, [10, 78, 0, 1], [10, 78, 0, 2], &udp)
+    }
+
+    /// RFC 1071 sum of a UDP datagram and its pseudo-header: 0xffff when the
+    /// checksum is right.
+    fn udp_sum(src: [u8; 4], dst: [u8; 4], udp: &[u8]) -> u16 {
+        let mut words: Vec<u8> = Vec::new();
+        words.extend_from_slice(&src);
+        words.extend_from_slice(&dst);
+        words.extend_from_slice(&[0, 17]);
+        words.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+        words.extend_from_slice(udp);
+        !inet_checksum(&words)
+    }
+
+    #[test]
+    fn an_irtt_request_gets_the_servers_reply() {
+        let f = irtt_request(2112, 60, 0xfeed, 41);
+        let mut out = vec![0u8; 256];
+        let (n, token, seq) = irtt_reply(&f, 2112, 5_000, 5_020, &TAP_PEER_MAC, &mut out).unwrap();
+        assert_eq!((n, token, seq), (f.len(), 0xfeed, 41));
+        let o = &out[..n];
+        assert_eq!((&o[0..6], &o[6..12]), (&KMAC[..], &TAP_PEER_MAC[..]));
+        let ip = &o[14..];
+        assert_eq!((&ip[12..16], &ip[16..20], ip[8]), (&[10, 78, 0, 2][..], &[10, 78, 0, 1][..], 64));
+        assert_eq!(inet_checksum(&ip[..20]), 0, "IP checksum valid");
+        let udp = &ip[20..];
+        assert_eq!((&udp[0..2], &udp[2..4]), (&2112u16.to_be_bytes()[..], &40000u16.to_be_bytes()[..]), "ports swapped");
+        assert_eq!(udp_sum([10, 78, 0, 2], [10, 78, 0, 1], udp), 0xffff, "UDP checksum valid");
+        let p = &udp[8..];
+        // The client's token, sequence number and send time stay; the server's stamps
+        // are the read and the reply; the filler is echoed.
+        assert_eq!(&p[0..24], &f[14 + 28..14 + 28 + 24]);
+        assert_eq!((u64::from_le_bytes(p[24..32].try_into().unwrap()), u64::from_le_bytes(p[32..40].try_into().unwrap())), (5_000, 5_020));
+        assert!(p[40..].iter().all(|&b| b == 0xa5));
+        // Another port, a short payload, ICMP, a multicast sender, truncation: not answered.
+        assert_eq!(irtt_reply(&f, 2113, 0, 0, &TAP_PEER_MAC, &mut out), None);
+        assert_eq!(irtt_reply(&irtt_request(2112, 39, 1, 1), 2112, 0, 0, &TAP_PEER_MAC, &mut out), None);
+        let mut icmp = f.clone();
+        icmp[14 + 9] = 1;
+        assert_eq!(irtt_reply(&icmp, 2112, 0, 0, &TAP_PEER_MAC, &mut out), None);
+        let mut mc = f.clone();
+        mc[14 + 16] = 239;
+        assert_eq!(irtt_reply(&mc, 2112, 0, 0, &TAP_PEER_MAC, &mut out), None);
+        for cut in 0..f.len() {
+            assert_eq!(irtt_reply(&f[..cut], 2112, 0, 0, &TAP_PEER_MAC, &mut out), None);
+        }
+        assert_eq!(irtt_reply(&f, 2112, 0, 0, &TAP_PEER_MAC, &mut out[..f.len() - 1]), None, "no room for the reply");
+    }
+
+    #[test]
+    fn the_udp_checksum_is_never_zero_on_the_wire() {
+        // A datagram whose sum is 0xffff would checksum to 0, which means "none".
+        let udp = [0u8; 8];
+        let c = udp4_checksum([0, 0, 0, 0], [0, 0, 0, 0], &udp);
+        assert_ne!(c, 0);
+        let mut with = udp;
+        with[6..8].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(udp_sum([0, 0, 0, 0], [0, 0, 0, 0], &with), 0xffff);
     }
 
     #[test]
