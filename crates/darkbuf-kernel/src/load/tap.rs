@@ -458,9 +458,26 @@ pub(crate) fn icmp_echo_reply(f: &[u8], mac: &[u8; 6], out: &mut [u8]) -> Option
     if icmp[0] != 8 || icmp[1] != 0 {
         return None;
     }
+    let oip = reply_frame(f, len, ihl, mac, out)?;
+    let oicmp = &mut oip[ihl..total];
+    oicmp[0] = 0;
+    oicmp[2..4].copy_from_slice(&[0, 0]);
+    let c = inet_checksum(oicmp);
+    oicmp[2..4].copy_from_slice(&c.to_be_bytes());
+    Some(len)
+}
+
+/// The first `len` bytes of IPv4 frame `f` copied into `out` as the start of a reply:
+/// Ethernet addresses swapped (source = the request's destination MAC, or `mac` if that
+/// was not unicast), IP addresses swapped, TTL 64, the IP header's checksum recomputed.
+/// Returns the reply's IP packet, for the caller to finish its payload; None if the
+/// request went to a multicast or broadcast address (not ours to answer) or `out` is
+/// too short.
+fn reply_frame<'a>(f: &[u8], len: usize, ihl: usize, mac: &[u8; 6], out: &'a mut [u8]) -> Option<&'a mut [u8]> {
+    let ip = &f[ETH_HLEN..len];
     let dst = &ip[16..20];
-    if dst[0] >= 224 || dst == [255, 255, 255, 255] {
-        return None; // multicast / broadcast: not ours to answer
+    if dst[0] >= 224 || dst == [255, 255, 255, 255] || out.len() < len {
+        return None;
     }
     let o = &mut out[..len];
     o.copy_from_slice(&f[..len]);
@@ -477,12 +494,7 @@ pub(crate) fn icmp_echo_reply(f: &[u8], mac: &[u8; 6], out: &mut [u8]) -> Option
     oip[10..12].copy_from_slice(&[0, 0]);
     let c = inet_checksum(&oip[..ihl]);
     oip[10..12].copy_from_slice(&c.to_be_bytes());
-    let oicmp = &mut oip[ihl..total];
-    oicmp[0] = 0;
-    oicmp[2..4].copy_from_slice(&[0, 0]);
-    let c = inet_checksum(oicmp);
-    oicmp[2..4].copy_from_slice(&c.to_be_bytes());
-    Some(len)
+    Some(oip)
 }
 
 /// Builds the reply to an irtt request (IPv4/UDP to `port`, at least
@@ -501,24 +513,10 @@ pub(crate) fn irtt_reply(f: &[u8], port: u16, rx_ns: u64, tx_ns: u64, mac: &[u8;
     }
     let udp = &ip[ihl..];
     let udp_len = u16::from_be_bytes([udp[4], udp[5]]) as usize;
-    if u16::from_be_bytes([udp[2], udp[3]]) != port || udp_len != total - ihl || ip[16] >= 224 {
+    if u16::from_be_bytes([udp[2], udp[3]]) != port || udp_len != total - ihl {
         return None;
     }
-    let o = &mut out[..len];
-    o.copy_from_slice(&f[..len]);
-    o[0..6].copy_from_slice(&f[6..12]);
-    if f[0] & 1 == 0 {
-        o[6..12].copy_from_slice(&f[0..6]);
-    } else {
-        o[6..12].copy_from_slice(mac);
-    }
-    let oip = &mut o[ETH_HLEN..];
-    oip[12..16].copy_from_slice(&ip[16..20]);
-    oip[16..20].copy_from_slice(&ip[12..16]);
-    oip[8] = 64;
-    oip[10..12].copy_from_slice(&[0, 0]);
-    let c = inet_checksum(&oip[..ihl]);
-    oip[10..12].copy_from_slice(&c.to_be_bytes());
+    let oip = reply_frame(f, len, ihl, mac, out)?;
     let (src, dst) = (<[u8; 4]>::try_from(&oip[12..16]).ok()?, <[u8; 4]>::try_from(&oip[16..20]).ok()?);
     let oudp = &mut oip[ihl..total];
     oudp[0..2].copy_from_slice(&udp[2..4]);
