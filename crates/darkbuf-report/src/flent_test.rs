@@ -36,6 +36,13 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
     let pick = |prefix: &str| -> Vec<String> { names.iter().filter(|n| n.starts_with(prefix)).cloned().collect() };
     let tcp = |n: &String| n.starts_with("TCP upload") || n.starts_with("TCP download");
     match test {
+        // rrul_up keeps rrul's upload aggregates, TCP totals and Ping (ms) avg.
+        "rrul_up" => vec![
+            ("TCP upload avg".into(), "average", pick("TCP upload")),
+            ("TCP upload sum".into(), "sum", pick("TCP upload")),
+            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
+            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
+        ],
         "rrul" | "rrul_be" | "rrul_cs8" => vec![
             ("TCP upload avg".into(), "average", pick("TCP upload")),
             ("TCP upload sum".into(), "sum", pick("TCP upload")),
@@ -280,6 +287,11 @@ mod tests {
         );
         assert!(aggregates("tcp_1up", &names).is_empty());
         assert_eq!(aggregates("rrul_cs8", &names), a);
+        // rrul_up: no download data sets, so no download aggregates.
+        let up_names: Vec<String> = names.iter().filter(|n| !n.starts_with("TCP download")).cloned().collect();
+        let got: Vec<(String, usize)> = aggregates("rrul_up", &up_names).into_iter().map(|(n, _, o)| (n, o.len())).collect();
+        let want = [("TCP upload avg", 2), ("TCP upload sum", 2), ("TCP totals", 2), ("Ping (ms) avg", 2)].map(|(n, k)| (n.to_string(), k));
+        assert_eq!(got, want);
     }
 
     #[test]

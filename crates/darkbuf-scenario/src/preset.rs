@@ -35,7 +35,9 @@ pub const TESTS: &[&str] = &[
     "rrul",
     "rrul_be",
     "rrul_cs8",
+    "rrul_up",
     "tcp_1up",
+    "tcp_1up_noping",
     "tcp_1down",
     "tcp_upload",
     "tcp_download",
@@ -165,7 +167,7 @@ pub enum PresetError {
 /// factor * DELAY`).
 fn delay_factor(name: &str) -> u64 {
     match name {
-        "ping" => 0,
+        "ping" | "tcp_1up_noping" => 0,
         // tcp_2up_delay.conf: TOTAL_LENGTH = LENGTH + DELAY.
         "tcp_2up_delay" => 1,
         "tcp_4up_squarewave" => 6,
@@ -201,6 +203,8 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -
     Ok(match name {
         "ping" => vec![icmp()],
         "tcp_1up" | "tcp_upload" => vec![up("TCP upload".into(), CS0), icmp()],
+        // tcp_1up_noping.conf: DELAY = 0, one upload for the whole run.
+        "tcp_1up_noping" => vec![up("TCP upload".into(), CS0)],
         "tcp_1down" | "tcp_download" => vec![down("TCP download".into(), CS0), icmp()],
         "tcp_bidirectional" => vec![down("TCP download".into(), CS0), up("TCP upload".into(), CS0), icmp()],
         // Stream 1 for the whole run, stream 2 from DELAY on; no ping.
@@ -211,6 +215,12 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -
             .collect(),
         "rrul" => {
             let mut v = both(&[("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)]);
+            v.extend([udp_rtt("Ping (ms) UDP EF", EF), udp_rtt("Ping (ms) UDP BK", CS1), udp_rtt("Ping (ms) UDP BE", CS0), icmp()]);
+            v
+        }
+        // rrul_up.conf: rrul without its download data sets.
+        "rrul_up" => {
+            let mut v: Vec<PresetEntry> = [("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)].iter().map(|(n, d)| up(format!("TCP upload {n}"), *d)).collect();
             v.extend([udp_rtt("Ping (ms) UDP EF", EF), udp_rtt("Ping (ms) UDP BK", CS1), udp_rtt("Ping (ms) UDP BE", CS0), icmp()]);
             v
         }
@@ -257,7 +267,14 @@ pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> 
         return Ok(None);
     }
     let name = top.choice("test", "rrul", TESTS)?;
-    let delay_ns = top.duration("test_delay", DEFAULT_DELAY_NS, false)?;
+    if name == "tcp_1up_noping" && top.entry("test_delay").is_some() {
+        return Err(top.value_err(
+            "test_delay",
+            "test = \"tcp_1up_noping\" has no delay: flent's tcp_1up_noping.conf sets DELAY = 0 and runs its upload for the whole test".into(),
+            Some("remove test_delay, or use test = \"tcp_1up\"".into()),
+        ));
+    }
+    let delay_ns = if name == "tcp_1up_noping" { 0 } else { top.duration("test_delay", DEFAULT_DELAY_NS, false)? };
     let streams = test_streams(top, name)?;
     Ok(Some(Requested { name, delay_ns, streams }))
 }
@@ -576,6 +593,17 @@ mod tests {
     }
 
     #[test]
+    fn rrul_up_is_rrul_without_downloads_and_noping_is_one_upload() {
+        let up = entries("rrul_up", 70_000, 5_000, None).unwrap();
+        let rrul = entries("rrul", 70_000, 5_000, None).unwrap();
+        let no_downloads: Vec<PresetEntry> = rrul.into_iter().filter(|p| !p.name.starts_with("TCP download")).collect();
+        assert_eq!(up, no_downloads);
+        let v = entries("tcp_1up_noping", 10_000, 0, None).unwrap();
+        assert_eq!(names(&v), ["TCP upload"]);
+        assert_eq!((key(&v[0], "start"), key(&v[0], "stop")), (&Val::Str("0ns".into()), &Val::Str("10000ns".into())));
+    }
+
+    #[test]
     fn rrul_cs8_marks_each_class_selector() {
         let v = entries("rrul_cs8", 70_000, 5_000, None).unwrap();
         assert_eq!(v.len(), 8 + 8 + 8 + 1);
@@ -594,7 +622,21 @@ mod tests {
     fn upload_only_tests_are_the_ones_a_veth_can_run() {
         assert_eq!(
             upload_only_tests(),
-            ["ping", "tcp_1up", "tcp_upload", "tcp_nup", "tcp_2up", "tcp_4up", "tcp_6up", "tcp_8up", "tcp_12up", "tcp_2up_delay", "tcp_4up_squarewave"]
+            [
+                "ping",
+                "rrul_up",
+                "tcp_1up",
+                "tcp_1up_noping",
+                "tcp_upload",
+                "tcp_nup",
+                "tcp_2up",
+                "tcp_4up",
+                "tcp_6up",
+                "tcp_8up",
+                "tcp_12up",
+                "tcp_2up_delay",
+                "tcp_4up_squarewave"
+            ]
         );
     }
 

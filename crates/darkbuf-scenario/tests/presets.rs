@@ -225,3 +225,19 @@ fn download_tests_need_a_nic_and_say_which_tests_do_not() {
     assert!(help.contains("\"tcp_nup\"") && help.contains("\"tcp_2up_delay\"") && !help.contains("\"tcp_bidirectional\""), "{help}");
     ok("test = \"tcp_2up_delay\"\ntest_delay = \"1s\"\n", &[]);
 }
+
+#[test]
+fn rrul_up_runs_on_a_veth_and_tcp_1up_noping_has_no_delay() {
+    let s = ok("test = \"rrul_up\"\nduration = \"4s\"\ntest_delay = \"1s\"\n", &[]);
+    let names: Vec<&str> = s.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(
+        names,
+        ["TCP upload BE", "TCP upload BK", "TCP upload CS5", "TCP upload EF", "Ping (ms) UDP EF", "Ping (ms) UDP BK", "Ping (ms) UDP BE", "Ping (ms) ICMP"]
+    );
+    let s = ok("test = \"tcp_1up_noping\"\nduration = \"4s\"\nwarmup = \"1s\"\n", &[]);
+    assert!(matches!(&s.traffic[..], [Traffic::Tcp(f)] if f.start_ns == 0 && f.stop_ns == Some(5_000_000_000)));
+    assert_eq!(s.test.unwrap().delay_ns, 0, "flent's DELAY = 0");
+    let d = err("test = \"tcp_1up_noping\"\ntest_delay = \"1s\"\n");
+    assert_eq!((d.line, d.key.as_str()), (Some(2), "test_delay"));
+    assert!(d.message.contains("DELAY = 0"), "{}", d.message);
+}
