@@ -154,6 +154,14 @@ fn udp_rtt(name: &str, dscp: i64) -> PresetEntry {
     }
 }
 
+/// rrul's bulk flows, one per marking each way: (data-set suffix, DSCP).
+const RRUL_CLASSES: [(&str, i64); 4] = [("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)];
+
+/// rrul's probes: a UDP ping (irtt) in three of its classes, and ICMP.
+fn rrul_probes() -> [PresetEntry; 4] {
+    [udp_rtt("Ping (ms) UDP EF", EF), udp_rtt("Ping (ms) UDP BK", CS1), udp_rtt("Ping (ms) UDP BE", CS0), icmp()]
+}
+
 /// Why a preset cannot be laid out on this run.
 #[derive(Debug, PartialEq, Eq)]
 pub enum PresetError {
@@ -214,14 +222,14 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -
             .map(|(n, cc, k)| tcp((*n).into(), "up", cc, CS0, k * delay_ns, k * delay_ns + length))
             .collect(),
         "rrul" => {
-            let mut v = both(&[("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)]);
-            v.extend([udp_rtt("Ping (ms) UDP EF", EF), udp_rtt("Ping (ms) UDP BK", CS1), udp_rtt("Ping (ms) UDP BE", CS0), icmp()]);
+            let mut v = both(&RRUL_CLASSES);
+            v.extend(rrul_probes());
             v
         }
         // rrul_up.conf: rrul without its download data sets.
         "rrul_up" => {
-            let mut v: Vec<PresetEntry> = [("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)].iter().map(|(n, d)| up(format!("TCP upload {n}"), *d)).collect();
-            v.extend([udp_rtt("Ping (ms) UDP EF", EF), udp_rtt("Ping (ms) UDP BK", CS1), udp_rtt("Ping (ms) UDP BE", CS0), icmp()]);
+            let mut v: Vec<PresetEntry> = RRUL_CLASSES.iter().map(|(n, d)| up(format!("TCP upload {n}"), *d)).collect();
+            v.extend(rrul_probes());
             v
         }
         "rrul_be" => {
