@@ -146,6 +146,12 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     let rows = darkbuf_kernel::compare::rows(&sim, &kernel);
     let cmp = darkbuf_kernel::compare::Comparison { scenario: kernel.scenario.clone(), rows, sim, kernel };
     let csv = compare_csv(&cmp.rows);
+    if let Some(dir) = &c.out {
+        // emit() creates the directory; the two flent files go beside its results.
+        std::fs::create_dir_all(dir).map_err(|e| Failure::Input(format!("cannot create {}: {e}", dir.display())))?;
+        run::write_backend_flent(dir, &cmp.sim)?;
+        run::write_backend_flent(dir, &cmp.kernel)?;
+    }
     run::emit(c, &cmp, csv, || {
         println!(
             "{}: sim (profile {}) vs kernel {} ({} run{} each)",

@@ -64,7 +64,9 @@ pub struct Common {
     pub format: Format,
     /// Also write into this directory: results.json, results.csv, results.flent.gz
     /// (flent's data format: `flent -i results.flent.gz -p ping_cdf`), the SVG plots
-    /// and report.html.
+    /// and report.html. `compare` writes results.json, results.csv and each backend's
+    /// flent file, sim.flent.gz and kernel.flent.gz (`flent -i DIR/sim.flent.gz
+    /// DIR/kernel.flent.gz -p ping_cdf` draws them together).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Kernel backend, veth: trace the probes' far end (tracepoints on the receiving

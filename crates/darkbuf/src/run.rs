@@ -522,6 +522,20 @@ pub(crate) fn write_artifacts(dir: &Path, results: &AnyResults, sweep_metrics: &
     write_file(&dir.join("report.html"), results.html(&plots).as_bytes())
 }
 
+/// Writes `dir/<backend>.flent.gz`: `r` as flent's data file, its title naming the
+/// backend, so `flent -i DIR/sim.flent.gz DIR/kernel.flent.gz -p ping_cdf` (or a test
+/// preset's `totals`, `all_scaled`) draws a `compare` run's two backends together, as
+/// flent compares two test runs.
+pub(crate) fn write_backend_flent(dir: &Path, r: &Results) -> Result<(), Failure> {
+    let mut v = darkbuf_report::flent_run(r, now_unix_s());
+    if let Some(m) = v.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        let title = m.get("TITLE").and_then(serde_json::Value::as_str).unwrap_or("darkbuf").to_string();
+        m.insert("TITLE".into(), serde_json::json!(format!("{title} ({})", r.backend)));
+    }
+    let body = darkbuf_report::flent_gz(&v).map_err(|e| Failure::Internal(format!("gzip failed: {e}")))?;
+    write_file(&dir.join(format!("{}.flent.gz", r.backend)), &body)
+}
+
 /// The run table, then the log2 histograms summed over the runs (and, with `per_run`,
 /// each run's), as bpftrace prints them.
 pub(crate) fn print_run_table(results: &Results, per_run: bool) {

@@ -162,6 +162,33 @@ fn a_rrul_run_writes_flents_rrul_data_file() {
     assert!(html.contains("ping_cdf plot)"), "the report has flent's ping_cdf");
 }
 
+/// `compare --out` writes each backend's flent file, titled by its backend, for flent
+/// to draw together. Needs root (the kernel side); skipped without.
+#[test]
+fn compare_out_writes_a_flent_file_per_backend() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("compare --out: skipped: the kernel backend needs root");
+        return;
+    }
+    let dir = common::tmp("cli", "compare-flent");
+    let scn = repo("crates/darkbuf-kernel/scenarios/veth-htb-rrul_up.toml");
+    let o = darkbuf(&["compare", &scn, "--set", "duration=2s", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for backend in ["sim", "kernel"] {
+        let gz = std::fs::read(dir.join(format!("{backend}.flent.gz"))).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["metadata"]["NAME"], "rrul_up");
+        assert_eq!(v["metadata"]["TITLE"], format!("veth-htb-rrul_up ({backend})"));
+        assert_eq!(v["metadata"]["HOST"], backend);
+        let sum = v["metadata"]["SERIES_META"]["TCP upload sum"]["MEAN_VALUE"].as_f64().unwrap_or(0.0);
+        assert!(sum > 10.0, "{backend}: the uploads moved data: {sum} Mbit/s");
+    }
+    assert!(dir.join("results.json").exists() && dir.join("results.csv").exists());
+}
+
 /// flent's `tcp_ndown` with `--test-parameter download_streams=3`: three download data
 /// sets, flent's sum of them, and the parameter in the file's metadata.
 #[test]
