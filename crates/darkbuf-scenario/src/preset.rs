@@ -275,14 +275,18 @@ pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> 
         return Ok(None);
     }
     let name = top.choice("test", "rrul", TESTS)?;
-    if name == "tcp_1up_noping" && top.entry("test_delay").is_some() {
-        return Err(top.value_err(
-            "test_delay",
-            "test = \"tcp_1up_noping\" has no delay: flent's tcp_1up_noping.conf sets DELAY = 0 and runs its upload for the whole test".into(),
-            Some("remove test_delay, or use test = \"tcp_1up\"".into()),
-        ));
-    }
-    let delay_ns = if name == "tcp_1up_noping" { 0 } else { top.duration("test_delay", DEFAULT_DELAY_NS, false)? };
+    let delay_ns = if name == "tcp_1up_noping" {
+        if top.duration("test_delay", 0, false)? != 0 {
+            return Err(top.value_err(
+                "test_delay",
+                "test = \"tcp_1up_noping\" has no delay: flent's tcp_1up_noping.conf sets DELAY = 0 and runs its upload for the whole test".into(),
+                Some("remove test_delay (or set it to \"0s\"), or use test = \"tcp_1up\"".into()),
+            ));
+        }
+        0
+    } else {
+        top.duration("test_delay", DEFAULT_DELAY_NS, false)?
+    };
     let streams = test_streams(top, name)?;
     Ok(Some(Requested { name, delay_ns, streams }))
 }

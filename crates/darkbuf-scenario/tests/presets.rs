@@ -240,4 +240,7 @@ fn rrul_up_runs_on_a_veth_and_tcp_1up_noping_has_no_delay() {
     let d = err("test = \"tcp_1up_noping\"\ntest_delay = \"1s\"\n");
     assert_eq!((d.line, d.key.as_str()), (Some(2), "test_delay"));
     assert!(d.message.contains("DELAY = 0"), "{}", d.message);
+    // A test_delay of zero says the same: `--set test=tcp_1up_noping --set test_delay=0s`
+    // on a file that has one.
+    assert_eq!(ok("test = \"tcp_1up\"\ntest_delay = \"1s\"\n", &["test=tcp_1up_noping", "test_delay=0s"]).traffic.len(), 1);
 }
