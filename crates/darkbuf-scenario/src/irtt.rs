@@ -6,10 +6,10 @@ use crate::limits::{self, thousands};
 use crate::resolve::{Sec, MAX_UDP_PAYLOAD};
 use crate::schema::{Irtt, IRTT_MIN_LENGTH};
 
-pub const IRTT_KEYS: &[&str] = &["kind", "name", "interval", "length", "dscp", "cpu", "start", "stop"];
+pub const IRTT_KEYS: &[&str] = &["kind", "name", "interval", "length", "dscp", "cpu", "start", "stop", "path_delay"];
 
 /// One `[[traffic]]` table of kind "irtt"; `total_ns` is warmup + duration.
-pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, total_ns: u64, name: String) -> Result<Irtt, Diagnostic> {
+pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, driver: crate::schema::Driver, total_ns: u64, name: String) -> Result<Irtt, Diagnostic> {
     s.check_keys(IRTT_KEYS, Some("(irtt's packet size is `length`; size, rate and flows belong to kind = \"udp\" / \"ping\")"))?;
     let interval_ns = s.duration("interval", 1_000_000_000, true)?;
     if total_ns / interval_ns > limits::MAX_PROBES {
@@ -30,5 +30,6 @@ pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, total_ns: u64, name: String) 
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
     let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
     let (start_ns, stop_ns) = crate::tcp::start_stop(s, "probe", total_ns)?;
-    Ok(Irtt { name, interval_ns, length, dscp, cpu, start_ns, stop_ns })
+    let path_delay_ns = crate::resolve::path_delay(s, driver)?;
+    Ok(Irtt { name, interval_ns, length, dscp, cpu, path_delay_ns, start_ns, stop_ns })
 }

@@ -61,8 +61,8 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu"];
-pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu"];
+pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay"];
+pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu", "path_delay"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 /// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
 /// else must be a path to a profile TOML (ending in `.toml` or containing a `/`).
@@ -1066,6 +1066,23 @@ fn resolve_qdisc(
 
 /// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
+/// Longest `path_delay`, as `path.delay`'s.
+pub const MAX_PATH_DELAY_NS: u64 = 10_000_000_000;
+
+/// `[[traffic]] path_delay`: this entry's extra one-way delay on a NIC's wire, both ways
+/// (default 0). Only a NIC has a wire to delay it on.
+pub(crate) fn path_delay(s: &Sec<'_>, driver: Driver) -> Result<u64, Diagnostic> {
+    let ns = s.duration_max("path_delay", 0, false, MAX_PATH_DELAY_NS)?;
+    if ns > 0 && driver != Driver::Nic {
+        return Err(s.value_err(
+            "path_delay",
+            format!("`{}` delays this entry's packets on a NIC's wire, and device.driver = \"{}\" has none", s.kp("path_delay"), driver.name()),
+            Some("use device.driver = \"nic\" ([path] delay is what every entry shares), or remove path_delay".into()),
+        ));
+    }
+    Ok(ns)
+}
+
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
@@ -1136,7 +1153,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         if kind == "tcp" {
             out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name)?));
         } else if kind == "irtt" {
-            out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, total_ns, name)?));
+            out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {
             s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
             let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
@@ -1242,9 +1259,11 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                 },
             };
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+            let path_delay_ns = path_delay(&s, driver)?;
             out.push(Traffic::Udp(UdpFlood {
                 name,
                 cpu,
+                path_delay_ns,
                 size,
                 rate,
                 flows,
@@ -1278,7 +1297,8 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
             }
             let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-            out.push(Traffic::Ping(Ping { name, interval_ns, size, cpu }));
+            let path_delay_ns = path_delay(&s, driver)?;
+            out.push(Traffic::Ping(Ping { name, interval_ns, size, cpu, path_delay_ns }));
         }
     }
     Ok(out)

@@ -393,7 +393,21 @@ pub enum Traffic {
     Irtt(Irtt),
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 impl Traffic {
+    /// Its extra one-way delay on the wire (`path_delay`), ns.
+    pub fn path_delay_ns(&self) -> u64 {
+        match self {
+            Traffic::Udp(u) => u.path_delay_ns,
+            Traffic::Ping(p) => p.path_delay_ns,
+            Traffic::Tcp(t) => t.path_delay_ns,
+            Traffic::Irtt(i) => i.path_delay_ns,
+        }
+    }
+
     /// The entry's `name` (flent's data-set name for a preset's entries), or "".
     pub fn name(&self) -> &str {
         match self {
@@ -420,6 +434,10 @@ pub struct Irtt {
     pub dscp: u8,
     /// The client's CPU (taskset).
     pub cpu: u32,
+    /// Extra one-way delay on the wire for this entry's packets, both ways, beyond
+    /// `[path]` (a netem `delay` per far host, as flent's `rtt_fair` tests use): ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub path_delay_ns: u64,
     /// When the first request is sent and when sending stops (ns since the run's
     /// start; `None` = the end of the run).
     pub start_ns: u64,
@@ -461,6 +479,10 @@ pub struct TcpFlow {
     pub flows: u32,
     /// The sending process's CPU (taskset), on the sending host.
     pub cpu: u32,
+    /// Extra one-way delay on the wire for this entry's packets, both ways, beyond
+    /// `[path]` (a netem `delay` per far host, as flent's `rtt_fair` tests use): ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub path_delay_ns: u64,
     /// When the flows start, and stop writing (ns since the run's start; `None` = the
     /// end of the run).
     pub start_ns: u64,
@@ -586,6 +608,10 @@ pub struct UdpFlood {
     pub name: String,
     /// The sending process's CPU (taskset).
     pub cpu: u32,
+    /// Extra one-way delay on the wire for this entry's packets, both ways, beyond
+    /// `[path]` (a netem `delay` per far host, as flent's `rtt_fair` tests use): ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub path_delay_ns: u64,
     /// UDP payload bytes (the L2 frame adds 8 + 20 + 14).
     pub size: u32,
     #[serde(serialize_with = "serialize_rate")]
@@ -622,6 +648,10 @@ pub struct Ping {
     pub size: u32,
     /// The pinger's CPU (taskset).
     pub cpu: u32,
+    /// Extra one-way delay on the wire for this entry's packets, both ways, beyond
+    /// `[path]` (a netem `delay` per far host, as flent's `rtt_fair` tests use): ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub path_delay_ns: u64,
 }
 
 /// L2 frame length of a UDP datagram with `payload` bytes: + UDP 8 + IPv4 20 + Ethernet 14.

@@ -764,3 +764,25 @@ fn lan_puts_a_client_behind_a_nic() {
     assert!(d.message.contains("routes"), "{d}");
     assert!(d.help.unwrap().contains("driver = \"nic\""));
 }
+
+/// `[[traffic]] path_delay`: every kind takes it on a NIC; elsewhere there is no wire.
+#[test]
+fn path_delay_is_a_nics_per_entry_wire_delay() {
+    let text = format!(
+        "{NIC}[[traffic]]\nkind = \"tcp\"\npath_delay = \"20ms\"\n[[traffic]]\nkind = \"udp\"\nrate = \"1Mbit\"\npath_delay = \"1ms\"\n\
+         [[traffic]]\nkind = \"ping\"\npath_delay = \"2ms\"\n[[traffic]]\nkind = \"irtt\"\n"
+    );
+    let s = ok_set(&text, &[]);
+    let d: Vec<u64> = s.traffic.iter().map(Traffic::path_delay_ns).collect();
+    assert_eq!(d, [20_000_000, 1_000_000, 2_000_000, 0]);
+    let e = err("[[traffic]]\nkind = \"ping\"\npath_delay = \"5ms\"\n");
+    assert_eq!((e.line, e.column, e.key.as_str()), (Some(3), Some(14), "traffic.0.path_delay"));
+    assert!(e.message.contains("device.driver = \"veth\" has none"), "{}", e.message);
+    assert!(e.help.unwrap().contains("device.driver = \"nic\""));
+    // Zero is allowed anywhere (it changes nothing); past 10 s, and not a duration, are errors.
+    ok_set("[[traffic]]\nkind = \"ping\"\npath_delay = \"0s\"\n", &[]);
+    let e = err(&format!("{NIC}[[traffic]]\nkind = \"irtt\"\npath_delay = \"11s\"\n"));
+    assert_eq!(e.key, "traffic.0.path_delay");
+    let e = err(&format!("{NIC}[[traffic]]\nkind = \"tcp\"\npath_delay = 5\n"));
+    assert_eq!(e.key, "traffic.0.path_delay");
+}

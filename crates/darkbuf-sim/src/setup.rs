@@ -65,6 +65,10 @@ pub(crate) struct Builder<'a> {
     napis: Vec<Napi>,
     socks: Vec<crate::sock::Sock>,
     pub(crate) links: Vec<Link>,
+    /// The distinct `[[traffic]] path_delay`s, 0 first: a NIC's wire has a link for each.
+    pub(crate) path_delays: Vec<u64>,
+    /// Per socket, its entry's index in `path_delays`.
+    sock_link: Vec<u16>,
     /// How the pinger's echo replies come back.
     pub(crate) reply: ReplyPath,
     /// Processes that start later: (time, task).
@@ -301,6 +305,8 @@ impl Builder<'_> {
                 Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
                 Traffic::Irtt(p) => self.irtt(p),
             }
+            let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
+            self.sock_link.resize(self.socks.len(), class);
         }
         pinger
     }
@@ -428,6 +434,13 @@ impl World {
             napis: Vec::new(),
             socks: Vec::new(),
             links: Vec::new(),
+            path_delays: std::iter::once(0).chain(scn.traffic.iter().map(Traffic::path_delay_ns)).fold(Vec::new(), |mut v, d| {
+                if !v.contains(&d) {
+                    v.push(d);
+                }
+                v
+            }),
+            sock_link: Vec::new(),
             reply: ReplyPath::Constant,
             starts: Vec::new(),
             near: Near { host: 0, cpu0: 0, dev: 0 },
@@ -472,6 +485,7 @@ impl World {
             napis: b.napis.into(),
             socks: b.socks.into(),
             links: b.links,
+            sock_link: b.sock_link,
             forwarding: scn.lan.is_some(),
             deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),

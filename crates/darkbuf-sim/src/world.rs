@@ -51,6 +51,9 @@ pub struct World {
     pub napis: Table<Napi>,
     pub socks: Table<Sock>,
     pub links: Vec<crate::path::Link>,
+    /// Per socket, which of its wire's links its packets take (`[[traffic]]
+    /// path_delay`): 0, the shared path, unless its entry adds a delay of its own.
+    pub sock_link: Vec<u16>,
     /// Some host forwards (`[lan]`): receive paths look the route up.
     pub forwarding: bool,
     /// Transmits put off to a time inside a step (`dev_queue_xmit_at`); freed slots

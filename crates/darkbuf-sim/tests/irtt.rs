@@ -67,3 +67,26 @@ fn rrul_scenario_runs_deterministically() {
     let b = run("rrul-100mbit.toml", &["duration=2s"]);
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
 }
+
+/// `path_delay`: a second irtt prober 20 ms further away (a netem delay of its own
+/// host). Each of its legs is 20 ms longer than the first prober's, both ways; the
+/// first prober and the ping keep the shared 5 ms path.
+#[test]
+fn a_path_delay_lengthens_only_its_entrys_legs() {
+    let text = nic(
+        "[[traffic]]\nkind = \"irtt\"\ninterval = \"10ms\"\npath_delay = \"20ms\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n",
+        "kind = \"pfifo_fast\"",
+    );
+    let r = run_text(&text, &[]);
+    for leg in ["owd_up_avg_ms", "owd_down_avg_ms"] {
+        let (near, far) = (m(&r, &format!("irtt.0.{leg}")), m(&r, &format!("irtt.1.{leg}")));
+        assert!((5.0..5.5).contains(&near), "irtt.0.{leg} = {near}");
+        assert!((far - near - 20.0).abs() < 0.1, "irtt.1.{leg} = {far}, 20 ms more than {near}");
+    }
+    let ping = m(&r, "ping.rtt_avg_ms");
+    assert!((10.0..11.0).contains(&ping), "the ping keeps the shared path: {ping} ms");
+    // Without the key, the same run is what it was: the extra link is never used.
+    let plain = run_text(&nic("", "kind = \"pfifo_fast\""), &[]);
+    let with_zero = run_text(&nic("", "kind = \"pfifo_fast\""), &["traffic.0.path_delay=0s"]);
+    assert_eq!(serde_json::to_string(&plain).unwrap(), serde_json::to_string(&with_zero).unwrap());
+}

@@ -385,3 +385,26 @@ fn the_kernels_write_xmit_order_needs_stalls_to_leave_its_plateau() {
     let (cwnd, ping) = run(&[]);
     assert!(cwnd > 140.0 && ping > 12.0, "stand-in: cwnd {cwnd}, ping {ping} ms");
 }
+
+/// RTT fairness: four cubic flows through 100 Mbit, three of them 10, 20 and 45 ms
+/// further away each way (`path_delay`). Each flow's smoothed RTT holds its own path
+/// (the shared 10 ms round trip plus twice its delay, plus queueing); fq_codel gives
+/// the four equal shares whatever their RTTs.
+#[test]
+fn path_delays_give_each_flow_its_rtt_and_fq_codel_shares_equally() {
+    let text = "test = \"tcp_4up\"\ntest_delay = \"500ms\"\nduration = \"8s\"\nwarmup = \"1s\"\n\
+                [device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[qdisc]\nkind = \"fq_codel\"\n[path]\ndelay = \"5ms\"\n\
+                [[traffic]]\nname = \"TCP upload::2\"\npath_delay = \"10ms\"\n\
+                [[traffic]]\nname = \"TCP upload::3\"\npath_delay = \"20ms\"\n\
+                [[traffic]]\nname = \"TCP upload::4\"\npath_delay = \"45ms\"\n";
+    let r = run_text(text, &[]);
+    let base = m(&r, "tcp.flow.0.srtt_avg_ms");
+    assert!((10.0..25.0).contains(&base), "flow 0: {base} ms");
+    for (i, extra) in [(1, 20.0), (2, 40.0), (3, 90.0)] {
+        let srtt = m(&r, &format!("tcp.flow.{i}.srtt_avg_ms"));
+        assert!((srtt - base - extra).abs() < 0.25 * extra, "flow {i}: srtt {srtt} ms, flow 0's {base} + {extra}");
+    }
+    let shares: Vec<f64> = (0..4).map(|i| m(&r, &format!("tcp.flow.{i}.goodput_mbps"))).collect();
+    let (lo, hi) = (shares.iter().copied().fold(f64::MAX, f64::min), shares.iter().copied().fold(0.0, f64::max));
+    assert!(lo > 0.8 * hi, "fq_codel's shares: {shares:?}");
+}

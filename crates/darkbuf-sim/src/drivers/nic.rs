@@ -170,6 +170,9 @@ pub struct Nic {
     port: Port,
     /// Where this port's wire leads.
     pub link: LinkId,
+    /// The wire is several links, one per `[[traffic]] path_delay` (`link` + the
+    /// packet's socket's `World::sock_link`), as per-host netem delays would be.
+    pub flow_links: bool,
     pub tx_usecs: u32,
     pub tx_frames: u32,
     pub cqe_mode: bool,
@@ -186,6 +189,7 @@ impl Nic {
             chans: Vec::new(),
             port: Port::default(),
             link,
+            flow_links: false,
             tx_usecs: c.tx_usecs,
             tx_frames: c.tx_frames,
             cqe_mode: c.cqe_mode,
@@ -348,8 +352,9 @@ impl World {
         let tx = &mut nic.chans[q].tx;
         let id = tx.ring[tx.done].id;
         tx.done += 1;
-        let link = nic.link;
+        let (link, flow_links) = (nic.link, nic.flow_links);
         let copy: PktInfo = *self.pkts.get(id);
+        let link = if flow_links { link + self.sock_link.get(copy.sock as usize).copied().unwrap_or(0) } else { link };
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
         self.pkts.copy_probe_times(id, rx_id);
         self.created += 1;
@@ -606,9 +611,20 @@ impl Builder<'_> {
         // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
         let irq_cpus: Vec<CpuId> =
             (0..peer.tx_queues).map(|i| peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId).collect();
-        self.nic_dev(rate_bps, 1, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
+        // Each way a link per distinct `path_delay` (the first the shared path's).
+        let k = self.path_delays.len() as u16;
+        self.nic_dev(rate_bps, k, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         for to in [1, 0] {
-            self.links.push(Link { to, delay_ns, in_flight: Default::default() });
+            for extra in &self.path_delays {
+                self.links.push(Link { to, delay_ns: delay_ns + extra, in_flight: Default::default() });
+            }
+        }
+        if k > 1 {
+            for dev in [0, 1] {
+                if let Driver::Nic(n) = &mut self.devs[dev].driver {
+                    n.flow_links = true;
+                }
+            }
         }
         self.reply = ReplyPath::Modelled { dev: 1 };
         Ok(())

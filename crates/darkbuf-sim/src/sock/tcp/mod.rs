@@ -996,6 +996,7 @@ pub(crate) mod tests {
             direction: darkbuf_scenario::Direction::Up,
             flows: 1,
             cpu: 0,
+            path_delay_ns: 0,
             start_ns: 0,
             stop_ns: None,
             rate: Rate::Max,
