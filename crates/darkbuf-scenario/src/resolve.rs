@@ -1064,8 +1064,6 @@ fn resolve_qdisc(
     })
 }
 
-/// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
-/// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
 /// Longest `path_delay`, as `path.delay`'s.
 pub const MAX_PATH_DELAY_NS: u64 = 10_000_000_000;
 
@@ -1083,6 +1081,8 @@ pub(crate) fn path_delay(s: &Sec<'_>, driver: Driver) -> Result<u64, Diagnostic>
     Ok(ns)
 }
 
+/// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
+/// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
