@@ -1,6 +1,9 @@
 //! The wire and what lies beyond it: a link carries what a NIC's port has finished
 //! serializing to the far NIC, after a fixed one-way propagation delay (netem's
-//! `delay` without jitter, so frames arrive in order).
+//! `delay` without jitter, so frames arrive in order). Entries with a `path_delay` of
+//! their own go on a link of that delay beside the shared one: each link stays in
+//! order, and packets of different delays overtake each other as they would behind
+//! per-host netems.
 
 use crate::cpu::DevId;
 use crate::event::Event;

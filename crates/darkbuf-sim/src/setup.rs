@@ -5,9 +5,10 @@
 //! - veth: one host; the sending end (dev 0) keeps the peer's RX rings, polled by
 //!   NAPI instances in the peer namespace (the same CPUs).
 //! - tun: one host; the device (dev 0) and its queues' reader or vhost tasks.
-//! - nic: this host's NIC (dev 0), a wire each way (links 0 and 1) and the far host
-//!   (`[peer]`, its CPUs after this host's) with its own NIC (dev 1), whose RX path
-//!   receives the traffic and whose TX path sends the echo replies back.
+//! - nic: this host's NIC (dev 0), a wire each way (links 0 and 1; with `[[traffic]]
+//!   path_delay`s, a link per distinct delay each way) and the far host (`[peer]`, its
+//!   CPUs after this host's) with its own NIC (dev 1), whose RX path receives the
+//!   traffic and whose TX path sends the echo replies back.
 //!
 //! Placement is the scenario's: each sending process on its `cpu` (taskset; default
 //! 0), queue i's consumer (threaded NAPI kthread, tun reader, vhost worker, NIC IRQ
@@ -242,7 +243,7 @@ impl Builder<'_> {
     }
 
     /// `[lan]`: the client (host 2) with its NIC (dev 2), this host's LAN NIC (dev 3) and
-    /// a wire each way (links 2 and 3). This host routes between dev 3 and dev 0; the
+    /// a wire each way (the two links after the path's). This host routes between dev 3 and dev 0; the
     /// traffic's near end moves to the client. Both NICs mirror the device's (model,
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
