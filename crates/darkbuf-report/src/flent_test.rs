@@ -51,6 +51,14 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
             ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
             ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
         ],
+        "rrul_be_nflows" => vec![
+            ("TCP upload avg".into(), "average", pick("TCP upload BE::")),
+            ("TCP upload sum".into(), "sum", pick("TCP upload BE::")),
+            ("TCP download avg".into(), "average", pick("TCP download BE::")),
+            ("TCP download sum".into(), "sum", pick("TCP download BE::")),
+            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
+            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
+        ],
         // tcp_nup.conf and tcp_ndown.conf, and the tcp_Nup / tcp_Ndown that set their N.
         "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => vec![
             ("TCP upload avg".into(), "average", pick("TCP upload::")),
@@ -303,6 +311,10 @@ mod tests {
             assert_eq!(got, [("TCP download avg", "average", 3), ("TCP download sum", "sum", 3)]);
         }
         assert_eq!(aggregates("tcp_6up", &names)[1].2.len(), 0);
+        let nflows: Vec<String> = ["TCP upload BE::1", "TCP download BE::1", "TCP download BE::2", "Ping (ms) UDP BE", "Ping (ms) ICMP"].map(String::from).into();
+        let got: Vec<(String, usize)> = aggregates("rrul_be_nflows", &nflows).into_iter().map(|(n, _, o)| (n, o.len())).collect();
+        let want = [("TCP upload avg", 1), ("TCP upload sum", 1), ("TCP download avg", 2), ("TCP download sum", 2), ("TCP totals", 3), ("Ping (ms) avg", 2)];
+        assert_eq!(got, want.map(|(n, k)| (n.to_string(), k)));
         assert!(aggregates("tcp_bidirectional", &names).is_empty());
     }
 

@@ -34,6 +34,7 @@ pub const TESTS: &[&str] = &[
     "ping",
     "rrul",
     "rrul_be",
+    "rrul_be_nflows",
     "rrul_cs8",
     "rrul_up",
     "tcp_1up",
@@ -61,8 +62,9 @@ pub const TESTS: &[&str] = &[
 /// flent's test parameters the presets read (`[test_parameters]`).
 pub const PARAMETERS: &[&str] = &["upload_streams", "download_streams"];
 
-/// The tests with N bulk streams in one direction (flent's `tcp_nup.conf` and
-/// `tcp_ndown.conf`): (test, the parameter it reads, the count its own `.conf` fixes).
+/// The tests that read a stream count (flent's `tcp_nup.conf`, `tcp_ndown.conf` and
+/// `rrul_be_nflows.conf`): (test, the parameter it reads, the count its own `.conf`
+/// fixes). A test that reads two parameters has a row for each.
 const STREAM_TESTS: &[(&str, &str, Option<u32>)] = &[
     ("tcp_nup", "upload_streams", None),
     ("tcp_2up", "upload_streams", Some(2)),
@@ -76,16 +78,25 @@ const STREAM_TESTS: &[(&str, &str, Option<u32>)] = &[
     ("tcp_6down", "download_streams", Some(6)),
     ("tcp_8down", "download_streams", Some(8)),
     ("tcp_12down", "download_streams", Some(12)),
+    ("rrul_be_nflows", "upload_streams", None),
+    ("rrul_be_nflows", "download_streams", None),
 ];
 
 /// The most streams a test parameter may ask for: each is a `[[traffic]]` entry, and the
 /// test's ping is one more.
 pub const MAX_STREAMS: u32 = limits::MAX_TRAFFIC as u32 - 1;
 
-/// The parameter test `name` reads and the count its `.conf` fixes, if it is one of
-/// the N-stream tests.
-pub fn stream_parameter(name: &str) -> Option<(&'static str, Option<u32>)> {
-    STREAM_TESTS.iter().find(|(t, _, _)| *t == name).map(|(_, p, n)| (*p, *n))
+/// The parameters test `name` reads, each with the count its `.conf` fixes.
+pub fn stream_parameters(name: &str) -> Vec<(&'static str, Option<u32>)> {
+    STREAM_TESTS.iter().filter(|(t, _, _)| *t == name).map(|(_, p, n)| (*p, *n)).collect()
+}
+
+/// The stream counts a test runs with: (parameter, N).
+pub type Streams = [(&'static str, u32)];
+
+/// N of `parameter` in `streams`.
+fn streams_of(streams: &Streams, parameter: &'static str) -> Result<u32, PresetError> {
+    streams.iter().find(|(p, _)| *p == parameter).map(|(_, n)| *n).ok_or(PresetError::NoStreams { parameter })
 }
 
 /// flent's `DELAY` default (`--delay`, seconds).
@@ -184,9 +195,10 @@ fn delay_factor(name: &str) -> u64 {
 }
 
 /// The entries of test `name` on a run of `total_ns` with flent's `DELAY` = `delay_ns`.
-/// `streams` is the N of an N-stream test whose `.conf` does not fix it (`tcp_nup`:
-/// `upload_streams`, `tcp_ndown`: `download_streams`); other tests ignore it.
-pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -> Result<Vec<PresetEntry>, PresetError> {
+/// `streams` are the counts of the parameters the test reads whose `.conf` does not
+/// fix them (`tcp_nup`: `upload_streams`; `tcp_ndown`: `download_streams`;
+/// `rrul_be_nflows`: both); other tests ignore them.
+pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: &Streams) -> Result<Vec<PresetEntry>, PresetError> {
     let factor = delay_factor(name);
     let length = total_ns.checked_sub(factor * delay_ns).filter(|l| *l > 0).ok_or(PresetError::TooShort { factor })?;
     let (start, stop) = (delay_ns, delay_ns + length);
@@ -197,18 +209,32 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -
         v.extend(names.iter().map(|(n, d)| down(format!("TCP download {n}"), *d)));
         v
     };
-    if let Some((parameter, fixed)) = stream_parameter(name) {
-        let n = fixed.or(streams).ok_or(PresetError::NoStreams { parameter })?;
-        // flent names a data set's duplicates `NAME::1` .. `NAME::n`.
-        let mut v: Vec<PresetEntry> = if parameter == "upload_streams" {
-            (1..=n).map(|i| up(format!("TCP upload::{i}"), CS0)).collect()
-        } else {
-            (1..=n).map(|i| down(format!("TCP download::{i}"), CS0)).collect()
-        };
-        v.push(icmp());
-        return Ok(v);
-    }
+    // flent names a data set's duplicates `NAME::1` .. `NAME::n`.
+    let dups = |n: u32, name: &str, dir: &dyn Fn(String, i64) -> PresetEntry| -> Vec<PresetEntry> { (1..=n).map(|i| dir(format!("{name}::{i}"), CS0)).collect() };
+    let param = |p: &'static str| -> Result<u32, PresetError> {
+        match stream_parameters(name).iter().find(|(q, _)| *q == p) {
+            Some((_, Some(fixed))) => Ok(*fixed),
+            _ => streams_of(streams, p),
+        }
+    };
     Ok(match name {
+        "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => {
+            let mut v = dups(param("upload_streams")?, "TCP upload", &up);
+            v.push(icmp());
+            v
+        }
+        "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => {
+            let mut v = dups(param("download_streams")?, "TCP download", &down);
+            v.push(icmp());
+            v
+        }
+        // rrul_be's flows, as many as asked each way, with one UDP ping and ICMP.
+        "rrul_be_nflows" => {
+            let mut v = dups(param("upload_streams")?, "TCP upload BE", &up);
+            v.extend(dups(param("download_streams")?, "TCP download BE", &down));
+            v.extend([udp_rtt("Ping (ms) UDP BE", CS0), icmp()]);
+            v
+        }
         "ping" => vec![icmp()],
         "tcp_1up" | "tcp_upload" => vec![up("TCP upload".into(), CS0), icmp()],
         // tcp_1up_noping.conf: DELAY = 0, one upload for the whole run.
@@ -251,12 +277,13 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: Option<u32>) -
 
 /// What `test = ...` asks for: flent's test, its `DELAY` and the stream count of an
 /// N-stream test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Requested {
     pub name: &'static str,
     pub delay_ns: u64,
-    /// (parameter, N) of an N-stream test (`upload_streams` of `tcp_4up` is 4).
-    pub streams: Option<(&'static str, u32)>,
+    /// (parameter, N) of each stream count the test reads (`upload_streams` of
+    /// `tcp_4up` is 4).
+    pub streams: Vec<(&'static str, u32)>,
 }
 
 /// The preset a scenario asks for, or `None`.
@@ -291,56 +318,60 @@ pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> 
     Ok(Some(Requested { name, delay_ns, streams }))
 }
 
-/// `[test_parameters]`: the stream count of an N-stream test. flent's `tcp_nup` without
-/// `upload_streams` stops ("Missing required test parameter"); so does this. A
+/// `[test_parameters]`: the stream counts of a test that reads them. flent's `tcp_nup`
+/// without `upload_streams` stops ("Missing required test parameter"); so does this. A
 /// parameter the test does not read, or one its `.conf` fixes to another value, is an
 /// error rather than ignored, as flent would: the run would not be what was asked.
-fn test_streams(top: &Sec<'_>, name: &'static str) -> Result<Option<(&'static str, u32)>, Diagnostic> {
+fn test_streams(top: &Sec<'_>, name: &'static str) -> Result<Vec<(&'static str, u32)>, Diagnostic> {
     let params = top.sub("test_parameters")?;
     params.check_keys(PARAMETERS, Some("flent's test parameters that the presets read"))?;
-    let wanted = stream_parameter(name);
-    let mut given = None;
+    let wanted = stream_parameters(name);
+    let mut out = Vec::new();
     for key in PARAMETERS {
-        let Some(n) = params.int_opt(key, 1, MAX_STREAMS as i64)? else { continue };
-        if wanted.is_some_and(|(p, _)| p == *key) {
-            given = Some(n as u32);
+        let given = params.int_opt(key, 1, MAX_STREAMS as i64)?.map(|n| n as u32);
+        let Some(&(p, fixed)) = wanted.iter().find(|(p, _)| p == key) else {
+            if given.is_some() {
+                let reads = match wanted.as_slice() {
+                    [] => "it reads no test parameters".to_string(),
+                    w => format!("it reads only {}", w.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(" and ")),
+                };
+                return Err(params.value_err(
+                    key,
+                    format!("test = \"{name}\" does not read the test parameter {key}: {reads}"),
+                    Some(format!(
+                        "remove test_parameters.{key}; upload_streams is for {}, download_streams for {}",
+                        quoted(&tests_reading("upload_streams")),
+                        quoted(&tests_reading("download_streams"))
+                    )),
+                ));
+            }
             continue;
-        }
-        let reads = match wanted {
-            Some((p, _)) => format!("it reads only {p}"),
-            None => "it reads no test parameters".into(),
         };
-        return Err(params.value_err(
-            key,
-            format!("test = \"{name}\" does not read the test parameter {key}: {reads}"),
-            Some(format!(
-                "remove test_parameters.{key}; upload_streams is for {}, download_streams for {}",
-                quoted(&tests_reading("upload_streams")),
-                quoted(&tests_reading("download_streams"))
-            )),
-        ));
+        let n = match (fixed, given) {
+            (None, Some(n)) => n,
+            (None, None) => {
+                return Err(top.value_err(
+                    "test",
+                    format!("test = \"{name}\" needs the test parameter {p}: flent stops with \"Missing required test parameter\" without it"),
+                    Some(format!("add [test_parameters] {p} = N (flent's --test-parameter {p}=N), N in 1..={MAX_STREAMS}")),
+                ))
+            }
+            (Some(fixed), Some(n)) if n != fixed => {
+                let (dir, open) = if p == "upload_streams" { ("upload", "tcp_nup") } else { ("download", "tcp_ndown") };
+                return Err(params.value_err(
+                    p,
+                    format!("test = \"{name}\" runs {fixed} {dir} streams (flent's {name}.conf sets {p} = {fixed}), not {n}"),
+                    Some(format!("use test = \"{open}\" for {n} streams, or remove test_parameters.{p}")),
+                ));
+            }
+            (Some(fixed), _) => fixed,
+        };
+        out.push((p, n));
     }
-    let Some((p, fixed)) = wanted else { return Ok(None) };
-    match (fixed, given) {
-        (None, Some(n)) => Ok(Some((p, n))),
-        (None, None) => Err(top.value_err(
-            "test",
-            format!("test = \"{name}\" needs the test parameter {p}: flent stops with \"Missing required test parameter\" without it"),
-            Some(format!("add [test_parameters] {p} = N (flent's --test-parameter {p}=N), N in 1..={MAX_STREAMS}")),
-        )),
-        (Some(fixed), Some(n)) if n != fixed => {
-            let (dir, open) = if p == "upload_streams" { ("upload", "tcp_nup") } else { ("download", "tcp_ndown") };
-            Err(params.value_err(
-                p,
-                format!("test = \"{name}\" runs {fixed} {dir} streams (flent's {name}.conf sets {p} = {fixed}), not {n}"),
-                Some(format!("use test = \"{open}\" for {n} streams, or remove test_parameters.{p}")),
-            ))
-        }
-        (Some(fixed), _) => Ok(Some((p, fixed))),
-    }
+    Ok(out)
 }
 
-/// The N-stream tests that read `parameter`.
+/// The tests that read `parameter`.
 fn tests_reading(parameter: &str) -> Vec<&'static str> {
     STREAM_TESTS.iter().filter(|(_, p, _)| *p == parameter).map(|(t, _, _)| *t).collect()
 }
@@ -355,7 +386,7 @@ fn quoted(names: &[&str]) -> String {
 pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) -> Result<Option<Node>, Diagnostic> {
     let Some(Requested { name, delay_ns: delay, streams }) = requested(top)? else { return Ok(None) };
     let at = top.origin("test");
-    let list = entries(name, total_ns, delay, streams.map(|s| s.1)).map_err(|e| match e {
+    let list = entries(name, total_ns, delay, &streams).map_err(|e| match e {
         PresetError::TooShort { factor } => top.value_err(
             "test",
             format!(
@@ -421,7 +452,7 @@ fn upload_only_tests() -> Vec<&'static str> {
     TESTS
         .iter()
         .copied()
-        .filter(|t| entries(t, 100, 1, Some(1)).is_ok_and(|v| v.iter().all(|p| !p.keys.contains(&("direction", down.clone())))))
+        .filter(|t| entries(t, 100, 1, &[("upload_streams", 1), ("download_streams", 1)]).is_ok_and(|v| v.iter().all(|p| !p.keys.contains(&("direction", down.clone())))))
         .collect()
 }
 
@@ -517,7 +548,7 @@ mod tests {
 
     #[test]
     fn rrul_is_flents_four_up_four_down_and_four_probes() {
-        let v = entries("rrul", 70_000_000_000, 5_000_000_000, None).unwrap();
+        let v = entries("rrul", 70_000_000_000, 5_000_000_000, &[]).unwrap();
         assert_eq!(
             names(&v),
             [
@@ -541,7 +572,7 @@ mod tests {
 
     #[test]
     fn rrul_be_marks_nothing() {
-        let v = entries("rrul_be", 3_000_000_000, 500_000_000, None).unwrap();
+        let v = entries("rrul_be", 3_000_000_000, 500_000_000, &[]).unwrap();
         assert_eq!(v.len(), 12);
         assert!(v.iter().all(|p| p.keys.iter().all(|(k, x)| *k != "dscp" || *x == Val::Int(0))));
         assert_eq!(names(&v)[8..], ["Ping (ms) UDP BE1", "Ping (ms) UDP BE2", "Ping (ms) UDP BE3", "Ping (ms) ICMP"]);
@@ -549,7 +580,7 @@ mod tests {
 
     #[test]
     fn squarewave_staggers_at_0_1_5_3_delays() {
-        let v = entries("tcp_4up_squarewave", 13_000_000_000, 1_000_000_000, None).unwrap();
+        let v = entries("tcp_4up_squarewave", 13_000_000_000, 1_000_000_000, &[]).unwrap();
         assert_eq!(names(&v), ["TCP bbr 1", "TCP cubic 2", "TCP cubic 3", "TCP bbr 4"]);
         let starts: Vec<&Val> = v.iter().map(|p| key(p, "start")).collect();
         let want = ["0ns", "1000000000ns", "5000000000ns", "3000000000ns"].map(|s| Val::Str(s.into()));
@@ -561,34 +592,52 @@ mod tests {
 
     #[test]
     fn tcp_tests_and_ping() {
-        assert_eq!(names(&entries("tcp_1up", 10, 1, None).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_1up", 10, 1, &[]).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
         assert_eq!(
-            names(&entries("tcp_4up", 10, 1, None).unwrap()),
+            names(&entries("tcp_4up", 10, 1, &[]).unwrap()),
             ["TCP upload::1", "TCP upload::2", "TCP upload::3", "TCP upload::4", "Ping (ms) ICMP"]
         );
-        assert_eq!(names(&entries("ping", 10, 100, None).unwrap()), ["Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("ping", 10, 100, &[]).unwrap()), ["Ping (ms) ICMP"]);
     }
 
     #[test]
     fn n_stream_tests_are_tcp_nup_and_tcp_ndown() {
-        let v = entries("tcp_nup", 10, 1, Some(3)).unwrap();
+        let v = entries("tcp_nup", 10, 1, &[("upload_streams", 3)]).unwrap();
         assert_eq!(names(&v), ["TCP upload::1", "TCP upload::2", "TCP upload::3", "Ping (ms) ICMP"]);
-        let v = entries("tcp_ndown", 10, 1, Some(2)).unwrap();
+        let v = entries("tcp_ndown", 10, 1, &[("download_streams", 2)]).unwrap();
         assert_eq!(names(&v), ["TCP download::1", "TCP download::2", "Ping (ms) ICMP"]);
         assert!(v[..2].iter().all(|p| key(p, "direction") == &Val::Str("down".into())));
         // The fixed ones ignore the count they are given: their .conf sets it.
-        assert_eq!(entries("tcp_12down", 10, 1, Some(3)).unwrap().len(), 13);
-        assert_eq!(entries("tcp_6up", 10, 1, None).unwrap().len(), 7);
-        assert_eq!(entries("tcp_nup", 10, 1, None), Err(PresetError::NoStreams { parameter: "upload_streams" }));
-        assert_eq!(entries("tcp_ndown", 10, 1, None), Err(PresetError::NoStreams { parameter: "download_streams" }));
+        assert_eq!(entries("tcp_12down", 10, 1, &[("download_streams", 3)]).unwrap().len(), 13);
+        assert_eq!(entries("tcp_6up", 10, 1, &[]).unwrap().len(), 7);
+        assert_eq!(entries("tcp_nup", 10, 1, &[]), Err(PresetError::NoStreams { parameter: "upload_streams" }));
+        assert_eq!(entries("tcp_ndown", 10, 1, &[]), Err(PresetError::NoStreams { parameter: "download_streams" }));
+    }
+
+    #[test]
+    fn rrul_be_nflows_takes_both_counts() {
+        let v = entries("rrul_be_nflows", 10, 1, &[("upload_streams", 2), ("download_streams", 3)]).unwrap();
+        assert_eq!(
+            names(&v),
+            [
+                "TCP upload BE::1", "TCP upload BE::2",
+                "TCP download BE::1", "TCP download BE::2", "TCP download BE::3",
+                "Ping (ms) UDP BE", "Ping (ms) ICMP",
+            ]
+        );
+        assert_eq!(
+            entries("rrul_be_nflows", 10, 1, &[("upload_streams", 2)]),
+            Err(PresetError::NoStreams { parameter: "download_streams" })
+        );
+        assert_eq!(stream_parameters("rrul_be_nflows"), [("upload_streams", None), ("download_streams", None)]);
     }
 
     #[test]
     fn single_stream_and_bidirectional_tests() {
-        assert_eq!(names(&entries("tcp_1down", 10, 1, None).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
-        assert_eq!(names(&entries("tcp_download", 10, 1, None).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
-        assert_eq!(names(&entries("tcp_upload", 10, 1, None).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
-        let v = entries("tcp_bidirectional", 10, 1, None).unwrap();
+        assert_eq!(names(&entries("tcp_1down", 10, 1, &[]).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_download", 10, 1, &[]).unwrap()), ["TCP download", "Ping (ms) ICMP"]);
+        assert_eq!(names(&entries("tcp_upload", 10, 1, &[]).unwrap()), ["TCP upload", "Ping (ms) ICMP"]);
+        let v = entries("tcp_bidirectional", 10, 1, &[]).unwrap();
         assert_eq!(names(&v), ["TCP download", "TCP upload", "Ping (ms) ICMP"]);
         assert_eq!((key(&v[0], "direction"), key(&v[1], "direction")), (&Val::Str("down".into()), &Val::Str("up".into())));
     }
@@ -596,28 +645,28 @@ mod tests {
     #[test]
     fn tcp_2up_delay_starts_its_second_stream_a_delay_late() {
         // flent: TOTAL_LENGTH = LENGTH + DELAY; stream 1 for all of it, stream 2 after DELAY.
-        let v = entries("tcp_2up_delay", 10_000, 3_000, None).unwrap();
+        let v = entries("tcp_2up_delay", 10_000, 3_000, &[]).unwrap();
         assert_eq!(names(&v), ["TCP stream 1", "TCP stream 2"]);
         let span = |p: &PresetEntry| (key(p, "start").clone(), key(p, "stop").clone());
         assert_eq!(span(&v[0]), (Val::Str("0ns".into()), Val::Str("10000ns".into())));
         assert_eq!(span(&v[1]), (Val::Str("3000ns".into()), Val::Str("10000ns".into())));
-        assert_eq!(entries("tcp_2up_delay", 10, 10, None), Err(PresetError::TooShort { factor: 1 }));
+        assert_eq!(entries("tcp_2up_delay", 10, 10, &[]), Err(PresetError::TooShort { factor: 1 }));
     }
 
     #[test]
     fn rrul_up_is_rrul_without_downloads_and_noping_is_one_upload() {
-        let up = entries("rrul_up", 70_000, 5_000, None).unwrap();
-        let rrul = entries("rrul", 70_000, 5_000, None).unwrap();
+        let up = entries("rrul_up", 70_000, 5_000, &[]).unwrap();
+        let rrul = entries("rrul", 70_000, 5_000, &[]).unwrap();
         let no_downloads: Vec<PresetEntry> = rrul.into_iter().filter(|p| !p.name.starts_with("TCP download")).collect();
         assert_eq!(up, no_downloads);
-        let v = entries("tcp_1up_noping", 10_000, 0, None).unwrap();
+        let v = entries("tcp_1up_noping", 10_000, 0, &[]).unwrap();
         assert_eq!(names(&v), ["TCP upload"]);
         assert_eq!((key(&v[0], "start"), key(&v[0], "stop")), (&Val::Str("0ns".into()), &Val::Str("10000ns".into())));
     }
 
     #[test]
     fn rrul_cs8_marks_each_class_selector() {
-        let v = entries("rrul_cs8", 70_000, 5_000, None).unwrap();
+        let v = entries("rrul_cs8", 70_000, 5_000, &[]).unwrap();
         assert_eq!(v.len(), 8 + 8 + 8 + 1);
         assert_eq!(names(&v)[..3], ["TCP upload CS0_BE", "TCP upload CS1_BK", "TCP upload CS2"]);
         assert_eq!(names(&v)[8], "TCP download CS0_BE");
@@ -654,7 +703,7 @@ mod tests {
 
     #[test]
     fn too_short_for_the_delay() {
-        assert_eq!(entries("rrul", 10, 5, None), Err(PresetError::TooShort { factor: 2 }));
-        assert_eq!(entries("tcp_4up_squarewave", 60, 10, None), Err(PresetError::TooShort { factor: 6 }));
+        assert_eq!(entries("rrul", 10, 5, &[]), Err(PresetError::TooShort { factor: 2 }));
+        assert_eq!(entries("tcp_4up_squarewave", 60, 10, &[]), Err(PresetError::TooShort { factor: 6 }));
     }
 }

@@ -850,7 +850,7 @@ fn resolve_doc(
     let test = crate::preset::requested(&top)?.map(|r| TestSpec {
         name: r.name.into(),
         delay_ns: r.delay_ns,
-        parameters: r.streams.map(|(p, n)| (p.to_string(), n)).into_iter().collect(),
+        parameters: r.streams.iter().map(|(p, n)| (p.to_string(), *n)).collect(),
     });
 
     Ok(Scenario {

@@ -244,3 +244,18 @@ fn rrul_up_runs_on_a_veth_and_tcp_1up_noping_has_no_delay() {
     // on a file that has one.
     assert_eq!(ok("test = \"tcp_1up\"\ntest_delay = \"1s\"\n", &["test=tcp_1up_noping", "test_delay=0s"]).traffic.len(), 1);
 }
+
+#[test]
+fn rrul_be_nflows_needs_both_counts() {
+    let s = ok(&format!("test = \"rrul_be_nflows\"\n{NIC}[test_parameters]\nupload_streams = 1\ndownload_streams = 2\n"), &[]);
+    let names: Vec<&str> = s.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(names, ["TCP upload BE::1", "TCP download BE::1", "TCP download BE::2", "Ping (ms) UDP BE", "Ping (ms) ICMP"]);
+    let p = &s.test.unwrap().parameters;
+    assert_eq!((p.get("upload_streams"), p.get("download_streams")), (Some(&1), Some(&2)));
+    let d = err(&format!("test = \"rrul_be_nflows\"\n{NIC}[test_parameters]\nupload_streams = 1\n"));
+    assert!(d.message.contains("needs the test parameter download_streams"), "{}", d.message);
+    // A test that reads one count names it when given the other.
+    let d = err(&format!("test = \"tcp_nup\"\n{NIC}[test_parameters]\nupload_streams = 1\ndownload_streams = 1\n"));
+    assert!(d.message.contains("it reads only upload_streams"), "{}", d.message);
+    assert!(d.help.unwrap().contains("\"rrul_be_nflows\""));
+}
