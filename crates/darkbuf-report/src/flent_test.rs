@@ -34,40 +34,31 @@ struct DataSet {
 /// The aggregates flent's test definition adds: (name, runner, the data sets it applies to).
 fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<String>)> {
     let pick = |prefix: &str| -> Vec<String> { names.iter().filter(|n| n.starts_with(prefix)).cloned().collect() };
-    let tcp = |n: &String| n.starts_with("TCP upload") || n.starts_with("TCP download");
+    // The average and the sum of each direction's flows (data sets named `up...`,
+    // `down...`); `None` leaves a direction out.
+    let avg_sum = |up: Option<&str>, down: Option<&str>| -> Vec<(String, &'static str, Vec<String>)> {
+        [("TCP upload", up), ("TCP download", down)]
+            .into_iter()
+            .filter_map(|(dir, prefix)| Some((dir, pick(prefix?))))
+            .flat_map(|(dir, sets)| [(format!("{dir} avg"), "average", sets.clone()), (format!("{dir} sum"), "sum", sets)])
+            .collect()
+    };
+    // rrul's: both directions' avg and sum, TCP totals over every flow, Ping (ms) avg.
+    let rrul = |up: Option<&str>, down: Option<&str>| -> Vec<(String, &'static str, Vec<String>)> {
+        let mut v = avg_sum(up, down);
+        let flows = names.iter().filter(|n| n.starts_with("TCP upload") || n.starts_with("TCP download")).cloned().collect();
+        v.push(("TCP totals".into(), "sum", flows));
+        v.push(("Ping (ms) avg".into(), "average", pick("Ping (ms)")));
+        v
+    };
     match test {
-        // rrul_up keeps rrul's upload aggregates, TCP totals and Ping (ms) avg.
-        "rrul_up" => vec![
-            ("TCP upload avg".into(), "average", pick("TCP upload")),
-            ("TCP upload sum".into(), "sum", pick("TCP upload")),
-            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
-            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
-        ],
-        "rrul" | "rrul_be" | "rrul_cs8" => vec![
-            ("TCP upload avg".into(), "average", pick("TCP upload")),
-            ("TCP upload sum".into(), "sum", pick("TCP upload")),
-            ("TCP download avg".into(), "average", pick("TCP download")),
-            ("TCP download sum".into(), "sum", pick("TCP download")),
-            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
-            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
-        ],
-        "rrul_be_nflows" => vec![
-            ("TCP upload avg".into(), "average", pick("TCP upload BE::")),
-            ("TCP upload sum".into(), "sum", pick("TCP upload BE::")),
-            ("TCP download avg".into(), "average", pick("TCP download BE::")),
-            ("TCP download sum".into(), "sum", pick("TCP download BE::")),
-            ("TCP totals".into(), "sum", names.iter().filter(|n| tcp(n)).cloned().collect()),
-            ("Ping (ms) avg".into(), "average", pick("Ping (ms)")),
-        ],
+        "rrul" | "rrul_be" | "rrul_cs8" => rrul(Some("TCP upload"), Some("TCP download")),
+        // rrul_up.conf deletes rrul's download data sets and their aggregates.
+        "rrul_up" => rrul(Some("TCP upload"), None),
+        "rrul_be_nflows" => rrul(Some("TCP upload BE::"), Some("TCP download BE::")),
         // tcp_nup.conf and tcp_ndown.conf, and the tcp_Nup / tcp_Ndown that set their N.
-        "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => vec![
-            ("TCP upload avg".into(), "average", pick("TCP upload::")),
-            ("TCP upload sum".into(), "sum", pick("TCP upload::")),
-        ],
-        "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => vec![
-            ("TCP download avg".into(), "average", pick("TCP download::")),
-            ("TCP download sum".into(), "sum", pick("TCP download::")),
-        ],
+        "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => avg_sum(Some("TCP upload::"), None),
+        "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => avg_sum(None, Some("TCP download::")),
         _ => Vec::new(),
     }
 }
