@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::netns::spawn_tool;
-use super::probe::kernel_rx_stamp;
+use super::probe::{kernel_rx_stamp, next_wake};
 use super::sys;
 
 /// The smallest payload: token, sequence number and the three stamps.
@@ -206,14 +206,7 @@ fn run_client(sock: &OwnedFd, spec: &IrttClientSpec, stop: &AtomicBool) -> io::R
             next += 1;
             continue;
         }
-        let wait_end = if sending {
-            due
-        } else {
-            if outstanding == 0 || now >= last_send.saturating_add(timeout) {
-                break;
-            }
-            last_send.saturating_add(timeout)
-        };
+        let Some(wait_end) = next_wake(sending, due, now, outstanding, last_send, timeout) else { break };
         let rev = sys::poll_one(fd, libc::POLLIN, wait_end.saturating_sub(now).min(50_000_000))?;
         if rev & libc::POLLERR != 0 {
             drain_errors(fd);

@@ -328,14 +328,7 @@ impl Prober {
                 next += 1;
                 continue;
             }
-            let wait_end = if sending {
-                due
-            } else {
-                if outstanding == 0 || now >= last_send.saturating_add(timeout) {
-                    break;
-                }
-                last_send.saturating_add(timeout)
-            };
+            let Some(wait_end) = next_wake(sending, due, now, outstanding, last_send, timeout) else { break };
             let wait = wait_end.saturating_sub(now).min(50_000_000);
             let rev = sys::poll_one(fd, libc::POLLIN, wait)?;
             if rev & libc::POLLERR != 0 {
@@ -571,9 +564,31 @@ pub(crate) fn kernel_rx_stamp(mh: &libc::msghdr) -> Option<u64> {
     None
 }
 
+/// When an isochronous prober (this one, irtt's client) next wakes: at its next send
+/// `due` while it is still `sending`, else when its last request's reply is overdue.
+/// `None` when it is done: nothing outstanding, or the last reply already overdue.
+pub(super) fn next_wake(sending: bool, due: u64, now: u64, outstanding: u64, last_send: u64, timeout: u64) -> Option<u64> {
+    if sending {
+        return Some(due);
+    }
+    let overdue = last_send.saturating_add(timeout);
+    (outstanding > 0 && now < overdue).then_some(overdue)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prober_wakes_for_its_next_send_then_for_its_last_reply() {
+        // Sending: the next send, whatever is outstanding.
+        assert_eq!(next_wake(true, 500, 100, 0, 0, 1_000), Some(500));
+        // Done sending, replies outstanding: until the last send's timeout.
+        assert_eq!(next_wake(false, 500, 100, 2, 50, 1_000), Some(1_050));
+        // Nothing outstanding, or the last reply overdue: done.
+        assert_eq!(next_wake(false, 500, 100, 0, 50, 1_000), None);
+        assert_eq!(next_wake(false, 500, 1_050, 2, 50, 1_000), None);
+    }
 
     /// An IPv4 packet to 10.1.2.3: header (ihl 5), then `l4`.
     fn ipv4(proto: u8, l4: &[u8]) -> Vec<u8> {
