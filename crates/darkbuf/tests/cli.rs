@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{darkbuf, repo, stderr};
+use common::{darkbuf, gunzip_json, repo, stderr};
 use std::process::Command;
 
 fn write(name: &str, text: &str) -> String {
@@ -150,10 +150,7 @@ fn a_rrul_run_writes_flents_rrul_data_file() {
     let dir = common::tmp("cli", "rrul");
     let o = darkbuf(&["run", &repo("scenarios/rrul-100mbit.toml"), "--set", "duration=1s", "--out", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let gz = std::fs::read(dir.join("results.flent.gz")).unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = gunzip_json(&dir.join("results.flent.gz"));
     assert_eq!(v["metadata"]["NAME"], "rrul");
     for s in ["TCP upload BE", "TCP download EF", "TCP upload sum", "TCP totals", "Ping (ms) UDP EF", "Ping (ms) ICMP", "Ping (ms) avg"] {
         assert!(v["results"].get(s).is_some(), "no {s}");
@@ -176,10 +173,7 @@ fn compare_out_writes_a_flent_file_per_backend() {
     let o = darkbuf(&["compare", &scn, "--set", "duration=2s", "--out", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     for backend in ["sim", "kernel"] {
-        let gz = std::fs::read(dir.join(format!("{backend}.flent.gz"))).unwrap();
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let v = gunzip_json(&dir.join(format!("{backend}.flent.gz")));
         assert_eq!(v["metadata"]["NAME"], "rrul_up");
         assert_eq!(v["metadata"]["TITLE"], format!("veth-htb-rrul_up ({backend})"));
         assert_eq!(v["metadata"]["HOST"], backend);
@@ -207,10 +201,7 @@ fn a_tcp_ndown_run_writes_its_streams_and_test_parameter() {
         dir.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let gz = std::fs::read(dir.join("results.flent.gz")).unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = gunzip_json(&dir.join("results.flent.gz"));
     assert_eq!((&v["metadata"]["NAME"], &v["metadata"]["TEST_PARAMETERS"]), (&"tcp_ndown".into(), &serde_json::json!({"download_streams": "3"})));
     let mean = |s: &str| v["metadata"]["SERIES_META"][s]["MEAN_VALUE"].as_f64().unwrap_or_else(|| panic!("no {s}"));
     let streams: f64 = (1..=3).map(|i| mean(&format!("TCP download::{i}"))).sum();

@@ -2,10 +2,9 @@
 //! files (JSON, CSV, .flent.gz, SVG, HTML), sweeps with one column per point, and
 //! `darkbuf report`. Short scenarios (1 s measured after 0.2 s warmup).
 
-use std::io::Read;
 mod common;
 
-use common::repo;
+use common::{gunzip_json, repo};
 use std::path::Path;
 use std::process::Output;
 
@@ -33,13 +32,6 @@ fn run_short(extra: &[&str]) -> Output {
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn gunzip_json(p: &Path) -> serde_json::Value {
-    let bytes = std::fs::read(p).unwrap();
-    let mut s = String::new();
-    flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut s).unwrap();
-    serde_json::from_str(&s).unwrap()
 }
 
 /// The page has `min_svg` plots, tables, and asks for nothing over the network.

@@ -10,6 +10,14 @@ pub fn darkbuf(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(args).output().expect("runs")
 }
 
+/// The JSON in gzip file `p` (a `.flent.gz`).
+pub fn gunzip_json(p: &std::path::Path) -> serde_json::Value {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut s).unwrap();
+    serde_json::from_str(&s).unwrap()
+}
+
 /// The path of `p`, relative to the repository's root.
 pub fn repo(p: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p).to_string_lossy().into_owned()
