@@ -1067,12 +1067,7 @@ fn metrics(
             }
         }
         for (n, r) in recs.iter().enumerate() {
-            use darkbuf_sim::IrttFate;
-            let fated = r.iter().filter(|x| (a.mono_ns..=b.mono_ns).contains(&x.t_send) && x.fate != IrttFate::InFlight);
-            let (t_ms, values) = fated
-                .map(|x| ((x.t_send - a.mono_ns) as f64 / 1e6, (x.fate == IrttFate::Received).then(|| (x.t_recv - x.t_send) as f64 / 1e6)))
-                .unzip();
-            timeseries.insert(format!("irtt.{n}.rtt_ms"), TimeSeries { unit: "ms".into(), t_ms, values });
+            timeseries.insert(format!("irtt.{n}.rtt_ms"), darkbuf_sim::irtt_rtt_series(r, a.mono_ns, b.mono_ns));
         }
     }
 

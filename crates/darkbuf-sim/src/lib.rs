@@ -34,5 +34,5 @@ mod world;
 
 pub use profile::Profile;
 pub use sock::tcp::tcp_sndbuf_per_mss;
-pub use report::{irtt_report, simulate, SimError};
+pub use report::{irtt_report, irtt_rtt_series, simulate, SimError};
 pub use sock::irtt::{Fate as IrttFate, IrttRec};

@@ -180,14 +180,8 @@ impl World {
             out.insert(format!("tcp.flow.{n}.pacing_rate_mbps"), sampled("Mbit/s", &|x| x.pacing_rate as f64 * 8.0 / 1e6));
             n += 1;
         }
-        // Per irtt prober, one RTT point per request sent in the window (`null` = lost).
         for (n, p) in self.irtt_socks().enumerate() {
-            use crate::sock::irtt::Fate;
-            let recs = p.recs.iter().filter(|r| r.t_send >= start && r.t_send <= self.cfg.end && r.fate != Fate::InFlight);
-            let (t_ms, values) = recs
-                .map(|r| (ms(r.t_send), (r.fate == Fate::Received).then(|| (r.t_recv - r.t_send) as f64 / 1e6)))
-                .unzip();
-            out.insert(format!("irtt.{n}.rtt_ms"), TimeSeries { unit: "ms".into(), t_ms, values });
+            out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&p.recs, start, self.cfg.end));
         }
         if self.ping_sock().is_some() {
             let mut pts: Vec<(u64, Option<f64>)> = mt
@@ -595,6 +589,19 @@ pub fn irtt_report<'a>(
     let mut out = Out::default();
     irtt_out(&mut out, probers, start, end);
     (out.m, out.why)
+}
+
+/// One irtt prober's `irtt.N.rtt_ms`: a point per request sent in `start..=end` whose
+/// fate is known, at its send time (ms from `start`), `null` when it was lost. Shared
+/// with the kernel backend, as [`irtt_report`] is.
+pub fn irtt_rtt_series(recs: &[crate::sock::irtt::IrttRec], start: u64, end: u64) -> TimeSeries {
+    use crate::sock::irtt::Fate;
+    let (t_ms, values) = recs
+        .iter()
+        .filter(|r| (start..=end).contains(&r.t_send) && r.fate != Fate::InFlight)
+        .map(|r| ((r.t_send - start) as f64 / 1e6, (r.fate == Fate::Received).then(|| (r.t_recv - r.t_send) as f64 / 1e6)))
+        .unzip();
+    TimeSeries { unit: "ms".into(), t_ms, values }
 }
 
 /// `PREFIX*` metrics of an irtt summary (`full`: with the percentiles and IPDV).
