@@ -238,7 +238,8 @@ const TAP_IRTT_PORT: u16 = 2112;
 struct Tools {
     floods: Vec<(usize, JoinHandle<io::Result<FloodStats>>)>,
     sinks: Vec<(usize, JoinHandle<io::Result<SinkStats>>)>,
-    prober: Option<JoinHandle<io::Result<ProbeResult>>>,
+    /// One prober per ping entry, in scenario order.
+    probers: Vec<JoinHandle<io::Result<ProbeResult>>>,
     tap: Option<JoinHandle<io::Result<TapReaderStats>>>,
     tcp: Vec<crate::tcp::Running>,
     /// Per irtt entry in scenario order: its client and its server. The servers stop on
@@ -251,7 +252,8 @@ struct Tools {
 struct Joined {
     floods: Vec<(usize, FloodStats)>,
     sinks: Vec<(usize, SinkStats)>,
-    probe: Option<ProbeResult>,
+    /// Per ping entry: its prober's probes (None: it failed).
+    probes: Vec<Option<ProbeResult>>,
     tap: Option<TapReaderStats>,
     /// Per irtt entry: its client's requests and its server's records (None: one failed).
     irtt: Vec<Option<(load::IrttClientResult, load::IrttServerStats)>>,
@@ -261,13 +263,93 @@ struct Joined {
     errors: Vec<String>,
 }
 
+/// One pinger's metrics after `ping.` or `ping.N.`, as the simulator names them (the
+/// far end's `wait_ring_ms` and `wait_consumer_ms` come from `probe_far_end_waits()`).
+/// The first six are null when there is no figure; the counts always have one.
+const PING_KEYS: [&str; 8] = ["rtt_avg_ms", "rtt_min_ms", "rtt_p50_ms", "rtt_p99_ms", "rtt_max_ms", "loss_pct", "probes", "unsendable"];
+
+/// What one prober measured in the window [t0, t1): values and nulls by key (without
+/// the `ping.` prefix), its `rtt_ms` series, and its RTT histogram.
+struct PingFigures {
+    values: Vec<(&'static str, f64)>,
+    nulls: Vec<(&'static str, String)>,
+    series: TimeSeries,
+    hist: Option<Log2Hist>,
+}
+
+fn ping_figures(p: &ProbeResult, driver: Driver, t0: u64, t1: u64) -> PingFigures {
+    let mut f = PingFigures { values: Vec::new(), nulls: Vec::new(), series: TimeSeries::default(), hist: None };
+    let in_window: Vec<(u64, Option<u64>, bool)> = p
+        .samples
+        .iter()
+        .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns, s.unsendable))
+        .filter(|(t, _, _)| *t >= t0 && *t < t1)
+        .collect();
+    // As the simulator averages it: over the answered probes, here those the driver
+    // stamped as well.
+    let qdisc_waits: Vec<u64> = p
+        .samples
+        .iter()
+        .filter(|s| (t0..t1).contains(&(p.start_mono_ns + s.t_send_ns)) && s.rtt_ns.is_some())
+        .filter_map(|s| s.wait_qdisc_ns)
+        .collect();
+    if !qdisc_waits.is_empty() {
+        let avg = qdisc_waits.iter().map(|&w| w as f64).sum::<f64>() / qdisc_waits.len() as f64;
+        f.values.push(("wait_qdisc_ms", avg / 1e6));
+    } else if !p.tx_timestamping {
+        f.nulls.push(("wait_qdisc_ms", "the probe socket refused SO_TIMESTAMPING, so no driver TX timestamp was asked for".into()));
+    } else {
+        let why = format!("no answered probe got a software TX timestamp from the {} driver (it does not call skb_tx_timestamp())", driver.name());
+        f.nulls.push(("wait_qdisc_ms", why));
+    }
+    let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r, _)| *r).collect();
+    rtts.sort_unstable();
+    let ms = |ns: f64| ns / 1e6;
+    if rtts.is_empty() {
+        for k in &PING_KEYS[..5] {
+            f.nulls.push((k, "no probe sent in the measured window was answered".into()));
+        }
+    } else {
+        let avg = rtts.iter().map(|&r| r as f64).sum::<f64>() / rtts.len() as f64;
+        f.values.push(("rtt_avg_ms", ms(avg)));
+        f.values.push(("rtt_min_ms", ms(rtts[0] as f64)));
+        for (k, pct) in [("rtt_p50_ms", 50.0), ("rtt_p99_ms", 99.0)] {
+            match counters::percentile(&rtts, pct) {
+                Some(v) => f.values.push((k, ms(v))),
+                None => f.nulls.push((k, "no probe sent in the measured window was answered".into())),
+            }
+        }
+        f.values.push(("rtt_max_ms", ms(*rtts.last().unwrap_or(&0) as f64)));
+        let mut h = Log2Hist::default();
+        for &r in &rtts {
+            h.record(r / 1000);
+        }
+        f.hist = Some(h);
+    }
+    let n = in_window.len();
+    let lost = in_window.iter().filter(|(_, r, _)| r.is_none()).count();
+    if n > 0 {
+        f.values.push(("loss_pct", 100.0 * lost as f64 / n as f64));
+    } else {
+        f.nulls.push(("loss_pct", "no probe was sent in the measured window".into()));
+    }
+    f.values.push(("probes", n as f64));
+    f.values.push(("unsendable", in_window.iter().filter(|(_, _, u)| *u).count() as f64));
+    f.series = TimeSeries {
+        unit: "ms".into(),
+        t_ms: in_window.iter().map(|(t, _, _)| (t - t0) as f64 / 1e6).collect(),
+        values: in_window.iter().map(|(_, r, _)| r.map(|x| x as f64 / 1e6)).collect(),
+    };
+    f
+}
+
 /// The probes' mean time in the driver's ring (the driver's TX timestamp to the
 /// consumer taking the request) and in the consumer (from there to the echo reply), ns,
 /// over the answered probes sent in [t0, t1). On a tap the far end is our reader, which
 /// records each echo request it answers (`EchoSeen`); over veth the far end's kernel
 /// answers, and its tracepoints tell (`probe_trace`).
 fn probe_far_end_waits(j: &Joined, driver: Driver, t0: u64, t1: u64) -> std::result::Result<(f64, f64), String> {
-    let Some(p) = &j.probe else { return Err("the prober failed (see the run's notes)".into()) };
+    let Some(Some(p)) = j.probes.first() else { return Err("the prober failed (see the run's notes)".into()) };
     if driver == Driver::Veth {
         return veth_far_end_waits(p, j.far_end.as_ref(), t0, t1);
     }
@@ -373,8 +455,8 @@ impl Tools {
                 j.sinks.push((i, s));
             }
         }
-        if let Some(h) = self.prober.take() {
-            j.probe = join_by(h, deadline, "prober", &mut j.errors);
+        for h in self.probers.drain(..) {
+            j.probes.push(join_by(h, deadline, "prober", &mut j.errors));
         }
         if let Some(h) = self.tap.take() {
             j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
@@ -534,9 +616,6 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let ports: Vec<u16> = (0..floods.len()).map(|k| FLOOD_PORT_BASE + k as u16).collect();
     let o = Options::for_machine(opts.rule_scope, ports.clone());
     let mut notes = Vec::new();
-    if pings.len() > 1 {
-        notes.push(format!("{} [[traffic]] pings: the kernel backend runs one prober, at the first one's interval", pings.len()));
-    }
     if crate::online_cpus() < 2 {
         notes.push("one CPU: producer and consumer share it".into());
     }
@@ -659,7 +738,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, total, grid_t0, &stop);
     let mut probe_trace: Option<std::result::Result<ProbeTrace, String>> = None;
-    if let Some(p) = pings.first() {
+    for (n, p) in pings.iter().enumerate() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
         let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;
         let spec = ProbeSpec {
@@ -674,13 +753,13 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         // Pinned to the ping's CPU, as the simulator's pinger is: which CPU the prober runs
         // on decides who wins a slot a full qdisc frees (docs/ping-loss-full-pfifo.md).
         let probe_opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
-        // Over veth the far end's kernel answers: its tracepoints say when the request
-        // left the ring and when the reply was sent (probe_trace.rs).
-        if scn.device.driver == Driver::Veth && opts.probe_trace {
+        // Over veth the far end's kernel answers: its tracepoints say when the first
+        // pinger's requests left the ring and when the replies were sent (probe_trace.rs).
+        if n == 0 && scn.device.driver == Driver::Veth && opts.probe_trace {
             let ip_len = 20 + 8 + (spec.payload as u32).max(16);
             probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
         }
-        guard.tools.prober = Some(load::spawn_prober_with(spec, probe_opts, stop.clone()));
+        guard.tools.probers.push(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }
     // irtt: a stamping server in the receiving namespace (over a tap, the tap's reader
     // answers) and a client where the scenario puts it, per entry; their start and stop
@@ -947,101 +1026,66 @@ fn metrics(
     let mut timeseries = BTreeMap::new();
     let mut histograms = BTreeMap::new();
 
-    // Probes.
-    let ping_keys = ["ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms", "ping.loss_pct"];
-    let has_ping = scn.traffic.iter().any(|t| matches!(t, Traffic::Ping(_)));
-    match (&j.probe, has_ping) {
-        (_, false) => {
-            for k in ping_keys {
-                none(&mut m, k, "the scenario has no ping traffic");
-            }
+    // Probes: `ping.*` are the first pinger's; with more than one, each has `ping.N.*`.
+    let has_ping = !j.probes.is_empty();
+    if !has_ping {
+        for k in PING_KEYS[..6].iter().chain(["wait_qdisc_ms"].iter()) {
+            none(&mut m, &format!("ping.{k}"), "the scenario has no ping traffic");
         }
-        (None, true) => {
-            for k in ping_keys {
-                none(&mut m, k, "the prober failed (see the run's notes)");
-            }
+    }
+    let several = j.probes.len() > 1;
+    for (n, p) in j.probes.iter().enumerate() {
+        let mut prefixes = Vec::new();
+        if n == 0 {
+            prefixes.push("ping.".to_string());
         }
-        (Some(p), true) => {
-            let in_window: Vec<(u64, Option<u64>, bool)> = p
-                .samples
-                .iter()
-                .map(|s| (p.start_mono_ns + s.t_send_ns, s.rtt_ns, s.unsendable))
-                .filter(|(t, _, _)| *t >= a.mono_ns && *t < b.mono_ns)
-                .collect();
-            // As the simulator averages it: over the answered probes, here those the
-            // driver stamped as well.
-            let qdisc_waits: Vec<u64> = p
-                .samples
-                .iter()
-                .filter(|s| (a.mono_ns..b.mono_ns).contains(&(p.start_mono_ns + s.t_send_ns)) && s.rtt_ns.is_some())
-                .filter_map(|s| s.wait_qdisc_ns)
-                .collect();
-            if !qdisc_waits.is_empty() {
-                let avg = qdisc_waits.iter().map(|&w| w as f64).sum::<f64>() / qdisc_waits.len() as f64;
-                m.insert("ping.wait_qdisc_ms".into(), Some(avg / 1e6));
-            } else if !p.tx_timestamping {
-                none(&mut m, "ping.wait_qdisc_ms", "the probe socket refused SO_TIMESTAMPING, so no driver TX timestamp was asked for");
-            } else {
-                let why = format!(
-                    "no answered probe got a software TX timestamp from the {} driver (it does not call skb_tx_timestamp())",
-                    scn.device.driver.name()
-                );
-                none(&mut m, "ping.wait_qdisc_ms", &why);
+        if several {
+            prefixes.push(format!("ping.{n}."));
+        }
+        let Some(p) = p else {
+            for prefix in &prefixes {
+                for k in PING_KEYS[..6].iter().chain(["wait_qdisc_ms"].iter()) {
+                    none(&mut m, &format!("{prefix}{k}"), "the prober failed (see the run's notes)");
+                }
             }
-            let mut rtts: Vec<u64> = in_window.iter().filter_map(|(_, r, _)| *r).collect();
-            rtts.sort_unstable();
-            let ms = |ns: f64| ns / 1e6;
-            if rtts.is_empty() {
-                for k in &ping_keys[..5] {
-                    none(&mut m, k, "no probe sent in the measured window was answered");
-                }
-            } else {
-                let avg = rtts.iter().map(|&r| r as f64).sum::<f64>() / rtts.len() as f64;
-                m.insert("ping.rtt_avg_ms".into(), Some(ms(avg)));
-                m.insert("ping.rtt_min_ms".into(), Some(ms(rtts[0] as f64)));
-                m.insert("ping.rtt_p50_ms".into(), counters::percentile(&rtts, 50.0).map(ms));
-                m.insert("ping.rtt_p99_ms".into(), counters::percentile(&rtts, 99.0).map(ms));
-                m.insert("ping.rtt_max_ms".into(), Some(ms(*rtts.last().unwrap_or(&0) as f64)));
-                let mut h = Log2Hist::default();
-                for &r in &rtts {
-                    h.record(r / 1000);
-                }
+            continue;
+        };
+        let f = ping_figures(p, scn.device.driver, a.mono_ns, b.mono_ns);
+        for prefix in &prefixes {
+            for (k, v) in &f.values {
+                m.insert(format!("{prefix}{k}"), Some(*v));
+            }
+            for (k, reason) in &f.nulls {
+                none(&mut m, &format!("{prefix}{k}"), reason);
+            }
+            timeseries.insert(format!("{prefix}rtt_ms"), f.series.clone());
+        }
+        if n == 0 {
+            if let Some(h) = f.hist {
                 histograms.insert("ping_rtt_us".to_string(), h);
             }
-            let n = in_window.len();
-            let lost = in_window.iter().filter(|(_, r, _)| r.is_none()).count();
-            if n > 0 {
-                m.insert("ping.loss_pct".into(), Some(100.0 * lost as f64 / n as f64));
-            } else {
-                none(&mut m, "ping.loss_pct", "no probe was sent in the measured window");
-            }
-            m.insert("ping.probes".into(), Some(n as f64));
-            m.insert("ping.unsendable".into(), Some(in_window.iter().filter(|(_, _, u)| *u).count() as f64));
-            timeseries.insert(
-                "ping.rtt_ms".to_string(),
-                TimeSeries {
-                    unit: "ms".into(),
-                    t_ms: in_window.iter().map(|(t, _, _)| (t - a.mono_ns) as f64 / 1e6).collect(),
-                    values: in_window.iter().map(|(_, r, _)| r.map(|x| x as f64 / 1e6)).collect(),
-                },
-            );
         }
     }
-    match (&j.probe, has_ping) {
-        (_, false) => none(&mut m, "ping.wait_qdisc_ms", "the scenario has no ping traffic"),
-        (None, true) => none(&mut m, "ping.wait_qdisc_ms", "the prober failed (see the run's notes)"),
-        _ => {}
-    }
     if has_ping {
-        match probe_far_end_waits(j, scn.device.driver, a.mono_ns, b.mono_ns) {
-            Ok((ring, consumer)) => {
-                m.insert("ping.wait_ring_ms".into(), Some(ring / 1e6));
-                m.insert("ping.wait_consumer_ms".into(), Some(consumer / 1e6));
-            }
-            Err(why) => {
-                for k in ["ping.wait_ring_ms", "ping.wait_consumer_ms"] {
-                    none(&mut m, k, &why);
+        let far = probe_far_end_waits(j, scn.device.driver, a.mono_ns, b.mono_ns);
+        let first: &[&str] = if several { &["ping.", "ping.0."] } else { &["ping."] };
+        for prefix in first {
+            match &far {
+                Ok((ring, consumer)) => {
+                    m.insert(format!("{prefix}wait_ring_ms"), Some(ring / 1e6));
+                    m.insert(format!("{prefix}wait_consumer_ms"), Some(consumer / 1e6));
                 }
+                Err(why) => {
+                    for k in ["wait_ring_ms", "wait_consumer_ms"] {
+                        none(&mut m, &format!("{prefix}{k}"), why);
+                    }
+                }
+            }
+        }
+        for n in 1..j.probes.len() {
+            for k in ["wait_ring_ms", "wait_consumer_ms"] {
+                let why = "measured for the first pinger's probes only (the far end's records follow one prober)";
+                none(&mut m, &format!("ping.{n}.{k}"), why);
             }
         }
     } else {

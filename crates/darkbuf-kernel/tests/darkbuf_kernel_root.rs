@@ -214,6 +214,35 @@ fn irtt_over_a_tap_counts_the_readers_time_on_the_way_up() {
     assert_nothing_left();
 }
 
+/// Two pingers over a tap whose reader spins 300 us per frame: each prober is a ping(8)
+/// of its own, both cross the same reader, and `ping.*` is the first one's.
+#[test]
+#[ignore = "needs root"]
+fn two_pingers_each_report_their_own_probes() {
+    if !root_or_skip("two pingers") {
+        return;
+    }
+    let scn = scenario(
+        "duration = \"1500ms\"\nwarmup = \"300ms\"\n[device]\ndriver = \"tun\"\nbackpressure = false\n\
+         [qdisc]\nkind = \"pfifo_fast\"\n[consumer]\nkind = \"reader\"\napp_cost = \"300us\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"7ms\"\nsize = 200\n",
+    );
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("two pingers");
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?} (notes {notes:?})", r.unavailable.get(k))).mean;
+    let (a, b) = (mean("ping.0.rtt_avg_ms"), mean("ping.1.rtt_avg_ms"));
+    let (na, nb) = (mean("ping.0.probes"), mean("ping.1.probes"));
+    eprintln!("two pingers: {a:.3} ms over {na} probes, {b:.3} ms over {nb}");
+    // 1.5 s of 10 ms and of 7 ms probes, none lost on an idle tap.
+    assert!((140.0..=151.0).contains(&na) && (200.0..=215.0).contains(&nb), "{na} and {nb} probes");
+    assert_eq!((mean("ping.0.loss_pct"), mean("ping.1.loss_pct")), (0.0, 0.0));
+    assert!(a >= 0.3 && b >= 0.3, "both cross the reader's 0.3 ms: {a} and {b} ms");
+    for k in ["rtt_avg_ms", "rtt_max_ms", "probes", "wait_qdisc_ms", "wait_ring_ms"] {
+        assert_eq!(mean(&format!("ping.{k}")), mean(&format!("ping.0.{k}")), "ping.{k} is pinger 0's");
+    }
+    assert!(r.unavailable.contains_key("ping.1.wait_ring_ms"));
+    assert_nothing_left();
+}
+
 #[test]
 #[ignore = "needs root"]
 fn tap_reader_run_leaves_nothing() {

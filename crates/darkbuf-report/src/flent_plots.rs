@@ -3,7 +3,8 @@
 //! `upload` and `download` (each TCP data set and flent's `avg`), `ping` (every
 //! `Ping (ms)` data set), `totals` (`TCP upload sum`, `TCP download sum`, or the TCP
 //! data sets of a test without sums; flent draws
-//! `Ping (ms) avg` on a second axis, here it is the `ping` plot's) and `ping_cdf`.
+//! `Ping (ms) avg` on a second axis, here it is the `ping` plot's), `fairness` (the
+//! rtt_fair tests' Jain's index per direction) and `ping_cdf`.
 //! The time axis is flent's: seconds since the run's start, warmup included.
 
 use crate::flent_test::test_series;
@@ -29,7 +30,7 @@ pub fn test_plots(r: &Results) -> Result<Vec<Plot>, String> {
     let mut out = Vec::new();
     let is_sum = |n: &str| n.ends_with(" sum") || n == "TCP totals";
     for (plot, prefix) in [("upload", "TCP upload"), ("download", "TCP download")] {
-        let lines = pick(&sets, |n| n.starts_with(prefix) && !is_sum(n));
+        let lines = pick(&sets, |n| n.starts_with(prefix) && !is_sum(n) && !n.ends_with(" fairness"));
         let title = format!("{test}: {plot} (flent's {plot} plot)");
         push(&mut out, &format!("flent_{plot}"), title.clone(), timeseries_svg(&title, "Mbits/s", &lines))?;
     }
@@ -39,6 +40,11 @@ pub fn test_plots(r: &Results) -> Result<Vec<Plot>, String> {
     let lines = if sums.is_empty() { pick(&sets, |n| n.starts_with("TCP")) } else { sums };
     let title = format!("{test}: totals (flent's totals plot; its ping axis is the ping plot)");
     push(&mut out, "flent_totals", title.clone(), timeseries_svg(&title, "Mbits/s", &lines))?;
+    // The rtt_fair tests' Jain's index per direction over time (flent's bar_fairness
+    // draws its mean, one bar per file).
+    let lines = pick(&sets, |n| n.ends_with(" fairness"));
+    let title = format!("{test}: Jain's fairness index (flent's bar_fairness data sets)");
+    push(&mut out, "flent_fairness", title.clone(), timeseries_svg(&title, "Idx", &lines))?;
     let lines = pick(&sets, |n| n.starts_with("Ping (ms)"));
     let title = format!("{test}: ping (flent's ping plot)");
     push(&mut out, "flent_ping", title.clone(), timeseries_svg(&title, "Latency (ms)", &lines))?;

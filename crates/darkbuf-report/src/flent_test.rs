@@ -51,6 +51,20 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
         v.push(("Ping (ms) avg".into(), "average", pick("Ping (ms)")));
         v
     };
+    // The rtt_fair tests': avg and sum of the directions they run, with Jain's fairness
+    // index of each if `fairness`, and Ping (ms) avg over the hosts' pings.
+    let rtt_fair = |up: bool, down: bool, fairness: bool| -> Vec<(String, &'static str, Vec<String>)> {
+        let mut v = avg_sum(up.then_some("TCP upload"), down.then_some("TCP download"));
+        if fairness {
+            for (dir, on) in [("TCP upload", up), ("TCP download", down)] {
+                if on {
+                    v.push((format!("{dir} fairness"), "fairness", pick(dir)));
+                }
+            }
+        }
+        v.push(("Ping (ms) avg".into(), "average", pick("Ping (ms)")));
+        v
+    };
     match test {
         "rrul" | "rrul_be" | "rrul_cs8" => rrul(Some("TCP upload"), Some("TCP download")),
         // rrul_up.conf deletes rrul's download data sets and their aggregates.
@@ -59,6 +73,12 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
         // tcp_nup.conf and tcp_ndown.conf, and the tcp_Nup / tcp_Ndown that set their N.
         "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => avg_sum(Some("TCP upload::"), None),
         "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => avg_sum(None, Some("TCP download::")),
+        // rtt_fair.conf and rtt_fair4be.conf: each direction's avg and sum, Ping (ms) avg;
+        // rtt_fair_up.conf and rtt_fair_var*.conf also Jain's fairness index per direction.
+        "rtt_fair" | "rtt_fair4be" => rtt_fair(true, true, false),
+        "rtt_fair_up" | "rtt_fair_var_up" => rtt_fair(true, false, true),
+        "rtt_fair_var_down" => rtt_fair(false, true, true),
+        "rtt_fair_var" => rtt_fair(true, true, true),
         _ => Vec::new(),
     }
 }
@@ -67,7 +87,9 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
 fn data_sets(scenario: &Value, run: &RunRecord, warmup_s: f64) -> Vec<DataSet> {
     let shift = |ts: &TimeSeries| -> Vec<(f64, Option<f64>)> { ts.t_ms.iter().zip(&ts.values).map(|(t, v)| (warmup_s + t / 1e3, *v)).collect() };
     let traffic = scenario.get("traffic").and_then(Value::as_array).cloned().unwrap_or_default();
-    let (mut tcp, mut irtt, mut ping_done) = (0, 0, false);
+    let (mut tcp, mut irtt, mut ping) = (0, 0, 0);
+    // One pinger's series is ping.rtt_ms; with several, pinger k's is ping.k.rtt_ms.
+    let pingers = traffic.iter().filter(|t| t.get("kind").and_then(Value::as_str) == Some("ping")).count();
     let mut out = Vec::new();
     for (i, t) in traffic.iter().enumerate() {
         let name = t.get("name").and_then(Value::as_str).map_or_else(|| format!("traffic {i}"), str::to_string);
@@ -86,9 +108,10 @@ fn data_sets(scenario: &Value, run: &RunRecord, warmup_s: f64) -> Vec<DataSet> {
                 irtt += 1;
                 out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });
             }
-            Some("ping") if !ping_done => {
-                ping_done = true;
-                let series = run.timeseries.get(crate::cdf::PING_RTT_SERIES);
+            Some("ping") => {
+                let key = if pingers > 1 { format!("ping.{ping}.rtt_ms") } else { crate::cdf::PING_RTT_SERIES.to_string() };
+                ping += 1;
+                let series = run.timeseries.get(&key);
                 out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });
             }
             _ => {}
@@ -117,6 +140,13 @@ fn combine(runner: &str, grids: &[&Vec<Option<f64>>], n: usize) -> Vec<Option<f6
             match (vals.is_empty(), runner) {
                 (true, _) => None,
                 (false, "sum") => Some(vals.iter().sum()),
+                // Jain's index, (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when
+                // one has everything; none when all are 0 (flent's FairnessRunner).
+                (false, "fairness") => {
+                    let squares: f64 = vals.iter().map(|x| x * x).sum();
+                    let sum: f64 = vals.iter().sum();
+                    (squares > 0.0).then(|| sum * sum / (vals.len() as f64 * squares))
+                }
                 (false, _) => Some(vals.iter().sum::<f64>() / vals.len() as f64),
             }
         })
@@ -169,7 +199,12 @@ fn aggregate_grids(name: &str, sets: &[DataSet], grids: &[Vec<Option<f64>>], n: 
         .map(|(agg, runner, over)| {
             let parts: Vec<&Vec<Option<f64>>> = over.iter().filter_map(|o| names.iter().position(|n| n == o)).map(|i| &grids[i]).collect();
             let g = combine(runner, &parts, n);
-            let unit = if agg.starts_with("Ping") { "ms" } else { "Mbits/s" };
+            // flent's units of its aggregates: the index is "Idx" (rtt_fair.inc).
+            let unit = match runner {
+                "fairness" => "Idx",
+                _ if agg.starts_with("Ping") => "ms",
+                _ => "Mbits/s",
+            };
             (agg, unit, g)
         })
         .collect()
@@ -178,7 +213,31 @@ fn aggregate_grids(name: &str, sets: &[DataSet], grids: &[Vec<Option<f64>>], n: 
 /// The scenario's `test.parameters` (`upload_streams`, ...) as flent's `TEST_PARAMETERS`.
 fn test_parameters(scenario: &Value) -> Value {
     let params = scenario.get("test").and_then(|t| t.get("parameters")).and_then(Value::as_object);
-    Value::Object(params.map_or_else(Map::new, |m| m.iter().map(|(k, v)| (k.clone(), json!(v.to_string()))).collect()))
+    let mut out: Map<String, Value> = params.map_or_else(Map::new, |m| m.iter().map(|(k, v)| (k.clone(), json!(v.to_string()))).collect());
+    let delays = host_delays_ns(scenario);
+    if !delays.is_empty() {
+        let text: Vec<String> = delays.iter().map(|&ns| if ns % 1_000_000 == 0 { format!("{}ms", ns / 1_000_000) } else { format!("{ns}ns") }).collect();
+        out.insert("host_delays".into(), json!(text.join(",")));
+    }
+    Value::Object(out)
+}
+
+/// The scenario's `test.host_delays_ns` (the rtt_fair tests' hosts), else none.
+fn host_delays_ns(scenario: &Value) -> Vec<u64> {
+    let delays = scenario.get("test").and_then(|t| t.get("host_delays_ns")).and_then(Value::as_array);
+    delays.map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_u64).collect())
+}
+
+/// flent's `HOSTS`: the rtt_fair tests' `host1` .. `hostN` (the names in their data
+/// sets), else the backend as the one far end.
+fn hosts(scenario: &Value, name: &str, backend: &str) -> Vec<String> {
+    let n = match (host_delays_ns(scenario).len(), name) {
+        // A fixed-host test given no delays still runs to its four hosts.
+        (0, "rtt_fair" | "rtt_fair4be" | "rtt_fair_up") => 4,
+        (0, _) => return vec![backend.to_string()],
+        (n, _) => n,
+    };
+    (1..=n).map(|i| format!("host{i}")).collect()
 }
 
 /// The flent data file of a test preset's run, or `None` when the scenario names no
@@ -203,6 +262,7 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
         results.insert(agg, json!(g));
     }
     let time = iso8601_utc(time_unix_s);
+    let hosts = hosts(&r.scenario, &name, &r.backend);
     let title = r.scenario.get("name").and_then(Value::as_str).unwrap_or("darkbuf").to_string();
     let metadata = json!({
         "NAME": name,
@@ -214,8 +274,8 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
         "LENGTH": (total_s - 2.0 * delay_s).max(0.0),
         "TOTAL_LENGTH": total_s,
         "STEP_SIZE": STEP,
-        "HOST": r.backend,
-        "HOSTS": [r.backend],
+        "HOST": hosts[0],
+        "HOSTS": hosts,
         "LOCAL_HOST": "darkbuf",
         "IP_VERSION": 4,
         "DATA_FILENAME": "results.flent.gz",
@@ -307,6 +367,29 @@ mod tests {
         let want = [("TCP upload avg", 1), ("TCP upload sum", 1), ("TCP download avg", 2), ("TCP download sum", 2), ("TCP totals", 3), ("Ping (ms) avg", 2)];
         assert_eq!(got, want.map(|(n, k)| (n.to_string(), k)));
         assert!(aggregates("tcp_bidirectional", &names).is_empty());
+    }
+
+    #[test]
+    fn rtt_fair_aggregates_and_jains_index() {
+        let names: Vec<String> = ["TCP upload BE host1", "Ping (ms) ICMP host1", "TCP upload BE host2", "Ping (ms) ICMP host2"].map(String::from).into();
+        let got: Vec<(String, &str, usize)> = aggregates("rtt_fair_var_up", &names).into_iter().map(|(n, r, s)| (n, r, s.len())).collect();
+        let want = [("TCP upload avg", "average", 2), ("TCP upload sum", "sum", 2), ("TCP upload fairness", "fairness", 2), ("Ping (ms) avg", "average", 2)];
+        assert_eq!(got, want.map(|(n, r, k)| (n.to_string(), r, k)));
+        // rtt_fair.conf has no fairness data sets.
+        assert!(aggregates("rtt_fair", &names).iter().all(|(n, _, _)| !n.ends_with("fairness")));
+        // Jain's index: 1 when equal, 1/n when one flow has it all, (3+1)^2/(2*(9+1)) = 0.8,
+        // none over zeros or nothing.
+        let (a, b) = (vec![Some(3.0), Some(5.0), Some(3.0), Some(0.0), None], vec![Some(3.0), Some(0.0), Some(1.0), Some(0.0), None]);
+        assert_eq!(combine("fairness", &[&a, &b], 5), [Some(1.0), Some(0.5), Some(0.8), None, None]);
+    }
+
+    #[test]
+    fn rtt_fair_hosts_and_their_delays_in_the_metadata() {
+        let scenario = json!({"test": {"name": "rtt_fair_var", "delay_ns": 1, "host_delays_ns": [0, 10_000_000, 1_500]}});
+        assert_eq!(test_parameters(&scenario), json!({"host_delays": "0ms,10ms,1500ns"}));
+        assert_eq!(hosts(&scenario, "rtt_fair_var", "sim"), ["host1", "host2", "host3"]);
+        assert_eq!(hosts(&json!({"test": {"name": "rtt_fair"}}), "rtt_fair", "sim"), ["host1", "host2", "host3", "host4"]);
+        assert_eq!(hosts(&json!({"test": {"name": "rrul"}}), "rrul", "kernel"), ["kernel"]);
     }
 
     #[test]

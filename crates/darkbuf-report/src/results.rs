@@ -211,22 +211,6 @@ pub fn probe_warnings(runs: &[RunRecord]) -> Vec<String> {
     out
 }
 
-/// A warning for each `kind = "ping"` entry after the first: both backends run one
-/// pinger, the first, whose figures `ping.*` are. The others would otherwise go
-/// unnoticed.
-pub fn pinger_warnings(scenario: &serde_json::Value) -> Vec<String> {
-    let traffic = scenario.get("traffic").and_then(serde_json::Value::as_array).map_or(&[][..], Vec::as_slice);
-    let pings: Vec<usize> = traffic.iter().enumerate().filter(|(_, t)| t.get("kind").and_then(serde_json::Value::as_str) == Some("ping")).map(|(i, _)| i).collect();
-    match pings.split_first() {
-        Some((first, rest)) if !rest.is_empty() => vec![format!(
-            "traffic.{} (kind = \"ping\") not run: a run has one pinger, traffic.{first}, whose figures ping.* are; \
-             for more probers use kind = \"irtt\" (irtt.N.* per prober)",
-            rest.iter().map(ToString::to_string).collect::<Vec<_>>().join(", traffic.")
-        )],
-        _ => Vec::new(),
-    }
-}
-
 /// One column of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
@@ -269,8 +253,7 @@ impl Results {
                     .or_insert_with(|| NO_REASON_GIVEN.to_string());
             }
         }
-        let mut warnings = pinger_warnings(&scenario);
-        warnings.extend(probe_warnings(&runs));
+        let warnings = probe_warnings(&runs);
         Results {
             scenario,
             backend: backend.into(),
@@ -294,14 +277,4 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn pingers_after_the_first_are_named() {
-        let ping = json!({"kind": "ping", "interval_ns": 1});
-        let udp = json!({"kind": "udp"});
-        let w = pinger_warnings(&json!({"traffic": [udp, ping, udp, ping, ping]}));
-        assert_eq!(w.len(), 1);
-        assert!(w[0].starts_with("traffic.3, traffic.4 (kind = \"ping\") not run: a run has one pinger, traffic.1,"), "{}", w[0]);
-        assert!(pinger_warnings(&json!({"traffic": [udp, ping]})).is_empty());
-        assert!(pinger_warnings(&json!({})).is_empty());
-    }
 }

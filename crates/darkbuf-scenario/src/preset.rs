@@ -22,6 +22,12 @@
 //! `[test_parameters] upload_streams = N` (`tcp_nup`; `download_streams` for
 //! `tcp_ndown`). flent's `tcp_2up` .. `tcp_12down` are those two tests with the
 //! parameter fixed by their own `.conf`.
+//!
+//! Far hosts: flent's `rtt_fair*` tests run flows and a ping to each host of its `-H`
+//! list, each host at its own distance. Here `[test_parameters] host_delays` gives
+//! each host's extra one-way delay (darkbuf's parameter: flent's hosts are machines),
+//! which the host's entries take as their `path_delay`; `host1` .. `hostN` name them
+//! in the data sets, as the host names do in flent's.
 
 use crate::diag::Diagnostic;
 use crate::limits;
@@ -57,10 +63,40 @@ pub const TESTS: &[&str] = &[
     "tcp_12down",
     "tcp_2up_delay",
     "tcp_4up_squarewave",
+    "rtt_fair",
+    "rtt_fair4be",
+    "rtt_fair_up",
+    "rtt_fair_var",
+    "rtt_fair_var_up",
+    "rtt_fair_var_down",
 ];
 
-/// flent's test parameters the presets read (`[test_parameters]`).
-pub const PARAMETERS: &[&str] = &["upload_streams", "download_streams"];
+/// flent's test parameters the presets read (`[test_parameters]`), and darkbuf's
+/// `host_delays` (the far hosts of the `rtt_fair` tests).
+pub const PARAMETERS: &[&str] = &["upload_streams", "download_streams", "host_delays"];
+
+/// The tests that run flows to several far hosts, each `rtt_fair*.conf`: (test, the
+/// number of hosts its `.conf` fixes; `None`: as many as given, `rtt_fair_var*`).
+/// In flent the hosts are the `-H` list, each at its own distance; here each host is a
+/// path of its own to the far end, `host_delays` its extra one-way delay (a netem on
+/// the way to that host), and `host1` .. `hostN` its name in the data sets.
+const HOST_TESTS: &[(&str, Option<usize>)] = &[
+    ("rtt_fair", Some(4)),
+    ("rtt_fair4be", Some(4)),
+    ("rtt_fair_up", Some(4)),
+    ("rtt_fair_var", None),
+    ("rtt_fair_var_up", None),
+    ("rtt_fair_var_down", None),
+];
+
+/// The number of hosts test `name` fixes (`Some(None)`: it takes any number), or `None`
+/// when it is not a host test.
+pub fn host_count(name: &str) -> Option<Option<usize>> {
+    HOST_TESTS.iter().find(|(t, _)| *t == name).map(|(_, n)| *n)
+}
+
+/// The most hosts `host_delays` may name: each host of `rtt_fair_var` is three entries.
+pub const MAX_HOSTS: usize = limits::MAX_TRAFFIC / 3;
 
 /// The tests that read a stream count (flent's `tcp_nup.conf`, `tcp_ndown.conf` and
 /// `rrul_be_nflows.conf`): (test, the parameter it reads, the count its own `.conf`
@@ -180,6 +216,8 @@ pub enum PresetError {
     TooShort { factor: u64 },
     /// An N-stream test (`tcp_nup`, `tcp_ndown`) without its stream count.
     NoStreams { parameter: &'static str },
+    /// An `rtt_fair_var*` test without its hosts.
+    NoHosts,
 }
 
 /// How many `DELAY`s of the run the bulk flows do not use (`LENGTH = TOTAL_LENGTH -
@@ -199,6 +237,13 @@ fn delay_factor(name: &str) -> u64 {
 /// fix them (`tcp_nup`: `upload_streams`; `tcp_ndown`: `download_streams`;
 /// `rrul_be_nflows`: both); other tests ignore them.
 pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: &Streams) -> Result<Vec<PresetEntry>, PresetError> {
+    entries_to_hosts(name, total_ns, delay_ns, streams, &[])
+}
+
+/// [`entries`], with the far hosts' extra one-way delays of the `rtt_fair` tests
+/// (`host_delays`; empty: a test that fixes its hosts has them all at the shared
+/// path's distance).
+pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Streams, hosts: &[u64]) -> Result<Vec<PresetEntry>, PresetError> {
     let factor = delay_factor(name);
     let length = total_ns.checked_sub(factor * delay_ns).filter(|l| *l > 0).ok_or(PresetError::TooShort { factor })?;
     let (start, stop) = (delay_ns, delay_ns + length);
@@ -271,6 +316,58 @@ pub fn entries(name: &str, total_ns: u64, delay_ns: u64, streams: &Streams) -> R
             v.push(icmp());
             v
         }
+        "rtt_fair" | "rtt_fair4be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => {
+            let n = match host_count(name).flatten() {
+                Some(n) => n,
+                None if hosts.is_empty() => return Err(PresetError::NoHosts),
+                None => hosts.len(),
+            };
+            let at = |i: usize| hosts.get(i).copied().unwrap_or(0);
+            let host = |i: usize| format!("host{}", i + 1);
+            let to = |mut e: PresetEntry, i: usize| {
+                if at(i) > 0 {
+                    e.keys.push(("path_delay", dur(at(i))));
+                }
+                e
+            };
+            let ping = |label: &str, i: usize| {
+                let mut p = icmp();
+                p.name = format!("Ping (ms) {label} {}", host(i));
+                to(p, i)
+            };
+            match name {
+                // rtt_fair_var.conf: per host an upload, a download and a ping, all BE;
+                // its _up and _down variants delete the other direction's data sets.
+                "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => (0..n)
+                    .flat_map(|i| {
+                        let mut v = Vec::new();
+                        if name != "rtt_fair_var_down" {
+                            v.push(to(up(format!("TCP upload BE {}", host(i)), CS0), i));
+                        }
+                        if name != "rtt_fair_var_up" {
+                            v.push(to(down(format!("TCP download BE {}", host(i)), CS0), i));
+                        }
+                        v.push(ping("ICMP", i));
+                        v
+                    })
+                    .collect(),
+                // rtt_fair.conf, rtt_fair4be.conf, rtt_fair_up.conf: four hosts, flow k
+                // to host k (BE1, BE2, then BK1, BK2 marked CS1 in rtt_fair), each way
+                // but in rtt_fair_up, then ICMP1..4, one per host.
+                _ => {
+                    let class = |i: usize| match (name, i) {
+                        ("rtt_fair", 2 | 3) => (format!("BK{}", i - 1), CS1),
+                        _ => (format!("BE{}", i + 1), CS0),
+                    };
+                    let mut v: Vec<PresetEntry> = (0..n).map(|i| to(up(format!("TCP upload {} {}", class(i).0, host(i)), class(i).1), i)).collect();
+                    if name != "rtt_fair_up" {
+                        v.extend((0..n).map(|i| to(down(format!("TCP download {} {}", class(i).0, host(i)), class(i).1), i)));
+                    }
+                    v.extend((0..n).map(|i| ping(&format!("ICMP{}", i + 1), i)));
+                    v
+                }
+            }
+        }
         _ => unreachable!("test names are checked against TESTS"),
     })
 }
@@ -284,6 +381,9 @@ pub(crate) struct Requested {
     /// (parameter, N) of each stream count the test reads (`upload_streams` of
     /// `tcp_4up` is 4).
     pub streams: Vec<(&'static str, u32)>,
+    /// The `rtt_fair` tests' far hosts: each one's extra one-way delay, ns (empty for
+    /// other tests, and for a fixed-host test given none).
+    pub hosts: Vec<u64>,
 }
 
 /// The preset a scenario asks for, or `None`.
@@ -315,7 +415,67 @@ pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> 
         top.duration("test_delay", DEFAULT_DELAY_NS, false)?
     };
     let streams = test_streams(top, name)?;
-    Ok(Some(Requested { name, delay_ns, streams }))
+    let hosts = test_hosts(top, name)?;
+    Ok(Some(Requested { name, delay_ns, streams, hosts }))
+}
+
+/// `[test_parameters] host_delays`: the far hosts of an `rtt_fair` test, each as its
+/// extra one-way delay, an array of durations or flent's comma-separated string
+/// (`"0ms,10ms,20ms,45ms"`). A test that fixes its hosts (`rtt_fair`: four) takes that
+/// many or none (all at the shared path's distance); `rtt_fair_var*` need them, as
+/// flent needs its `-H` hosts.
+fn test_hosts(top: &Sec<'_>, name: &'static str) -> Result<Vec<u64>, Diagnostic> {
+    let params = top.sub("test_parameters")?;
+    let key = "host_delays";
+    let kp = params.kp(key);
+    let example = "host_delays = [\"0ms\", \"10ms\", \"20ms\", \"45ms\"] (or flent's \"0ms,10ms,20ms,45ms\")";
+    let Some(e) = params.entry(key) else {
+        if host_count(name) == Some(None) {
+            return Err(top.value_err(
+                "test",
+                format!("test = \"{name}\" needs its far hosts: in flent they are the -H list, here [test_parameters] host_delays, one extra one-way delay per host"),
+                Some(format!("add [test_parameters] {example}, 1..={MAX_HOSTS} hosts")),
+            ));
+        }
+        return Ok(Vec::new());
+    };
+    let Some(fixed) = host_count(name) else {
+        let hosts: Vec<&str> = HOST_TESTS.iter().map(|(t, _)| *t).collect();
+        return Err(params.value_err(key, format!("test = \"{name}\" does not read {key}: it runs no flows to several hosts"), Some(format!("remove {kp}; it is for {}", quoted(&hosts)))));
+    };
+    // Each item with where it is: an array's own elements, or the string's parts.
+    let items: Vec<(String, Origin)> = match &e.node.v {
+        V::Array(a) => a
+            .iter()
+            .map(|n| match &n.v {
+                V::Str(s) => Ok((s.clone(), n.at.clone())),
+                other => Err(top.ctx.diag(crate::diag::DiagnosticKind::Type, &n.at, &kp, format!("`{kp}` holds durations, found {}", other.describe()), Some(format!("expected {example}")))),
+            })
+            .collect::<Result<_, _>>()?,
+        V::Str(s) => s.split(',').map(|p| (p.trim().to_string(), e.node.at.clone())).collect(),
+        other => return Err(top.ctx.diag(crate::diag::DiagnosticKind::Type, &e.node.at, &kp, format!("`{kp}` must be an array of durations, found {}", other.describe()), Some(format!("expected {example}")))),
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (text, at) in &items {
+        let bad = |message: String, help: String| top.ctx.diag(crate::diag::DiagnosticKind::Value, at, &kp, message, Some(help));
+        let ns = darkbuf_model::units::parse_duration_ns(text).map_err(|u| bad(format!("`{kp}`: \"{text}\": {}", u.message), format!("expected {}", u.expected)))?;
+        if !(0..=crate::resolve::MAX_PATH_DELAY_NS as i128).contains(&ns) {
+            return Err(bad(
+                format!("`{kp}`: \"{text}\" is not a delay a host can be at"),
+                format!("expected 0s .. {}s, as path_delay", crate::resolve::MAX_PATH_DELAY_NS / 1_000_000_000),
+            ));
+        }
+        out.push(ns as u64);
+    }
+    let count_err = |message: String, help: String| params.value_err(key, message, Some(help));
+    match fixed {
+        Some(n) if out.len() != n => Err(count_err(
+            format!("test = \"{name}\" runs to {n} hosts (flent's {name}.conf: min_host_count({n})), and {kp} names {}", out.len()),
+            format!("give {n} delays, or use test = \"rtt_fair_var\" (any number of hosts)"),
+        )),
+        None if out.is_empty() || out.len() > MAX_HOSTS => Err(count_err(format!("`{kp}` names {} hosts", out.len()), format!("expected 1..={MAX_HOSTS} hosts (each is up to three [[traffic]] entries)"))),
+        _ => Ok(out),
+    }
 }
 
 /// `[test_parameters]`: the stream counts of a test that reads them. flent's `tcp_nup`
@@ -327,11 +487,12 @@ fn test_streams(top: &Sec<'_>, name: &'static str) -> Result<Vec<(&'static str, 
     params.check_keys(PARAMETERS, Some("flent's test parameters that the presets read"))?;
     let wanted = stream_parameters(name);
     let mut out = Vec::new();
-    for key in PARAMETERS {
+    for key in ["upload_streams", "download_streams"] {
         let given = params.int_opt(key, 1, MAX_STREAMS as i64)?.map(|n| n as u32);
-        let Some(&(p, fixed)) = wanted.iter().find(|(p, _)| p == key) else {
+        let Some(&(p, fixed)) = wanted.iter().find(|(p, _)| *p == key) else {
             if given.is_some() {
                 let reads = match wanted.as_slice() {
+                    [] if host_count(name).is_some() => "it reads only host_delays".to_string(),
                     [] => "it reads no test parameters".to_string(),
                     w => format!("it reads only {}", w.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(" and ")),
                 };
@@ -384,9 +545,17 @@ fn quoted(names: &[&str]) -> String {
 /// entries of the same `name` merged into them) followed by the scenario's other
 /// entries. `None` when the scenario names no test.
 pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) -> Result<Option<Node>, Diagnostic> {
-    let Some(Requested { name, delay_ns: delay, streams }) = requested(top)? else { return Ok(None) };
+    let Some(Requested { name, delay_ns: delay, streams, hosts }) = requested(top)? else { return Ok(None) };
     let at = top.origin("test");
-    let list = entries(name, total_ns, delay, &streams).map_err(|e| match e {
+    if driver != Driver::Nic && hosts.iter().any(|&d| d > 0) {
+        let params = top.sub("test_parameters")?;
+        return Err(params.value_err(
+            "host_delays",
+            format!("hosts at other distances need a wire to delay their packets on, and device.driver = \"{}\" has none", driver.name()),
+            Some("use device.driver = \"nic\", or give every host 0s".into()),
+        ));
+    }
+    let list = entries_to_hosts(name, total_ns, delay, &streams, &hosts).map_err(|e| match e {
         PresetError::TooShort { factor } => top.value_err(
             "test",
             format!(
@@ -398,6 +567,8 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) 
         ),
         // requested() has the count of every N-stream test.
         PresetError::NoStreams { parameter } => top.value_err("test", format!("test = \"{name}\" needs the test parameter {parameter}"), None),
+        // requested() has the hosts of every rtt_fair_var* test.
+        PresetError::NoHosts => top.value_err("test", format!("test = \"{name}\" needs test_parameters.host_delays"), None),
     })?;
     check_downloads(top, name, &list, driver)?;
     let own: &[Node] = match top.entry("traffic").map(|e| &e.node.v) {
@@ -452,7 +623,7 @@ fn upload_only_tests() -> Vec<&'static str> {
     TESTS
         .iter()
         .copied()
-        .filter(|t| entries(t, 100, 1, &[("upload_streams", 1), ("download_streams", 1)]).is_ok_and(|v| v.iter().all(|p| !p.keys.contains(&("direction", down.clone())))))
+        .filter(|t| entries_to_hosts(t, 100, 1, &[("upload_streams", 1), ("download_streams", 1)], &[0]).is_ok_and(|v| v.iter().all(|p| !p.keys.contains(&("direction", down.clone())))))
         .collect()
 }
 
@@ -696,9 +867,26 @@ mod tests {
                 "tcp_8up",
                 "tcp_12up",
                 "tcp_2up_delay",
-                "tcp_4up_squarewave"
+                "tcp_4up_squarewave",
+                "rtt_fair_up",
+                "rtt_fair_var_up"
             ]
         );
+    }
+
+    #[test]
+    fn rtt_fair_var_needs_hosts_and_fixed_host_tests_default_to_four() {
+        assert_eq!(entries("rtt_fair_var", 10, 1, &[]), Err(PresetError::NoHosts));
+        assert_eq!(entries("rtt_fair", 10, 1, &[]).unwrap().len(), 12);
+        assert_eq!(entries("rtt_fair_up", 10, 1, &[]).unwrap().len(), 8);
+        let v = entries_to_hosts("rtt_fair_var_down", 10, 1, &[], &[0, 7]).unwrap();
+        assert_eq!(names(&v), ["TCP download BE host1", "Ping (ms) ICMP host1", "TCP download BE host2", "Ping (ms) ICMP host2"]);
+        // A host at the shared path's distance carries no path_delay key.
+        assert!(!v[0].keys.iter().any(|(k, _)| *k == "path_delay"));
+        assert_eq!(key(&v[3], "path_delay"), &Val::Str("7ns".into()));
+        assert_eq!(host_count("rtt_fair"), Some(Some(4)));
+        assert_eq!(host_count("rtt_fair_var_up"), Some(None));
+        assert_eq!(host_count("rrul"), None);
     }
 
     #[test]

@@ -851,6 +851,7 @@ fn resolve_doc(
         name: r.name.into(),
         delay_ns: r.delay_ns,
         parameters: r.streams.iter().map(|(p, n)| (p.to_string(), *n)).collect(),
+        host_delays_ns: r.hosts,
     });
 
     Ok(Scenario {

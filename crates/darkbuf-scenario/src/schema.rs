@@ -52,6 +52,10 @@ pub struct TestSpec {
     /// of `tcp_4up`, whose `.conf` sets it to 4), for the `.flent.gz`'s `TEST_PARAMETERS`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub parameters: std::collections::BTreeMap<String, u32>,
+    /// The `rtt_fair` tests' far hosts `host1` .. `hostN`: each one's extra one-way
+    /// delay (`[test_parameters] host_delays`), ns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_delays_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

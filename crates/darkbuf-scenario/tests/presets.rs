@@ -259,3 +259,105 @@ fn rrul_be_nflows_needs_both_counts() {
     assert!(d.message.contains("it reads only upload_streams"), "{}", d.message);
     assert!(d.help.unwrap().contains("\"rrul_be_nflows\""));
 }
+
+#[test]
+fn rtt_fair_var_runs_to_each_host_at_its_delay() {
+    let s = ok(&format!("test = \"rtt_fair_var\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", \"10ms\", \"45ms\"]\n"), &[]);
+    let got: Vec<(String, u64)> = s.traffic.iter().map(|t| (t.name().to_string(), t.path_delay_ns() / 1_000_000)).collect();
+    let want = [
+        ("TCP upload BE host1", 0),
+        ("TCP download BE host1", 0),
+        ("Ping (ms) ICMP host1", 0),
+        ("TCP upload BE host2", 10),
+        ("TCP download BE host2", 10),
+        ("Ping (ms) ICMP host2", 10),
+        ("TCP upload BE host3", 45),
+        ("TCP download BE host3", 45),
+        ("Ping (ms) ICMP host3", 45),
+    ]
+    .map(|(n, d)| (n.to_string(), d));
+    assert_eq!(got, want);
+    assert_eq!(s.test.unwrap().host_delays_ns, [0, 10_000_000, 45_000_000]);
+    // flent's comma-separated string says the same; the _up and _down variants keep one
+    // direction.
+    let up = ok(&format!("test = \"rtt_fair_var_up\"\n{NIC}[test_parameters]\nhost_delays = \"0ms, 20ms\"\n"), &[]);
+    let names: Vec<&str> = up.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(names, ["TCP upload BE host1", "Ping (ms) ICMP host1", "TCP upload BE host2", "Ping (ms) ICMP host2"]);
+    assert_eq!(up.traffic[3].path_delay_ns(), 20_000_000);
+    let down = ok(&format!("test = \"rtt_fair_var_down\"\n{NIC}"), &["test_parameters.host_delays=5ms"]);
+    assert!(matches!(&down.traffic[..], [Traffic::Tcp(f), Traffic::Ping(p)] if f.direction == Direction::Down && f.path_delay_ns == 5_000_000 && p.path_delay_ns == 5_000_000));
+    // A host entry is changed by its name, as any preset entry.
+    let s = ok(&format!("test = \"rtt_fair_var_up\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", \"20ms\"]\n[[traffic]]\nname = \"TCP upload BE host2\"\ncc = \"bbr\"\n"), &[]);
+    assert!(matches!(&s.traffic[2], Traffic::Tcp(f) if f.cc == Cc::Bbr && f.path_delay_ns == 20_000_000));
+}
+
+#[test]
+fn rtt_fair_runs_its_four_hosts_as_flent_marks_them() {
+    let s = ok(&format!("test = \"rtt_fair\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", \"10ms\", \"20ms\", \"30ms\"]\n"), &[]);
+    let got: Vec<(String, u8, u64)> = s
+        .traffic
+        .iter()
+        .map(|t| {
+            let dscp = if let Traffic::Tcp(f) = t { f.dscp } else { 0 };
+            (t.name().to_string(), dscp, t.path_delay_ns() / 1_000_000)
+        })
+        .collect();
+    let want = [
+        ("TCP upload BE1 host1", 0, 0),
+        ("TCP upload BE2 host2", 0, 10),
+        ("TCP upload BK1 host3", 8, 20),
+        ("TCP upload BK2 host4", 8, 30),
+        ("TCP download BE1 host1", 0, 0),
+        ("TCP download BE2 host2", 0, 10),
+        ("TCP download BK1 host3", 8, 20),
+        ("TCP download BK2 host4", 8, 30),
+        ("Ping (ms) ICMP1 host1", 0, 0),
+        ("Ping (ms) ICMP2 host2", 0, 10),
+        ("Ping (ms) ICMP3 host3", 0, 20),
+        ("Ping (ms) ICMP4 host4", 0, 30),
+    ]
+    .map(|(n, d, p)| (n.to_string(), d, p));
+    assert_eq!(got, want);
+    // Without delays its four hosts share the path; rtt_fair_up is uploads only, all BE,
+    // so a veth runs it.
+    let up = ok("test = \"rtt_fair_up\"\nduration = \"4s\"\ntest_delay = \"1s\"\n", &[]);
+    let names: Vec<&str> = up.traffic.iter().map(Traffic::name).collect();
+    assert_eq!(names[..4], ["TCP upload BE1 host1", "TCP upload BE2 host2", "TCP upload BE3 host3", "TCP upload BE4 host4"]);
+    assert_eq!(names.len(), 8);
+    assert!(up.traffic.iter().all(|t| t.path_delay_ns() == 0));
+    let be = ok(&format!("test = \"rtt_fair4be\"\n{NIC}"), &[]);
+    assert!(be.traffic.iter().all(|t| !matches!(t, Traffic::Tcp(f) if f.dscp != 0)));
+    assert_eq!(be.traffic.len(), 12);
+}
+
+#[test]
+fn host_delays_that_cannot_be_meant() {
+    // rtt_fair_var needs its hosts, as flent needs -H.
+    let d = err(&format!("test = \"rtt_fair_var\"\n{NIC}"));
+    assert_eq!((d.line, d.key.as_str()), (Some(1), "test"));
+    assert!(d.message.contains("needs its far hosts"), "{}", d.message);
+    assert!(d.help.unwrap().contains("host_delays = [\"0ms\""));
+    // A fixed-host test with another count.
+    let d = err(&format!("test = \"rtt_fair\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", \"10ms\"]\n"));
+    assert_eq!((d.line, d.key.as_str()), (Some(9), "test_parameters.host_delays"));
+    assert!(d.message.contains("runs to 4 hosts") && d.message.contains("names 2"), "{}", d.message);
+    // A bad item is named where it is.
+    let d = err(&format!("test = \"rtt_fair_var\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", \"10\"]\n"));
+    assert_eq!((d.line, d.column), (Some(9), Some(23)));
+    assert!(d.help.unwrap().contains("expected"));
+    let d = err(&format!("test = \"rtt_fair_var\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\", 10]\n"));
+    assert!(d.message.contains("holds durations, found"), "{}", d.message);
+    let d = err(&format!("test = \"rtt_fair_var\"\n{NIC}[test_parameters]\nhost_delays = [\"11s\"]\n"));
+    assert!(d.help.unwrap().contains("0s .. 10s"));
+    let d = err(&format!("test = \"rtt_fair_var\"\n{NIC}[test_parameters]\nhost_delays = []\n"));
+    assert!(d.help.unwrap().contains("1..=21 hosts"));
+    // A test without hosts, and a veth that has no wire to delay on.
+    let d = err(&format!("test = \"tcp_4up\"\n{NIC}[test_parameters]\nhost_delays = [\"0ms\"]\n"));
+    assert!(d.message.contains("does not read host_delays"), "{}", d.message);
+    let d = err("test = \"rtt_fair_var_up\"\nduration = \"4s\"\ntest_delay = \"1s\"\n[test_parameters]\nhost_delays = [\"0ms\", \"10ms\"]\n");
+    assert_eq!(d.key, "test_parameters.host_delays");
+    assert!(d.message.contains("device.driver = \"veth\" has none"), "{}", d.message);
+    ok("test = \"rtt_fair_var_up\"\nduration = \"4s\"\ntest_delay = \"1s\"\n[test_parameters]\nhost_delays = [\"0ms\", \"0ms\"]\n", &[]);
+    let d = err(&format!("test = \"rtt_fair\"\n{NIC}[test_parameters]\nupload_streams = 2\n"));
+    assert!(d.message.contains("it reads only host_delays"), "{}", d.message);
+}

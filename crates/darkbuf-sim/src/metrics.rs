@@ -140,6 +140,24 @@ pub struct ProbeSample {
     pub wait_return: u64,
 }
 
+/// One pinger's probes in the measured window (each `kind = "ping"` entry has its own,
+/// as each ping(8) process counts its own).
+#[derive(Default)]
+pub struct PingStats {
+    /// The answered probes.
+    pub probes: Vec<ProbeSample>,
+    /// Send times of the probes sent in the measured window.
+    pub sent_at: Vec<u64>,
+    /// Probes dropped anywhere on the way (`kfree_skb()`).
+    pub lost: u64,
+    /// Send times of the dropped probes (for the RTT time series).
+    pub lost_at: Vec<u64>,
+    /// Probes that the local qdisc dropped at enqueue (their sendto() failed with
+    /// ENOBUFS).
+    pub unsendable: u64,
+    pub hist_rtt_us: Hist,
+}
+
 /// The time series sampled every `sample_interval`: name and unit.
 pub const SERIES: [(&str, &str); 4] = [
     ("bql.limit", "units"),
@@ -153,16 +171,6 @@ pub struct Metrics {
     pub consumer_pkts: u64,
     /// Sum of the flood packets' one-way delays (send to delivery), ns.
     pub sink_owd_ns: u128,
-    pub probes: Vec<ProbeSample>,
-    pub probes_sent: u64,
-    /// Send times of the probes sent in the measured window.
-    pub probe_sent_at: Vec<u64>,
-    pub probes_lost: u64,
-    /// Probes sent in the measured window that the local qdisc dropped at enqueue
-    /// (their sendto() failed with ENOBUFS).
-    pub unsendable: u64,
-    /// Send times of the lost probes (for the RTT time series).
-    pub lost_at: Vec<u64>,
     /// The sampled time series (`sample_interval`): sample times and values.
     pub series_t: Vec<u64>,
     pub series: [Vec<u64>; SERIES.len()],
@@ -174,7 +182,6 @@ pub struct Metrics {
     pub bql_completions: u64,
     pub hist_inflight: Hist,
     pub hist_napi_work: Hist,
-    pub hist_rtt_us: Hist,
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
     /// Packets held by the measured device's qdiscs (algorithm, requeue slot and

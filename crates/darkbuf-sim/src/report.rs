@@ -183,22 +183,14 @@ impl World {
         for (n, p) in self.irtt_socks().enumerate() {
             out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&p.recs, start, self.cfg.end));
         }
-        if self.ping_sock().is_some() {
-            let mut pts: Vec<(u64, Option<f64>)> = mt
-                .probes
-                .iter()
-                .map(|p| (p.t_send, Some(p.rtt as f64 / 1e6)))
-                .chain(mt.lost_at.iter().filter(|&&t| t >= start).map(|&t| (t, None)))
-                .collect();
-            pts.sort_by_key(|p| p.0);
-            out.insert(
-                "ping.rtt_ms".to_string(),
-                TimeSeries {
-                    unit: "ms".into(),
-                    t_ms: pts.iter().map(|p| ms(p.0)).collect(),
-                    values: pts.iter().map(|p| p.1).collect(),
-                },
-            );
+        let pingers: Vec<&crate::sock::PingSock> = self.ping_socks().collect();
+        if let Some(first) = pingers.first() {
+            out.insert("ping.rtt_ms".to_string(), ping_rtt_series(&first.stats, start));
+        }
+        if pingers.len() > 1 {
+            for (n, p) in pingers.iter().enumerate() {
+                out.insert(format!("ping.{n}.rtt_ms"), ping_rtt_series(&p.stats, start));
+            }
         }
         out
     }
@@ -282,8 +274,8 @@ impl World {
         if self.has_measured_napi() {
             histograms.insert("napi_work".to_string(), mt.hist_napi_work.to_log2());
         }
-        if !mt.probes.is_empty() {
-            histograms.insert("ping_rtt_us".to_string(), mt.hist_rtt_us.to_log2());
+        if let Some(p) = self.ping_socks().next().filter(|p| !p.stats.probes.is_empty()) {
+            histograms.insert("ping_rtt_us".to_string(), p.stats.hist_rtt_us.to_log2());
         }
         let timeseries = self.timeseries();
         let printouts = self.printouts();
@@ -291,62 +283,77 @@ impl World {
         (rec, out.why)
     }
 
-    /// The probes' round trips, where their time went, and their loss.
+    /// The probes' round trips, where their time went, and their loss: `ping.*` are the
+    /// first pinger's, and with more than one pinger each has its own `ping.N.*`.
     fn probe_metrics(&self, out: &mut Out) {
-        let mt = &self.metrics;
-        let ping_keys = [
-            "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms",
-            "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms", "ping.loss_pct",
-        ];
-        // Where the way has a wire (a NIC, a link): its serialization and the way back.
-        let wire_keys: &[&str] = if self.links.is_empty() { &[] } else { &["ping.wait_wire_ms", "ping.wait_return_ms"] };
-        if self.ping_sock().is_none() {
-            for &k in ping_keys.iter().chain(wire_keys) {
-                out.none(k, "the scenario has no ping traffic");
+        let pingers: Vec<&crate::sock::PingSock> = self.ping_socks().collect();
+        let Some(first) = pingers.first() else {
+            for k in PING_KEYS.iter().chain(self.wire_keys()) {
+                out.none(&format!("ping.{k}"), "the scenario has no ping traffic");
             }
             return;
+        };
+        self.ping_set(out, "ping.", &first.stats);
+        if pingers.len() > 1 {
+            for (n, p) in pingers.iter().enumerate() {
+                self.ping_set(out, &format!("ping.{n}."), &p.stats);
+            }
         }
-        if mt.probes.is_empty() {
-            for &k in ping_keys[..8].iter().chain(wire_keys) {
-                out.none(k, "no probe was answered in the measured window");
+    }
+
+    /// Where the way has a wire (a NIC, a link): its serialization and the way back.
+    fn wire_keys(&self) -> &'static [&'static str] {
+        if self.links.is_empty() {
+            &[]
+        } else {
+            &["wait_wire_ms", "wait_return_ms"]
+        }
+    }
+
+    /// One pinger's metrics, each key `prefix` + name.
+    fn ping_set(&self, out: &mut Out, prefix: &str, st: &crate::metrics::PingStats) {
+        let k = |name: &str| format!("{prefix}{name}");
+        if st.probes.is_empty() {
+            for name in PING_KEYS[..8].iter().chain(self.wire_keys()) {
+                out.none(&k(name), "no probe was answered in the measured window");
             }
         } else {
-            let n = mt.probes.len() as f64;
-            let mut rtts: Vec<u64> = mt.probes.iter().map(|p| p.rtt).collect();
+            let n = st.probes.len() as f64;
+            let mut rtts: Vec<u64> = st.probes.iter().map(|p| p.rtt).collect();
             rtts.sort_unstable();
             let ms = |ns: f64| ns / 1e6;
-            let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| mt.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n;
-            out.set("ping.rtt_avg_ms", ms(avg(&|p| p.rtt)));
-            out.set("ping.rtt_min_ms", ms(rtts[0] as f64));
-            out.set("ping.rtt_p50_ms", ms(percentile(&rtts, 50.0)));
-            out.set("ping.rtt_p99_ms", ms(percentile(&rtts, 99.0)));
-            out.set("ping.rtt_max_ms", ms(*rtts.last().unwrap() as f64));
-            out.set("ping.wait_qdisc_ms", ms(avg(&|p| p.wait_qdisc)));
-            out.set("ping.wait_ring_ms", ms(avg(&|p| p.wait_ring)));
-            out.set("ping.wait_consumer_ms", ms(avg(&|p| p.wait_consumer)));
+            let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| st.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n;
+            out.set(&k("rtt_avg_ms"), ms(avg(&|p| p.rtt)));
+            out.set(&k("rtt_min_ms"), ms(rtts[0] as f64));
+            out.set(&k("rtt_p50_ms"), ms(percentile(&rtts, 50.0)));
+            out.set(&k("rtt_p99_ms"), ms(percentile(&rtts, 99.0)));
+            out.set(&k("rtt_max_ms"), ms(*rtts.last().unwrap() as f64));
+            out.set(&k("wait_qdisc_ms"), ms(avg(&|p| p.wait_qdisc)));
+            out.set(&k("wait_ring_ms"), ms(avg(&|p| p.wait_ring)));
+            out.set(&k("wait_consumer_ms"), ms(avg(&|p| p.wait_consumer)));
             // veth, tun: the way back is the profile's constant, and there is no wire.
             if !self.links.is_empty() {
-                out.set("ping.wait_wire_ms", ms(avg(&|p| p.wait_wire)));
-                out.set("ping.wait_return_ms", ms(avg(&|p| p.wait_return)));
+                out.set(&k("wait_wire_ms"), ms(avg(&|p| p.wait_wire)));
+                out.set(&k("wait_return_ms"), ms(avg(&|p| p.wait_return)));
             }
         }
         // A probe still unanswered PROBE_TIMEOUT after it was sent is lost (as the
         // kernel backend's prober gives up on it); younger ones in flight at the end
         // are neither answered nor lost.
         let cutoff = self.cfg.end.saturating_sub(PROBE_TIMEOUT_NS);
-        let sent = mt.probe_sent_at.iter().filter(|&&t| t <= cutoff).count() as u64;
-        let answered = mt.probes.iter().filter(|p| p.t_send <= cutoff).count() as u64;
-        let dropped = mt.lost_at.iter().filter(|&&t| t >= self.cfg.start && t <= cutoff).count() as u64;
-        let lost = mt.probes_lost + sent.saturating_sub(answered + dropped);
-        let fated = mt.probes.len() as u64 + lost;
+        let sent = st.sent_at.iter().filter(|&&t| t <= cutoff).count() as u64;
+        let answered = st.probes.iter().filter(|p| p.t_send <= cutoff).count() as u64;
+        let dropped = st.lost_at.iter().filter(|&&t| t >= self.cfg.start && t <= cutoff).count() as u64;
+        let lost = st.lost + sent.saturating_sub(answered + dropped);
+        let fated = st.probes.len() as u64 + lost;
         if fated == 0 {
-            out.none("ping.loss_pct", "no probe was answered, dropped or timed out in the measured window");
+            out.none(&k("loss_pct"), "no probe was answered, dropped or timed out in the measured window");
         } else {
-            out.set("ping.loss_pct", 100.0 * lost as f64 / fated as f64);
+            out.set(&k("loss_pct"), 100.0 * lost as f64 / fated as f64);
         }
-        out.set("ping.probes", fated as f64);
+        out.set(&k("probes"), fated as f64);
         // A probe dropped at enqueue has its fate at once, as the drops counted above.
-        out.set("ping.unsendable", mt.unsendable as f64);
+        out.set(&k("unsendable"), st.unsendable as f64);
     }
 
     /// What the receiving side processed, and what the floods' sinks got.
@@ -643,6 +650,25 @@ fn irtt_set(out: &mut Out, prefix: &str, s: &crate::sock::irtt::IrttSummary, ful
             None => out.none(&k(name), why),
         }
     }
+}
+
+/// One pinger's metrics after `ping.` or `ping.N.`: the first eight need an answered
+/// probe.
+const PING_KEYS: [&str; 9] =
+    ["rtt_avg_ms", "rtt_min_ms", "rtt_p50_ms", "rtt_p99_ms", "rtt_max_ms", "wait_qdisc_ms", "wait_ring_ms", "wait_consumer_ms", "loss_pct"];
+
+/// A pinger's `ping.rtt_ms` (or `ping.N.rtt_ms`): a point per probe answered or dropped
+/// in the measured window, at its send time (`null` = lost).
+fn ping_rtt_series(st: &crate::metrics::PingStats, start: u64) -> TimeSeries {
+    let ms = |t: u64| (t.saturating_sub(start)) as f64 / 1e6;
+    let mut pts: Vec<(u64, Option<f64>)> = st
+        .probes
+        .iter()
+        .map(|p| (p.t_send, Some(p.rtt as f64 / 1e6)))
+        .chain(st.lost_at.iter().filter(|&&t| t >= start).map(|&t| (t, None)))
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    TimeSeries { unit: "ms".into(), t_ms: pts.iter().map(|p| ms(p.0)).collect(), values: pts.iter().map(|p| p.1).collect() }
 }
 
 /// How long an unanswered probe is waited for before it counts as lost: the kernel

@@ -283,10 +283,10 @@ impl Builder<'_> {
         }
     }
 
-    /// Sockets, each with its process: every flood, and the first pinger. Returns the
-    /// pinger's socket and interval.
-    fn sockets(&mut self) -> Option<(u16, u64)> {
-        let mut pinger = None;
+    /// Sockets, each with its process: every flood and pinger. Returns each pinger's
+    /// socket and interval.
+    fn sockets(&mut self) -> Vec<(u16, u64)> {
+        let mut pingers = Vec::new();
         let near = self.near;
         for (i, t) in self.scn.traffic.iter().enumerate() {
             let s = self.socks.len() as u16;
@@ -295,21 +295,20 @@ impl Builder<'_> {
                     let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0 + u.cpu as CpuId);
                     self.socks.push(UdpSock::new_sock(i as u16, u, task, near.dev));
                 }
-                Traffic::Ping(p) if pinger.is_none() => {
+                Traffic::Ping(p) => {
                     let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, near.cpu0 + p.cpu as CpuId);
                     // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
                     self.tasks[task as usize].wake_preempt = true;
-                    self.socks.push(PingSock::new_sock(p, task, near.dev, self.reply));
-                    pinger = Some((s, p.interval_ns.max(1)));
+                    self.socks.push(PingSock::new_sock(p, pingers.len() as u16, task, near.dev, self.reply));
+                    pingers.push((s, p.interval_ns.max(1)));
                 }
-                Traffic::Ping(_) => {}
                 Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
                 Traffic::Irtt(p) => self.irtt(p),
             }
             let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
             self.sock_link.resize(self.socks.len(), class);
         }
-        pinger
+        pingers
     }
 
     /// An irtt client, sleeping until its first request at `start` (irtt sends the
@@ -455,7 +454,7 @@ impl World {
         if let Some(lan) = &scn.lan {
             b.lan(lan)?;
         }
-        let pinger = b.sockets();
+        let pingers = b.sockets();
         b.far_hosts();
         let starts = std::mem::take(&mut b.starts);
         let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
@@ -512,7 +511,7 @@ impl World {
             drop_bursts: true,
         };
         w.check_ids();
-        w.start(pinger);
+        w.start(&pingers);
         for (at, task) in starts {
             w.events.push(at, Event::TaskTimer(task));
         }
@@ -521,7 +520,7 @@ impl World {
 
     /// Time 0: runnable processes start in task order on their CPUs, and the first
     /// events are queued.
-    fn start(&mut self, pinger: Option<(u16, u64)>) {
+    fn start(&mut self, pingers: &[(u16, u64)]) {
         for ti in 0..self.tasks.len() {
             let t = self.tasks[ti];
             if t.state == TaskState::Runnable {
@@ -542,9 +541,9 @@ impl World {
         if tcp && crate::sock::tcp::IPERF_INTERVAL_NS <= self.cfg.end {
             self.events.push(crate::sock::tcp::IPERF_INTERVAL_NS, Event::Interval);
         }
-        // The pinger's first probe comes at a random phase within its interval, so runs
-        // with different seeds sample differently.
-        if let Some((s, interval)) = pinger {
+        // A pinger's first probe comes at a random phase within its interval, so runs
+        // with different seeds sample differently (and pingers are not in step).
+        for &(s, interval) in pingers {
             let phase = self.rng.gen_range(0..interval);
             let task = self.socks[s as usize].task;
             self.events.push(phase, Event::TaskTimer(task));

@@ -32,6 +32,15 @@ fn absent_up_front(metric: &str, points: &[&Scenario], backend: Backend) -> Opti
             "the scenario has no ping traffic".into(),
             "add a [[traffic]] of kind = \"ping\", or plot another metric".into(),
         )),
+        // ping.N.* exist with two pingers or more; ping.* are the first one's.
+        "ping" if index(parts.next()).is_some() => {
+            let pings = |s: &Scenario| s.traffic.iter().filter(|t| matches!(t, Traffic::Ping(_))).count() as u64;
+            let rest = rest.split_once('.').map_or("rtt_avg_ms", |r| r.1);
+            if points.iter().all(|s| pings(s) < 2) {
+                return Some(("ping.N.* are per pinger with more than one ping entry, and the scenario has one".into(), format!("plot ping.{rest}")));
+            }
+            bound(&pings, index(metric.split('.').nth(1)), "pingers", "ping", &format!("ping.N.{rest}"))
+        }
         "tcp" if points.iter().all(|s| flows(s) == 0) => {
             Some(("the scenario has no TCP traffic".into(), "add a [[traffic]] of kind = \"tcp\", or plot another metric".into()))
         }

@@ -183,6 +183,44 @@ fn compare_out_writes_a_flent_file_per_backend() {
     assert!(dir.join("results.json").exists() && dir.join("results.csv").exists());
 }
 
+/// flent's `rtt_fair_var_up` to three hosts 0, 10 and 30 ms further away: each host's
+/// upload and ping data set, its ping's RTT the host's distance, Jain's index, and the
+/// hosts in the file's metadata.
+#[test]
+fn an_rtt_fair_run_writes_each_hosts_data_sets_and_the_fairness_index() {
+    let dir = common::tmp("cli", "rtt_fair");
+    let o = darkbuf(&[
+        "run",
+        &repo("scenarios/rtt-fair-100mbit.toml"),
+        "--set",
+        "test_parameters.host_delays=0ms,10ms,30ms",
+        "--set",
+        "duration=3s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = gunzip_json(&dir.join("results.flent.gz"));
+    let md = &v["metadata"];
+    assert_eq!((&md["NAME"], &md["HOSTS"]), (&"rtt_fair_var_up".into(), &serde_json::json!(["host1", "host2", "host3"])));
+    assert_eq!(md["TEST_PARAMETERS"], serde_json::json!({"host_delays": "0ms,10ms,30ms"}));
+    let mean = |s: &str| md["SERIES_META"][s]["MEAN_VALUE"].as_f64().unwrap_or_else(|| panic!("no {s}"));
+    // Each host's ping is 2 x its delay further than host1's (5 ms each way shared).
+    let near = mean("Ping (ms) ICMP host1");
+    for (host, delay) in [("host2", 10.0), ("host3", 30.0)] {
+        let rtt = mean(&format!("Ping (ms) ICMP {host}"));
+        assert!((rtt - near - 2.0 * delay).abs() < 2.0, "{host}: {rtt} ms against {near} + 2 x {delay}");
+    }
+    // fq_codel shares the link out evenly: Jain's index near 1, in flent's unit.
+    assert!(mean("TCP upload fairness") > 0.95, "{}", mean("TCP upload fairness"));
+    assert_eq!(md["SERIES_META"]["TCP upload fairness"]["UNITS"], "Idx");
+    assert!(v["results"].get("TCP upload BE host3").is_some() && v["results"].get("TCP download BE host1").is_none());
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    assert!(r["summary"]["ping.2.rtt_avg_ms"]["mean"].as_f64().unwrap() > 70.0);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("fairness index (flent"), "the report draws the index");
+}
+
 /// flent's `tcp_ndown` with `--test-parameter download_streams=3`: three download data
 /// sets, flent's sum of them, and the parameter in the file's metadata.
 #[test]

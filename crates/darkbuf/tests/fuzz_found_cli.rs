@@ -190,6 +190,16 @@ fn plot_of_a_kind_the_scenario_lacks_is_refused_before_the_sweep_runs() {
     std::fs::write(&p, "name = \"noping\"\n[[traffic]]\nkind = \"udp\"\n").unwrap();
     let e = bad_input(&darkbuf(&["sweep", p.to_str().unwrap(), "--set", "consumer.nrules=0,1", "--plot", "ping.rtt_avg_ms", "--out", d]));
     assert!(e.contains("--plot ping.rtt_avg_ms: not in these results: the scenario has no ping traffic"), "{e}");
+    // ping.N.* are per pinger, with two or more.
+    let p = dir.join("pings.toml");
+    std::fs::write(&p, "name = \"pings\"\n[[traffic]]\nkind = \"ping\"\n").unwrap();
+    let e = bad_input(&darkbuf(&["sweep", p.to_str().unwrap(), "--set", "consumer.nrules=0,1", "--plot", "ping.0.rtt_avg_ms", "--out", d]));
+    assert!(e.contains("--plot ping.0.rtt_avg_ms: not in these results: ping.N.* are per pinger with more than one ping entry"), "{e}");
+    assert!(e.contains("plot ping.rtt_avg_ms"), "{e}");
+    std::fs::write(&p, "name = \"pings\"\n[[traffic]]\nkind = \"ping\"\n[[traffic]]\nkind = \"ping\"\n").unwrap();
+    let e = bad_input(&darkbuf(&["sweep", p.to_str().unwrap(), "--set", "consumer.nrules=0,1", "--plot", "ping.2.loss_pct", "--out", d]));
+    assert!(e.contains("--plot ping.2.loss_pct: not in these results: the scenario has 2 pingers (ping.0 .. ping.1)"), "{e}");
+    assert!(e.contains("e.g. ping.1.loss_pct"), "{e}");
     assert!(!out.exists());
 }
 

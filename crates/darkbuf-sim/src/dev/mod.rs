@@ -433,8 +433,7 @@ impl World {
         };
         self.dropped += 1;
         if t_send >= self.cfg.start && proto == crate::arena::Proto::Icmp {
-            self.metrics.probes_lost += 1;
-            self.metrics.lost_at.push(t_send);
+            self.ping_dropped(sock, t_send);
         }
         if let crate::sock::SockKind::Irtt(_) = self.socks[sock as usize].kind {
             let info = *self.pkts.get(id);

@@ -139,7 +139,7 @@ impl World {
         match &mut self.socks[s as usize].kind {
             SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             // ping.unsendable counts the measured window's.
-            SockKind::Ping(_) => self.metrics.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
+            SockKind::Ping(p) => p.stats.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
             SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }
@@ -281,14 +281,6 @@ impl World {
         self.delivered += 1;
         self.pkts.free(id);
         extra
-    }
-
-    /// The pinger's socket, if the scenario has one.
-    pub fn ping_sock(&self) -> Option<&PingSock> {
-        self.socks.iter().find_map(|s| match &s.kind {
-            SockKind::Ping(p) => Some(p),
-            _ => None,
-        })
     }
 
     /// The UDP floods' sockets, in `[[traffic]]` order.

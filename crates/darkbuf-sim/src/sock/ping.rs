@@ -11,14 +11,15 @@
 use crate::arena::{Destructor, Dir, PktInfo, Proto};
 use crate::cpu::{CpuId, DevId, SockId, TaskId};
 use crate::event::Event;
-use crate::metrics::ProbeSample;
+use crate::metrics::{PingStats, ProbeSample};
 use crate::sock::{Outgoing, Sock, SockKind};
 use crate::world::World;
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use darkbuf_scenario::{icmp_frame_len, Ping};
 
-/// The flow id of the pinger's packets (floods use traffic index << 16 | flow).
+/// The flow id of pinger i's packets (`PING_FLOW | i`; floods use traffic index << 16
+/// | flow): each ping(8) is a socket of its own, and a flow of its own to fq's hash.
 const PING_FLOW: u32 = 0xffff_0000;
 
 /// How an echo reply gets back.
@@ -44,6 +45,8 @@ pub struct EchoTimes {
 pub struct PingSock {
     pub interval_ns: u64,
     pub frame_len: u32,
+    /// `PING_FLOW | index`.
+    pub flow: u32,
     /// Probes whose timer fired and that are not sent yet.
     pub due: u32,
     pub next_timer: u64,
@@ -52,18 +55,23 @@ pub struct PingSock {
     pub seq: u32,
     /// Per sequence number, the request's times once echoed (modelled replies).
     pub echoes: Vec<EchoTimes>,
+    /// What this pinger measured.
+    pub stats: PingStats,
 }
 
 impl PingSock {
-    pub fn new_sock(p: &Ping, task: TaskId, dev: DevId, reply: ReplyPath) -> Sock {
+    /// Pinger `index` (among the scenario's ping entries).
+    pub fn new_sock(p: &Ping, index: u16, task: TaskId, dev: DevId, reply: ReplyPath) -> Sock {
         let ping = PingSock {
             interval_ns: p.interval_ns.max(1),
             frame_len: icmp_frame_len(p.size),
+            flow: PING_FLOW | index as u32,
             due: 0,
             next_timer: 0,
             reply,
             seq: 0,
             echoes: Vec::new(),
+            stats: PingStats::default(),
         };
         Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
     }
@@ -79,6 +87,7 @@ impl World {
 
     /// One echo request, if one is due.
     pub(super) fn ping_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
+        let (now, measured) = (self.now, self.now >= self.cfg.start);
         let p = self.ping(s);
         if p.due == 0 {
             return None;
@@ -86,11 +95,10 @@ impl World {
         p.due -= 1;
         let seq = p.seq;
         p.seq += 1;
-        let len = p.frame_len;
-        let skb = Skb { flow: PING_FLOW, sk: PING_FLOW, len, truesize: truesize_for_len(len), ..Skb::default() };
-        if self.now >= self.cfg.start {
-            self.metrics.probes_sent += 1;
-            self.metrics.probe_sent_at.push(self.now);
+        let (len, flow) = (p.frame_len, p.flow);
+        let skb = Skb { flow, sk: flow, len, truesize: truesize_for_len(len), ..Skb::default() };
+        if measured {
+            p.stats.sent_at.push(now);
         }
         let cost_ns = self.profile.costs.ping_send_ns;
         Some(Outgoing { skb, proto: Proto::Icmp, destructor: Destructor::None, cost_ns, seq })
@@ -138,8 +146,7 @@ impl World {
             wait_wire: 0,
             wait_return: 0,
         };
-        self.metrics.hist_rtt_us.record(s.rtt / 1000);
-        self.metrics.probes.push(s);
+        self.ping(info.sock).stats.record(s);
     }
 
     /// `icmp_reply()` on the far host: record where the request's time went, then send
@@ -159,8 +166,8 @@ impl World {
             p.echoes.resize(seq + 1, EchoTimes::default());
         }
         p.echoes[seq] = times;
-        let len = p.frame_len;
-        let mut skb = Skb { flow: PING_FLOW, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
+        let (len, flow) = (p.frame_len, p.flow);
+        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(req.sock, &mut skb, Proto::Icmp, Destructor::None, Dir::Back, req.seq);
         // The reply carries the probe's send time: its RTT, and its loss if dropped.
@@ -185,7 +192,28 @@ impl World {
             wait_wire: e.wire,
             wait_return: t - e.t_echo,
         };
-        self.metrics.hist_rtt_us.record(s.rtt / 1000);
-        self.metrics.probes.push(s);
+        self.ping(info.sock).stats.record(s);
+    }
+
+    /// A probe of pinger `sock` sent at `t_send` was dropped (`kfree_skb()`).
+    pub(crate) fn ping_dropped(&mut self, sock: SockId, t_send: u64) {
+        let st = &mut self.ping(sock).stats;
+        st.lost += 1;
+        st.lost_at.push(t_send);
+    }
+
+    /// Each pinger's socket, in `[[traffic]]` order.
+    pub fn ping_socks(&self) -> impl Iterator<Item = &PingSock> {
+        self.socks.iter().filter_map(|s| match &s.kind {
+            SockKind::Ping(p) => Some(p),
+            _ => None,
+        })
+    }
+}
+
+impl PingStats {
+    fn record(&mut self, s: ProbeSample) {
+        self.hist_rtt_us.record(s.rtt / 1000);
+        self.probes.push(s);
     }
 }
