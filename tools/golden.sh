@@ -69,6 +69,10 @@ cases() {
   local pf; pf=$(mktemp --suffix=.toml)
   { sed '/^\[\[traffic\]\]/,$d' "$v"; printf '[[traffic]]\nkind = "ping"\ninterval = "20ms"\n[[traffic]]\nkind = "udp"\nrate = "30kpps"\n[[traffic]]\nkind = "udp"\nsize = 200\n'; } > "$pf"
   echo "veth-ping-first|run $pf ${short[*]}"
+  # Three pingers (ping.N.*) on different CPUs, one of them a larger probe, with a flood.
+  local pp; pp=$(mktemp --suffix=.toml)
+  { cat "$v"; printf '[[traffic]]\nkind = "ping"\ninterval = "7ms"\ncpu = 1\n[[traffic]]\nkind = "ping"\ninterval = "13ms"\nsize = 500\n'; } > "$pp"
+  echo "veth-three-pings|run $pp ${short[*]}"
   echo "tap-noqueue|run $t ${short[*]} --set qdisc.kind=noqueue"
 }
 

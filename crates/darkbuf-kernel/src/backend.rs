@@ -758,6 +758,15 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         if n == 0 && scn.device.driver == Driver::Veth && opts.probe_trace {
             let ip_len = 20 + 8 + (spec.payload as u32).max(16);
             probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
+            // The trace tells pinger 0's requests by their length: another pinger's of
+            // the same length are strays among them.
+            let same: Vec<String> = (1..pings.len()).filter(|&k| pings[k].size.max(16) == p.size.max(16)).map(|k| format!("ping.{k}")).collect();
+            if !same.is_empty() {
+                notes.push(format!(
+                    "--probe-trace follows ping.0's requests by their length, and {} send the same length: give ping.0 a size of its own",
+                    same.join(", ")
+                ));
+            }
         }
         guard.tools.probers.push(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }

@@ -37,8 +37,8 @@ fn each_pinger_has_its_own_figures() {
     assert_eq!(r.timeseries["ping.rtt_ms"], r.timeseries["ping.0.rtt_ms"]);
 }
 
-/// With one pinger there are no `ping.N.*`, and a second one leaves the first's
-/// packets where they were (it only adds its own).
+/// With one pinger there are no `ping.N.*`; two pingers on the same path measure the
+/// same round trips.
 #[test]
 fn one_pinger_has_only_ping_star() {
     let one = run_text(&nic(PING), &[]);
