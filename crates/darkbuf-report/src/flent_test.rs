@@ -75,7 +75,9 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
         "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => avg_sum(None, Some("TCP download::")),
         // rtt_fair.conf and rtt_fair4be.conf: each direction's avg and sum, Ping (ms) avg;
         // rtt_fair_up.conf and rtt_fair_var*.conf also Jain's fairness index per direction.
-        "rtt_fair" | "rtt_fair4be" => rtt_fair(true, true, false),
+        // cubic_bbr.conf and cubic_reno.conf define the same: avg and sum each way,
+        // Ping (ms) avg.
+        "rtt_fair" | "rtt_fair4be" | "cubic_bbr" | "cubic_reno" => rtt_fair(true, true, false),
         "rtt_fair_up" | "rtt_fair_var_up" => rtt_fair(true, false, true),
         "rtt_fair_var_down" => rtt_fair(false, true, true),
         "rtt_fair_var" => rtt_fair(true, true, true),
@@ -375,8 +377,12 @@ mod tests {
         let got: Vec<(String, &str, usize)> = aggregates("rtt_fair_var_up", &names).into_iter().map(|(n, r, s)| (n, r, s.len())).collect();
         let want = [("TCP upload avg", "average", 2), ("TCP upload sum", "sum", 2), ("TCP upload fairness", "fairness", 2), ("Ping (ms) avg", "average", 2)];
         assert_eq!(got, want.map(|(n, r, k)| (n.to_string(), r, k)));
-        // rtt_fair.conf has no fairness data sets.
+        // rtt_fair.conf has no fairness data sets, and cubic_bbr.conf defines the same as it.
         assert!(aggregates("rtt_fair", &names).iter().all(|(n, _, _)| !n.ends_with("fairness")));
+        let cb: Vec<String> = ["TCP upload Cubic BE", "TCP upload BBR BE", "TCP download Cubic BE", "Ping (ms) UDP CS6", "Ping (ms) ICMP"].map(String::from).into();
+        let got: Vec<(String, usize)> = aggregates("cubic_bbr", &cb).into_iter().map(|(n, _, s)| (n, s.len())).collect();
+        let want = [("TCP upload avg", 2), ("TCP upload sum", 2), ("TCP download avg", 1), ("TCP download sum", 1), ("Ping (ms) avg", 2)];
+        assert_eq!(got, want.map(|(n, k)| (n.to_string(), k)));
         // Jain's index: 1 when equal, 1/n when one flow has it all, (3+1)^2/(2*(9+1)) = 0.8,
         // none over zeros or nothing.
         let (a, b) = (vec![Some(3.0), Some(5.0), Some(3.0), Some(0.0), None], vec![Some(3.0), Some(0.0), Some(1.0), Some(0.0), None]);

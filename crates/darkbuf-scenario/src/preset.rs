@@ -69,6 +69,8 @@ pub const TESTS: &[&str] = &[
     "rtt_fair_var",
     "rtt_fair_var_up",
     "rtt_fair_var_down",
+    "cubic_bbr",
+    "cubic_reno",
 ];
 
 /// flent's test parameters the presets read (`[test_parameters]`), and darkbuf's
@@ -314,6 +316,16 @@ pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Stre
             let mut v = both(&classes);
             v.extend(classes.iter().rev().map(|(n, d)| udp_rtt(&format!("Ping (ms) UDP {n}"), *d)));
             v.push(icmp());
+            v
+        }
+        // cubic_bbr.conf and cubic_reno.conf: CUBIC against the other algorithm, each BE
+        // and CS1, each way; a UDP ping in BE, CS1 and CS6, and ICMP.
+        "cubic_bbr" | "cubic_reno" => {
+            let (cc, label) = if name == "cubic_bbr" { ("bbr", "BBR") } else { ("reno", "Reno") };
+            let flows = [("Cubic BE".to_string(), "cubic", CS0), (format!("{label} BE"), cc, CS0), ("Cubic CS1".to_string(), "cubic", CS1), (format!("{label} CS1"), cc, CS1)];
+            let mut v: Vec<PresetEntry> = flows.iter().map(|(n, cc, d)| tcp(format!("TCP upload {n}"), "up", cc, *d, start, stop)).collect();
+            v.extend(flows.iter().map(|(n, cc, d)| tcp(format!("TCP download {n}"), "down", cc, *d, start, stop)));
+            v.extend([udp_rtt("Ping (ms) UDP BE", CS0), udp_rtt("Ping (ms) UDP CS1", CS1), udp_rtt("Ping (ms) UDP CS6", cs(6)), icmp()]);
             v
         }
         "rtt_fair" | "rtt_fair4be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => {
@@ -872,6 +884,35 @@ mod tests {
                 "rtt_fair_var_up"
             ]
         );
+    }
+
+    #[test]
+    fn cubic_against_bbr_and_reno_each_marked_be_and_cs1() {
+        let v = entries("cubic_bbr", 10_000, 1_000, &[]).unwrap();
+        assert_eq!(
+            names(&v),
+            [
+                "TCP upload Cubic BE",
+                "TCP upload BBR BE",
+                "TCP upload Cubic CS1",
+                "TCP upload BBR CS1",
+                "TCP download Cubic BE",
+                "TCP download BBR BE",
+                "TCP download Cubic CS1",
+                "TCP download BBR CS1",
+                "Ping (ms) UDP BE",
+                "Ping (ms) UDP CS1",
+                "Ping (ms) UDP CS6",
+                "Ping (ms) ICMP"
+            ]
+        );
+        let cc_dscp: Vec<(&Val, &Val)> = v[4..8].iter().map(|p| (key(p, "cc"), key(p, "dscp"))).collect();
+        let s = |x: &str| Val::Str(x.into());
+        assert_eq!(cc_dscp, [(&s("cubic"), &Val::Int(0)), (&s("bbr"), &Val::Int(0)), (&s("cubic"), &Val::Int(8)), (&s("bbr"), &Val::Int(8))]);
+        assert_eq!(key(&v[10], "dscp"), &Val::Int(48));
+        assert_eq!((key(&v[0], "start"), key(&v[0], "stop")), (&dur(1_000), &dur(9_000)));
+        let r = entries("cubic_reno", 10_000, 1_000, &[]).unwrap();
+        assert_eq!((r[3].name.as_str(), key(&r[3], "cc")), ("TCP upload Reno CS1", &s("reno")));
     }
 
     #[test]
