@@ -31,6 +31,18 @@ pub fn probes_lost(run: &RunRecord) -> usize {
         .map_or(0, |ts| ts.values.iter().filter(|v| v.is_none()).count())
 }
 
+/// With more than one pinger, each one's round-trip series (`ping.N.rtt_ms`), by N;
+/// empty with one pinger (whose series is `ping.rtt_ms`) or none.
+pub fn pinger_series(run: &RunRecord) -> Vec<(usize, &TimeSeries)> {
+    let mut v: Vec<(usize, &TimeSeries)> = run
+        .timeseries
+        .iter()
+        .filter_map(|(k, ts)| Some((k.strip_prefix("ping.")?.strip_suffix(".rtt_ms")?.parse().ok()?, ts)))
+        .collect();
+    v.sort_by_key(|(n, _)| *n);
+    v
+}
+
 /// The finite values of a time series, in order (`null`, NaN and ±inf are skipped).
 pub fn finite_values(ts: &TimeSeries) -> Vec<f64> {
     ts.values
@@ -131,6 +143,17 @@ mod tests {
             ]
         );
         assert!(probe_rtts_ms(&RunRecord::default()).is_empty());
+    }
+
+    #[test]
+    fn each_pingers_series_by_its_number() {
+        let ts = |v: f64| TimeSeries { unit: "ms".into(), t_ms: vec![0.0], values: vec![Some(v)] };
+        let mut run = RunRecord::default();
+        for (k, v) in [("ping.rtt_ms", 1.0), ("ping.10.rtt_ms", 3.0), ("ping.2.rtt_ms", 2.0), ("ping.x.rtt_ms", 9.0), ("irtt.0.rtt_ms", 9.0)] {
+            run.timeseries.insert(k.into(), ts(v));
+        }
+        let got: Vec<(usize, Option<f64>)> = pinger_series(&run).into_iter().map(|(n, t)| (n, t.values[0])).collect();
+        assert_eq!(got, [(2, Some(2.0)), (10, Some(3.0))]);
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //!   plots nothing), so every answered probe is listed; lost probes are omitted, as
 //!   flent's ping runner omits them.
 //!
-//! The probes come from each run's `ping.rtt_ms` time series (one point per probe).
+//! The probes come from each run's `ping.rtt_ms` time series (one point per probe):
+//! with several pingers, the first's (a test preset such as `rtt_fair_var` writes
+//! each pinger's data set, `crate::flent_test`).
 //! ping.conf's plots draw the data sets its config defines: `Ping (ms) ICMP`, and
 //! through ping.inc one `Ping (ms) ICMP <host> (extra)` per entry of the test
 //! parameter `ping_hosts` (a comma-separated list in `metadata.TEST_PARAMETERS`). So:

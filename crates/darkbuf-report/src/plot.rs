@@ -8,7 +8,7 @@
 //! Non-finite values are skipped, never drawn. The legend sits in a strip right of
 //! the chart, so it never hides data.
 
-use crate::cdf::{ecdf, points, probe_rtts_ms, probes_lost, SAMPLED_SERIES};
+use crate::cdf::{ecdf, finite_values, pinger_series, points, probe_rtts_ms, probes_lost, SAMPLED_SERIES};
 use crate::format::{fmt_fixed, fmt_human, CellFormat};
 use crate::results::{Results, SweepResults, TimeSeries};
 use plotters::coord::types::RangedCoordf64;
@@ -734,14 +734,22 @@ pub fn run_plots(r: &Results) -> Result<Vec<Plot>, String> {
     };
     let mut out = Vec::new();
 
+    // One CDF per run, or with several pingers one per pinger of each run.
     let cdfs: Vec<CdfSeries> = r
         .runs
         .iter()
-        .map(|run| {
-            (
-                cdf_label(run_label(run.seed), probes_lost(run)),
-                probe_rtts_ms(run),
-            )
+        .flat_map(|run| {
+            let pingers = pinger_series(run);
+            if pingers.is_empty() {
+                return vec![(cdf_label(run_label(run.seed), probes_lost(run)), probe_rtts_ms(run))];
+            }
+            pingers
+                .into_iter()
+                .map(|(n, ts)| {
+                    let lost = ts.values.iter().filter(|v| v.is_none()).count();
+                    (cdf_label(format!("{} ping.{n}", run_label(run.seed)), lost), finite_values(ts))
+                })
+                .collect()
         })
         .collect();
     push(

@@ -55,8 +55,9 @@ pub struct PingSock {
     pub seq: u32,
     /// Per sequence number, the request's times once echoed (modelled replies).
     pub echoes: Vec<EchoTimes>,
-    /// What this pinger measured.
-    pub stats: PingStats,
+    /// What this pinger measured (boxed: its histogram would make every socket of the
+    /// table as large as a pinger's).
+    pub stats: Box<PingStats>,
 }
 
 impl PingSock {
@@ -71,7 +72,7 @@ impl PingSock {
             reply,
             seq: 0,
             echoes: Vec::new(),
-            stats: PingStats::default(),
+            stats: Box::default(),
         };
         Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
     }
