@@ -73,11 +73,12 @@ fn aggregates(test: &str, names: &[String]) -> Vec<(String, &'static str, Vec<St
         // tcp_nup.conf and tcp_ndown.conf, and the tcp_Nup / tcp_Ndown that set their N.
         "tcp_nup" | "tcp_2up" | "tcp_4up" | "tcp_6up" | "tcp_8up" | "tcp_12up" => avg_sum(Some("TCP upload::"), None),
         "tcp_ndown" | "tcp_2down" | "tcp_4down" | "tcp_6down" | "tcp_8down" | "tcp_12down" => avg_sum(None, Some("TCP download::")),
-        // rtt_fair.conf and rtt_fair4be.conf: each direction's avg and sum, Ping (ms) avg;
+        // rtt_fair.conf, rtt_fair4be.conf and rtt_fair6be.conf: each direction's avg and
+        // sum, Ping (ms) avg;
         // rtt_fair_up.conf and rtt_fair_var*.conf also Jain's fairness index per direction.
         // cubic_bbr.conf and cubic_reno.conf define the same: avg and sum each way,
         // Ping (ms) avg.
-        "rtt_fair" | "rtt_fair4be" | "cubic_bbr" | "cubic_reno" => rtt_fair(true, true, false),
+        "rtt_fair" | "rtt_fair4be" | "rtt_fair6be" | "cubic_bbr" | "cubic_reno" => rtt_fair(true, true, false),
         "rtt_fair_up" | "rtt_fair_var_up" => rtt_fair(true, false, true),
         "rtt_fair_var_down" => rtt_fair(false, true, true),
         "rtt_fair_var" => rtt_fair(true, true, true),
@@ -231,15 +232,12 @@ fn host_delays_ns(scenario: &Value) -> Vec<u64> {
 }
 
 /// flent's `HOSTS`: the rtt_fair tests' `host1` .. `hostN` (the names in their data
-/// sets), else the backend as the one far end.
-fn hosts(scenario: &Value, name: &str, backend: &str) -> Vec<String> {
-    let n = match (host_delays_ns(scenario).len(), name) {
-        // A fixed-host test given no delays still runs to its four hosts.
-        (0, "rtt_fair" | "rtt_fair4be" | "rtt_fair_up") => 4,
-        (0, _) => return vec![backend.to_string()],
-        (n, _) => n,
-    };
-    (1..=n).map(|i| format!("host{i}")).collect()
+/// sets; the scenario records a delay per host), else the backend as the one far end.
+fn hosts(scenario: &Value, backend: &str) -> Vec<String> {
+    match host_delays_ns(scenario).len() {
+        0 => vec![backend.to_string()],
+        n => (1..=n).map(|i| format!("host{i}")).collect(),
+    }
 }
 
 /// The flent data file of a test preset's run, or `None` when the scenario names no
@@ -264,7 +262,7 @@ pub fn flent_test_run(r: &Results, time_unix_s: f64) -> Option<Value> {
         results.insert(agg, json!(g));
     }
     let time = iso8601_utc(time_unix_s);
-    let hosts = hosts(&r.scenario, &name, &r.backend);
+    let hosts = hosts(&r.scenario, &r.backend);
     let title = r.scenario.get("name").and_then(Value::as_str).unwrap_or("darkbuf").to_string();
     let metadata = json!({
         "NAME": name,
@@ -393,9 +391,8 @@ mod tests {
     fn rtt_fair_hosts_and_their_delays_in_the_metadata() {
         let scenario = json!({"test": {"name": "rtt_fair_var", "delay_ns": 1, "host_delays_ns": [0, 10_000_000, 1_500]}});
         assert_eq!(test_parameters(&scenario), json!({"host_delays": "0ms,10ms,1500ns"}));
-        assert_eq!(hosts(&scenario, "rtt_fair_var", "sim"), ["host1", "host2", "host3"]);
-        assert_eq!(hosts(&json!({"test": {"name": "rtt_fair"}}), "rtt_fair", "sim"), ["host1", "host2", "host3", "host4"]);
-        assert_eq!(hosts(&json!({"test": {"name": "rrul"}}), "rrul", "kernel"), ["kernel"]);
+        assert_eq!(hosts(&scenario, "sim"), ["host1", "host2", "host3"]);
+        assert_eq!(hosts(&json!({"test": {"name": "rrul"}}), "kernel"), ["kernel"]);
     }
 
     #[test]

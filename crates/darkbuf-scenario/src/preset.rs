@@ -65,6 +65,7 @@ pub const TESTS: &[&str] = &[
     "tcp_4up_squarewave",
     "rtt_fair",
     "rtt_fair4be",
+    "rtt_fair6be",
     "rtt_fair_up",
     "rtt_fair_var",
     "rtt_fair_var_up",
@@ -86,6 +87,7 @@ const HOST_TESTS: &[(&str, Option<usize>)] = &[
     ("rtt_fair", Some(4)),
     ("rtt_fair4be", Some(4)),
     ("rtt_fair_up", Some(4)),
+    ("rtt_fair6be", Some(6)),
     ("rtt_fair_var", None),
     ("rtt_fair_var_up", None),
     ("rtt_fair_var_down", None),
@@ -328,7 +330,7 @@ pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Stre
             v.extend([udp_rtt("Ping (ms) UDP BE", CS0), udp_rtt("Ping (ms) UDP CS1", CS1), udp_rtt("Ping (ms) UDP CS6", cs(6)), icmp()]);
             v
         }
-        "rtt_fair" | "rtt_fair4be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => {
+        "rtt_fair" | "rtt_fair4be" | "rtt_fair6be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => {
             let n = match host_count(name).flatten() {
                 Some(n) => n,
                 None if hosts.is_empty() => return Err(PresetError::NoHosts),
@@ -363,9 +365,9 @@ pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Stre
                         v
                     })
                     .collect(),
-                // rtt_fair.conf, rtt_fair4be.conf, rtt_fair_up.conf: four hosts, flow k
-                // to host k (BE1, BE2, then BK1, BK2 marked CS1 in rtt_fair), each way
-                // but in rtt_fair_up, then ICMP1..4, one per host.
+                // rtt_fair.conf, rtt_fair4be.conf, rtt_fair_up.conf: four hosts (six in
+                // rtt_fair6be.conf), flow k to host k (BE1, BE2, then BK1, BK2 marked CS1
+                // in rtt_fair), each way but in rtt_fair_up, then ICMP1..n, one per host.
                 _ => {
                     let class = |i: usize| match (name, i) {
                         ("rtt_fair", 2 | 3) => (format!("BK{}", i - 1), CS1),
@@ -434,8 +436,8 @@ pub(crate) fn requested(top: &Sec<'_>) -> Result<Option<Requested>, Diagnostic> 
 /// `[test_parameters] host_delays`: the far hosts of an `rtt_fair` test, each as its
 /// extra one-way delay, an array of durations or flent's comma-separated string
 /// (`"0ms,10ms,20ms,45ms"`). A test that fixes its hosts (`rtt_fair`: four) takes that
-/// many or none (all at the shared path's distance); `rtt_fair_var*` need them, as
-/// flent needs its `-H` hosts.
+/// many, or none: then all are at the shared path's distance (its count of zeros);
+/// `rtt_fair_var*` need them, as flent needs its `-H` hosts.
 fn test_hosts(top: &Sec<'_>, name: &'static str) -> Result<Vec<u64>, Diagnostic> {
     let params = top.sub("test_parameters")?;
     let key = "host_delays";
@@ -449,7 +451,7 @@ fn test_hosts(top: &Sec<'_>, name: &'static str) -> Result<Vec<u64>, Diagnostic>
                 Some(format!("add [test_parameters] {example}, 1..={MAX_HOSTS} hosts")),
             ));
         }
-        return Ok(Vec::new());
+        return Ok(vec![0; host_count(name).flatten().unwrap_or(0)]);
     };
     let Some(fixed) = host_count(name) else {
         let hosts: Vec<&str> = HOST_TESTS.iter().map(|(t, _)| *t).collect();

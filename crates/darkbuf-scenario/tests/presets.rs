@@ -328,6 +328,11 @@ fn rtt_fair_runs_its_four_hosts_as_flent_marks_them() {
     let be = ok(&format!("test = \"rtt_fair4be\"\n{NIC}"), &[]);
     assert!(be.traffic.iter().all(|t| !matches!(t, Traffic::Tcp(f) if f.dscp != 0)));
     assert_eq!(be.traffic.len(), 12);
+    // A fixed-host test given no delays records its hosts at the shared distance.
+    assert_eq!(be.test.unwrap().host_delays_ns, [0; 4]);
+    let six = ok(&format!("test = \"rtt_fair6be\"\n{NIC}"), &[]);
+    let names: Vec<&str> = six.traffic.iter().map(Traffic::name).collect();
+    assert_eq!((names.len(), names[5], names[11], names[17]), (18, "TCP upload BE6 host6", "TCP download BE6 host6", "Ping (ms) ICMP6 host6"));
 }
 
 #[test]
