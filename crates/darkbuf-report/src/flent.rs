@@ -20,9 +20,9 @@
 //!   plots nothing), so every answered probe is listed; lost probes are omitted, as
 //!   flent's ping runner omits them.
 //!
-//! The probes come from each run's `ping.rtt_ms` time series (one point per probe):
-//! with several pingers, the first's (a test preset such as `rtt_fair_var` writes
-//! each pinger's data set, `crate::flent_test`).
+//! The probes come from each run's `ping.rtt_ms` time series (one point per probe);
+//! with several pingers, pinger k > 0 (`ping.k.rtt_ms`) is one more extra host,
+//! `ping.k`.
 //! ping.conf's plots draw the data sets its config defines: `Ping (ms) ICMP`, and
 //! through ping.inc one `Ping (ms) ICMP <host> (extra)` per entry of the test
 //! parameter `ping_hosts` (a comma-separated list in `metadata.TEST_PARAMETERS`). So:
@@ -39,7 +39,7 @@
 //!
 //! Serialised like flent's `json.dumps(..., indent=2, sort_keys=True)`.
 
-use crate::cdf::{points, PING_RTT_SERIES};
+use crate::cdf::{pinger_series, points, PING_RTT_SERIES};
 use crate::results::{Results, RunRecord, SweepResults};
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -78,13 +78,12 @@ impl ProbeSeries {
 
 /// A run's probes, `(t s, rtt ms)`; `None` without a `ping.rtt_ms` series.
 fn run_points(run: &RunRecord) -> Option<Points> {
-    let ts = run.timeseries.get(PING_RTT_SERIES)?;
-    Some(
-        points(ts)
-            .into_iter()
-            .map(|(t_ms, v)| (t_ms / 1e3, v))
-            .collect(),
-    )
+    Some(seconds(run.timeseries.get(PING_RTT_SERIES)?))
+}
+
+/// A probe series' points, `(t s, rtt ms)`.
+fn seconds(ts: &crate::results::TimeSeries) -> Points {
+    points(ts).into_iter().map(|(t_ms, v)| (t_ms / 1e3, v)).collect()
 }
 
 /// A name flent's `ping_hosts` list and globs read back unchanged.
@@ -271,20 +270,26 @@ fn scenario_name(r: &Results) -> String {
         .to_string()
 }
 
-/// One series per run: the first plain, the others the extra hosts `seed N`.
+/// One series per run: the first plain, the others the extra hosts `seed N`. With
+/// several pingers, pinger k > 0 of a run is one more extra host, `ping.k` (`seed N
+/// ping.k` for the later runs).
 fn per_run(r: &Results, title: String, time_unix_s: f64) -> Value {
-    let runs: Vec<(u64, Points)> = r
+    let runs: Vec<(&RunRecord, Points)> = r
         .runs
         .iter()
-        .filter_map(|run| Some((run.seed, run_points(run)?)))
+        .filter_map(|run| Some((run, run_points(run)?)))
         .collect();
     let step = step_size(runs.iter().map(|(_, p)| p.as_slice()));
     let series: Vec<ProbeSeries> = runs
         .into_iter()
         .enumerate()
-        .map(|(i, (seed, points))| ProbeSeries {
-            host: (i > 0).then(|| format!("seed {seed}")),
-            points,
+        .flat_map(|(i, (run, points))| {
+            let host = (i > 0).then(|| format!("seed {}", run.seed));
+            let others = pinger_series(run).into_iter().skip(1).map(|(k, ts)| ProbeSeries {
+                host: Some(host.as_ref().map_or_else(|| format!("ping.{k}"), |h| format!("{h} ping.{k}"))),
+                points: seconds(ts),
+            });
+            std::iter::once(ProbeSeries { host: host.clone(), points }).chain(others.collect::<Vec<_>>())
         })
         .collect();
     build(&header(r, title), &series, step, time_unix_s)
@@ -387,6 +392,26 @@ pub fn flent_gz(v: &Value) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_pinger_after_the_first_is_an_extra_host() {
+        use crate::results::{Environment, TimeSeries};
+        let ts = |v: f64| TimeSeries { unit: "ms".into(), t_ms: vec![0.0, 200.0], values: vec![Some(v), Some(v)] };
+        let run = |seed: u64| {
+            let mut run = RunRecord { seed, ..RunRecord::default() };
+            for (k, v) in [("ping.rtt_ms", 1.0), ("ping.0.rtt_ms", 1.0), ("ping.1.rtt_ms", 2.0)] {
+                run.timeseries.insert(k.into(), ts(v));
+            }
+            run
+        };
+        let r = Results::from_runs(json!({"name": "p"}), "sim", Environment::default(), vec![run(1), run(2)], Default::default());
+        let v = per_run(&r, "p".into(), 0.0);
+        let names: Vec<&String> = v["results"].as_object().unwrap().keys().collect();
+        let want = ["Ping (ms) ICMP", "Ping (ms) ICMP ping.1 (extra)", "Ping (ms) ICMP seed 2 (extra)", "Ping (ms) ICMP seed 2 ping.1 (extra)"];
+        assert_eq!(names, want);
+        assert_eq!(v["metadata"]["TEST_PARAMETERS"]["ping_hosts"], "ping.1,seed 2,seed 2 ping.1");
+        assert_eq!(v["metadata"]["SERIES_META"]["Ping (ms) ICMP seed 2 ping.1 (extra)"]["MEAN_VALUE"], 2.0);
+    }
 
     #[test]
     fn utc_dates() {
