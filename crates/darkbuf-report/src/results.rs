@@ -271,10 +271,3 @@ impl Results {
         self.summary.get(metric).copied().flatten()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-}
