@@ -1042,15 +1042,9 @@ fn metrics(
             none(&mut m, &format!("ping.{k}"), "the scenario has no ping traffic");
         }
     }
-    let several = j.probes.len() > 1;
+    let pingers = j.probes.len();
     for (n, p) in j.probes.iter().enumerate() {
-        let mut prefixes = Vec::new();
-        if n == 0 {
-            prefixes.push("ping.".to_string());
-        }
-        if several {
-            prefixes.push(format!("ping.{n}."));
-        }
+        let prefixes = darkbuf_report::ping_prefixes(n, pingers);
         let Some(p) = p else {
             for prefix in &prefixes {
                 for k in PING_KEYS[..6].iter().chain(["wait_qdisc_ms"].iter()) {
@@ -1076,25 +1070,22 @@ fn metrics(
         }
     }
     if has_ping {
+        // The far end's records follow the first pinger's probes.
         let far = probe_far_end_waits(j, scn.device.driver, a.mono_ns, b.mono_ns);
-        let first: &[&str] = if several { &["ping.", "ping.0."] } else { &["ping."] };
-        for prefix in first {
-            match &far {
-                Ok((ring, consumer)) => {
-                    m.insert(format!("{prefix}wait_ring_ms"), Some(ring / 1e6));
-                    m.insert(format!("{prefix}wait_consumer_ms"), Some(consumer / 1e6));
-                }
-                Err(why) => {
-                    for k in ["wait_ring_ms", "wait_consumer_ms"] {
-                        none(&mut m, &format!("{prefix}{k}"), why);
+        let others = Err("measured for the first pinger's probes only (the far end's records follow one prober)".to_string());
+        for n in 0..pingers {
+            for prefix in darkbuf_report::ping_prefixes(n, pingers) {
+                match if n == 0 { &far } else { &others } {
+                    Ok((ring, consumer)) => {
+                        m.insert(format!("{prefix}wait_ring_ms"), Some(ring / 1e6));
+                        m.insert(format!("{prefix}wait_consumer_ms"), Some(consumer / 1e6));
+                    }
+                    Err(why) => {
+                        for k in ["wait_ring_ms", "wait_consumer_ms"] {
+                            none(&mut m, &format!("{prefix}{k}"), why);
+                        }
                     }
                 }
-            }
-        }
-        for n in 1..j.probes.len() {
-            for k in ["wait_ring_ms", "wait_consumer_ms"] {
-                let why = "measured for the first pinger's probes only (the far end's records follow one prober)";
-                none(&mut m, &format!("ping.{n}.{k}"), why);
             }
         }
     } else {

@@ -26,9 +26,26 @@ pub fn probe_rtts_ms(run: &RunRecord) -> Vec<f64> {
 
 /// The number of lost probes (`null` points) of `run`'s `ping.rtt_ms` series.
 pub fn probes_lost(run: &RunRecord) -> usize {
-    run.timeseries
-        .get(PING_RTT_SERIES)
-        .map_or(0, |ts| ts.values.iter().filter(|v| v.is_none()).count())
+    run.timeseries.get(PING_RTT_SERIES).map_or(0, lost_points)
+}
+
+/// The lost probes (`null` points) of a probe series.
+pub fn lost_points(ts: &TimeSeries) -> usize {
+    ts.values.iter().filter(|v| v.is_none()).count()
+}
+
+/// The metric prefixes of pinger `k` of a run's `pingers`: `ping.` for the first
+/// (`ping.*` are its figures), and `ping.k.` for each one when there are several. Both
+/// backends name their figures and series (`PREFIX` + `rtt_ms`) by it.
+pub fn ping_prefixes(k: usize, pingers: usize) -> Vec<String> {
+    let mut v = Vec::with_capacity(2);
+    if k == 0 {
+        v.push("ping.".to_string());
+    }
+    if pingers > 1 {
+        v.push(format!("ping.{k}."));
+    }
+    v
 }
 
 /// With more than one pinger, each one's round-trip series (`ping.N.rtt_ms`), by N;
@@ -143,6 +160,13 @@ mod tests {
             ]
         );
         assert!(probe_rtts_ms(&RunRecord::default()).is_empty());
+    }
+
+    #[test]
+    fn ping_prefixes_name_the_first_pinger_twice_when_there_are_several() {
+        assert_eq!(ping_prefixes(0, 1), ["ping."]);
+        assert_eq!(ping_prefixes(0, 3), ["ping.", "ping.0."]);
+        assert_eq!(ping_prefixes(2, 3), ["ping.2."]);
     }
 
     #[test]

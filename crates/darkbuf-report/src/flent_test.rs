@@ -91,7 +91,6 @@ fn data_sets(scenario: &Value, run: &RunRecord, warmup_s: f64) -> Vec<DataSet> {
     let shift = |ts: &TimeSeries| -> Vec<(f64, Option<f64>)> { ts.t_ms.iter().zip(&ts.values).map(|(t, v)| (warmup_s + t / 1e3, *v)).collect() };
     let traffic = scenario.get("traffic").and_then(Value::as_array).cloned().unwrap_or_default();
     let (mut tcp, mut irtt, mut ping) = (0, 0, 0);
-    // One pinger's series is ping.rtt_ms; with several, pinger k's is ping.k.rtt_ms.
     let pingers = traffic.iter().filter(|t| t.get("kind").and_then(Value::as_str) == Some("ping")).count();
     let mut out = Vec::new();
     for (i, t) in traffic.iter().enumerate() {
@@ -112,7 +111,9 @@ fn data_sets(scenario: &Value, run: &RunRecord, warmup_s: f64) -> Vec<DataSet> {
                 out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });
             }
             Some("ping") => {
-                let key = if pingers > 1 { format!("ping.{ping}.rtt_ms") } else { crate::cdf::PING_RTT_SERIES.to_string() };
+                // Pinger k's own series: ping.k.rtt_ms with several, else ping.rtt_ms.
+                let prefix = crate::cdf::ping_prefixes(ping, pingers).pop().unwrap_or_default();
+                let key = format!("{prefix}rtt_ms");
                 ping += 1;
                 let series = run.timeseries.get(&key);
                 out.push(DataSet { name, unit: "ms", points: series.map(shift).unwrap_or_default() });

@@ -8,7 +8,7 @@
 //! Non-finite values are skipped, never drawn. The legend sits in a strip right of
 //! the chart, so it never hides data.
 
-use crate::cdf::{ecdf, finite_values, pinger_series, points, probe_rtts_ms, probes_lost, SAMPLED_SERIES};
+use crate::cdf::{ecdf, finite_values, lost_points, pinger_series, points, probe_rtts_ms, probes_lost, SAMPLED_SERIES};
 use crate::format::{fmt_fixed, fmt_human, CellFormat};
 use crate::results::{Results, SweepResults, TimeSeries};
 use plotters::coord::types::RangedCoordf64;
@@ -745,10 +745,7 @@ pub fn run_plots(r: &Results) -> Result<Vec<Plot>, String> {
             }
             pingers
                 .into_iter()
-                .map(|(n, ts)| {
-                    let lost = ts.values.iter().filter(|v| v.is_none()).count();
-                    (cdf_label(format!("{} ping.{n}", run_label(run.seed)), lost), finite_values(ts))
-                })
+                .map(|(n, ts)| (cdf_label(format!("{} ping.{n}", run_label(run.seed)), lost_points(ts)), finite_values(ts)))
                 .collect()
         })
         .collect();

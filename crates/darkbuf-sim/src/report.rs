@@ -7,7 +7,7 @@ use crate::metrics::SERIES;
 use crate::dev::sch::TcCounters;
 use crate::dev::NetDev;
 use darkbuf_model::qdisc::Qdisc;
-use darkbuf_report::{RunRecord, TimeSeries};
+use darkbuf_report::{ping_prefixes, RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
 use std::collections::BTreeMap;
 
@@ -183,13 +183,11 @@ impl World {
         for (n, p) in self.irtt_socks().enumerate() {
             out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&p.recs, start, self.cfg.end));
         }
-        let pingers: Vec<&crate::sock::PingSock> = self.ping_socks().collect();
-        if let Some(first) = pingers.first() {
-            out.insert("ping.rtt_ms".to_string(), ping_rtt_series(&first.stats, start));
-        }
-        if pingers.len() > 1 {
-            for (n, p) in pingers.iter().enumerate() {
-                out.insert(format!("ping.{n}.rtt_ms"), ping_rtt_series(&p.stats, start));
+        let pingers = self.ping_socks().count();
+        for (k, p) in self.ping_socks().enumerate() {
+            let series = ping_rtt_series(&p.stats, start);
+            for prefix in ping_prefixes(k, pingers) {
+                out.insert(format!("{prefix}rtt_ms"), series.clone());
             }
         }
         out
@@ -286,17 +284,15 @@ impl World {
     /// The probes' round trips, where their time went, and their loss: `ping.*` are the
     /// first pinger's, and with more than one pinger each has its own `ping.N.*`.
     fn probe_metrics(&self, out: &mut Out) {
-        let pingers: Vec<&crate::sock::PingSock> = self.ping_socks().collect();
-        let Some(first) = pingers.first() else {
+        let pingers = self.ping_socks().count();
+        if pingers == 0 {
             for k in PING_KEYS.iter().chain(self.wire_keys()) {
                 out.none(&format!("ping.{k}"), "the scenario has no ping traffic");
             }
-            return;
-        };
-        self.ping_set(out, "ping.", &first.stats);
-        if pingers.len() > 1 {
-            for (n, p) in pingers.iter().enumerate() {
-                self.ping_set(out, &format!("ping.{n}."), &p.stats);
+        }
+        for (k, p) in self.ping_socks().enumerate() {
+            for prefix in ping_prefixes(k, pingers) {
+                self.ping_set(out, &prefix, &p.stats);
             }
         }
     }
