@@ -35,6 +35,8 @@ pub fn model_option(kind: &str, key: &str, kv: KernelVersion) -> Option<&'static
 fn negation(kind: &str, key: &str) -> Option<&'static str> {
     match (kind, key) {
         ("fq_codel" | "codel" | "fq_pie" | "pie", "ecn") => Some("noecn"),
+        ("fq_pie" | "pie", "bytemode") => Some("nobytemode"),
+        ("fq_pie" | "pie", "dq_rate_estimator") => Some("no_dq_rate_estimator"),
         ("fq", "pacing") => Some("nopacing"),
         ("cake", "split_gso") => Some("no-split-gso"),
         _ => None,
@@ -212,6 +214,10 @@ mod tests {
         assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: sfq headdrop");
         let c = qdisc_commands("d", &spec("sfq", &[("headdrop", ParamValue::Bool(false))]), 1, KV).unwrap();
         assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: sfq");
+        // pie's and fq_pie's off switches are tc's own words (q_pie.c, q_fq_pie.c).
+        let pie = spec("fq_pie", &[("bytemode", ParamValue::Bool(false)), ("dq_rate_estimator", ParamValue::Bool(false))]);
+        let c = qdisc_commands("d", &pie, 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: fq_pie nobytemode no_dq_rate_estimator");
     }
 
     #[test]

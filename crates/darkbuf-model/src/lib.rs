@@ -12,10 +12,12 @@
 //! | [`qdisc`] | net/sched/sch_*.c |
 //! | [`dim`] | lib/dim/net_dim.c (mlx5e's adaptive TX moderation) |
 //! | [`igb_itr`] | igb's dynamic ITR (`igb_update_ring_itr()`) |
+//! | [`jiffies`] | include/linux/jiffies.h conversions, kernel/time/timer.c's wheel rounding |
 
 pub mod dim;
 pub mod dql;
 pub mod igb_itr;
+pub mod jiffies;
 pub mod params;
 pub mod ptr_ring;
 pub mod qdisc;

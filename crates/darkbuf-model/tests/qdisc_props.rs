@@ -206,6 +206,40 @@ fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
                 ])
             })
             .boxed(),
+        "pie" | "fq_pie" => (
+            prop::option::of(0i64..60),
+            prop::option::of(0u64..40_000),
+            prop::option::of(0u64..40_000),
+            prop::option::of((0i64..=32, 0i64..=32)),
+            prop::option::of((any::<bool>(), any::<bool>(), any::<bool>())),
+            prop::option::of(prop::sample::select(vec![1i64, 2, 16, 1024, 4096])),
+        )
+            .prop_map(move |(limit, target, tupdate, ab, flags, flows)| {
+                let mut kv = Vec::new();
+                if let Some(v) = limit {
+                    kv.push(("limit", ParamValue::Int(v)));
+                }
+                if let Some(v) = target {
+                    kv.push(("target", ParamValue::Str(format!("{v}us"))));
+                }
+                if let Some(v) = tupdate {
+                    kv.push(("tupdate", ParamValue::Str(format!("{v}us"))));
+                }
+                if let Some((a, b)) = ab {
+                    kv.push(("alpha", ParamValue::Int(a)));
+                    kv.push(("beta", ParamValue::Int(b)));
+                }
+                if let Some((ecn, bytemode, est)) = flags {
+                    kv.push(("ecn", ParamValue::Bool(ecn)));
+                    kv.push(("bytemode", ParamValue::Bool(bytemode)));
+                    kv.push(("dq_rate_estimator", ParamValue::Bool(est)));
+                }
+                if let (Some(v), "fq_pie") = (flows, kind) {
+                    kv.push(("flows", ParamValue::Int(v)));
+                }
+                params(kv)
+            })
+            .boxed(),
         // fq has its own parameter proptest in tests/qdisc_fq.rs: defaults here.
         "fq" => Just(Params::default()).boxed(),
         other => panic!("no parameter generator for buildable kind {other}; add one"),

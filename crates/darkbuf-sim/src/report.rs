@@ -38,13 +38,14 @@ const XSTAT_GAUGES: &[&str] = &[
     "memory_used", "memory_limit", "flows", "inactive_flows", "throttled_flows",
     "time_next_delayed_flow", "capacity_estimate", "max_pkt_len", "flow_quantum",
     "sparse_flows", "bulk_flows", "unresponsive_flows", "tokens", "ctokens", "dropping",
-    "band0_pkts", "band1_pkts", "band2_pkts", "unthrottle_latency_ns",
+    "band0_pkts", "band1_pkts", "band2_pkts", "unthrottle_latency_ns", "prob", "delay", "avg_dq_rate",
+    "maxq",
 ];
 
 /// Gauges that are one qdisc's time (fq's unthrottle-latency EWMA, codel's last
 /// sojourn): over mq's children they are averaged, over the children that sent in the
 /// window, not summed.
-const XSTAT_MEANS: &[&str] = &["unthrottle_latency_ns", "ldelay"];
+const XSTAT_MEANS: &[&str] = &["unthrottle_latency_ns", "ldelay", "prob", "delay"];
 
 /// The metric name of an xstat: tc's, where it differs from the kernel's struct field
 /// (`tc -s qdisc` prints fq's `unthrottle_latency_ns` as `latency`).
@@ -52,6 +53,15 @@ fn xstat_metric(name: &str) -> &str {
     match name {
         "unthrottle_latency_ns" => "latency_ns",
         other => other,
+    }
+}
+
+/// An xstat's value as a metric: pie's `prob` is the kernel's fixed point (a fraction
+/// of 2^64) and is reported as the fraction `tc -s` prints.
+fn xstat_value(name: &str, v: u64) -> f64 {
+    match name {
+        "prob" => v as f64 / u64::MAX as f64,
+        _ => v as f64,
     }
 }
 
@@ -91,7 +101,7 @@ impl World {
                 } else {
                     q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b)
                 };
-                let v = v.saturating_sub(base) as f64;
+                let v = xstat_value(name, v.saturating_sub(base));
                 if XSTAT_MEANS.contains(&name) {
                     if sent || !any_sent {
                         let m = means.entry(name).or_default();

@@ -155,10 +155,23 @@ impl World {
             }
         }
         self.now = self.cfg.end;
+        self.run_qdisc_timers();
+    }
+
+    /// Brings the qdiscs that run their timers lazily (pie, fq_pie) up to `now`, so
+    /// their state is what the kernel's would be when a report reads it.
+    fn run_qdisc_timers(&mut self) {
+        let now = self.now;
+        for q in &mut self.qdiscs {
+            if let Some(a) = q.q.as_mut() {
+                darkbuf_model::qdisc::Qdisc::run_timers(a, now);
+            }
+        }
     }
 
     /// Snapshots the counters the measured window is reported against.
     fn warmup_done(&mut self) {
+        self.run_qdisc_timers();
         for q in &mut self.qdiscs {
             q.base = q.tc_counters();
             q.xbase = q.q.as_ref().map_or_else(Vec::new, |a| darkbuf_model::qdisc::Qdisc::xstats(a));

@@ -94,3 +94,32 @@ fn a_routed_run_is_deterministic() {
     let b = router(&["device.bql.enabled=false"]);
     assert_eq!(serde_json::to_string(&a.metrics).unwrap(), serde_json::to_string(&b.metrics).unwrap());
 }
+
+/// PIE on the router (BQL on): its controller holds the queueing delay near its
+/// 15 ms target, where the FIFO of the same length sits near full; fq_pie holds the
+/// bulk flow's queue there too, and the ping, a flow of its own, waits for none of it.
+/// Without BQL the ring's 256 frames (31 ms) are a dark buffer PIE cannot see: the
+/// qdisc's delay stays near the target and the RTT grows by the ring.
+#[test]
+fn pie_holds_the_routers_queue_near_its_target() {
+    let fifo = router(&["qdisc.kind=pfifo"]);
+    let pie = router(&["qdisc.kind=pie", "qdisc.limit=1000"]);
+    let fq_pie = router(&["qdisc.kind=fq_pie", "qdisc.limit=1000"]);
+    let dark = router(&["qdisc.kind=pie", "qdisc.limit=1000", "device.bql.enabled=false"]);
+    let wait = |r| m(r, "ping.wait_qdisc_ms");
+    assert!(wait(&fifo) > 60.0, "fifo {}", wait(&fifo));
+    assert!((10.0..=20.0).contains(&wait(&pie)), "pie {}", wait(&pie));
+    // The controller's own view: the last delay it used, µs, and a small probability.
+    assert!((5_000.0..=30_000.0).contains(&m(&pie, "qdisc.delay")), "delay {}", m(&pie, "qdisc.delay"));
+    assert!(m(&pie, "qdisc.prob") > 0.0 && m(&pie, "qdisc.prob") < 0.01, "prob {}", m(&pie, "qdisc.prob"));
+    assert_eq!(m(&pie, "qdisc.dropped"), m(&pie, "qdisc.drops"));
+    // 10-20 ms of 1514-byte frames at 100 Mbit/s: 83-165 packets.
+    assert!((83.0..=165.0).contains(&m(&fq_pie, "qdisc.backlog_avg_pkts")), "fq_pie {}", m(&fq_pie, "qdisc.backlog_avg_pkts"));
+    assert!(wait(&fq_pie) < 1.0, "fq_pie ping {}", wait(&fq_pie));
+    for r in [&pie, &fq_pie] {
+        assert!(m(r, "tcp.goodput_mbps") >= 93.0, "goodput {}", m(r, "tcp.goodput_mbps"));
+    }
+    let ring_ms = 256.0 * 1514.0 * 8.0 / 100e6 * 1e3;
+    assert!((8.0..=20.0).contains(&wait(&dark)), "pie without BQL {}", wait(&dark));
+    assert!(m(&dark, "ping.rtt_avg_ms") > m(&pie, "ping.rtt_avg_ms") + 0.5 * ring_ms);
+}

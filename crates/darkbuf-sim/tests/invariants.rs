@@ -76,7 +76,7 @@ proptest! {
     fn simulator_keeps_kernel_invariants(
         qdisc in prop::sample::select(vec![
             "noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "mq", "codel",
-            "fq_codel", "fq", "cake", "tbf",
+            "fq_codel", "fq", "cake", "tbf", "pie", "fq_pie",
         ]),
         tun in prop::option::weighted(0.3, prop::sample::select(vec!["reader", "vhost"])),
         bql in any::<bool>(),

@@ -8,10 +8,13 @@
 pub mod cake;
 pub mod codel;
 pub mod fifo;
+pub mod flow_list;
 pub mod fq;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod htb;
 pub mod pfifo_fast;
+pub mod pie;
 pub mod sfq;
 pub mod skb_list;
 pub mod tbf;
@@ -133,17 +136,22 @@ pub trait Qdisc {
     fn arrival_dropped_again(&self, skb: &Skb, now: u64, _prev: ArrivalDrop) -> Option<ArrivalDrop> {
         self.arrival_dropped(skb, now)
     }
+    /// Runs the qdisc's own timers that are due by `now` (pie's `adapt_timer`), for
+    /// qdiscs that run them lazily at their next enqueue or dequeue: called before
+    /// the counters and xstats are read at the window's edges.
+    fn run_timers(&mut self, _now: u64) {}
 }
 
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
 pub const ALL_KINDS: &[&str] = &[
     "noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "codel", "fq_codel",
-    "fq", "tbf", "htb", "cake", "mq",
+    "fq", "tbf", "htb", "cake", "mq", "pie", "fq_pie",
 ];
 
 /// Kinds [`build`] can construct. `noqueue` and `mq` are structure, not algorithms: the
 /// device model handles them.
-pub const BUILDABLE_KINDS: &[&str] = &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "tbf", "htb"];
+pub const BUILDABLE_KINDS: &[&str] =
+    &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "tbf", "htb", "pie", "fq_pie"];
 
 /// Why [`build`] could not make a qdisc.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,6 +183,8 @@ pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<AnyQdisc, Buil
         "tbf" => AnyQdisc::Tbf(tbf::Tbf::from_params(params, dev)?),
         "htb" => AnyQdisc::Htb(htb::Htb::from_params(params, dev)?),
         "cake" => AnyQdisc::Cake(cake::Cake::from_params(params, dev)?),
+        "pie" => AnyQdisc::Pie(pie::Pie::from_params(params, dev)?),
+        "fq_pie" => AnyQdisc::FqPie(fq_pie::FqPie::from_params(params, dev)?),
         k if ALL_KINDS.contains(&k) => return Err(BuildError::NotModelled(k.to_string())),
         k => return Err(BuildError::UnknownKind(k.to_string())),
     })
@@ -201,6 +211,8 @@ pub enum AnyQdisc {
     Tbf(tbf::Tbf),
     Htb(htb::Htb),
     Cake(cake::Cake),
+    Pie(pie::Pie),
+    FqPie(fq_pie::FqPie),
 }
 
 /// Calls `$call` on whichever qdisc `$self` holds.
@@ -216,6 +228,8 @@ macro_rules! dispatch {
             AnyQdisc::Tbf($q) => $call,
             AnyQdisc::Htb($q) => $call,
             AnyQdisc::Cake($q) => $call,
+            AnyQdisc::Pie($q) => $call,
+            AnyQdisc::FqPie($q) => $call,
         }
     };
 }
@@ -271,5 +285,8 @@ impl Qdisc for AnyQdisc {
     #[inline]
     fn arrival_dropped_again(&self, skb: &Skb, now: u64, prev: ArrivalDrop) -> Option<ArrivalDrop> {
         dispatch!(self, q => q.arrival_dropped_again(skb, now, prev))
+    }
+    fn run_timers(&mut self, now: u64) {
+        dispatch!(self, q => q.run_timers(now))
     }
 }

@@ -56,6 +56,25 @@ pub fn rate(bytes_per_s: u64) -> String {
     format!("{rate}{}bit", UNITS[i])
 }
 
+/// C's `%g` (`%lg`): six significant digits, in exponent form below 1e-4 and from
+/// 1e6 on, without trailing zeros (pie's `prob 0.0123456`, `prob 1.5e-05`).
+pub fn g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    // The exponent after rounding to six digits, as printf decides it.
+    let sci = format!("{v:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa.to_string()), exp.abs())
+    } else {
+        let decimals = (5 - exp) as usize;
+        trim(format!("{v:.decimals$}"))
+    }
+}
+
 /// C's `%g` for the values tc prints (at most 6 significant digits, no trailing zeros).
 fn fmt_g(v: f64) -> String {
     trim(format!("{v:.6}"))
@@ -109,5 +128,17 @@ mod tests {
         // At least a million of a unit: divided anyway, truncating.
         assert_eq!(rate(15_432_098), "123456Kbit");
         assert_eq!(rate(0), "0bit");
+    }
+
+    #[test]
+    fn percent_g() {
+        assert_eq!(g(0.0), "0");
+        assert_eq!(g(0.0123456789), "0.0123457");
+        assert_eq!(g(1.5e-5), "1.5e-05");
+        assert_eq!(g(0.0001), "0.0001");
+        assert_eq!(g(0.25), "0.25");
+        assert_eq!(g(1.0), "1");
+        assert_eq!(g(999_999.6), "1e+06");
+        assert_eq!(g(123_456.0), "123456");
     }
 }
