@@ -36,7 +36,7 @@ cases() {
   local v=scenarios/veth-bql.toml
   # veth-bql without its XPS line: flows hash over the TX queues.
   local nx; nx=$(mktemp --suffix=.toml); grep -v '^xps_txq' "$v" > "$nx"
-  for q in pfifo_fast pfifo bfifo pfifo_head_drop sfq codel fq_codel fq tbf cake mq noqueue; do
+  for q in pfifo_fast pfifo bfifo pfifo_head_drop sfq codel fq_codel fq tbf cake pie fq_pie mq noqueue; do
     local extra=""
     [ "$q" = tbf ] && extra="--set qdisc.rate=200mbit --set qdisc.burst=32k --set qdisc.latency=20ms"
     [ "$q" = noqueue ] && extra="--set device.bql.enabled=false"
