@@ -1,7 +1,6 @@
 //! The `new_flows` / `old_flows` round-robin lists of the flow-queueing qdiscs
 //! (`struct list_head` linked through `flow->flowchain`), with indices into the
-//! qdisc's flow array for pointers. Used by fq_pie; fq_codel keeps its own copy on its
-//! hot path.
+//! qdisc's flow array for pointers. fq_codel and fq_pie share them.
 
 use super::skb_list::NIL;
 

@@ -43,8 +43,9 @@ use super::codel::{
     clamped_mtu, codel_dequeue, codel_time_to_us, drop_next_us, take_codel_params, CodelParams,
     CodelQueue, CodelStats, CodelVars,
 };
-use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::flow_list::{FlowLists, Link, Linked, ListId};
 use super::skb_list::{SkbList, SkbSlab, NIL};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
 use crate::skb::{flow_hash, reciprocal_scale};
 use crate::Skb;
@@ -62,15 +63,7 @@ pub const FQ_CODEL_DEFAULT_MEMORY_LIMIT: u32 = 32 << 20;
 /// Default `drop_batch_size`.
 pub const FQ_CODEL_DEFAULT_DROP_BATCH: u32 = 64;
 
-/// Which flow list a flow is on (`flow->flowchain`; `None` = `list_empty()`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ListId {
-    None,
-    New,
-    Old,
-}
-
-/// `struct fq_codel_flow`, plus the list links as indices.
+/// `struct fq_codel_flow`.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
     /// The flow's packets (`head`, `tail`).
@@ -79,35 +72,19 @@ struct Flow {
     qlen: u32,
     deficit: i32,
     cvars: CodelVars,
-    list: ListId,
-    prev: u32,
-    next: u32,
+    chain: Link,
 }
 
 impl Default for Flow {
     fn default() -> Self {
-        Flow {
-            skbs: SkbList::EMPTY,
-            qlen: 0,
-            deficit: 0,
-            cvars: CodelVars::default(),
-            list: ListId::None,
-            prev: NIL,
-            next: NIL,
-        }
+        Flow { skbs: SkbList::EMPTY, qlen: 0, deficit: 0, cvars: CodelVars::default(), chain: Link::UNLINKED }
     }
 }
 
-/// A `list_head` of flows (`new_flows`, `old_flows`), with its length kept for xstats.
-#[derive(Clone, Copy, Debug)]
-struct FlowList {
-    head: u32,
-    tail: u32,
-    len: u32,
-}
-
-impl FlowList {
-    const EMPTY: FlowList = FlowList { head: NIL, tail: NIL, len: 0 };
+impl Linked for Flow {
+    fn link(&mut self) -> &mut Link {
+        &mut self.chain
+    }
 }
 
 /// The configuration `fq_codel_change()` commits (what `tc -d qdisc show` prints).
@@ -158,8 +135,7 @@ pub struct FqCodel {
     flows: Vec<Flow>,
     /// Byte backlog per flow (`backlogs[]`).
     backlogs: Vec<u64>,
-    new_flows: FlowList,
-    old_flows: FlowList,
+    lists: FlowLists,
     slab: SkbSlab,
     hash_key: u32,
     qlen: u32,
@@ -334,8 +310,7 @@ impl FqCodel {
             new_flow_count: 0,
             flows: vec![Flow::default(); n],
             backlogs: vec![0; n],
-            new_flows: FlowList::EMPTY,
-            old_flows: FlowList::EMPTY,
+            lists: FlowLists::default(),
             slab: SkbSlab::with_capacity((cfg.limit as usize).saturating_add(1).min(16_384)),
             hash_key,
             qlen: 0,
@@ -372,11 +347,11 @@ impl FqCodel {
 
     /// Flows on `new_flows` / `old_flows`.
     pub fn new_flows_len(&self) -> u32 {
-        self.new_flows.len
+        self.lists.new.len
     }
 
     pub fn old_flows_len(&self) -> u32 {
-        self.old_flows.len
+        self.lists.old.len
     }
 
     /// Class stats of flow `idx` (0-based) at time `now_ns`; `None` if out of range.
@@ -397,63 +372,6 @@ impl FqCodel {
     /// The CoDel state of flow `idx`.
     pub fn flow_vars(&self, idx: u32) -> Option<&CodelVars> {
         self.flows.get(idx as usize).map(|f| &f.cvars)
-    }
-
-    // ---- list_head operations on new_flows / old_flows ----
-
-    fn list_mut(&mut self, which: ListId) -> &mut FlowList {
-        match which {
-            ListId::New => &mut self.new_flows,
-            _ => &mut self.old_flows,
-        }
-    }
-
-    /// `list_add_tail(&flow->flowchain, list)`.
-    fn list_add_tail(&mut self, idx: u32, which: ListId) {
-        let l = *self.list_mut(which);
-        {
-            let f = &mut self.flows[idx as usize];
-            f.list = which;
-            f.prev = l.tail;
-            f.next = NIL;
-        }
-        if l.tail == NIL {
-            self.list_mut(which).head = idx;
-        } else {
-            self.flows[l.tail as usize].next = idx;
-        }
-        let l = self.list_mut(which);
-        l.tail = idx;
-        l.len += 1;
-    }
-
-    /// `list_del_init(&flow->flowchain)`.
-    fn list_del_init(&mut self, idx: u32) {
-        let Flow { list, prev, next, .. } = self.flows[idx as usize];
-        if list == ListId::None {
-            return;
-        }
-        if prev == NIL {
-            self.list_mut(list).head = next;
-        } else {
-            self.flows[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.list_mut(list).tail = prev;
-        } else {
-            self.flows[next as usize].prev = prev;
-        }
-        self.list_mut(list).len -= 1;
-        let f = &mut self.flows[idx as usize];
-        f.list = ListId::None;
-        f.prev = NIL;
-        f.next = NIL;
-    }
-
-    /// `list_move_tail(&flow->flowchain, list)`.
-    fn list_move_tail(&mut self, idx: u32, which: ListId) {
-        self.list_del_init(idx);
-        self.list_add_tail(idx, which);
     }
 
     /// `fq_codel_drop()`: drops up to `max_packets` from the head of the flow with the
@@ -537,8 +455,8 @@ impl Qdisc for FqCodel {
         }
         self.backlogs[idx as usize] += len;
         self.backlog += len;
-        if self.flows[idx as usize].list == ListId::None {
-            self.list_add_tail(idx, ListId::New);
+        if self.flows[idx as usize].chain.list == ListId::None {
+            self.lists.add_tail(&mut self.flows, idx, ListId::New);
             self.new_flow_count = self.new_flow_count.wrapping_add(1);
             self.flows[idx as usize].deficit = self.quantum as i32;
         }
@@ -568,17 +486,17 @@ impl Qdisc for FqCodel {
     /// reports CoDel's drops to the parents and zeroes `drop_count` / `drop_len`.
     fn dequeue(&mut self, now: u64, drops: &mut Vec<u32>) -> Option<Skb> {
         let skb = loop {
-            let (which, idx) = if self.new_flows.head != NIL {
-                (ListId::New, self.new_flows.head)
-            } else if self.old_flows.head != NIL {
-                (ListId::Old, self.old_flows.head)
+            let (which, idx) = if self.lists.new.head != NIL {
+                (ListId::New, self.lists.new.head)
+            } else if self.lists.old.head != NIL {
+                (ListId::Old, self.lists.old.head)
             } else {
                 break None;
             };
             let flow = &mut self.flows[idx as usize];
             if flow.deficit <= 0 {
                 flow.deficit = flow.deficit.wrapping_add(self.quantum as i32);
-                self.list_move_tail(idx, ListId::Old);
+                self.lists.move_tail(&mut self.flows, idx, ListId::Old);
                 continue;
             }
             let skb = {
@@ -601,10 +519,10 @@ impl Qdisc for FqCodel {
             match skb {
                 None => {
                     // force a pass through old_flows to prevent starvation
-                    if which == ListId::New && self.old_flows.head != NIL {
-                        self.list_move_tail(idx, ListId::Old);
+                    if which == ListId::New && self.lists.old.head != NIL {
+                        self.lists.move_tail(&mut self.flows, idx, ListId::Old);
                     } else {
-                        self.list_del_init(idx);
+                        self.lists.del_init(&mut self.flows, idx);
                     }
                 }
                 Some(s) => {
@@ -642,8 +560,8 @@ impl Qdisc for FqCodel {
             ("ce_mark", self.cstats.ce_mark as u64),
             ("memory_used", self.memory_usage),
             ("drop_overmemory", self.drop_overmemory as u64),
-            ("new_flows_len", self.new_flows.len as u64),
-            ("old_flows_len", self.old_flows.len as u64),
+            ("new_flows_len", self.lists.new.len as u64),
+            ("old_flows_len", self.lists.old.len as u64),
         ]
     }
 
@@ -662,7 +580,7 @@ impl Qdisc for FqCodel {
         if self.drop_overmemory > 0 {
             s.push_str(&format!(" drop_overmemory {}", self.drop_overmemory));
         }
-        s.push_str(&format!("\n  new_flows_len {} old_flows_len {}", self.new_flows.len, self.old_flows.len));
+        s.push_str(&format!("\n  new_flows_len {} old_flows_len {}", self.lists.new.len, self.lists.old.len));
         s
     }
 
