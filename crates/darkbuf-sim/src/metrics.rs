@@ -174,6 +174,11 @@ pub struct Metrics {
     /// The sampled time series (`sample_interval`): sample times and values.
     pub series_t: Vec<u64>,
     pub series: [Vec<u64>; SERIES.len()],
+    /// With pie on this host, at each sample: its drop probability (a fraction) and
+    /// the delay its controller uses (µs), averaged over its pie qdiscs (mq's
+    /// children). Empty otherwise.
+    pub pie_prob: Vec<f64>,
+    pub pie_delay_us: Vec<f64>,
     pub ring_drops: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,

@@ -127,6 +127,7 @@ impl World {
         };
         let backlog: u64 = self.host_qdiscs().map(|q| q.qlen() as u64).sum();
         let ring = self.drv_ring_len(dev, txq) as u64;
+        self.sample_pie();
         let m = &mut self.metrics;
         m.series_t.push(self.now);
         for (v, s) in [limit, inflight, backlog, ring].into_iter().zip(m.series.iter_mut()) {
@@ -135,6 +136,29 @@ impl World {
         let next = self.now + self.cfg.sample_interval;
         if next <= self.cfg.end {
             self.events.push(next, crate::event::Event::Sample);
+        }
+    }
+
+    /// The pie series' sample: this host's pie qdiscs brought up to date (their timer
+    /// runs lazily) and averaged. Nothing without pie.
+    fn sample_pie(&mut self) {
+        let (dev, now) = (self.measured_txq.0, self.now);
+        let (mut prob, mut delay, mut n) = (0.0, 0.0, 0u32);
+        for q in self.qdiscs.iter_mut().filter(|q| q.dev == dev) {
+            let Some(a) = q.q.as_mut() else { continue };
+            if a.pie_vars().is_none() {
+                continue;
+            }
+            a.run_timers(now);
+            if let Some(v) = a.pie_vars() {
+                prob += v.prob_fraction();
+                delay += v.delay_us() as f64;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.metrics.pie_prob.push(prob / n as f64);
+            self.metrics.pie_delay_us.push(delay / n as f64);
         }
     }
 
@@ -160,6 +184,13 @@ impl World {
                         values: values.iter().map(|&v| Some(v as f64)).collect(),
                     },
                 );
+            }
+        }
+        if !mt.pie_prob.is_empty() && mt.pie_prob.len() == mt.series_t.len() {
+            let t_ms: Vec<f64> = mt.series_t.iter().map(|&t| ms(t)).collect();
+            for (name, unit, values) in [("qdisc.prob", "fraction", &mt.pie_prob), ("qdisc.delay_us", "µs", &mt.pie_delay_us)] {
+                let values = values.iter().map(|&v| Some(v)).collect();
+                out.insert(name.to_string(), TimeSeries { unit: unit.to_string(), t_ms: t_ms.clone(), values });
             }
         }
         // Per TCP flow, goodput at flent's 0.2 s step (the step's end time).

@@ -119,6 +119,20 @@ fn pie_holds_the_routers_queue_near_its_target() {
     for r in [&pie, &fq_pie] {
         assert!(m(r, "tcp.goodput_mbps") >= 93.0, "goodput {}", m(r, "tcp.goodput_mbps"));
     }
+    // The controller over time, sampled with the other series: cubic's sawtooth
+    // (delay up to about 19 ms, then a drop halves the window) and the probability
+    // that follows it. Only pie has these series.
+    let series = |r: &darkbuf_report::RunRecord, k: &str| -> Vec<f64> {
+        r.timeseries.get(k).map_or_else(Vec::new, |ts| ts.values.iter().flatten().copied().collect())
+    };
+    let (prob, delay) = (series(&pie, "qdisc.prob"), series(&pie, "qdisc.delay_us"));
+    assert_eq!(prob.len(), series(&pie, "qdisc.backlog_pkts").len());
+    assert_eq!(delay.len(), prob.len());
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    assert!(max(&prob) > 1e-4 && max(&prob) < 0.01, "max prob {}", max(&prob));
+    assert!((15_000.0..=30_000.0).contains(&max(&delay)), "max delay {}", max(&delay));
+    assert!(prob.iter().any(|&p| p == 0.0), "the probability decays to 0 after a drop");
+    assert!(!fifo.timeseries.contains_key("qdisc.prob") && !fq_pie.timeseries.contains_key("qdisc.prob"));
     let ring_ms = 256.0 * 1514.0 * 8.0 / 100e6 * 1e3;
     assert!((8.0..=20.0).contains(&wait(&dark)), "pie without BQL {}", wait(&dark));
     assert!(m(&dark, "ping.rtt_avg_ms") > m(&pie, "ping.rtt_avg_ms") + 0.5 * ring_ms);

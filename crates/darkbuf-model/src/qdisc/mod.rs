@@ -140,6 +140,11 @@ pub trait Qdisc {
     /// qdiscs that run them lazily at their next enqueue or dequeue: called before
     /// the counters and xstats are read at the window's edges.
     fn run_timers(&mut self, _now: u64) {}
+    /// pie's controller state (`q->vars`), for the simulator's time series; `None`
+    /// for every other qdisc.
+    fn pie_vars(&self) -> Option<&pie::PieVars> {
+        None
+    }
 }
 
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
@@ -288,5 +293,8 @@ impl Qdisc for AnyQdisc {
     }
     fn run_timers(&mut self, now: u64) {
         dispatch!(self, q => q.run_timers(now))
+    }
+    fn pie_vars(&self) -> Option<&pie::PieVars> {
+        dispatch!(self, q => q.pie_vars())
     }
 }

@@ -159,6 +159,11 @@ impl PieVars {
     pub fn prob_fraction(&self) -> f64 {
         (self.prob << 8) as f64 / u64::MAX as f64
     }
+
+    /// The delay in µs, as `pie_dump_stats()` reports it (through a `u32` of ns).
+    pub fn delay_us(&self) -> u32 {
+        psched_ticks2ns(self.qdelay) as u32 / 1000
+    }
 }
 
 /// `struct pie_stats`.
@@ -592,7 +597,7 @@ impl Qdisc for Pie {
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("prob", self.vars.prob << 8),
-            ("delay", (psched_ticks2ns(self.vars.qdelay) as u32 / 1000) as u64),
+            ("delay", self.vars.delay_us() as u64),
             ("avg_dq_rate", self.avg_dq_rate_bytes()),
             ("pkts_in", self.pstats.packets_in as u64),
             ("overlimit", self.pstats.overlimit as u64),
@@ -607,7 +612,7 @@ impl Qdisc for Pie {
         let mut s = format!(
             "  prob {} delay {}",
             g(self.vars.prob_fraction()),
-            time(psched_ticks2ns(self.vars.qdelay) as u32 / 1000)
+            time(self.vars.delay_us())
         );
         if self.params.dq_rate_estimator {
             s.push_str(&format!(" avg_dq_rate {}", self.avg_dq_rate_bytes()));
@@ -622,6 +627,10 @@ impl Qdisc for Pie {
 
     fn run_timers(&mut self, now: u64) {
         self.catch_up(now);
+    }
+
+    fn pie_vars(&self) -> Option<&PieVars> {
+        Some(&self.vars)
     }
 }
 
