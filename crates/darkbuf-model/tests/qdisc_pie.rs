@@ -69,6 +69,18 @@ fn controller_update_in_the_kernels_fixed_point() {
     assert_eq!(v.prob, 35_332_850_139_116_874);
 }
 
+/// fq_pie's timer skips empty flows in their initial state: the update must leave
+/// such a flow exactly as it is, with and without the rate estimator.
+#[test]
+fn an_idle_flow_is_a_fixed_point_of_the_update() {
+    for est in [false, true] {
+        let p = PieParams { dq_rate_estimator: est, ..PieParams::init(250) };
+        let mut v = PieVars::default();
+        pie_calculate_probability(&p, &mut v, 0);
+        assert_eq!(v, PieVars::default());
+    }
+}
+
 #[test]
 fn probability_saturates_and_resets_the_cycle_when_idle() {
     let p = PieParams::init(250);
