@@ -196,7 +196,7 @@ fn timer_runs_on_the_wheels_ticks() {
     // granularity: jiffy 128, 512 ms. Then tupdate = usecs_to_jiffies(15 ms) = 4
     // jiffies, one more at level 0: every 5 jiffies, 20 ms.
     let mut q = standing_queue(250);
-    let mut at = |q: &mut Pie, ms_ns: u64| {
+    let at = |q: &mut Pie, ms_ns: u64| {
         q.run_timers(ms_ns);
         q.vars().prob
     };

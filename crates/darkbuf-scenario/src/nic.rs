@@ -14,7 +14,7 @@ use darkbuf_model::units::{self, Rate};
 
 pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
 pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
-pub const PATH_KEYS: &[&str] = &["delay"];
+pub const PATH_KEYS: &[&str] = &["delay", "loss"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
 pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
@@ -176,6 +176,17 @@ pub(crate) fn resolve_far_end(
     if delay_ns > 10_000_000_000 {
         return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
     }
+    let loss = path_loss(&p)?;
+    if loss != 0 && device.nic.as_ref().is_some_and(|n| n.tso) {
+        return Err(p.value_err(
+            "loss",
+            format!(
+                "`{}` loses frames, and with device.tso = true the NIC model puts a whole TSO/GSO skb on the wire as one unit: a loss would take up to 64 KB at once",
+                p.kp("loss")
+            ),
+            Some("set device.tso = false (one frame per skb, as the bufferbloat tests run), or remove path.loss".into()),
+        ));
+    }
     let pe = top.sub("peer")?;
     pe.check_keys(PEER_KEYS, None)?;
     let cpus = pe.u32("cpus", 2, 1, 64)?;
@@ -184,5 +195,29 @@ pub(crate) fn resolve_far_end(
     let q = pe.sub("qdisc")?;
     let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
     let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
-    Ok((Some(PathSpec { delay_ns }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+    Ok((Some(PathSpec { delay_ns, loss }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+}
+
+/// `path.loss`: netem's `loss random PERCENT`, as tc takes it: a number of percent
+/// (`0.5`) or a string with `%` (`"0.5%"`), 0..=100, held as netem holds it,
+/// `rint(fraction * UINT32_MAX)` (`set_percent()`). netem's correlation and its
+/// Gilbert-Elliott and 4-state models are not modelled.
+fn path_loss(p: &Sec<'_>) -> Result<u32, Diagnostic> {
+    let Some(e) = p.entry("loss") else {
+        return Ok(0);
+    };
+    let help = || Some("expected a loss percentage in 0..=100 as netem takes it, e.g. loss = \"1%\" or loss = 0.5".to_string());
+    let pct = match &e.node.v {
+        V::Float(f) => *f,
+        V::Int(i) => *i as f64,
+        V::Str(s) => match s.trim().strip_suffix('%').unwrap_or(s.trim()).trim().parse::<f64>() {
+            Ok(v) => v,
+            Err(_) => return Err(p.value_err("loss", format!("`{}` = \"{s}\" is not a percentage", p.kp("loss")), help())),
+        },
+        _ => return Err(p.type_err(e, "a percentage", help())),
+    };
+    if !(0.0..=100.0).contains(&pct) {
+        return Err(p.value_err("loss", format!("`{}` = {} is out of range", p.kp("loss"), e.node.v.show()), help()));
+    }
+    Ok((pct / 100.0 * u32::MAX as f64).round_ties_even() as u32)
 }

@@ -224,6 +224,22 @@ pub struct Coalesce {
 pub struct PathSpec {
     /// One-way propagation delay, ns.
     pub delay_ns: u64,
+    /// netem's `loss random`: each frame is lost on the path, each way, with this
+    /// probability, as netem holds it: a fraction of `u32::MAX` (`set_percent()` in
+    /// tc/q_netem.c). 0 = none (and left out of the serialized scenario).
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub loss: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+impl PathSpec {
+    /// The loss in percent, as tc prints it.
+    pub fn loss_pct(&self) -> f64 {
+        self.loss as f64 / u32::MAX as f64 * 100.0
+    }
 }
 
 /// The far host: its CPUs, its NIC's queues and their IRQ CPUs (its own numbering), and

@@ -786,3 +786,29 @@ fn path_delay_is_a_nics_per_entry_wire_delay() {
     let e = err(&format!("{NIC}[[traffic]]\nkind = \"tcp\"\npath_delay = 5\n"));
     assert_eq!(e.key, "traffic.0.path_delay");
 }
+
+/// `path.loss` as tc takes netem's `loss random`: a percentage as a number or with
+/// `%`, held as netem holds it (`rint(fraction * UINT32_MAX)`); out of range, not a
+/// number, or with TSO on (whole skbs would be lost) refused at the key.
+#[test]
+fn path_loss_is_netems_random_loss() {
+    let nic = format!("{NIC}tso = false\n[path]\n");
+    let loss = |v: &str| ok_set(&format!("{nic}loss = {v}\n{UDP}"), &[]).path.unwrap().loss;
+    assert_eq!(loss("\"1%\""), 42_949_673);
+    assert_eq!(loss("0.5"), 21_474_836);
+    assert_eq!(loss("\"100%\""), u32::MAX);
+    assert_eq!(loss("0"), 0);
+    let scn = ok_set(&format!("{nic}loss = \"2.5%\"\n{UDP}"), &[]);
+    assert!((scn.path.unwrap().loss_pct() - 2.5).abs() < 1e-6);
+    for bad in ["\"101%\"", "-1", "\"lots\"", "true"] {
+        let d = err(&format!("{nic}loss = {bad}\n{UDP}"));
+        assert_eq!((d.key.as_str(), d.line), ("path.loss", Some(5)), "{bad}: {d}");
+        assert!(d.help.as_deref().unwrap_or("").contains("0..=100"), "{bad}: {d}");
+    }
+    let d = err(&format!("{NIC}[path]\nloss = \"1%\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("path.loss", Some(4)));
+    assert!(d.help.as_deref().unwrap_or("").contains("device.tso = false"), "{d}");
+    // A lossless path serializes as it did before the key existed.
+    let json = serde_json::to_string(&ok_set(&format!("{nic}delay = \"5ms\"\n{UDP}"), &[]).path).unwrap();
+    assert_eq!(json, r#"{"delay_ns":5000000}"#);
+}

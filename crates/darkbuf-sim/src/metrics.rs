@@ -180,6 +180,8 @@ pub struct Metrics {
     pub pie_prob: Vec<f64>,
     pub pie_delay_us: Vec<f64>,
     pub ring_drops: u64,
+    /// Frames `path.loss` lost, both ways, in the measured window.
+    pub path_drops: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,
     pub napi_work: u64,

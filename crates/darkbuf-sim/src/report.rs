@@ -590,6 +590,9 @@ impl World {
             out.set("napi.full_budget_polls", mt.napi_full_budget as f64);
         }
         out.set("ring.drops", mt.ring_drops as f64);
+        if self.path_rng.is_some() {
+            out.set("path.drops", mt.path_drops as f64);
+        }
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         out.set("dev.noqueue_drops", mt.noqueue_drops as f64);
         out.set("ring.occupancy_avg", mt.ring.mean(start, end));

@@ -67,6 +67,8 @@ pub struct World {
     pub current_cpu: CpuId,
     pub metrics: Metrics,
     pub rng: ChaCha8Rng,
+    /// `path.loss`'s random stream (`None` on a lossless path).
+    pub path_rng: Option<Box<ChaCha8Rng>>,
     /// The machine's stalls (the profile's `[[stalls]]`).
     pub stalls: crate::stall::Stalls,
     /// `cost()`'s noise factor as 1 - noise + u * (2 * noise / 2^32).
