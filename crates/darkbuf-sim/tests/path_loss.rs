@@ -18,7 +18,10 @@ fn lossy(cc: &str, loss: &str) -> darkbuf_report::RunRecord {
         &format!("traffic.0.cc={cc}"),
         &format!("path.loss={loss}"),
     ];
-    run("tcp-100mbit.toml", &set)
+    let r = run("tcp-100mbit.toml", &set);
+    // Packet conservation and the other invariants hold with frames lost on the way.
+    assert!(r.findings.is_empty(), "{cc} at {loss}: {:?}", r.findings);
+    r
 }
 
 /// Mathis's throughput, Mbit/s, for loss `p` and the run's own smoothed RTT.
