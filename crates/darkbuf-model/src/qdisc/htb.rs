@@ -1368,6 +1368,13 @@ impl Qdisc for Htb {
         v
     }
 
+    /// The leaf qdiscs' timers (a pie leaf's `adapt_timer`).
+    fn run_timers(&mut self, now: u64) {
+        for leaf in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
+            leaf.run_timers(now);
+        }
+    }
+
     /// The watchdog armed by the last dequeue that found nothing to send, or the
     /// earliest watchdog of a non-work-conserving leaf qdisc holding packets.
     fn next_wakeup(&self) -> Option<u64> {

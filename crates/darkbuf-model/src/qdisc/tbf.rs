@@ -626,6 +626,13 @@ impl Qdisc for Tbf {
         &self.stats
     }
 
+    /// The child's timers (a pie child's `adapt_timer`).
+    fn run_timers(&mut self, now: u64) {
+        if let TbfChild::Other { q, .. } = &mut self.child {
+            q.run_timers(now);
+        }
+    }
+
     /// The watchdog armed by the last refused dequeue; otherwise, with packets held by
     /// a non-work-conserving child (e.g. a pacing fq), the child's own watchdog.
     fn next_wakeup(&self) -> Option<u64> {
