@@ -177,7 +177,7 @@ pub(crate) fn resolve_far_end(
         return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
     }
     let loss = path_loss(&p)?;
-    if loss != 0 && device.nic.as_ref().is_some_and(|n| n.tso) {
+    if loss.is_some() && device.nic.as_ref().is_some_and(|n| n.tso) {
         return Err(p.value_err(
             "loss",
             format!(
@@ -198,26 +198,70 @@ pub(crate) fn resolve_far_end(
     Ok((Some(PathSpec { delay_ns, loss }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
 }
 
-/// `path.loss`: netem's `loss random PERCENT`, as tc takes it: a number of percent
-/// (`0.5`) or a string with `%` (`"0.5%"`), 0..=100, held as netem holds it,
-/// `rint(fraction * UINT32_MAX)` (`set_percent()`). netem's correlation and its
-/// Gilbert-Elliott and 4-state models are not modelled.
-fn path_loss(p: &Sec<'_>) -> Result<u32, Diagnostic> {
+/// `path.loss`: netem's loss models as tc takes them after `loss`:
+/// - a percentage, as a number (`0.5`) or a string (`"0.5%"`), or `"random P"`: random
+///   loss (a correlation after it is refused: not modelled);
+/// - `"state p13 [p31 [p32 [p23 [p14]]]]"`: the 4-state GI model, with tc's defaults
+///   p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0;
+/// - `"gemodel p [r [1-h [1-k]]]"`: Gilbert-Elliott, with tc's defaults r = 1 - p,
+///   h = 0 (every packet in the bad state lost), 1-k = 0.
+///
+/// Each percentage as tc's `parse_percent()` reads it (a number of percent, `%`
+/// optional, 0..=100), held as `set_percent()` holds it.
+fn path_loss(p: &Sec<'_>) -> Result<Option<PathLoss>, Diagnostic> {
     let Some(e) = p.entry("loss") else {
-        return Ok(0);
+        return Ok(None);
     };
-    let help = || Some("expected a loss percentage in 0..=100 as netem takes it, e.g. loss = \"1%\" or loss = 0.5".to_string());
-    let pct = match &e.node.v {
-        V::Float(f) => *f,
-        V::Int(i) => *i as f64,
-        V::Str(s) => match s.trim().strip_suffix('%').unwrap_or(s.trim()).trim().parse::<f64>() {
-            Ok(v) => v,
-            Err(_) => return Err(p.value_err("loss", format!("`{}` = \"{s}\" is not a percentage", p.kp("loss")), help())),
-        },
-        _ => return Err(p.type_err(e, "a percentage", help())),
+    const HELP: &str = "expected netem's loss as tc takes it: a percentage (loss = \"1%\" or 0.5, 0..=100), \
+                        \"random P\", \"state p13 [p31 [p32 [p23 [p14]]]]\" or \"gemodel p [r [1-h [1-k]]]\"";
+    let bad = |why: String| p.value_err("loss", format!("`{}` = {}: {why}", p.kp("loss"), e.node.v.show()), Some(HELP.into()));
+    let words: Vec<String> = match &e.node.v {
+        V::Float(f) => vec![f.to_string()],
+        V::Int(i) => vec![i.to_string()],
+        V::Str(s) => s.split_whitespace().map(str::to_string).collect(),
+        _ => return Err(p.type_err(e, "a loss percentage or model", Some(HELP.into()))),
     };
-    if !(0.0..=100.0).contains(&pct) {
-        return Err(p.value_err("loss", format!("`{}` = {} is out of range", p.kp("loss"), e.node.v.show()), help()));
+    // parse_percent(): a fraction in 0..=1 from a number of percent.
+    let pct = |w: &str| -> Result<f64, Diagnostic> {
+        match w.strip_suffix('%').unwrap_or(w).parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+            Ok(_) => Err(bad(format!("{w} is out of range"))),
+            Err(_) => Err(bad(format!("\"{w}\" is not a percentage"))),
+        }
+    };
+    let (model, args) = match words.split_first() {
+        None => return Err(bad("empty".into())),
+        Some((m, rest)) if ["random", "state", "gemodel"].contains(&m.as_str()) => (m.as_str(), rest),
+        Some(_) => ("random", &words[..]),
+    };
+    let fr: Vec<f64> = args.iter().map(|w| pct(w)).collect::<Result<_, _>>()?;
+    let most = match model {
+        "random" => 1,
+        "state" => 5,
+        _ => 4,
+    };
+    if fr.is_empty() {
+        return Err(bad(format!("`{model}` needs its first probability")));
     }
-    Ok((pct / 100.0 * u32::MAX as f64).round_ties_even() as u32)
+    if fr.len() > most {
+        let why = if model == "random" {
+            "netem's loss correlation is not modelled".to_string()
+        } else {
+            format!("`{model}` takes at most {most} probabilities")
+        };
+        return Err(bad(why));
+    }
+    let arg = |i: usize, default: f64| set_percent(fr.get(i).copied().unwrap_or(default));
+    let loss = match model {
+        "random" => PathLoss::Random { loss: arg(0, 0.0) },
+        "state" => PathLoss::State { p13: arg(0, 0.0), p31: arg(1, 1.0 - fr[0]), p32: arg(2, 0.0), p23: arg(3, 1.0), p14: arg(4, 0.0) },
+        // tc takes 1-h and gives the kernel h; without it, h = 0.
+        _ => PathLoss::Gemodel {
+            p: arg(0, 0.0),
+            r: arg(1, 1.0 - fr[0]),
+            h: fr.get(2).map_or(0, |&one_minus_h| u32::MAX - set_percent(one_minus_h)),
+            k1: arg(3, 0.0),
+        },
+    };
+    Ok((loss != PathLoss::Random { loss: 0 }).then_some(loss))
 }

@@ -224,22 +224,36 @@ pub struct Coalesce {
 pub struct PathSpec {
     /// One-way propagation delay, ns.
     pub delay_ns: u64,
-    /// netem's `loss random`: each frame is lost on the path, each way, with this
-    /// probability, as netem holds it: a fraction of `u32::MAX` (`set_percent()` in
-    /// tc/q_netem.c). 0 = none (and left out of the serialized scenario).
-    #[serde(skip_serializing_if = "is_zero_u32")]
-    pub loss: u32,
+    /// netem's loss model, each way (`None`: no loss, and left out of the serialized
+    /// scenario).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss: Option<PathLoss>,
 }
 
-fn is_zero_u32(v: &u32) -> bool {
-    *v == 0
+/// netem's loss models (`tc qdisc ... netem loss random|state|gemodel ...`), each
+/// probability held as netem holds it: a fraction of `u32::MAX` (tc's `set_percent()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "model", rename_all = "lowercase")]
+pub enum PathLoss {
+    /// `loss random P` (`CLG_RANDOM`, no correlation): `q->loss`.
+    Random { loss: u32 },
+    /// `loss state p13 [p31 [p32 [p23 [p14]]]]` (`CLG_4_STATES`, the GI model).
+    State { p13: u32, p31: u32, p32: u32, p23: u32, p14: u32 },
+    /// `loss gemodel p [r [1-h [1-k]]]` (`CLG_GILB_ELL`): `h` as the kernel holds it
+    /// (tc takes 1-h), `k1` = 1-k as given.
+    Gemodel { p: u32, r: u32, h: u32, k1: u32 },
 }
 
-impl PathSpec {
-    /// The loss in percent, as tc prints it.
-    pub fn loss_pct(&self) -> f64 {
-        self.loss as f64 / u32::MAX as f64 * 100.0
+impl PathLoss {
+    /// `loss random` with this percentage (for tests and callers that build scenarios).
+    pub fn random_pct(pct: f64) -> Self {
+        PathLoss::Random { loss: set_percent(pct / 100.0) }
     }
+}
+
+/// tc's `set_percent()`: `rint(fraction * UINT32_MAX)`.
+pub fn set_percent(fraction: f64) -> u32 {
+    (fraction * u32::MAX as f64).round_ties_even() as u32
 }
 
 /// The far host: its CPUs, its NIC's queues and their IRQ CPUs (its own numbering), and

@@ -787,28 +787,59 @@ fn path_delay_is_a_nics_per_entry_wire_delay() {
     assert_eq!(e.key, "traffic.0.path_delay");
 }
 
-/// `path.loss` as tc takes netem's `loss random`: a percentage as a number or with
-/// `%`, held as netem holds it (`rint(fraction * UINT32_MAX)`); out of range, not a
-/// number, or with TSO on (whole skbs would be lost) refused at the key.
+/// `path.loss` as tc takes netem's loss after `loss`: a percentage (a number, or a
+/// string with `%`), `random P`, `state ...` and `gemodel ...` with tc's defaults, each
+/// probability held as netem holds it (`rint(fraction * UINT32_MAX)`); out of range, not
+/// a number, too many values, a correlation, or TSO on (whole skbs would be lost)
+/// refused at the key.
 #[test]
-fn path_loss_is_netems_random_loss() {
+fn path_loss_is_netems_loss() {
     let nic = format!("{NIC}tso = false\n[path]\n");
     let loss = |v: &str| ok_set(&format!("{nic}loss = {v}\n{UDP}"), &[]).path.unwrap().loss;
-    assert_eq!(loss("\"1%\""), 42_949_673);
-    assert_eq!(loss("0.5"), 21_474_836);
-    assert_eq!(loss("\"100%\""), u32::MAX);
-    assert_eq!(loss("0"), 0);
-    let scn = ok_set(&format!("{nic}loss = \"2.5%\"\n{UDP}"), &[]);
-    assert!((scn.path.unwrap().loss_pct() - 2.5).abs() < 1e-6);
-    for bad in ["\"101%\"", "-1", "\"lots\"", "true"] {
+    let random = |l: u32| Some(PathLoss::Random { loss: l });
+    assert_eq!(loss("\"1%\""), random(42_949_673));
+    assert_eq!(loss("0.5"), random(21_474_836));
+    assert_eq!(loss("\"random 100%\""), random(u32::MAX));
+    assert_eq!(loss("0"), None);
+    assert_eq!(loss("\"1\""), random(42_949_673));
+    // tc's defaults: state p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0.
+    let pct = |f: f64| set_percent(f / 100.0);
+    assert_eq!(
+        loss("\"state 10%\""),
+        Some(PathLoss::State { p13: pct(10.0), p31: pct(90.0), p32: 0, p23: u32::MAX, p14: 0 })
+    );
+    assert_eq!(
+        loss("\"state 1% 30% 2% 40% 0.5%\""),
+        Some(PathLoss::State { p13: pct(1.0), p31: pct(30.0), p32: pct(2.0), p23: pct(40.0), p14: pct(0.5) })
+    );
+    // gemodel: r = 1 - p, h = 0, 1-k = 0 by default; tc takes 1-h and sends h.
+    assert_eq!(loss("\"gemodel 1%\""), Some(PathLoss::Gemodel { p: pct(1.0), r: pct(99.0), h: 0, k1: 0 }));
+    assert_eq!(
+        loss("\"gemodel 1% 10% 70% 0.1%\""),
+        Some(PathLoss::Gemodel { p: pct(1.0), r: pct(10.0), h: u32::MAX - pct(70.0), k1: pct(0.1) })
+    );
+    for (bad, why) in [
+        ("\"101%\"", "out of range"),
+        ("-1", "out of range"),
+        ("\"lots\"", "not a percentage"),
+        ("\"random 1% 25%\"", "correlation is not modelled"),
+        ("\"gemodel 1% 2% 3% 4% 5%\"", "at most 4"),
+        ("\"state\"", "first probability"),
+        ("\"\"", "empty"),
+    ] {
         let d = err(&format!("{nic}loss = {bad}\n{UDP}"));
         assert_eq!((d.key.as_str(), d.line), ("path.loss", Some(5)), "{bad}: {d}");
-        assert!(d.help.as_deref().unwrap_or("").contains("0..=100"), "{bad}: {d}");
+        assert!(d.message.contains(why), "{bad}: {d}");
+        assert!(d.help.as_deref().unwrap_or("").contains("gemodel p [r [1-h [1-k]]]"), "{bad}: {d}");
     }
+    let d = err(&format!("{nic}loss = true\n{UDP}"));
+    assert_eq!(d.key, "path.loss");
     let d = err(&format!("{NIC}[path]\nloss = \"1%\"\n{UDP}"));
     assert_eq!((d.key.as_str(), d.line), ("path.loss", Some(4)));
     assert!(d.help.as_deref().unwrap_or("").contains("device.tso = false"), "{d}");
     // A lossless path serializes as it did before the key existed.
     let json = serde_json::to_string(&ok_set(&format!("{nic}delay = \"5ms\"\n{UDP}"), &[]).path).unwrap();
     assert_eq!(json, r#"{"delay_ns":5000000}"#);
+    let json = serde_json::to_string(&ok_set(&format!("{nic}loss = \"gemodel 1%\"\n{UDP}"), &[]).path).unwrap();
+    assert!(json.contains(r#""loss":{"model":"gemodel","p":42949673"#), "{json}");
 }

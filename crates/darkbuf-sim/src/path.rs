@@ -3,13 +3,15 @@
 //! `delay` without jitter, so frames arrive in order). Entries with a `path_delay` of
 //! their own go on a link of that delay beside the shared one: each link stays in
 //! order, and packets of different delays overtake each other as they would behind
-//! per-host netems. With `path.loss`, each frame is lost on its way with netem's
-//! `loss random` probability (`loss_event()` in sch_netem.c, no correlation), drawn
-//! from a stream of its own so the costs' draws do not move.
+//! per-host netems. With `path.loss`, each link loses frames as a netem of its own
+//! would (`loss_event()` in sch_netem.c: random, the 4-state GI model or
+//! Gilbert-Elliott, each with its own state per link), drawing from a stream of the
+//! path's own so the costs' draws do not move.
 
 use crate::cpu::DevId;
 use crate::event::Event;
 use crate::world::World;
+use darkbuf_scenario::PathLoss;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -22,8 +24,8 @@ pub struct Link {
     /// The receiving device.
     pub to: DevId,
     pub delay_ns: u64,
-    /// netem's `q->loss`: a frame is lost when `loss >= prandom_u32()`; 0 = never.
-    pub loss: u32,
+    /// The link's netem loss model and its state (`None`: lossless).
+    pub loss: Option<LossState>,
     /// Packets on the way, with their arrival times, in order.
     pub in_flight: VecDeque<(u64, u32)>,
 }
@@ -32,8 +34,7 @@ impl World {
     /// The last bit of packet `id` left the port now: it reaches the far device after
     /// the link's delay.
     pub fn link_send(&mut self, link: LinkId, id: u32) {
-        let loss = self.links[link as usize].loss;
-        if loss != 0 && self.path_lost(loss) {
+        if self.links[link as usize].loss.is_some() && self.path_lost(link) {
             if self.measuring() {
                 self.metrics.path_drops += 1;
             }
@@ -55,15 +56,167 @@ impl World {
         self.nic_rx(to, id);
     }
 
-    /// netem's `loss_event()` for `CLG_RANDOM` without correlation: "0 => none,
-    /// ~0 => all".
-    fn path_lost(&mut self, loss: u32) -> bool {
-        self.path_rng.as_mut().is_some_and(|rng| loss >= rng.next_u32())
+    /// netem's `loss_event()` on `link`.
+    fn path_lost(&mut self, link: LinkId) -> bool {
+        let (Some(rng), Some(l)) = (self.path_rng.as_deref_mut(), self.links[link as usize].loss.as_mut()) else {
+            return false;
+        };
+        l.loss_event(rng)
+    }
+}
+
+/// A netem's loss model with its `struct clgstate`.
+#[derive(Clone, Copy, Debug)]
+pub struct LossState {
+    model: PathLoss,
+    state: ClgState,
+}
+
+/// `clg->state`: the 4-state model's four, Gilbert-Elliott's two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClgState {
+    TxInGapPeriod,
+    TxInBurstPeriod,
+    LostInGapPeriod,
+    LostInBurstPeriod,
+    GoodState,
+    BadState,
+}
+
+impl LossState {
+    /// `get_loss_clg()`: the 4-state model starts in TX_IN_GAP_PERIOD,
+    /// Gilbert-Elliott in GOOD_STATE.
+    pub fn new(model: PathLoss) -> Self {
+        let state = match model {
+            PathLoss::Gemodel { .. } => ClgState::GoodState,
+            _ => ClgState::TxInGapPeriod,
+        };
+        LossState { model, state }
+    }
+
+    /// `loss_event()`: whether the next frame is lost.
+    pub fn loss_event(&mut self, rng: &mut ChaCha8Rng) -> bool {
+        match self.model {
+            // "Random packet drop 0 => none, ~0 => all" (no correlation).
+            PathLoss::Random { loss } => loss != 0 && loss >= rng.next_u32(),
+            PathLoss::State { p13, p31, p32, p23, p14 } => self.loss_4state(rng.next_u32(), [p13, p31, p32, p14, p23]),
+            PathLoss::Gemodel { p, r, h, k1 } => self.loss_gilb_ell(rng, [p, r, h, k1]),
+        }
+    }
+
+    /// `loss_4state()` with `a` = `clg->a1..a5` (p13, p31, p32, p14, p23); the sums
+    /// wrap as the kernel's `u32` additions do.
+    fn loss_4state(&mut self, rnd: u32, a: [u32; 5]) -> bool {
+        let [a1, a2, a3, a4, a5] = a;
+        use ClgState::*;
+        match self.state {
+            TxInGapPeriod => {
+                if rnd < a4 {
+                    self.state = LostInGapPeriod;
+                    return true;
+                } else if rnd < a1.wrapping_add(a4) {
+                    self.state = LostInBurstPeriod;
+                    return true;
+                }
+            }
+            TxInBurstPeriod => {
+                if rnd < a5 {
+                    self.state = LostInBurstPeriod;
+                    return true;
+                }
+            }
+            LostInBurstPeriod => {
+                if rnd < a3 {
+                    self.state = TxInBurstPeriod;
+                } else if rnd < a2.wrapping_add(a3) {
+                    self.state = TxInGapPeriod;
+                } else {
+                    return true;
+                }
+            }
+            LostInGapPeriod => self.state = TxInGapPeriod,
+            GoodState | BadState => {}
+        }
+        false
+    }
+
+    /// `loss_gilb_ell()` with `a` = `clg->a1..a4` (p, r, h, 1-k): a transition draw,
+    /// then a loss draw.
+    fn loss_gilb_ell(&mut self, rng: &mut ChaCha8Rng, a: [u32; 4]) -> bool {
+        let [a1, a2, a3, a4] = a;
+        match self.state {
+            ClgState::BadState => {
+                if rng.next_u32() < a2 {
+                    self.state = ClgState::GoodState;
+                }
+                rng.next_u32() > a3
+            }
+            _ => {
+                if rng.next_u32() < a1 {
+                    self.state = ClgState::BadState;
+                }
+                rng.next_u32() < a4
+            }
+        }
     }
 }
 
 /// The path's own random stream, when it loses frames: apart from the costs' stream,
 /// so a lossy path leaves every other draw where it was.
-pub fn path_rng(seed: u64, loss: u32) -> Option<Box<ChaCha8Rng>> {
-    (loss != 0).then(|| Box::new(ChaCha8Rng::seed_from_u64(seed ^ 0x7061_7468_0000_0000)))
+pub fn path_rng(seed: u64, loss: Option<PathLoss>) -> Option<Box<ChaCha8Rng>> {
+    loss.map(|_| Box::new(ChaCha8Rng::seed_from_u64(seed ^ 0x7061_7468_0000_0000)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use darkbuf_scenario::set_percent;
+
+    fn rng() -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(7)
+    }
+
+    /// The fraction of `n` frames `model` loses.
+    fn loss_rate(model: PathLoss, n: u32) -> f64 {
+        let (mut l, mut r) = (LossState::new(model), rng());
+        (0..n).filter(|_| l.loss_event(&mut r)).count() as f64 / n as f64
+    }
+
+    #[test]
+    fn certain_transitions_give_exact_patterns() {
+        let all = u32::MAX;
+        // Gilbert-Elliott, p = r = 100%, h = 0, 1-k = 0: good and bad alternate, and
+        // only the bad state loses.
+        let mut ge = LossState::new(PathLoss::Gemodel { p: all, r: all, h: 0, k1: 0 });
+        let mut r = rng();
+        let got: Vec<bool> = (0..8).map(|_| ge.loss_event(&mut r)).collect();
+        assert_eq!(got, [false, true, false, true, false, true, false, true]);
+        // 4-state, p13 = 100% with tc's default p31 = 0: into a burst, never out.
+        let mut st = LossState::new(PathLoss::State { p13: all, p31: 0, p32: 0, p23: all, p14: 0 });
+        assert!((0..8).all(|_| st.loss_event(&mut r)));
+        // ... and with p31 = 100%: a loss, then back to the gap, alternating.
+        let mut st = LossState::new(PathLoss::State { p13: all, p31: all, p32: 0, p23: all, p14: 0 });
+        let got: Vec<bool> = (0..6).map(|_| st.loss_event(&mut r)).collect();
+        assert_eq!(got, [true, false, true, false, true, false]);
+        // Random 0 never loses, 100% always.
+        let mut none = LossState::new(PathLoss::Random { loss: 0 });
+        let mut every = LossState::new(PathLoss::Random { loss: all });
+        assert!((0..100).all(|_| !none.loss_event(&mut r) && every.loss_event(&mut r)));
+    }
+
+    /// The chains' long-run loss rates: random p; Gilbert-Elliott's
+    /// p/(p+r) x (1-h) + r/(p+r) x (1-k) ("gemodel 1% 10% 70% 0.1%": 0.0645); the GI
+    /// model with isolated losses only (p14) at p14/(1+p14).
+    #[test]
+    fn long_run_loss_rates_match_the_chains() {
+        let n = 2_000_000;
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 0.03 * want, "{got} vs {want}");
+        close(loss_rate(PathLoss::Random { loss: set_percent(0.01) }, n), 0.01);
+        let (p, r, one_minus_h, k1) = (0.01, 0.10, 0.70, 0.001);
+        let ge = PathLoss::Gemodel { p: set_percent(p), r: set_percent(r), h: u32::MAX - set_percent(one_minus_h), k1: set_percent(k1) };
+        close(loss_rate(ge, n), p / (p + r) * one_minus_h + r / (p + r) * k1);
+        let p14 = 0.02;
+        let gi = PathLoss::State { p13: 0, p31: set_percent(1.0), p32: 0, p23: set_percent(1.0), p14: set_percent(p14) };
+        close(loss_rate(gi, n), p14 / (1.0 + p14));
+    }
 }

@@ -598,7 +598,7 @@ impl Builder<'_> {
         let d = &self.scn.device;
         let peer = self.scn.peer.clone().expect("driver = nic has a peer");
         let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
-        let loss = self.scn.path.as_ref().map_or(0, |p| p.loss);
+        let loss = self.scn.path.as_ref().and_then(|p| p.loss).map(crate::path::LossState::new);
         let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
         let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
