@@ -59,6 +59,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("qdisc.requeues", "packets", "packets put back into the qdisc because the driver was busy (tc -s: requeues)"),
     e("qdisc.overlimits", "events", "times the qdisc held packets back because of a rate limit or a full queue (tc -s: overlimits)"),
     e("qdisc.backlog_avg_pkts", "packets", "time-averaged backlog of the measured device's qdiscs, not the peer's (sim: by Little's law; kernel: averaged over samples)"),
+    e("path.limit_drops", "frames", "frames the path's netem dropped at its limit (path.limit; 1000 with path.rate), both ways, in the measured window; only with a limit"),
     e("path.drops", "frames", "frames path.loss lost beyond the wire (netem's loss random), both ways, in the measured window; only with path.loss"),
     e("qdisc.backlog_pkts", "packets", "time series: qdisc backlog, every sample_interval"),
     e("bql.limit_avg", "units", "time-averaged DQL limit of the measured TX queue (packets for veth's per-packet BQL, bytes with unit = \"byte\")"),

@@ -14,7 +14,7 @@ use darkbuf_model::units::{self, Rate};
 
 pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
 pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
-pub const PATH_KEYS: &[&str] = &["delay", "loss"];
+pub const PATH_KEYS: &[&str] = &["delay", "loss", "rate", "limit"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
 pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
@@ -187,6 +187,27 @@ pub(crate) fn resolve_far_end(
             Some("set device.tso = false (one frame per skb, as the bufferbloat tests run), or remove path.loss".into()),
         ));
     }
+    let rate_bps = path_rate(&p)?;
+    // netem's default limit, 1000 packets, with a rate; the delay alone stays an ideal
+    // delay line unless a limit is given.
+    let limit = match p.entry("limit") {
+        Some(_) => Some(p.u32("limit", 1000, 1, 1 << 24)?),
+        None => rate_bps.map(|_| 1000),
+    };
+    if device.nic.as_ref().is_some_and(|n| n.tso) {
+        for (k, set) in [("rate", rate_bps.is_some()), ("limit", p.entry("limit").is_some())] {
+            if set {
+                return Err(p.value_err(
+                    k,
+                    format!(
+                        "`{}` queues frames, and with device.tso = true the NIC model puts a whole TSO/GSO skb on the wire as one unit: the path's netem would count it as one frame",
+                        p.kp(k)
+                    ),
+                    Some(format!("set device.tso = false (one frame per skb, as the bufferbloat tests run), or remove path.{k}")),
+                ));
+            }
+        }
+    }
     let pe = top.sub("peer")?;
     pe.check_keys(PEER_KEYS, None)?;
     let cpus = pe.u32("cpus", 2, 1, 64)?;
@@ -195,7 +216,22 @@ pub(crate) fn resolve_far_end(
     let q = pe.sub("qdisc")?;
     let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
     let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
-    Ok((Some(PathSpec { delay_ns, loss }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+    Ok((Some(PathSpec { delay_ns, loss, rate_bps, limit }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+}
+
+/// `path.rate`: netem's `rate`, a bit rate as tc writes it, 8 kbit/s to 400 Gbit/s
+/// (netem holds bytes/s: tc's rate divided by 8).
+fn path_rate(p: &Sec<'_>) -> Result<Option<u64>, Diagnostic> {
+    let Some(e) = p.entry("rate") else { return Ok(None) };
+    let key = p.kp("rate");
+    let expected = format!("the path's bottleneck rate, 8kbit to 400Gbit, e.g. \"20Mbit\" ({})", units::RATE_EXPECTED);
+    let V::Str(r) = &e.node.v else { return Err(p.type_err(e, "a rate string", Some(expected))) };
+    match units::parse_rate(r) {
+        Ok(Rate::Bps(b)) if (8_000..=RATE_MAX_BPS).contains(&b) => Ok(Some(b)),
+        Ok(Rate::Bps(b)) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" ({b} bit/s) is out of range"), Some(expected))),
+        Ok(_) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" is not a bit rate"), Some(expected))),
+        Err(u) => Err(p.value_err("rate", format!("`{key}`: {}", u.message), Some(expected))),
+    }
 }
 
 /// `path.loss`: netem's loss models as tc takes them after `loss`:

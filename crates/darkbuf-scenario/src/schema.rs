@@ -228,6 +228,14 @@ pub struct PathSpec {
     /// scenario).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss: Option<PathLoss>,
+    /// netem's `rate`: the path's own bottleneck, bits/s, each way (`None`: the NIC's
+    /// wire is the only one). Frames queue for it in the path's netem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// netem's `limit`: frames the path holds (waiting for the rate or on their delay),
+    /// beyond which it drops arrivals. `None`: unlimited (an ideal delay line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 /// netem's loss models (`tc qdisc ... netem loss random|state|gemodel ...`), each

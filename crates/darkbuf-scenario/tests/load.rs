@@ -843,3 +843,26 @@ fn path_loss_is_netems_loss() {
     let json = serde_json::to_string(&ok_set(&format!("{nic}loss = \"gemodel 1%\"\n{UDP}"), &[]).path).unwrap();
     assert!(json.contains(r#""loss":{"model":"gemodel","p":42949673"#), "{json}");
 }
+
+/// `path.rate` and `path.limit`: netem's rate (a tc bit rate, held in bits/s) with its
+/// default limit of 1000 frames, a limit alone for the delay line, both refused with
+/// TSO on (the path would count a TSO skb as one frame).
+#[test]
+fn path_rate_is_a_netem_bottleneck() {
+    let nic = format!("{NIC}tso = false\n[path]\n");
+    let path = |extra: &str| ok_set(&format!("{nic}{extra}{UDP}"), &[]).path.unwrap();
+    let p = path("rate = \"20Mbit\"\n");
+    assert_eq!((p.rate_bps, p.limit), (Some(20_000_000), Some(1000)));
+    let p = path("rate = \"512kbit\"\nlimit = 50\n");
+    assert_eq!((p.rate_bps, p.limit), (Some(512_000), Some(50)));
+    let p = path("limit = 10\n");
+    assert_eq!((p.rate_bps, p.limit), (None, Some(10)));
+    assert_eq!((path("").rate_bps, path("").limit), (None, None));
+    for (bad, key) in [("rate = \"fast\"\n", "path.rate"), ("rate = \"1bit\"\n", "path.rate"), ("rate = 20\n", "path.rate"), ("limit = 0\n", "path.limit")] {
+        let d = err(&format!("{nic}{bad}{UDP}"));
+        assert_eq!((d.key.as_str(), d.line), (key, Some(5)), "{bad}: {d}");
+    }
+    let d = err(&format!("{NIC}[path]\nrate = \"20Mbit\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("path.rate", Some(4)));
+    assert!(d.help.as_deref().unwrap_or("").contains("device.tso = false"), "{d}");
+}

@@ -182,6 +182,8 @@ pub struct Metrics {
     pub ring_drops: u64,
     /// Frames `path.loss` lost, both ways, in the measured window.
     pub path_drops: u64,
+    /// Frames the path's netem dropped at its `limit`, both ways, in the measured window.
+    pub path_limit_drops: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,
     pub napi_work: u64,

@@ -26,13 +26,18 @@ pub struct Link {
     pub delay_ns: u64,
     /// The link's netem loss model and its state (`None`: lossless).
     pub loss: Option<LossState>,
+    /// netem's `rate` in bytes/s (`q->rate`); 0 = none.
+    pub rate: u64,
+    /// netem's `sch->limit`: frames on the link (its tfifo) before it drops arrivals;
+    /// `u32::MAX` = unlimited.
+    pub limit: u32,
     /// Packets on the way, with their arrival times, in order.
     pub in_flight: VecDeque<(u64, u32)>,
 }
 
 impl World {
     /// The last bit of packet `id` left the port now: it reaches the far device after
-    /// the link's delay.
+    /// the link's delay (and, with a rate, its turn at the rate).
     pub fn link_send(&mut self, link: LinkId, id: u32) {
         if self.links[link as usize].loss.is_some() && self.path_lost(link) {
             if self.measuring() {
@@ -41,8 +46,26 @@ impl World {
             self.kfree_skb(id);
             return;
         }
+        let len = self.pkts.get(id).len as u64;
         let l = &mut self.links[link as usize];
-        let at = self.now + l.delay_ns;
+        if l.in_flight.len() >= l.limit as usize {
+            // netem_enqueue(): "q->t_len >= sch->limit" drops the arrival.
+            if self.measuring() {
+                self.metrics.path_limit_drops += 1;
+            }
+            self.kfree_skb(id);
+            return;
+        }
+        let mut at = self.now + l.delay_ns;
+        if l.rate != 0 {
+            // netem_enqueue() with a rate: the last frame queued is the reference
+            // point, its time to send the earliest this one starts, and the frame's
+            // own time at the rate comes on top (packet_time_ns()).
+            if let Some(&(last, _)) = l.in_flight.back() {
+                at = at.max(last);
+            }
+            at += ((len as u128 * 1_000_000_000) / l.rate as u128) as u64;
+        }
         l.in_flight.push_back((at, id));
         self.events.push(at, Event::LinkArrival(link));
     }

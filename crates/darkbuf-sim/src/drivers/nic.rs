@@ -599,6 +599,8 @@ impl Builder<'_> {
         let peer = self.scn.peer.clone().expect("driver = nic has a peer");
         let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
         let loss = self.scn.path.as_ref().and_then(|p| p.loss).map(crate::path::LossState::new);
+        let rate = self.scn.path.as_ref().and_then(|p| p.rate_bps).map_or(0, |b| b / 8);
+        let limit = self.scn.path.as_ref().and_then(|p| p.limit).unwrap_or(u32::MAX);
         let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
         let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
@@ -617,7 +619,7 @@ impl Builder<'_> {
         self.nic_dev(rate_bps, k, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         for to in [1, 0] {
             for extra in &self.path_delays {
-                self.links.push(Link { to, delay_ns: delay_ns + extra, loss, in_flight: Default::default() });
+                self.links.push(Link { to, delay_ns: delay_ns + extra, loss, rate, limit, in_flight: Default::default() });
             }
         }
         if k > 1 {
