@@ -99,6 +99,7 @@
 //!   set once, at init.
 
 use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use crate::jiffies::{jiffies_at, usecs_to_jiffies};
 use crate::params::{ParamError, ParamValue, Params};
 use crate::skb::flow_hash;
 use crate::Skb;
@@ -369,10 +370,6 @@ fn time_after(a: u64, b: u64) -> bool {
     (b.wrapping_sub(a) as i64) < 0
 }
 
-/// `usecs_to_jiffies()`: rounds up.
-fn usecs_to_jiffies(us: u64, hz: u32) -> u64 {
-    ((us as u128 * hz as u128).div_ceil(1_000_000)) as u64
-}
 
 /// tc's `ilog2()` in q_fq.c: log2 rounded up (`buckets 1000` gives 10).
 fn tc_ilog2(mut val: u32) -> u32 {
@@ -687,7 +684,7 @@ impl Fq {
     }
 
     fn jiffies(&self, now: u64) -> u64 {
-        ((now as u128 * self.cfg.hz as u128) / NSEC_PER_SEC as u128) as u64
+        jiffies_at(now, self.cfg.hz)
     }
 
     fn lookup(&self, key: u64) -> Option<u32> {

@@ -28,7 +28,7 @@ use super::pie::{
     check_hz, pie_calculate_probability, pie_drop_early, pie_process_dequeue, pie_rng, psched_ns2ticks,
     take_pie_params, tc_pie_flags, tc_pie_params, AdaptTimer, PieParams, PieStats, PieVars, MAX_PROB,
 };
-use super::skb_list::{SkbList, SkbSlab};
+use super::skb_list::{SkbList, SkbSlab, NIL};
 use super::tc_print::size;
 use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
 use crate::params::{ParamError, Params};
@@ -300,9 +300,9 @@ impl Qdisc for FqPie {
     fn dequeue(&mut self, now: u64, _drops: &mut Vec<u32>) -> Option<Skb> {
         self.catch_up(now);
         loop {
-            let (which, idx) = if self.lists.new.head != super::skb_list::NIL {
+            let (which, idx) = if self.lists.new.head != NIL {
                 (ListId::New, self.lists.new.head)
-            } else if self.lists.old.head != super::skb_list::NIL {
+            } else if self.lists.old.head != NIL {
                 (ListId::Old, self.lists.old.head)
             } else {
                 return None;
@@ -316,7 +316,7 @@ impl Qdisc for FqPie {
             }
             let Some(skb) = self.slab.pop_head(&mut flow.skbs) else {
                 // Force a pass through old_flows to prevent starvation.
-                if which == ListId::New && self.lists.old.head != super::skb_list::NIL {
+                if which == ListId::New && self.lists.old.head != NIL {
                     self.lists.move_tail(&mut self.flows, idx, ListId::Old);
                 } else {
                     self.lists.del_init(&mut self.flows, idx);
