@@ -185,12 +185,12 @@ impl World {
                     },
                 );
             }
-        }
-        if !mt.pie_prob.is_empty() && mt.pie_prob.len() == mt.series_t.len() {
-            let t_ms: Vec<f64> = mt.series_t.iter().map(|&t| ms(t)).collect();
-            for (name, unit, values) in [("qdisc.prob", "fraction", &mt.pie_prob), ("qdisc.delay_us", "µs", &mt.pie_delay_us)] {
-                let values = values.iter().map(|&v| Some(v)).collect();
-                out.insert(name.to_string(), TimeSeries { unit: unit.to_string(), t_ms: t_ms.clone(), values });
+            // pie's series, sampled with the others when the host has pie.
+            if mt.pie_prob.len() == mt.series_t.len() {
+                for (name, unit, values) in [("qdisc.prob", "fraction", &mt.pie_prob), ("qdisc.delay_us", "µs", &mt.pie_delay_us)] {
+                    let values = values.iter().map(|&v| Some(v)).collect();
+                    out.insert(name.to_string(), TimeSeries { unit: unit.to_string(), t_ms: t_ms.clone(), values });
+                }
             }
         }
         // Per TCP flow, goodput at flent's 0.2 s step (the step's end time).
