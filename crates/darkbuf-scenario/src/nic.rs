@@ -177,16 +177,6 @@ pub(crate) fn resolve_far_end(
         return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
     }
     let loss = path_loss(&p)?;
-    if loss.is_some() && device.nic.as_ref().is_some_and(|n| n.tso) {
-        return Err(p.value_err(
-            "loss",
-            format!(
-                "`{}` loses frames, and with device.tso = true the NIC model puts a whole TSO/GSO skb on the wire as one unit: a loss would take up to 64 KB at once",
-                p.kp("loss")
-            ),
-            Some("set device.tso = false (one frame per skb, as the bufferbloat tests run), or remove path.loss".into()),
-        ));
-    }
     let rate_bps = path_rate(&p)?;
     // netem's default limit, 1000 packets, with a rate; the delay alone stays an ideal
     // delay line unless a limit is given.
@@ -194,20 +184,6 @@ pub(crate) fn resolve_far_end(
         Some(_) => Some(p.u32("limit", 1000, 1, 1 << 24)?),
         None => rate_bps.map(|_| 1000),
     };
-    if device.nic.as_ref().is_some_and(|n| n.tso) {
-        for (k, set) in [("rate", rate_bps.is_some()), ("limit", p.entry("limit").is_some())] {
-            if set {
-                return Err(p.value_err(
-                    k,
-                    format!(
-                        "`{}` queues frames, and with device.tso = true the NIC model puts a whole TSO/GSO skb on the wire as one unit: the path's netem would count it as one frame",
-                        p.kp(k)
-                    ),
-                    Some(format!("set device.tso = false (one frame per skb, as the bufferbloat tests run), or remove path.{k}")),
-                ));
-            }
-        }
-    }
     let pe = top.sub("peer")?;
     pe.check_keys(PEER_KEYS, None)?;
     let cpus = pe.u32("cpus", 2, 1, 64)?;

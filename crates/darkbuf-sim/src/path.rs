@@ -7,9 +7,17 @@
 //! would (`loss_event()` in sch_netem.c: random, the 4-state GI model or
 //! Gilbert-Elliott, each with its own state per link), drawing from a stream of the
 //! path's own so the costs' draws do not move.
+//!
+//! A netem beyond the wire sees frames, not skbs: the NIC cut each TSO skb into
+//! MSS-sized frames. Without path keys the model carries a TSO skb whole, as the far
+//! NIC's GRO would hand it up. With a loss, a rate or a limit, the skb meets the netem
+//! frame by frame (`link_send_frames()`), each at the time its last bit left the port.
 
+use crate::arena::PktInfo;
 use crate::cpu::DevId;
+use crate::drivers::nic::WIRE_OVERHEAD;
 use crate::event::Event;
+use crate::sock::tcp::TCP_HDR;
 use crate::world::World;
 use darkbuf_scenario::PathLoss;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -33,6 +41,21 @@ pub struct Link {
     pub limit: u32,
     /// Packets on the way, with their arrival times, in order.
     pub in_flight: VecDeque<(u64, u32)>,
+    /// The frames those packets are (`q->t_len`, which the limit counts): a run of a
+    /// TSO skb's frames travels as one packet, as the far end's GRO would merge it.
+    pub frames: u32,
+}
+
+impl Link {
+    pub fn new(to: DevId, delay_ns: u64, loss: Option<LossState>, rate: u64, limit: u32) -> Link {
+        Link { to, delay_ns, loss, rate, limit, in_flight: VecDeque::new(), frames: 0 }
+    }
+
+    /// Whether the link's netem acts on single frames (a loss, a rate or a limit), so a
+    /// TSO skb must meet it as the frames the NIC sends.
+    pub fn sees_frames(&self) -> bool {
+        self.loss.is_some() || self.rate != 0 || self.limit != u32::MAX
+    }
 }
 
 impl World {
@@ -46,17 +69,27 @@ impl World {
             self.kfree_skb(id);
             return;
         }
+        let frames = (self.pkts.get(id).segs as u32).max(1);
+        if !self.netem_enqueue(link, id, frames, self.now) {
+            self.kfree_skb(id);
+        }
+    }
+
+    /// netem's `netem_enqueue()` of a packet of `frames` frames whose last bit left the
+    /// port at `t` (at most now): false when the limit drops it. Its arrival time
+    /// is `t` + delay, or with a rate its turn behind the last packet queued; no earlier
+    /// than now, where the simulation stands.
+    fn netem_enqueue(&mut self, link: LinkId, id: u32, frames: u32, t: u64) -> bool {
         let len = self.pkts.get(id).len as u64;
         let l = &mut self.links[link as usize];
-        if l.in_flight.len() >= l.limit as usize {
+        if l.frames >= l.limit {
             // netem_enqueue(): "q->t_len >= sch->limit" drops the arrival.
             if self.measuring() {
-                self.metrics.path_limit_drops += 1;
+                self.metrics.path_limit_drops += frames as u64;
             }
-            self.kfree_skb(id);
-            return;
+            return false;
         }
-        let mut at = self.now + l.delay_ns;
+        let mut at = t + l.delay_ns;
         if l.rate != 0 {
             // netem_enqueue() with a rate: the last frame queued is the reference
             // point, its time to send the earliest this one starts, and the frame's
@@ -66,8 +99,98 @@ impl World {
             }
             at += ((len as u128 * 1_000_000_000) / l.rate as u128) as u64;
         }
+        let at = at.max(self.now);
+        l.frames += frames;
         l.in_flight.push_back((at, id));
         self.events.push(at, Event::LinkArrival(link));
+        true
+    }
+
+    /// A TSO skb (`id`, the far end's copy, `segs` > 1) on a link whose netem sees
+    /// frames. The NIC cut it into MSS-sized frames (`tcp_gso_segment()`'s cut, done by
+    /// the hardware) sent back to back at `rate_bps`, the last ending at `end_ps`. Each
+    /// frame meets the netem when its last bit leaves: a loss draw, then the limit.
+    /// Without a rate, the frames that pass arrive back to back, and the far NIC's GRO
+    /// merges each unbroken run into one skb (`tcp_gro_receive()` flushes at a gap in
+    /// the sequence); a run travels as one packet of its frames. With a rate they
+    /// arrive one bottleneck slot apart, one per NAPI poll, so each goes alone.
+    pub fn link_send_frames(&mut self, link: LinkId, id: u32, end_ps: u64, rate_bps: u64) {
+        let info = *self.pkts.get(id);
+        let n = info.segs as u32;
+        let mss = self.tcp(info.sock).mss;
+        let payload = info.len - n * TCP_HDR;
+        let wire_ps = |bytes: u64| bytes * 8_000_000_000_000 / rate_bps;
+        let start_ps = end_ps - wire_ps((info.len + n * WIRE_OVERHEAD) as u64);
+        let singles = self.links[link as usize].rate != 0;
+        // The run being merged: its first byte's offset, its frames, the end of its
+        // last frame (ns); and whether `id` has been used for a piece yet.
+        let (mut run_off, mut run_frames, mut run_end) = (0u32, 0u32, 0u64);
+        let mut id_used = false;
+        let (mut off, mut wire_bytes) = (0u32, 0u64);
+        for _ in 0..n {
+            let seg_payload = mss.min(payload - off);
+            wire_bytes += (seg_payload + TCP_HDR + WIRE_OVERHEAD) as u64;
+            let t = (start_ps + wire_ps(wire_bytes)).div_ceil(1000);
+            let lost = self.links[link as usize].loss.is_some() && self.path_lost(link);
+            let l = &self.links[link as usize];
+            let full = !lost && !singles && l.frames + run_frames >= l.limit;
+            if lost || full {
+                if self.measuring() {
+                    if lost {
+                        self.metrics.path_drops += 1;
+                    } else {
+                        self.metrics.path_limit_drops += 1;
+                    }
+                }
+                if run_frames > 0 {
+                    self.path_piece(link, id, &mut id_used, &info, (run_off, off - run_off, run_frames), run_end);
+                    run_frames = 0;
+                }
+            } else if singles {
+                self.path_piece(link, id, &mut id_used, &info, (off, seg_payload, 1), t);
+            } else {
+                if run_frames == 0 {
+                    run_off = off;
+                }
+                run_frames += 1;
+                run_end = t;
+            }
+            off += seg_payload;
+        }
+        if run_frames > 0 {
+            self.path_piece(link, id, &mut id_used, &info, (run_off, off - run_off, run_frames), run_end);
+        }
+        if !id_used {
+            self.kfree_skb(id);
+        }
+    }
+
+    /// One piece of a TSO skb that passed the netem: `(offset, payload, frames)` of
+    /// `info`, its last frame off the port at `t`. The first piece takes the skb's own
+    /// arena slot, the others new ones; CWR rides on the first frame only
+    /// (`tcp_gso_segment()`), the truesize is shared by payload.
+    fn path_piece(&mut self, link: LinkId, id: u32, id_used: &mut bool, info: &PktInfo, piece: (u32, u32, u32), t: u64) {
+        let (off, payload, frames) = piece;
+        let whole = info.len - info.segs as u32 * TCP_HDR;
+        let p = PktInfo {
+            len: payload + frames * TCP_HDR,
+            truesize: (info.truesize as u64 * payload as u64 / whole.max(1) as u64) as u32,
+            seq: info.seq.wrapping_add(off),
+            segs: frames as u16,
+            cwr: info.cwr && off == 0,
+            ..*info
+        };
+        let pid = if *id_used {
+            self.created += 1;
+            self.pkts.alloc(p)
+        } else {
+            *id_used = true;
+            *self.pkts.get_mut(id) = p;
+            id
+        };
+        if !self.netem_enqueue(link, pid, frames, t) {
+            self.kfree_skb(pid);
+        }
     }
 
     /// `Event::LinkArrival`: the oldest packet on the link arrives at its device.
@@ -76,6 +199,7 @@ impl World {
         let (at, id) = l.in_flight.pop_front().expect("an arrival per packet sent");
         debug_assert_eq!(at, self.now, "a fixed delay keeps arrivals in order");
         let to = l.to;
+        l.frames -= (self.pkts.get(id).segs as u32).max(1);
         self.nic_rx(to, id);
     }
 

@@ -257,8 +257,8 @@ impl Builder<'_> {
         // This host's LAN NIC: its interrupt where the device's queue 0 has its own.
         let cpu = self.irq_cpu(0);
         let router_dev = self.nic_dev(lan.rate_bps, to_client, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
-        self.links.push(Link { to: router_dev, delay_ns: lan.delay_ns, loss: None, rate: 0, limit: u32::MAX, in_flight: Default::default() });
-        self.links.push(Link { to: client_dev, delay_ns: lan.delay_ns, loss: None, rate: 0, limit: u32::MAX, in_flight: Default::default() });
+        self.links.push(Link::new(router_dev, lan.delay_ns, None, 0, u32::MAX));
+        self.links.push(Link::new(client_dev, lan.delay_ns, None, 0, u32::MAX));
         // This host's FIB: the far host by the measured device, the client by its LAN NIC.
         let mut fib = vec![None; self.hosts.len()];
         fib[1] = Some(0);

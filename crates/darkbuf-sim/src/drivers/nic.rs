@@ -353,12 +353,17 @@ impl World {
         let id = tx.ring[tx.done].id;
         tx.done += 1;
         let (link, flow_links) = (nic.link, nic.flow_links);
+        let (end_ps, rate_bps) = (nic.port.free_at_ps, nic.rate_bps);
         let copy: PktInfo = *self.pkts.get(id);
         let link = if flow_links { link + self.sock_link.get(copy.sock as usize).copied().unwrap_or(0) } else { link };
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
         self.pkts.copy_probe_times(id, rx_id);
         self.created += 1;
-        self.link_send(link, rx_id);
+        if copy.segs > 1 && copy.proto == crate::arena::Proto::Tcp && self.links[link as usize].sees_frames() {
+            self.link_send_frames(link, rx_id, end_ps, rate_bps);
+        } else {
+            self.link_send(link, rx_id);
+        }
         self.nic_completion(dev, q);
         // Back to back: the next frame starts when this one's last bit left.
         let from_ps = self.nic_mut(dev).port.free_at_ps;
@@ -619,7 +624,7 @@ impl Builder<'_> {
         self.nic_dev(rate_bps, k, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         for to in [1, 0] {
             for extra in &self.path_delays {
-                self.links.push(Link { to, delay_ns: delay_ns + extra, loss, rate, limit, in_flight: Default::default() });
+                self.links.push(Link::new(to, delay_ns + extra, loss, rate, limit));
             }
         }
         if k > 1 {
