@@ -12,12 +12,14 @@
 //! | [`qdisc`] | net/sched/sch_*.c |
 //! | [`dim`] | lib/dim/net_dim.c (mlx5e's adaptive TX moderation) |
 //! | [`igb_itr`] | igb's dynamic ITR (`igb_update_ring_itr()`) |
+//! | [`netem`] | net/sched/sch_netem.c's `tabledist()` and `get_crandom()`; iproute2's netem/*.c tables |
 //! | [`jiffies`] | include/linux/jiffies.h conversions, kernel/time/timer.c's wheel rounding |
 
 pub mod dim;
 pub mod dql;
 pub mod igb_itr;
 pub mod jiffies;
+pub mod netem;
 pub mod params;
 pub mod ptr_ring;
 pub mod qdisc;

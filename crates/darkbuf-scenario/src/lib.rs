@@ -17,6 +17,7 @@
 pub mod diag;
 mod irtt;
 mod nic;
+mod path;
 pub mod preset;
 pub mod limits;
 mod resolve;
@@ -31,7 +32,8 @@ pub use resolve::{
     effective_sndbuf, BQL_KEYS, BUILTIN_PROFILES, CONSUMER_KEYS, DEVICE_KEYS, DQL_MAX_LIMIT, MACHINE_KEYS, PING_KEYS,
     SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
 };
-pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PATH_KEYS, PEER_KEYS};
+pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PEER_KEYS};
+pub use path::PATH_KEYS;
 pub use schema::*;
 pub use irtt::IRTT_KEYS;
 pub use tcp::{CC_NAMES, TCP_KEYS};

@@ -14,7 +14,6 @@ use darkbuf_model::units::{self, Rate};
 
 pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
 pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
-pub const PATH_KEYS: &[&str] = &["delay", "loss", "rate", "limit"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
 pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
@@ -170,20 +169,7 @@ pub(crate) fn resolve_far_end(
         }
         return Ok((None, None));
     }
-    let p = top.sub("path")?;
-    p.check_keys(PATH_KEYS, None)?;
-    let delay_ns = p.duration("delay", 0, false)?;
-    if delay_ns > 10_000_000_000 {
-        return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
-    }
-    let loss = path_loss(&p)?;
-    let rate_bps = path_rate(&p)?;
-    // netem's default limit, 1000 packets, with a rate; the delay alone stays an ideal
-    // delay line unless a limit is given.
-    let limit = match p.entry("limit") {
-        Some(_) => Some(p.u32("limit", 1000, 1, 1 << 24)?),
-        None => rate_bps.map(|_| 1000),
-    };
+    let path = crate::path::resolve_path(&top.sub("path")?)?;
     let pe = top.sub("peer")?;
     pe.check_keys(PEER_KEYS, None)?;
     let cpus = pe.u32("cpus", 2, 1, 64)?;
@@ -192,88 +178,5 @@ pub(crate) fn resolve_far_end(
     let q = pe.sub("qdisc")?;
     let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
     let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
-    Ok((Some(PathSpec { delay_ns, loss, rate_bps, limit }), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
-}
-
-/// `path.rate`: netem's `rate`, a bit rate as tc writes it, 8 kbit/s to 400 Gbit/s
-/// (netem holds bytes/s: tc's rate divided by 8).
-fn path_rate(p: &Sec<'_>) -> Result<Option<u64>, Diagnostic> {
-    let Some(e) = p.entry("rate") else { return Ok(None) };
-    let key = p.kp("rate");
-    let expected = format!("the path's bottleneck rate, 8kbit to 400Gbit, e.g. \"20Mbit\" ({})", units::RATE_EXPECTED);
-    let V::Str(r) = &e.node.v else { return Err(p.type_err(e, "a rate string", Some(expected))) };
-    match units::parse_rate(r) {
-        Ok(Rate::Bps(b)) if (8_000..=RATE_MAX_BPS).contains(&b) => Ok(Some(b)),
-        Ok(Rate::Bps(b)) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" ({b} bit/s) is out of range"), Some(expected))),
-        Ok(_) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" is not a bit rate"), Some(expected))),
-        Err(u) => Err(p.value_err("rate", format!("`{key}`: {}", u.message), Some(expected))),
-    }
-}
-
-/// `path.loss`: netem's loss models as tc takes them after `loss`:
-/// - a percentage, as a number (`0.5`) or a string (`"0.5%"`), or `"random P"`: random
-///   loss (a correlation after it is refused: not modelled);
-/// - `"state p13 [p31 [p32 [p23 [p14]]]]"`: the 4-state GI model, with tc's defaults
-///   p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0;
-/// - `"gemodel p [r [1-h [1-k]]]"`: Gilbert-Elliott, with tc's defaults r = 1 - p,
-///   h = 0 (every packet in the bad state lost), 1-k = 0.
-///
-/// Each percentage as tc's `parse_percent()` reads it (a number of percent, `%`
-/// optional, 0..=100), held as `set_percent()` holds it.
-fn path_loss(p: &Sec<'_>) -> Result<Option<PathLoss>, Diagnostic> {
-    let Some(e) = p.entry("loss") else {
-        return Ok(None);
-    };
-    const HELP: &str = "expected netem's loss as tc takes it: a percentage (loss = \"1%\" or 0.5, 0..=100), \
-                        \"random P\", \"state p13 [p31 [p32 [p23 [p14]]]]\" or \"gemodel p [r [1-h [1-k]]]\"";
-    let bad = |why: String| p.value_err("loss", format!("`{}` = {}: {why}", p.kp("loss"), e.node.v.show()), Some(HELP.into()));
-    let words: Vec<String> = match &e.node.v {
-        V::Float(f) => vec![f.to_string()],
-        V::Int(i) => vec![i.to_string()],
-        V::Str(s) => s.split_whitespace().map(str::to_string).collect(),
-        _ => return Err(p.type_err(e, "a loss percentage or model", Some(HELP.into()))),
-    };
-    // parse_percent(): a fraction in 0..=1 from a number of percent.
-    let pct = |w: &str| -> Result<f64, Diagnostic> {
-        match w.strip_suffix('%').unwrap_or(w).parse::<f64>() {
-            Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
-            Ok(_) => Err(bad(format!("{w} is out of range"))),
-            Err(_) => Err(bad(format!("\"{w}\" is not a percentage"))),
-        }
-    };
-    let (model, args) = match words.split_first() {
-        None => return Err(bad("empty".into())),
-        Some((m, rest)) if ["random", "state", "gemodel"].contains(&m.as_str()) => (m.as_str(), rest),
-        Some(_) => ("random", &words[..]),
-    };
-    let fr: Vec<f64> = args.iter().map(|w| pct(w)).collect::<Result<_, _>>()?;
-    let most = match model {
-        "random" => 1,
-        "state" => 5,
-        _ => 4,
-    };
-    if fr.is_empty() {
-        return Err(bad(format!("`{model}` needs its first probability")));
-    }
-    if fr.len() > most {
-        let why = if model == "random" {
-            "netem's loss correlation is not modelled".to_string()
-        } else {
-            format!("`{model}` takes at most {most} probabilities")
-        };
-        return Err(bad(why));
-    }
-    let arg = |i: usize, default: f64| set_percent(fr.get(i).copied().unwrap_or(default));
-    let loss = match model {
-        "random" => PathLoss::Random { loss: arg(0, 0.0) },
-        "state" => PathLoss::State { p13: arg(0, 0.0), p31: arg(1, 1.0 - fr[0]), p32: arg(2, 0.0), p23: arg(3, 1.0), p14: arg(4, 0.0) },
-        // tc takes 1-h and gives the kernel h; without it, h = 0.
-        _ => PathLoss::Gemodel {
-            p: arg(0, 0.0),
-            r: arg(1, 1.0 - fr[0]),
-            h: fr.get(2).map_or(0, |&one_minus_h| u32::MAX - set_percent(one_minus_h)),
-            k1: arg(3, 0.0),
-        },
-    };
-    Ok((loss != PathLoss::Random { loss: 0 }).then_some(loss))
+    Ok((Some(path), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
 }

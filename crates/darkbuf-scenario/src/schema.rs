@@ -220,7 +220,7 @@ pub struct Coalesce {
 }
 
 /// What lies beyond the wire, each direction (netem-like).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct PathSpec {
     /// One-way propagation delay, ns.
     pub delay_ns: u64,
@@ -236,6 +236,47 @@ pub struct PathSpec {
     /// beyond which it drops arrivals. `None`: unlimited (an ideal delay line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// netem's jitter (`delay D J`), ns: each frame's delay is drawn around `delay_ns`
+    /// (`tabledist()`); 0 = a fixed delay. Frames may then overtake each other.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub jitter_ns: u64,
+    /// The delay's correlation (`delay D J C`), as `set_percent()` holds it; 0 = none.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub delay_corr: u32,
+    /// tc's `distribution` for the jitter (`None`: the kernel's uniform default).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "serialize_distribution")]
+    pub distribution: Option<darkbuf_model::netem::Distribution>,
+    /// netem's `reorder P [C] [gap G]`: a frame sent at once, ahead of the delayed ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<PathReorder>,
+    /// netem's `ecn`: a loss marks an ECN-capable frame CE instead of dropping it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
+}
+
+/// netem's reordering (`reorder P [C] [gap G]`), as tc sends it: `gap` 1 when only a
+/// probability is given, so every frame is a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PathReorder {
+    /// `q->reorder`, as `set_percent()` holds it.
+    pub probability: u32,
+    /// `reorder_cor.rho`.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub correlation: u32,
+    /// `q->gap`: frames delayed between two candidates.
+    pub gap: u32,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn serialize_distribution<S: serde::Serializer>(d: &Option<darkbuf_model::netem::Distribution>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(d.map_or("uniform", |d| d.name()))
 }
 
 /// netem's loss models (`tc qdisc ... netem loss random|state|gemodel ...`), each
@@ -243,8 +284,12 @@ pub struct PathSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "model", rename_all = "lowercase")]
 pub enum PathLoss {
-    /// `loss random P` (`CLG_RANDOM`, no correlation): `q->loss`.
-    Random { loss: u32 },
+    /// `loss random P [C]` (`CLG_RANDOM`): `q->loss` and `loss_cor.rho`.
+    Random {
+        loss: u32,
+        #[serde(skip_serializing_if = "is_zero_u32")]
+        corr: u32,
+    },
     /// `loss state p13 [p31 [p32 [p23 [p14]]]]` (`CLG_4_STATES`, the GI model).
     State { p13: u32, p31: u32, p32: u32, p23: u32, p14: u32 },
     /// `loss gemodel p [r [1-h [1-k]]]` (`CLG_GILB_ELL`): `h` as the kernel holds it
@@ -255,7 +300,7 @@ pub enum PathLoss {
 impl PathLoss {
     /// `loss random` with this percentage (for tests and callers that build scenarios).
     pub fn random_pct(pct: f64) -> Self {
-        PathLoss::Random { loss: set_percent(pct / 100.0) }
+        PathLoss::Random { loss: set_percent(pct / 100.0), corr: 0 }
     }
 }
 

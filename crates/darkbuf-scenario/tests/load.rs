@@ -796,12 +796,13 @@ fn path_delay_is_a_nics_per_entry_wire_delay() {
 fn path_loss_is_netems_loss() {
     let nic = format!("{NIC}tso = false\n[path]\n");
     let loss = |v: &str| ok_set(&format!("{nic}loss = {v}\n{UDP}"), &[]).path.unwrap().loss;
-    let random = |l: u32| Some(PathLoss::Random { loss: l });
+    let random = |l: u32| Some(PathLoss::Random { loss: l, corr: 0 });
     assert_eq!(loss("\"1%\""), random(42_949_673));
     assert_eq!(loss("0.5"), random(21_474_836));
     assert_eq!(loss("\"random 100%\""), random(u32::MAX));
     assert_eq!(loss("0"), None);
     assert_eq!(loss("\"1\""), random(42_949_673));
+    assert_eq!(loss("\"random 1% 25%\""), Some(PathLoss::Random { loss: 42_949_673, corr: set_percent(0.25) }));
     // tc's defaults: state p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0.
     let pct = |f: f64| set_percent(f / 100.0);
     assert_eq!(
@@ -822,7 +823,7 @@ fn path_loss_is_netems_loss() {
         ("\"101%\"", "out of range"),
         ("-1", "out of range"),
         ("\"lots\"", "not a percentage"),
-        ("\"random 1% 25%\"", "correlation is not modelled"),
+        ("\"random 1% 25% 3%\"", "at most 2"),
         ("\"gemodel 1% 2% 3% 4% 5%\"", "at most 4"),
         ("\"state\"", "first probability"),
         ("\"\"", "empty"),
@@ -863,4 +864,51 @@ fn path_rate_is_a_netem_bottleneck() {
     }
     let p = ok_set(&format!("{NIC}[path]\nrate = \"20Mbit\"\n{UDP}"), &[]).path.unwrap();
     assert_eq!((p.rate_bps, p.limit), (Some(20_000_000), Some(1000)));
+}
+
+/// netem's delay keys as tc takes them: `jitter` ("J [C]"), `distribution` (tc's
+/// generated tables), `reorder` ("P [C]") with `gap` (1 when not given), `ecn`; and
+/// tc's own refusals at the key: a distribution without a jitter, a reorder without a
+/// delay, a gap without a reorder, ecn without a loss.
+#[test]
+fn path_netem_delay_keys() {
+    use darkbuf_model::netem::Distribution;
+    let nic = format!("{NIC}[path]\ndelay = \"10ms\"\n");
+    let path = |extra: &str| ok_set(&format!("{nic}{extra}{UDP}"), &[]).path.unwrap();
+    let p = path("jitter = \"1ms\"\n");
+    assert_eq!((p.jitter_ns, p.delay_corr, p.distribution, p.reorder), (1_000_000, 0, None, None));
+    let p = path("jitter = \"2ms 25%\"\ndistribution = \"paretonormal\"\n");
+    assert_eq!((p.jitter_ns, p.delay_corr, p.distribution), (2_000_000, set_percent(0.25), Some(Distribution::Paretonormal)));
+    assert_eq!(path("jitter = \"1ms\"\ndistribution = \"uniform\"\n").distribution, None);
+    let p = path("reorder = \"25% 50%\"\n");
+    assert_eq!(p.reorder, Some(PathReorder { probability: set_percent(0.25), correlation: set_percent(0.5), gap: 1 }));
+    assert_eq!(path("reorder = \"10%\"\ngap = 5\n").reorder.unwrap().gap, 5);
+    assert_eq!(path("reorder = \"0%\"\n").reorder, None);
+    assert!(path("loss = \"1%\"\necn = true\n").ecn);
+    // Without the new keys the path serializes as before; with them, as tc names them.
+    let json = serde_json::to_string(&path("")).unwrap();
+    assert_eq!(json, r#"{"delay_ns":10000000}"#);
+    let json = serde_json::to_string(&path("jitter = \"1ms\"\ndistribution = \"normal\"\nreorder = \"1%\"\n")).unwrap();
+    assert!(json.contains(r#""jitter_ns":1000000,"distribution":"normal","reorder":{"probability":42949673,"gap":1}"#), "{json}");
+    for (extra, key, why) in [
+        ("jitter = \"fast\"\n", "path.jitter", "jitter"),
+        ("jitter = \"3s\"\n", "path.jitter", "INT_MAX"),
+        ("jitter = \"1ms 120%\"\n", "path.jitter", "out of range"),
+        ("jitter = \"1ms 1% 1%\"\n", "path.jitter", "at most"),
+        ("jitter = 5\n", "path.jitter", "string"),
+        ("distribution = \"normal\"\n", "path.distribution", "no latency and jitter"),
+        ("jitter = \"1ms\"\ndistribution = \"experimental\"\n", "path.distribution", "measured table"),
+        ("jitter = \"1ms\"\ndistribution = \"gauss\"\n", "path.distribution", "not a distribution"),
+        ("gap = 3\n", "path.gap", "without reorder"),
+        ("reorder = \"0%\"\ngap = 3\n", "path.gap", "without reorder"),
+        ("reorder = \"lots\"\n", "path.reorder", "not a percentage"),
+        ("ecn = true\n", "path.ecn", "no loss"),
+    ] {
+        let d = err(&format!("{nic}{extra}{UDP}"));
+        assert_eq!(d.key, key, "{extra}: {d}");
+        assert!(format!("{}", d.message).contains(why), "{extra}: {d}");
+    }
+    let d = err(&format!("{NIC}[path]\nreorder = \"5%\"\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("path.reorder", Some(4)));
+    assert!(d.message.contains("without specifying some delay"), "{d}");
 }

@@ -184,6 +184,10 @@ pub struct Metrics {
     pub path_drops: u64,
     /// Frames the path's netem dropped at its `limit`, both ways, in the measured window.
     pub path_limit_drops: u64,
+    /// Frames `path.ecn` marked CE where the loss model would have dropped them.
+    pub path_marks: u64,
+    /// Frames `path.reorder` sent ahead of the delayed ones (netem's `requeues`).
+    pub path_reordered: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,
     pub napi_work: u64,

@@ -239,7 +239,7 @@ impl World {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
         let d: u64 = (0..self.devs.len()).map(|d| self.drv_held(d as u16)).sum();
         let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
-        let l: u64 = self.links.iter().map(|l| l.in_flight.len() as u64).sum();
+        let l: u64 = self.links.iter().map(|l| l.held() as u64).sum();
         let x = self.deferred.iter().flatten().filter(|d| !matches!(d, crate::dev::Deferred::Cancelled)).count() as u64;
         q + d + g + l + x
     }
@@ -590,8 +590,14 @@ impl World {
             out.set("napi.full_budget_polls", mt.napi_full_budget as f64);
         }
         out.set("ring.drops", mt.ring_drops as f64);
-        if self.path_rng.is_some() {
+        if self.links.iter().any(|l| l.loss.is_some()) {
             out.set("path.drops", mt.path_drops as f64);
+        }
+        if self.links.iter().any(|l| l.ecn) {
+            out.set("path.marks", mt.path_marks as f64);
+        }
+        if self.links.iter().any(|l| l.delay.as_ref().is_some_and(|d| d.gap != 0)) {
+            out.set("path.reordered", mt.path_reordered as f64);
         }
         if self.links.iter().any(|l| l.limit != u32::MAX) {
             out.set("path.limit_drops", mt.path_limit_drops as f64);

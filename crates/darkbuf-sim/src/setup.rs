@@ -58,7 +58,7 @@ pub(crate) struct Builder<'a> {
     /// The qdiscs' hash perturbation key, drawn from the seed.
     qdisc_hash_key: u32,
     /// The run's seed.
-    seed: u64,
+    pub(crate) seed: u64,
     pub(crate) hosts: Vec<Host>,
     tasks: Vec<Task>,
     pub(crate) devs: Vec<NetDev>,
@@ -493,7 +493,7 @@ impl World {
             current_cpu: 0,
             metrics: Metrics::default(),
             rng,
-            path_rng: crate::path::path_rng(seed, scn.path.as_ref().and_then(|p| p.loss)),
+            path_rng: crate::path::path_rng(seed, scn.path.as_ref()),
             stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
             noise_floor: 1.0 - profile_noise,
             noise_per_u32: 2.0 * profile_noise / 4294967296.0,

@@ -602,10 +602,7 @@ impl Builder<'_> {
     pub(crate) fn nic(&mut self) -> Result<(), SetupError> {
         let d = &self.scn.device;
         let peer = self.scn.peer.clone().expect("driver = nic has a peer");
-        let delay_ns = self.scn.path.as_ref().map_or(0, |p| p.delay_ns);
-        let loss = self.scn.path.as_ref().and_then(|p| p.loss).map(crate::path::LossState::new);
-        let rate = self.scn.path.as_ref().and_then(|p| p.rate_bps).map_or(0, |b| b / 8);
-        let limit = self.scn.path.as_ref().and_then(|p| p.limit).unwrap_or(u32::MAX);
+        let path = self.scn.path.clone().unwrap_or_default();
         let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
         let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
@@ -622,9 +619,12 @@ impl Builder<'_> {
         // Each way a link per distinct `path_delay` (the first the shared path's).
         let k = self.path_delays.len() as u16;
         self.nic_dev(rate_bps, k, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
+        // A netem per link, each with its own state; their correlated streams start
+        // from draws of their own.
+        let mut init = crate::path::crnd_init_rng(self.seed);
         for to in [1, 0] {
             for extra in &self.path_delays {
-                self.links.push(Link::new(to, delay_ns + extra, loss, rate, limit));
+                self.links.push(Link::netem(to, path.delay_ns + extra, &path, &mut init));
             }
         }
         if k > 1 {

@@ -1,0 +1,204 @@
+//! `[path]`: what lies beyond a NIC's wire, each way, as a netem on the path would
+//! hold it (`tc qdisc add ... netem delay D [J [C]] [distribution ...] loss ... [ecn]
+//! reorder P [C] [gap G] rate R limit L`). Each key takes what tc takes after its
+//! keyword, and tc's own refusals (a reorder without a delay, a distribution without a
+//! jitter, ecn without a loss model, a gap without a reorder) are errors here too.
+
+use crate::diag::Diagnostic;
+use crate::nic::RATE_MAX_BPS;
+use crate::resolve::Sec;
+use crate::schema::*;
+use crate::tree::V;
+use darkbuf_model::netem::Distribution;
+use darkbuf_model::units::{self, Rate};
+
+pub const PATH_KEYS: &[&str] = &["delay", "jitter", "distribution", "loss", "ecn", "reorder", "gap", "rate", "limit"];
+
+/// netem caps the jitter at `INT_MAX` ns (`tabledist()` takes an s32 sigma).
+const JITTER_MAX_NS: u64 = i32::MAX as u64;
+
+/// The `[path]` section.
+pub(crate) fn resolve_path(p: &Sec<'_>) -> Result<PathSpec, Diagnostic> {
+    p.check_keys(PATH_KEYS, None)?;
+    let delay_ns = p.duration("delay", 0, false)?;
+    if delay_ns > 10_000_000_000 {
+        return Err(p.value_err("delay", "`path.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
+    }
+    let (jitter_ns, delay_corr) = path_jitter(p)?;
+    let distribution = path_distribution(p, delay_ns, jitter_ns)?;
+    let loss = path_loss(p)?;
+    let ecn = p.boolean("ecn", false)?;
+    if ecn && loss.is_none() {
+        // tc: "ecn requested without loss model".
+        return Err(p.value_err("ecn", format!("`{}` marks what the loss model would drop, and the path has no loss", p.kp("ecn")), Some("add path.loss (e.g. loss = \"1%\"), or remove path.ecn".into())));
+    }
+    let reorder = path_reorder(p, delay_ns)?;
+    let rate_bps = path_rate(p)?;
+    // netem's default limit, 1000 packets, with a rate; the delay alone stays an ideal
+    // delay line unless a limit is given.
+    let limit = match p.entry("limit") {
+        Some(_) => Some(p.u32("limit", 1000, 1, 1 << 24)?),
+        None => rate_bps.map(|_| 1000),
+    };
+    Ok(PathSpec { delay_ns, loss, rate_bps, limit, jitter_ns, delay_corr, distribution, reorder, ecn })
+}
+
+/// tc's `parse_percent()`: a fraction in 0..=1 from a number of percent (`%` optional).
+fn percent(w: &str) -> Result<f64, String> {
+    match w.strip_suffix('%').unwrap_or(w).parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        Ok(_) => Err(format!("{w} is out of range")),
+        Err(_) => Err(format!("\"{w}\" is not a percentage")),
+    }
+}
+
+/// The words of a string key (`None` without the key).
+fn words<'a>(p: &Sec<'a>, key: &str, help: &str) -> Result<Option<Vec<String>>, Diagnostic> {
+    let Some(e) = p.entry(key) else { return Ok(None) };
+    match &e.node.v {
+        V::Str(s) => Ok(Some(s.split_whitespace().map(str::to_string).collect())),
+        _ => Err(p.type_err(e, "a string", Some(help.into()))),
+    }
+}
+
+/// `path.jitter`: netem's jitter and its correlation, as tc takes them after the
+/// delay: `"1ms"` or `"1ms 25%"`.
+fn path_jitter(p: &Sec<'_>) -> Result<(u64, u32), Diagnostic> {
+    const HELP: &str = "expected netem's jitter [correlation] as tc takes them after the delay, e.g. jitter = \"1ms\" or \"1ms 25%\" (a duration up to 2.147s, then 0..=100%)";
+    let Some(w) = words(p, "jitter", HELP)? else { return Ok((0, 0)) };
+    let bad = |why: String| p.value_err("jitter", format!("`{}`: {why}", p.kp("jitter")), Some(HELP.into()));
+    let (first, rest) = w.split_first().ok_or_else(|| bad("empty".into()))?;
+    let ns = units::parse_duration_ns(first).map_err(|u| bad(u.message))?;
+    if ns < 0 || ns > JITTER_MAX_NS as i128 {
+        return Err(bad(format!("\"{first}\" is out of range (netem caps the jitter at INT_MAX ns)")));
+    }
+    let corr = match rest {
+        [] => 0,
+        [c] => set_percent(percent(c).map_err(bad)?),
+        _ => return Err(bad("at most a jitter and a correlation".into())),
+    };
+    Ok((ns as u64, corr))
+}
+
+/// `path.distribution`: the jitter's shape, one of tc's generated tables. tc refuses a
+/// distribution without a delay and a jitter.
+fn path_distribution(p: &Sec<'_>, delay_ns: u64, jitter_ns: u64) -> Result<Option<Distribution>, Diagnostic> {
+    const HELP: &str = "expected one of \"uniform\" (the default), \"normal\", \"pareto\", \"paretonormal\"";
+    let Some(e) = p.entry("distribution") else { return Ok(None) };
+    let V::Str(s) = &e.node.v else { return Err(p.type_err(e, "a distribution name", Some(HELP.into()))) };
+    let Some(d) = Distribution::from_name(s) else {
+        let why = if s == "experimental" { " (a measured table, not one iproute2 computes: not modelled)" } else { "" };
+        return Err(p.value_err("distribution", format!("`{}` = \"{s}\" is not a distribution tc generates{why}", p.kp("distribution")), Some(HELP.into())));
+    };
+    if delay_ns == 0 || jitter_ns == 0 {
+        return Err(p.value_err("distribution", format!("`{}`: distribution specified but no latency and jitter values (tc)", p.kp("distribution")), Some("set path.delay and path.jitter, or remove path.distribution".into())));
+    }
+    Ok((d != Distribution::Uniform).then_some(d))
+}
+
+/// `path.reorder` (`"P"` or `"P C"`) and `path.gap`: netem's reordering as tc sends
+/// it. A reorder needs a delay ("reordering not possible without specifying some
+/// delay"), a gap needs a reorder, and the gap is 1 when not given.
+fn path_reorder(p: &Sec<'_>, delay_ns: u64) -> Result<Option<PathReorder>, Diagnostic> {
+    const HELP: &str = "expected netem's reorder probability [correlation], e.g. reorder = \"25%\" or \"25% 50%\", and optionally gap = N";
+    let w = words(p, "reorder", HELP)?;
+    let gap = match p.entry("gap") {
+        Some(_) => Some(p.u32("gap", 1, 1, u32::MAX)?),
+        None => None,
+    };
+    let Some(w) = w else {
+        if gap.is_some() {
+            return Err(p.value_err("gap", format!("`{}`: gap specified without reorder probability (tc)", p.kp("gap")), Some("add path.reorder, or remove path.gap".into())));
+        }
+        return Ok(None);
+    };
+    let bad = |why: String| p.value_err("reorder", format!("`{}`: {why}", p.kp("reorder")), Some(HELP.into()));
+    let (probability, correlation) = match w.as_slice() {
+        [] => return Err(bad("empty".into())),
+        [pr] => (set_percent(percent(pr).map_err(bad)?), 0),
+        [pr, c] => (set_percent(percent(pr).map_err(bad)?), set_percent(percent(c).map_err(bad)?)),
+        _ => return Err(bad("at most a probability and a correlation".into())),
+    };
+    if probability == 0 {
+        // tc sends no reordering for a zero probability (and then refuses a gap).
+        return match gap {
+            Some(_) => Err(p.value_err("gap", format!("`{}`: gap specified without reorder probability (tc)", p.kp("gap")), Some("give path.reorder a probability above 0, or remove path.gap".into()))),
+            None => Ok(None),
+        };
+    }
+    if delay_ns == 0 {
+        return Err(bad("reordering not possible without specifying some delay (tc): a reordered frame goes ahead of the delayed ones".into()));
+    }
+    Ok(Some(PathReorder { probability, correlation, gap: gap.unwrap_or(1) }))
+}
+
+/// `path.rate`: netem's `rate`, a bit rate as tc writes it, 8 kbit/s to 400 Gbit/s
+/// (netem holds bytes/s: tc's rate divided by 8).
+fn path_rate(p: &Sec<'_>) -> Result<Option<u64>, Diagnostic> {
+    let Some(e) = p.entry("rate") else { return Ok(None) };
+    let key = p.kp("rate");
+    let expected = format!("the path's bottleneck rate, 8kbit to 400Gbit, e.g. \"20Mbit\" ({})", units::RATE_EXPECTED);
+    let V::Str(r) = &e.node.v else { return Err(p.type_err(e, "a rate string", Some(expected))) };
+    match units::parse_rate(r) {
+        Ok(Rate::Bps(b)) if (8_000..=RATE_MAX_BPS).contains(&b) => Ok(Some(b)),
+        Ok(Rate::Bps(b)) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" ({b} bit/s) is out of range"), Some(expected))),
+        Ok(_) => Err(p.value_err("rate", format!("`{key}` = \"{r}\" is not a bit rate"), Some(expected))),
+        Err(u) => Err(p.value_err("rate", format!("`{key}`: {}", u.message), Some(expected))),
+    }
+}
+
+/// `path.loss`: netem's loss models as tc takes them after `loss`:
+/// - a percentage, as a number (`0.5`) or a string (`"0.5%"`), or `"random P"`: random
+///   loss, with netem's correlation after it (`get_crandom()`);
+/// - `"state p13 [p31 [p32 [p23 [p14]]]]"`: the 4-state GI model, with tc's defaults
+///   p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0;
+/// - `"gemodel p [r [1-h [1-k]]]"`: Gilbert-Elliott, with tc's defaults r = 1 - p,
+///   h = 0 (every packet in the bad state lost), 1-k = 0.
+///
+/// Each percentage as tc's `parse_percent()` reads it (a number of percent, `%`
+/// optional, 0..=100), held as `set_percent()` holds it.
+fn path_loss(p: &Sec<'_>) -> Result<Option<PathLoss>, Diagnostic> {
+    let Some(e) = p.entry("loss") else {
+        return Ok(None);
+    };
+    const HELP: &str = "expected netem's loss as tc takes it: a percentage (loss = \"1%\" or 0.5, 0..=100), \
+                        \"random P [C]\", \"state p13 [p31 [p32 [p23 [p14]]]]\" or \"gemodel p [r [1-h [1-k]]]\"";
+    let bad = |why: String| p.value_err("loss", format!("`{}` = {}: {why}", p.kp("loss"), e.node.v.show()), Some(HELP.into()));
+    let words: Vec<String> = match &e.node.v {
+        V::Float(f) => vec![f.to_string()],
+        V::Int(i) => vec![i.to_string()],
+        V::Str(s) => s.split_whitespace().map(str::to_string).collect(),
+        _ => return Err(p.type_err(e, "a loss percentage or model", Some(HELP.into()))),
+    };
+    let pct = |w: &str| percent(w).map_err(&bad);
+    let (model, args) = match words.split_first() {
+        None => return Err(bad("empty".into())),
+        Some((m, rest)) if ["random", "state", "gemodel"].contains(&m.as_str()) => (m.as_str(), rest),
+        Some(_) => ("random", &words[..]),
+    };
+    let fr: Vec<f64> = args.iter().map(|w| pct(w)).collect::<Result<_, _>>()?;
+    let most = match model {
+        "random" => 2,
+        "state" => 5,
+        _ => 4,
+    };
+    if fr.is_empty() {
+        return Err(bad(format!("`{model}` needs its first probability")));
+    }
+    if fr.len() > most {
+        return Err(bad(format!("`{model}` takes at most {most} probabilities")));
+    }
+    let arg = |i: usize, default: f64| set_percent(fr.get(i).copied().unwrap_or(default));
+    let loss = match model {
+        "random" => PathLoss::Random { loss: arg(0, 0.0), corr: arg(1, 0.0) },
+        "state" => PathLoss::State { p13: arg(0, 0.0), p31: arg(1, 1.0 - fr[0]), p32: arg(2, 0.0), p23: arg(3, 1.0), p14: arg(4, 0.0) },
+        // tc takes 1-h and gives the kernel h; without it, h = 0.
+        _ => PathLoss::Gemodel {
+            p: arg(0, 0.0),
+            r: arg(1, 1.0 - fr[0]),
+            h: fr.get(2).map_or(0, |&one_minus_h| u32::MAX - set_percent(one_minus_h)),
+            k1: arg(3, 0.0),
+        },
+    };
+    Ok((!matches!(loss, PathLoss::Random { loss: 0, .. })).then_some(loss))
+}
