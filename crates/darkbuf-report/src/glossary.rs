@@ -209,6 +209,7 @@ pub const GLOSSARY: &[Entry] = &[
     // TCP flows, as ss -ti and iperf3 name their figures.
     e("tcp.goodput_mbps", "Mbit/s", "tcp: bytes the receiving applications read in the measured window, all flows"),
     e("tcp.retrans", "segments", "tcp: segments retransmitted (not counting local qdisc drops, sent again as new data)"),
+    e("tcp.reord_seen", "events", "tcp: reorderings detected in the measured window, all flows (TcpExtTCPSACKReorder); once one is, RACK waits min_rtt/4 before it marks a segment lost; only on a path with a jitter or reorder"),
     e("tcp.timeouts", "timeouts", "tcp: retransmission timeouts in the measured window, all flows (TcpExtTCPTimeouts; the kernel backend's is the sending namespace's)"),
     e("tcp.loss_probes", "probes", "tcp: tail loss probes sent in the measured window, all flows (TcpExtTCPLossProbes; the kernel backend's is the sending namespace's)"),
     e("tcp.loss_probe_recoveries", "probes", "tcp: tail loss probes whose ACK showed a repaired loss, all flows (TcpExtTCPLossProbeRecovery)"),
@@ -219,6 +220,8 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.flow.N.goodput_mbps", "Mbit/s", "tcp: flow N's goodput (also a time series at flent's 0.2 s step)"),
     e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
     e("tcp.flow.N.timeouts", "timeouts", "tcp: flow N's retransmission timeouts (kernel backend: TCP_INFO's tcpi_total_rto, 6.7+)"),
+    e("tcp.flow.N.reordering", "segments", "tcp: flow N's tp->reordering at the end (ss -ti's reordering:), the reordering degree measured; 3 until one is; only on a path with a jitter or reorder"),
+    e("tcp.flow.N.reord_seen", "events", "tcp: reorderings flow N detected in the measured window (ss -ti's reord_seen:, tcp_check_sack_reordering()); only on a path with a jitter or reorder"),
     e("tcp.flow.N.tx_queue_changes", "changes", "tcp: times netdev_pick_tx() changed flow N's TX queue over the run"),
     e("tcp.flow.N.sndbuf_bytes", "bytes", "tcp: flow N's sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb: twice the cwnd at tcp_sndbuf_expand()'s charge per segment, BBR three times, at most the scenario's sndbuf)"),
     e("tcp.flow.N.rcvbuf_bytes", "bytes", "tcp: flow N's receiving socket's sk_rcvbuf at the end (ss -m's rb; simulator: receiver = \"poll\" or \"blocking\" only)"),

@@ -503,6 +503,9 @@ impl World {
             return;
         }
         let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        // A path that can reorder (a jitter or `reorder`): TCP's reordering counters.
+        let reorders = self.links.iter().any(|l| l.delay.is_some());
+        let mut reord_seen = 0u64;
         let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
         const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
@@ -512,6 +515,12 @@ impl World {
             out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
             out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
+            if reorders {
+                // ss -ti's reordering: and reord_seen:.
+                out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
+                out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
+                reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
+            }
             out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
             // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
             out.m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(self.socks[s].sndbuf as f64));
@@ -547,6 +556,9 @@ impl World {
         out.set("tcp.timeouts", timeouts as f64);
         out.set("tcp.loss_probes", probes as f64);
         out.set("tcp.loss_probe_recoveries", probe_recoveries as f64);
+        if reorders {
+            out.set("tcp.reord_seen", reord_seen as f64);
+        }
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {
                 out.none(k, IDLE);

@@ -181,6 +181,7 @@ impl World {
         for s in 0..self.socks.len() {
             if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                 t.stats.retrans_base = t.total_retrans;
+                t.stats.reord_seen_base = t.reord_seen;
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
                 t.stats.tlp_recoveries_base = t.tlp_recoveries;

@@ -85,3 +85,20 @@ fn a_path_without_jitter_is_unchanged() {
     assert_eq!(serde_json::to_string(&a.metrics).unwrap(), serde_json::to_string(&b.metrics).unwrap());
     assert!(!a.metrics.contains_key("path.reordered"));
 }
+
+/// One cubic flow through 10 ms ± 1 ms each way at 100 Mbit: the jitter is wider than
+/// the frame spacing (121 us), so segments arrive out of order. TCP detects it
+/// (`tcp.reord_seen`, `reordering` above 3) and RACK then waits min_rtt/4 before it
+/// calls a segment lost: nothing is retransmitted and the flow keeps most of the link
+/// (measured 76.7 Mbit/s; 6.3 Mbit/s with 160 spurious retransmissions before RACK
+/// had its reordering window).
+#[test]
+fn tcp_tolerates_reordering_from_a_small_jitter() {
+    let tcp = PING.replace("delay = \"20ms\"\njitter = \"5ms\"\n", "delay = \"10ms\"\njitter = \"1ms\"\n").replace("kind = \"ping\"\ninterval = \"10ms\"", "kind = \"tcp\"");
+    let r = run_text(&tcp, &[]);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert!(m(&r, "tcp.reord_seen") > 100.0);
+    assert!(m(&r, "tcp.flow.0.reordering") > 3.0);
+    assert_eq!(m(&r, "tcp.retrans"), 0.0);
+    assert!(m(&r, "tcp.goodput_mbps") > 60.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
+}

@@ -5,10 +5,16 @@
 //! `tcp_process_tlp_ack()` and `tcp_retransmit_timer()` (net/ipv4/tcp_input.c,
 //! tcp_recovery.c, tcp_timer.c).
 //!
-//! RACK's reordering window: with no reordering seen (this model's paths are FIFO),
-//! a segment is lost once a segment sent after it is delivered and the DUPACK
-//! threshold (3 SACKed segments) is met or recovery is under way, as
-//! `tcp_rack_reo_wnd()` returns 0 then; the RACK reordering timer is not modelled.
+//! RACK's reordering window (`tcp_rack_reo_wnd()`): with no reordering seen, a segment
+//! is lost once a segment sent after it is delivered and the DUPACK threshold (3 SACKed
+//! segments) is met or recovery is under way, as the window is 0 then. Once a reordering
+//! is seen (`tcp_check_sack_reordering()`: a never-retransmitted segment below the
+//! highest SACK is delivered, which a path with a jitter or `reorder` makes happen),
+//! the window is min_rtt/4, at most srtt: a segment is lost only when RACK's RTT plus
+//! the window has passed since it was sent (`tcp_rack_detect_loss()`). Not modelled:
+//! the RACK reordering timer (the check runs at each ACK), the window's growth on
+//! DSACKs (`reo_wnd_steps` stays 1: the receiver sends no DSACK), and the undo of a
+//! spurious recovery (`tcp_try_undo_recovery()`, Eifel).
 
 use super::cc::{AckCtx, CongestionControl};
 use super::rate::RateSample;
@@ -17,8 +23,32 @@ use crate::arena::PktInfo;
 use crate::cpu::{CpuId, SockId};
 use crate::world::World;
 
-/// `tp->reordering` (`tcp_reordering`): the DUPACK threshold.
+/// `sysctl_tcp_reordering`: `tp->reordering`'s start, the DUPACK threshold.
 pub(super) const TCP_REORDERING: u32 = 3;
+/// `sysctl_tcp_max_reordering`: the most `tp->reordering` grows to.
+const TCP_MAX_REORDERING: u32 = 300;
+
+/// RACK's state (`struct tcp_rack`): the most recently sent delivered segment's send
+/// time and end (`mstamp`, `end_seq`), the RTT of the last delivery RACK took
+/// (`rtt_us`), and the reordering window's multiplier (`reo_wnd_steps`).
+#[derive(Clone, Copy, Debug)]
+pub struct Rack {
+    pub mstamp: u64,
+    pub end_seq: u32,
+    pub rtt_us: u32,
+    pub reo_wnd_steps: u32,
+}
+
+impl Default for Rack {
+    fn default() -> Self {
+        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1 }
+    }
+}
+
+/// `tcp_skb_sent_after()`: sent later, or at the same time with a later end.
+fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
+    t1 > t2 || (t1 == t2 && after(seq1, seq2))
+}
 
 impl World {
     /// An ACK reached the sender at `t` on `cpu`. Returns the CPU time of its
@@ -47,9 +77,10 @@ impl World {
         let prior_una = tp.snd_una;
         let prior_lost_total = tp.lost;
         let mut rs = RateSample::new(prior_in_flight);
-        let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs);
-        let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs);
-        self.tcp(s).tcp_rack_mark_lost();
+        let prior_fack = tp.tcp_highest_sack_seq();
+        let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
+        let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
+        self.tcp(s).tcp_rack_mark_lost(t);
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
         }
@@ -110,8 +141,15 @@ impl World {
     /// newly SACKed. A multi-segment skb that a block covers in part is split at an MSS
     /// boundary first (`tcp_match_skb_to_sack()`), so its SACKed segments are not
     /// retransmitted with the lost one.
-    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec, rs: &mut RateSample) -> u32 {
+    ///
+    /// A newly SACKed segment never (re)sent again that lies below the highest SACK
+    /// filled a hole by itself: a reordering (`state->reord`, checked by
+    /// `tcp_check_sack_reordering()` unless in Loss). Each newly SACKed segment
+    /// advances RACK (`tcp_rack_advance()`).
+    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec, rs: &mut RateSample, t: u64) -> u32 {
         let mut newly = 0;
+        let tp = self.tcp(s);
+        let mut reord = tp.snd_nxt;
         for &(start, end) in &rec.sacks[..rec.n_sacks as usize] {
             let mut i = self.tcp_seg_index(s, start);
             let tp = self.tcp(s);
@@ -125,6 +163,10 @@ impl World {
                 }
                 if tp.tcp_match_skb_to_sack(i, start, end) && !tp.rtx[i].sacked {
                     let mut seg = tp.rtx[i];
+                    tp.tcp_rack_advance(&seg, t);
+                    if !(seg.retrans || seg.ever_retrans) && before(seg.start, tp.tcp_highest_sack_seq()) && before(seg.start, reord) {
+                        reord = seg.start;
+                    }
                     seg.sacked = true;
                     tp.tcp_rate_skb_delivered(&mut seg, rs);
                     tp.sacked_out += seg.segs;
@@ -141,6 +183,10 @@ impl World {
                 }
                 i += 1;
             }
+        }
+        let tp = self.tcp(s);
+        if tp.ca_state != CaState::Loss {
+            tp.tcp_check_sack_reordering(reord);
         }
         newly
     }
@@ -392,9 +438,14 @@ impl super::TcpSock {
     /// multi-segment skb it covers in part (`tcp_tso_acked()`); returns the packets
     /// newly delivered by it (not SACKed before), and the RTT sample of the last one
     /// never retransmitted (Karn's rule).
-    fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample) -> (u32, Option<u64>) {
+    ///
+    /// A never-retransmitted segment ACKed below the highest SACK before this ACK
+    /// (`prior_fack`) filled a hole by itself: a reordering. Each segment it delivers
+    /// advances RACK.
+    fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample, prior_fack: u32) -> (u32, Option<u64>) {
         let tp = self;
         let (mut acked, mut rtt) = (0, None);
+        let mut reord = tp.snd_nxt;
         while let Some(&front) = tp.rtx.front() {
             let fully = !after(front.end, ack);
             // tcp_tso_acked(): of a skb `ack` covers in part, the whole segments below it.
@@ -425,8 +476,13 @@ impl super::TcpSock {
                 tp.sacked_out -= seg.segs;
             } else {
                 acked += seg.segs;
+                tp.tcp_rack_advance(&seg, t);
                 if !seg.ever_retrans {
                     rtt = Some(t - seg.sent);
+                }
+                // TCPCB_RETRANS: neither retransmitted nor being resent.
+                if !(seg.retrans || seg.ever_retrans) && before(seg.start, reord) {
+                    reord = seg.start;
                 }
             }
             if seg.lost {
@@ -438,15 +494,71 @@ impl super::TcpSock {
             tp.wmem_queued -= seg.end.wrapping_sub(seg.start) as u64;
         }
         tp.snd_una = ack;
+        if before(reord, prior_fack) {
+            tp.tcp_check_sack_reordering(reord);
+        }
         (acked, rtt)
+    }
+
+    /// `tcp_highest_sack_seq()`: the end of the highest SACKed segment (where the skb
+    /// after it starts), `snd_una` when nothing is SACKed.
+    fn tcp_highest_sack_seq(&self) -> u32 {
+        if self.sacked_out == 0 {
+            return self.snd_una;
+        }
+        self.rtx.iter().rev().find(|g| g.sacked).map_or(self.snd_una, |g| g.end)
+    }
+
+    /// `tcp_check_sack_reordering()`: a segment at `low_seq` arrived after data up to
+    /// the highest SACK; the distance (rounded up to segments) raises `reordering`, and
+    /// the event is counted in `reord_seen`.
+    fn tcp_check_sack_reordering(&mut self, low_seq: u32) {
+        let fack = self.tcp_highest_sack_seq();
+        if !before(low_seq, fack) {
+            return;
+        }
+        let metric = fack.wrapping_sub(low_seq);
+        if metric > self.reordering * self.mss {
+            self.reordering = metric.div_ceil(self.mss).min(TCP_MAX_REORDERING);
+        }
+        self.reord_seen += 1;
+    }
+
+    /// `tcp_rack_advance()`: a delivered segment's send time becomes RACK's if it is the
+    /// most recent, and its RTT RACK's RTT. A retransmitted segment whose RTT is below
+    /// min_rtt may have been delivered by an earlier transmission: it is ignored.
+    fn tcp_rack_advance(&mut self, seg: &super::TxSeg, t: u64) {
+        let rtt_us = (t.saturating_sub(seg.sent) / 1000).min(u32::MAX as u64) as u32;
+        if rtt_us < self.min_rtt_us && seg.ever_retrans {
+            return;
+        }
+        self.rack.rtt_us = rtt_us;
+        if sent_after(seg.sent, self.rack.mstamp, seg.end, self.rack.end_seq) {
+            self.rack.mstamp = seg.sent;
+            self.rack.end_seq = seg.end;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd()` once a reordering was seen: min_rtt/4 per step, at most
+    /// srtt (µs).
+    fn tcp_rack_reo_wnd(&self) -> u32 {
+        let min_rtt = if self.min_rtt_us == u32::MAX { 0 } else { self.min_rtt_us };
+        ((min_rtt >> 2) * self.rack.reo_wnd_steps).min(self.srtt_us >> 3)
     }
 
     /// RACK: an unSACKed segment sent before the most recently sent delivered one is
     /// lost, once the reordering window is 0 (DUPACK threshold met, or in recovery). A
     /// retransmission counts from its own send time, so one that is lost too (behind a
     /// full FIFO) is found the same way and sent again, not left to the RTO.
-    fn tcp_rack_mark_lost(&mut self) {
+    ///
+    /// Once a reordering was seen, RACK waits its window: a segment sent before RACK's
+    /// is lost when RACK's RTT plus the window has passed since it was sent
+    /// (`tcp_rack_detect_loss()`), checked at each ACK.
+    fn tcp_rack_mark_lost(&mut self, t: u64) {
         let tp = self;
+        if tp.reord_seen > 0 {
+            return tp.tcp_rack_detect_loss(t);
+        }
         if tp.sacked_out < TCP_REORDERING && tp.ca_state < CaState::Recovery {
             return;
         }
@@ -466,6 +578,33 @@ impl super::TcpSock {
             } else {
                 tp.lost += seg.segs;
             }
+            if seg.retrans {
+                seg.retrans = false;
+                tp.retrans_out -= seg.segs;
+            }
+        }
+    }
+
+    /// `tcp_rack_detect_loss()` with the reordering window: every segment not SACKed,
+    /// not waiting for its retransmission, and sent before RACK's, is lost once
+    /// `rack.rtt_us + reo_wnd - (now - sent) <= 0`.
+    fn tcp_rack_detect_loss(&mut self, t: u64) {
+        let tp = self;
+        let reo_wnd = tp.tcp_rack_reo_wnd() as i64;
+        let (mstamp, end_seq, rtt_us) = (tp.rack.mstamp, tp.rack.end_seq, tp.rack.rtt_us as i64);
+        for seg in tp.rtx.iter_mut() {
+            if seg.sacked || (seg.lost && !seg.retrans) || !sent_after(mstamp, seg.sent, end_seq, seg.end) {
+                continue;
+            }
+            let elapsed_us = (t.saturating_sub(seg.sent) / 1000) as i64;
+            if rtt_us + reo_wnd - elapsed_us > 0 {
+                continue;
+            }
+            if !seg.lost {
+                seg.lost = true;
+                tp.lost_out += seg.segs;
+            }
+            tp.lost += seg.segs;
             if seg.retrans {
                 seg.retrans = false;
                 tp.retrans_out -= seg.segs;
@@ -552,10 +691,10 @@ mod tests {
         tp.wmem_queued = 10 * MSS as u64;
         tp.rtx[0].sent = 1_000;
         let mut rs = crate::sock::tcp::rate::RateSample::default();
-        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS, 5_000, &mut rs), (3, Some(4_000)));
+        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS, 5_000, &mut rs, 0), (3, Some(4_000)));
         assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
         assert_eq!((tp.packets_out, tp.wmem_queued, tp.snd_una), (7, 7 * MSS as u64, 3 * MSS));
-        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS + 1000, 6_000, &mut rs), (0, None));
+        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS + 1000, 6_000, &mut rs, 0), (0, None));
         assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
     }
 
@@ -574,10 +713,57 @@ mod tests {
             seg(3, 300),
         ]);
         (tp.packets_out, tp.sacked_out, tp.lost_out, tp.retrans_out) = (4, 1, 1, 1);
-        tp.tcp_rack_mark_lost();
+        tp.tcp_rack_mark_lost(400);
         let flags: Vec<(bool, bool)> = tp.rtx.iter().map(|g| (g.lost, g.retrans)).collect();
         assert_eq!(flags, [(true, false), (true, false), (false, false), (false, false)]);
         assert_eq!((tp.lost_out, tp.retrans_out, tp.lost), (2, 0, 2));
+    }
+
+    /// tcp_check_sack_reordering(): a never-retransmitted segment ACKed 10 segments below
+    /// the highest SACK is a reordering of 10 (above the default 3), counted once; one
+    /// at or above the highest SACK is none.
+    #[test]
+    fn a_hole_filled_by_an_original_is_a_reordering() {
+        let mut tp = sock();
+        let seg = |start: u32, sacked: bool| TxSeg { start: start * MSS, end: (start + 1) * MSS, segs: 1, sent: 1_000, sacked, ..TxSeg::default() };
+        tp.rtx.extend([seg(0, false), seg(1, true)]);
+        tp.rtx.extend((2..11).map(|i| seg(i, i == 10)));
+        (tp.packets_out, tp.sacked_out) = (11, 2);
+        let prior_fack = tp.tcp_highest_sack_seq();
+        assert_eq!(prior_fack, 11 * MSS);
+        let mut rs = crate::sock::tcp::rate::RateSample::default();
+        // The ACK of segment 0 alone: 11 - 0 = 11 segments below the highest SACK.
+        tp.tcp_clean_rtx_queue(MSS, 30_000_000, &mut rs, prior_fack);
+        assert_eq!((tp.reordering, tp.reord_seen), (11, 1));
+        tp.tcp_check_sack_reordering(11 * MSS);
+        assert_eq!((tp.reordering, tp.reord_seen), (11, 1));
+    }
+
+    /// RACK with a reordering seen: the window is min_rtt/4 (10 ms / 4), so a segment
+    /// sent before RACK's waits rack.rtt + 2.5 ms from its send; with none seen, the
+    /// same segment is lost at once (in recovery).
+    #[test]
+    fn rack_waits_the_reordering_window_once_reordering_is_seen() {
+        let mut tp = sock();
+        (tp.min_rtt_us, tp.srtt_us) = (10_000, 8 * 12_000);
+        let seg = |start: u32, sent: u64| TxSeg { start: start * MSS, end: (start + 1) * MSS, segs: 1, sent, ..TxSeg::default() };
+        tp.rtx.extend([seg(0, 0), TxSeg { sacked: true, ..seg(1, 1_000_000) }]);
+        (tp.packets_out, tp.sacked_out) = (2, 1);
+        tp.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 10_000, reo_wnd_steps: 1 };
+        assert_eq!(tp.tcp_rack_reo_wnd(), 2_500);
+        tp.reord_seen = 1;
+        // 10 ms + 2.5 ms after its send, less 1 us: not yet.
+        tp.tcp_rack_mark_lost(12_499_000);
+        assert!(!tp.rtx[0].lost);
+        tp.tcp_rack_mark_lost(12_500_000);
+        assert!(tp.rtx[0].lost);
+        assert_eq!((tp.lost_out, tp.lost), (1, 1));
+        // No reordering seen, in recovery: lost at once.
+        let mut tp2 = sock();
+        tp2.rtx.extend([seg(0, 0), TxSeg { sacked: true, ..seg(1, 1_000_000) }]);
+        (tp2.packets_out, tp2.sacked_out, tp2.ca_state) = (2, 1, crate::sock::tcp::CaState::Recovery);
+        tp2.tcp_rack_mark_lost(1_000_001);
+        assert!(tp2.rtx[0].lost);
     }
 
     /// tcp_match_skb_to_sack(): a block that begins 2.5 segments into the skb splits it

@@ -202,6 +202,14 @@ pub struct TcpSock {
     pub lost: u32,
     /// Delivery-rate sampling (`tp->delivered`, ...).
     pub rate: rate::RateState,
+    /// `tp->reordering`: the reordering degree seen, in segments (the DUPACK
+    /// threshold, 3 until a reordering is measured; at most `tcp_max_reordering`).
+    pub reordering: u32,
+    /// `tp->reord_seen`: reorderings detected (`tcp_check_sack_reordering()`). Once
+    /// non-zero, RACK waits a reordering window before it marks a segment lost.
+    pub reord_seen: u32,
+    /// RACK's state (`tp->rack`).
+    pub rack: input::Rack,
     pub rtx: VecDeque<TxSeg>,
     pub high_seq: u32,
     pub prior_cwnd: u32,
@@ -313,6 +321,8 @@ pub struct TcpStats {
     pub timeouts_base: u64,
     pub loss_probes_base: u64,
     pub tlp_recoveries_base: u64,
+    /// `reord_seen` at the start of the measured window.
+    pub reord_seen_base: u32,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -394,6 +404,9 @@ impl TcpSock {
             retrans_out: 0,
             lost: 0,
             rate: rate::RateState::default(),
+            reordering: input::TCP_REORDERING,
+            reord_seen: 0,
+            rack: input::Rack::default(),
             rtx: VecDeque::with_capacity(1024),
             high_seq: 0,
             prior_cwnd: 0,

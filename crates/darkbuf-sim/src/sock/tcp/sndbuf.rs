@@ -26,7 +26,6 @@
 //! truesize (the kernel adds each skb's head, about 1.5% of a 64 KB skb).
 
 use super::cc::CongestionControl;
-use super::input::TCP_REORDERING;
 use super::rcvbuf::TCP_MSS_DEFAULT;
 use super::TcpSock;
 use crate::cpu::SockId;
@@ -54,7 +53,7 @@ impl TcpSock {
     /// `tcp_sndbuf_expand()`: the send buffer for the current window, `sndbuf` if that
     /// is larger; at most `tcp_wmem[2]`.
     pub fn tcp_sndbuf_expand(&self, sndbuf: u64) -> u64 {
-        let nr_segs = self.w.cwnd.max(super::TCP_INIT_CWND).max(TCP_REORDERING + 1);
+        let nr_segs = self.w.cwnd.max(super::TCP_INIT_CWND).max(self.reordering + 1);
         // ca_ops->sndbuf_expand: BBR provisions three windows (bbr_sndbuf_expand()).
         let factor = if matches!(self.cc, CongestionControl::Bbr(_)) { 3 } else { 2 };
         let sndmem = factor * nr_segs as u64 * self.sndbuf_per_mss as u64;
