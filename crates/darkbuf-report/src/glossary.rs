@@ -210,6 +210,8 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.goodput_mbps", "Mbit/s", "tcp: bytes the receiving applications read in the measured window, all flows"),
     e("tcp.retrans", "segments", "tcp: segments retransmitted (not counting local qdisc drops, sent again as new data)"),
     e("tcp.reord_seen", "events", "tcp: reorderings detected in the measured window, all flows (TcpExtTCPSACKReorder); once one is, RACK waits min_rtt/4 before it marks a segment lost; only on a path with a jitter or reorder"),
+    e("tcp.dsack_dups", "segments", "tcp: segments the receivers D-SACKed, data that arrived twice (tp->dsack_dups; TcpExtTCPDSACKRecvSegs), all flows, in the measured window; only on a path with a jitter or reorder"),
+    e("tcp.undos", "recoveries", "tcp: window reductions undone because D-SACKs showed every retransmission of the recovery spurious (TcpExtTCPFullUndo + TcpExtTCPDSACKUndo), all flows, in the measured window; only on a path with a jitter or reorder"),
     e("tcp.timeouts", "timeouts", "tcp: retransmission timeouts in the measured window, all flows (TcpExtTCPTimeouts; the kernel backend's is the sending namespace's)"),
     e("tcp.loss_probes", "probes", "tcp: tail loss probes sent in the measured window, all flows (TcpExtTCPLossProbes; the kernel backend's is the sending namespace's)"),
     e("tcp.loss_probe_recoveries", "probes", "tcp: tail loss probes whose ACK showed a repaired loss, all flows (TcpExtTCPLossProbeRecovery)"),

@@ -505,7 +505,7 @@ impl World {
         let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
         // A path that can reorder (a jitter or `reorder`): TCP's reordering counters.
         let reorders = self.links.iter().any(|l| l.delay.is_some());
-        let mut reord_seen = 0u64;
+        let (mut reord_seen, mut dsacks, mut undos) = (0u64, 0u64, 0u64);
         let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
         const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
@@ -520,6 +520,8 @@ impl World {
                 out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
                 out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
                 reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
+                dsacks += t.dsack_dups - st.dsack_dups_base;
+                undos += t.undos - st.undos_base;
             }
             out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
             // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
@@ -558,6 +560,8 @@ impl World {
         out.set("tcp.loss_probe_recoveries", probe_recoveries as f64);
         if reorders {
             out.set("tcp.reord_seen", reord_seen as f64);
+            out.set("tcp.dsack_dups", dsacks as f64);
+            out.set("tcp.undos", undos as f64);
         }
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {

@@ -182,6 +182,8 @@ impl World {
             if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                 t.stats.retrans_base = t.total_retrans;
                 t.stats.reord_seen_base = t.reord_seen;
+                t.stats.dsack_dups_base = t.dsack_dups;
+                t.stats.undos_base = t.undos;
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
                 t.stats.tlp_recoveries_base = t.tlp_recoveries;

@@ -158,6 +158,13 @@ pub struct Clock {
 }
 
 impl Bbr {
+    /// `bbr_undo_cwnd()`: a spurious recovery undone restarts the search for the
+    /// pipe's full bandwidth (long-term sampling is not engaged here).
+    pub fn undo(&mut self) {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+    }
+
     /// `bbr_init()` for a socket about to send its first segment.
     pub fn new(rng: ChaCha8Rng) -> Bbr {
         Bbr {

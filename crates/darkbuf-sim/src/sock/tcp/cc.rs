@@ -133,6 +133,20 @@ impl CongestionControl {
     }
 
     /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC and ends BBR's round.
+    /// `ca_ops->undo_cwnd` after a spurious recovery: Reno and CUBIC
+    /// (`tcp_reno_undo_cwnd()`) the larger of the window now and before the reduction;
+    /// BBR (`bbr_undo_cwnd()`) keeps its window and restarts its search for full
+    /// bandwidth.
+    pub fn undo_cwnd(&mut self, w: &Window, prior_cwnd: u32) -> u32 {
+        match self {
+            CongestionControl::Reno | CongestionControl::Cubic(_) => w.cwnd.max(prior_cwnd),
+            CongestionControl::Bbr(b) => {
+                b.undo();
+                w.cwnd
+            }
+        }
+    }
+
     pub fn on_loss(&mut self, ctx: &AckCtx) {
         match self {
             CongestionControl::Cubic(c) => {

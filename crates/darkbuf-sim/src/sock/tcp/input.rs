@@ -10,11 +10,15 @@
 //! segments) is met or recovery is under way, as the window is 0 then. Once a reordering
 //! is seen (`tcp_check_sack_reordering()`: a never-retransmitted segment below the
 //! highest SACK is delivered, which a path with a jitter or `reorder` makes happen),
-//! the window is min_rtt/4, at most srtt: a segment is lost only when RACK's RTT plus
-//! the window has passed since it was sent (`tcp_rack_detect_loss()`). Not modelled:
-//! the RACK reordering timer (the check runs at each ACK), the window's growth on
-//! DSACKs (`reo_wnd_steps` stays 1: the receiver sends no DSACK), and the undo of a
-//! spurious recovery (`tcp_try_undo_recovery()`, Eifel).
+//! the window is min_rtt/4 per step, at most srtt: a segment is lost only when RACK's
+//! RTT plus the window has passed since it was sent (`tcp_rack_detect_loss()`). A
+//! D-SACK (data that arrived twice) adds a step (`tcp_rack_update_reo_wnd()`), and
+//! when D-SACKs show every retransmission of a recovery spurious, the window
+//! reduction is undone (`tcp_try_undo_dsack()`, `tcp_try_undo_recovery()`). With a
+//! reordering degree above 3, cwnd grows on SACKs too (`tcp_may_raise_cwnd()`). Not
+//! modelled: the RACK reordering timer (the check runs at each ACK), the timestamp
+//! undo (Eifel, `tcp_packet_delayed()`), and undo after an RTO (F-RTO,
+//! `tcp_try_undo_loss()`).
 
 use super::cc::{AckCtx, CongestionControl};
 use super::rate::RateSample;
@@ -31,19 +35,30 @@ const TCP_MAX_REORDERING: u32 = 300;
 /// RACK's state (`struct tcp_rack`): the most recently sent delivered segment's send
 /// time and end (`mstamp`, `end_seq`), the RTT of the last delivery RACK took
 /// (`rtt_us`), and the reordering window's multiplier (`reo_wnd_steps`).
+///
+/// `dsack_seen`, `last_delivered` and `reo_wnd_persist` drive the window's growth
+/// (`tcp_rack_update_reo_wnd()`): a D-SACK after a reordering was seen adds a step, at
+/// most once per round trip, and the steps fall back to 1 after 16 recoveries without
+/// an undo.
 #[derive(Clone, Copy, Debug)]
 pub struct Rack {
     pub mstamp: u64,
     pub end_seq: u32,
     pub rtt_us: u32,
     pub reo_wnd_steps: u32,
+    pub dsack_seen: bool,
+    pub last_delivered: u32,
+    pub reo_wnd_persist: u32,
 }
 
 impl Default for Rack {
     fn default() -> Self {
-        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1 }
+        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0 }
     }
 }
+
+/// `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists.
+const TCP_RACK_RECOVERY_THRESH: u32 = 16;
 
 /// `tcp_skb_sent_after()`: sent later, or at the same time with a later end.
 fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
@@ -78,6 +93,9 @@ impl World {
         let prior_lost_total = tp.lost;
         let mut rs = RateSample::new(prior_in_flight);
         let prior_fack = tp.tcp_highest_sack_seq();
+        if rec.dsack {
+            tp.tcp_check_dsack(&rec, prior_una);
+        }
         let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
         self.tcp(s).tcp_rack_mark_lost(t);
@@ -102,9 +120,24 @@ impl World {
             self.tcp_process_tlp_ack(s, rec.ack, pure_dupack);
         }
         let tp = self.tcp(s);
+        // tcp_rack_update_reo_wnd(), after the ACK's deliveries.
+        tp.tcp_rack_update_reo_wnd(&rs);
+        // tcp_fastretrans_alert() in Recovery: undo the window reduction when D-SACKs
+        // showed every retransmission spurious (tcp_try_undo_dsack(), mid-recovery; at
+        // its end tcp_try_undo_recovery()), and then the recovery is over.
+        if tp.ca_state == CaState::Recovery && tp.undo_marker.is_some() && tp.undo_retrans == 0 {
+            tp.tcp_undo_cwnd_reduction();
+            tp.ca_state = CaState::Open;
+            if rec.ece {
+                self.tcp_enter_cwr(s);
+            }
+        } else if tp.ca_state == CaState::Recovery && tp.ca_state_exit_due() && tp.rack.reo_wnd_persist > 0 {
+            tp.rack.reo_wnd_persist -= 1;
+        }
+        let tp = self.tcp(s);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
-            self.tcp_enter_recovery(s);
+            self.tcp_enter_recovery(s, rec.ece);
         } else if rec.ece && tp.ca_state == CaState::Open {
             self.tcp_enter_cwr(s);
         }
@@ -150,7 +183,8 @@ impl World {
         let mut newly = 0;
         let tp = self.tcp(s);
         let mut reord = tp.snd_nxt;
-        for &(start, end) in &rec.sacks[..rec.n_sacks as usize] {
+        // A D-SACK block tags nothing new (tcp_check_dsack() took it).
+        for &(start, end) in &rec.sacks[rec.dsack as usize..rec.n_sacks as usize] {
             let mut i = self.tcp_seg_index(s, start);
             let tp = self.tcp(s);
             // The skb holding `start` may begin before it.
@@ -208,9 +242,17 @@ impl World {
     /// `tcp_enter_recovery()`: the window is reduced only when no reduction is under
     /// way (`tcp_in_cwnd_reduction()`): from CWR, Recovery keeps CWR's ssthresh and
     /// high_seq, so a local drop or an ECE followed by a loss cuts the window once.
-    pub(super) fn tcp_enter_recovery(&mut self, s: SockId) {
+    ///
+    /// It also starts the undo's bookkeeping (`tcp_init_undo()`), and keeps the
+    /// ssthresh to restore (`tcp_current_ssthresh()`, unless an ECE came with it).
+    pub(super) fn tcp_enter_recovery(&mut self, s: SockId, ece_ack: bool) {
         let tp = self.tcp(s);
         let in_reduction = tp.ca_state == CaState::Cwr;
+        tp.prior_ssthresh = 0;
+        tp.tcp_init_undo();
+        if !in_reduction && !ece_ack {
+            tp.prior_ssthresh = tp.w.ssthresh.max((tp.w.cwnd >> 1) + (tp.w.cwnd >> 2));
+        }
         tp.ca_state = CaState::Recovery;
         if !in_reduction {
             self.tcp_init_cwnd_reduction(s);
@@ -308,8 +350,11 @@ impl World {
                 if tp.ca_state == CaState::Loss && tp.ca_state_exit_due() {
                     tp.ca_state = CaState::Open;
                 }
-                // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used.
-                if tp.tcp_is_cwnd_limited() && data_acked && delivered > 0 {
+                // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used, on
+                // in-order delivery; with a reordering degree above the default, on any
+                // forward progress (ACKed or SACKed).
+                let may_raise = if tp.reordering > TCP_REORDERING { delivered > 0 } else { data_acked };
+                if tp.tcp_is_cwnd_limited() && may_raise && delivered > 0 {
                     let mut w = tp.w;
                     tp.cc.cong_avoid(&mut w, delivered, &ctx);
                     tp.w = w;
@@ -407,6 +452,8 @@ impl World {
             tp.w.ssthresh = tp.cc.ssthresh(&w);
         }
         tp.ca_state = CaState::Loss;
+        // Loss-state undo (tcp_try_undo_loss(), F-RTO) is not modelled.
+        tp.undo_marker = None;
         tp.tcp_ecn_queue_cwr();
         tp.high_seq = tp.snd_nxt;
         tp.tlp_high_seq = None;
@@ -498,6 +545,90 @@ impl super::TcpSock {
             tp.tcp_check_sack_reordering(reord);
         }
         (acked, rtt)
+    }
+
+    /// `tcp_check_dsack()` with `tcp_dsack_seen()` and `tcp_sacktag_one()`'s D-SACK
+    /// accounting: the ACK's first block is a D-SACK when it lies below the cumulative
+    /// ACK or inside the second block. Its segments count in `dsack_dups`; a D-SACK of
+    /// more than was ever retransmitted, or wider than the window, is ignored. After a
+    /// reordering was seen, one that is not of a loss probe marks RACK's `dsack_seen`.
+    /// In a recovery, the retransmitted segments it covers come off `undo_retrans`:
+    /// below `snd_una` by count ("dumb counting"), above it those marked retransmitted.
+    fn tcp_check_dsack(&mut self, rec: &super::recv::AckRec, prior_snd_una: u32) {
+        let (start, end) = rec.sacks[0];
+        let below = before(start, rec.ack);
+        let inside = rec.n_sacks > 1 && !after(end, rec.sacks[1].1) && !before(start, rec.sacks[1].0);
+        if !(below || inside) || !before(start, end) {
+            return;
+        }
+        let len = end.wrapping_sub(start);
+        if self.max_window > 0 && len > self.max_window {
+            return;
+        }
+        let (dup_segs, dsack_tlp) = if len > self.mss { (len.div_ceil(self.mss), false) } else { (1, self.tlp_high_seq == Some(end)) };
+        self.dsack_dups += dup_segs as u64;
+        if self.dsack_dups > self.total_retrans {
+            return;
+        }
+        if self.reord_seen > 0 && !dsack_tlp {
+            self.rack.dsack_seen = true;
+        }
+        if !self.undo_marker.is_some_and(|m| self.undo_retrans > 0 && after(end, m)) {
+            return;
+        }
+        let n = if !after(end, prior_snd_una) {
+            dup_segs
+        } else {
+            self.rtx.iter().filter(|g| g.ever_retrans && !before(g.start, start) && !after(g.end, end)).map(|g| g.segs).sum()
+        };
+        self.undo_retrans = (self.undo_retrans - n as i32).max(0);
+    }
+
+    /// `tcp_rack_update_reo_wnd()`: a D-SACK seen (after a reordering) adds a step to
+    /// RACK's window, once per round trip (`rack.last_delivered`), and keeps it for
+    /// `TCP_RACK_RECOVERY_THRESH` recoveries; without one the window falls back to one
+    /// step once that count has run out.
+    fn tcp_rack_update_reo_wnd(&mut self, rs: &RateSample) {
+        if rs.prior_delivered == 0 {
+            return;
+        }
+        if before(rs.prior_delivered, self.rack.last_delivered) {
+            self.rack.dsack_seen = false;
+        }
+        if self.rack.dsack_seen {
+            self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xFF);
+            self.rack.dsack_seen = false;
+            self.rack.last_delivered = self.rate.delivered;
+            self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+        } else if self.rack.reo_wnd_persist == 0 {
+            self.rack.reo_wnd_steps = 1;
+        }
+    }
+
+    /// `tcp_init_undo()`: the recovery starts at `snd_una`, and the retransmissions
+    /// still in flight (a loss probe's included) may yet be D-SACKed; -1 when there are
+    /// none ("0 means can undo now").
+    fn tcp_init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una);
+        self.undo_retrans = self.retrans_out as i32 + (self.tlp_high_seq.is_some() && self.tlp_retrans) as i32;
+        if self.undo_retrans == 0 {
+            self.undo_retrans = -1;
+        }
+    }
+
+    /// `tcp_undo_cwnd_reduction()`: the congestion control's window before the
+    /// reduction (`undo_cwnd`: Reno and CUBIC the larger of now and before) and the
+    /// ssthresh before it, with the CWR still to announce withdrawn.
+    fn tcp_undo_cwnd_reduction(&mut self) {
+        if self.prior_ssthresh > 0 {
+            self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd);
+            if self.prior_ssthresh > self.w.ssthresh {
+                self.w.ssthresh = self.prior_ssthresh;
+                self.ecn_queue_cwr = false;
+            }
+        }
+        self.undo_marker = None;
+        self.undos += 1;
     }
 
     /// `tcp_highest_sack_seq()`: the end of the highest SACKed segment (where the skb
@@ -749,7 +880,7 @@ mod tests {
         let seg = |start: u32, sent: u64| TxSeg { start: start * MSS, end: (start + 1) * MSS, segs: 1, sent, ..TxSeg::default() };
         tp.rtx.extend([seg(0, 0), TxSeg { sacked: true, ..seg(1, 1_000_000) }]);
         (tp.packets_out, tp.sacked_out) = (2, 1);
-        tp.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 10_000, reo_wnd_steps: 1 };
+        tp.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 10_000, ..Default::default() };
         assert_eq!(tp.tcp_rack_reo_wnd(), 2_500);
         tp.reord_seen = 1;
         // 10 ms + 2.5 ms after its send, less 1 us: not yet.
@@ -764,6 +895,44 @@ mod tests {
         (tp2.packets_out, tp2.sacked_out, tp2.ca_state) = (2, 1, crate::sock::tcp::CaState::Recovery);
         tp2.tcp_rack_mark_lost(1_000_001);
         assert!(tp2.rtx[0].lost);
+    }
+
+    /// tcp_check_dsack() and tcp_rack_update_reo_wnd(): a D-SACK below the ACK of one
+    /// segment, in a recovery with two retransmissions out, leaves one to be shown
+    /// spurious; after a reordering it adds a step to RACK's window, kept for 16
+    /// recoveries. A D-SACK of more than was ever retransmitted is ignored. A block above
+    /// the ACK and outside the second is not a D-SACK.
+    #[test]
+    fn a_dsack_counts_towards_the_undo_and_widens_racks_window() {
+        use crate::sock::tcp::recv::AckRec;
+        let mut tp = sock();
+        (tp.snd_una, tp.total_retrans, tp.reord_seen) = (10 * MSS, 2, 1);
+        (tp.undo_marker, tp.undo_retrans) = (Some(2 * MSS), 2);
+        let dsack = |a: u32, b: u32| AckRec { ack: 10 * MSS, sacks: [(a * MSS, b * MSS), (0, 0), (0, 0)], n_sacks: 1, dsack: true, ..AckRec::default() };
+        tp.tcp_check_dsack(&dsack(4, 5), 10 * MSS);
+        assert_eq!((tp.undo_retrans, tp.dsack_dups, tp.rack.dsack_seen), (1, 1, true));
+        let rs = crate::sock::tcp::rate::RateSample { prior_delivered: 5, ..Default::default() };
+        tp.tcp_rack_update_reo_wnd(&rs);
+        assert_eq!((tp.rack.reo_wnd_steps, tp.rack.reo_wnd_persist, tp.rack.dsack_seen), (2, 16, false));
+        // Two more segments D-SACKed than the two ever retransmitted: dubious, ignored.
+        tp.tcp_check_dsack(&dsack(5, 7), 10 * MSS);
+        assert_eq!((tp.undo_retrans, tp.dsack_dups, tp.rack.dsack_seen), (1, 3, false));
+        // Above the ACK and not inside a second block: an ordinary SACK block.
+        let mut tp2 = sock();
+        tp2.total_retrans = 5;
+        tp2.tcp_check_dsack(&dsack(12, 13), 10 * MSS);
+        assert_eq!(tp2.dsack_dups, 0);
+    }
+
+    /// tcp_undo_cwnd_reduction(): CUBIC's window back to the larger of now and before,
+    /// ssthresh back to what it was when the recovery began.
+    #[test]
+    fn an_undo_restores_the_window_and_ssthresh() {
+        let mut tp = sock();
+        (tp.w.cwnd, tp.w.ssthresh, tp.prior_cwnd, tp.prior_ssthresh) = (20, 21, 30, 22);
+        tp.undo_marker = Some(0);
+        tp.tcp_undo_cwnd_reduction();
+        assert_eq!((tp.w.cwnd, tp.w.ssthresh, tp.undo_marker, tp.undos), (30, 22, None, 1));
     }
 
     /// tcp_match_skb_to_sack(): a block that begins 2.5 segments into the skb splits it

@@ -210,6 +210,16 @@ pub struct TcpSock {
     pub reord_seen: u32,
     /// RACK's state (`tp->rack`).
     pub rack: input::Rack,
+    /// Undo of a spurious recovery (`tcp_init_undo()`): `undo_marker` (`snd_una` when
+    /// the recovery began; `None`: nothing to undo), `undo_retrans` (retransmissions
+    /// not yet shown spurious by a D-SACK; -1: none made), `prior_ssthresh`.
+    pub undo_marker: Option<u32>,
+    pub undo_retrans: i32,
+    pub prior_ssthresh: u32,
+    /// `tp->dsack_dups`: segments D-SACKed so far.
+    pub dsack_dups: u64,
+    /// Window reductions undone (`TcpExtTCPFullUndo` + `TcpExtTCPDSACKUndo`).
+    pub undos: u64,
     pub rtx: VecDeque<TxSeg>,
     pub high_seq: u32,
     pub prior_cwnd: u32,
@@ -321,8 +331,10 @@ pub struct TcpStats {
     pub timeouts_base: u64,
     pub loss_probes_base: u64,
     pub tlp_recoveries_base: u64,
-    /// `reord_seen` at the start of the measured window.
+    /// `reord_seen`, `dsack_dups` and `undos` at the start of the measured window.
     pub reord_seen_base: u32,
+    pub dsack_dups_base: u64,
+    pub undos_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -407,6 +419,11 @@ impl TcpSock {
             reordering: input::TCP_REORDERING,
             reord_seen: 0,
             rack: input::Rack::default(),
+            undo_marker: None,
+            undo_retrans: -1,
+            prior_ssthresh: 0,
+            dsack_dups: 0,
+            undos: 0,
             rtx: VecDeque::with_capacity(1024),
             high_seq: 0,
             prior_cwnd: 0,
@@ -1341,12 +1358,12 @@ pub(crate) mod tests {
         assert_eq!((ssthresh, high), (14, 10 * 1448));
         let t = w.tcp(s);
         (t.w.cwnd, t.snd_nxt) = (14, 12 * 1448);
-        w.tcp_enter_recovery(s);
+        w.tcp_enter_recovery(s, false);
         let t = w.tcp(s);
         assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
 
         let (mut w, s) = with_flight(10);
-        w.tcp_enter_recovery(s);
+        w.tcp_enter_recovery(s, false);
         let t = w.tcp(s);
         assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
     }

@@ -509,6 +509,9 @@ impl World {
                 seg.ever_retrans |= seg.counted;
                 if seg.counted {
                     tp.total_retrans += seg.segs as u64;
+                    // tcp_retransmit_skb(): one more retransmission a D-SACK may show
+                    // spurious.
+                    tp.undo_retrans = tp.undo_retrans.max(0) + seg.segs as i32;
                 }
                 seg.local_drop = false;
             }

@@ -27,13 +27,16 @@ const TCP_MAX_QUICKACKS: u32 = 16;
 /// ACK records kept for the ACKs in flight (a power of two).
 const ACK_RING: usize = 1 << 14;
 
-/// What one ACK carried: the cumulative ACK, up to 3 SACK blocks, ECE, and with a
+/// What one ACK carried: the cumulative ACK, up to 3 SACK blocks (the first may be a
+/// D-SACK), ECE, and with a
 /// modelled receiver the window (bytes, as scaled) and the timestamp (ms).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckRec {
     pub ack: u32,
     pub sacks: [(u32, u32); 3],
     pub n_sacks: u8,
+    /// `sacks[0]` is a D-SACK block (RFC 2883): data that arrived twice.
+    pub dsack: bool,
     pub ece: bool,
     pub win: u32,
     pub tsval_ms: u32,
@@ -104,6 +107,9 @@ pub struct Receiver {
     ooo: Vec<(u32, u32, u32)>,
     /// The most recently changed out-of-order range (reported first).
     last_ooo: Option<(u32, u32)>,
+    /// `rx_opt.dsack` with `duplicate_sack[0]`: a range that arrived twice, for the
+    /// next ACK's first block (`tcp_dsack_set()`).
+    dsack: Option<(u32, u32)>,
     quickack: u32,
     /// A CE mark was received and not yet echoed by a CWR (`TCP_ECN_DEMAND_CWR`).
     ece: bool,
@@ -124,6 +130,7 @@ impl Receiver {
             mss,
             ooo: Vec::new(),
             last_ooo: None,
+            dsack: None,
             quickack: TCP_MAX_QUICKACKS,
             ece: false,
             delack_at: None,
@@ -183,6 +190,21 @@ impl Receiver {
         self.last_ooo = Some((s, e));
     }
 
+    /// Whether an out-of-order range already holds all of `start..end`
+    /// (`tcp_data_queue_ofo()` then drops the segment and D-SACKs it).
+    fn ooo_covers(&self, start: u32, end: u32) -> bool {
+        self.ooo.iter().any(|&(a, b, _)| !after(a, start) && !before(b, end))
+    }
+
+    /// A segment at `seq..end` that is old data: `tcp_data_queue()` D-SACKs what lies
+    /// below `rcv_nxt` (`tcp_dsack_set()`).
+    fn dsack_old(&mut self, seq: u32, end: u32) {
+        let top = if after(end, self.rcv_nxt) { self.rcv_nxt } else { end };
+        if before(seq, top) {
+            self.dsack = Some((seq, top));
+        }
+    }
+
     /// `tcp_ofo_queue()`: ranges now in order move up `rcv_nxt`. Returns their truesize.
     fn ooo_drain(&mut self) -> u32 {
         let mut truesize = 0;
@@ -233,11 +255,16 @@ impl World {
                 now_ack = true;
             }
         } else if after(seq, r.rcv_nxt) {
-            r.ooo_insert(seq, end, info.truesize);
+            if r.ooo_covers(seq, end) {
+                r.dsack = Some((seq, end));
+            } else {
+                r.ooo_insert(seq, end, info.truesize);
+            }
             r.quickack = r.quickack.max(1);
             now_ack = true;
         } else {
-            // Old data (a spurious retransmission): a duplicate ACK at once.
+            // Old data (a spurious retransmission): a D-SACK at once.
+            r.dsack_old(seq, end);
             now_ack = true;
         }
         // The application reads what is now in order.
@@ -284,9 +311,16 @@ impl World {
         let tsval_ms = (t / 1_000_000) as u32;
         let mut rec = AckRec { ack: r.rcv_nxt, ece: r.ece, win, tsval_ms, ..AckRec::default() };
         let mut n = 0;
-        if let Some(b) = r.last_ooo {
-            rec.sacks[0] = b;
+        // tcp_established_options(): a pending D-SACK goes first and takes one of the
+        // three blocks; it is sent once.
+        if let Some(d) = r.dsack.take() {
+            rec.sacks[0] = d;
+            rec.dsack = true;
             n = 1;
+        }
+        if let Some(b) = r.last_ooo {
+            rec.sacks[n] = b;
+            n += 1;
         }
         for &(a, e, _) in r.ooo.iter().rev() {
             let b = (a, e);
@@ -379,6 +413,11 @@ impl World {
                 }
                 readable = true;
             }
+        } else if after(seq, r.rcv_nxt) && r.ooo_covers(seq, end) {
+            // tcp_data_queue_ofo(): all of it is queued already: dropped, D-SACKed.
+            r.dsack = Some((seq, end));
+            r.quickack = r.quickack.max(1);
+            now_ack = true;
         } else if after(seq, r.rcv_nxt) {
             // tcp_data_queue_ofo(): SACK grows the window; the buffer grows to cover
             // the hole (tcp_rcvbuf_grow() of 6.18).
@@ -391,7 +430,8 @@ impl World {
             r.quickack = r.quickack.max(1);
             now_ack = true;
         } else {
-            // Old data (a spurious retransmission): a duplicate ACK at once.
+            // Old data (a spurious retransmission): a D-SACK at once.
+            r.dsack_old(seq, end);
             now_ack = true;
         }
         // __tcp_ack_snd_check(): more than one full segment since the last ACK and a
@@ -474,5 +514,26 @@ impl World {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tcp_data_queue(): old data is D-SACKed up to rcv_nxt (a segment half old, half
+    /// new, only its old half); tcp_data_queue_ofo(): a segment all inside a queued
+    /// range is a duplicate, one overlapping its edge is not.
+    #[test]
+    fn duplicates_are_dsacked() {
+        let mut r = Receiver::new(1000);
+        r.rcv_nxt = 5000;
+        r.dsack_old(1000, 2000);
+        assert_eq!(r.dsack, Some((1000, 2000)));
+        r.dsack_old(4500, 5500);
+        assert_eq!(r.dsack, Some((4500, 5000)));
+        r.ooo_insert(8000, 10_000, 0);
+        assert!(r.ooo_covers(8000, 9000) && r.ooo_covers(9000, 10_000));
+        assert!(!r.ooo_covers(9500, 10_500) && !r.ooo_covers(7000, 8000));
     }
 }
