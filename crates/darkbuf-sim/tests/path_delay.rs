@@ -102,19 +102,30 @@ fn tcp_tolerates_reordering_from_a_small_jitter() {
     assert!(m(&r, "tcp.goodput_mbps") > 85.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
 }
 
-/// `reorder 25% gap 5`: a fifth of the frames jump the 10 ms delay, far more than
-/// RACK's window covers (min_rtt is then near 0), so RACK retransmits what was only
-/// overtaken. The receiver D-SACKs the copies that arrive twice, and a recovery whose
-/// every retransmission was D-SACKed is undone (measured: 231 retransmits, 187
-/// segments D-SACKed, 23 recoveries undone).
+/// A normal jitter of 5 ms each way reorders by up to about 30 ms, more than RACK's
+/// window covers at first, so RACK retransmits what was only overtaken. The receiver
+/// D-SACKs the copies that arrive twice (each adds a step to RACK's window), and a
+/// recovery whose every retransmission was D-SACKed is undone (measured: 63
+/// retransmits, 30 segments D-SACKed, 8 recoveries undone).
 #[test]
 fn spurious_retransmissions_are_dsacked_and_undone() {
-    let r = run_text(&tcp_through("reorder = \"25%\"\ngap = 5\n"), &[]);
+    let r = run_text(&tcp_through("jitter = \"5ms\"\ndistribution = \"normal\"\n"), &[]);
     assert!(r.findings.is_empty(), "{:?}", r.findings);
-    assert!(m(&r, "path.reordered") > 100.0);
     let (retrans, dsacks, undos) = (m(&r, "tcp.retrans"), m(&r, "tcp.dsack_dups"), m(&r, "tcp.undos"));
     assert!(retrans > 0.0 && dsacks > 0.0 && dsacks <= retrans, "{retrans} retransmitted, {dsacks} D-SACKed");
     assert!(undos > 0.0, "{undos} undone");
+}
+
+/// `reorder 25% gap 5`: a fifth of the frames jump the 10 ms delay. RACK's RTT is that
+/// of the latest ACK's cumulatively ACKed segment, taken after its SACKs as the kernel
+/// orders them, so an early SACK does not make RACK call the overtaken segments lost:
+/// the flow keeps the link (measured 94.1 Mbit/s, no retransmission; 3.2 Mbit/s and 231
+/// spurious retransmissions with the two in the other order).
+#[test]
+fn reordering_ahead_of_the_delay_costs_nothing() {
+    let r = run_text(&tcp_through("reorder = \"25%\"\ngap = 5\n"), &[]);
+    assert!(m(&r, "path.reordered") > 1000.0);
+    assert!(m(&r, "tcp.goodput_mbps") > 90.0, "goodput {}", m(&r, "tcp.goodput_mbps"));
 }
 
 /// `PING`'s host with one cubic flow and no ping, through 10 ms each way and `extra`.

@@ -49,11 +49,16 @@ pub struct Rack {
     pub dsack_seen: bool,
     pub last_delivered: u32,
     pub reo_wnd_persist: u32,
+    /// What this ACK's cumulatively ACKed segments advance RACK by (the last one's RTT,
+    /// the most recently sent one's time and end), applied after its SACKs as the
+    /// kernel's order has it (`tcp_sacktag_write_queue()` before
+    /// `tcp_clean_rtx_queue()`).
+    pub acked: Option<(u32, u64, u32)>,
 }
 
 impl Default for Rack {
     fn default() -> Self {
-        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0 }
+        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0, acked: None }
     }
 }
 
@@ -98,6 +103,7 @@ impl World {
         }
         let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
+        self.tcp(s).tcp_rack_apply_acked();
         self.tcp(s).tcp_rack_mark_lost(t);
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
@@ -523,7 +529,7 @@ impl super::TcpSock {
                 tp.sacked_out -= seg.segs;
             } else {
                 acked += seg.segs;
-                tp.tcp_rack_advance(&seg, t);
+                tp.tcp_rack_advance_acked(&seg, t);
                 if !seg.ever_retrans {
                     rtt = Some(t - seg.sent);
                 }
@@ -667,6 +673,30 @@ impl super::TcpSock {
         if sent_after(seg.sent, self.rack.mstamp, seg.end, self.rack.end_seq) {
             self.rack.mstamp = seg.sent;
             self.rack.end_seq = seg.end;
+        }
+    }
+
+    /// `tcp_rack_advance()` of a cumulatively ACKed segment, held in `rack.acked` until
+    /// the ACK's SACKs have advanced RACK.
+    fn tcp_rack_advance_acked(&mut self, seg: &super::TxSeg, t: u64) {
+        let rtt_us = (t.saturating_sub(seg.sent) / 1000).min(u32::MAX as u64) as u32;
+        if rtt_us < self.min_rtt_us && seg.ever_retrans {
+            return;
+        }
+        self.rack.acked = Some(match self.rack.acked {
+            Some((_, sent, end)) if !sent_after(seg.sent, sent, seg.end, end) => (rtt_us, sent, end),
+            _ => (rtt_us, seg.sent, seg.end),
+        });
+    }
+
+    /// Applies `rack.acked` after the SACKs: its RTT is the last RACK took, its segment
+    /// RACK's if sent later.
+    fn tcp_rack_apply_acked(&mut self) {
+        let Some((rtt_us, sent, end)) = self.rack.acked.take() else { return };
+        self.rack.rtt_us = rtt_us;
+        if sent_after(sent, self.rack.mstamp, end, self.rack.end_seq) {
+            self.rack.mstamp = sent;
+            self.rack.end_seq = end;
         }
     }
 
