@@ -129,16 +129,27 @@ enum Fate {
 impl World {
     /// The last bit of packet `id` left the port now: it meets the link's netem.
     pub fn link_send(&mut self, link: LinkId, id: u32) {
-        let ecn = self.pkts.get(id).ecn;
-        match self.path_fate(link, ecn) {
-            Fate::Lost => {
-                self.kfree_skb(id);
-                return;
+        if self.links[link as usize].loss.is_some() {
+            let ecn = self.pkts.get(id).ecn;
+            match self.path_fate(link, ecn) {
+                Fate::Lost => {
+                    self.kfree_skb(id);
+                    return;
+                }
+                Fate::Marked => self.pkts.get_mut(id).ecn = Skb::ECN_CE,
+                Fate::Pass => {}
             }
-            Fate::Marked => self.pkts.get_mut(id).ecn = Skb::ECN_CE,
-            Fate::Pass => {}
         }
         let frames = (self.pkts.get(id).segs as u32).max(1);
+        let l = &mut self.links[link as usize];
+        if l.delay.is_none() && l.rate == 0 && l.limit == u32::MAX {
+            // A fixed delay and nothing else: the tfifo's tail, in order.
+            let at = self.now + l.delay_ns;
+            l.frames += frames;
+            l.in_flight.push_back((at, id));
+            self.events.push(at, Event::LinkArrival(link));
+            return;
+        }
         if !self.netem_enqueue(link, id, frames, self.now) {
             self.kfree_skb(id);
         }
@@ -170,6 +181,7 @@ impl World {
     /// `tabledist()`'s delay from `t`, and with a rate its turn behind the last packet
     /// queued plus its own time at the rate (`packet_time_ns()`). It arrives at that
     /// time to send, or now if that has passed.
+    #[inline]
     fn netem_enqueue(&mut self, link: LinkId, id: u32, frames: u32, t: u64) -> bool {
         let len = self.pkts.get(id).len as u64;
         let l = &mut self.links[link as usize];

@@ -49,11 +49,12 @@ pub struct Rack {
     pub dsack_seen: bool,
     pub last_delivered: u32,
     pub reo_wnd_persist: u32,
-    /// What this ACK's cumulatively ACKed segments advance RACK by (the last one's RTT,
-    /// the most recently sent one's time and end), applied after its SACKs as the
+    /// What this ACK's cumulatively ACKed segments advance RACK by (the last one's send
+    /// time, for its RTT; the most recently sent one's time and end), applied after its
+    /// SACKs as the
     /// kernel's order has it (`tcp_sacktag_write_queue()` before
     /// `tcp_clean_rtx_queue()`).
-    pub acked: Option<(u32, u64, u32)>,
+    pub acked: Option<(u64, u64, u32)>,
 }
 
 impl Default for Rack {
@@ -103,7 +104,7 @@ impl World {
         }
         let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
-        self.tcp(s).tcp_rack_apply_acked();
+        self.tcp(s).tcp_rack_apply_acked(t);
         self.tcp(s).tcp_rack_mark_lost(t);
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
@@ -678,22 +679,22 @@ impl super::TcpSock {
 
     /// `tcp_rack_advance()` of a cumulatively ACKed segment, held in `rack.acked` until
     /// the ACK's SACKs have advanced RACK.
+    #[inline]
     fn tcp_rack_advance_acked(&mut self, seg: &super::TxSeg, t: u64) {
-        let rtt_us = (t.saturating_sub(seg.sent) / 1000).min(u32::MAX as u64) as u32;
-        if rtt_us < self.min_rtt_us && seg.ever_retrans {
+        if seg.ever_retrans && ((t.saturating_sub(seg.sent) / 1000).min(u32::MAX as u64) as u32) < self.min_rtt_us {
             return;
         }
         self.rack.acked = Some(match self.rack.acked {
-            Some((_, sent, end)) if !sent_after(seg.sent, sent, seg.end, end) => (rtt_us, sent, end),
-            _ => (rtt_us, seg.sent, seg.end),
+            Some((_, sent, end)) if !sent_after(seg.sent, sent, seg.end, end) => (seg.sent, sent, end),
+            _ => (seg.sent, seg.sent, seg.end),
         });
     }
 
-    /// Applies `rack.acked` after the SACKs: its RTT is the last RACK took, its segment
-    /// RACK's if sent later.
-    fn tcp_rack_apply_acked(&mut self) {
-        let Some((rtt_us, sent, end)) = self.rack.acked.take() else { return };
-        self.rack.rtt_us = rtt_us;
+    /// Applies `rack.acked` after the SACKs at `t`: the last ACKed segment's RTT is the
+    /// last RACK took, the most recently sent one RACK's if sent later.
+    fn tcp_rack_apply_acked(&mut self, t: u64) {
+        let Some((last_sent, sent, end)) = self.rack.acked.take() else { return };
+        self.rack.rtt_us = (t.saturating_sub(last_sent) / 1000).min(u32::MAX as u64) as u32;
         if sent_after(sent, self.rack.mstamp, end, self.rack.end_seq) {
             self.rack.mstamp = sent;
             self.rack.end_seq = end;
@@ -753,6 +754,12 @@ impl super::TcpSock {
         let tp = self;
         let reo_wnd = tp.tcp_rack_reo_wnd() as i64;
         let (mstamp, end_seq, rtt_us) = (tp.rack.mstamp, tp.rack.end_seq, tp.rack.rtt_us as i64);
+        // Nothing SACKed, lost or being resent: every segment is an original, sent in
+        // sequence order, so the first is the oldest (the head of the kernel's
+        // tsorted_sent_queue). Sent after RACK's, it ends the scan as it does there.
+        if tp.sacked_out == 0 && tp.lost_out == 0 && tp.retrans_out == 0 && tp.rtx.front().is_none_or(|g| !sent_after(mstamp, g.sent, end_seq, g.end)) {
+            return;
+        }
         for seg in tp.rtx.iter_mut() {
             if seg.sacked || (seg.lost && !seg.retrans) || !sent_after(mstamp, seg.sent, end_seq, seg.end) {
                 continue;
