@@ -66,6 +66,21 @@ impl Default for Rack {
 /// `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists.
 const TCP_RACK_RECOVERY_THRESH: u32 = 16;
 
+/// `tcp_mark_skb_lost()`: a segment newly lost, or a retransmission lost again (sent
+/// before a segment that arrived): either is sent (again). The counters are the
+/// socket's `lost_out`, `lost` and `retrans_out`.
+fn tcp_mark_skb_lost(seg: &mut super::TxSeg, lost_out: &mut u32, lost: &mut u32, retrans_out: &mut u32) {
+    if !seg.lost {
+        seg.lost = true;
+        *lost_out += seg.segs;
+    }
+    *lost += seg.segs;
+    if seg.retrans {
+        seg.retrans = false;
+        *retrans_out -= seg.segs;
+    }
+}
+
 /// `tcp_skb_sent_after()`: sent later, or at the same time with a later end.
 fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
     t1 > t2 || (t1 == t2 && after(seq1, seq2))
@@ -729,21 +744,11 @@ impl super::TcpSock {
             if seg.sacked || seg.sent >= rack_sent {
                 continue;
             }
-            // tcp_mark_skb_lost(): a segment newly lost, or a retransmission lost again
-            // (sent before a segment that arrived): either is sent (again).
-            if !seg.lost {
-                seg.lost = true;
-                tp.lost_out += seg.segs;
-                tp.lost += seg.segs;
-            } else if !seg.retrans {
+            // Marked lost already and not resent yet: nothing new.
+            if seg.lost && !seg.retrans {
                 continue;
-            } else {
-                tp.lost += seg.segs;
             }
-            if seg.retrans {
-                seg.retrans = false;
-                tp.retrans_out -= seg.segs;
-            }
+            tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
         }
     }
 
@@ -768,15 +773,7 @@ impl super::TcpSock {
             if rtt_us + reo_wnd - elapsed_us > 0 {
                 continue;
             }
-            if !seg.lost {
-                seg.lost = true;
-                tp.lost_out += seg.segs;
-            }
-            tp.lost += seg.segs;
-            if seg.retrans {
-                seg.retrans = false;
-                tp.retrans_out -= seg.segs;
-            }
+            tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
         }
     }
 
