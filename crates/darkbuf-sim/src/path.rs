@@ -268,10 +268,10 @@ impl World {
                 self.path_piece(link, id, &mut id_used, &info, (run_off, off - run_off, run_frames, run_ecn), run_end);
                 run_frames = 0;
             }
-            if fate == Fate::Lost || full {
-            } else if singles {
+            let passes = fate != Fate::Lost && !full;
+            if passes && singles {
                 self.path_piece(link, id, &mut id_used, &info, (off, seg_payload, 1, ecn), t);
-            } else {
+            } else if passes {
                 if run_frames == 0 {
                     (run_off, run_ecn) = (off, ecn);
                 }

@@ -132,7 +132,6 @@ impl CongestionControl {
         }
     }
 
-    /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC and ends BBR's round.
     /// `ca_ops->undo_cwnd` after a spurious recovery: Reno and CUBIC
     /// (`tcp_reno_undo_cwnd()`) the larger of the window now and before the reduction;
     /// BBR (`bbr_undo_cwnd()`) keeps its window and restarts its search for full
@@ -147,6 +146,7 @@ impl CongestionControl {
         }
     }
 
+    /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC and ends BBR's round.
     pub fn on_loss(&mut self, ctx: &AckCtx) {
         match self {
             CongestionControl::Cubic(c) => {

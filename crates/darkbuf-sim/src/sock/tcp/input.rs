@@ -51,8 +51,7 @@ pub struct Rack {
     pub reo_wnd_persist: u32,
     /// What this ACK's cumulatively ACKed segments advance RACK by (the last one's send
     /// time, for its RTT; the most recently sent one's time and end), applied after its
-    /// SACKs as the
-    /// kernel's order has it (`tcp_sacktag_write_queue()` before
+    /// SACKs as the kernel's order has it (`tcp_sacktag_write_queue()` before
     /// `tcp_clean_rtx_queue()`).
     pub acked: Option<(u64, u64, u32)>,
 }

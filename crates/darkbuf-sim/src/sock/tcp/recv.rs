@@ -28,8 +28,8 @@ const TCP_MAX_QUICKACKS: u32 = 16;
 const ACK_RING: usize = 1 << 14;
 
 /// What one ACK carried: the cumulative ACK, up to 3 SACK blocks (the first may be a
-/// D-SACK), ECE, and with a
-/// modelled receiver the window (bytes, as scaled) and the timestamp (ms).
+/// D-SACK), ECE, and with a modelled receiver the window (bytes, as scaled) and the
+/// timestamp (ms).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckRec {
     pub ack: u32,
