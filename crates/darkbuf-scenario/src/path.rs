@@ -106,11 +106,10 @@ fn path_reorder(p: &Sec<'_>, delay_ns: u64) -> Result<Option<PathReorder>, Diagn
         Some(_) => Some(p.u32("gap", 1, 1, u32::MAX)?),
         None => None,
     };
+    // tc: "gap specified without reorder probability".
+    let no_reorder = |help: &str| Err(p.value_err("gap", format!("`{}`: gap specified without reorder probability (tc)", p.kp("gap")), Some(help.into())));
     let Some(w) = w else {
-        if gap.is_some() {
-            return Err(p.value_err("gap", format!("`{}`: gap specified without reorder probability (tc)", p.kp("gap")), Some("add path.reorder, or remove path.gap".into())));
-        }
-        return Ok(None);
+        return if gap.is_some() { no_reorder("add path.reorder, or remove path.gap") } else { Ok(None) };
     };
     let bad = |why: String| p.value_err("reorder", format!("`{}`: {why}", p.kp("reorder")), Some(HELP.into()));
     let (probability, correlation) = match w.as_slice() {
@@ -121,10 +120,7 @@ fn path_reorder(p: &Sec<'_>, delay_ns: u64) -> Result<Option<PathReorder>, Diagn
     };
     if probability == 0 {
         // tc sends no reordering for a zero probability (and then refuses a gap).
-        return match gap {
-            Some(_) => Err(p.value_err("gap", format!("`{}`: gap specified without reorder probability (tc)", p.kp("gap")), Some("give path.reorder a probability above 0, or remove path.gap".into()))),
-            None => Ok(None),
-        };
+        return if gap.is_some() { no_reorder("give path.reorder a probability above 0, or remove path.gap") } else { Ok(None) };
     }
     if delay_ns == 0 {
         return Err(bad("reordering not possible without specifying some delay (tc): a reordered frame goes ahead of the delayed ones".into()));

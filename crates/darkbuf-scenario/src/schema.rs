@@ -238,10 +238,10 @@ pub struct PathSpec {
     pub limit: Option<u32>,
     /// netem's jitter (`delay D J`), ns: each frame's delay is drawn around `delay_ns`
     /// (`tabledist()`); 0 = a fixed delay. Frames may then overtake each other.
-    #[serde(skip_serializing_if = "is_zero_u64")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub jitter_ns: u64,
     /// The delay's correlation (`delay D J C`), as `set_percent()` holds it; 0 = none.
-    #[serde(skip_serializing_if = "is_zero_u32")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub delay_corr: u32,
     /// tc's `distribution` for the jitter (`None`: the kernel's uniform default).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "serialize_distribution")]
@@ -261,18 +261,10 @@ pub struct PathReorder {
     /// `q->reorder`, as `set_percent()` holds it.
     pub probability: u32,
     /// `reorder_cor.rho`.
-    #[serde(skip_serializing_if = "is_zero_u32")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub correlation: u32,
     /// `q->gap`: frames delayed between two candidates.
     pub gap: u32,
-}
-
-fn is_zero_u64(v: &u64) -> bool {
-    *v == 0
-}
-
-fn is_zero_u32(v: &u32) -> bool {
-    *v == 0
 }
 
 fn serialize_distribution<S: serde::Serializer>(d: &Option<darkbuf_model::netem::Distribution>, s: S) -> Result<S::Ok, S::Error> {
@@ -287,7 +279,7 @@ pub enum PathLoss {
     /// `loss random P [C]` (`CLG_RANDOM`): `q->loss` and `loss_cor.rho`.
     Random {
         loss: u32,
-        #[serde(skip_serializing_if = "is_zero_u32")]
+        #[serde(skip_serializing_if = "is_zero")]
         corr: u32,
     },
     /// `loss state p13 [p31 [p32 [p23 [p14]]]]` (`CLG_4_STATES`, the GI model).
@@ -480,8 +472,9 @@ pub enum Traffic {
     Irtt(Irtt),
 }
 
-fn is_zero(v: &u64) -> bool {
-    *v == 0
+/// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Traffic {

@@ -105,10 +105,16 @@ impl Link {
         Link { ecn: path.ecn, delay, ..Link::new(to, delay_ns, loss, rate, limit) }
     }
 
+    /// A plain delay line: a fixed delay, no rate, no limit, no reordering, so each
+    /// packet goes to the tfifo's tail (a loss may still come first).
+    fn is_delay_line(&self) -> bool {
+        self.delay.is_none() && self.rate == 0 && self.limit == u32::MAX
+    }
+
     /// Whether the link's netem acts on single frames, so a TSO skb must meet it as the
     /// frames the NIC sends.
     pub fn sees_frames(&self) -> bool {
-        self.loss.is_some() || self.rate != 0 || self.limit != u32::MAX || self.delay.is_some()
+        self.loss.is_some() || !self.is_delay_line()
     }
 
     /// Packets on the link.
@@ -142,8 +148,7 @@ impl World {
         }
         let frames = (self.pkts.get(id).segs as u32).max(1);
         let l = &mut self.links[link as usize];
-        if l.delay.is_none() && l.rate == 0 && l.limit == u32::MAX {
-            // A fixed delay and nothing else: the tfifo's tail, in order.
+        if l.is_delay_line() {
             let at = self.now + l.delay_ns;
             l.frames += frames;
             l.in_flight.push_back((at, id));
@@ -231,8 +236,8 @@ impl World {
     }
 
     /// A TSO skb (`id`, the far end's copy, `segs` > 1) on a link whose netem sees
-    /// frames. The NIC cut it into MSS-sized frames (`tcp_gso_segment()`'s cut, done by
-    /// the hardware) sent back to back at `rate_bps`, the last ending at `end_ps`. Each
+    /// frames. The NIC cut it into MSS-sized frames (`tcp_gso_cut()`, as
+    /// `tcp_gso_segment()` cuts, done by the hardware) sent back to back at `rate_bps`, the last ending at `end_ps`. Each
     /// frame meets the netem when its last bit leaves: a loss draw, then the limit.
     /// With only a loss, a limit or `ecn`, the frames that pass arrive back to back, and
     /// the far NIC's GRO merges each unbroken run into one skb (`tcp_gro_receive()`
@@ -244,7 +249,6 @@ impl World {
         let info = *self.pkts.get(id);
         let n = info.segs as u32;
         let mss = self.tcp(info.sock).mss;
-        let payload = info.len - n * TCP_HDR;
         let wire_ps = |bytes: u64| bytes * 8_000_000_000_000 / rate_bps;
         let start_ps = end_ps - wire_ps((info.len + n * WIRE_OVERHEAD) as u64);
         let singles = self.links[link as usize].rate != 0 || self.links[link as usize].delay.is_some();
@@ -252,9 +256,8 @@ impl World {
         // the end of its last frame (ns); and whether `id` has been used for a piece.
         let (mut run_off, mut run_frames, mut run_ecn, mut run_end) = (0u32, 0u32, info.ecn, 0u64);
         let mut id_used = false;
-        let (mut off, mut wire_bytes) = (0u32, 0u64);
-        for _ in 0..n {
-            let seg_payload = mss.min(payload - off);
+        let mut wire_bytes = 0u64;
+        for (off, seg_payload) in crate::dev::gso::tcp_gso_cut(info.len, n, mss) {
             wire_bytes += (seg_payload + TCP_HDR + WIRE_OVERHEAD) as u64;
             let t = (start_ps + wire_ps(wire_bytes)).div_ceil(1000);
             let fate = self.path_fate(link, info.ecn);
@@ -278,10 +281,10 @@ impl World {
                 run_frames += 1;
                 run_end = t;
             }
-            off += seg_payload;
         }
         if run_frames > 0 {
-            self.path_piece(link, id, &mut id_used, &info, (run_off, off - run_off, run_frames, run_ecn), run_end);
+            let whole = info.len - n * TCP_HDR;
+            self.path_piece(link, id, &mut id_used, &info, (run_off, whole - run_off, run_frames, run_ecn), run_end);
         }
         if !id_used {
             self.kfree_skb(id);

@@ -61,14 +61,11 @@ impl World {
     fn tcp_gso_segment(&mut self, skb: Skb, out: &mut Vec<Skb>) -> usize {
         let info = *self.pkts.get(skb.id);
         let n = skb.segs();
-        let payload = skb.len - n * TCP_HDR;
         // Only TCP skbs get here (validate_xmit_skb_list() checks the protocol).
         let mss = self.tcp(info.sock).mss;
         let copy_destructor = info.destructor == Destructor::TcpWfree;
         let mut sum_truesize = 0u64;
-        let mut off = 0u32;
-        for i in 0..n {
-            let seg_payload = mss.min(payload - off);
+        for (i, (off, seg_payload)) in tcp_gso_cut(skb.len, n, mss).enumerate() {
             let truesize = seg_payload + SEGMENT_HEAD_TRUESIZE;
             let seg_info = PktInfo {
                 len: seg_payload + TCP_HDR,
@@ -89,7 +86,6 @@ impl World {
             };
             sum_truesize += truesize as u64;
             out.push(Skb { id, len: seg_payload + TCP_HDR, truesize, gso_segs: 0, ..skb });
-            off += seg_payload;
         }
         if copy_destructor {
             // The segments' truesizes replace the GSO skb's in sk_wmem_alloc.
@@ -98,4 +94,15 @@ impl World {
         }
         n as usize
     }
+}
+
+/// `tcp_gso_segment()`'s cut of a GSO skb of `len` L2 bytes in `segs` segments (each
+/// counted with its headers, `TCP_HDR`): every segment's payload offset and length,
+/// `mss` each but the last. The NIC's TSO cuts the same way on the wire.
+pub fn tcp_gso_cut(len: u32, segs: u32, mss: u32) -> impl Iterator<Item = (u32, u32)> {
+    let payload = len - segs * TCP_HDR;
+    (0..segs).map(move |i| {
+        let off = i * mss;
+        (off, mss.min(payload - off))
+    })
 }

@@ -204,6 +204,8 @@ impl World {
         let mut newly = 0;
         let tp = self.tcp(s);
         let mut reord = tp.snd_nxt;
+        // tcp_highest_sack_seq() as the walk moves it: the highest SACKed end so far.
+        let mut fack = tp.tcp_highest_sack_seq();
         // A D-SACK block tags nothing new (tcp_check_dsack() took it).
         for &(start, end) in &rec.sacks[rec.dsack as usize..rec.n_sacks as usize] {
             let mut i = self.tcp_seg_index(s, start);
@@ -219,8 +221,11 @@ impl World {
                 if tp.tcp_match_skb_to_sack(i, start, end) && !tp.rtx[i].sacked {
                     let mut seg = tp.rtx[i];
                     tp.tcp_rack_advance(&seg, t);
-                    if !(seg.retrans || seg.ever_retrans) && before(seg.start, tp.tcp_highest_sack_seq()) && before(seg.start, reord) {
+                    if !(seg.retrans || seg.ever_retrans) && before(seg.start, fack) && before(seg.start, reord) {
                         reord = seg.start;
+                    }
+                    if after(seg.end, fack) {
+                        fack = seg.end;
                     }
                     seg.sacked = true;
                     tp.tcp_rate_skb_delivered(&mut seg, rs);
