@@ -472,6 +472,11 @@ pub enum Traffic {
     Irtt(Irtt),
 }
 
+/// Serde's `skip_serializing_if` for a switch that defaults to on.
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
 /// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.
 fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
@@ -596,6 +601,13 @@ pub struct TcpFlow {
     /// How `tcp_write_xmit()` sizes what TSQ judges, and whether it defers TSO.
     #[serde(skip_serializing_if = "WriteXmit::is_goal_tsq")]
     pub write_xmit: WriteXmit,
+    /// Whether the sending application holds its socket through each `write()`
+    /// (`lock_sock()` .. `release_sock()`, as `tcp_sendmsg()` does): ACKs that arrive
+    /// meanwhile wait in the socket's backlog and TSQ's and the timers' work is
+    /// deferred to `tcp_release_cb()`, all run on the writer's CPU. `false` is the
+    /// simulator's earlier model, where every ACK is processed where it arrives.
+    #[serde(skip_serializing_if = "is_true")]
+    pub lock_sock: bool,
 }
 
 /// The order of `tcp_write_xmit()`'s tests in the simulator.

@@ -94,6 +94,9 @@ pub enum Frame {
     TaskEnd(TaskId),
     /// One `sendmsg()` on a socket by its process.
     SendMsg(SockId),
+    /// `release_sock()` of a TCP socket by its writer, after its `write()`
+    /// (`crate::sock::tcp`'s `lock.rs`).
+    ReleaseSock(SockId),
     /// `__qdisc_run()` of qdisc `q` with its remaining quota.
     QdiscRun { q: u16, quota: i32 },
     /// `net_tx_action()`.

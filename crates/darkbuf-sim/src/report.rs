@@ -503,9 +503,10 @@ impl World {
             return;
         }
         let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        // A path that can reorder (a jitter or `reorder`): TCP's reordering counters.
-        let reorders = self.links.iter().any(|l| l.delay.is_some());
         let (mut reord_seen, mut dsacks, mut undos) = (0u64, 0u64, 0u64);
+        // The writers' socket locks (`lock_sock`): ACKs that waited in a backlog, those
+        // coalesced there, and work deferred to tcp_release_cb().
+        let (mut locked, mut backlog_acks, mut backlog_coalesce, mut deferred) = (false, 0u64, 0u64, 0u64);
         let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
         const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
         for (n, &s) in flows.iter().enumerate() {
@@ -515,13 +516,17 @@ impl World {
             out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
             out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
             out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
-            if reorders {
-                // ss -ti's reordering: and reord_seen:.
-                out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
-                out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
-                reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
-                dsacks += t.dsack_dups - st.dsack_dups_base;
-                undos += t.undos - st.undos_base;
+            // ss -ti's reordering: and reord_seen:.
+            out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
+            out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
+            reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
+            dsacks += t.dsack_dups - st.dsack_dups_base;
+            undos += t.undos - st.undos_base;
+            if t.lock.enabled {
+                locked = true;
+                backlog_acks += t.lock.backlog_acks - st.backlog_acks_base;
+                backlog_coalesce += t.lock.backlog_coalesce - st.backlog_coalesce_base;
+                deferred += t.lock.deferred_work - st.deferred_work_base;
             }
             out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
             // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
@@ -558,10 +563,18 @@ impl World {
         out.set("tcp.timeouts", timeouts as f64);
         out.set("tcp.loss_probes", probes as f64);
         out.set("tcp.loss_probe_recoveries", probe_recoveries as f64);
-        if reorders {
-            out.set("tcp.reord_seen", reord_seen as f64);
-            out.set("tcp.dsack_dups", dsacks as f64);
-            out.set("tcp.undos", undos as f64);
+        out.set("tcp.reord_seen", reord_seen as f64);
+        out.set("tcp.dsack_dups", dsacks as f64);
+        out.set("tcp.undos", undos as f64);
+        const LOCK: [&str; 3] = ["tcp.backlog_acks", "tcp.backlog_coalesce", "tcp.release_cb_work"];
+        if locked {
+            for (k, v) in LOCK.into_iter().zip([backlog_acks, backlog_coalesce, deferred]) {
+                out.set(k, v as f64);
+            }
+        } else {
+            for k in LOCK {
+                out.none(k, "lock_sock = false: the simulator processes every ACK where it arrives, without the writer's socket lock");
+            }
         }
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {

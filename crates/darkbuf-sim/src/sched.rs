@@ -303,6 +303,7 @@ impl World {
                 _ => unreachable!("a sendmsg continues or calls the qdisc run"),
             },
             Frame::QdiscRun { q, quota } => self.qdisc_run_step(cpu, *q, quota),
+            Frame::ReleaseSock(s) => self.tcp_release_sock_step(cpu, *s),
             Frame::NetTxAction { started } => {
                 self.softirq_enter(cpu, *started);
                 let step = self.net_tx_action(cpu, started);

@@ -184,6 +184,9 @@ impl World {
                 t.stats.reord_seen_base = t.reord_seen;
                 t.stats.dsack_dups_base = t.dsack_dups;
                 t.stats.undos_base = t.undos;
+                t.stats.backlog_acks_base = t.lock.backlog_acks;
+                t.stats.backlog_coalesce_base = t.lock.backlog_coalesce;
+                t.stats.deferred_work_base = t.lock.deferred_work;
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
                 t.stats.tlp_recoveries_base = t.tlp_recoveries;

@@ -94,7 +94,14 @@ impl World {
             },
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
-            SockKind::Tcp(_) => return Step::Continue(self.tcp_sendmsg(cpu, s)),
+            SockKind::Tcp(_) => {
+                let cost = self.tcp_sendmsg(cpu, s);
+                // The write holds the socket: its release_sock() comes after it.
+                if self.tcp(s).lock.owned {
+                    return self.call(cpu, cost, Frame::ReleaseSock(s));
+                }
+                return Step::Continue(cost);
+            }
         };
         match out {
             Some(out) => self.sock_xmit_probe(cpu, s, out),

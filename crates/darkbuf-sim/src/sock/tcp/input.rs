@@ -22,6 +22,7 @@
 
 use super::cc::{AckCtx, CongestionControl};
 use super::rate::RateSample;
+use super::recv::AckRec;
 use super::{after, before, whole_jiffies, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
 use crate::cpu::{CpuId, SockId};
@@ -86,12 +87,28 @@ fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
 }
 
 impl World {
-    /// An ACK reached the sender at `t` on `cpu`. Returns the CPU time of its
+    /// An ACK reached the sender at `t` on `cpu` (`tcp_v4_rcv()`): it waits in the
+    /// backlog while the writer owns the socket (`lock.rs`), else it is processed
+    /// here once the socket's spinlock is free. Returns the CPU time of its
     /// processing and of what it transmits.
     pub(crate) fn tcp_ack(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
+        let tp = self.tcp(s);
+        let rec = tp.rcv.ack(info.seq);
+        if tp.lock.owned {
+            tp.lock.tcp_add_backlog(rec);
+            return 0;
+        }
+        let spin = tp.lock.spin(t);
+        let cost = spin + self.tcp_ack_rec(cpu, s, rec, t + spin);
+        self.tcp(s).lock.hold(t, cost);
+        cost
+    }
+
+    /// `tcp_ack()` of the ACK `rec` at `t` on `cpu`, and the transmits it clocks
+    /// (`tcp_data_snd_check()`). Returns the CPU time.
+    pub(crate) fn tcp_ack_rec(&mut self, cpu: CpuId, s: SockId, rec: AckRec, t: u64) -> u64 {
         self.tcp_stats_tick(s);
-        let rec = self.tcp(s).rcv.ack(info.seq);
         let tp = self.tcp(s);
         tp.softirq_cpu = cpu;
         if before(rec.ack, tp.snd_una) || after(rec.ack, tp.snd_nxt) {
@@ -200,7 +217,7 @@ impl World {
     /// filled a hole by itself: a reordering (`state->reord`, checked by
     /// `tcp_check_sack_reordering()` unless in Loss). Each newly SACKed segment
     /// advances RACK (`tcp_rack_advance()`).
-    fn tcp_sacktag(&mut self, s: SockId, rec: &super::recv::AckRec, rs: &mut RateSample, t: u64) -> u32 {
+    fn tcp_sacktag(&mut self, s: SockId, rec: &AckRec, rs: &mut RateSample, t: u64) -> u32 {
         let mut newly = 0;
         let tp = self.tcp(s);
         let mut reord = tp.snd_nxt;
@@ -580,7 +597,7 @@ impl super::TcpSock {
     /// reordering was seen, one that is not of a loss probe marks RACK's `dsack_seen`.
     /// In a recovery, the retransmitted segments it covers come off `undo_retrans`:
     /// below `snd_una` by count ("dumb counting"), above it those marked retransmitted.
-    fn tcp_check_dsack(&mut self, rec: &super::recv::AckRec, prior_snd_una: u32) {
+    fn tcp_check_dsack(&mut self, rec: &AckRec, prior_snd_una: u32) {
         let (start, end) = rec.sacks[0];
         let below = before(start, rec.ack);
         let inside = rec.n_sacks > 1 && !after(end, rec.sacks[1].1) && !before(start, rec.sacks[1].0);

@@ -8,6 +8,8 @@
 //!   pacing and internal pacing) and `__tcp_transmit_skb()`.
 //! - `input.rs`: `tcp_ack()`: the scoreboard, SACK, RACK loss marking, PRR recovery,
 //!   CWR, the RTT estimator and the RTO.
+//! - `lock.rs`: the writer's hold on the socket (`lock_sock()`, the backlog,
+//!   `release_sock()` and `tcp_release_cb()`).
 //! - `recv.rs`: the receiver: in-order and out-of-order data, delayed and quick ACKs,
 //!   SACK blocks, and with a modelled application the backlog and the window test.
 //! - `rcvbuf.rs`: the receive buffer and the advertised window (`scaling_ratio`,
@@ -27,6 +29,7 @@
 mod bbr;
 mod cc;
 mod input;
+mod lock;
 mod output;
 mod rate;
 mod rcvbuf;
@@ -313,6 +316,8 @@ pub struct TcpSock {
     pub ack_dev: Option<DevId>,
     /// The CPU its softirq work last ran on (the IRQ CPU for ACK processing).
     pub softirq_cpu: CpuId,
+    /// The writer's socket lock and the backlog of ACKs that wait for it.
+    pub lock: lock::SockLock,
     pub rcv: recv::Receiver,
     pub stats: TcpStats,
 }
@@ -335,6 +340,10 @@ pub struct TcpStats {
     pub reord_seen_base: u32,
     pub dsack_dups_base: u64,
     pub undos_base: u64,
+    /// The socket lock's counters at the start of the measured window (`lock.rs`).
+    pub backlog_acks_base: u64,
+    pub backlog_coalesce_base: u64,
+    pub deferred_work_base: u64,
     /// Time integrals over the measured window: cwnd (packets x ns), srtt (µs x ns),
     /// pacing rate (B/s x ns), with the value and time of the last change.
     /// Time the connection was active in the measured window (the averages' base).
@@ -480,6 +489,7 @@ impl TcpSock {
             app_written: 0,
             ack_dev,
             softirq_cpu: 0,
+            lock: lock::SockLock::new(f.lock_sock),
             rcv: recv::Receiver::new(mss),
             stats: TcpStats::default(),
         };
@@ -591,11 +601,14 @@ impl World {
             self.tcp_init_cc(s);
         }
         let (wmem_alloc, sndbuf) = (self.socks[s as usize].wmem_alloc, self.socks[s as usize].sndbuf);
+        // lock_sock(): the socket is the writer's until release_sock() (`lock.rs`),
+        // which the caller runs after this step.
+        let spin = self.tcp_lock_sock(s);
         let t = self.tcp(s);
         t.tcp_rate_check_app_limited(wmem_alloc);
         let n = t.tcp_sendmsg_locked(APP_WRITE, sndbuf);
         t.app_written += n as u64;
-        let cost = self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
+        let cost = spin + self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
         let start = self.now + cost;
         cost + self.tcp_write_xmit(cpu, s, start)
     }
@@ -708,31 +721,46 @@ impl World {
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         let Some(s) = self.cpus[cpu as usize].sock_work.pop_front() else { return Step::Done(0) };
-        let bits = std::mem::take(&mut self.tcp(s).work);
+        let now = self.now;
+        let tp = self.tcp(s);
+        let bits = std::mem::take(&mut tp.work);
+        // bh_lock_sock(): spin while another holds the socket; with the writer owning
+        // it, the sender's work is left to its tcp_release_cb().
+        let bits = tp.lock.softirq_bits(bits);
+        if bits == 0 {
+            return Step::Continue(0);
+        }
+        let spin = tp.lock.spin(now);
+        let cost = spin + self.tcp_sock_work(cpu, s, bits, now + spin);
+        self.tcp(s).lock.hold(now, cost);
+        Step::Continue(cost)
+    }
+
+    /// Socket `s`'s work `bits` (`work::*`) at `t` on `cpu`: the delayed ACK, the
+    /// retransmit timer's three kinds and TSQ's handler, in the tasklet or the timer
+    /// softirq, or deferred to `tcp_release_cb()`. Returns the CPU time.
+    fn tcp_sock_work(&mut self, cpu: CpuId, s: SockId, bits: u8, t: u64) -> u64 {
         let mut cost = 0;
         if bits & work::DELACK != 0 {
-            cost += self.tcp_send_ack(cpu, s, self.now);
+            cost += self.tcp_send_ack(cpu, s, t);
         }
         let rto_fired = bits & work::RTO != 0 && self.tcp_retransmit_timer(s);
         if bits & work::PROBE0 != 0 {
-            let start = self.now + cost;
-            cost += self.tcp_probe_timer(cpu, s, start);
+            cost += self.tcp_probe_timer(cpu, s, t + cost);
         }
         if bits & work::TLP != 0 {
-            let start = self.now + cost;
-            cost += self.tcp_send_loss_probe(cpu, s, start);
+            cost += self.tcp_send_loss_probe(cpu, s, t + cost);
         }
         if bits & (work::TSQ | work::RTO) != 0 {
             // tcp_tsq_handler() -> tcp_tsq_write(): retransmissions first, then new data.
-            let start = self.now + cost;
-            cost += self.tcp_write_xmit(cpu, s, start);
+            cost += self.tcp_write_xmit(cpu, s, t + cost);
             if rto_fired {
                 // The loop's retransmission of the head is the timer's own.
                 let tp = self.tcp(s);
                 tp.timer_xmit = Some((tp.xmit_burst, XmitTimer::Retrans));
             }
         }
-        Step::Continue(cost)
+        cost
     }
 
     /// `Event::TcpTimer`: a socket's timer fired (stale ones, re-armed or cancelled
@@ -1040,6 +1068,7 @@ pub(crate) mod tests {
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
+            lock_sock: true,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,

@@ -28,8 +28,9 @@ const TCP_MAX_QUICKACKS: u32 = 16;
 const ACK_RING: usize = 1 << 14;
 
 /// What one ACK carried: the cumulative ACK, up to 3 SACK blocks (the first may be a
-/// D-SACK), ECE, and with a modelled receiver the window (bytes, as scaled) and the
-/// timestamp (ms).
+/// D-SACK), ECE, and with a modelled receiver the window (bytes, as scaled); and its
+/// timestamp option (ms): TSval, the receiver's clock, and TSecr, the `ts_recent` it
+/// echoes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckRec {
     pub ack: u32,
@@ -40,6 +41,7 @@ pub struct AckRec {
     pub ece: bool,
     pub win: u32,
     pub tsval_ms: u32,
+    pub tsecr_ms: u32,
 }
 
 /// The receiving side of a connection whose application is modelled.
@@ -116,6 +118,8 @@ pub struct Receiver {
     pub delack_at: Option<u64>,
     /// The CPU its softirq runs on (where the delayed ACK is sent from).
     pub cpu: CpuId,
+    /// `rx_opt.ts_recent`: the sender's TSval (ms) that the ACKs echo.
+    ts_recent_ms: u32,
     acks: Vec<AckRec>,
     next_ack: u32,
     /// The receiving application, when it is modelled.
@@ -135,6 +139,7 @@ impl Receiver {
             ece: false,
             delack_at: None,
             cpu: 0,
+            ts_recent_ms: 0,
             acks: vec![AckRec::default(); ACK_RING],
             next_ack: 0,
             app: None,
@@ -306,10 +311,19 @@ impl World {
         if quick_off {
             r.quickack = 0;
         }
+        if r.rcv_nxt != r.rcv_wup {
+            // tcp_replace_ts_recent() took the TSval of the segment at rcv_wup, the
+            // first one since the last ACK (`!after(seq, rcv_wup)`): its transmission's
+            // skb_mstamp_ns, from the sender's scoreboard, which still holds it.
+            let i = tp.rtx.partition_point(|g| !after(g.end, r.rcv_wup));
+            if let Some(g) = tp.rtx.get(i).filter(|g| !after(g.start, r.rcv_wup)) {
+                r.ts_recent_ms = (g.sent / 1_000_000) as u32;
+            }
+        }
         r.rcv_wup = r.rcv_nxt;
         r.quickack = r.quickack.saturating_sub(1);
         let tsval_ms = (t / 1_000_000) as u32;
-        let mut rec = AckRec { ack: r.rcv_nxt, ece: r.ece, win, tsval_ms, ..AckRec::default() };
+        let mut rec = AckRec { ack: r.rcv_nxt, ece: r.ece, win, tsval_ms, tsecr_ms: r.ts_recent_ms, ..AckRec::default() };
         let mut n = 0;
         // tcp_established_options(): a pending D-SACK goes first and takes one of the
         // three blocks; it is sent once.
