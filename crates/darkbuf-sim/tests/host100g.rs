@@ -94,3 +94,28 @@ fn deterministic_with_printouts() {
     assert_eq!(a, b);
     assert!(a.printouts.keys().any(|k| k.starts_with("iperf3")));
 }
+
+/// The writer on core 6 holds its socket through each write (`lock_sock()`): ACKs that
+/// reach core 11 meanwhile wait in the socket's backlog and are processed by its
+/// `release_sock()` on core 6, and TSQ's handler leaves its work to `tcp_release_cb()`
+/// there, as the post's stacks show (`tcp_sendmsg` -> `release_sock` ->
+/// `__release_sock` -> `tcp_v4_do_rcv` -> `tcp_write_xmit`). One socket's transmits
+/// then never overlap in time, and the lossless FIFO path never reorders. Without the
+/// lock (`lock_sock = false`), core 6's write and core 11's ACK transmitted at once and
+/// the later sequence could reach the qdisc first (docs/fq-100g.md).
+#[test]
+fn the_writers_socket_lock_keeps_one_flow_in_order() {
+    for seed in 1..=2 {
+        let s = format!("seed={seed}");
+        let r = run("fq-100g.toml", &set(&[&s]));
+        assert!(m(&r, "tcp.backlog_acks") > 10_000.0, "seed {seed}");
+        assert!(m(&r, "tcp.backlog_coalesce") > 0.0, "seed {seed}");
+        assert!(m(&r, "tcp.backlog_coalesce") < m(&r, "tcp.backlog_acks"), "seed {seed}");
+        assert!(m(&r, "tcp.release_cb_work") > 0.0, "seed {seed}");
+        assert_eq!(m(&r, "tcp.flow.0.reordering"), 3.0, "seed {seed}: no reordering since the start");
+
+        let off = run("fq-100g.toml", &set(&[&s, "traffic.0.lock_sock=false"]));
+        assert!(m(&off, "tcp.flow.0.reordering") > 3.0, "seed {seed}: the model's reordering without the lock");
+        assert_eq!(off.metrics.get("tcp.backlog_acks"), Some(&None), "seed {seed}: null without the lock");
+    }
+}

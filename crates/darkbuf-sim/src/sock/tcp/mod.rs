@@ -1636,4 +1636,57 @@ pub(crate) mod tests {
             assert_eq!(work, 0);
         }
     }
+
+    /// An ACK that comes while the writer owns the socket waits in the backlog, costs
+    /// nothing where it arrives, and is processed by the writer's `release_sock()` on
+    /// its own CPU, the socket still owned; the next step ends the ownership and holds
+    /// the spinlock for `tcp_release_cb()`'s time (none here).
+    #[test]
+    fn an_ack_to_an_owned_socket_waits_for_release_sock() {
+        use crate::arena::{Destructor, Dir, PktInfo};
+        let (mut w, s) = with_flight(4);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        assert_eq!(w.tcp_lock_sock(s), 0);
+        // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
+        // coalesce; then one of two segments, added to the backlog by hand.
+        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None };
+        assert_eq!(w.tcp_ack(1, &info, 0), 0);
+        assert_eq!(w.tcp_ack(1, &PktInfo { seq: 1, ..info }, 0), 0);
+        w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });
+        let t = w.tcp(s);
+        assert_eq!((t.snd_una, t.packets_out, t.lock.backlog_acks, t.lock.backlog_coalesce), (0, 4, 3, 1));
+        let crate::cpu::Step::Continue(cost) = w.tcp_release_sock_step(cpu, s) else { panic!("the backlog is processed first") };
+        assert!(cost > 0);
+        let t = w.tcp(s);
+        assert_eq!((t.snd_una, t.packets_out, t.softirq_cpu, t.lock.owned), (2 * 1448, 2, cpu, true));
+        w.now += cost;
+        let crate::cpu::Step::Done(0) = w.tcp_release_sock_step(cpu, s) else { panic!("an empty backlog ends the release") };
+        let (now, t) = (w.now, w.tcp(s));
+        assert!(!t.lock.owned);
+        assert!(t.lock.slock_until <= now);
+        // Free again: the next ACK is processed where it arrives.
+        assert!(w.tcp_ack(1, &info, now) > 0);
+    }
+
+    /// TSQ's handler finds the socket owned: its work waits for `tcp_release_cb()`,
+    /// which runs it on the writer's CPU and holds the spinlock meanwhile, so a softirq
+    /// that comes then spins until it is free.
+    #[test]
+    fn an_owned_sockets_tsq_work_runs_in_tcp_release_cb() {
+        let (mut w, s) = flight_in(100_000, 0);
+        w.tcp(s).write_seq = 10 * 1448;
+        w.tcp(s).write_queue.push_back(10 * 1448);
+        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        w.tcp_lock_sock(s);
+        w.sock_work_queue(1, s, work::TSQ);
+        let mut started = true;
+        let crate::cpu::Step::Continue(0) = w.sock_work_step(1, &mut started) else { panic!("deferred, nothing done") };
+        let t = w.tcp(s);
+        assert_eq!((t.snd_nxt, t.lock.deferred, t.lock.deferred_work), (0, work::TSQ, 1));
+        let crate::cpu::Step::Done(cost) = w.tcp_release_sock_step(cpu, s) else { panic!("no backlog: tcp_release_cb()") };
+        let (now, t) = (w.now, w.tcp(s));
+        assert!(cost > 0 && t.snd_nxt > 0, "tcp_tsq_write() sent");
+        assert_eq!((t.lock.deferred, t.lock.owned, t.lock.slock_until), (0, false, now + cost));
+        assert_eq!(t.lock.spin(now + 1), cost - 1);
+    }
 }
