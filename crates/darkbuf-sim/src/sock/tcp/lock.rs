@@ -58,6 +58,12 @@ pub struct SockLock {
 /// (and the pacing timer's), and the retransmit timer's three kinds.
 const SENDER_WORK: u8 = work::TSQ | work::RTO | work::TLP | work::PROBE0;
 
+/// Whether work `bits` take the sending socket (else only the receiving one's delayed
+/// ACK, at the far end).
+pub fn is_sender_work(bits: u8) -> bool {
+    bits & SENDER_WORK != 0
+}
+
 impl SockLock {
     pub fn new(enabled: bool) -> SockLock {
         SockLock {

@@ -724,15 +724,19 @@ impl World {
         let now = self.now;
         let tp = self.tcp(s);
         let bits = std::mem::take(&mut tp.work);
-        // bh_lock_sock(): spin while another holds the socket; with the writer owning
-        // it, the sender's work is left to its tcp_release_cb().
+        // bh_lock_sock() of the sending socket: spin while another holds it; with the
+        // writer owning it, the sender's work is left to its tcp_release_cb(). (The
+        // delayed ACK is the receiving socket's, at the far end.)
         let bits = tp.lock.softirq_bits(bits);
         if bits == 0 {
             return Step::Continue(0);
         }
-        let spin = tp.lock.spin(now);
+        let sender = lock::is_sender_work(bits);
+        let spin = if sender { tp.lock.spin(now) } else { 0 };
         let cost = spin + self.tcp_sock_work(cpu, s, bits, now + spin);
-        self.tcp(s).lock.hold(now, cost);
+        if sender {
+            self.tcp(s).lock.hold(now, cost);
+        }
         Step::Continue(cost)
     }
 
