@@ -29,9 +29,11 @@
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
-//! - `tcp.timeouts`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`: `TcpExt
-//!   TCPTimeouts`, `TCPLossProbes`, `TCPLossProbeRecovery` of /proc/net/netstat in the
-//!   sending namespace;
+//! - `tcp.timeouts`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`, `tcp.undos`,
+//!   `tcp.backlog_coalesce`: `TcpExt TCPTimeouts`, `TCPLossProbes`,
+//!   `TCPLossProbeRecovery`, `TCPFullUndo` + `TCPDSACKUndo`, `TCPBacklogCoalesce` of
+//!   /proc/net/netstat in the sending namespace (`tcp.backlog_acks` and
+//!   `tcp.release_cb_work` have no counter: null);
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
 
 use crate::cmd;
@@ -1224,12 +1226,23 @@ fn metrics(
     m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
     m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
     if !crate::tcp::entries(scn).is_empty() {
-        for (k, c) in [("tcp.timeouts", "TCPTimeouts"), ("tcp.loss_probes", "TCPLossProbes"), ("tcp.loss_probe_recoveries", "TCPLossProbeRecovery")] {
-            match snmp_delta(&a.tcpext_tx, &b.tcpext_tx, c) {
+        let counters: [(&str, &[&str]); 5] = [
+            ("tcp.timeouts", &["TCPTimeouts"]),
+            ("tcp.loss_probes", &["TCPLossProbes"]),
+            ("tcp.loss_probe_recoveries", &["TCPLossProbeRecovery"]),
+            ("tcp.undos", &["TCPFullUndo", "TCPDSACKUndo"]),
+            ("tcp.backlog_coalesce", &["TCPBacklogCoalesce"]),
+        ];
+        for (k, cs) in counters {
+            match cs.iter().map(|c| snmp_delta(&a.tcpext_tx, &b.tcpext_tx, c)).sum::<Option<u64>>() {
                 Some(v) => _ = m.insert(k.into(), Some(v as f64)),
-                None => none(&mut m, k, &format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read")),
+                None => none(&mut m, k, &format!("TcpExt {} of /proc/net/netstat in the sending namespace could not be read", cs.join(", "))),
             }
         }
+        // tcp_add_backlog() counts only what it coalesces or drops, and tcp_release_cb()
+        // nothing.
+        none(&mut m, "tcp.backlog_acks", "the kernel counts no backlog enqueue (TcpExt has TCPBacklogCoalesce and TCPBacklogDrop only)");
+        none(&mut m, "tcp.release_cb_work", "the kernel counts no work deferred to tcp_release_cb()");
     }
     let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
     if veth {

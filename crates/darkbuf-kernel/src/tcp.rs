@@ -10,6 +10,9 @@
 //! - `tcp.flow.N.retrans`, `tcp.retrans`: `tcpi_total_retrans` at the window's end minus
 //!   at its start (the kernel counts every retransmitted segment, also after a local
 //!   qdisc drop; the simulator sends those again as new data and does not count them);
+//! - `tcp.flow.N.reordering`: `tcpi_reordering` at the window's end; `tcp.flow.N.reord_seen`,
+//!   `tcp.reord_seen`, `tcp.dsack_dups`: `tcpi_reord_seen` and `tcpi_dsack_dups` at its
+//!   end minus at its start (4.19+);
 //! - `tcp.flow.N.cwnd_pkts`, `tcp.flow.N.srtt_ms`, `tcp.flow.N.pacing_rate_mbps` (0.2 s
 //!   series): the `TCP_INFO` sample nearest each step's end;
 //! - `tcp.flow.N.cwnd_avg_pkts`, `tcp.flow.N.srtt_avg_ms`, `tcp.cwnd_avg_pkts`,
@@ -46,6 +49,7 @@
 
 use crate::error::{KernelError, Result};
 use crate::KernelVersion;
+use crate::load::tcpinfo::TcpInfo;
 use crate::load::{self, RcvBuf, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
 use darkbuf_model::units::Rate;
 use darkbuf_report::TimeSeries;
@@ -309,13 +313,19 @@ fn retrans_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
     Some(end.saturating_sub(base) as u64)
 }
 
-/// `tcpi_total_rto` at the window's end minus at its start, as [`retrans_in`]; None
-/// when a sample it needs lacks the field (before 6.7). The u16 counter wraps.
-fn timeouts_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
+/// A counter of the connection's life, `get` of a TCP_INFO sample, at the window's end
+/// minus at its start, as [`retrans_in`]; None when a sample it needs lacks the field.
+/// The counter is `bits` wide and wraps.
+fn counter_in(f: &SenderFlow, t0: u64, t1: u64, bits: u32, get: impl Fn(&TcpInfo) -> Option<u64>) -> Option<u64> {
     let first = f.samples.first()?;
-    let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(Some(0), |s| s.info.total_rto)? };
-    let end = f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info.total_rto?;
-    Some(end.wrapping_sub(base) as u64)
+    let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(Some(0), |s| get(&s.info))? };
+    let end = get(&f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info)?;
+    Some(end.wrapping_sub(base) & (u64::MAX >> (64 - bits)))
+}
+
+/// `tcpi_total_rto` over the window ([`counter_in`]); None before 6.7.
+fn timeouts_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
+    counter_in(f, t0, t1, 16, |i| i.total_rto.map(u64::from))
 }
 
 /// Means of the TCP_INFO samples inside the window: (cwnd, srtt ms, pacing Mbit/s,
@@ -355,7 +365,7 @@ fn goodput_series(r: &ReceiverFlow, t0: u64, duration_ns: u64) -> TimeSeries {
 /// A sender's `TCP_INFO` field as a series at the 0.2 s step: at each step's end, the
 /// sample taken nearest to it (within half a step); `None` when there is none (the flow
 /// had not started or had ended) or `pick` has no value.
-fn info_series(f: &SenderFlow, t0: u64, duration_ns: u64, unit: &str, pick: impl Fn(&crate::load::tcpinfo::TcpInfo) -> Option<f64>) -> TimeSeries {
+fn info_series(f: &SenderFlow, t0: u64, duration_ns: u64, unit: &str, pick: impl Fn(&TcpInfo) -> Option<f64>) -> TimeSeries {
     let (step, t_ms) = step_grid(duration_ns);
     let at = |k: u64| {
         let end = t0 + k * step;
@@ -382,6 +392,7 @@ pub fn metrics(
     let mut n = 0;
     let mut total = Some(0.0);
     let mut retrans = Some(0u64);
+    let (mut reord_seen, mut dsack_dups) = (Some(0u64), Some(0u64));
     let mut means: [Vec<f64>; 4] = Default::default();
     let mut null_why = |m: &mut BTreeMap<String, Option<f64>>, k: String, r: &str| {
         m.insert(k.clone(), None);
@@ -391,6 +402,7 @@ pub fn metrics(
         let Some(s) = s else {
             total = None;
             retrans = None;
+            (reord_seen, dsack_dups) = (None, None);
             null_why(m, "tcp.goodput_mbps".into(), &format!("the sender of traffic.{i} failed (see the run's notes)"));
             continue;
         };
@@ -434,10 +446,24 @@ pub fn metrics(
                 Some(v) => _ = m.insert(format!("tcp.flow.{n}.timeouts"), Some(v as f64)),
                 None => null_why(m, format!("tcp.flow.{n}.timeouts"), "TCP_INFO has no tcpi_total_rto before 6.7 (tcp.timeouts counts the namespace)"),
             }
+            // ss -ti's reordering: at the end, reord_seen: and the D-SACKed segments over
+            // the window (4.19+).
+            match f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last()) {
+                Some(s) => _ = m.insert(format!("tcp.flow.{n}.reordering"), Some(s.info.reordering as f64)),
+                None => null_why(m, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
+            }
+            let no_reord = "TCP_INFO has no tcpi_reord_seen and tcpi_dsack_dups before 4.19, or no sample";
+            let seen = counter_in(f, t0, t1, 32, |i| i.reord_seen.map(u64::from));
+            match seen {
+                Some(v) => _ = m.insert(format!("tcp.flow.{n}.reord_seen"), Some(v as f64)),
+                None => null_why(m, format!("tcp.flow.{n}.reord_seen"), no_reord),
+            }
+            reord_seen = reord_seen.zip(seen).map(|(a, b)| a + b);
+            dsack_dups = dsack_dups.zip(counter_in(f, t0, t1, 32, |i| i.dsack_dups.map(u64::from))).map(|(a, b)| a + b);
             // ss -ti's figures at each step's end, as the simulator reports them.
             ts.insert(format!("tcp.flow.{n}.cwnd_pkts"), info_series(f, t0, duration_ns, "packets", |i| Some(i.snd_cwnd as f64)));
             ts.insert(format!("tcp.flow.{n}.srtt_ms"), info_series(f, t0, duration_ns, "ms", |i| Some(i.srtt_us as f64 / 1e3)));
-            let pacing = |i: &crate::load::tcpinfo::TcpInfo| i.pacing_rate.filter(|&r| r != u64::MAX).map(|r| r as f64 * 8.0 / 1e6);
+            let pacing = |i: &TcpInfo| i.pacing_rate.filter(|&r| r != u64::MAX).map(|r| r as f64 * 8.0 / 1e6);
             ts.insert(format!("tcp.flow.{n}.pacing_rate_mbps"), info_series(f, t0, duration_ns, "Mbit/s", pacing));
             let [cwnd, srtt, pace, deliv] = info_means(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), cwnd);
@@ -453,6 +479,12 @@ pub fn metrics(
     let no_sample = "no TCP_INFO sample of any flow fell inside the measured window";
     m.insert("tcp.goodput_mbps".into(), total);
     m.insert("tcp.retrans".into(), retrans.map(|v| v as f64));
+    for (k, v) in [("tcp.reord_seen", reord_seen), ("tcp.dsack_dups", dsack_dups)] {
+        match v {
+            Some(v) => _ = m.insert(k.into(), Some(v as f64)),
+            None => null_why(m, k.into(), "a flow's TCP_INFO has no tcpi_reord_seen or tcpi_dsack_dups (before 4.19), or a sender failed"),
+        }
+    }
     let names = ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps", "tcp.delivery_rate_mbps"];
     for (k, v) in names.iter().zip(means.iter()) {
         if v.is_empty() {
@@ -583,7 +615,8 @@ mod tests {
     }
 
     fn info(cwnd: u32, srtt_us: u32, retr: u32) -> TcpInfo {
-        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), total_rto: Some(retr as u16 / 2), ..TcpInfo::default() }
+        let (reordering, reord_seen, dsack_dups) = (3 + retr, Some(retr), Some(2 * retr));
+        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), total_rto: Some(retr as u16 / 2), reordering, reord_seen, dsack_dups, ..TcpInfo::default() }
     }
 
     #[test]
@@ -618,6 +651,10 @@ mod tests {
         assert_eq!(ts["tcp.flow.0.pacing_rate_mbps"].values, vec![Some(100.0); 4]);
         // tcpi_total_rto (retrans / 2 here): 0 at t0, 2 at t0 + 0.8 s.
         assert_eq!(m["tcp.flow.0.timeouts"], Some(2.0));
+        // ss -ti's reordering: at t0 + 0.8 s (3 + 5), and reord_seen: (= retrans here) and
+        // the D-SACKed segments (2 x retrans) over the window.
+        assert_eq!(m["tcp.flow.0.reordering"], Some(8.0));
+        assert_eq!((m["tcp.flow.0.reord_seen"], m["tcp.reord_seen"], m["tcp.dsack_dups"]), (Some(4.0), Some(4.0), Some(8.0)));
         // The receiving socket at the end, as ss -tmi shows it.
         assert_eq!(m["tcp.flow.0.rcvbuf_bytes"], Some(131_072.0));
         assert_eq!(m["tcp.flow.0.rcv_ssthresh_bytes"], Some(115_208.0));
@@ -654,6 +691,24 @@ mod tests {
         assert_eq!(m["tcp.flow.2.rcv_ssthresh_bytes"], Some(200_000.0));
         assert_eq!(m["tcp.flow.2.rcv_space_bytes"], Some(100_000.0));
         assert!(!why.contains_key("tcp.flow.2.rcvbuf_bytes"));
+    }
+
+    /// Before 4.19 TCP_INFO has no tcpi_reord_seen or tcpi_dsack_dups: those are null,
+    /// with why, and the totals too; `tcpi_reordering` is there.
+    #[test]
+    fn reordering_counts_need_4_19() {
+        let t0 = 1_000_000_000u64;
+        let old = TcpInfo { reord_seen: None, dsack_dups: None, ..info(10, 2_000, 0) };
+        let samples: Vec<InfoSample> = (0..=6).map(|k| InfoSample { t_ns: t0 - 200_000_000 + k * 200_000_000, info: old }).collect();
+        let s = TcpSenderStats { flows: vec![SenderFlow { local_port: 40000, bytes_written: 0, samples, sndbuf: Some(244_224) }], errors: vec![] };
+        let j = Joined { entries: vec![(0, Some(s), None)] };
+        let (mut m, mut ts, mut why) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        metrics(&j, t0, 800_000_000, &mut m, &mut ts, &mut why);
+        assert_eq!(m["tcp.flow.0.reordering"], Some(3.0));
+        for k in ["tcp.flow.0.reord_seen", "tcp.reord_seen", "tcp.dsack_dups"] {
+            assert_eq!(m[k], None, "{k}");
+            assert!(why[k].contains("4.19"), "{k}: {why:?}");
+        }
     }
 
     /// Before 6.7 TCP_INFO has no tcpi_total_rto: a flow's timeouts are null, with why.

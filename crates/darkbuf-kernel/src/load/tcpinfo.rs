@@ -10,7 +10,9 @@
 //! 80, `tcpi_rcv_space` 96 (`tp->rcvq_space.space`), `tcpi_total_retrans` 100,
 //! `tcpi_pacing_rate` 104 (B/s, `sk_pacing_rate`), `tcpi_delivery_rate` 160 (B/s,
 //! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120,
-//! `tcpi_total_rto` 240 (u16, 6.7+: the connection's retransmission timeouts).
+//! `tcpi_reordering` 88 (`tp->reordering`), `tcpi_dsack_dups` 216 and
+//! `tcpi_reord_seen` 220 (4.19+), `tcpi_total_rto` 240 (u16, 6.7+: the connection's
+//! retransmission timeouts).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -42,6 +44,12 @@ pub struct TcpInfo {
     pub delivery_rate: Option<u64>,
     /// `tcpi_total_rto`: RTO timeouts over the connection's life; None before 6.7.
     pub total_rto: Option<u16>,
+    /// `tp->reordering`: the reordering degree measured, segments (3 until one is).
+    pub reordering: u32,
+    /// `tp->dsack_dups` and `tp->reord_seen`: segments D-SACKed and reorderings
+    /// detected over the connection's life; None before 4.19.
+    pub dsack_dups: Option<u32>,
+    pub reord_seen: Option<u32>,
 }
 
 /// Bytes darkbuf asks for: the whole uapi struct of 6.x (248 bytes from 6.7, 280 on
@@ -76,6 +84,9 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         bytes_acked: u64_at(b, 120),
         delivery_rate: u64_at(b, 160),
         total_rto: u16_at(b, 240),
+        reordering: u32_at(b, 88)?,
+        dsack_dups: u32_at(b, 216),
+        reord_seen: u32_at(b, 220),
     })
 }
 
@@ -113,6 +124,9 @@ mod tests {
         b[104..112].copy_from_slice(&15_000_000u64.to_ne_bytes());
         b[120..128].copy_from_slice(&123_456_789u64.to_ne_bytes());
         b[160..168].copy_from_slice(&12_500_000u64.to_ne_bytes());
+        b[88..92].copy_from_slice(&5u32.to_ne_bytes());
+        b[216..220].copy_from_slice(&11u32.to_ne_bytes());
+        b[220..224].copy_from_slice(&13u32.to_ne_bytes());
         b[240..242].copy_from_slice(&7u16.to_ne_bytes());
         b.truncate(len);
         b
@@ -136,6 +150,9 @@ mod tests {
                 bytes_acked: Some(123_456_789),
                 delivery_rate: Some(12_500_000),
                 total_rto: Some(7),
+                reordering: 5,
+                dsack_dups: Some(11),
+                reord_seen: Some(13),
             }
         );
     }
@@ -144,7 +161,10 @@ mod tests {
     fn shorter_structs_of_older_kernels() {
         // 6.2-6.6 (232 bytes, up to tcpi_rehash): no tcpi_total_rto.
         let i = parse_tcp_info(&image(232)).unwrap();
-        assert_eq!((i.delivery_rate, i.total_rto), (Some(12_500_000), None));
+        assert_eq!((i.delivery_rate, i.total_rto, i.reord_seen), (Some(12_500_000), None, Some(13)));
+        // 4.18 (up to tcpi_bytes_retrans, 216 bytes): no D-SACK or reordering counts.
+        let i = parse_tcp_info(&image(216)).unwrap();
+        assert_eq!((i.dsack_dups, i.reord_seen, i.reordering), (None, None, 5));
         // 4.6 (up to tcpi_segs_in, 144 bytes): no delivery rate.
         let i = parse_tcp_info(&image(144)).unwrap();
         assert_eq!((i.pacing_rate, i.bytes_acked, i.delivery_rate), (Some(15_000_000), Some(123_456_789), None));
