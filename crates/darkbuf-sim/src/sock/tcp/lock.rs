@@ -27,6 +27,16 @@
 //! (`TcpExtTCPBacklogCoalesce`): the tail takes the newer cumulative ACK and window.
 //! The backlog's limit (`sk_rcvbuf` x 2 + `sk_sndbuf` / 2 + 64 KB, `TCPBacklogDrop`)
 //! is far above what a write's worth of ACKs holds and is not modelled.
+//!
+//! Also not modelled, each small at these writes:
+//! - `sk_flush_backlog()` inside `tcp_sendmsg_locked()`, after every 16 new skbs of one
+//!   write: a 128 KB write makes two or three;
+//! - the writer's spin on the spinlock counts as owned already (an ACK that comes
+//!   during the spin waits in the backlog; in the kernel it may win the spinlock);
+//! - softirqs on the writer's own CPU run between its steps (`sched.rs`), never inside
+//!   its write, so only ACKs on other CPUs meet the owned socket;
+//! - TSecr is the ms of the echoed segment's `skb_mstamp_ns` (`recv.rs`), the kernel's
+//!   `ts_recent` without its random per-connection offset, which moves no ms boundary.
 
 use super::recv::AckRec;
 use super::{before, work};
