@@ -725,9 +725,11 @@ impl World {
         let tp = self.tcp(s);
         let bits = std::mem::take(&mut tp.work);
         // bh_lock_sock() of the sending socket: spin while another holds it; with the
-        // writer owning it, the sender's work is left to its tcp_release_cb(). (The
-        // delayed ACK is the receiving socket's, at the far end.)
+        // writer owning it, the sender's work is left to its tcp_release_cb(). The
+        // delayed ACK is the receiving socket's, at the far end, whose reader may hold
+        // it likewise.
         let bits = tp.lock.softirq_bits(bits);
+        let bits = tp.rcv.softirq_bits(bits);
         if bits == 0 {
             return Step::Continue(0);
         }
@@ -1692,5 +1694,29 @@ pub(crate) mod tests {
         assert!(cost > 0 && t.snd_nxt > 0, "tcp_tsq_write() sent");
         assert_eq!((t.lock.deferred, t.lock.owned, t.lock.slock_until), (0, false, now + cost));
         assert_eq!(t.lock.spin(now + 1), cost - 1);
+    }
+
+    /// The delayed-ACK timer of a receiver whose reader holds the socket leaves its
+    /// handler to `tcp_release_cb()`, which sends the ACK if one is still scheduled,
+    /// and none if not.
+    #[test]
+    fn a_held_receivers_delayed_ack_waits_for_release_sock() {
+        let text = "[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[[traffic]]\nkind = \"tcp\"\nreceiver = \"poll\"\n";
+        let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let mut w = World::new(&scn, crate::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
+        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
+        for scheduled in [true, false] {
+            let t = w.tcp(s);
+            let wup = t.rcv.rcv_wup;
+            t.rcv.rcv_nxt = wup + 1448;
+            let app = t.rcv.app.as_mut().unwrap();
+            (app.owned, app.ack_scheduled) = (true, scheduled);
+            w.sock_work_queue(1, s, work::DELACK);
+            let crate::cpu::Step::Continue(0) = w.sock_work_step(1, &mut true) else { panic!("deferred, nothing done") };
+            assert_eq!(w.tcp(s).rcv.rcv_wup, wup, "no ACK while the reader holds the socket");
+            let cost = w.tcp_release_sock(1, s, 0);
+            let sent = w.tcp(s).rcv.rcv_wup != wup;
+            assert_eq!((sent, cost > 0), (scheduled, scheduled), "scheduled: {scheduled}");
+        }
     }
 }

@@ -57,6 +57,9 @@ pub struct RcvApp {
     backlog: Vec<PktInfo>,
     /// `TCP_ACK_DEFERRED`: an ACK the backlog's processing left to `tcp_release_cb()`.
     ack_deferred: bool,
+    /// `TCP_DELACK_TIMER_DEFERRED`: the delayed-ACK timer fired while the reader held
+    /// the socket, and left its handler to `tcp_release_cb()`.
+    delack_deferred: bool,
     /// The bytes the last `recvmsg()` copied (what its `tcp_cleanup_rbuf()` is given).
     pub last_copied: u32,
     /// The reading task, which `sk_data_ready()` wakes, and whether it polls (else it
@@ -74,6 +77,7 @@ impl RcvApp {
             owned: false,
             backlog: Vec::with_capacity(64),
             ack_deferred: false,
+            delack_deferred: false,
             last_copied: 0,
             reader: 0,
             poll: false,
@@ -161,6 +165,20 @@ impl Receiver {
             self.ece = true;
         }
         info.cwr && payload > 0
+    }
+
+    /// The receiving socket's part of softirq work `bits`: with the reader holding the
+    /// socket, the delayed-ACK timer leaves its handler to `tcp_release_cb()`
+    /// (`tcp_delack_timer()`: TCP_DELACK_TIMER_DEFERRED). Returns the bits to run now.
+    pub fn softirq_bits(&mut self, bits: u8) -> u8 {
+        use super::work::DELACK;
+        match self.app.as_mut() {
+            Some(app) if app.owned && bits & DELACK != 0 => {
+                app.delack_deferred = true;
+                bits & !DELACK
+            }
+            _ => bits,
+        }
     }
 
     /// Bytes received in order and not yet read.
@@ -304,6 +322,7 @@ impl World {
             Some(app) => {
                 app.ack_scheduled = false;
                 app.ack_deferred = false;
+                app.delack_deferred = false;
                 app.buf.tcp_select_window(r.rcv_wup, r.rcv_nxt)
             }
             None => (0, false),
@@ -498,7 +517,11 @@ impl World {
         }
         let app = self.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
         app.backlog = backlog;
-        if std::mem::take(&mut app.ack_deferred) {
+        // tcp_release_cb(): TCP_DELACK_TIMER_DEFERRED (tcp_delack_timer_handler(), an
+        // ACK if one is still scheduled), then TCP_ACK_DEFERRED. One ACK at most: the
+        // first clears both.
+        let delack = std::mem::take(&mut app.delack_deferred) && app.ack_scheduled;
+        if delack || std::mem::take(&mut app.ack_deferred) {
             cost += self.tcp_send_ack(cpu, s, t + cost);
         }
         cost
