@@ -6,7 +6,8 @@
 //! (`noecn`) and otherwise omitted (tc's default is off). Two kinds of keys need care:
 //!
 //! - *Model options* choose between kernel generations in the simulator
-//!   (`pfifo_fast.limit_mode`, `sfq.allot_mode`); the running kernel has exactly one
+//!   (`pfifo_fast.limit_mode`, `sfq.allot_mode`, fq's `version` and
+//!   `fastpath_when_behind`); the running kernel has exactly one
 //!   behaviour, so the key is dropped when it names that behaviour and the run exits 3
 //!   when it names the other one.
 //! - *Tables*: htb's `[[qdisc.class]]` become `tc class add` lines (`classid`, `parent`
@@ -27,6 +28,12 @@ pub fn model_option(kind: &str, key: &str, kv: KernelVersion) -> Option<&'static
         ("pfifo_fast", "limit_mode") => Some(if kv >= KernelVersion(4, 16, 0) { "per-band" } else { "total" }),
         // "net_sched: sch_sfq: handle bigger packets" (6.13): allot counted in bytes.
         ("sfq", "allot_mode") => Some(if kv >= KernelVersion(6, 13, 0) { "bytes" } else { "scaled" }),
+        // fq's bands, fast path and always-on GC came in 6.7.
+        ("fq", "version") => Some(if kv >= KernelVersion(6, 7, 0) { "6.7" } else { "6.6" }),
+        // "net_sched: sch_fq: don't follow the fast path if Tx is behind now" (2024-11-22)
+        // is in 6.13; the 6.7-6.12 releases lack it (a stable update of one of them may
+        // carry it, which the version cannot show).
+        ("fq", "fastpath_when_behind") => Some(if kv >= KernelVersion(6, 13, 0) { "false" } else { "true" }),
         _ => None,
     }
 }
@@ -233,6 +240,17 @@ mod tests {
         assert!(qdisc_commands("d", &old, 1, KernelVersion(4, 15, 0)).is_ok());
         let e = qdisc_commands("d", &spec("sfq", &[("allot_mode", ParamValue::Str("scaled".into()))]), 1, KV).unwrap_err();
         assert_eq!(e.code(), 3);
+        // fq's model options never reach tc: dropped when they name the kernel's own
+        // behaviour, exit 3 otherwise.
+        let fixed = spec("fq", &[("version", ParamValue::Str("6.7".into())), ("fastpath_when_behind", ParamValue::Bool(false))]);
+        assert_eq!(line(&qdisc_commands("d", &fixed, 1, KV).unwrap()[0]), "qdisc replace dev d root handle 1: fq");
+        let before = spec("fq", &[("fastpath_when_behind", ParamValue::Bool(true))]);
+        let e = qdisc_commands("d", &before, 1, KV).unwrap_err();
+        assert_eq!(e.code(), 3);
+        assert!(e.message().contains("fastpath_when_behind \"false\""), "{e}");
+        assert!(qdisc_commands("d", &before, 1, KernelVersion(6, 12, 0)).is_ok());
+        let old_fq = spec("fq", &[("version", ParamValue::Float(6.6))]);
+        assert_eq!(qdisc_commands("d", &old_fq, 1, KV).unwrap_err().code(), 3);
     }
 
     #[test]

@@ -401,6 +401,26 @@ fn ce_threshold_marks_late_packets() {
 /// (flows != inactive + throttled) and no packet takes the fast path. With
 /// flow_limit 3 the flow takes packets 8, 9, 10 and drops 11 and 12 (flows_plimit).
 /// The internal FIFO is served first.
+/// The fix of 2024-11-22 ("sch_fq: don't follow the fast path if Tx is behind now"): a
+/// packet that may leave now does not take the fast path while a delayed flow is
+/// already due and not yet served. Before it (`fastpath_when_behind`), the packet goes
+/// to the internal queue and overtakes the due flow's older packet: the reordering
+/// behind that fix's TCP retransmissions. Neither key exists before 6.7.
+#[test]
+fn fastpath_when_behind_overtakes_a_due_flow() {
+    for (behind, order, fast) in [(false, [0, 1], 0), (true, [1, 0], 1)] {
+        let mut q = fq(&[("fastpath_when_behind", ParamValue::Bool(behind))]);
+        enq(&mut q, Skb { edt: 1_000, ..pkt(0, 1, 100) }, 0);
+        assert!(q.dequeue(0, &mut Vec::new()).is_none(), "throttled until 1 us");
+        // At 2 us the flow is due, and nothing has dequeued yet.
+        enq(&mut q, Skb { edt: 2_000, ..pkt(1, 1, 100) }, 2_000);
+        let ids: Vec<u32> = run(&mut q, 2_000).iter().map(|&(_, id)| id).collect();
+        assert_eq!(ids, order, "fastpath_when_behind = {behind}");
+        assert_eq!(xs(&q, "fastpath_packets"), fast);
+    }
+    assert!(err(&[("version", s("6.6")), ("fastpath_when_behind", ParamValue::Bool(true))]));
+}
+
 #[test]
 fn fastpath_then_flow_limit() {
     let mut q = fq(&[("flow_limit", int(3))]);

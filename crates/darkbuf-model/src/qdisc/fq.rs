@@ -174,6 +174,12 @@ pub struct FqConfig {
     pub horizon_ns: u64,
     pub horizon_drop: bool,
     pub offload_horizon_ns: u64,
+    /// The model's `fastpath_when_behind` (6.7+): the fast path is taken while a
+    /// delayed flow is already due, as from 6.7 until the fix of 2024-11-22 ("sch_fq:
+    /// don't follow the fast path if Tx is behind now", Fixes 076433bd78d7): a packet
+    /// that arrives then overtakes the due flow's packets. `false` (the default) is the
+    /// fixed kernel.
+    pub fastpath_when_behind: bool,
     /// tc `priomap` (6.7+).
     pub prio2band: [u8; 16],
     /// tc `weights`: band quanta in bytes (6.7+).
@@ -358,7 +364,7 @@ const FQ_PARAMS_6_6: &[&str] = &[
 ];
 
 /// Keys that exist only since 6.7 (bands) or later (offload_horizon).
-const FQ_KEYS_6_7_ONLY: &[&str] = &["bands", "priomap", "weights", "offload_horizon"];
+const FQ_KEYS_6_7_ONLY: &[&str] = &["bands", "priomap", "weights", "offload_horizon", "fastpath_when_behind"];
 
 /// `hash_ptr(ptr, bits)` on 64-bit: `hash_64()`.
 fn hash_ptr(key: u64, bits: u32) -> usize {
@@ -436,7 +442,8 @@ impl Fq {
     /// duration (nanoseconds, 32 bits); `pacing`/`nopacing` and
     /// `horizon_drop`/`horizon_cap` as booleans; `bands` (must be 3), `priomap` (16 bands
     /// 0..=2, space separated) and `weights` (3 values >= 16384) for 6.7+; and the
-    /// model's `version` (`"6.7"` default, `"6.6"`).
+    /// model's `version` (`"6.7"` default, `"6.6"`) and `fastpath_when_behind` (6.7+,
+    /// default false).
     ///
     /// Defaults (`fq_init()`): limit 10000, flow_limit 100, quantum 2 * MTU, initial
     /// quantum 10 * MTU, refill_delay 40 ms, no maxrate, pacing on, 1024 buckets,
@@ -466,7 +473,7 @@ impl Fq {
                 return Err(invalid(
                     k,
                     format!("`{k}` does not exist before Linux 6.7"),
-                    "version = \"6.7\", or no bands/priomap/weights/offload_horizon",
+                    "version = \"6.7\", or none of bands, priomap, weights, offload_horizon and fastpath_when_behind",
                 ));
             }
         }
@@ -527,7 +534,9 @@ impl Fq {
         let mut prio2band = FQ_DEFAULT_PRIO2BAND;
         let mut weights = FQ_DEFAULT_WEIGHTS;
         let mut offload_horizon_ns = 0;
+        let mut fastpath_when_behind = false;
         if version == FqVersion::V6_7 {
+            fastpath_when_behind = params.take_bool("fastpath_when_behind", false)?;
             params.take_u32("bands", FQ_BANDS as u32, FQ_BANDS as u32, FQ_BANDS as u32)?;
             if let Some(map) = params.take_list_u32("priomap", 16, FQ_BANDS as u32 - 1)? {
                 for (d, s) in prio2band.iter_mut().zip(map) {
@@ -574,6 +583,7 @@ impl Fq {
             horizon_ns,
             horizon_drop,
             offload_horizon_ns,
+            fastpath_when_behind,
             prio2band,
             weights,
             hz,
@@ -800,7 +810,7 @@ impl Fq {
             if self.internal_qlen >= FQ_FASTPATH_MAX_QLEN {
                 return false;
             }
-            if self.time_next_delayed_flow <= horizon_now {
+            if self.time_next_delayed_flow <= horizon_now && !self.cfg.fastpath_when_behind {
                 return false;
             }
         }
