@@ -305,22 +305,25 @@ pub fn bytes_at(samples: &[(u64, u64)], t: u64) -> f64 {
     samples.last().map_or(0.0, |s| s.1 as f64)
 }
 
-/// `tcpi_total_retrans` at the window's start (0 when the flow began inside it) and end.
-fn retrans_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
-    let first = f.samples.first()?;
-    let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(0, |s| s.info.total_retrans) };
-    let end = f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info.total_retrans;
-    Some(end.saturating_sub(base) as u64)
+/// The sample that describes the window's end: the first taken at or after it, else the
+/// last.
+fn sample_at_end(f: &SenderFlow, t1: u64) -> Option<&load::InfoSample> {
+    f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())
 }
 
 /// A counter of the connection's life, `get` of a TCP_INFO sample, at the window's end
-/// minus at its start, as [`retrans_in`]; None when a sample it needs lacks the field.
-/// The counter is `bits` wide and wraps.
+/// minus at its start (0 when the flow began inside it); None when a sample it needs
+/// lacks the field. The counter is `bits` wide and wraps.
 fn counter_in(f: &SenderFlow, t0: u64, t1: u64, bits: u32, get: impl Fn(&TcpInfo) -> Option<u64>) -> Option<u64> {
     let first = f.samples.first()?;
     let base = if first.t_ns > t0 { 0 } else { f.samples.iter().rev().find(|s| s.t_ns <= t0).map_or(Some(0), |s| get(&s.info))? };
-    let end = get(&f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last())?.info)?;
+    let end = get(&sample_at_end(f, t1)?.info)?;
     Some(end.wrapping_sub(base) & (u64::MAX >> (64 - bits)))
+}
+
+/// `tcpi_total_retrans` over the window ([`counter_in`]).
+fn retrans_in(f: &SenderFlow, t0: u64, t1: u64) -> Option<u64> {
+    counter_in(f, t0, t1, 32, |i| Some(i.total_retrans.into()))
 }
 
 /// `tcpi_total_rto` over the window ([`counter_in`]); None before 6.7.
@@ -448,7 +451,7 @@ pub fn metrics(
             }
             // ss -ti's reordering: at the end, reord_seen: and the D-SACKed segments over
             // the window (4.19+).
-            match f.samples.iter().find(|s| s.t_ns >= t1).or(f.samples.last()) {
+            match sample_at_end(f, t1) {
                 Some(s) => _ = m.insert(format!("tcp.flow.{n}.reordering"), Some(s.info.reordering as f64)),
                 None => null_why(m, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
             }
