@@ -166,8 +166,9 @@ impl World {
     #[inline(never)]
     pub(crate) fn tcp_release_sock_step(&mut self, cpu: CpuId, s: SockId) -> Step {
         let now = self.now;
-        let mut backlog = std::mem::take(&mut self.tcp(s).lock.backlog);
-        if !backlog.is_empty() {
+        if !self.tcp(s).lock.backlog.is_empty() {
+            // Out of the socket while tcp_ack() runs, back (empty, its capacity kept) after.
+            let mut backlog = std::mem::take(&mut self.tcp(s).lock.backlog);
             let mut cost = 0;
             for rec in backlog.drain(..) {
                 cost += self.tcp_ack_rec(cpu, s, rec, now + cost);
@@ -175,7 +176,6 @@ impl World {
             self.tcp(s).lock.backlog = backlog;
             return Step::Continue(cost);
         }
-        self.tcp(s).lock.backlog = backlog;
         // tcp_release_cb(): TCP_TSQ_DEFERRED (tcp_tsq_write()), then
         // TCP_WRITE_TIMER_DEFERRED (tcp_write_timer_handler()), under the spinlock.
         let bits = std::mem::take(&mut self.tcp(s).lock.deferred);
