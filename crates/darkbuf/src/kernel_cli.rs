@@ -2,6 +2,7 @@
 //! The work is in the darkbuf-kernel crate; this file maps its errors to exit codes and
 //! prints.
 
+use crate::output::outln;
 use crate::run::{self, Failure};
 use crate::{Common, Format};
 use darkbuf_kernel::KernelError;
@@ -63,21 +64,23 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     results.provenance = Some(run::provenance(path));
     run::warn_findings("", &results);
     run::emit(c, &results, darkbuf_report::run_csv(&results), || {
-        println!(
+        let mut s = String::new();
+        outln!(
+            s,
             "{} ({} run{}, kernel {})",
             scn.name,
             scn.runs,
             if scn.runs == 1 { "" } else { "s" },
             results.environment.kernel
         );
-        print!("{}", darkbuf_report::run_table(&results));
+        s.push_str(&darkbuf_report::run_table(&results));
         if hist {
             for r in &results.runs {
-                println!("\nhistograms, seed {}:", r.seed);
-                print!("{}", darkbuf_report::histograms_text(r));
+                outln!(s, "\nhistograms, seed {}:", r.seed);
+                s.push_str(&darkbuf_report::histograms_text(r));
             }
         }
-        run::print_printouts(&results, hist);
+        s + &run::printouts_text(&results, hist)
     })
 }
 
@@ -103,9 +106,7 @@ pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
         Format::Json => serde_json::to_string_pretty(&caps).map_err(|e| Failure::Internal(e.to_string()))? + "\n",
         _ => darkbuf_kernel::caps::render_table(&caps),
     };
-    // A closed pipe (`darkbuf check | head`) is not an error.
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    crate::output::stdout(&text)?;
     if !caps.cleanup_errors.is_empty() {
         return Err(Failure::Internal(format!("could not remove: {}", caps.cleanup_errors.join("; "))));
     }
@@ -120,8 +121,7 @@ pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
     let guard = SigpipeIgnored::new();
     let cal = darkbuf_kernel::calibrate::calibrate(out, quick, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
     drop(guard);
-    print!("{}", darkbuf_kernel::calibrate::summary(&cal, out));
-    Ok(())
+    crate::output::stdout(&darkbuf_kernel::calibrate::summary(&cal, out))
 }
 
 /// `darkbuf compare SCENARIO`: the simulator, then the kernel, on the same scenario.
@@ -153,7 +153,9 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
         run::write_backend_flent(dir, &cmp.kernel)?;
     }
     run::emit(c, &cmp, csv, || {
-        println!(
+        let mut s = String::new();
+        outln!(
+            s,
             "{}: sim (profile {}) vs kernel {} ({} run{} each)",
             scn.name,
             p.name,
@@ -161,7 +163,7 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
             scn.runs,
             if scn.runs == 1 { "" } else { "s" }
         );
-        print!("{}", darkbuf_kernel::compare::render_table(&cmp.rows));
+        s + &darkbuf_kernel::compare::render_table(&cmp.rows)
     })
 }
 

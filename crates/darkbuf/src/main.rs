@@ -4,6 +4,7 @@
 //! unavailable, 128 + N when signal N stopped it (130 SIGINT, 143 SIGTERM).
 
 mod kernel_cli;
+mod output;
 mod plot_check;
 mod results_json;
 mod run;
@@ -153,7 +154,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
     let r = match cli.cmd {
         Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
             kernel_cli::run(&scenario, &common, hist)
@@ -165,6 +169,10 @@ fn main() -> ExitCode {
         Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
         Cmd::Calibrate { out, quick } => kernel_cli::calibrate(&out, quick),
     };
+    exit_with(r)
+}
+
+fn exit_with(r: Result<(), run::Failure>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -172,4 +180,15 @@ fn main() -> ExitCode {
             ExitCode::from(f.code())
         }
     }
+}
+
+/// clap's own output: usage errors to stderr, exit 2, as clap prints them; `--help` and
+/// `--version` to stdout, coloured on a terminal, and otherwise through
+/// [`output::stdout`] (a full disk is exit 1, not a silent 0).
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use std::io::IsTerminal;
+    if e.use_stderr() || std::io::stdout().is_terminal() {
+        e.exit()
+    }
+    exit_with(output::stdout(&e.render().to_string()))
 }

@@ -1,5 +1,6 @@
 //! `darkbuf run` and `darkbuf sweep` on the simulator.
 
+use crate::output::outln;
 use crate::plot_check::{check_plot_metrics_measured, check_plot_metrics_planned};
 use crate::results_json::parse_results;
 use crate::{Backend, Common, Format, Rows};
@@ -330,8 +331,7 @@ pub(crate) fn warn_findings(label: &str, r: &Results) {
 pub(crate) fn write_out(dir: &Path, json: &str, csv: &str) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| Failure::Input(format!("cannot create {}: {e}", dir.display())))?;
     for (name, body) in [("results.json", json), ("results.csv", csv)] {
-        let p = dir.join(name);
-        std::fs::write(&p, body).map_err(|e| Failure::Input(format!("cannot write {}: {e}", p.display())))?;
+        write_file(&dir.join(name), body.as_bytes())?;
     }
     Ok(())
 }
@@ -374,8 +374,9 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     emit(c, &results, darkbuf_report::run_csv(&results), || {
         let n = results.runs.len();
         let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
-        println!("{} ({n} run{}{of}, sim, profile {})", scn.name, if n == 1 { "" } else { "s" }, p.name);
-        print_run_table(&results, hist);
+        let mut s = String::new();
+        outln!(s, "{} ({n} run{}{of}, sim, profile {})", scn.name, if n == 1 { "" } else { "s" }, p.name);
+        s + &run_table_text(&results, hist)
     })?;
     match signal {
         Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} runs that finished", results.runs.len()))),
@@ -383,12 +384,13 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     }
 }
 
-/// Writes `--out` files and prints the results in the chosen format (`table` via `table`).
+/// Writes `--out` files and prints the results in the chosen format (`table`: the text
+/// `table` makes), through [`crate::output::stdout`].
 ///
 /// `--out` gets results.json and results.csv and, when `results` is a run's
 /// [`Results`] or a [`SweepResults`], everything [`write_artifacts`] writes (sweeps
 /// plot [`darkbuf_report::DEFAULT_SWEEP_METRICS`]).
-pub(crate) fn emit<T: serde::Serialize>(c: &Common, results: &T, csv: String, table: impl FnOnce()) -> Result<(), Failure> {
+pub(crate) fn emit<T: serde::Serialize>(c: &Common, results: &T, csv: String, table: impl FnOnce() -> String) -> Result<(), Failure> {
     emit_with(c, results, csv, &[], table)
 }
 
@@ -398,7 +400,7 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     results: &T,
     csv: String,
     sweep_metrics: &[String],
-    table: impl FnOnce(),
+    table: impl FnOnce() -> String,
 ) -> Result<(), Failure> {
     let value = serde_json::to_value(results).map_err(|e| Failure::Internal(e.to_string()))?;
     let file_json = darkbuf_run::results_json(&value).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -418,11 +420,10 @@ pub(crate) fn emit_with<T: serde::Serialize>(
         }
     }
     match c.format {
-        Format::Json => print!("{json}"),
-        Format::Csv => print!("{csv}"),
-        Format::Table => table(),
+        Format::Json => crate::output::stdout(&json),
+        Format::Csv => crate::output::stdout(&csv),
+        Format::Table => crate::output::stdout(&table()),
     }
-    Ok(())
 }
 
 /// A results file of either command.
@@ -477,8 +478,18 @@ fn now_unix_s() -> f64 {
         .map_or(0.0, |d| (d.as_micros() as f64) / 1e6)
 }
 
-fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
-    std::fs::write(path, body).map_err(|e| Failure::Input(format!("cannot write {}: {e}", path.display())))
+/// Writes a results file. A full disk (or quota, or an I/O error) is exit 1 with what
+/// the system said; a path that cannot be written (permissions, a directory in the
+/// way) is bad input, exit 2. `--out` is checked before anything runs, so the first
+/// kind is what a long run can still meet.
+pub(crate) fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
+    std::fs::write(path, body).map_err(|e| {
+        let m = format!("cannot write {}: {}", path.display(), crate::output::reason(&e));
+        match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EFBIG) => Failure::Internal(m),
+            _ => Failure::Input(m),
+        }
+    })
 }
 
 /// A file name for a sweep point: `03-consumer.nrules_3500` (index from 1, then the
@@ -538,39 +549,41 @@ pub(crate) fn write_backend_flent(dir: &Path, r: &Results) -> Result<(), Failure
 
 /// The run table, then the log2 histograms summed over the runs (and, with `per_run`,
 /// each run's), as bpftrace prints them.
-pub(crate) fn print_run_table(results: &Results, per_run: bool) {
-    print!("{}", darkbuf_report::run_table(results));
+pub(crate) fn run_table_text(results: &Results, per_run: bool) -> String {
+    let mut s = darkbuf_report::run_table(results);
     let merged = darkbuf_report::merged_histograms(&results.runs);
     if !merged.is_empty() {
         let n = results.runs.len();
         if n == 1 {
-            println!("\nhistograms:");
+            outln!(s, "\nhistograms:");
         } else {
-            println!("\nhistograms, {n} runs summed:");
+            outln!(s, "\nhistograms, {n} runs summed:");
         }
-        print!("{}", darkbuf_report::hists_text(&merged));
+        s.push_str(&darkbuf_report::hists_text(&merged));
     }
     if per_run && results.runs.len() > 1 {
         for r in &results.runs {
-            println!("\nhistograms, seed {}:", r.seed);
-            print!("{}", darkbuf_report::histograms_text(r));
+            outln!(s, "\nhistograms, seed {}:", r.seed);
+            s.push_str(&darkbuf_report::histograms_text(r));
         }
     }
-    print_printouts(results, per_run);
+    s + &printouts_text(results, per_run)
 }
 
 /// The tools' own printouts: the first run's (every run's with `per_run`).
-pub(crate) fn print_printouts(results: &Results, per_run: bool) {
+pub(crate) fn printouts_text(results: &Results, per_run: bool) -> String {
+    let mut s = String::new();
     let shown = if per_run { results.runs.len() } else { 1 };
     for r in results.runs.iter().take(shown) {
         for (cmd, text) in &r.printouts {
-            println!("\n# seed {}: {cmd}", r.seed);
-            print!("{text}");
+            outln!(s, "\n# seed {}: {cmd}", r.seed);
+            s.push_str(text);
             if !text.ends_with('\n') {
-                println!();
+                outln!(s);
             }
         }
     }
+    s
 }
 
 pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -> Result<(), Failure> {
@@ -638,25 +651,27 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
         let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
         let n = sweep.points.len();
-        println!("{name}: {n} point{}{of} ({backend})", if n == 1 { "" } else { "s" });
+        let mut s = String::new();
+        outln!(s, "{name}: {n} point{}{of} ({backend})", if n == 1 { "" } else { "s" });
         let width = stdout_width();
-        match rows {
+        s.push_str(&match rows {
             Rows::Seed => match width {
-                Some(w) => print!("{}", darkbuf_report::sweep_table_fit(&sweep, &darkbuf_report::default_rows(), w)),
-                None => print!("{}", darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows())),
+                Some(w) => darkbuf_report::sweep_table_fit(&sweep, &darkbuf_report::default_rows(), w),
+                None => darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows()),
             },
-            Rows::All => print!("{}", darkbuf_report::sweep_table_all_fit(&sweep, width)),
-        }
+            Rows::All => darkbuf_report::sweep_table_all_fit(&sweep, width),
+        });
         if hist {
             for p in &sweep.points {
                 let merged = darkbuf_report::merged_histograms(&p.results.runs);
                 if !merged.is_empty() {
                     let n = p.results.runs.len();
-                    println!("\nhistograms, {} ({n} run{} summed):", p.label, if n == 1 { "" } else { "s" });
-                    print!("{}", darkbuf_report::hists_text(&merged));
+                    outln!(s, "\nhistograms, {} ({n} run{} summed):", p.label, if n == 1 { "" } else { "s" });
+                    s.push_str(&darkbuf_report::hists_text(&merged));
                 }
             }
         }
+        s
     })?;
     match signal {
         Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} points that finished", sweep.points.len()))),
@@ -747,9 +762,8 @@ pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), F
         }
         return write_file(out, page.as_bytes());
     }
-    match &results {
-        AnyResults::Run(r) => print_run_table(r, false),
-        AnyResults::Sweep(s) => print!("{}", darkbuf_report::sweep_table_all_fit(s, stdout_width())),
-    }
-    Ok(())
+    crate::output::stdout(&match &results {
+        AnyResults::Run(r) => run_table_text(r, false),
+        AnyResults::Sweep(s) => darkbuf_report::sweep_table_all_fit(s, stdout_width()),
+    })
 }
