@@ -433,45 +433,45 @@ pub fn probe_time_svg(title: &str, bars: &[ProbeBar]) -> Result<Option<String>, 
         .map(|(i, (_, name))| (name.to_string(), Key::Box(color(i).to_rgba())))
         .collect();
     let svg = render(title, &legend, |area| {
-        // Rows 0..=n-1 (plotters' integer ranges include their end).
+        // Row r (from the bottom) spans y in [r, r + 1]; its bar fills the middle. A
+        // plain numeric axis: plotters' segmented axis over a single row (`0..0`)
+        // mapped a row's two edges upside down and drew every rectangle with a negative
+        // height (issue 48).
+        // At least three rows' height, so one or two bars are not drawn a page thick.
+        let rows = n as f64;
+        let pad = (3.0 - rows).max(0.0) / 2.0;
         let mut chart = ChartBuilder::on(area)
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(label_px.clamp(60, 330))
-            .build_cartesian_2d(0f64..x1, (0..n - 1).into_segmented())
+            .build_cartesian_2d(0f64..x1, -pad..rows + pad)
             .map_err(err)?;
-        let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
         let fx = ticks(0.0, x1);
         let mut m = chart.configure_mesh();
         mesh_style(&mut m);
         m.disable_y_mesh()
+            .y_labels(0)
             .x_desc("mean time per probe (ms)")
             .x_label_formatter(&fx)
-            .y_labels(n)
-            .y_label_formatter(&|v| match v {
-                // Row i from the bottom is bar n-1-i, so the first bar is on top.
-                SegmentValue::CenterOf(i) if *i < n => labels[n - 1 - *i].clone(),
-                _ => String::new(),
-            })
             .draw()
             .map_err(err)?;
+        // Each bar's label left of the axis, at the bar's centre (row n-1-b from the
+        // bottom, so the first bar is on top).
+        let label_style = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+        let labels = bars.iter().enumerate().map(|(b, (l, _))| {
+            EmptyElement::at((0.0, (n - 1 - b) as f64 + 0.5)) + Text::new(l.clone(), (-8, 0), label_style.clone())
+        });
+        chart.draw_series(labels).map_err(err)?;
+        const BAR: f64 = 0.36; // half the bar's thickness, in rows
         for part in 0..PROBE_PARTS.len() {
             let col = color(part);
-            let rects: Vec<Rectangle<(f64, SegmentValue<usize>)>> = bars
+            let rects: Vec<Rectangle<(f64, f64)>> = bars
                 .iter()
                 .enumerate()
                 .map(|(b, (_, p))| {
                     let x0: f64 = p[..part].iter().sum();
-                    let row = n - 1 - b;
-                    let mut r = Rectangle::new(
-                        [
-                            (x0, SegmentValue::Exact(row)),
-                            (x0 + p[part], SegmentValue::Exact(row + 1)),
-                        ],
-                        col.filled(),
-                    );
-                    r.set_margin(6, 6, 0, 0);
-                    r
+                    let y = (n - 1 - b) as f64 + 0.5;
+                    Rectangle::new([(x0, y + BAR), (x0 + p[part], y - BAR)], col.filled())
                 })
                 .collect();
             chart.draw_series(rects).map_err(err)?;
@@ -479,11 +479,7 @@ pub fn probe_time_svg(title: &str, bars: &[ProbeBar]) -> Result<Option<String>, 
         let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         let totals = bars.iter().enumerate().map(|(b, (_, p))| {
             let total: f64 = p.iter().sum();
-            Text::new(
-                format!(" {} ms", fmt_human(total)),
-                (total, SegmentValue::CenterOf(n - 1 - b)),
-                style.clone(),
-            )
+            Text::new(format!(" {} ms", fmt_human(total)), (total, (n - 1 - b) as f64 + 0.5), style.clone())
         });
         chart.draw_series(totals).map_err(err)?;
         Ok(())
@@ -1054,6 +1050,30 @@ mod tests {
                 })
                 .collect();
             let _ = sweep_metric_svg("t", "x", "y", &pts).unwrap();
+        }
+    }
+
+    /// Issue 48: one bar drew its rectangles with negative heights. For 1..=5 bars,
+    /// every rectangle has a positive size, and each bar has its four parts.
+    #[test]
+    fn probe_bars_have_positive_sizes() {
+        for n in 1..=5 {
+            let bars: Vec<ProbeBar> = (0..n).map(|i| (format!("config {i}"), [0.3, 0.2 + i as f64, 0.1, 0.05])).collect();
+            let svg = probe_time_svg("t", &bars).unwrap().unwrap();
+            let rects: Vec<(f64, f64)> = svg
+                .split("<rect")
+                .skip(1)
+                .map(|t| {
+                    let a = |k: &str| t.split_once(&format!(" {k}=\"")).unwrap().1.split_once('"').unwrap().0.parse::<f64>().unwrap();
+                    (a("width"), a("height"))
+                })
+                .collect();
+            // The background, 4 parts per bar, 4 legend keys.
+            assert_eq!(rects.len(), 1 + 4 * n + 4, "{n} bars");
+            assert!(rects.iter().all(|&(w, h)| w > 0.0 && h > 0.0), "{n} bars: {rects:?}");
+            for i in 0..n {
+                assert!(texts(&svg).iter().any(|t| t.trim() == format!("config {i}")), "{n} bars: label {i}");
+            }
         }
     }
 

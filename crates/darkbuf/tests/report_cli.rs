@@ -158,6 +158,61 @@ fn sweep_over_three_rule_counts_prints_one_column_per_point() {
     assert!(html.contains("id=\"plot-sweep_qdisc_requeues\""));
 }
 
+/// The `<rect>` elements of `svg` whose width or height is negative (invalid SVG: a
+/// browser draws nothing), as `x,y,width,height` strings.
+fn negative_rects(svg: &str) -> Vec<String> {
+    let attr = |tag: &str, name: &str| -> f64 {
+        let key = format!(" {name}=\"");
+        tag.split_once(&key).and_then(|(_, r)| r.split_once('"')).map_or(0.0, |(v, _)| v.parse().unwrap_or(f64::NAN))
+    };
+    svg.split("<rect").skip(1).filter_map(|t| {
+        let tag = t.split_once('>').map_or(t, |(a, _)| a);
+        let (w, h) = (attr(tag, "width"), attr(tag, "height"));
+        (!(w >= 0.0 && h >= 0.0)).then(|| format!("{},{},{w},{h}", attr(tag, "x"), attr(tag, "y")))
+    }).collect()
+}
+
+/// Every SVG `--out` wrote to `dir` (its `.svg` files and the plots inlined in
+/// `report.html`): no rectangle with a negative width or height, and as many SVGs in
+/// the page as files.
+fn check_rects(dir: &Path) -> usize {
+    let mut files = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "svg") {
+            let bad = negative_rects(&read(&p));
+            assert!(bad.is_empty(), "{}: rects with a negative size: {bad:?}", p.display());
+            files += 1;
+        }
+    }
+    let html = read(&dir.join("report.html"));
+    let bad = negative_rects(&html);
+    assert!(bad.is_empty(), "report.html: rects with a negative size: {bad:?}");
+    assert_eq!(html.matches("<svg").count(), files, "report.html inlines every plot");
+    files
+}
+
+/// Issue 48: `probe_time.svg` of a single-configuration run drew its bars with negative
+/// heights (nothing on the page). One run, several runs and a sweep: every plot valid.
+#[test]
+fn no_plot_has_a_rectangle_of_negative_size() {
+    let one = tmp("rects-one");
+    run_short(&["--out", one.to_str().unwrap()]);
+    let probe = read(&one.join("probe_time.svg"));
+    // The bar's four parts (qdisc, ring, consumer, rest) and the legend's four keys.
+    assert_eq!(probe.matches("<rect").count(), 1 + 4 + 4, "{probe}");
+    assert!(check_rects(&one) >= 3);
+    let two = tmp("rects-two");
+    run_short(&["--runs", "2", "--out", two.to_str().unwrap()]);
+    assert!(check_rects(&two) >= 3);
+    let sweep = tmp("rects-sweep");
+    let scn = repo("scenarios/veth-bql.toml");
+    let mut args = vec!["sweep", scn.as_str(), "--set", "consumer.nrules=0,100", "--out", sweep.to_str().unwrap()];
+    args.extend(SHORT);
+    darkbuf(&args);
+    assert!(check_rects(&sweep) >= 3);
+}
+
 #[test]
 fn report_rejects_what_is_not_results() {
     let dir = tmp("bad");
