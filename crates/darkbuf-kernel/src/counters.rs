@@ -244,21 +244,28 @@ pub fn parse_pid_stat(text: &str) -> Option<(u64, u64)> {
 /// CPU ticks used so far by every user-space process except `own_pid` (kernel threads
 /// are left out: their work is the network stack being measured).
 pub fn other_processes_ticks(own_pid: u32) -> u64 {
-    let mut total = 0;
+    other_processes(own_pid).values().map(|(_, t)| t).sum()
+}
+
+/// Every user-space process except `own_pid`: pid -> (comm, CPU ticks used so far).
+pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String, u64)> {
+    let mut all = std::collections::BTreeMap::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
             if pid == own_pid {
                 continue;
             }
-            if let Some((t, flags)) = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().as_deref().and_then(parse_pid_stat) {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            if let Some((t, flags)) = parse_pid_stat(&text) {
                 if flags & PF_KTHREAD == 0 {
-                    total += t;
+                    let comm = text.find('(').zip(text.rfind(')')).map_or("?", |(a, b)| &text[a + 1..b.max(a + 1)]);
+                    all.insert(pid, (comm.to_string(), t));
                 }
             }
         }
     }
-    total
+    all
 }
 
 /// Nearest-rank percentile of sorted values (as ping-style tools and the simulator report).

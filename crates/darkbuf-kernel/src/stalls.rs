@@ -22,12 +22,13 @@ const BOUNDS_US: [u64; 10] = [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000
 /// The classes [`BOUNDS_US`] delimits.
 const CLASSES: usize = BOUNDS_US.len() - 1;
 
-/// Per class: gaps seen, the shortest and the longest (ns).
+/// Per class: gaps seen, the shortest and the longest, and their sum (ns).
 #[derive(Clone, Copy, Default)]
 struct Class {
     n: u64,
     min_ns: u64,
     max_ns: u64,
+    sum_ns: u64,
 }
 
 impl Class {
@@ -38,6 +39,7 @@ impl Class {
         }
         self.min_ns = if self.n == 0 { o.min_ns } else { self.min_ns.min(o.min_ns) };
         self.max_ns = self.max_ns.max(o.max_ns);
+        self.sum_ns += o.sum_ns;
         self.n += o.n;
     }
 }
@@ -62,7 +64,7 @@ fn spin(cpu: usize, run: Duration) -> [Class; CLASSES] {
         let gap = now.duration_since(prev).as_nanos() as u64;
         prev = now;
         if let Some(i) = class_of(gap) {
-            classes[i].merge(Class { n: 1, min_ns: gap, max_ns: gap });
+            classes[i].merge(Class { n: 1, min_ns: gap, max_ns: gap, sum_ns: gap });
         }
         if now.duration_since(start) >= run {
             return classes;
@@ -70,9 +72,21 @@ fn spin(cpu: usize, run: Duration) -> [Class; CLASSES] {
     }
 }
 
-/// Measures `cpus` CPUs for `run` each, all at once. Returns the classes seen, as
-/// `[[stalls]]` entries (rates per second per CPU, averaged over the CPUs).
-pub fn measure(cpus: usize, run: Duration) -> Vec<Stall> {
+/// What [`measure`] saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// The classes seen, as `[[stalls]]` entries (rates per second per CPU, averaged
+    /// over the CPUs).
+    pub stalls: Vec<Stall>,
+    /// The share of the CPUs' time the gaps took (%, over all CPUs): what the machine
+    /// took from a busy loop. A quiet machine loses little (the 2-vCPU development VM's
+    /// stalls in docs/examples/seed-vm-stalls.toml add up to 1.5 %); another process
+    /// spinning takes its share of a CPU.
+    pub stolen_pct: f64,
+}
+
+/// Measures `cpus` CPUs for `run` each, all at once.
+pub fn measure(cpus: usize, run: Duration) -> Measured {
     let threads: Vec<_> = (0..cpus).map(|cpu| std::thread::spawn(move || spin(cpu, run))).collect();
     let mut total = [Class::default(); CLASSES];
     for t in threads {
@@ -82,7 +96,8 @@ pub fn measure(cpus: usize, run: Duration) -> Vec<Stall> {
         }
     }
     let secs = run.as_secs_f64() * cpus.max(1) as f64;
-    total
+    let stolen_ns: u64 = total.iter().map(|c| c.sum_ns).sum();
+    let stalls = total
         .iter()
         .filter(|c| c.n > 0)
         .map(|c| Stall {
@@ -90,7 +105,8 @@ pub fn measure(cpus: usize, run: Duration) -> Vec<Stall> {
             min_us: ((c.min_ns as f64 / 100.0).round() / 10.0).min(1e6),
             max_us: ((c.max_ns as f64 / 100.0).round() / 10.0).min(1e6),
         })
-        .collect()
+        .collect();
+    Measured { stalls, stolen_pct: 100.0 * stolen_ns as f64 / 1e9 / secs }
 }
 
 #[cfg(test)]
@@ -111,7 +127,9 @@ mod tests {
 
     #[test]
     fn a_short_measurement_gives_valid_entries() {
-        for s in measure(1, Duration::from_millis(50)) {
+        let m = measure(1, Duration::from_millis(50));
+        assert!((0.0..=100.0).contains(&m.stolen_pct), "{m:?}");
+        for s in m.stalls {
             assert!(s.per_s > 0.0 && s.min_us >= MIN_GAP_US as f64 && s.min_us <= s.max_us, "{s:?}");
         }
     }

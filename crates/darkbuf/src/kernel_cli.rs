@@ -113,14 +113,21 @@ pub fn check(cleanup: bool, format: Format) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `darkbuf calibrate --out PROFILE.toml [--quick]`: `--quick` (or
-/// `DARKBUF_CALIBRATE_QUICK=1`) shortens the matrix to about 30 s.
-pub fn calibrate(out: &Path, quick: bool) -> Result<(), Failure> {
+/// `darkbuf calibrate --out PROFILE.toml [--quick] [--force]`: `--quick` (or
+/// `DARKBUF_CALIBRATE_QUICK=1`) shortens the matrix to about 30 s; a busy machine is
+/// exit 3 unless `--force`, which writes the profile with a warning.
+pub fn calibrate(out: &Path, quick: bool, force: bool) -> Result<(), Failure> {
     darkbuf_kernel::error::require_root().map_err(failure)?;
     let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
     let guard = SigpipeIgnored::new();
-    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
+    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, force, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
     drop(guard);
+    for d in &cal.disturbed {
+        eprintln!("darkbuf: warning: calibrated on a busy machine (--force): step {}: {}", d.step, d.seen);
+    }
+    if !cal.disturbed.is_empty() {
+        eprintln!("darkbuf: warning: {} was written from disturbed measurements; comparisons made with it describe the load, not this machine", out.display());
+    }
     crate::output::stdout(&darkbuf_kernel::calibrate::summary(&cal, out))
 }
 

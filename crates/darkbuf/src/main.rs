@@ -130,6 +130,11 @@ enum Cmd {
         /// A one-second, single-run matrix (about 30 s in all) instead of about 1.5 min.
         #[arg(long)]
         quick: bool,
+        /// Write the profile even when other processes disturbed the measurement (it
+        /// then starts with a warning naming the disturbed steps); without it a busy
+        /// machine is an error (exit 3) and nothing is written.
+        #[arg(long)]
+        force: bool,
     },
     /// Print a saved results JSON (of `run` or `sweep`) as a table, or write it as one
     /// self-contained HTML page: scenario, environment, tables, histograms, plots.
@@ -167,7 +172,7 @@ fn main() -> ExitCode {
         Cmd::Report { results, html, plot } => run::check_plot_metrics(&plot).and_then(|()| run::report(&results, html.as_deref(), &plot)),
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
         Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
-        Cmd::Calibrate { out, quick } => kernel_cli::calibrate(&out, quick),
+        Cmd::Calibrate { out, quick, force } => kernel_cli::calibrate(&out, quick, force),
     };
     exit_with(r)
 }
