@@ -190,8 +190,31 @@ pub fn check(cleanup: bool) -> Result<Capabilities> {
         caps.removed = removed;
         caps.cleanup_errors = errors;
         caps.leftovers = names::find_leftovers();
+        if !caps.removed.is_empty() {
+            caps.leftovers = wait_for_napi_threads(caps.leftovers, NAPI_THREAD_GRACE);
+        }
     }
     Ok(caps)
+}
+
+/// How long `check --cleanup` waits for the NAPI kthreads of the devices it removed.
+/// `ip netns del` returns at once; the kernel then frees the namespace's devices from
+/// a workqueue (cleanup_net()), after RCU grace periods, and only then stops each
+/// device's kthread (`__netif_napi_del()`: kthread_stop()). On a busy machine that
+/// takes a moment, and the first `check` after a cleanup listed the kthread as a
+/// leftover (issue 48).
+const NAPI_THREAD_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `leftovers`, after waiting up to `grace` for the NAPI kthreads among them whose
+/// owner is gone: they end with their device.
+fn wait_for_napi_threads(mut leftovers: Vec<names::Leftover>, grace: std::time::Duration) -> Vec<names::Leftover> {
+    let end = std::time::Instant::now() + grace;
+    let dying = |l: &[names::Leftover]| l.iter().any(|x| x.kind == "napi-thread" && !x.owner_alive);
+    while dying(&leftovers) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        leftovers = names::find_leftovers();
+    }
+    leftovers
 }
 
 /// Probes in a scratch namespace (removed on return); returns the scratch peer's name.
@@ -415,10 +438,17 @@ pub fn render_table(c: &Capabilities) -> String {
     } else {
         s.push_str("leftovers:\n");
         for l in &c.leftovers {
-            let state = if l.owner_alive { " (in use by a running darkbuf)" } else { "" };
+            let state = if l.owner_alive {
+                " (in use by a running darkbuf)"
+            } else if l.kind == "napi-thread" {
+                // Nothing to remove: the kernel ends it with its device.
+                " (the NAPI kthread of a device darkbuf no longer names; the kernel ends it when it frees the device: nothing to remove. If it stays, a process still runs in the device's namespace: `lsns -t net` shows it)"
+            } else {
+                ""
+            };
             s.push_str(&format!("  {} {}{}\n", l.kind, l.name, state));
         }
-        if c.leftovers.iter().any(|l| !l.owner_alive) {
+        if c.leftovers.iter().any(|l| !l.owner_alive && l.kind != "napi-thread") {
             s.push_str("remove them with: darkbuf check --cleanup\n");
         }
     }
@@ -457,6 +487,34 @@ mod tests {
         let removed = t.find("removed: netns dkb-123-0-tx").expect("listed");
         let none = t.find("leftovers: none left").expect("summary");
         assert!(removed < none, "{t}");
+    }
+
+    /// Issue 48: after `--cleanup` removed a namespace, its device's NAPI kthread (which
+    /// the kernel ends a moment later) was listed, with "remove them with: darkbuf check
+    /// --cleanup", which cannot remove it.
+    #[test]
+    fn a_napi_kthread_alone_is_not_sent_back_to_cleanup() {
+        let mut c = caps();
+        c.removed = vec!["netns dkb-123-0-rx".into()];
+        let kthread = names::Leftover { kind: "napi-thread".into(), name: "napi/dkb2n0rr-9 (pid 77)".into(), owner_pid: Some(123), owner_alive: false };
+        c.leftovers = vec![kthread.clone()];
+        let t = render_table(&c);
+        assert!(t.contains("  napi-thread napi/dkb2n0rr-9 (pid 77) (the NAPI kthread of a device darkbuf no longer names; the kernel ends it when it frees the device: nothing to remove."), "{t}");
+        assert!(!t.contains("darkbuf check --cleanup"), "{t}");
+        // With a namespace left too, --cleanup is what removes it.
+        c.leftovers.push(names::Leftover { kind: "netns".into(), name: "dkb-123-0-tx".into(), owner_pid: Some(123), owner_alive: false });
+        assert!(render_table(&c).contains("remove them with: darkbuf check --cleanup"));
+    }
+
+    #[test]
+    fn the_wait_for_napi_kthreads_is_bounded() {
+        // A kthread that does not go (here: a leftover list find_leftovers() does not
+        // describe) comes back after the grace, without blocking longer.
+        let gone = names::Leftover { kind: "napi-thread".into(), name: "napi/dkbzzzzrr-1 (pid 1)".into(), owner_pid: Some(u32::MAX), owner_alive: false };
+        let t0 = std::time::Instant::now();
+        let left = wait_for_napi_threads(vec![gone], std::time::Duration::from_millis(200));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        assert!(left.iter().all(|l| l.name != "napi/dkbzzzzrr-1 (pid 1)"), "{left:?}");
     }
 
     #[test]
