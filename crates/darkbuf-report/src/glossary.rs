@@ -83,12 +83,22 @@ pub const GLOSSARY: &[Entry] = &[
     e("dev.noqueue_drops", "packets", "packets dropped by __dev_queue_xmit() on a noqueue device whose driver would not take them"),
     e("dev.tx_dropped", "packets", "kernel: the TX device's tx_dropped counter"),
     e("softnet.time_squeeze", "events", "times net_rx_action() ran out of budget or time with work left (/proc/net/softnet_stat)"),
-    e("cpu.N.busy_pct", "%", "percent of the measured window CPU N was busy"),
+    e("cpu.N.busy_pct", "%", "percent of the measured window this host's CPU N was busy (the simulator's far host and [lan] client have their own, peer.cpu.N.* and lan.cpu.N.*; the kernel backend's are the machine's CPUs)"),
     e("cpu.stalled_pct", "%", "simulator, with a profile's [[stalls]]: percent of the measured window the machine took from the CPUs (stalls begun in it, averaged over the CPUs; not busy time)"),
     e("cpu.N.softirq_pct", "%", "percent of the measured window CPU N spent in softirq handlers (mpstat's %soft)"),
     e("cpu.N.net_tx_pct", "%", "percent of the measured window CPU N spent in NET_TX softirq (net_tx_action, qdisc runs)"),
     e("cpu.N.net_rx_pct", "%", "percent of the measured window CPU N spent in NET_RX softirq (NAPI polls: RX, TX completions, ACKs)"),
     e("cpu.N.tasklet_pct", "%", "percent of the measured window CPU N spent in the sockets' deferred work (TSQ tasklet, TCP timers)"),
+    e("peer.cpu.N.busy_pct", "%", "nic: percent of the measured window the far host's CPU N was busy (N counted from 0 on the far host, as its own /proc/stat numbers them)"),
+    e("peer.cpu.N.softirq_pct", "%", "nic: percent of the measured window the far host's CPU N spent in softirq handlers"),
+    e("peer.cpu.N.net_tx_pct", "%", "nic: percent of the measured window the far host's CPU N spent in NET_TX softirq (its replies', ACKs' and downloads' qdisc runs)"),
+    e("peer.cpu.N.net_rx_pct", "%", "nic: percent of the measured window the far host's CPU N spent in NET_RX softirq (its NAPI polls)"),
+    e("peer.cpu.N.tasklet_pct", "%", "nic: percent of the measured window the far host's CPU N spent in its sockets' deferred work"),
+    e("lan.cpu.N.busy_pct", "%", "[lan]: percent of the measured window the client's CPU N was busy (N counted from 0 on the client)"),
+    e("lan.cpu.N.softirq_pct", "%", "[lan]: percent of the measured window the client's CPU N spent in softirq handlers"),
+    e("lan.cpu.N.net_tx_pct", "%", "[lan]: percent of the measured window the client's CPU N spent in NET_TX softirq"),
+    e("lan.cpu.N.net_rx_pct", "%", "[lan]: percent of the measured window the client's CPU N spent in NET_RX softirq"),
+    e("lan.cpu.N.tasklet_pct", "%", "[lan]: percent of the measured window the client's CPU N spent in its sockets' deferred work"),
     e("xps.queue_changes", "changes", "times netdev_pick_tx() changed a socket's TX queue over the run, first picks included"),
     e("xps.queue_flips", "changes", "changes of a socket's TX queue from one queue to another (seed 001's flips)"),
     e("xps.queue_flips_ooo_okay", "changes", "flips on an skb with ooo_okay set (TCP allows a flip only then)"),
@@ -309,6 +319,7 @@ mod tests {
     fn indices_read_as_n() {
         assert_eq!(lookup("sink.pps.3").map(|e| e.name), Some("sink.pps.N"));
         assert_eq!(lookup("cpu.12.busy_pct").map(|e| e.unit), Some("%"));
+        assert_eq!(lookup("peer.cpu.1.net_rx_pct").map(|e| e.name), Some("peer.cpu.N.net_rx_pct"));
         assert_eq!(lookup("qdisc.band2_pkts").map(|e| e.name), Some("qdisc.bandN_pkts"));
         assert_eq!(lookup("qdisc.txq.11.flows_plimit").map(|e| e.name), Some("qdisc.txq.N.flows_plimit"));
         assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));

@@ -289,18 +289,7 @@ impl World {
         self.xps_metrics(&mut out);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
         out.set("softnet.time_squeeze", squeeze as f64);
-        let pct = |ns: u64| 100.0 * ns as f64 / (end - start) as f64;
-        for (i, c) in self.cpus.iter().enumerate() {
-            out.m.insert(format!("cpu.{i}.busy_pct"), Some(pct(c.busy_ns)));
-            let soft: u64 = c.softirq_ns.iter().sum();
-            out.m.insert(format!("cpu.{i}.softirq_pct"), Some(pct(soft)));
-            // Measured on every CPU, 0 included: a CPU without softirq time in one run
-            // must not drop out of the summary's `n`.
-            use crate::sched::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX, SOFTIRQ_TASKLET};
-            out.m.insert(format!("cpu.{i}.net_tx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_TX])));
-            out.m.insert(format!("cpu.{i}.net_rx_pct"), Some(pct(c.softirq_ns[SOFTIRQ_NET_RX])));
-            out.m.insert(format!("cpu.{i}.tasklet_pct"), Some(pct(c.softirq_ns[SOFTIRQ_TASKLET])));
-        }
+        self.cpu_metrics(&mut out);
         if self.stalls.enabled() {
             let window = (end - start) as f64 * self.cpus.len() as f64;
             out.set("cpu.stalled_pct", 100.0 * self.stalls.total_ns as f64 / window);
@@ -320,6 +309,35 @@ impl World {
         let printouts = self.printouts();
         let rec = RunRecord { seed, metrics: out.m, histograms, findings: self.metrics.findings.clone(), timeseries, printouts };
         (rec, out.why)
+    }
+
+    /// Each CPU's busy and softirq time, named after its host: this host's `cpu.N.*`,
+    /// the far host's `peer.cpu.N.*` and a `[lan]` client's `lan.cpu.N.*`, N counted
+    /// from 0 on each host (as each host's own /proc/stat numbers them).
+    fn cpu_metrics(&self, out: &mut Out) {
+        let (start, end) = (self.cfg.start, self.cfg.end);
+        let pct = |ns: u64| 100.0 * ns as f64 / (end - start) as f64;
+        for (h, host) in self.hosts.iter().enumerate() {
+            let prefix = match h {
+                0 => "cpu",
+                1 => "peer.cpu",
+                _ => "lan.cpu",
+            };
+            for (n, i) in host.cpus.clone().enumerate() {
+                let c = &self.cpus[i as usize];
+                let mut put = |what: &str, ns: u64| {
+                    out.m.insert(format!("{prefix}.{n}.{what}"), Some(pct(ns)));
+                };
+                put("busy_pct", c.busy_ns);
+                put("softirq_pct", c.softirq_ns.iter().sum());
+                // Measured on every CPU, 0 included: a CPU without softirq time in one
+                // run must not drop out of the summary's `n`.
+                use crate::sched::{SOFTIRQ_NET_RX, SOFTIRQ_NET_TX, SOFTIRQ_TASKLET};
+                put("net_tx_pct", c.softirq_ns[SOFTIRQ_NET_TX]);
+                put("net_rx_pct", c.softirq_ns[SOFTIRQ_NET_RX]);
+                put("tasklet_pct", c.softirq_ns[SOFTIRQ_TASKLET]);
+            }
+        }
     }
 
     /// The probes' round trips, where their time went, and their loss: `ping.*` are the

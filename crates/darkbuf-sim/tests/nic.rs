@@ -172,3 +172,26 @@ proptest! {
         prop_assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
     }
 }
+
+/// Each host numbers its own CPUs from 0 (issue 48): this host's are `cpu.N.*`, the far
+/// host's `peer.cpu.N.*`, a `[lan]` client's `lan.cpu.N.*`; none is numbered after
+/// another host's. The far host runs the echo replies and the sink's receive path, so
+/// its CPU 1 (the NIC's interrupt CPU) is busy.
+#[test]
+fn each_host_numbers_its_own_cpus() {
+    let names = |r: &darkbuf_report::RunRecord, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = r.metrics.keys().filter(|k| k.starts_with(prefix) && k.ends_with(".busy_pct")).cloned().collect();
+        v.sort();
+        v
+    };
+    let text = scenario_text("rrul-100mbit.toml");
+    let r = run_text(&text, &["duration=500ms", "warmup=200ms", "test_delay=100ms", "machine.cpus=4", "peer.cpus=2"]);
+    assert_eq!(names(&r, "cpu."), ["cpu.0.busy_pct", "cpu.1.busy_pct", "cpu.2.busy_pct", "cpu.3.busy_pct"]);
+    assert_eq!(names(&r, "peer.cpu."), ["peer.cpu.0.busy_pct", "peer.cpu.1.busy_pct"]);
+    assert!(m(&r, "peer.cpu.1.net_rx_pct") > 0.0);
+    assert!(names(&r, "lan.").is_empty());
+    let r = run_text(&text, &["duration=500ms", "warmup=200ms", "test_delay=100ms", "machine.cpus=2", "peer.cpus=3", "lan.cpus=2"]);
+    assert_eq!(names(&r, "cpu."), ["cpu.0.busy_pct", "cpu.1.busy_pct"]);
+    assert_eq!(names(&r, "peer.cpu.").len(), 3);
+    assert_eq!(names(&r, "lan.cpu."), ["lan.cpu.0.busy_pct", "lan.cpu.1.busy_pct"]);
+}

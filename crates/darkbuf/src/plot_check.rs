@@ -57,11 +57,11 @@ fn absent_up_front(metric: &str, points: &[&Scenario], backend: Backend) -> Opti
             let n = index(parts.next())?;
             bound(&irtts, Some(n), "irtt probers", "irtt", &format!("irtt.N.{}", rest.split_once('.').map_or("rtt_avg_ms", |r| r.1)))
         }
-        // The simulator numbers the CPUs of this host, then its peer's; a [lan] client
-        // adds a host of its own, so that case is left to the check after the run.
-        "cpu" if backend == Backend::Sim && points.iter().all(|s| s.lan.is_none()) => {
+        // The simulator's cpu.N.* are this host's CPUs (the far host's are peer.cpu.N.*,
+        // a [lan] client's lan.cpu.N.*).
+        "cpu" if backend == Backend::Sim => {
             let n = index(parts.next());
-            let cpus = |s: &Scenario| s.machine.cpus as u64 + s.peer.as_ref().map_or(0, |p| p.cpus as u64);
+            let cpus = |s: &Scenario| s.machine.cpus as u64;
             bound(&cpus, n, "CPUs", "cpu", &format!("cpu.N.{}", rest.split_once('.').map_or("busy_pct", |r| r.1)))
         }
         _ => None,
