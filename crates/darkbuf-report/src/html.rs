@@ -46,13 +46,17 @@ th,td{border:1px solid #d8d8d8;padding:.25rem .55rem;vertical-align:top}
 th{background:#f3f4f6;text-align:left}
 td.num{text-align:right;white-space:nowrap}
 td.na{color:#888;text-align:right}
-td.note{color:#666;font-size:.85rem}
+td.note,p.note{color:#666;font-size:.85rem}
 tr:nth-child(even) td{background:#fafafa}
 figure{margin:1rem 0 1.5rem}
 figure svg{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f6f8fa;border:1px solid #e4e4e4;padding:.7rem;overflow-x:auto;font-size:.8rem;line-height:1.25}
 .finding{color:#a40000}
 .warning{color:#8a5a00}
+details{margin:.5rem 0 1rem}
+details>summary{cursor:pointer;color:#2a5db0;font-weight:600}
+.wide{overflow-x:auto;max-width:100%}
+th.col{font-weight:600;font-size:.85rem}
 ";
 
 /// The page's head and the opening of its body.
@@ -91,18 +95,35 @@ pub fn inline_svg(plot: &Plot) -> String {
     }
 }
 
+fn figure(out: &mut String, p: &Plot) {
+    let _ = write!(out, "<figure id=\"plot-{}\">\n{}</figure>\n", escape(&p.name), inline_svg(p));
+}
+
+/// The plots: the main ones ([`crate::plot::is_main_plot`]) shown, the other time
+/// series folded under one `<details>`, so a run with many flows or probers does not
+/// make the page tens of thousands of pixels tall.
 fn plots_section(out: &mut String, plots: &[Plot]) {
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     if plots.is_empty() {
         out.push_str("<p>No plots: the results have no probes, waits or time series.</p>\n");
     }
-    for p in plots {
-        let _ = write!(
+    let with_test = plots.iter().any(|p| p.name.starts_with("flent_"));
+    let (main, more): (Vec<&Plot>, Vec<&Plot>) = plots.iter().partition(|p| crate::plot::is_main_plot(&p.name, with_test));
+    for p in &main {
+        figure(out, p);
+    }
+    if !more.is_empty() {
+        let names: Vec<&str> = more.iter().map(|p| p.title.rsplit(": ").next().unwrap_or(&p.title)).collect();
+        let _ = writeln!(
             out,
-            "<figure id=\"plot-{}\">\n{}</figure>\n",
-            escape(&p.name),
-            inline_svg(p)
+            "<details id=\"more-plots\"><summary>{} more time series: {}</summary>",
+            more.len(),
+            escape(&names.join(", "))
         );
+        for p in &more {
+            figure(out, p);
+        }
+        out.push_str("</details>\n");
     }
     out.push_str("</section>\n");
 }
@@ -123,7 +144,11 @@ fn environment_table(out: &mut String, backend: &str, e: &Environment) {
 
 fn scenario_pre(out: &mut String, scenario: &serde_json::Value) {
     let text = serde_json::to_string_pretty(scenario).unwrap_or_default();
-    let _ = writeln!(out, "<pre class=\"scenario\">{}</pre>", escape(&text));
+    let _ = writeln!(
+        out,
+        "<details><summary>The resolved scenario (JSON, every default filled in)</summary>\n<pre class=\"scenario\">{}</pre>\n</details>",
+        escape(&text)
+    );
 }
 
 fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
@@ -132,7 +157,13 @@ fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
         return false;
     }
     let text: String = hists.iter().map(|(n, h)| hist_text(n, h)).collect();
-    let _ = writeln!(out, "<pre class=\"histograms\">{}</pre>", escape(&text));
+    let names: Vec<String> = hists.iter().map(|(n, _)| format!("@{n}")).collect();
+    let _ = writeln!(
+        out,
+        "<details><summary>{}</summary>\n<pre class=\"histograms\">{}</pre>\n</details>",
+        escape(&names.join(", ")),
+        escape(&text)
+    );
     true
 }
 
@@ -142,7 +173,7 @@ fn printouts_section(out: &mut String, run: &RunRecord) {
     out.push_str("<section id=\"printouts\">\n<h2>Printouts</h2>\n");
     let _ = writeln!(out, "<p>What the tools print for seed {}, in their own layout.</p>", run.seed);
     for (cmd, text) in &run.printouts {
-        let _ = writeln!(out, "<h3><code>{}</code></h3>\n<pre>{}</pre>", escape(cmd), escape(text));
+        let _ = writeln!(out, "<details><summary><code>{}</code></summary>\n<pre>{}</pre>\n</details>", escape(cmd), escape(text));
     }
     out.push_str("</section>\n");
 }
@@ -189,23 +220,53 @@ fn warnings_list(out: &mut String, label: &str, warnings: &[String]) {
     }
 }
 
-/// Meaning and unit of every metric and time series in the results.
+/// `0..7` for consecutive indices, else `0, 2, 5` (at most 12 listed).
+fn index_range(ix: &[u64]) -> String {
+    match (ix.first(), ix.last()) {
+        (Some(a), Some(b)) if ix.len() > 1 && b - a + 1 == ix.len() as u64 => format!("{a}..{b}"),
+        _ if ix.len() > 12 => format!("{}, … ({} indices)", ix[..12].iter().map(u64::to_string).collect::<Vec<_>>().join(", "), ix.len()),
+        _ => ix.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Meaning and unit of every metric and time series in the results, each indexed
+/// family (`tcp.flow.N.cwnd_avg_pkts`) once with the indices it has, folded.
 fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a str>) {
-    out.push_str("<section id=\"glossary\">\n<h2>Glossary</h2>\n<table class=\"glossary\">\n<thead><tr><th>metric</th><th>unit</th><th>meaning</th></tr></thead>\n<tbody>\n");
+    // (row name, a metric it stands for, its indices) in the names' order.
+    let mut rows: Vec<(String, &str, Vec<u64>)> = Vec::new();
     for name in names {
-        let (unit, meaning) = match crate::glossary::lookup(name) {
+        let (key, index) = match crate::families::member(name) {
+            Some(m) => (crate::families::pattern(&m.family, &m.column), Some(m.index)),
+            None => (name.to_string(), None),
+        };
+        let row = match rows.iter().position(|r| r.0 == key) {
+            Some(i) => &mut rows[i],
+            None => {
+                rows.push((key, name, Vec::new()));
+                rows.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(i) = index {
+            if !row.2.contains(&i) {
+                row.2.push(i);
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<section id=\"glossary\">\n<h2>Glossary</h2>\n<details><summary>Meaning and unit of the {} metrics and time series on this page (an indexed name such as <code>tcp.flow.N.*</code> once, N for its index)</summary>\n<table class=\"glossary\">\n<thead><tr><th>metric</th><th>unit</th><th>meaning</th></tr></thead>\n<tbody>",
+        rows.len()
+    );
+    for (key, example, mut ix) in rows {
+        let (unit, meaning) = match crate::glossary::lookup(example) {
             Some(e) => (e.unit, e.meaning),
             None => ("", "(not in darkbuf’s glossary)"),
         };
-        let _ = writeln!(
-            out,
-            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
-            escape(name),
-            escape(unit),
-            escape(meaning)
-        );
+        ix.sort_unstable();
+        let which = if ix.is_empty() { String::new() } else { format!("<br><small>N = {}</small>", index_range(&ix)) };
+        let _ = writeln!(out, "<tr><th>{}{which}</th><td>{}</td><td>{}</td></tr>", escape(&key), escape(unit), escape(meaning));
     }
-    out.push_str("</tbody>\n</table>\n</section>\n");
+    out.push_str("</tbody>\n</table>\n</details>\n</section>\n");
 }
 
 /// Metric and time-series names of `results`, in display order, each once.
@@ -226,13 +287,12 @@ fn num_cell(format: CellFormat, v: f64) -> String {
     format!("<td class=\"num\">{}</td>", escape(&format.format(v)))
 }
 
-/// The summary table of one results: `metric | mean ± ci95 | min | max | n`, and a
-/// `note` column (why a metric is null) when any metric has one.
-fn run_summary_table(out: &mut String, r: &Results) {
-    let names = metric_names(r);
+/// A summary table of `names` in `r`: `metric | mean ± ci95 | min | max | n`, and a
+/// `note` column (why a metric is null) when any of them has one.
+fn run_summary_table(out: &mut String, r: &Results, class: &str, names: &[String]) {
     let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
     let with_note = notes.iter().any(|n| !n.is_empty());
-    out.push_str("<table class=\"summary\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
+    let _ = write!(out, "<table class=\"{class}\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
     if with_note {
         out.push_str("<th>note</th>");
     }
@@ -262,6 +322,85 @@ fn run_summary_table(out: &mut String, r: &Results) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
+}
+
+/// Header cell text of a family's column: the metric's last part, breakable at `_`.
+fn column_head(c: &str) -> String {
+    if c.is_empty() {
+        return "value".to_string();
+    }
+    escape(c).replace('_', "_<wbr>")
+}
+
+/// At most this many indices of a family are tabulated on the page (a TCP entry may
+/// have 100,000 flows); results.json and results.csv have them all.
+const MAX_FAMILY_ROWS: usize = 64;
+
+/// One indexed family of `r` as a table, folded: a row per index (its label: a TCP
+/// flow's traffic entry), a column per metric of the family, mean ± ci95 in each cell;
+/// the reasons of its null cells under it.
+fn family_table(out: &mut String, r: &Results, f: &crate::families::Family) {
+    let rows = f.indices.len().min(MAX_FAMILY_ROWS);
+    let _ = writeln!(
+        out,
+        "<details class=\"family\"><summary>{}: {} × {} metrics</summary>\n<div class=\"wide\"><table class=\"family\">",
+        escape(&crate::families::title(&f.name)),
+        f.indices.len(),
+        f.columns.len()
+    );
+    let _ = write!(out, "<thead><tr><th>N</th>");
+    for c in &f.columns {
+        let _ = write!(out, "<th class=\"col\">{}</th>", column_head(c));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    let mut reasons: Vec<(String, String)> = Vec::new();
+    for &i in &f.indices[..rows] {
+        let _ = write!(out, "<tr><th>{}</th>", escape(&crate::families::row_label(&f.name, i, &r.scenario)));
+        for c in &f.columns {
+            let m = f.metric(i, c);
+            let fmt = format_for_metric(&m);
+            match r.metric(&m) {
+                Some(s) => {
+                    let _ = write!(out, "<td class=\"num\">{}</td>", escape(&fmt.cell(s.mean, s.ci95, s.n).replacen(" ±", " ± ", 1)));
+                }
+                None => {
+                    out.push_str("<td class=\"na\">n/a</td>");
+                    let why = note(r, &m);
+                    if !why.is_empty() && !reasons.iter().any(|(_, w)| *w == why) {
+                        reasons.push((crate::families::pattern(&f.name, c), why));
+                    }
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table></div>\n");
+    if rows < f.indices.len() {
+        let _ = writeln!(out, "<p class=\"note\">The first {rows} of {} indices; results.json and results.csv have every one.</p>", f.indices.len());
+    }
+    for (pattern, why) in reasons {
+        let _ = writeln!(out, "<p class=\"note\">n/a in {}: {}</p>", escape(&pattern), escape(&why));
+    }
+    out.push_str("</details>\n");
+}
+
+/// The summary of one results: the headline metrics it has, then, folded, every
+/// metric outside an indexed family, and each family as a table of its own.
+fn run_summary(out: &mut String, r: &Results) {
+    let names = metric_names(r);
+    // The headline metrics these results measured (one absent by design, such as
+    // sink.pps without a flood, is in the full table with its reason).
+    let headline: Vec<String> = crate::families::HEADLINE.iter().filter(|m| r.metric(m).is_some()).map(|m| m.to_string()).collect();
+    let (plain, fams) = crate::families::split(&names);
+    if !headline.is_empty() {
+        run_summary_table(out, r, "summary headline", &headline);
+    }
+    let _ = writeln!(out, "<details id=\"every-metric\"{}><summary>Every metric: {} rows</summary>", if headline.is_empty() { " open" } else { "" }, plain.len());
+    run_summary_table(out, r, "summary", &plain);
+    out.push_str("</details>\n");
+    for f in &fams {
+        family_table(out, r, f);
+    }
 }
 
 /// The report of one `darkbuf run`.
@@ -305,7 +444,7 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
             ""
         }
     );
-    run_summary_table(&mut out, r);
+    run_summary(&mut out, r);
     out.push_str("</section>\n");
     plots_section(&mut out, plots);
     out.push_str("<section id=\"histograms\">\n<h2>Histograms</h2>\n");
@@ -421,17 +560,18 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
             .into_iter()
             .map(|r| (r.label.to_string(), r.metric.to_string(), r.format)),
     );
-    out.push_str("<h3>Every metric</h3>\n");
+    let every = sweep_metric_names(s);
+    let _ = writeln!(out, "<details id=\"every-metric\"><summary>Every metric: {} rows</summary>", every.len());
     sweep_table_html(
         &mut out,
         s,
         "sweep-all",
-        sweep_metric_names(s).into_iter().map(|m| {
+        every.into_iter().map(|m| {
             let f = format_for_metric(&m);
             (m.clone(), m, f)
         }),
     );
-    out.push_str("</section>\n");
+    out.push_str("</details>\n</section>\n");
     plots_section(&mut out, plots);
     out.push_str("<section id=\"points\">\n<h2>Points</h2>\n<table class=\"points\">\n<thead><tr><th>point</th><th>set</th><th>seeds</th><th>unavailable</th></tr></thead>\n<tbody>\n");
     for p in &s.points {

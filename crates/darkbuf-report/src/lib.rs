@@ -10,12 +10,14 @@
 //! - [`plot`]: SVG plots (CDF, time series, probe time, sweep metric with CI band).
 //! - [`html`]: the self-contained HTML report.
 //! - [`glossary`]: every metric's meaning and unit.
+//! - [`families`]: the headline metrics and the indexed families (`tcp.flow.N.*`) the page groups.
 //!
 //! All functions are pure: they return `String`s and iterate `BTreeMap`s only, so
 //! the same results always print the same bytes.
 
 pub mod cdf;
 pub mod csv;
+pub mod families;
 pub mod flent;
 pub mod flent_plots;
 pub mod flent_test;

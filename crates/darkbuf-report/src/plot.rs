@@ -771,7 +771,19 @@ pub fn run_plots(r: &Results) -> Result<Vec<Plot>, String> {
         probe_time_svg(&title, &bars),
     )?;
 
+    // A series outside any family: one line per run. An indexed family
+    // (`tcp.flow.N.cwnd_pkts`, `irtt.N.rtt_ms`): one plot with a line per index (the
+    // first run's, with several runs), not one plot per index.
+    let mut done: Vec<String> = Vec::new();
     for (series, unit) in series_names(r.runs.iter()) {
+        if let Some(m) = crate::families::member(&series) {
+            let pattern = crate::families::pattern(&m.family, &m.column);
+            if !done.contains(&pattern) {
+                out.extend(family_plot(r, &name, &m.family, &m.column, &unit)?);
+                done.push(pattern);
+            }
+            continue;
+        }
         let lines: Vec<TsSeries> = r
             .runs
             .iter()
@@ -791,6 +803,50 @@ pub fn run_plots(r: &Results) -> Result<Vec<Plot>, String> {
     }
     out.extend(crate::flent_plots::test_plots(r)?);
     Ok(out)
+}
+
+/// At most this many lines in a family's plot (its legend holds about that many).
+const MAX_FAMILY_LINES: usize = 16;
+
+/// The plot of one indexed family's time series (`tcp.flow.N.cwnd_pkts`): the first
+/// run's series, a line per index labelled as the summary labels it (a TCP flow by its
+/// traffic entry), at most [`MAX_FAMILY_LINES`] of them.
+fn family_plot(r: &Results, name: &str, family: &str, column: &str, unit: &str) -> Result<Option<Plot>, String> {
+    let Some(run) = r.runs.first() else { return Ok(None) };
+    let mut members: Vec<(u64, &TimeSeries)> = run
+        .timeseries
+        .iter()
+        .filter_map(|(k, ts)| {
+            let m = crate::families::member(k)?;
+            (m.family == family && m.column == column).then_some((m.index, ts))
+        })
+        .collect();
+    members.sort_by_key(|(i, _)| *i);
+    let total = members.len();
+    members.truncate(MAX_FAMILY_LINES);
+    let lines: Vec<TsSeries> = members.iter().map(|(i, ts)| (crate::families::row_label(family, *i, &r.scenario), *ts)).collect();
+    let pattern = crate::families::pattern(family, column);
+    let mut title = format!("{name}: {pattern}");
+    if r.runs.len() > 1 {
+        title.push_str(&format!(" (seed {})", run.seed));
+    }
+    if total > lines.len() {
+        title.push_str(&format!(" (first {} of {total})", lines.len()));
+    }
+    let mut v = Vec::new();
+    push(&mut v, &timeseries_plot_name(&pattern), title.clone(), timeseries_svg(&title, &y_desc(&pattern, unit), &lines))?;
+    Ok(v.pop())
+}
+
+/// Whether a plot is one of a page's main plots, shown; the page folds the others:
+/// the probes' CDF and where their time went, a sweep's metrics against its
+/// parameter, flent's plots of a test preset, and, without those (`with_test`), the
+/// four sampled queue series.
+pub fn is_main_plot(name: &str, with_test: bool) -> bool {
+    matches!(name, "ping_cdf" | "probe_time")
+        || name.starts_with("sweep_")
+        || name.starts_with("flent_")
+        || (!with_test && SAMPLED_SERIES.iter().any(|s| timeseries_plot_name(s) == name))
 }
 
 /// The swept parameter of a sweep: the one `KEY` whose value differs between points,

@@ -432,7 +432,77 @@ fn run_html_shows_the_first_runs_printouts() {
     r.runs[0].printouts.insert("tc -s qdisc show dev eth0".into(), "qdisc fq 0: parent :c <x>\n".into());
     let html = run_html(&r, &[]);
     assert!(html.contains("<a href=\"#printouts\">"), "nav link");
-    assert!(html.contains("<h3><code>tc -s qdisc show dev eth0</code></h3>\n<pre>qdisc fq 0: parent :c &lt;x&gt;\n</pre>"), "{html}");
+    assert!(html.contains("<details><summary><code>tc -s qdisc show dev eth0</code></summary>\n<pre>qdisc fq 0: parent :c &lt;x&gt;\n</pre>"), "{html}");
+}
+
+/// A run of eight TCP flows on a host of four CPUs and a far host of two, as rrul's:
+/// per-flow metrics and 0.2 s series, per-CPU metrics.
+fn flows_results() -> Results {
+    let mut r = run(1, 1.0);
+    let traffic: Vec<Value> = (0..8)
+        .map(|i| serde_json::json!({"kind": "tcp", "name": format!("TCP {} {i}", if i < 4 { "upload" } else { "download" }), "flows": 1}))
+        .collect();
+    let t: Vec<f64> = (1..=25).map(|i| 200.0 * i as f64).collect();
+    for f in 0..8 {
+        for (k, unit) in [("cwnd_pkts", "packets"), ("goodput_mbps", "Mbit/s"), ("srtt_ms", "ms")] {
+            let v = t.iter().map(|x| Some(f as f64 + x / 1e3)).collect();
+            r.timeseries.insert(format!("tcp.flow.{f}.{k}"), ts(unit, t.clone(), v));
+        }
+        for k in ["goodput_mbps", "retrans", "cwnd_avg_pkts", "srtt_avg_ms"] {
+            r.metrics.insert(format!("tcp.flow.{f}.{k}"), Some(10.0 + f as f64));
+        }
+    }
+    r.metrics.insert("tcp.goodput_mbps".into(), Some(180.0));
+    for (prefix, n) in [("cpu", 4), ("peer.cpu", 2)] {
+        for c in 0..n {
+            for k in ["busy_pct", "softirq_pct"] {
+                r.metrics.insert(format!("{prefix}.{c}.{k}"), Some(c as f64));
+            }
+        }
+    }
+    Results::from_runs(serde_json::json!({"name": "rrul", "traffic": traffic}), "sim", env(), vec![r], BTreeMap::new())
+}
+
+/// Issue 48: the rrul page was 45,000 px tall. One plot per per-flow series with the
+/// flows overlaid (labelled by their traffic entries), a headline table before
+/// anything else, the rest folded, each indexed family a table with a row per index,
+/// and each per-flow glossary entry once.
+#[test]
+fn per_flow_series_and_metrics_are_grouped() {
+    let r = flows_results();
+    let plots = run_plots(&r).unwrap();
+    let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+    for n in ["ts_tcp_flow_n_cwnd_pkts", "ts_tcp_flow_n_goodput_mbps", "ts_tcp_flow_n_srtt_ms"] {
+        assert_eq!(names.iter().filter(|x| **x == n).count(), 1, "{n} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("ts_tcp_flow_0")), "{names:?}");
+    let cwnd = &plots.iter().find(|p| p.name == "ts_tcp_flow_n_cwnd_pkts").unwrap().svg;
+    for f in 0..8 {
+        let label = format!("{f}: TCP {} {f}", if f < 4 { "upload" } else { "download" });
+        assert!(cwnd.contains(&label), "legend {label}");
+    }
+    assert_eq!(cwnd.matches("<circle").count(), 8 * 25, "every flow's 25 points marked");
+
+    let html = run_html(&r, &plots);
+    // The headline table comes first, before any folded part and the plots.
+    let headline = html.find("<table class=\"summary headline\">").expect("headline table");
+    assert!(headline < html.find("<details").unwrap() && headline < html.find("id=\"plots\"").unwrap());
+    let head_table = &html[headline..headline + html[headline..].find("</table>").unwrap()];
+    assert!(head_table.contains("<th>tcp.goodput_mbps</th>") && head_table.contains("<th>ping.rtt_avg_ms</th>"));
+    assert!(!head_table.contains("tcp.flow.") && !head_table.contains("cpu."), "{head_table}");
+    // Families: a folded table each, a row per index, labelled.
+    assert!(html.contains("<summary>TCP flows (tcp.flow.N.*): 8 × 4 metrics</summary>"), "{html}");
+    assert!(html.contains("<summary>The far host&#39;s CPUs (peer.cpu.N.*): 2 × 2 metrics</summary>"), "{html}");
+    assert!(html.contains("<tr><th>7: TCP download 7</th>"));
+    // The glossary: a per-flow metric once, with its indices.
+    let glossary = &html[html.find("id=\"glossary\"").unwrap()..];
+    assert_eq!(glossary.matches("<th>tcp.flow.N.cwnd_avg_pkts<br><small>N = 0..7</small></th>").count(), 1, "{glossary}");
+    assert!(!glossary.contains("tcp.flow.3."));
+    assert_eq!(glossary.matches("<th>peer.cpu.N.busy_pct").count(), 1);
+    // Only the main plots are shown; the per-flow series are folded.
+    let more = html.find("<details id=\"more-plots\">").expect("folded plots");
+    assert!(html.find("id=\"plot-ts_tcp_flow_n_cwnd_pkts\"").unwrap() > more);
+    assert!(html.find("id=\"plot-ping_cdf\"").unwrap() < more);
 }
 
 #[test]
