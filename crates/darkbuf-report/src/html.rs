@@ -56,6 +56,8 @@ pre{background:#f6f8fa;border:1px solid #e4e4e4;padding:.7rem;overflow-x:auto;fo
 details{margin:.5rem 0 1rem}
 details>summary{cursor:pointer;color:#2a5db0;font-weight:600}
 .wide{overflow-x:auto;max-width:100%}
+.wide>table{margin:0}
+.wide th:first-child{position:sticky;left:0;z-index:1}
 th.col{font-weight:600;font-size:.85rem}
 ";
 
@@ -292,7 +294,7 @@ fn num_cell(format: CellFormat, v: f64) -> String {
 fn run_summary_table(out: &mut String, r: &Results, class: &str, names: &[String]) {
     let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
     let with_note = notes.iter().any(|n| !n.is_empty());
-    let _ = write!(out, "<table class=\"{class}\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
+    let _ = write!(out, "<div class=\"wide\"><table class=\"{class}\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
     if with_note {
         out.push_str("<th>note</th>");
     }
@@ -321,7 +323,7 @@ fn run_summary_table(out: &mut String, r: &Results, class: &str, names: &[String
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
 }
 
 /// Header cell text of a family's column: the metric's last part, breakable at `_`.
@@ -490,9 +492,9 @@ fn sweep_table_html(
     class: &str,
     rows: impl Iterator<Item = (String, String, CellFormat)>,
 ) {
-    let _ = write!(out, "<table class=\"{class}\">\n<thead><tr><th>Metric</th>");
+    let _ = write!(out, "<div class=\"wide\"><table class=\"{class}\">\n<thead><tr><th>Metric</th>");
     for p in &s.points {
-        let _ = write!(out, "<th>{}</th>", escape(&p.label));
+        let _ = write!(out, "<th>{}</th>", breakable(&p.label));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for (label, metric, f) in rows {
@@ -502,7 +504,21 @@ fn sweep_table_html(
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
+}
+
+/// A point's label or a long name as a header cell: escaped, and breakable after `=`,
+/// `,`, `.`, `_` and `:` (`device.bql.limit_min=1073741824` has no space), so a sweep's
+/// columns wrap their headers instead of widening the page.
+fn breakable(s: &str) -> String {
+    let mut out = String::new();
+    for c in escape(s).chars() {
+        out.push(c);
+        if matches!(c, '=' | ',' | '.' | '_' | ':') {
+            out.push_str("<wbr>");
+        }
+    }
+    out
 }
 
 /// The report of one `darkbuf sweep`.
@@ -573,7 +589,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
     );
     out.push_str("</details>\n</section>\n");
     plots_section(&mut out, plots);
-    out.push_str("<section id=\"points\">\n<h2>Points</h2>\n<table class=\"points\">\n<thead><tr><th>point</th><th>set</th><th>seeds</th><th>unavailable</th></tr></thead>\n<tbody>\n");
+    out.push_str("<section id=\"points\">\n<h2>Points</h2>\n<div class=\"wide\"><table class=\"points\">\n<thead><tr><th>point</th><th>set</th><th>seeds</th><th>unavailable</th></tr></thead>\n<tbody>\n");
     for p in &s.points {
         let unavailable: Vec<String> = p
             .results
@@ -590,7 +606,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
             escape(&unavailable.join("; "))
         );
     }
-    out.push_str("</tbody>\n</table>\n</section>\n<section id=\"histograms\">\n<h2>Histograms</h2>\n<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over each point’s runs.</p>\n");
+    out.push_str("</tbody>\n</table></div>\n</section>\n<section id=\"histograms\">\n<h2>Histograms</h2>\n<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over each point’s runs.</p>\n");
     let mut any = false;
     for p in &s.points {
         let mut h = String::new();

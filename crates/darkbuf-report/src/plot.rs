@@ -85,6 +85,10 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 enum Key {
     Line(RGBColor),
     Box(RGBAColor),
+    /// A line that is not drawn (off the chart's scale): two dashes of its colour.
+    Dashes(RGBColor),
+    /// Text only.
+    None,
 }
 
 /// Renders a titled plot of [`PLOT_SIZE`]: `draw` gets the chart area; `legend` is
@@ -114,6 +118,10 @@ fn render(
                     side.draw(&PathElement::new(vec![(6, y), (30, y)], c.stroke_width(3)))
                 }
                 Key::Box(c) => side.draw(&Rectangle::new([(8, y - 7), (28, y + 7)], c.filled())),
+                Key::Dashes(c) => side
+                    .draw(&PathElement::new(vec![(6, y), (14, y)], c.stroke_width(3)))
+                    .and_then(|_| side.draw(&PathElement::new(vec![(22, y), (30, y)], c.stroke_width(3)))),
+                Key::None => Ok(()),
             }
             .map_err(err)?;
             let style =
@@ -332,7 +340,9 @@ pub fn timeseries_svg(
     if lines.is_empty() {
         return Ok(None);
     }
-    let all = || lines.iter().flat_map(|(_, s)| s.iter().flatten());
+    // Each line keeps the colour of its place in `series`, drawn or not.
+    let (lines, off) = off_scale(lines);
+    let all = || lines.iter().flat_map(|(_, _, s)| s.iter().flatten());
     let (t0, t1) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
         (a.min(p.0), b.max(p.0))
     });
@@ -341,11 +351,12 @@ pub fn timeseries_svg(
     });
     let (t0, t1) = pad(t0, t1, true);
     let (v0, v1) = pad(v0, v1, true);
-    let legend: Vec<(String, Key)> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, (l, _))| (l.clone(), Key::Line(color(i))))
-        .collect();
+    let mut legend: Vec<(String, Key)> = lines.iter().map(|(i, l, _)| (l.clone(), Key::Line(color(*i)))).collect();
+    for (i, l, min) in &off {
+        legend.push((l.clone(), Key::Dashes(color(*i))));
+        let v = if min.fract() == 0.0 { format!("{min:.0}") } else { fmt_human(*min) };
+        legend.push((format!("  = {v}, off scale"), Key::None));
+    }
     let svg = render(title, &legend, |area| {
         let mut chart = ChartBuilder::on(area)
             .margin(12)
@@ -362,7 +373,7 @@ pub fn timeseries_svg(
             .y_label_formatter(&fy)
             .draw()
             .map_err(err)?;
-        for (i, (_, segs)) in lines.iter().enumerate() {
+        for &(i, _, ref segs) in &lines {
             let points: usize = segs.iter().map(Vec::len).sum();
             for seg in segs {
                 chart
@@ -384,6 +395,51 @@ pub fn timeseries_svg(
     })?;
     Ok(Some(svg))
 }
+
+/// A line's drawn segments.
+type Segs = Vec<Vec<(f64, f64)>>;
+
+/// Constant lines that would flatten all the others: each line that holds one value more
+/// than [`OFF_SCALE`] times the largest value of every line kept (a no-BQL
+/// configuration's `limit_min = 1073741824` next to limits of a few packets, issue 48).
+/// A line that varies is always drawn: it is a measurement. Returns the
+/// lines to draw, each with its index in `lines`, and the others with their index and
+/// value (the legend names them, not drawn). Nothing is left out when the
+/// kept lines are all 0 or nothing would be kept.
+fn off_scale(lines: Vec<(String, Segs)>) -> (Vec<(usize, String, Segs)>, Vec<(usize, String, f64)>) {
+    let range = |segs: &Segs| {
+        segs.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)))
+    };
+    let ranges: Vec<(f64, f64)> = lines.iter().map(|(_, s)| range(s)).collect();
+    // The largest k such that the k lines of the largest minima are all above
+    // OFF_SCALE x the largest maximum of the rest.
+    let mut by_min: Vec<usize> = (0..lines.len()).collect();
+    by_min.sort_by(|&a, &b| ranges[b].0.total_cmp(&ranges[a].0));
+    let mut k = 0;
+    for cut in 1..lines.len() {
+        let rest_max = by_min[cut..].iter().map(|&i| ranges[i].1).fold(f64::NEG_INFINITY, f64::max);
+        let off_min = ranges[by_min[cut - 1]].0;
+        let constant = by_min[..cut].iter().all(|&i| ranges[i].0 == ranges[i].1);
+        if constant && rest_max > 0.0 && off_min > OFF_SCALE * rest_max {
+            k = cut;
+        }
+    }
+    let off: Vec<usize> = by_min[..k].to_vec();
+    let mut drawn = Vec::new();
+    let mut left_out = Vec::new();
+    for (i, (label, segs)) in lines.into_iter().enumerate() {
+        if off.contains(&i) {
+            left_out.push((i, label, ranges[i].0));
+        } else {
+            drawn.push((i, label, segs));
+        }
+    }
+    (drawn, left_out)
+}
+
+/// How many times the largest value of the drawn lines a line's smallest value must be
+/// for [`off_scale`] to leave it out of the chart.
+const OFF_SCALE: f64 = 1000.0;
 
 /// The parts of a probe's round trip, in the order they are stacked.
 pub const PROBE_PARTS: [(&str, &str); 4] = [
@@ -1131,6 +1187,32 @@ mod tests {
                 assert!(texts(&svg).iter().any(|t| t.trim() == format!("config {i}")), "{n} bars: label {i}");
             }
         }
+    }
+
+    /// Issue 48: a no-BQL point's constant limit of 1073741824 flattened every other
+    /// point's bql.limit line to 0. Such a constant line is left out and named in the
+    /// legend; the axis follows the others. A line that varies is always drawn.
+    #[test]
+    fn a_constant_line_off_the_scale_is_named_not_drawn() {
+        let t: Vec<f64> = (0..5).map(|i| i as f64 * 100.0).collect();
+        let line = |v: &dyn Fn(usize) -> f64| TimeSeries { unit: "units".into(), t_ms: t.clone(), values: (0..5).map(|i| Some(v(i))).collect() };
+        let (nobql, limit8, batched) = (line(&|_| 1073741824.0), line(&|i| 8.0 + i as f64), line(&|_| 128.0));
+        let svg = timeseries_svg("t", "bql.limit", &[("No BQL".into(), &nobql), ("limit=8".into(), &limit8), ("Batched".into(), &batched)])
+            .unwrap()
+            .unwrap();
+        let text = texts(&svg);
+        assert!(text.iter().any(|t| t.trim() == "= 1073741824, off scale"), "{text:?}");
+        assert!(text.iter().any(|t| t.trim() == "No BQL"));
+        // The y axis ends near 128 (its labels are plain numbers below 1000), and only
+        // the two drawn lines have markers.
+        let numbers: Vec<f64> = text.iter().filter_map(|t| t.trim().parse::<f64>().ok()).collect();
+        assert!(numbers.iter().all(|v| *v < 1000.0), "{numbers:?}");
+        assert_eq!(svg.matches("<circle").count(), 10);
+        // A varying series is a measurement: drawn however large.
+        let big = line(&|i| 1e9 + i as f64);
+        let svg = timeseries_svg("t", "y", &[("big".into(), &big), ("limit=8".into(), &limit8)]).unwrap().unwrap();
+        assert_eq!(svg.matches("<circle").count(), 10);
+        assert!(!svg.contains("off scale"));
     }
 
     #[test]
