@@ -24,7 +24,7 @@ impl fmt::Display for UnitError {
 impl std::error::Error for UnitError {}
 
 pub const DURATION_EXPECTED: &str =
-    "a duration such as \"10s\", \"200ms\", \"100us\" or \"500ns\" (units: ns, us, ms, s, min)";
+    "a duration such as \"10s\", \"200ms\", \"100us\" or \"500ns\" (units: ns, us, ms, s, min, h)";
 pub const SIZE_EXPECTED: &str =
     "a size such as \"1514\", \"1514b\", \"64k\", \"1MiB\" or \"32Mb\" (units: b, k/kb, m/mb, g/gb, KiB, MiB, GiB, kbit, mbit, gbit)";
 pub const RATE_EXPECTED: &str =
@@ -63,6 +63,7 @@ pub fn parse_duration_ns(s: &str) -> Result<i128, UnitError> {
         "ms" | "msec" => 1e6,
         "s" | "sec" | "secs" => 1e9,
         "min" => 60e9,
+        "h" | "hour" | "hours" => 3600e9,
         "" => {
             return Err(err(format!("\"{s}\" has no unit"), DURATION_EXPECTED));
         }

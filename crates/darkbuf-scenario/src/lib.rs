@@ -33,7 +33,7 @@ pub use resolve::{
     SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
 };
 pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PEER_KEYS};
-pub use path::PATH_KEYS;
+pub use path::{negative_delay_share, path_warnings, PATH_KEYS};
 pub use schema::*;
 pub use irtt::IRTT_KEYS;
 pub use tcp::{CC_NAMES, TCP_KEYS};

@@ -43,6 +43,47 @@ pub(crate) fn resolve_path(p: &Sec<'_>) -> Result<PathSpec, Diagnostic> {
     Ok(PathSpec { delay_ns, loss, rate_bps, limit, jitter_ns, delay_corr, distribution, reorder, ecn })
 }
 
+/// The share of frames whose drawn delay is negative: `tabledist()` draws `delay ±
+/// jitter` (uniform), or from the distribution's table scaled by the jitter, and
+/// netem_enqueue() sets `time_to_send = now + delay`, so a negative draw is sent at
+/// once, as if the path had no delay. 0 when the jitter stays inside the delay.
+pub fn negative_delay_share(p: &PathSpec) -> f64 {
+    if p.jitter_ns == 0 {
+        return 0.0;
+    }
+    let (mu, sigma) = (p.delay_ns as f64, p.jitter_ns as f64);
+    match p.distribution.and_then(Distribution::table) {
+        // (rnd % 2σ) + μ - σ < 0 for rnd < σ - μ.
+        None => ((sigma - mu) / (2.0 * sigma)).clamp(0.0, 1.0),
+        Some(t) => {
+            let scale = darkbuf_model::netem::NETEM_DIST_SCALE as f64;
+            t.iter().filter(|&&x| mu + sigma * x as f64 / scale < 0.0).count() as f64 / t.len() as f64
+        }
+    }
+}
+
+/// What a reader of a scenario with `[path]` must know before running it: a jitter
+/// that reaches below zero (the share of frames netem then sends with no delay, and
+/// what that does to the minimum RTT).
+pub fn path_warnings(scn: &Scenario) -> Vec<String> {
+    let Some(p) = &scn.path else { return Vec::new() };
+    let share = negative_delay_share(p);
+    if share == 0.0 {
+        return Vec::new();
+    }
+    let ms = |ns: u64| format!("{}ms", ns as f64 / 1e6);
+    let shape = match p.distribution {
+        None | Some(Distribution::Uniform) => format!("uniformly in delay ± jitter ({} to {} ms here)", (p.delay_ns as f64 - p.jitter_ns as f64) / 1e6, (p.delay_ns + p.jitter_ns) as f64 / 1e6),
+        Some(d) => format!("from the {} table scaled by the jitter", d.name()),
+    };
+    vec![format!(
+        "path.jitter ({}) reaches below zero from path.delay ({}): netem draws each frame's delay {shape} and sends a frame whose draw is negative at once, with no delay; {:.1}% of the frames each way, so the minimum RTT is the hosts' own, not twice the delay. Keep the jitter within the delay (a normal table: within a quarter of it) for a delay that stays a delay",
+        ms(p.jitter_ns),
+        ms(p.delay_ns),
+        share * 100.0
+    )]
+}
+
 /// tc's `parse_percent()`: a fraction in 0..=1 from a number of percent (`%` optional).
 fn percent(w: &str) -> Result<f64, String> {
     match w.strip_suffix('%').unwrap_or(w).parse::<f64>() {

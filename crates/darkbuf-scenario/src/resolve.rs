@@ -450,12 +450,28 @@ impl<'a> Sec<'a> {
         if ns > max_ns {
             return Err(self.value_err(
                 key,
-                format!("`{}` = {} is longer than the {} s a run may take", self.kp(key), self.entry(key).map_or(String::new(), |e| e.node.v.show()), max_ns / 1_000_000_000),
-                Some(format!("expected at most \"{}s\" (a bound on the run's time); run several shorter scenarios instead", max_ns / 1_000_000_000)),
+                format!("`{}` = {} is longer than the {} a run may take", self.kp(key), self.entry(key).map_or(String::new(), |e| e.node.v.show()), human_bound(max_ns)),
+                Some(format!("expected at most \"{}\" (a bound on the run's time); run several shorter scenarios instead", short_bound(max_ns))),
             ));
         }
         Ok(ns)
     }
+}
+
+/// A duration bound as the README says it: "1 hour (3600 s)", "30 s".
+fn human_bound(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    match s {
+        3600 => "1 hour (3600 s)".into(),
+        _ if s % 3600 == 0 => format!("{} hours ({s} s)", s / 3600),
+        _ => format!("{s} s"),
+    }
+}
+
+/// A duration bound as a scenario writes it: "1h", "30s".
+fn short_bound(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    if s % 3600 == 0 { format!("{}h", s / 3600) } else { format!("{s}s") }
 }
 
 /// Resolves a parsed (and overridden) document, after expanding its test preset
@@ -1234,7 +1250,16 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                             ))
                         }
                     },
-                    _ => s.int("priority", 0, 0, u32::MAX as i64)? as u32,
+                    // 0..=15 as documented (TC_PRIO_MAX: pfifo_fast's bands); a class
+                    // is named by its handle, a string.
+                    V::Int(p) if !(0..=15).contains(p) => {
+                        return Err(s.value_err(
+                            "priority",
+                            format!("`{}` = {p} is out of range", s.kp("priority")),
+                            Some("expected SO_PRIORITY 0..=15 (TC_PRIO_MAX; pfifo_fast's band follows it), or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
+                        ))
+                    }
+                    _ => s.int("priority", 0, 0, 15)? as u32,
                 },
                 None => 0,
             };

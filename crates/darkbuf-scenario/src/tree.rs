@@ -275,15 +275,33 @@ pub(crate) fn parse_document(ctx: &Ctx<'_>) -> Result<Node, Diagnostic> {
                 .filter(|l| !l.is_empty())
                 .collect::<Vec<_>>()
                 .join("; ");
-            Err(ctx.diag(
-                DiagnosticKind::Syntax,
-                &Origin::File(e.span()),
-                "",
-                format!("TOML syntax error: {msg}"),
-                Some("see https://toml.io for the syntax; strings need quotes, e.g. duration = \"10s\"".into()),
-            ))
+            let hint = match e.span().and_then(|sp| unquoted_value(ctx.source, sp.start)) {
+                Some((key, value)) => format!("strings need quotes: {key} = \"{value}\"; see https://toml.io for the syntax"),
+                None => "see https://toml.io for the syntax".into(),
+            };
+            Err(ctx.diag(DiagnosticKind::Syntax, &Origin::File(e.span()), "", format!("TOML syntax error: {msg}"), Some(hint)))
         }
     }
+}
+
+/// The key and value of the `key = value` line holding byte `at`, when the value is a
+/// bare word TOML cannot read (`duration = 10s`, `kind = sfq`): the syntax error a
+/// missing pair of quotes makes. None for anything else (an unclosed string, a bad
+/// table header), whose error needs no hint about quotes.
+fn unquoted_value(source: &str, at: usize) -> Option<(&str, &str)> {
+    let at = at.min(source.len());
+    let start = source[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = source[at..].find('\n').map_or(source.len(), |i| at + i);
+    let line = source.get(start..end)?;
+    let line = line.split_once(" #").map_or(line, |(l, _)| l);
+    let (key, value) = line.split_once('=')?;
+    let (key, value) = (key.trim(), value.trim());
+    let bare = |c: char| c.is_ascii_alphanumeric() || "_-.+:/%".contains(c);
+    let is_key = !key.is_empty() && key.chars().all(|c| bare(c) || c == '"');
+    let is_word = !value.is_empty() && value.chars().all(bare) && value.chars().any(|c| c.is_ascii_alphabetic());
+    // A value TOML reads (1e5, 0x1f, true, a date) is not what the error is about.
+    let is_toml = toml_edit::ImDocument::parse(format!("v = {value}")).is_ok();
+    (is_key && is_word && !is_toml).then_some((key, value))
 }
 
 // ---- --set overrides ----

@@ -96,3 +96,26 @@ fn the_whole_command_is_bounded() {
     let e = check_total([&s]).unwrap_err();
     assert!(e.contains("2,000,000"), "{e}");
 }
+
+/// Issue 48: the README bounds durations at "1 hour"; "1h" is a duration, "2h" is
+/// refused with the bound named as the README names it.
+#[test]
+fn durations_take_hours_and_the_bound_is_one_hour() {
+    assert_eq!(ok(UDP, &["duration=1h", "warmup=0.5h"]).duration_ns, 3_600_000_000_000);
+    for set in ["duration=2h", "warmup=61min"] {
+        let d = err(UDP, &[set]).to_string();
+        assert!(d.contains("is longer than the 1 hour (3600 s) a run may take"), "{d}");
+        assert!(d.contains("expected at most \"1h\""), "{d}");
+    }
+}
+
+/// Issue 48: `priority` is documented as 0..=15 (TC_PRIO_MAX); a class is a handle.
+#[test]
+fn priority_is_0_to_15_or_a_handle() {
+    let d = err(UDP, &["traffic.0.priority=16"]).to_string();
+    assert!(d.contains("`traffic.0.priority` = 16 is out of range"), "{d}");
+    assert!(d.contains("0..=15"), "{d}");
+    assert!(err(UDP, &["traffic.0.priority=-1"]).to_string().contains("out of range"));
+    assert_eq!(ok(UDP, &["traffic.0.priority=15"]).traffic.len(), 1);
+    ok(UDP, &["traffic.0.priority=\"1:10\""]);
+}

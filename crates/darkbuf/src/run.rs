@@ -69,7 +69,18 @@ impl std::fmt::Display for Failure {
 pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
     let input = |d: darkbuf_scenario::Diagnostic| Failure::Input(d.to_string());
     let (name, text) = darkbuf_scenario::read_scenario(path).map_err(input)?;
-    let scn = darkbuf_scenario::load_str(&name, &text, set).map_err(input)?;
+    let scn = darkbuf_scenario::load_str(&name, &text, set).map_err(|d| {
+        // `--set KEY=V1,V2` is a list of points, which `sweep` runs; `run` took it for
+        // one value, which the key refused.
+        let lists: Vec<&String> = set.iter().filter(|s| darkbuf_scenario::sweep::is_sweep_set(s)).collect();
+        match lists.first() {
+            Some(l) => Failure::Input(format!(
+                "{d}\nhint: a list of values belongs to `darkbuf sweep`, which runs one point per value: darkbuf sweep {} --set {l}",
+                path.display()
+            )),
+            None => input(d),
+        }
+    })?;
     let shape = darkbuf_scenario::check_plan_entries(&name, &text).map_err(input)?;
     let mut parts = Vec::new();
     if shape.variants > 0 {
@@ -85,7 +96,37 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
             parts.join(" and ")
         );
     }
+    for w in darkbuf_scenario::path_warnings(&scn) {
+        eprintln!("darkbuf: warning: {w}");
+    }
     Ok(scn)
+}
+
+/// Prints each distinct warning once, on stderr: `(label, warning)` pairs, one per
+/// sweep point that gave it; a warning several points gave names how many and which
+/// (the first few), rather than repeating itself per point.
+pub(crate) fn warn_folded(kind: &str, items: Vec<(String, String)>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (label, w) in items {
+        if !by.contains_key(&w) {
+            order.push(w.clone());
+        }
+        by.entry(w).or_default().push(label);
+    }
+    const NAMED: usize = 3;
+    for w in order {
+        let labels = &by[&w];
+        let at = match labels.len() {
+            1 => format!(" in point \"{}\"", labels[0]),
+            n if n <= NAMED => format!(" in points {}", labels.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")),
+            n => format!(
+                " in {n} points ({}, ...)",
+                labels.iter().take(NAMED).map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        eprintln!("darkbuf: {kind}{at}: {w}");
+    }
 }
 
 /// How long work runs before its progress bar appears.
@@ -252,6 +293,12 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
 /// into it, so a long run or sweep never ends in "cannot write" with its results lost.
 pub(crate) fn check_out(c: &Common) -> Result<(), Failure> {
     let Some(dir) = &c.out else { return Ok(()) };
+    if dir.exists() && !dir.is_dir() {
+        return Err(Failure::Input(format!(
+            "--out {}: is not a directory (--out names a directory, created if missing, for results.json, the plots and report.html)",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(|e| Failure::Input(format!("--out {}: cannot create the directory: {e}", dir.display())))?;
     let probe = dir.join(format!(".darkbuf-write-test-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| Failure::Input(format!("--out {}: cannot write into the directory: {e}", dir.display())))?;
@@ -600,6 +647,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         apply_common(&mut scn, c)?;
         points.push((spec.clone(), scn));
     }
+    warn_folded("warning", points.iter().flat_map(|(spec, scn)| darkbuf_scenario::path_warnings(scn).into_iter().map(|w| (spec.label.clone(), w))).collect());
     darkbuf_scenario::limits::check_total(points.iter().map(|(_, s)| s)).map_err(Failure::Input)?;
     check_plot_metrics(plot)?;
     check_plot_metrics_planned(plot, &points.iter().map(|(_, s)| s).collect::<Vec<_>>(), c.backend)?;

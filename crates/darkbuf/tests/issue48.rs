@@ -72,3 +72,88 @@ fn out_on_a_full_disk_is_exit_1_naming_the_file() {
     assert!(err.contains(&format!("darkbuf: cannot write {out}/results.json: No space left on device\n")), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Item 15: "strings need quotes" only where a bare word is the error.
+#[test]
+fn toml_syntax_errors_hint_at_quotes_only_for_a_bare_word() {
+    let p = common::write("issue48", "bare.toml", "name = \"x\"\nduration = 10s\n[[traffic]]\nkind = \"udp\"\n");
+    let o = darkbuf(&["run", &p]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(":2:14: TOML syntax error"), "{err}");
+    assert!(err.contains("strings need quotes: duration = \"10s\""), "{err}");
+    let p = common::write("issue48", "kind.toml", "[qdisc]\nkind = sfq\n");
+    assert!(stderr(&darkbuf(&["run", &p])).contains("strings need quotes: kind = \"sfq\""));
+    for (name, text) in [("unclosed.toml", "name = \"x\nduration = \"1s\"\n"), ("header.toml", "name = \"x\"\n[device\n"), ("dup.toml", "x = 1e5\nx = 1e5\n")] {
+        let p = common::write("issue48", name, text);
+        let o = darkbuf(&["run", &p]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("TOML syntax error") && err.contains("see https://toml.io"), "{name}: {err}");
+        assert!(!err.contains("quotes"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn out_naming_a_file_is_not_a_directory() {
+    let f = common::write("issue48", "a-file", "x");
+    let o = darkbuf(&["run", &repo("scenarios/veth-bql.toml"), "--set", "duration=10ms", "--out", &f]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("darkbuf: --out {f}: is not a directory")), "{err}");
+}
+
+#[test]
+fn a_list_given_to_run_points_to_sweep() {
+    let scn = repo("scenarios/veth-bql.toml");
+    for set in ["consumer.nrules=0,3500", "qdisc.kind=sfq,pfifo"] {
+        let o = darkbuf(&["run", &scn, "--set", set]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("hint: a list of values belongs to `darkbuf sweep`, which runs one point per value: darkbuf sweep {scn} --set {set}")), "{err}");
+    }
+    // A bad single value gets no such hint.
+    assert!(!stderr(&darkbuf(&["run", &scn, "--set", "consumer.nrules=x"])).contains("darkbuf sweep"));
+}
+
+#[test]
+fn two_hours_is_refused_naming_the_one_hour_bound() {
+    let o = darkbuf(&["run", &repo("scenarios/veth-bql.toml"), "--set", "duration=2h"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is longer than the 1 hour (3600 s) a run may take"), "{err}");
+}
+
+#[test]
+fn priority_16_is_refused() {
+    let o = darkbuf(&["run", &repo("scenarios/veth-bql.toml"), "--set", "traffic.0.priority=16"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0..=15"), "{}", stderr(&o));
+}
+
+/// Item 15: a jitter larger than the delay warns, with what netem does; a sweep says it
+/// once for all the points that share it.
+#[test]
+fn a_jitter_beyond_the_delay_warns() {
+    let scn = repo("scenarios/tcp-100mbit.toml");
+    let o = darkbuf(&["run", &scn, "--set", "duration=10ms", "--set", "warmup=0s", "--set", "path.delay=1ms", "--set", "path.jitter=5ms"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("darkbuf: warning: path.jitter (5ms) reaches below zero from path.delay (1ms): netem draws each frame's delay uniformly in delay ± jitter (-4 to 6 ms here) and sends a frame whose draw is negative at once, with no delay; 40.0% of the frames each way"),
+        "{err}"
+    );
+    let o = darkbuf(&["run", &scn, "--set", "duration=10ms", "--set", "warmup=0s", "--set", "path.delay=5ms", "--set", "path.jitter=5ms"]);
+    assert!(!stderr(&o).contains("path.jitter"), "{}", stderr(&o));
+    let o = darkbuf(&["sweep", &scn, "--set", "duration=10ms", "--set", "warmup=0s", "--set", "path.delay=1ms", "--set", "path.jitter=5ms"]);
+    let err = stderr(&o);
+    assert_eq!(err.matches("path.jitter (5ms)").count(), 1, "{err}");
+    assert!(err.contains("darkbuf: warning in points \"no BQL + pfifo_fast\", \"BQL + fq_codel\", \"cake 95Mbit\": path.jitter"), "{err}");
+}
+
+/// all-keys-nic.toml runs as it is (its keys are all-keys.toml's commented block).
+#[test]
+fn all_keys_nic_runs() {
+    let o = darkbuf(&["run", &repo("scenarios/examples/all-keys-nic.toml"), "--set", "duration=300ms", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
