@@ -202,6 +202,9 @@ struct Snapshot {
     mq_children: Vec<(u32, QdiscCounters)>,
     /// `tc -s qdisc show dev DEV` as tc prints it.
     tc_text: Option<String>,
+    /// Every qdisc's xstats, and htb's classes', by the simulator's names.
+    xstats: Vec<crate::xstats::QdiscXstats>,
+    htb_classes: Vec<(String, f64)>,
     tx_link: Option<LinkCounters>,
     rx_link: Option<LinkCounters>,
     /// Peer's `ethtool -S` (veth).
@@ -914,8 +917,11 @@ impl Reader {
             "cat /proc/net/snmp".to_string(),
             format!("tc -s qdisc show dev {}", self.tx_dev),
             "cat /proc/net/netstat".to_string(),
+            format!("tc -s -j class show dev {}", self.tx_dev),
         ];
         if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
+            s.xstats = r[0].as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
+            s.htb_classes = r[5].as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
             s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
             s.qdiscs = r[0].as_deref().map(counters::parse_tc_all).unwrap_or_default();
             s.mq_children = r[0].as_deref().map(counters::parse_tc_mq_children).unwrap_or_default();
@@ -1000,6 +1006,81 @@ impl Reader {
             }
         }
         s
+    }
+}
+
+/// The qdiscs' xstats over the window, as the simulator reports them (`qdisc.<name>`,
+/// summed over the device's qdiscs; see `darkbuf_model::qdisc::xstat`): for every xstat
+/// the model of each configured kind has, the kernel's value, or `null` with why.
+fn qdisc_xstat_metrics(
+    scn: &Scenario,
+    a: &Snapshot,
+    b: &Snapshot,
+    m: &mut BTreeMap<String, Option<f64>>,
+    none: &mut impl FnMut(&mut BTreeMap<String, Option<f64>>, &str, &str),
+) {
+    use darkbuf_model::qdisc::xstat::{xstat_kind, xstat_metric, XstatKind};
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut means: BTreeMap<String, (f64, u32)> = BTreeMap::new();
+    let mut missing: BTreeMap<String, String> = BTreeMap::new();
+    for qb in &b.xstats {
+        let qa = a.xstats.iter().find(|q| q.handle == qb.handle && q.kind == qb.kind);
+        let mut values: Vec<(String, f64)> = qb.values.clone();
+        if qb.kind == "htb" {
+            values.extend(b.htb_classes.iter().cloned());
+        }
+        for name in model_xstat_names(scn, &qb.kind) {
+            if !values.iter().any(|(n, _)| *n == name) {
+                missing.entry(name.clone()).or_insert_with(|| crate::xstats::why_missing(&qb.kind, &name));
+            }
+        }
+        for (name, vb) in values {
+            let kind = xstat_kind(&name);
+            let v = match kind {
+                XstatKind::Counter => {
+                    let va = if name.starts_with("class ") || matches!(name.as_str(), "lends" | "borrows" | "giants") {
+                        a.htb_classes.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+                    } else {
+                        qa.and_then(|q| q.get(&name))
+                    };
+                    (vb - va.unwrap_or(0.0)).max(0.0)
+                }
+                XstatKind::Gauge | XstatKind::Mean => vb,
+            };
+            let metric = format!("qdisc.{}", xstat_metric(&name));
+            if kind == XstatKind::Mean {
+                let e = means.entry(metric).or_default();
+                *e = (e.0 + v, e.1 + 1);
+            } else {
+                *sums.entry(metric).or_default() += v;
+            }
+        }
+    }
+    for (k, (sum, n)) in means {
+        sums.insert(k, sum / n as f64);
+    }
+    for (k, v) in sums {
+        m.insert(k, Some(v));
+    }
+    for (name, why) in missing {
+        let k = format!("qdisc.{}", xstat_metric(&name));
+        if !m.contains_key(&k) {
+            none(m, &k, &why);
+        }
+    }
+}
+
+/// The xstats the simulator's model of a `kind` qdisc reports (htb's per-class ones,
+/// which depend on the classes, and cake's per-tin ones, which depend on the tins the
+/// kernel dumps, are left out), for listing what the kernel did not print.
+fn model_xstat_names(scn: &Scenario, kind: &str) -> Vec<String> {
+    let dev = darkbuf_model::qdisc::DevInfo { tx_queue_len: scn.device.txqueuelen.max(1), ..Default::default() };
+    match darkbuf_model::qdisc::build(kind, darkbuf_model::params::Params::new(Default::default()), &dev) {
+        Ok(q) => {
+            use darkbuf_model::qdisc::Qdisc;
+            q.xstats().into_iter().map(|(n, _)| n.to_string()).filter(|n| !n.starts_with("class ") && !n.starts_with("tin")).collect()
+        }
+        Err(_) => Vec::new(),
     }
 }
 
@@ -1274,6 +1355,7 @@ fn metrics(
             }
         }
         m.insert("dev.noqueue_drops".into(), Some(0.0));
+        qdisc_xstat_metrics(scn, a, b, &mut m, &mut none);
         // mq: each TX queue's own qdisc that saw traffic, as the simulator names them.
         for (txq, qb) in &b.mq_children {
             let qa = a.mq_children.iter().find(|(q, _)| q == txq).map(|(_, c)| c.clone()).unwrap_or_default();

@@ -6,7 +6,7 @@
 //! - [`topo`]: namespaces, veth/tap, qdisc, BQL, NAPI mode, rules; guaranteed teardown.
 //! - [`load`]: the load generator, sink, prober and tap reader (threads in this process).
 //! - [`tcp`]: `kind = "tcp"` traffic: checks, sysctls, flows and their metrics.
-//! - [`counters`], [`trace`], [`probe_trace`]: what is measured, and how it is parsed.
+//! - [`counters`], [`xstats`], [`trace`], [`probe_trace`]: what is measured, and how it is parsed.
 //! - [`backend`]: one scenario run → a `RunRecord` in the results contract's names.
 //! - [`calibrate`]: a measured matrix fitted into a simulator machine profile.
 //! - [`compare`]: simulator and kernel side by side.
@@ -28,6 +28,7 @@ pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
 pub mod tcp_header;
+pub mod xstats;
 pub mod topo;
 pub mod trace;
 

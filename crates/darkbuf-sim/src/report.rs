@@ -6,6 +6,7 @@ use crate::world::World;
 use crate::metrics::SERIES;
 use crate::dev::sch::TcCounters;
 use crate::dev::NetDev;
+use darkbuf_model::qdisc::xstat::{xstat_kind, xstat_metric, xstat_value, XstatKind};
 use darkbuf_model::qdisc::Qdisc;
 use darkbuf_report::{ping_prefixes, RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
@@ -31,40 +32,6 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1] as f64
 }
 
-/// xstats that are gauges (a state, reported as its value at the end); every other
-/// xstat is a counter, reported over the measured window.
-const XSTAT_GAUGES: &[&str] = &[
-    "maxpacket", "count", "lastcount", "ldelay", "drop_next", "new_flows_len", "old_flows_len",
-    "memory_used", "memory_limit", "flows", "inactive_flows", "throttled_flows",
-    "time_next_delayed_flow", "capacity_estimate", "max_pkt_len", "flow_quantum",
-    "sparse_flows", "bulk_flows", "unresponsive_flows", "tokens", "ctokens", "dropping",
-    "band0_pkts", "band1_pkts", "band2_pkts", "unthrottle_latency_ns", "prob", "delay", "avg_dq_rate",
-    "maxq",
-];
-
-/// Gauges that are one qdisc's time (fq's unthrottle-latency EWMA, codel's last
-/// sojourn): over mq's children they are averaged, over the children that sent in the
-/// window, not summed.
-const XSTAT_MEANS: &[&str] = &["unthrottle_latency_ns", "ldelay", "prob", "delay"];
-
-/// The metric name of an xstat: tc's, where it differs from the kernel's struct field
-/// (`tc -s qdisc` prints fq's `unthrottle_latency_ns` as `latency`).
-fn xstat_metric(name: &str) -> &str {
-    match name {
-        "unthrottle_latency_ns" => "latency_ns",
-        other => other,
-    }
-}
-
-/// An xstat's value as a metric: pie's `prob` is the kernel's fixed point (a fraction
-/// of 2^64) and is reported as the fraction `tc -s` prints.
-fn xstat_value(name: &str, v: u64) -> f64 {
-    match name {
-        "prob" => v as f64 / u64::MAX as f64,
-        _ => v as f64,
-    }
-}
-
 impl World {
     /// The device whose TX queue the BQL and ring metrics describe.
     fn measured_dev(&self) -> &NetDev {
@@ -86,7 +53,7 @@ impl World {
 
     /// The qdisc algorithms' xstats by tc's names, summed over this host's qdiscs
     /// (mq's children): counters over the measured window, gauges at its end; the
-    /// per-qdisc times of [`XSTAT_MEANS`] averaged over the qdiscs that sent in the
+    /// per-qdisc times of `XstatKind::Mean` averaged over the qdiscs that sent in the
     /// window (all of them if none did).
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
         let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
@@ -96,13 +63,14 @@ impl World {
             let Some(algo) = q.q.as_ref() else { continue };
             let sent = q.tc_counters().sent_pkts > q.base.sent_pkts;
             for (name, v) in algo.xstats() {
-                let base = if XSTAT_GAUGES.contains(&name) {
-                    0
-                } else {
+                let kind = xstat_kind(name);
+                let base = if kind == XstatKind::Counter {
                     q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b)
+                } else {
+                    0
                 };
                 let v = xstat_value(name, v.saturating_sub(base));
-                if XSTAT_MEANS.contains(&name) {
+                if kind == XstatKind::Mean {
                     if sent || !any_sent {
                         let m = means.entry(name).or_default();
                         *m = (m.0 + v, m.1 + 1);
@@ -482,7 +450,7 @@ impl World {
                     continue;
                 }
                 // The latency is fq's EWMA, a gauge; the others count over the window.
-                let b = if XSTAT_GAUGES.contains(&name) { 0 } else { q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b) };
+                let b = if xstat_kind(name) == XstatKind::Counter { q.xbase.iter().find(|(n, _)| *n == name).map_or(0, |(_, b)| *b) } else { 0 };
                 out.m.insert(format!("qdisc.txq.{txq}.{}", xstat_metric(name)), Some(v.saturating_sub(b) as f64));
             }
         }

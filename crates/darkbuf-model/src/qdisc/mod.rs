@@ -19,6 +19,7 @@ pub mod sfq;
 pub mod skb_list;
 pub mod tbf;
 pub mod tc_print;
+pub mod xstat;
 
 use crate::params::{ParamError, Params};
 use crate::Skb;
