@@ -5,9 +5,13 @@
 //! Timeline of a run (all load tools are threads of this process, see [`crate::load`]):
 //!
 //! ```text
-//! setup ─ sinks ─ floods + prober start ─ warmup ─ snapshot A ─ samples every
-//! sample_interval ─ snapshot B ─ stop, join ─ teardown
+//! setup ─ sinks ─ a snapshot thrown away ─ floods + prober start ─ warmup ─
+//! snapshot A ─ samples every sample_interval ─ snapshot B ─ stop, join ─ teardown
 //! ```
+//!
+//! The load runs past warmup + duration by [`load_tail`] (three snapshots' time and a
+//! second), so that snapshot B still sees it where a snapshot takes seconds (a TCG
+//! guest of `--backend vm`), and stops at the stop flag after B.
 //!
 //! Rates and counters are deltas between the two snapshots, divided by the time between
 //! them; probes count when they were sent inside that window. What the kernel does not
@@ -61,6 +65,19 @@ use std::time::{Duration, Instant};
 pub const FLOOD_PORT_BASE: u16 = 5001;
 /// A probe without a reply after this long is lost.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest the load may run past the run's end while the last snapshot is read
+/// (see [`load_tail`]).
+pub const MAX_LOAD_TAIL: Duration = Duration::from_secs(60);
+
+/// How long the load runs past warmup + duration: the measured window ends with a
+/// snapshot of every counter, which must still see the load running. Three snapshots'
+/// time (measured before the load) and a second, at most [`MAX_LOAD_TAIL`]. Flows and
+/// probes with a `stop` of their own keep it; the tools stop at the stop flag right
+/// after the last snapshot.
+pub fn load_tail(snapshot: Duration) -> Duration {
+    (snapshot * 3 + Duration::from_secs(1)).min(MAX_LOAD_TAIL)
+}
+
 /// Sample period of the qdisc backlog when the scenario asks for no time series.
 pub const DEFAULT_SAMPLE: Duration = Duration::from_millis(100);
 
@@ -107,6 +124,7 @@ pub fn environment() -> Environment {
         cpu: crate::cpu_model(),
         profile: "kernel".into(),
         darkbuf_version: env!("CARGO_PKG_VERSION").into(),
+        vm: None,
     }
 }
 
@@ -631,6 +649,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let warmup = Duration::from_nanos(scn.warmup_ns);
     let duration = Duration::from_nanos(scn.duration_ns);
     let total = warmup + duration;
+    // Tools that wait for the stop flag get `total + MAX_LOAD_TAIL` as their bound; the
+    // load itself runs for `run_for` (below), past snapshot B.
+    let tool_bound = total + MAX_LOAD_TAIL;
     let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
 
     // Devices, and the consumer side.
@@ -642,7 +663,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
                     netns: names.ns_rx.clone(),
                     bind: topo::VETH_RX_ADDR,
                     port: ports[k],
-                    duration: total + Duration::from_secs(1),
+                    duration: tool_bound + Duration::from_secs(1),
                     app_cost,
                 };
                 let (port, h) = load::spawn_sink_bound(spec, Some(o.consumer_cpu), stop.clone());
@@ -661,7 +682,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
                 app_cost,
                 echo_icmp: true,
                 irtt_port: scn.traffic.iter().any(|t| matches!(t, Traffic::Irtt(_))).then_some(TAP_IRTT_PORT),
-                duration: total + Duration::from_secs(1),
+                duration: tool_bound + Duration::from_secs(1),
             };
             let reader = load::create_tap_reader_with(spec, load::TapOpts { cpu: Some(o.consumer_cpu), persist: false }, stop.clone())
                 .map_err(|e| KernelError::Unavailable(format!("creating the tap (/dev/net/tun): {e}")))?;
@@ -686,11 +707,19 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         rx_addr: topo::VETH_RX_ADDR,
         rx_cpu: o.consumer_cpu,
     };
+    // One snapshot before the load, thrown away: it pages in tc, ip and ethtool, and
+    // says how long a snapshot takes here. Under TCG (--backend vm) the first one took
+    // 6.3 s and the next 1.7 s; natively both take tens of ms.
+    let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
+    let t_pre = Instant::now();
+    let _ = reader.snapshot(None);
+    let run_for = total + load_tail(t_pre.elapsed());
+
     let has_tcp = !crate::tcp::entries(scn).is_empty();
     let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
     let grid_t0 = load_t0 + warmup.as_nanos() as u64;
     // In the guard at once: an early return stops them too.
-    guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, total, grid_t0, &stop)?;
+    guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, tool_bound, grid_t0, &stop)?;
 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
@@ -716,8 +745,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             Some(r) => ((r / 1000.0) as usize).clamp(1, 32),
         };
         let max_packets = match rate {
-            Some(r) => (r * total.as_secs_f64() * 1.2) as u64 + 1000,
-            None => (5e6 * total.as_secs_f64()) as u64 + 1000,
+            Some(r) => (r * run_for.as_secs_f64() * 1.2) as u64 + 1000,
+            None => (5e6 * run_for.as_secs_f64()) as u64 + 1000,
         };
         let spec = FloodSpec {
             netns: tx_ns.clone(),
@@ -730,7 +759,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             priority: u.priority,
             tos: (u.dscp << 2) | (u.ecn & 3),
             max_packets,
-            duration: total,
+            duration: run_for,
             batch,
         };
         // Pinned where the scenario puts the sending process (traffic.N.cpu, default 0).
@@ -741,11 +770,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if has_tcp {
         load::sleep_until_ns(load_t0);
     }
-    crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, total, grid_t0, &stop);
+    crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, run_for, grid_t0, &stop);
     let mut probe_trace: Option<std::result::Result<ProbeTrace, String>> = None;
     for (n, p) in pings.iter().enumerate() {
         let interval = Duration::from_nanos(p.interval_ns.max(1_000));
-        let count = (total.as_nanos() / interval.as_nanos()).max(1) as u64;
+        let count = (run_for.as_nanos() / interval.as_nanos()).max(1) as u64;
         let spec = ProbeSpec {
             netns: tx_ns.clone(),
             dst,
@@ -783,7 +812,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let (port, sh) = if scn.device.driver == Driver::Tun {
             (TAP_IRTT_PORT, None)
         } else {
-            let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: total + PROBE_TIMEOUT * 2 };
+            let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: tool_bound + PROBE_TIMEOUT * 2 };
             let (port, sh) = load::spawn_irtt_server(server, Some(o.consumer_cpu), guard.tools.irtt_stop.clone());
             let Some(port) = port else {
                 let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
@@ -799,7 +828,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             payload: (r.length.max(darkbuf_scenario::IRTT_MIN_LENGTH)) as usize,
             tos,
             start_mono_ns: load_t0 + r.start_ns,
-            stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(total.as_nanos() as u64).min(total.as_nanos() as u64),
+            stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(run_for.as_nanos() as u64).min(run_for.as_nanos() as u64),
             timeout: PROBE_TIMEOUT,
         };
         let ch = load::spawn_irtt_client(client, Some(r.cpu as usize), stop.clone());
@@ -807,7 +836,6 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
 
     // Warmup, then the measured window.
-    let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
     if !signals::sleep_unless_signalled(warmup, &stop) {
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
@@ -917,7 +945,7 @@ impl Reader {
             "cat /proc/net/snmp".to_string(),
             format!("tc -s qdisc show dev {}", self.tx_dev),
             "cat /proc/net/netstat".to_string(),
-            format!("tc -s -j class show dev {}", self.tx_dev),
+            format!("tc -s class show dev {}", self.tx_dev),
         ];
         if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
             s.xstats = r[0].as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();

@@ -95,6 +95,9 @@ pub fn install_command(tools: &BTreeMap<String, Option<String>>) -> Option<Strin
     (!pkgs.is_empty()).then(|| format!("sudo apt-get install {}", pkgs.join(" ")))
 }
 
+/// Qdiscs the kernel backend can check for that the simulator does not model yet.
+pub const KERNEL_ONLY_KINDS: &[&str] = &["netem", "ingress", "clsact"];
+
 /// Minimal parameters a kind needs before `tc` accepts it at all.
 fn probe_params(kind: &str) -> &'static [&'static str] {
     match kind {
@@ -161,6 +164,10 @@ pub fn check(cleanup: bool) -> Result<Capabilities> {
             Probe::no(format!("not in {} ({}); `modprobe tcp_{name}` may add it", crate::tcp::AVAILABLE_CC, cc.trim()))
         };
         caps.features.insert(format!("tcp.cc.{name}"), p);
+    }
+    // The kernel's other congestion controls, listed as it has them.
+    for name in cc.split_whitespace().filter(|c| !darkbuf_scenario::CC_NAMES.contains(c)) {
+        caps.features.insert(format!("tcp.cc.{name}"), Probe::yes(format!("in {}; the simulator does not model it", crate::tcp::AVAILABLE_CC)));
     }
     if root {
         let scratch_dev = probe_as_root(&mut caps, kv);
@@ -258,17 +265,31 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
         let _ = ipn(&["link", "set", &s, "up"]);
         let _ = ipn(&["link", "set", &r, "up"]);
         // Qdiscs.
-        for k in darkbuf_model::qdisc::ALL_KINDS {
-            let mut args = vec!["-n", ns.as_str(), "qdisc", "replace", "dev", s.as_str(), "root", k];
+        for k in darkbuf_model::qdisc::ALL_KINDS.iter().chain(KERNEL_ONLY_KINDS) {
+            let at: &[&str] = if matches!(*k, "ingress" | "clsact") { &[] } else { &["root"] };
+            let mut args = vec!["-n", ns.as_str(), "qdisc", "replace", "dev", s.as_str()];
+            args.extend_from_slice(at);
+            args.push(k);
             args.extend_from_slice(probe_params(k));
             let p = match cmd::run("tc", &args) {
+                Ok(o) if o.ok() && KERNEL_ONLY_KINDS.contains(k) => Probe::yes("the kernel has it; the simulator does not model it"),
                 Ok(o) if o.ok() => Probe::yes(""),
                 Ok(o) => Probe::no(first_line(&o.stderr)),
                 Err(e) => Probe::unknown(format!("cannot run tc: {e}")),
             };
             caps.qdiscs.insert(k.to_string(), p);
-            let _ = cmd::run("tc", &["-n", &ns, "qdisc", "del", "dev", &s, "root"]);
+            let del: &str = if matches!(*k, "ingress" | "clsact") { k } else { "root" };
+            let _ = cmd::run("tc", &["-n", &ns, "qdisc", "del", "dev", &s, del]);
         }
+        // An ifb device, which ingress shaping redirects to (sqm-scripts' setup).
+        let ifb = format!("{}i", &s[..s.len() - 1]);
+        let p = match ipn(&["link", "add", "name", &ifb, "type", "ifb"]) {
+            Ok(o) if o.ok() => Probe::yes("ip link add type ifb"),
+            Ok(o) => Probe::no(first_line(&o.stderr)),
+            Err(e) => Probe::unknown(e.to_string()),
+        };
+        let _ = ipn(&["link", "del", &ifb]);
+        f.insert("dev.ifb".into(), p);
         // BQL on veth.
         let bql = format!("/sys/class/net/{s}/queues/tx-0/byte_queue_limits");
         let p = match cmd::run_in(&ns, "test", &["-d", &bql], None) {

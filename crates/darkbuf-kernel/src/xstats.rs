@@ -264,25 +264,31 @@ fn cake_tins(q: &OrderedObject) -> Vec<(String, f64)> {
     out
 }
 
-/// htb's classes in `tc -s -j class show dev DEV`: per class `class MAJ:MIN lends`,
-/// `borrows`, `overlimits` and `dropped` (the simulator's names), and their sums
-/// `lends`, `borrows`, `giants` over the classes (`htb_dump_class_stats()`).
-pub fn parse_htb_classes(json: &str) -> Vec<(String, f64)> {
-    let Ok(arr) = serde_json::from_str::<Vec<OrderedObject>>(json.trim()) else { return Vec::new() };
+/// htb's classes in `tc -s class show dev DEV` (text: iproute2 6.1 prints class
+/// statistics as text even with `-j`): per class `class MAJ:MIN lends`, `borrows`,
+/// `overlimits` and `dropped` (the simulator's names), and their sums `lends`,
+/// `borrows`, `giants` over the classes (`htb_dump_class_stats()`,
+/// `htb_print_xstats()`).
+pub fn parse_htb_classes(text: &str) -> Vec<(String, f64)> {
     let mut per_class = Vec::new();
     let (mut lends, mut borrows, mut giants) = (0.0, 0.0, 0.0);
     let mut any = false;
-    for c in arr.iter().filter(|c| c.str("class") == Some("htb")) {
-        let Some(id) = c.str("handle") else { continue };
-        let g = |k: &str| c.get(k).and_then(num).unwrap_or(0.0);
+    for block in text.split("class htb ").skip(1) {
+        let Some(id) = block.split_whitespace().next() else { continue };
+        // "Sent B bytes P pkt (dropped D, overlimits O requeues R)"
+        let dropped = number_after(block, "(dropped ").unwrap_or(0.0);
+        let overlimits = number_after(block, "overlimits ").unwrap_or(0.0);
+        let (Some(l), Some(b), Some(g)) = (number_after(block, "lended: "), number_after(block, "borrowed: "), number_after(block, "giants: ")) else {
+            continue;
+        };
         any = true;
-        lends += g("lended");
-        borrows += g("borrowed");
-        giants += g("giants");
-        per_class.push((format!("class {id} lends"), g("lended")));
-        per_class.push((format!("class {id} borrows"), g("borrowed")));
-        per_class.push((format!("class {id} overlimits"), g("overlimits")));
-        per_class.push((format!("class {id} dropped"), g("drops")));
+        lends += l;
+        borrows += b;
+        giants += g;
+        per_class.push((format!("class {id} lends"), l));
+        per_class.push((format!("class {id} borrows"), b));
+        per_class.push((format!("class {id} overlimits"), overlimits));
+        per_class.push((format!("class {id} dropped"), dropped));
     }
     if !any {
         return Vec::new();
@@ -290,6 +296,13 @@ pub fn parse_htb_classes(json: &str) -> Vec<(String, f64)> {
     let mut out = vec![("lends".to_string(), lends), ("borrows".to_string(), borrows), ("giants".to_string(), giants)];
     out.extend(per_class);
     out
+}
+
+/// The number right after the first `key` in `text` ("dropped 3," gives 3).
+fn number_after(text: &str, key: &str) -> Option<f64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let n: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+    n.parse().ok()
 }
 
 /// Why the kernel backend cannot report the simulator's xstat `name` of a `kind` qdisc
@@ -346,10 +359,16 @@ mod tests {
     fn htb_classes_and_direct() {
         let q = r#"[{"kind":"htb","handle":"1:","root":true,"options":{"r2q":10,"default":"0x10","direct_packets_stat":3}}]"#;
         assert_eq!(parse_qdiscs(q)[0].get("direct_packets_stat"), Some(3.0));
-        let c = r#"[{"class":"htb","handle":"1:10","parent":"1:","bytes":1,"packets":1,"drops":2,"overlimits":9,
-            "lended":4,"borrowed":0,"giants":0,"tokens":100,"ctokens":100}]"#;
+        // tc 6.1 in a Debian 6.1 guest.
+        let c = "class htb 1:10 root leaf 8001: prio 0 rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n \
+                 Sent 3028 bytes 2 pkt (dropped 2, overlimits 9 requeues 0) \n backlog 0b 0p requeues 0\n \
+                 lended: 4 borrowed: 0 giants: 0\n tokens: 200000 ctokens: 200000\n\n\
+                 class htb 1:20 root prio 0 rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b \n \
+                 Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n \
+                 lended: 1 borrowed: 0 giants: 0\n tokens: 100000 ctokens: 100000\n";
         let v = parse_htb_classes(c);
-        assert!(v.contains(&("lends".to_string(), 4.0)));
+        assert!(v.contains(&("lends".to_string(), 5.0)));
+        assert!(v.contains(&("class 1:20 lends".to_string(), 1.0)));
         assert!(v.contains(&("class 1:10 overlimits".to_string(), 9.0)));
         assert!(v.contains(&("class 1:10 dropped".to_string(), 2.0)));
     }

@@ -134,6 +134,51 @@ pub struct Environment {
     pub cpu: String,
     pub profile: String,
     pub darkbuf_version: String,
+    /// `--backend vm`: the virtual machine the kernel backend ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmEnvironment>,
+}
+
+/// `environment.vm`: the virtual machine of a `--backend vm` run (one boot for all its
+/// points and runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmEnvironment {
+    /// The guest kernel's `uname -r`.
+    pub kernel: String,
+    /// The kernel image booted (a vmlinuz/bzImage path or a kernel build tree).
+    pub image: String,
+    /// "kvm" or "tcg" (QEMU's software emulation).
+    pub accel: String,
+    /// vCPUs.
+    pub cpus: u32,
+    pub memory_mib: u64,
+    /// From launching QEMU to the first run, including any KVM probe boot and the
+    /// boot's calibration, s.
+    pub boot_s: f64,
+    /// The boot's calibration: what the guest delivered against what was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<VmCalibration>,
+    /// What the VM tools said of themselves (`vng --version`, `qemu-system-x86_64 --version`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tools: String,
+}
+
+/// One boot's calibration: a shaped TCP flow and an unshaped UDP flood in the guest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmCalibration {
+    /// The TCP flow's goodput over what the shaper lets through (its rate less the
+    /// TCP/IP/Ethernet headers); 1 = the guest filled the shaped rate.
+    pub tcp_accuracy: Option<f64>,
+    pub tcp_goodput_mbps: Option<f64>,
+    pub tcp_shaped_mbps: f64,
+    /// The UDP flood's delivered packets per second over those asked for.
+    pub udp_accuracy: Option<f64>,
+    pub udp_sink_pps: Option<f64>,
+    pub udp_asked_pps: f64,
+    /// The smaller of the two: `vm.rate_accuracy`.
+    pub rate_accuracy: Option<f64>,
+    /// Guest wall time of the calibration, s.
+    pub wall_s: f64,
 }
 
 /// Where results came from, for a reader who wants to reproduce them (a patch cover

@@ -76,6 +76,7 @@ fn env() -> Environment {
         cpu: "simulated: 2 CPUs".into(),
         profile: "seed-vm".into(),
         darkbuf_version: "0.1.0".into(),
+        vm: None,
     }
 }
 

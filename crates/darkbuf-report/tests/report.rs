@@ -23,6 +23,7 @@ fn env() -> Environment {
         cpu: "sim".into(),
         profile: "seed-vm".into(),
         darkbuf_version: "0.1.0".into(),
+        vm: None,
     }
 }
 

@@ -27,6 +27,7 @@ pub fn environment(scn: &Scenario, p: &Profile) -> Environment {
         cpu: format!("simulated: {} CPUs, HZ={}", scn.machine.cpus, scn.machine.hz),
         profile: p.identity(),
         darkbuf_version: env!("CARGO_PKG_VERSION").into(),
+        vm: None,
     }
 }
 

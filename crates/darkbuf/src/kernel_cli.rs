@@ -140,9 +140,14 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
     let opts = darkbuf_kernel::backend::RunOpts { probe_trace: c.probe_trace, ..darkbuf_kernel::backend::RunOpts::for_scenario(&scn) };
     // The kernel side first: it is the one that can be unavailable (exit 3).
     let guard = SigpipeIgnored::new();
-    let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;
+    let kernel = if c.backend == crate::Backend::Vm {
+        crate::vm_cli::compare_kernel(path, c, &scn)?
+    } else {
+        let (kernel, notes) = darkbuf_kernel::backend::run_scenario(&scn, &opts, |_| {}).map_err(failure)?;
+        print_notes(&notes);
+        kernel
+    };
     drop(guard);
-    print_notes(&notes);
     let p = run::profile_of(&scn)?;
     let (runs, signal) = run::simulate_runs(&scn, &p, run::jobs_of(c), &indicatif::ProgressBar::hidden())?;
     if let Some(s) = signal {

@@ -8,6 +8,7 @@ mod output;
 mod plot_check;
 mod results_json;
 mod run;
+mod vm_cli;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -24,6 +25,49 @@ struct Cli {
 pub enum Backend {
     Sim,
     Kernel,
+    /// The kernel backend inside a kernel booted under QEMU by virtme-ng (`--kernel`,
+    /// `--vm-accel`, `--vm-cpus`, `--vm-memory`); one boot serves the whole command.
+    Vm,
+}
+
+/// `--backend vm`'s settings.
+#[derive(clap::Args, Clone, Debug)]
+pub struct VmArgs {
+    /// --backend vm: the kernel to boot: a bzImage/vmlinuz, or a built kernel tree (its
+    /// modules come with it). Default: the newest /boot/vmlinuz-*.
+    #[arg(long, value_name = "PATH")]
+    pub kernel: Option<PathBuf>,
+    /// --backend vm: modules for a --kernel image that has none under /lib/modules: a
+    /// modules directory, or an INSTALL_MOD_PATH holding lib/modules/RELEASE.
+    #[arg(long, value_name = "DIR")]
+    pub kernel_modules: Option<PathBuf>,
+    /// --backend vm: KVM, TCG (QEMU's software emulation), or auto: KVM only after a
+    /// probe boot comes up within 25 s, else TCG.
+    #[arg(long, value_enum, default_value_t = VmAccel::Auto)]
+    pub vm_accel: VmAccel,
+    /// --backend vm: vCPUs (default: this machine's CPU count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub vm_cpus: Option<u32>,
+    /// --backend vm: guest memory, e.g. 2G or 4096M (default 2G).
+    #[arg(long, value_name = "SIZE", value_parser = vm_cli::parse_memory_mib)]
+    pub vm_memory: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VmAccel {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+impl From<VmAccel> for darkbuf_vm::Accel {
+    fn from(a: VmAccel) -> Self {
+        match a {
+            VmAccel::Auto => darkbuf_vm::Accel::Auto,
+            VmAccel::Kvm => darkbuf_vm::Accel::Kvm,
+            VmAccel::Tcg => darkbuf_vm::Accel::Tcg,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -76,6 +120,8 @@ pub struct Common {
     /// tenth of a 270k packets/s consumer on the development VM.
     #[arg(long)]
     pub probe_trace: bool,
+    #[command(flatten)]
+    pub vm: VmArgs,
 }
 
 #[derive(Subcommand)]
@@ -122,7 +168,15 @@ enum Cmd {
         cleanup: bool,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// kernel: this machine's kernel; vm: a kernel booted in a VM (see --kernel).
+        #[arg(long, value_enum, default_value_t = Backend::Kernel)]
+        backend: Backend,
+        #[command(flatten)]
+        vm: VmArgs,
     },
+    /// The agent inside a `--backend vm` guest (started by the host through virtme-ng).
+    #[command(hide = true)]
+    VmGuest { dir: PathBuf },
     /// Fit the simulator's machine cost profile to this machine.
     Calibrate {
         #[arg(long)]
@@ -167,11 +221,22 @@ fn main() -> ExitCode {
         Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
             kernel_cli::run(&scenario, &common, hist)
         }
+        Cmd::Run { scenario, common, hist } if common.backend == Backend::Vm => vm_cli::run(&scenario, &common, hist),
         Cmd::Run { scenario, common, hist } => run::run(&scenario, &common, hist),
         Cmd::Sweep { scenario, common, rows, plot, hist } => run::sweep(&scenario, &common, rows, &plot, hist),
         Cmd::Report { results, html, plot } => run::check_plot_metrics(&plot).and_then(|()| run::report(&results, html.as_deref(), &plot)),
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
-        Cmd::Check { cleanup, format } => kernel_cli::check(cleanup, format),
+        Cmd::Check { backend: Backend::Vm, format, vm, cleanup } => {
+            if cleanup {
+                eprintln!("darkbuf: note: --cleanup removes leftovers on this machine; a VM leaves none (its guest is discarded)");
+            }
+            vm_cli::check(&vm, format)
+        }
+        Cmd::Check { backend: Backend::Sim, .. } => {
+            Err(run::Failure::Input("check describes a kernel: --backend kernel (this machine's) or vm (a booted kernel)".into()))
+        }
+        Cmd::Check { cleanup, format, .. } => kernel_cli::check(cleanup, format),
+        Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir).clamp(0, 255) as u8),
         Cmd::Calibrate { out, quick, force } => kernel_cli::calibrate(&out, quick, force),
     };
     exit_with(r)

@@ -674,6 +674,24 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             }
             "kernel"
         }
+        Backend::Vm => {
+            // One boot for every point, one point after the other in the guest.
+            let (results, stop) = crate::vm_cli::sweep_points(path, c, &points, &fixed)?;
+            for ((spec, _), results) in points.iter().zip(results) {
+                warn_findings(&format!(" in point \"{}\"", spec.label), &results);
+                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            }
+            match stop {
+                Some(Failure::Interrupted { signal: s, .. }) => signal = Some(s),
+                Some(f) if sweep.points.is_empty() => return Err(f),
+                Some(f) => {
+                    eprintln!("darkbuf: error: {f}; the {} point(s) before it are reported", sweep.points.len());
+                    signal = None;
+                }
+                None => {}
+            }
+            "vm"
+        }
         Backend::Sim => {
             let sim_points = points
                 .iter()

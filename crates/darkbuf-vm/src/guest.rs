@@ -1,0 +1,152 @@
+//! The agent inside the VM (`darkbuf vm-guest DIR`, started by the host through
+//! `vng --exec`): it loads the modules the kernel backend wants, reports the guest,
+//! calibrates, runs `darkbuf check` if asked, and runs each job with the kernel
+//! backend, writing one file per step into the scratch directory DIR (see
+//! [`crate::protocol`]). It is the kernel backend unchanged, in a guest it owns.
+
+use crate::protocol::{self, Boot, Job, JobError, JobOutcome, Plan};
+use darkbuf_kernel::backend::{self, RunOpts};
+use darkbuf_kernel::KernelError;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+/// Modules the agent loads before anything runs, so that `check` lists them and the
+/// first run does not pay for loading them: the TCP congestion controls (only loaded
+/// ones appear in tcp_available_congestion_control), the devices, and the qdiscs and
+/// classifiers (tc would load these on first use).
+pub const MODULES: &[&str] = &[
+    "tcp_bbr", "tcp_dctcp", "tcp_vegas", "tcp_htcp", "veth", "tun", "ifb", "sch_netem", "sch_fq", "sch_fq_codel",
+    "sch_cake", "sch_pie", "sch_fq_pie", "sch_codel", "sch_sfq", "sch_htb", "sch_tbf", "sch_ingress", "cls_u32",
+    "cls_matchall", "cls_fw", "cls_flow", "act_mirred", "act_skbedit",
+];
+
+/// Runs the agent; returns the process's exit code (0 when every step was attempted;
+/// a job's own failure is in its outcome file, not the exit code).
+pub fn main(dir: &Path) -> i32 {
+    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(protocol::GUEST_LOG)).ok();
+    let mut say = |m: &str| {
+        if let Some(f) = log.as_mut() {
+            let _ = writeln!(f, "{m}");
+        }
+    };
+    let plan: Plan = match protocol::read_json(dir, protocol::PLAN) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            say("no plan.json in the scratch directory");
+            return 2;
+        }
+        Err(e) => {
+            say(&format!("plan.json: {e}"));
+            return 2;
+        }
+    };
+    let boot = prepare(&plan, &mut say);
+    if let Err(e) = protocol::write_json(dir, protocol::BOOT, &boot) {
+        say(&format!("cannot write boot.json: {e}"));
+        return 1;
+    }
+    if plan.check {
+        let body = match darkbuf_kernel::caps::check(false) {
+            Ok(c) => serde_json::json!({
+                "capabilities": serde_json::to_value(&c).unwrap_or_default(),
+                "table": darkbuf_kernel::caps::render_table(&c),
+            }),
+            Err(e) => serde_json::json!({ "error": { "code": e.code(), "message": e.message() } }),
+        };
+        if let Err(e) = protocol::write_json(dir, protocol::CHECK, &body) {
+            say(&format!("cannot write check.json: {e}"));
+        }
+    }
+    if plan.calibrate {
+        let cal = crate::calib::calibrate(&mut say);
+        if let Err(e) = protocol::write_json(dir, protocol::CALIBRATION, &cal) {
+            say(&format!("cannot write calibration.json: {e}"));
+        }
+    }
+    for (i, job) in plan.jobs.iter().enumerate() {
+        let out = run_job(job);
+        if let Err(e) = protocol::write_json(dir, &protocol::job_file(i), &out) {
+            say(&format!("cannot write job {i}: {e}"));
+        }
+        if matches!(&out.error, Some(e) if e.code > 128) {
+            break;
+        }
+    }
+    let _ = protocol::write_atomic(dir, protocol::DONE, b"");
+    0
+}
+
+/// Binds the modules directory if one was given, loads [`MODULES`] and describes the
+/// guest.
+fn prepare(plan: &Plan, say: &mut impl FnMut(&str)) -> Boot {
+    let release = darkbuf_kernel::uname_release();
+    if let Some(m) = &plan.modules {
+        let target = format!("/lib/modules/{release}");
+        let src = modules_dir(Path::new(m), &release);
+        let ok = std::fs::create_dir_all(&target).is_ok()
+            && darkbuf_kernel::cmd::run("mount", &["--bind", &src.to_string_lossy(), &target]).is_ok_and(|o| o.ok());
+        say(&format!("modules {} on {target}: {}", src.display(), if ok { "bound" } else { "could not bind" }));
+    }
+    let (mut loaded, mut missing) = (Vec::new(), Vec::new());
+    for m in MODULES {
+        match darkbuf_kernel::cmd::run("modprobe", &[m]) {
+            Ok(o) if o.ok() => loaded.push(m.to_string()),
+            Ok(o) => missing.push(format!("{m}: {}", o.stderr.lines().next().unwrap_or("").trim())),
+            Err(e) => missing.push(format!("{m}: {e}")),
+        }
+    }
+    let uptime_s = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0);
+    let memory_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .map_or(0, |kb| kb / 1024);
+    Boot { release, uptime_s, cpus: darkbuf_kernel::online_cpus() as u32, memory_mib, modules_loaded: loaded, modules_missing: missing }
+}
+
+/// `--kernel-modules DIR`: DIR itself when it holds modules.dep, else
+/// DIR/lib/modules/RELEASE (an INSTALL_MOD_PATH), else DIR/RELEASE.
+pub fn modules_dir(dir: &Path, release: &str) -> std::path::PathBuf {
+    [dir.to_path_buf(), dir.join("lib/modules").join(release), dir.join(release)]
+        .into_iter()
+        .find(|d| d.join("modules.dep").is_file() || d.join("modules.order").is_file())
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// One job: the scenario resolved from its text and overrides, then every run on this
+/// kernel.
+fn run_job(job: &Job) -> JobOutcome {
+    let t0 = Instant::now();
+    let fail = |code: u8, message: String| JobOutcome { results: None, notes: Vec::new(), error: Some(JobError { code, message }), wall_s: t0.elapsed().as_secs_f64() };
+    let mut scn = match darkbuf_scenario::load_str(&job.name_for_errors, &job.text, &job.overrides) {
+        Ok(s) => s,
+        Err(d) => return fail(2, d.to_string()),
+    };
+    scn.label = job.label.clone();
+    if let Some(r) = job.runs {
+        scn.runs = r;
+    }
+    if let Some(s) = job.seed {
+        scn.seed = s;
+    }
+    let opts = RunOpts { probe_trace: job.probe_trace, ..RunOpts::for_scenario(&scn) };
+    match backend::run_scenario(&scn, &opts, |_| {}) {
+        Ok((results, notes)) => JobOutcome {
+            results: serde_json::to_value(&results).ok(),
+            notes,
+            error: None,
+            wall_s: t0.elapsed().as_secs_f64(),
+        },
+        Err(e) => {
+            let code = e.code();
+            let message = match e {
+                KernelError::Interrupted { message, .. } => message,
+                e => e.message().to_string(),
+            };
+            fail(code, message)
+        }
+    }
+}
