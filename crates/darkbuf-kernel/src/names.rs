@@ -89,13 +89,67 @@ pub fn owner_alive(pid: u32) -> bool {
 /// Something a darkbuf run left behind.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Leftover {
-    /// "netns", "device" (in the root namespace), "trace-instance" or "napi-thread".
+    /// "netns", "device" (in the root namespace), "trace-instance", "napi-thread" or
+    /// "vm" (a `--backend vm` QEMU whose darkbuf is gone).
     pub kind: String,
     pub name: String,
     /// The pid in its name, if any.
     pub owner_pid: Option<u32>,
     /// Whether that process is still running (then it is in use, not a leftover).
     pub owner_alive: bool,
+}
+
+/// Set in the environment of darkbuf's agent inside a `--backend vm` guest.
+pub const VM_GUEST_ENV: &str = "DARKBUF_VM_GUEST";
+
+/// QEMU's `-name` for a `--backend vm` boot of darkbuf process PID.
+pub fn vm_name(pid: u32) -> String {
+    format!("darkbuf-vm-{pid}")
+}
+
+/// Scratch directories of `--backend vm` boots (`darkbuf-vm-PID-N` under `tmp`), with
+/// the darkbuf pid in their name.
+pub fn darkbuf_vm_scratch_dirs(tmp: &std::path::Path) -> Vec<(String, u32)> {
+    let Ok(rd) = std::fs::read_dir(tmp) else { return Vec::new() };
+    let mut out: Vec<(String, u32)> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix("darkbuf-vm-")?.split('-').next()?.parse::<u32>().ok()?;
+            e.path().is_dir().then(|| (e.path().display().to_string(), pid))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// QEMU processes of `--backend vm` boots, with the darkbuf pid their `-name` carries:
+/// (qemu pid, darkbuf pid). A darkbuf killed with SIGKILL cannot stop its VM.
+pub fn darkbuf_vm_processes() -> Vec<(u32, u32)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        if !args.first().is_some_and(|a| a.ends_with(b"qemu-system-x86_64")) {
+            continue;
+        }
+        // A zombie is dead already (its parent reaps it).
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) {
+            continue;
+        }
+        let owner = args
+            .windows(2)
+            .find(|w| w[0] == b"-name")
+            .and_then(|w| std::str::from_utf8(w[1]).ok()?.strip_prefix("darkbuf-vm-")?.parse::<u32>().ok());
+        if let Some(owner) = owner {
+            out.push((pid, owner));
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Namespaces named `dkb-*` (from /run/netns).
@@ -224,6 +278,15 @@ pub fn find_leftovers() -> Vec<Leftover> {
             owner_alive: owner_alive(pid),
         });
     }
+    // Inside a --backend vm guest the host's processes and scratch directories are
+    // not ours to judge: the guest sees the host's /tmp, but not its processes.
+    let in_guest = std::env::var_os(VM_GUEST_ENV).is_some();
+    for (pid, owner) in darkbuf_vm_processes().into_iter().filter(|_| !in_guest) {
+        out.push(Leftover { kind: "vm".into(), name: format!("qemu pid {pid}"), owner_pid: Some(owner), owner_alive: owner_alive(owner) });
+    }
+    for (dir, owner) in darkbuf_vm_scratch_dirs(&std::env::temp_dir()).into_iter().filter(|_| !in_guest) {
+        out.push(Leftover { kind: "vm-scratch".into(), name: dir, owner_pid: Some(owner), owner_alive: owner_alive(owner) });
+    }
     for (pid, comm) in darkbuf_napi_threads() {
         // comm = "napi/<dev>-<id>", cut at 15 characters.
         let dev = comm.trim_start_matches("napi/").split('-').next().unwrap_or("");
@@ -287,6 +350,22 @@ pub fn remove_leftovers(items: &[Leftover]) -> (Vec<String>, Vec<String>) {
                     Err(e) => (false, e.to_string()),
                 })
             }
+            "vm" => {
+                let pid = l.name.trim_start_matches("qemu pid ").parse::<i32>().unwrap_or(0);
+                // SAFETY: kill(2) on a QEMU darkbuf started (its -name says so).
+                let r = if pid > 0 { unsafe { libc::kill(pid, libc::SIGKILL) } } else { -1 };
+                let err = std::io::Error::last_os_error().to_string();
+                // Gone (or a zombie for its parent to reap) within a second.
+                let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                while r == 0 && darkbuf_vm_processes().iter().any(|(p, _)| *p as i32 == pid) && std::time::Instant::now() < end {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Ok(if r == 0 { (true, String::new()) } else { (false, err) })
+            }
+            "vm-scratch" => Ok(match std::fs::remove_dir_all(&l.name) {
+                Ok(()) => (true, String::new()),
+                Err(e) => (false, e.to_string()),
+            }),
             // A NAPI kthread goes away with its device; nothing to remove directly.
             _ => continue,
         };

@@ -24,6 +24,8 @@ pub const MODULES: &[&str] = &[
 /// Runs the agent; returns the process's exit code (0 when every step was attempted;
 /// a job's own failure is in its outcome file, not the exit code).
 pub fn main(dir: &Path) -> i32 {
+    // Before any thread: the kernel backend then leaves the host's VM leftovers alone.
+    std::env::set_var(darkbuf_kernel::names::VM_GUEST_ENV, "1");
     let mut log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(protocol::GUEST_LOG)).ok();
     let mut say = |m: &str| {
         if let Some(f) = log.as_mut() {

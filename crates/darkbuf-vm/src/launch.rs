@@ -67,6 +67,8 @@ pub fn vng_command(tools: &Tools, run_arg: &Path, accel: Accel, cpus: u32, memor
     c.arg("--qemu").arg(&tools.qemu);
     c.arg(format!("--rwdir={}", scratch.display()));
     c.arg("--user").arg("root");
+    // QEMU's -name: `darkbuf check` finds the VM of a darkbuf killed outright by it.
+    c.arg("--name").arg(darkbuf_kernel::names::vm_name(std::process::id()));
     c.arg("--exec").arg(format!("{} vm-guest {}", shell_quote(&exe.to_string_lossy()), shell_quote(&scratch.to_string_lossy())));
     c
 }
@@ -82,6 +84,12 @@ impl Vm {
         let log = File::create(scratch.join(protocol::CONSOLE_LOG)).map_err(|e| KernelError::Internal(format!("console log: {e}")))?;
         let log2 = log.try_clone().map_err(|e| KernelError::Internal(format!("console log: {e}")))?;
         cmd.stdin(Stdio::null()).stdout(log).stderr(log2).process_group(0);
+        // vng runs virtme-run, which forks QEMU: when they exit before QEMU (on SIGTERM),
+        // QEMU is reparented to this process, which then reaps it (`stop()`).
+        // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        }
         // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory
         // of the parent; it runs in the child between fork and exec.
         unsafe {
@@ -113,6 +121,7 @@ impl Vm {
             }
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(status)) = c.try_wait() {
+                    reap_group(c.id() as libc::pid_t, Duration::from_secs(5));
                     self.child = None;
                     // The file may have landed just before the exit.
                     if self.scratch.join(name).exists() {
@@ -135,7 +144,10 @@ impl Vm {
         let end = Instant::now() + limit;
         while let Some(c) = self.child.as_mut() {
             match c.try_wait() {
-                Ok(Some(_)) | Err(_) => self.child = None,
+                Ok(Some(_)) | Err(_) => {
+                    reap_group(c.id() as libc::pid_t, Duration::from_secs(5));
+                    self.child = None;
+                }
                 Ok(None) if Instant::now() >= end || signals::received().is_some() => self.stop(),
                 Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             }
@@ -165,16 +177,34 @@ impl Vm {
                 Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
-        // Anything else left in the group (a helper QEMU started).
+        // What is left of the group (QEMU forked by virtme-run), killed and reaped: with
+        // this process as their subreaper they are our children now.
         // SAFETY: as above; ESRCH when the group is gone is fine.
         unsafe {
             libc::kill(-pgid, libc::SIGKILL);
         }
+        reap_group(pgid, Duration::from_secs(5));
     }
 
     /// The last `n` lines of the console log, for an error message.
     pub fn console_tail(&self, n: usize) -> String {
         console_tail(&self.scratch, n)
+    }
+}
+
+/// Waits for every process of group `pgid` that is this process's child, up to `limit`.
+fn reap_group(pgid: libc::pid_t, limit: Duration) {
+    let end = Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own process group with WNOHANG.
+        let r = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+        if r < 0 || Instant::now() >= end {
+            return; // ECHILD: nothing of the group is left.
+        }
+        if r == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

@@ -35,7 +35,7 @@ pub fn find(path_var: &str) -> Result<Tools> {
     let missing: Vec<String> = want.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|((n, what), _)| format!("{n}: {what}")).collect();
     if !missing.is_empty() {
         return Err(KernelError::Unavailable(format!(
-            "--backend vm needs {} on PATH; install with: {INSTALL_LINE}",
+            "--backend vm needs these on PATH: {}; install with: {INSTALL_LINE}",
             missing.join("; ")
         )));
     }

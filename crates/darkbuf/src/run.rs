@@ -656,6 +656,8 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let mut sweep = SweepResults { provenance: Some(provenance(path)), name: name.clone(), points: Vec::new() };
     let planned = points.len();
     let mut signal = None;
+    // A VM that failed after some points: they are printed and written, then this.
+    let mut late_error: Option<Failure> = None;
     let backend = match c.backend {
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
@@ -684,10 +686,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             match stop {
                 Some(Failure::Interrupted { signal: s, .. }) => signal = Some(s),
                 Some(f) if sweep.points.is_empty() => return Err(f),
-                Some(f) => {
-                    eprintln!("darkbuf: error: {f}; the {} point(s) before it are reported", sweep.points.len());
-                    signal = None;
-                }
+                Some(f) => late_error = Some(f),
                 None => {}
             }
             "vm"
@@ -739,6 +738,15 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         }
         s
     })?;
+    if let Some(f) = late_error {
+        let kept = format!("; kept the {} of {planned} points that finished", sweep.points.len());
+        return Err(match f {
+            Failure::Input(m) => Failure::Input(m + &kept),
+            Failure::Backend(m) => Failure::Backend(m + &kept),
+            Failure::Internal(m) => Failure::Internal(m + &kept),
+            f => f,
+        });
+    }
     match signal {
         Some(s) => Err(Failure::interrupted(s, &format!("; kept the {} of {planned} points that finished", sweep.points.len()))),
         // A --plot metric that could not be ruled out before the sweep but that no

@@ -527,7 +527,12 @@ fn run_sender(spec: &TcpSenderSpec, stop: &AtomicBool) -> io::Result<TcpSenderSt
                 continue;
             }
             if let Err(e) = write_some(&socks[i], &block, &mut st.flows[i]) {
-                st.errors.push(format!("flow {i}: {e}"));
+                // The receivers close their sockets when the run stops; a write that
+                // meets the closed connection then is the end of the run, not an error.
+                let closed_at_stop = stop.load(Ordering::Relaxed) && matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET));
+                if !closed_at_stop {
+                    st.errors.push(format!("flow {i}: {e}"));
+                }
                 socks[i] = None;
             }
         }
