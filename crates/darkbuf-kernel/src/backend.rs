@@ -9,9 +9,10 @@
 //! snapshot A ─ samples every sample_interval ─ snapshot B ─ stop, join ─ teardown
 //! ```
 //!
-//! The load runs past warmup + duration by [`load_tail`] (three snapshots' time and a
-//! second), so that snapshot B still sees it where a snapshot takes seconds (a TCG
-//! guest of `--backend vm`), and stops at the stop flag after B.
+//! The load runs until the stop flag after snapshot B (bounded by [`MAX_LOAD_TAIL`]
+//! past warmup + duration), so that B still sees it where a snapshot takes seconds (a
+//! TCG guest of `--backend vm`). Each side's counters are rated over the time between
+//! the two snapshots' reads of that side.
 //!
 //! Rates and counters are deltas between the two snapshots, divided by the time between
 //! them; probes count when they were sent inside that window. What the kernel does not
@@ -65,18 +66,12 @@ use std::time::{Duration, Instant};
 pub const FLOOD_PORT_BASE: u16 = 5001;
 /// A probe without a reply after this long is lost.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// The longest the load may run past the run's end while the last snapshot is read
-/// (see [`load_tail`]).
+/// How long the load may run past warmup + duration: the measured window ends with a
+/// snapshot of every counter, which must still see the load running, and under load
+/// in a TCG guest a snapshot took several seconds. The tools stop at the stop flag
+/// right after that snapshot; this only bounds them. Flows and probes with a `stop`
+/// of their own keep it.
 pub const MAX_LOAD_TAIL: Duration = Duration::from_secs(60);
-
-/// How long the load runs past warmup + duration: the measured window ends with a
-/// snapshot of every counter, which must still see the load running. Three snapshots'
-/// time (measured before the load) and a second, at most [`MAX_LOAD_TAIL`]. Flows and
-/// probes with a `stop` of their own keep it; the tools stop at the stop flag right
-/// after the last snapshot.
-pub fn load_tail(snapshot: Duration) -> Duration {
-    (snapshot * 3 + Duration::from_secs(1)).min(MAX_LOAD_TAIL)
-}
 
 /// Sample period of the qdisc backlog when the scenario asks for no time series.
 pub const DEFAULT_SAMPLE: Duration = Duration::from_millis(100);
@@ -212,6 +207,11 @@ pub fn before_run() -> Vec<String> {
 #[derive(Clone, Debug, Default)]
 struct Snapshot {
     at: Option<Instant>,
+    /// When the sender's and the receiver's namespace sections ran (their midpoints):
+    /// where a snapshot takes seconds (a TCG guest), each side's counters are rated
+    /// over their own window.
+    tx_at: Option<Instant>,
+    rx_at: Option<Instant>,
     mono_ns: u64,
     qdisc: Option<QdiscCounters>,
     /// Root and children (mq), for stall detection.
@@ -707,13 +707,12 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         rx_addr: topo::VETH_RX_ADDR,
         rx_cpu: o.consumer_cpu,
     };
-    // One snapshot before the load, thrown away: it pages in tc, ip and ethtool, and
-    // says how long a snapshot takes here. Under TCG (--backend vm) the first one took
-    // 6.3 s and the next 1.7 s; natively both take tens of ms.
+    // One snapshot before the load, thrown away: it pages in tc, ip and ethtool. Under
+    // TCG (--backend vm) the first one took 6.3 s and the next 1.7 s; natively both take
+    // tens of ms.
     let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
-    let t_pre = Instant::now();
     let _ = reader.snapshot(None);
-    let run_for = total + load_tail(t_pre.elapsed());
+    let run_for = total + MAX_LOAD_TAIL;
 
     let has_tcp = !crate::tcp::entries(scn).is_empty();
     let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
@@ -947,7 +946,10 @@ impl Reader {
             "cat /proc/net/netstat".to_string(),
             format!("tc -s class show dev {}", self.tx_dev),
         ];
-        if let Ok(r) = cmd::sections_in(&n.ns_tx, &tx_cmds) {
+        let t_tx = Instant::now();
+        let tx = cmd::sections_in(&n.ns_tx, &tx_cmds);
+        s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
+        if let Ok(r) = tx {
             s.xstats = r[0].as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
             s.htb_classes = r[5].as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
             s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
@@ -969,7 +971,10 @@ impl Reader {
                 format!("ip -s -j link show dev {}", n.dev_rx),
                 "cat /proc/net/snmp".to_string(),
             ];
-            if let Ok(r) = cmd::sections_in(&n.ns_rx, &rx_cmds) {
+            let t_rx = Instant::now();
+            let rx = cmd::sections_in(&n.ns_rx, &rx_cmds);
+            s.rx_at = Some(t_rx + t_rx.elapsed() / 2);
+            if let Ok(r) = rx {
                 s.rx_ethtool = r[0].as_deref().map(counters::parse_ethtool_stats).unwrap_or_default();
                 s.rx_link = r[1].as_deref().and_then(counters::parse_ip_link);
                 s.snmp_rx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
@@ -1138,10 +1143,12 @@ fn metrics(
         m.insert(k.into(), None);
         why.entry(k.into()).or_insert_with(|| reason.into());
     };
-    let secs = match (a.at, b.at) {
+    let window = |x: Option<Instant>, y: Option<Instant>| match (x, y) {
         (Some(x), Some(y)) if y > x => (y - x).as_secs_f64(),
         _ => scn.duration_ns as f64 / 1e9,
     };
+    let secs = window(a.at, b.at);
+    let (secs_tx, secs_rx) = (window(a.tx_at.or(a.at), b.tx_at.or(b.at)), window(a.rx_at.or(a.at), b.rx_at.or(b.at)));
     let veth = scn.device.driver == Driver::Veth;
     let mut timeseries = BTreeMap::new();
     let mut histograms = BTreeMap::new();
@@ -1227,7 +1234,7 @@ fn metrics(
     }
 
     // Consumer and sink.
-    let rate = |d: Option<u64>| d.map(|x| x as f64 / secs);
+    let rate = |d: Option<u64>| d.map(|x| x as f64 / secs_rx);
     if veth {
         let napi_pkts = delta(counters::sum_rx_queue(&a.rx_ethtool, "xdp_packets"), counters::sum_rx_queue(&b.rx_ethtool, "xdp_packets"));
         let rx_pkts = delta(a.rx_link.as_ref().map(|l| l.rx_packets), b.rx_link.as_ref().map(|l| l.rx_packets));
@@ -1326,7 +1333,7 @@ fn metrics(
     none(&mut m, "ring.occupancy_avg", "the kernel does not expose a ptr_ring's fill level");
 
     // Sender.
-    match rate(snmp_delta(&a.snmp_tx, &b.snmp_tx, "OutDatagrams")) {
+    match snmp_delta(&a.snmp_tx, &b.snmp_tx, "OutDatagrams").map(|x| x as f64 / secs_tx) {
         Some(v) => {
             m.insert("flood.pps".into(), Some(v));
         }

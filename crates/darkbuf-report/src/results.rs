@@ -175,6 +175,14 @@ pub struct VmCalibration {
     pub udp_accuracy: Option<f64>,
     pub udp_sink_pps: Option<f64>,
     pub udp_asked_pps: f64,
+    /// What the flood sent, and where the rest was lost: the guest's veth ring
+    /// (`ring.drops`) and the sink socket's receive buffer (`udp.rcvbuf_errors`), per s.
+    #[serde(default)]
+    pub udp_flood_pps: Option<f64>,
+    #[serde(default)]
+    pub udp_ring_drops: Option<f64>,
+    #[serde(default)]
+    pub udp_rcvbuf_errors: Option<f64>,
     /// The smaller of the two: `vm.rate_accuracy`.
     pub rate_accuracy: Option<f64>,
     /// Guest wall time of the calibration, s.

@@ -54,7 +54,12 @@ pub fn calibrate(say: &mut impl FnMut(&str)) -> VmCalibration {
     let udp = run("calib-udp.toml", UDP_SCENARIO, say);
     let tcp_shaped_mbps = TCP_SHAPED_BPS * TCP_PAYLOAD_SHARE / 1e6;
     let udp_asked_pps = UDP_ASKED_BPS / (8.0 * darkbuf_scenario::udp_frame_len(UDP_PAYLOAD) as f64);
-    accuracy(mean(&tcp, "tcp.goodput_mbps"), tcp_shaped_mbps, mean(&udp, "sink.pps"), udp_asked_pps, t0.elapsed().as_secs_f64())
+    let mut c = accuracy(mean(&tcp, "tcp.goodput_mbps"), tcp_shaped_mbps, mean(&udp, "sink.pps"), udp_asked_pps, t0.elapsed().as_secs_f64());
+    c.udp_flood_pps = mean(&udp, "flood.pps");
+    let window_s = udp.as_ref().map_or(1.0, |r| r.scenario.get("duration_ns").and_then(|d| d.as_f64()).unwrap_or(1e9) / 1e9);
+    c.udp_ring_drops = mean(&udp, "ring.drops").map(|d| d / window_s);
+    c.udp_rcvbuf_errors = mean(&udp, "udp.rcvbuf_errors").map(|d| d / window_s);
+    c
 }
 
 /// The calibration from its two measurements.
@@ -65,7 +70,7 @@ pub fn accuracy(tcp_goodput_mbps: Option<f64>, tcp_shaped_mbps: f64, udp_sink_pp
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    VmCalibration { tcp_accuracy, tcp_goodput_mbps, tcp_shaped_mbps, udp_accuracy, udp_sink_pps, udp_asked_pps, rate_accuracy, wall_s }
+    VmCalibration { tcp_accuracy, tcp_goodput_mbps, tcp_shaped_mbps, udp_accuracy, udp_sink_pps, udp_asked_pps, rate_accuracy, wall_s, ..Default::default() }
 }
 
 #[cfg(test)]

@@ -223,13 +223,16 @@ fn wait_file<T: for<'de> serde::Deserialize<'de>>(vm: &mut launch::Vm, scratch: 
 pub fn calibration_line(c: &VmCalibration) -> String {
     let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.0}%", 100.0 * v));
     format!(
-        "calibration: TCP {} of htb's {:.2} Mbit/s ({}), UDP {} of the {:.0} pps asked ({}); vm.rate_accuracy {}",
+        "calibration: TCP {} of htb's {:.2} Mbit/s ({}), UDP {} of the {:.0} pps asked ({}; the flood sent {}, ring drops {}/s, socket drops {}/s); vm.rate_accuracy {}",
         c.tcp_goodput_mbps.map_or("n/a".into(), |g| format!("{g:.2} Mbit/s")),
         c.tcp_shaped_mbps,
         pct(c.tcp_accuracy),
         c.udp_sink_pps.map_or("n/a".into(), |p| format!("{p:.0} pps")),
         c.udp_asked_pps,
         pct(c.udp_accuracy),
+        c.udp_flood_pps.map_or("n/a".into(), |p| format!("{p:.0} pps")),
+        c.udp_ring_drops.map_or("n/a".into(), |p| format!("{p:.0}")),
+        c.udp_rcvbuf_errors.map_or("n/a".into(), |p| format!("{p:.0}")),
         c.rate_accuracy.map_or("n/a".into(), |a| format!("{a:.2}")),
     )
 }

@@ -97,6 +97,7 @@ pub fn run_points(
             say(&format!("booted {} ({}) in {:.1} s", env.kernel, env.accel, env.boot_s));
             env_seen = Some(env.clone());
         }
+        say(&format!("point {} of {} done in {:.1} s (guest wall time)", results.len() + 1, points.len(), out.wall_s));
         if stop.is_none() {
             match outcome_results(out, env) {
                 Ok(r) => results.push(darkbuf_vm::annotate(r, env)),
