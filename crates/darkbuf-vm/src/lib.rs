@@ -12,13 +12,15 @@
 //! - [`tools`]: vng, QEMU and busybox on PATH, or exit 3 with the install line;
 //! - [`image`]: which kernel (`--kernel`, or the newest under /boot);
 //! - [`launch`]: the QEMU process, its time limits, Ctrl-C, the scratch directory;
-//! - [`calib`]: the boot's calibration.
+//! - [`calib`]: the boot's calibration;
+//! - [`suite`]: the differential suite's cases and verdicts (`darkbuf validate`).
 
 pub mod calib;
 pub mod guest;
 pub mod image;
 pub mod launch;
 pub mod protocol;
+pub mod suite;
 pub mod tools;
 
 pub use launch::Accel;

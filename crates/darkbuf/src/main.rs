@@ -8,6 +8,7 @@ mod output;
 mod plot_check;
 mod results_json;
 mod run;
+mod validate;
 mod vm_cli;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -174,6 +175,10 @@ enum Cmd {
         #[command(flatten)]
         vm: VmArgs,
     },
+    /// The differential suite: validation/suite.toml's cases on the simulator and on a
+    /// kernel booted in a VM (one boot), one table per metric with the simulator's error
+    /// and whether it is within tolerance.
+    Validate(validate::ValidateArgs),
     /// The agent inside a `--backend vm` guest (started by the host through virtme-ng).
     #[command(hide = true)]
     VmGuest { dir: PathBuf },
@@ -236,6 +241,7 @@ fn main() -> ExitCode {
             Err(run::Failure::Input("check describes a kernel: --backend kernel (this machine's) or vm (a booted kernel)".into()))
         }
         Cmd::Check { cleanup, format, .. } => kernel_cli::check(cleanup, format),
+        Cmd::Validate(args) => validate::validate(&args),
         Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir).clamp(0, 255) as u8),
         Cmd::Calibrate { out, quick, force } => kernel_cli::calibrate(&out, quick, force),
     };

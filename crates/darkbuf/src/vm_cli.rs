@@ -9,7 +9,7 @@ use darkbuf_report::Results;
 use darkbuf_vm::protocol::JobOutcome;
 use std::path::Path;
 
-fn failure(e: KernelError) -> Failure {
+pub(crate) fn failure(e: KernelError) -> Failure {
     match e {
         KernelError::Input(m) => Failure::Input(m),
         KernelError::Unavailable(m) => Failure::Backend(m),
@@ -36,7 +36,7 @@ pub fn parse_memory_mib(s: &str) -> Result<u64, String> {
     Ok(mib)
 }
 
-fn opts(v: &VmArgs) -> darkbuf_vm::VmOpts {
+pub(crate) fn opts(v: &VmArgs) -> darkbuf_vm::VmOpts {
     darkbuf_vm::VmOpts {
         kernel: v.kernel.clone(),
         modules: v.kernel_modules.clone(),
@@ -51,7 +51,7 @@ fn say(line: &str) {
 }
 
 /// A job's results, or its failure as the CLI's.
-fn outcome_results(out: JobOutcome, env: &darkbuf_report::VmEnvironment) -> Result<Results, Failure> {
+pub(crate) fn outcome_results(out: JobOutcome, env: &darkbuf_report::VmEnvironment) -> Result<Results, Failure> {
     for n in &out.notes {
         eprintln!("darkbuf: vm: kernel: {n}");
     }
@@ -130,22 +130,22 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     run::warn_findings("", &results);
     run::emit(c, &results, darkbuf_report::run_csv(&results), || {
         let vm = results.environment.vm.as_ref();
-        println!(
-            "{} ({} run{}, kernel {} in a VM, {})",
+        let mut s = format!(
+            "{} ({} run{}, kernel {} in a VM, {})\n",
             scn.name,
             scn.runs,
             if scn.runs == 1 { "" } else { "s" },
             results.environment.kernel,
             vm.map_or("", |v| v.accel.as_str())
         );
-        print!("{}", darkbuf_report::run_table(&results));
+        s.push_str(&darkbuf_report::run_table(&results));
         if hist {
             for r in &results.runs {
-                println!("\nhistograms, seed {}:", r.seed);
-                print!("{}", darkbuf_report::histograms_text(r));
+                s.push_str(&format!("\nhistograms, seed {}:\n", r.seed));
+                s.push_str(&darkbuf_report::histograms_text(r));
             }
         }
-        run::print_printouts(&results, hist);
+        s + &run::printouts_text(&results, hist)
     })
 }
 

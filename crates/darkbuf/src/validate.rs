@@ -1,0 +1,185 @@
+//! `darkbuf validate`: the differential suite. Every case of `validation/suite.toml`
+//! on the simulator and on a kernel booted in a VM (one boot for all), and one table
+//! per metric: sim, kernel, the simulator's error, the tolerance, and the verdict.
+
+use crate::run::{self, Failure};
+use crate::{Format, VmArgs};
+use darkbuf_vm::suite::{self, Case, Verdict};
+use std::path::{Path, PathBuf};
+
+/// `darkbuf validate`'s flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ValidateArgs {
+    /// The suite file.
+    #[arg(long, value_name = "FILE", default_value = "validation/suite.toml")]
+    pub suite_file: PathBuf,
+    /// full: every case; ci: the cases marked `ci = true`.
+    #[arg(long, value_enum, default_value_t = SuiteKind::Full)]
+    pub suite: SuiteKind,
+    /// Only the cases whose name contains this (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
+    /// Runs per case on each side (seeds 1..=N on the simulator).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
+    /// Exit 1 when a judged metric is outside its tolerance.
+    #[arg(long)]
+    pub strict: bool,
+    /// table or json on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write validation.md (the tables, with the commit and the kernel) and
+    /// validation.json here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub vm: VmArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuiteKind {
+    Full,
+    Ci,
+}
+
+/// One case, resolved.
+struct Planned<'a> {
+    case: &'a Case,
+    file: PathBuf,
+    text: String,
+    overrides: Vec<String>,
+    scn: darkbuf_scenario::Scenario,
+}
+
+fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressure: bool) -> Result<Vec<Planned<'a>>, Failure> {
+    let mut out = Vec::new();
+    for case in &suite.cases {
+        if args.suite == SuiteKind::Ci && !case.ci {
+            continue;
+        }
+        if !args.only.is_empty() && !args.only.iter().any(|o| case.name.contains(o.as_str())) {
+            continue;
+        }
+        let file = dir.join(&case.scenario);
+        let (name, text) = darkbuf_scenario::read_scenario(&file).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
+        let mut overrides = case.set.clone();
+        let probe = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
+        // veth's ring backpressure is the guest kernel's (6.16+), not a choice.
+        if probe.device.driver == darkbuf_scenario::Driver::Veth {
+            overrides.push(format!("device.backpressure={backpressure}"));
+        }
+        overrides.push(format!("runs={}", args.runs));
+        let scn = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
+        out.push(Planned { case, file, text, overrides, scn });
+    }
+    if out.is_empty() {
+        return Err(Failure::Input(format!("no case of {} matches (--suite, --only)", args.suite_file.display())));
+    }
+    Ok(out)
+}
+
+/// `darkbuf validate`.
+pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
+    if args.format == Format::Csv {
+        return Err(Failure::Input("validate prints a table or JSON (--format table|json)".into()));
+    }
+    let text = std::fs::read_to_string(&args.suite_file).map_err(|e| {
+        Failure::Input(format!("{}: {e} (run from the darkbuf repository, or pass --suite-file)", args.suite_file.display()))
+    })?;
+    let suite = suite::parse(&args.suite_file.display().to_string(), &text).map_err(Failure::Input)?;
+    let dir = args.suite_file.parent().unwrap_or(Path::new("."));
+    // The guest's release decides veth backpressure; the VM reports the same image.
+    let image = darkbuf_vm::image::select(args.vm.kernel.as_deref(), Path::new("/boot")).ok();
+    let release = image.as_ref().map(|i| i.release.clone()).unwrap_or_default();
+    let kv = darkbuf_kernel::KernelVersion::parse(&release).unwrap_or_default();
+    let planned = plan(args, &suite, dir, kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE)?;
+    if let Some(d) = &args.out {
+        std::fs::create_dir_all(d).map_err(|e| Failure::Input(format!("--out {}: {e}", d.display())))?;
+    }
+    eprintln!("darkbuf: validate: {} case(s), simulator first", planned.len());
+    let mut sims = Vec::new();
+    for p in &planned {
+        let prof = run::profile_of(&p.scn)?;
+        let (runs, signal) = run::simulate_runs(&p.scn, &prof, rayon::current_num_threads(), &indicatif::ProgressBar::hidden())?;
+        if let Some(s) = signal {
+            return Err(Failure::interrupted(s, " while simulating"));
+        }
+        sims.push(run::results_of(&p.scn, &prof, runs));
+    }
+    let jobs = planned
+        .iter()
+        .map(|p| {
+            let name = p.file.display().to_string();
+            (darkbuf_vm::job(&name, &p.text, p.overrides.clone(), &p.case.name, None, None, false), (p.scn.warmup_ns, p.scn.duration_ns, p.scn.runs))
+        })
+        .collect();
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    let opts = crate::vm_cli::opts(&args.vm);
+    let booted = darkbuf_vm::run(&opts, jobs, false, true, |l| eprintln!("darkbuf: vm: {l}"), |i, out, env| {
+        let p = &planned[i];
+        eprintln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
+        match crate::vm_cli::outcome_results(out, env) {
+            Ok(k) => verdicts.extend(suite::judge(p.case, &sims[i], &darkbuf_vm::annotate(k, env))),
+            Err(Failure::Interrupted { signal, message }) => return Err(darkbuf_kernel::KernelError::Interrupted { signal, message }),
+            Err(f) => failures.push(format!("{}: {f}", p.case.name)),
+        }
+        Ok(())
+    });
+    let booted = booted.map_err(crate::vm_cli::failure)?;
+    let md = markdown(&booted.env, &verdicts, &failures, args);
+    let text = match args.format {
+        Format::Json => {
+            let v = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures });
+            serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))? + "\n"
+        }
+        _ => md.clone(),
+    };
+    if let Some(d) = &args.out {
+        let json = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures });
+        for (f, body) in [("validation.md", md.clone()), ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")] {
+            std::fs::write(d.join(f), body).map_err(|e| Failure::Internal(format!("{}: {e}", d.join(f).display())))?;
+        }
+    }
+    crate::output::stdout(&text)?;
+    if !failures.is_empty() {
+        return Err(Failure::Backend(format!("{} case(s) did not run in the VM: {}", failures.len(), failures.join("; "))));
+    }
+    if args.strict && verdicts.iter().any(|v| v.within == Some(false)) {
+        return Err(Failure::Internal("--strict: some metrics are outside their tolerance (above)".into()));
+    }
+    Ok(())
+}
+
+/// The page: what ran where, the summary, and the tables.
+fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures: &[String], args: &ValidateArgs) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "darkbuf {} ({}); kernel {} ({}), {} under {}, {} vCPUs, {} MiB; booted and calibrated in {:.0} s\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("DARKBUF_COMMIT"),
+        env.kernel,
+        env.image,
+        env.tools,
+        env.accel,
+        env.cpus,
+        env.memory_mib,
+        env.boot_s
+    ));
+    if let Some(c) = &env.calibration {
+        s.push_str(&format!("{}\n", darkbuf_vm::calibration_line(c)));
+    }
+    s.push_str(&format!(
+        "command: darkbuf validate --suite {} --runs {}{}\n\n",
+        if args.suite == SuiteKind::Ci { "ci" } else { "full" },
+        args.runs,
+        args.only.iter().map(|o| format!(" --only {o}")).collect::<String>()
+    ));
+    s.push_str(&suite::summary(verdicts));
+    s.push_str("\n\n");
+    for f in failures {
+        s.push_str(&format!("did not run: {f}\n"));
+    }
+    s.push_str(&suite::tables(verdicts));
+    s
+}
