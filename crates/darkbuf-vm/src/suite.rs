@@ -34,20 +34,38 @@ pub struct Case {
 
 /// A metric's tolerance: relative (0.10 = the simulator within 10% of the kernel), in
 /// points for `*_pct` metrics, or `"info"`: shown, not judged.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Tolerance {
     Within(f64),
-    #[serde(deserialize_with = "info")]
     Info,
 }
 
-fn info<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
-    let s = String::deserialize(d)?;
-    if s == "info" {
-        Ok(())
-    } else {
-        Err(serde::de::Error::custom(format!("a tolerance is a number (0.1 = 10%) or \"info\", not \"{s}\"")))
+impl<'de> Deserialize<'de> for Tolerance {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Tolerance;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tolerance: a number (0.1 = 10%) or \"info\"")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Tolerance, E> {
+                Ok(Tolerance::Within(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Tolerance, E> {
+                Ok(Tolerance::Within(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Tolerance, E> {
+                Ok(Tolerance::Within(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Tolerance, E> {
+                match v {
+                    "info" => Ok(Tolerance::Info),
+                    _ => Err(E::custom(format!("a tolerance is a number (0.1 = 10%) or \"info\", not \"{v}\""))),
+                }
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

@@ -1,0 +1,83 @@
+//! `--backend vm` and `darkbuf validate` from the command line, without booting a VM:
+//! what a machine without the tools, or bad flags, get. (Booting is `.ci/vm-test`'s.)
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn darkbuf(args: &[&str], path_var: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_darkbuf"));
+    c.args(args).current_dir(root());
+    if let Some(p) = path_var {
+        c.env("PATH", p);
+    }
+    c.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An empty directory as PATH: no vng, no QEMU, no busybox.
+fn empty_path() -> String {
+    let d = std::env::temp_dir().join(format!("darkbuf-vm-cli-path-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.display().to_string()
+}
+
+#[test]
+fn without_the_tools_every_command_is_exit_3_with_the_install_line() {
+    let p = empty_path();
+    for args in [
+        &["run", "scenarios/veth-bql.toml", "--backend", "vm"][..],
+        &["sweep", "scenarios/veth-bql.toml", "--backend", "vm", "--set", "consumer.nrules=0,10"][..],
+        &["compare", "scenarios/veth-bql.toml", "--backend", "vm"][..],
+        &["check", "--backend", "vm"][..],
+        &["validate", "--suite", "ci"][..],
+    ] {
+        let o = darkbuf(args, Some(&p));
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {e}");
+        assert!(e.contains("apt-get install --no-install-recommends qemu-system-x86 busybox-static && pip install virtme-ng"), "{args:?}: {e}");
+        assert!(e.contains("vng"), "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
+
+#[test]
+fn bad_vm_flags_are_exit_2() {
+    let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--kernel", "Cargo.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a bzImage/vmlinuz"), "{}", stderr(&o));
+    let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--kernel", "/nonexistent/bzImage"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--vm-memory", "100M"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("256 MiB"), "{}", stderr(&o));
+    let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--vm-cpus", "0"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = darkbuf(&["check", "--backend", "sim"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A bad scenario is refused before anything boots.
+    let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--set", "qdisc.kind=nosuch"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn validate_refuses_a_bad_suite() {
+    let o = darkbuf(&["validate", "--suite-file", "/nonexistent/suite.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let d = std::env::temp_dir().join(format!("darkbuf-vm-cli-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("suite.toml");
+    std::fs::write(&f, "[[case]]\nname = \"a\"\nscenario = \"nosuch.toml\"\nmetrics = { \"sink.pps\" = 0.1 }\n").unwrap();
+    let o = darkbuf(&["validate", "--suite-file", f.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("case a"), "{}", stderr(&o));
+    let o = darkbuf(&["validate", "--only", "no-case-has-this-name"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
