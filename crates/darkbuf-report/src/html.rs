@@ -171,11 +171,18 @@ fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
 
 /// The first run's printouts: each tool's output under its command line, as a user
 /// would paste it into a report.
-fn printouts_section(out: &mut String, run: &RunRecord) {
+fn printouts_section(out: &mut String, run: &RunRecord, scenario: &serde_json::Value) {
     out.push_str("<section id=\"printouts\">\n<h2>Printouts</h2>\n");
-    let _ = writeln!(out, "<p>What the tools print for seed {}, in their own layout.</p>", run.seed);
+    let window = crate::table::printouts_window(scenario);
+    let _ = writeln!(
+        out,
+        "<p>What the tools print for seed {}, in their own layout.{}</p>",
+        run.seed,
+        window.as_ref().map_or(String::new(), |(_, long)| format!(" {}", escape(long)))
+    );
+    let short = window.map_or(String::new(), |(short, _)| format!(" <small>({})</small>", escape(&short)));
     for (cmd, text) in &run.printouts {
-        let _ = writeln!(out, "<details><summary><code>{}</code></summary>\n<pre>{}</pre>\n</details>", escape(cmd), escape(text));
+        let _ = writeln!(out, "<details><summary><code>{}</code>{short}</summary>\n<pre>{}</pre>\n</details>", escape(cmd), escape(text));
     }
     out.push_str("</section>\n");
 }
@@ -457,7 +464,7 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
     }
     out.push_str("</section>\n");
     if printouts {
-        printouts_section(&mut out, &r.runs[0]);
+        printouts_section(&mut out, &r.runs[0], &r.scenario);
     }
     provenance_section(&mut out, r.provenance.as_ref());
     glossary_section(&mut out, glossary_names([r]).iter().map(String::as_str));

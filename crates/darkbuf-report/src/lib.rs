@@ -42,6 +42,6 @@ pub use plot::{run_plots, sweep_plots, Plot, DEFAULT_SWEEP_METRICS};
 pub use results::*;
 pub use stats::{summarize, summarize_runs, t_critical_975};
 pub use table::{
-    default_rows, metric_names, run_table, sweep_metric_names, sweep_table, sweep_table_all,
+    default_rows, metric_names, printouts_window, run_table, sweep_metric_names, sweep_table, sweep_table_all,
     sweep_table_all_fit, sweep_table_fit, SeedRow,
 };

@@ -101,6 +101,24 @@ pub fn run_table(r: &Results) -> String {
     out
 }
 
+/// The window the tools' printouts count, said next to them: `tc -s`, iperf3 and
+/// bpftrace count from the start of the run (since the qdisc was created, the client
+/// started, the probes were attached), warmup included, on both backends; every metric
+/// counts only the measured window after the warmup. Returns the short form
+/// (`whole run: 1 s warmup + 5 s measured`) and the sentence; `None` when the scenario
+/// does not give both times.
+pub fn printouts_window(scenario: &serde_json::Value) -> Option<(String, String)> {
+    let secs = |k: &str| scenario.get(k).and_then(serde_json::Value::as_u64).map(|ns| fmt_human(ns as f64 / 1e9));
+    let (w, d) = (secs("warmup_ns")?, secs("duration_ns")?);
+    let short = format!("whole run: {w} s warmup + {d} s measured");
+    let long = format!(
+        "The printouts count the whole run, as the tools do (tc -s since the qdisc was created, iperf3 in whole seconds \
+         from its start, bpftrace from its attach): the {w} s warmup and the {d} s measured window. The tables count the {d} s measured \
+         window only, so a printout's counters are larger than the table's by what the warmup added."
+    );
+    Some((short, long))
+}
+
 /// One row of a sweep table: what it is called, which metric it shows, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeedRow {

@@ -434,6 +434,13 @@ fn run_html_shows_the_first_runs_printouts() {
     let html = run_html(&r, &[]);
     assert!(html.contains("<a href=\"#printouts\">"), "nav link");
     assert!(html.contains("<details><summary><code>tc -s qdisc show dev eth0</code></summary>\n<pre>qdisc fq 0: parent :c &lt;x&gt;\n</pre>"), "{html}");
+    // Issue 48: the printouts count the whole run, the tables the measured window;
+    // the page says so next to them.
+    r.scenario["warmup_ns"] = 1_000_000_000u64.into();
+    r.scenario["duration_ns"] = 5_000_000_000u64.into();
+    let html = run_html(&r, &[]);
+    assert!(html.contains("<summary><code>tc -s qdisc show dev eth0</code> <small>(whole run: 1 s warmup + 5 s measured)</small></summary>"), "{html}");
+    assert!(html.contains("the 1 s warmup and the 5 s measured window. The tables count the 5 s measured window only"), "{html}");
 }
 
 /// A run of eight TCP flows on a host of four CPUs and a far host of two, as rrul's:

@@ -621,9 +621,14 @@ pub(crate) fn run_table_text(results: &Results, per_run: bool) -> String {
 pub(crate) fn printouts_text(results: &Results, per_run: bool) -> String {
     let mut s = String::new();
     let shown = if per_run { results.runs.len() } else { 1 };
+    // The window they count, which is not the table's (issue 48).
+    let window = darkbuf_report::printouts_window(&results.scenario).map(|(short, _)| short);
     for r in results.runs.iter().take(shown) {
         for (cmd, text) in &r.printouts {
             outln!(s, "\n# seed {}: {cmd}", r.seed);
+            if let Some(w) = &window {
+                outln!(s, "# ({w}; the table above: the measured window only)");
+            }
             s.push_str(text);
             if !text.ends_with('\n') {
                 outln!(s);

@@ -116,6 +116,12 @@ fn out_writes_json_csv_flent_plots_and_a_report() {
     let again = dir.join("again/report.html");
     darkbuf(&["report", &format!("{d}/results.json"), "--html", again.to_str().unwrap()]);
     assert_eq!(read(&again), html);
+    // The printouts say which window they count (issue 48: not the table's).
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("# seed 1: tc -s qdisc show dev veth0\n# (whole run: 0.2 s warmup + 1 s measured; the table above: the measured window only)\n"),
+        "{out}"
+    );
     let table = String::from_utf8(darkbuf(&["report", &format!("{d}/results.json")]).stdout).unwrap();
     assert!(table.starts_with("| metric") && table.contains("ping.rtt_avg_ms"), "{table}");
 }
