@@ -13,7 +13,7 @@ use darkbuf_model::qdisc::DevInfo;
 use darkbuf_model::units::{self, Rate};
 
 pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
-pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx"];
+pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx", "rx_usecs", "rx_frames"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
 pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
@@ -105,7 +105,12 @@ pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>
             }
         }
     }
-    Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce: Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx } }))
+    // RX moderation. The drivers' own defaults (igb's dynamic ITR, mlx5's 8 us with
+    // adaptive-rx) are not the default here: a frame interrupts at once unless set.
+    let rx_usecs = c.u32("rx_usecs", 0, 0, 4095)?;
+    let rx_frames = c.u32("rx_frames", 0, 0, 65535)?;
+    let coalesce = Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx, rx_usecs, rx_frames };
+    Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce }))
 }
 
 /// A NIC's line rate at `rate` in section `d` (`device.rate`, `lan.rate`): 10 Mbit/s to

@@ -217,7 +217,17 @@ pub struct Coalesce {
     /// interrupt.
     pub cqe_mode: bool,
     pub adaptive_tx: bool,
+    /// `ethtool -C rx-usecs`: the RX side of the same interrupt (one vector per channel
+    /// serves its TX and RX queue, as mlx5's channels and igb's queue pairs do), µs from
+    /// the first frame pending; 0 = a frame interrupts at once (the model's default).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_usecs: u32,
+    /// `ethtool -C rx-frames`: ... or as soon as this many frames are pending (0 = no
+    /// count trigger).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rx_frames: u32,
 }
+
 
 /// What lies beyond the wire, each direction (netem-like).
 #[derive(Clone, Debug, Default, Serialize)]

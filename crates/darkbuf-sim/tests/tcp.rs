@@ -274,8 +274,9 @@ fn a_modelled_receiver_reads_what_fills_the_line() {
 /// modelled, DRS grows `sk_rcvbuf` to the 1 MiB cap and the window is what the scaling
 /// ratio makes of it (`tcp_win_from_space()`). The ratio comes from the first data
 /// skb: two segments (TSO autosizing before any RTT sample gives `tcp_min_tso_segs`),
-/// 2896 bytes in a truesize of 2896 + 768: 2896 x 256 / 3664 = 202, a clamp of
-/// 1048576 x 202 / 256 = 827392 bytes, 165 Mbit/s.
+/// 2896 bytes in the truesize igb's receive buffers give them, 256 + 2 x 2048 = 4352
+/// (`rx_truesize()`): 2896 x 256 / 4352 = 170, a clamp of 1048576 x 170 / 256 = 696320
+/// bytes, 139 Mbit/s. (With the sender's truesize, 2896 + 768, it was 202 and 165.)
 #[test]
 fn the_receive_buffer_caps_the_rate_at_a_window_per_rtt() {
     let base = nic_tcp("1Gbit", "fq_codel", "cubic", "").replace("delay = \"5ms\"", "delay = \"20ms\"").replace("cc = \"cubic\"", "cc = \"cubic\"\nrcvbuf = \"1MiB\"");
@@ -284,7 +285,7 @@ fn the_receive_buffer_caps_the_rate_at_a_window_per_rtt() {
     let cap = 524_288.0 * 8.0 / rtt_s / 1e6;
     assert!((0.9 * cap..1.02 * cap).contains(&instant), "instant: {instant} Mbit/s against {cap:.0}");
     let poll = m(&run_text(&base.replace("rcvbuf = ", "receiver = \"poll\"\nrcvbuf = "), &["duration=6s", "warmup=4s"]), "tcp.goodput_mbps");
-    let cap = 827_392.0 * 8.0 / rtt_s / 1e6;
+    let cap = 696_320.0 * 8.0 / rtt_s / 1e6;
     assert!((0.9 * cap..1.02 * cap).contains(&poll), "poll: {poll} Mbit/s against {cap:.0}");
 }
 
@@ -292,7 +293,10 @@ fn the_receive_buffer_caps_the_rate_at_a_window_per_rtt() {
 /// the flow runs at the reader's pace. With copies at 100 µs per KiB (a profile made
 /// for the test) the reader takes at most 1024 / 100 µs = 10.24 MB/s, 81.9 Mbit/s, of
 /// a 1 Gbit path, and less by what its CPU spends on the NAPI receive path beside it
-/// and on its syscalls. (The probe timer of a closed window with nothing in flight
+/// and on its syscalls, and by the time its buffer runs dry while a reopened window
+/// travels to the sender: the 512 KiB buffer is charged igb's 2048-byte receive buffer
+/// per 1448-byte segment, so it holds less payload (measured: 0.84 of the limit, under
+/// the 0.85 this test held while the buffer was charged the sender's truesize). (The probe timer of a closed window with nothing in flight
 /// has its own unit test, `a_closed_window_arms_the_probe_timer`.)
 #[test]
 fn a_slow_reader_closes_the_window() {
@@ -306,7 +310,7 @@ fn a_slow_reader_closes_the_window() {
         let g = m(&r, "tcp.goodput_mbps");
         let reader = 1024.0 / 100e-6 * 8.0 / 1e6;
         // 1% above for the profile's cost noise (±5% per read, about 240 reads).
-        assert!((0.85 * reader..1.01 * reader).contains(&g), "{receiver}: {g} Mbit/s, the reader's limit {reader:.1}");
+        assert!((0.8 * reader..1.01 * reader).contains(&g), "{receiver}: {g} Mbit/s, the reader's limit {reader:.1}");
     }
 }
 

@@ -20,7 +20,10 @@
 //!   last interrupt (igb's ITR throttle, mlx5's default EQE-based period) or since the
 //!   first pending completion (`cqe_mode`, mlx5's `tx_cqe_moder`); 0 = at once. It
 //!   stays masked until its NAPI poll completes. RX frames interrupt when the
-//!   interrupt is armed (rx-usecs 0: RX moderation is not modelled).
+//!   interrupt is armed, at once (rx-usecs 0, the default here), or once `rx_frames`
+//!   are pending or `rx_usecs` after the first of them: the same vector serves the
+//!   channel's TX and RX queue (mlx5's channels, igb's queue pairs), so a returning
+//!   ACK's interrupt reaps the TX completions written before it.
 //! - Adaptive moderation (`adaptive_tx`): igb's dynamic ITR (`igb_update_ring_itr()`
 //!   after each poll, written at the next interrupt) and mlx5e's TX DIM (`net_dim()`
 //!   after each poll, applied at once) set each channel's period and count.
@@ -90,8 +93,12 @@ pub struct Channel {
     pub irq_cpu: CpuId,
     /// The interrupt is enabled (not masked by a scheduled NAPI).
     armed: bool,
-    /// When the armed moderation timer fires (ns), if one is.
+    /// When the armed moderation timer fires (ns), if one is: the earlier of the TX
+    /// side's and the RX side's.
     timer_at: Option<u64>,
+    /// When the RX side's moderation is due (rx-usecs after the first frame pending
+    /// since the last interrupt), if frames are pending under rx-usecs.
+    rx_due: Option<u64>,
     /// When the interrupt last fired (ns).
     last_irq: u64,
     /// The hard interrupt's cost is still to be charged to the poll it scheduled.
@@ -177,6 +184,10 @@ pub struct Nic {
     pub tx_frames: u32,
     pub cqe_mode: bool,
     pub adaptive_tx: bool,
+    /// `ethtool -C rx-usecs` (ns here) and `rx-frames`: the RX side of each channel's
+    /// interrupt; 0 ns = a frame interrupts at once.
+    pub rx_period_ns: u64,
+    pub rx_frames: u32,
     pub model: darkbuf_scenario::NicModel,
     pub stats: NicStats,
     pub base: NicStats,
@@ -194,6 +205,8 @@ impl Nic {
             tx_frames: c.tx_frames,
             cqe_mode: c.cqe_mode,
             adaptive_tx: c.adaptive_tx,
+            rx_period_ns: c.rx_usecs as u64 * 1000,
+            rx_frames: c.rx_frames,
             model,
             stats: NicStats::default(),
             base: NicStats::default(),
@@ -223,6 +236,7 @@ impl Nic {
             irq_cpu,
             armed: true,
             timer_at: None,
+            rx_due: None,
             last_irq: 0,
             irq_cost_due: false,
             tx_busy: false,
@@ -386,7 +400,7 @@ impl World {
             self.nic_irq(dev, ch);
             return;
         }
-        if c.timer_at.is_some() {
+        if c.timer_at.is_some() && c.rx_due.is_none() {
             return;
         }
         // The period runs from the first pending completion (CQE mode, this one: the
@@ -395,9 +409,36 @@ impl World {
         if due <= now {
             self.nic_irq(dev, ch);
         } else {
-            c.timer_at = Some(due);
-            self.events.push(due, Event::NicIrqTimer(dev, ch as u16));
+            self.nic_arm_timer(dev, ch, due);
         }
+    }
+
+    /// Arms channel `ch`'s one moderation timer for `due`, unless it fires earlier
+    /// already (the interrupt serves both sides whichever side armed it).
+    fn nic_arm_timer(&mut self, dev: DevId, ch: usize, due: u64) {
+        let c = &mut self.nic_mut(dev).chans[ch];
+        if c.timer_at.is_some_and(|t| t <= due) {
+            return;
+        }
+        c.timer_at = Some(due);
+        self.events.push(due, Event::NicIrqTimer(dev, ch as u16));
+    }
+
+    /// Frames are pending on channel `ch`'s RX ring and the interrupt is armed: it
+    /// fires at once (rx-usecs 0), when `rx-frames` are pending, or rx-usecs after the
+    /// first of them. Its poll then also reaps the TX completions written meanwhile:
+    /// with RX moderation a returning ACK no longer reaps them at once.
+    fn nic_rx_pending(&mut self, dev: DevId, ch: usize) {
+        let now = self.now;
+        let nic = self.nic_mut(dev);
+        let (period, frames) = (nic.rx_period_ns, nic.rx_frames);
+        let c = &mut nic.chans[ch];
+        if period == 0 || (frames > 0 && c.rx.len() >= frames as usize) {
+            self.nic_irq(dev, ch);
+            return;
+        }
+        let due = *c.rx_due.get_or_insert(now + period);
+        self.nic_arm_timer(dev, ch, due);
     }
 
     /// `Event::NicIrqTimer`: the moderation timer expired (unless it was cancelled or
@@ -421,6 +462,7 @@ impl World {
         let c = &mut nic.chans[ch];
         c.armed = false;
         c.timer_at = None;
+        c.rx_due = None;
         c.irq_cost_due = true;
         c.last_irq = now;
         let tx = c.tx.done > 0;
@@ -462,9 +504,15 @@ impl World {
         nic.chans[ch].rx.push_back(id);
         nic.stats.rx_packets += 1;
         let armed = nic.chans[ch].armed;
+        // The skb the driver builds around its receive buffers: from here on the
+        // packet is charged what the driver allocated, not what the sender did (a
+        // router's qdisc memory, the receiver's sk_rmem_alloc and scaling_ratio).
+        let model = nic.model;
+        let p = self.pkts.get_mut(id);
+        p.truesize = rx_truesize(model, p.len, p.segs);
         self.pkts.stamp(id, |p| &mut p.t_arrive, now);
         if armed {
-            self.nic_irq(dev, ch);
+            self.nic_rx_pending(dev, ch);
         }
     }
 
@@ -559,9 +607,11 @@ impl World {
             }
         }
         c.armed = true;
-        if !c.rx.is_empty() {
-            self.nic_irq(dev, ch as usize);
-        } else if c.tx.done > 0 {
+        let (rx, tx) = (!c.rx.is_empty(), c.tx.done > 0);
+        if rx {
+            self.nic_rx_pending(dev, ch as usize);
+        }
+        if tx && self.nic_mut(dev).chans[ch as usize].armed {
             self.nic_completion(dev, ch as usize);
         }
     }
@@ -594,6 +644,43 @@ impl World {
             m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
         }
     }
+}
+
+/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86_64: the `sk_buff` a driver's
+/// `napi_build_skb()` adds to the buffer's truesize.
+const SKB_STRUCT_TRUESIZE: u32 = 256;
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86_64.
+const SHINFO_TRUESIZE: u32 = 320;
+/// mlx5e's `rq->buff.headroom` without an XDP program: `NET_SKB_PAD` + `NET_IP_ALIGN` (0 on x86).
+const MLX5_RX_HEADROOM: u32 = 64;
+/// igb's largest frame in a 2048-byte half-page buffer with build_skb:
+/// `IGB_MAX_FRAME_BUILD_SKB` (`IGB_RXBUFFER_1536 - NET_IP_ALIGN`).
+const IGB_MAX_FRAME_BUILD_SKB: u32 = 1536;
+
+/// The truesize of the skb a driver builds for a received packet of `len` bytes on the
+/// wire as `segs` frames (a TSO skb arrives as its frames and leaves GRO as one skb):
+/// one `sk_buff` plus each frame's receive buffer, as `skb_gro_receive()` sums them
+/// (a merged frame's head_frag adds its truesize less its own `sk_buff`).
+///
+/// - igb (`igb_build_skb()`, `igb_add_rx_frag()`, 4 KiB pages): half a page per frame,
+///   `igb_rx_pg_size() / 2` = 2048 bytes, whatever the frame's length; frames over
+///   `IGB_MAX_FRAME_BUILD_SKB` use the 3072-byte buffers of an 8 KiB page: 4096.
+/// - mlx5 (`mlx5e_skb_from_cqe_mpwrq_linear()`, striding RQ, linear SKB):
+///   `MLX5_SKB_FRAG_SZ(rx_headroom + cqe_bcnt)`, the frame's own length with headroom
+///   and `skb_shared_info`, each 64-byte aligned: 1920 bytes for a 1514-byte frame.
+///   Jumbo frames (non-linear) are approximated by the same formula.
+///
+/// A 1500-MTU GRO packet of n frames is therefore 256 + 2048 n (igb) or 256 + 1920 n
+/// (mlx5) bytes, against the sender's payload + 768.
+pub fn rx_truesize(model: darkbuf_scenario::NicModel, len: u32, segs: u16) -> u32 {
+    let n = (segs as u32).max(1);
+    let frame = len.div_ceil(n);
+    let per_frame = match model {
+        darkbuf_scenario::NicModel::Igb if frame <= IGB_MAX_FRAME_BUILD_SKB => 2048,
+        darkbuf_scenario::NicModel::Igb => 4096,
+        darkbuf_scenario::NicModel::Mlx5 => (MLX5_RX_HEADROOM + frame).next_multiple_of(64) + SHINFO_TRUESIZE,
+    };
+    SKB_STRUCT_TRUESIZE.saturating_add(per_frame.saturating_mul(n))
 }
 
 /// Building the device from the scenario (`World::new`).
@@ -669,5 +756,27 @@ impl Builder<'_> {
         let netdev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.nic_xmit_ns, Driver::Nic(nic));
         self.devs.push(netdev);
         Ok(dev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rx_truesize;
+    use darkbuf_scenario::NicModel::{Igb, Mlx5};
+
+    /// The receive truesize worked out by hand from the drivers' formulas: igb half a
+    /// 4 KiB page per frame, mlx5 the 64-aligned headroom + frame plus shinfo, one
+    /// 256-byte sk_buff per GRO packet.
+    #[test]
+    fn rx_truesize_follows_the_drivers_buffers() {
+        assert_eq!(rx_truesize(Igb, 1514, 1), 256 + 2048);
+        assert_eq!(rx_truesize(Igb, 66, 1), 256 + 2048);
+        assert_eq!(rx_truesize(Igb, 45 * 1514, 45), 256 + 45 * 2048);
+        assert_eq!(rx_truesize(Igb, 9014, 1), 256 + 4096);
+        // 64 + 1514 = 1578 -> 1600, + 320.
+        assert_eq!(rx_truesize(Mlx5, 1514, 1), 256 + 1920);
+        // 64 + 66 = 130 -> 192, + 320.
+        assert_eq!(rx_truesize(Mlx5, 66, 1), 256 + 512);
+        assert_eq!(rx_truesize(Mlx5, 10 * 1514, 10), 256 + 10 * 1920);
     }
 }
