@@ -8,6 +8,7 @@ mod output;
 mod plot_check;
 mod results_json;
 mod run;
+mod sweep_out;
 mod validate;
 mod vm_cli;
 

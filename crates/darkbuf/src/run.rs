@@ -4,7 +4,7 @@ use crate::output::outln;
 use crate::plot_check::{check_plot_metrics_measured, check_plot_metrics_planned};
 use crate::results_json::parse_results;
 use crate::{Backend, Common, Format, Rows};
-use darkbuf_report::{Results, RunRecord, SweepPoint, SweepResults};
+use darkbuf_report::{Results, RunRecord, SweepResults};
 use darkbuf_scenario::Scenario;
 use darkbuf_sim::Profile;
 use std::collections::BTreeMap;
@@ -106,22 +106,44 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
 /// sweep point that gave it; a warning several points gave names how many and which
 /// (the first few), rather than repeating itself per point.
 pub(crate) fn warn_folded(kind: &str, items: Vec<(String, String)>) {
-    let mut order: Vec<String> = Vec::new();
-    let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (label, w) in items {
-        if !by.contains_key(&w) {
-            order.push(w.clone());
+    // Warnings that differ only in their figures (the probes each point answered, its
+    // seeds) are one warning: said once, with the first point's figures.
+    let key = |w: &str| {
+        let mut k = String::with_capacity(w.len());
+        for c in w.chars() {
+            match (c.is_ascii_digit(), k.ends_with('#')) {
+                (true, true) => {}
+                (true, false) => k.push('#'),
+                (false, _) => k.push(c),
+            }
         }
-        by.entry(w).or_default().push(label);
+        k
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut by: BTreeMap<String, (String, bool, Vec<String>)> = BTreeMap::new();
+    for (label, w) in items {
+        let k = key(&w);
+        match by.get_mut(&k) {
+            Some((first, same, labels)) => {
+                *same &= *first == w;
+                labels.push(label);
+            }
+            None => {
+                order.push(k.clone());
+                by.insert(k, (w, true, vec![label]));
+            }
+        }
     }
     const NAMED: usize = 3;
-    for w in order {
-        let labels = &by[&w];
+    for k in order {
+        let (w, same, labels) = &by[&k];
+        let w = if *same { w.clone() } else { format!("{w} (the figures are point \"{}\"'s)", labels[0]) };
         let at = match labels.len() {
             1 => format!(" in point \"{}\"", labels[0]),
             n if n <= NAMED => format!(" in points {}", labels.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")),
             n => format!(
-                " in {n} points ({}, ...)",
+                " in {} points ({}, ...)",
+                darkbuf_scenario::limits::thousands(n as u64),
                 labels.iter().take(NAMED).map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")
             ),
         };
@@ -198,16 +220,35 @@ impl Done {
     }
 }
 
-/// Simulates every run of every point on a rayon pool of `jobs` threads.
+/// [`run_points_streamed`], keeping every point's runs.
+pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb: &indicatif::ProgressBar) -> Result<Done, Failure> {
+    let mut out: Vec<Option<Vec<RunOutput>>> = (0..points.len()).map(|_| None).collect();
+    let signal = run_points_streamed(points, jobs, pb, &mut |i, runs| {
+        out[i] = Some(runs);
+        Ok(())
+    })?;
+    Ok(Done { points: out, signal })
+}
+
+/// Simulates every run of every point on a rayon pool of `jobs` threads, and hands each
+/// point's runs (in seed order) to `on_point` as soon as it and every point before it
+/// have finished, in point order; the caller keeps of them what it needs (a 10,000-point
+/// sweep keeps a summary per point, not its runs).
 ///
 /// The runs are independent (each has its own world and seed), so they run in any order
 /// and on any thread; they are started in order (FIFO), and their outputs are put back
 /// in (point, seed) order, so the results are byte-identical to a serial run's.
 ///
 /// SIGINT, SIGTERM or SIGHUP stops the work at once: no new run starts, the runs under
-/// way are abandoned (the caller exits), and the points whose runs all finished are
-/// returned with the signal, so an interrupted sweep keeps what it finished.
-pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb: &indicatif::ProgressBar) -> Result<Done, Failure> {
+/// way are abandoned (the caller exits), the points whose runs all finished are handed
+/// over (in order, skipping the unfinished), and the signal is returned, so an
+/// interrupted sweep keeps what it finished.
+pub(crate) fn run_points_streamed(
+    points: std::sync::Arc<Vec<SimPoint>>,
+    jobs: usize,
+    pb: &indicatif::ProgressBar,
+    on_point: &mut dyn FnMut(usize, Vec<RunOutput>) -> Result<(), Failure>,
+) -> Result<Option<i32>, Failure> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::RecvTimeoutError;
     use std::sync::Arc;
@@ -217,6 +258,13 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
         .enumerate()
         .flat_map(|(p, (scn, _))| (0..scn.runs as u64).map(move |i| (p, scn.seed.wrapping_add(i))))
         .collect();
+    // The first job of each point: job j is run j - first[p] of point p.
+    let mut first = Vec::with_capacity(points.len());
+    let mut n = 0;
+    for (scn, _) in points.iter() {
+        first.push(n);
+        n += scn.runs as usize;
+    }
     let total = order.len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.clamp(1, total.max(1)))
@@ -226,7 +274,7 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<RunOutput, String>)>();
     {
-        let (points, cancel) = (points.clone(), cancel.clone());
+        let (points, cancel, order) = (points.clone(), cancel.clone(), order.clone());
         // The pool is driven from its own thread so that this one can watch for signals
         // and return at once, without joining the runs under way.
         std::thread::spawn(move || {
@@ -245,10 +293,18 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
             });
         });
     }
-    // Runs by job index; a point is done when all of its runs are.
-    let mut outs: Vec<Option<RunOutput>> = (0..total).map(|_| None).collect();
+    // The runs of the points under way, by point; points done but not yet handed over
+    // (a later point finished before an earlier one).
+    let mut partial: BTreeMap<usize, (usize, Vec<Option<RunOutput>>)> = BTreeMap::new();
+    let mut ready: BTreeMap<usize, Vec<RunOutput>> = BTreeMap::new();
+    let mut next = 0;
     let mut received = 0;
     let mut signal = None;
+    let fail = |cancel: &AtomicBool, pb: &indicatif::ProgressBar, f: Failure| {
+        cancel.store(true, Ordering::Relaxed);
+        pb.finish_and_clear();
+        Err(f)
+    };
     while received < total {
         // Checked on every turn, not only when no run has finished for 50 ms: runs
         // shorter than that (`--runs 1000` of a 50 ms simulation) keep the channel
@@ -260,15 +316,25 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
         }
         match rx.recv_timeout(std::time::Duration::from_millis(50)) {
             Ok((j, Ok(out))) => {
-                outs[j] = Some(out);
                 received += 1;
                 pb.inc(1);
+                let p = order[j].0;
+                let runs = points[p].0.runs as usize;
+                let entry = partial.entry(p).or_insert_with(|| (0, (0..runs).map(|_| None).collect()));
+                entry.1[j - first[p]] = Some(out);
+                entry.0 += 1;
+                if entry.0 == runs {
+                    let (_, outs) = partial.remove(&p).unwrap_or_default();
+                    ready.insert(p, outs.into_iter().flatten().collect());
+                }
+                while let Some(runs) = ready.remove(&next) {
+                    if let Err(f) = on_point(next, runs) {
+                        return fail(&cancel, pb, f);
+                    }
+                    next += 1;
+                }
             }
-            Ok((_, Err(e))) => {
-                cancel.store(true, Ordering::Relaxed);
-                pb.finish_and_clear();
-                return Err(Failure::Backend(e));
-            }
+            Ok((_, Err(e))) => return fail(&cancel, pb, Failure::Backend(e)),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
@@ -278,15 +344,11 @@ pub(crate) fn run_points(points: std::sync::Arc<Vec<SimPoint>>, jobs: usize, pb:
         // The pool ended without every run: a simulation panicked (its message is above).
         return Err(Failure::Internal(format!("{} of {total} simulations did not finish", total - received)));
     }
-    let mut outs = outs.into_iter();
-    let points = points
-        .iter()
-        .map(|(scn, _)| {
-            let runs: Vec<Option<RunOutput>> = outs.by_ref().take(scn.runs as usize).collect();
-            runs.into_iter().collect::<Option<Vec<_>>>()
-        })
-        .collect();
-    Ok(Done { points, signal })
+    // Stopped by a signal: the points that finished after an unfinished one.
+    for (i, runs) in ready {
+        on_point(i, runs)?;
+    }
+    Ok(signal)
 }
 
 /// Checks `--out DIR` before anything runs: it is created, and a file can be written
@@ -365,6 +427,11 @@ pub(crate) fn warn_findings(label: &str, r: &Results) {
     for w in &r.warnings {
         eprintln!("darkbuf: warning{label}: {w}");
     }
+    warn_point_findings(label, r);
+}
+
+/// The invariant findings of `r`'s runs, on stderr.
+pub(crate) fn warn_point_findings(label: &str, r: &Results) {
     for run in &r.runs {
         for f in &run.findings {
             eprintln!(
@@ -516,7 +583,7 @@ impl AnyResults {
 
 /// Now as Unix seconds, for the flent file's `TIME`; `SOURCE_DATE_EPOCH` (the
 /// reproducible-builds convention) overrides it so files can be made byte-identical.
-fn now_unix_s() -> f64 {
+pub(crate) fn now_unix_s() -> f64 {
     if let Some(t) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
         return t as f64;
     }
@@ -530,13 +597,16 @@ fn now_unix_s() -> f64 {
 /// way) is bad input, exit 2. `--out` is checked before anything runs, so the first
 /// kind is what a long run can still meet.
 pub(crate) fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
-    std::fs::write(path, body).map_err(|e| {
-        let m = format!("cannot write {}: {}", path.display(), crate::output::reason(&e));
-        match e.raw_os_error() {
-            Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EFBIG) => Failure::Internal(m),
-            _ => Failure::Input(m),
-        }
-    })
+    std::fs::write(path, body).map_err(|e| write_failure(path, &e))
+}
+
+/// [`write_file`]'s failure for an error `e` writing `path`.
+pub(crate) fn write_failure(path: &Path, e: &std::io::Error) -> Failure {
+    let m = format!("cannot write {}: {}", path.display(), crate::output::reason(e));
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EFBIG) => Failure::Internal(m),
+        _ => Failure::Input(m),
+    }
 }
 
 /// A file name for a sweep point: `03-consumer.nrules_3500` (index from 1, then the
@@ -559,18 +629,13 @@ fn point_file_stem(i: usize, label: &str) -> String {
 /// DIR/flent/*.flent.gz -p ping_cdf` compares the points the way flent compares runs.
 pub(crate) fn write_artifacts(dir: &Path, results: &AnyResults, sweep_metrics: &[String]) -> Result<(), Failure> {
     let now = now_unix_s();
-    let gz = |v: &serde_json::Value| darkbuf_report::flent_gz(v).map_err(|e| Failure::Internal(format!("gzip failed: {e}")));
     match results {
         AnyResults::Run(r) => write_file(&dir.join("results.flent.gz"), &gz(&darkbuf_report::flent_run(r, now))?)?,
         AnyResults::Sweep(s) => {
-            write_file(&dir.join("results.flent.gz"), &gz(&darkbuf_report::flent_sweep(s, now))?)?;
-            let sub = dir.join("flent");
-            std::fs::create_dir_all(&sub).map_err(|e| Failure::Input(format!("cannot create {}: {e}", sub.display())))?;
-            for (i, p) in s.points.iter().enumerate() {
-                if let Some(v) = darkbuf_report::flent_point(s, i, now) {
-                    write_file(&sub.join(format!("{}.flent.gz", point_file_stem(i, &p.label))), &gz(&v)?)?;
-                }
+            for i in 0..s.points.len() {
+                write_point_flent(dir, i, s, i, now)?;
             }
+            return write_sweep_artifacts(dir, s, sweep_metrics, now);
         }
     }
     let plots = results.plots(sweep_metrics)?;
@@ -578,6 +643,38 @@ pub(crate) fn write_artifacts(dir: &Path, results: &AnyResults, sweep_metrics: &
         write_file(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
     }
     write_file(&dir.join("report.html"), results.html(&plots).as_bytes())
+}
+
+fn gz(v: &serde_json::Value) -> Result<Vec<u8>, Failure> {
+    darkbuf_report::flent_gz(v).map_err(|e| Failure::Internal(format!("gzip failed: {e}")))
+}
+
+/// Writes `dir/flent/NN-<label>.flent.gz` for point `at` of `s`, numbered as point
+/// `index` of the sweep (a sweep writes each point's as it finishes, from a
+/// one-point `s`).
+pub(crate) fn write_point_flent(dir: &Path, index: usize, s: &SweepResults, at: usize, now: f64) -> Result<(), Failure> {
+    let sub = dir.join("flent");
+    std::fs::create_dir_all(&sub).map_err(|e| Failure::Input(format!("cannot create {}: {e}", sub.display())))?;
+    match darkbuf_report::flent_point(s, at, now) {
+        Some(v) => write_file(&sub.join(format!("{}.flent.gz", point_file_stem(index, &s.points[at].label))), &gz(&v)?),
+        None => Ok(()),
+    }
+}
+
+/// Writes a sweep's results.flent.gz, plots and report.html into `dir` (its points'
+/// flent files are [`write_point_flent`]'s).
+pub(crate) fn write_sweep_artifacts(dir: &Path, s: &SweepResults, sweep_metrics: &[String], now: f64) -> Result<(), Failure> {
+    write_file(&dir.join("results.flent.gz"), &gz(&darkbuf_report::flent_sweep(s, now))?)?;
+    let metrics: Vec<&str> = if sweep_metrics.is_empty() {
+        darkbuf_report::DEFAULT_SWEEP_METRICS.to_vec()
+    } else {
+        sweep_metrics.iter().map(String::as_str).collect()
+    };
+    let plots = darkbuf_report::sweep_plots(s, &metrics).map_err(|e| Failure::Internal(format!("plotting failed: {e}")))?;
+    for p in &plots {
+        write_file(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
+    }
+    write_file(&dir.join("report.html"), darkbuf_report::sweep_html(s, &plots).as_bytes())
 }
 
 /// Writes `dir/<backend>.flent.gz`: `r` as flent's data file, its title naming the
@@ -658,20 +755,18 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     check_plot_metrics_planned(plot, &points.iter().map(|(_, s)| s).collect::<Vec<_>>(), c.backend)?;
     check_out(c)?;
     let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
-    let mut sweep = SweepResults { provenance: Some(provenance(path)), name: name.clone(), points: Vec::new() };
     let planned = points.len();
+    // Each point goes out (and is slimmed) as it finishes: see sweep_out.rs.
+    let mut sink = crate::sweep_out::SweepSink::new(c, &name, Some(provenance(path)))?;
     let mut signal = None;
     // A VM that failed after some points: they are printed and written, then this.
     let mut late_error: Option<Failure> = None;
     let backend = match c.backend {
         Backend::Kernel => {
             // One point after the other on the real kernel (they share its CPUs).
-            for (spec, scn) in &points {
+            for (i, (spec, scn)) in points.iter().enumerate() {
                 match crate::kernel_cli::run_point(scn, c.probe_trace) {
-                    Ok(results) => {
-                    warn_findings(&format!(" in point \"{}\"", spec.label), &results);
-                    sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results })
-                }
+                    Ok(results) => sink.push(i, spec.label.clone(), spec.set.clone(), results)?,
                     Err(Failure::Interrupted { signal: s, .. }) => {
                         signal = Some(s);
                         break;
@@ -684,13 +779,12 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         Backend::Vm => {
             // One boot for every point, one point after the other in the guest.
             let (results, stop) = crate::vm_cli::sweep_points(path, c, &points, &fixed)?;
-            for ((spec, _), results) in points.iter().zip(results) {
-                warn_findings(&format!(" in point \"{}\"", spec.label), &results);
-                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
+            for (i, ((spec, _), results)) in points.iter().zip(results).enumerate() {
+                sink.push(i, spec.label.clone(), spec.set.clone(), results)?;
             }
             match stop {
                 Some(Failure::Interrupted { signal: s, .. }) => signal = Some(s),
-                Some(f) if sweep.points.is_empty() => return Err(f),
+                Some(f) if sink.sweep.points.is_empty() => return Err(f),
                 Some(f) => late_error = Some(f),
                 None => {}
             }
@@ -704,32 +798,25 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             let sim_points = std::sync::Arc::new(sim_points);
             let total_runs = sim_points.iter().map(|(s, _)| s.runs as u64).sum();
             let pb = progress(total_runs, &name);
-            let done = run_points(sim_points.clone(), jobs_of(c), &pb)?;
-            signal = done.signal;
-            for (i, runs) in done.finished() {
+            signal = run_points_streamed(sim_points.clone(), jobs_of(c), &pb, &mut |i, runs| {
                 let ((spec, scn), (_, p)) = (&points[i], &sim_points[i]);
-                let results = results_of(scn, p, runs);
-                warn_findings(&format!(" in point \"{}\"", spec.label), &results);
-                sweep.points.push(SweepPoint { label: spec.label.clone(), set: spec.set.clone(), results });
-            }
+                sink.push(i, spec.label.clone(), spec.set.clone(), results_of(scn, p, runs))
+            })?;
             "sim"
         }
     };
-    if let (Some(s), true) = (signal, sweep.points.is_empty()) {
+    if let (Some(s), true) = (signal, sink.sweep.points.is_empty()) {
         return Err(Failure::interrupted(s, "; no point had finished"));
     }
-    emit_with(c, &sweep, darkbuf_report::sweep_csv(&sweep), plot, || {
-        let of = if signal.is_some() { format!(" of {planned}, interrupted") } else { String::new() };
-        let n = sweep.points.len();
-        let mut s = String::new();
-        outln!(s, "{name}: {n} point{}{of} ({backend})", if n == 1 { "" } else { "s" });
+    let sweep = sink.finish(plot, |sweep| {
+        let mut s = crate::sweep_out::heading(&name, sweep.points.len(), planned, signal.is_some(), backend);
         let width = stdout_width();
         s.push_str(&match rows {
             Rows::Seed => match width {
-                Some(w) => darkbuf_report::sweep_table_fit(&sweep, &darkbuf_report::default_rows(), w),
-                None => darkbuf_report::sweep_table(&sweep, &darkbuf_report::default_rows()),
+                Some(w) => darkbuf_report::sweep_table_fit(sweep, &darkbuf_report::default_rows(), w),
+                None => darkbuf_report::sweep_table(sweep, &darkbuf_report::default_rows()),
             },
-            Rows::All => darkbuf_report::sweep_table_all_fit(&sweep, width),
+            Rows::All => darkbuf_report::sweep_table_all_fit(sweep, width),
         });
         if hist {
             for p in &sweep.points {

@@ -157,3 +157,31 @@ fn all_keys_nic_runs() {
     let o = darkbuf(&["run", &repo("scenarios/examples/all-keys-nic.toml"), "--set", "duration=300ms", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Item 14: a warning every point gives is said once, with how many points gave it.
+#[test]
+fn a_sweep_folds_a_warning_repeated_per_point() {
+    let o = darkbuf(&["sweep", &repo("scenarios/veth-bql.toml"), "--set", "duration=1ms", "--set", "warmup=0s", "--set", "consumer.nrules=0,1,2,3,4"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("no probe was answered").count(), 1, "{err}");
+    assert!(err.contains("darkbuf: warning in 5 points (\"consumer.nrules=0\", \"consumer.nrules=1\", \"consumer.nrules=2\", ...): no probe was answered"), "{err}");
+}
+
+/// Item 14: results.json is written a point at a time; it is still the pretty JSON of the
+/// whole sweep, and `--format json` prints the same without the provenance.
+#[test]
+fn a_streamed_sweep_json_is_the_whole_sweeps_json() {
+    let d = tmp("issue48", "stream");
+    let out = d.to_string_lossy().into_owned();
+    let o = darkbuf(&["sweep", &repo("scenarios/veth-bql.toml"), "--set", "duration=100ms", "--set", "consumer.nrules=0,3500,15000", "--runs", "2", "--format", "json", "--out", &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file = std::fs::read_to_string(d.join("results.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&v).unwrap() + "\n", file);
+    assert_eq!(v["points"].as_array().unwrap().len(), 3);
+    v.as_object_mut().unwrap().remove("provenance").expect("the file has the provenance");
+    assert_eq!(serde_json::to_string_pretty(&v).unwrap() + "\n", common::stdout(&o));
+    assert!(!d.join("results.json.partial").exists());
+    assert_eq!(std::fs::read_dir(d.join("flent")).unwrap().count(), 3);
+}
