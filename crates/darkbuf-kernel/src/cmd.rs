@@ -19,6 +19,10 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Output {
     /// The exit code; -1 when killed by a signal or by the timeout.
     pub status: i32,
+    /// The signal that killed it (`WTERMSIG`), if one did.
+    pub signal: Option<i32>,
+    /// Killed by darkbuf after [`COMMAND_TIMEOUT`].
+    pub timed_out: bool,
     pub stdout: String,
     pub stderr: String,
 }
@@ -26,6 +30,25 @@ pub struct Output {
 impl Output {
     pub fn ok(&self) -> bool {
         self.status == 0
+    }
+
+    /// How it ended, for messages: `exit 3`, `killed by SIGSEGV` (a crash: nft loading
+    /// millions of rules), or killed after the timeout.
+    pub fn ended(&self) -> String {
+        match (self.timed_out, self.signal) {
+            (true, _) => format!("killed after {} s, the longest a command may take", COMMAND_TIMEOUT.as_secs()),
+            (false, Some(libc::SIGKILL)) => "killed by SIGKILL (the kernel's OOM killer, if `dmesg` says so)".into(),
+            (false, Some(s)) => format!("killed by {}", crate::signals::name(s)),
+            (false, None) => format!("exit {}", self.status),
+        }
+    }
+
+    /// What it said on stderr, or that it said nothing.
+    pub fn reason(&self) -> &str {
+        match self.stderr.trim() {
+            "" => "no message on stderr",
+            m => m,
+        }
     }
 }
 
@@ -79,20 +102,23 @@ pub fn run_with(prog: &str, args: &[&str], stdin: Option<&str>) -> std::io::Resu
         s
     });
     let start = Instant::now();
-    let status = loop {
+    let (status, signal, timed_out) = loop {
         match child.try_wait()? {
-            Some(st) => break st.code().unwrap_or(-1),
+            Some(st) => {
+                use std::os::unix::process::ExitStatusExt;
+                break (st.code().unwrap_or(-1), st.signal(), false);
+            }
             None if start.elapsed() > COMMAND_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                break -1;
+                break (-1, None, true);
             }
             None => std::thread::sleep(Duration::from_millis(2)),
         }
     };
     let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
-    Ok(Output { status, stdout, stderr })
+    Ok(Output { status, signal, timed_out, stdout, stderr })
 }
 
 pub fn run(prog: &str, args: &[&str]) -> std::io::Result<Output> {
@@ -122,12 +148,7 @@ fn not_installed(prog: &str, e: std::io::Error) -> KernelError {
 pub fn must(prog: &str, args: &[&str]) -> Result<Output> {
     let o = run(prog, args).map_err(|e| not_installed(prog, e))?;
     if !o.ok() {
-        return Err(KernelError::Internal(format!(
-            "`{}` failed (exit {}): {}",
-            show(prog, args),
-            o.status,
-            o.stderr.trim()
-        )));
+        return Err(KernelError::Internal(format!("`{}` failed ({}): {}", show(prog, args), o.ended(), o.reason())));
     }
     Ok(o)
 }
@@ -139,12 +160,7 @@ pub fn must_in(ns: &str, prog: &str, args: &[&str], stdin: Option<&str>) -> Resu
         return Err(not_installed(prog, std::io::Error::from(std::io::ErrorKind::NotFound)));
     }
     if !o.ok() {
-        return Err(KernelError::Internal(format!(
-            "`ip netns exec {ns} {}` failed (exit {}): {}",
-            show(prog, args),
-            o.status,
-            o.stderr.trim()
-        )));
+        return Err(KernelError::Internal(format!("`ip netns exec {ns} {}` failed ({}): {}", show(prog, args), o.ended(), o.reason())));
     }
     Ok(o)
 }
@@ -244,6 +260,18 @@ mod tests {
         assert_eq!(o.stderr, "err\n");
         let o = run_with("cat", &[], Some("fed")).unwrap();
         assert_eq!(o.stdout, "fed");
+    }
+
+    /// Item 13 of issue 48: a crashed tool is named by its signal, never "exit -1"
+    /// with an empty reason.
+    #[test]
+    fn a_signal_is_reported_by_name() {
+        let o = run("sh", &["-c", "kill -SEGV $$"]).unwrap();
+        assert_eq!((o.status, o.signal, o.timed_out), (-1, Some(libc::SIGSEGV), false));
+        assert_eq!(o.ended(), "killed by SIGSEGV");
+        let e = must("sh", &["-c", "kill -SEGV $$"]).unwrap_err();
+        assert_eq!(e.message(), "`sh -c 'kill -SEGV $$'` failed (killed by SIGSEGV): no message on stderr");
+        assert_eq!(run("sh", &["-c", "exit 3"]).unwrap().ended(), "exit 3");
     }
 
     #[test]

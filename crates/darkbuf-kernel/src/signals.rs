@@ -40,11 +40,29 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// The name of signal `sig` as `kill -l` spells it (`SIGSEGV`), for the signals a
+/// process is stopped or killed by.
 pub fn name(sig: i32) -> &'static str {
     match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
         libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
         _ => "a signal",
     }
 }

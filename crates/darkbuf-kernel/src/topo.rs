@@ -123,6 +123,8 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 /// is created. Errors are exit 3 (or 2), naming the missing piece.
 pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     use darkbuf_scenario::ConsumerKind;
+    // Bad input before what the machine lacks: exit 2 whoever runs it.
+    crate::rules::check_count(scn.consumer.nrules)?;
     // The backend drives only the veth pairs and taps it creates: every other driver,
     // present or future, is the simulator's alone and stops here.
     if !matches!(scn.device.driver, Driver::Veth | Driver::Tun) {

@@ -84,6 +84,15 @@ pub fn run(path: &Path, c: &Common, hist: bool) -> Result<(), Failure> {
     })
 }
 
+/// Checks every point of a kernel sweep for what the kernel backend refuses as input
+/// (exit 2) before the first one runs.
+pub fn check_points<'a>(scns: impl IntoIterator<Item = &'a darkbuf_scenario::Scenario>) -> Result<(), Failure> {
+    for scn in scns {
+        darkbuf_kernel::rules::check_count(scn.consumer.nrules).map_err(failure)?;
+    }
+    Ok(())
+}
+
 /// One sweep point on the kernel backend (`darkbuf sweep --backend kernel`).
 pub fn run_point(scn: &darkbuf_scenario::Scenario, probe_trace: bool) -> Result<darkbuf_report::Results, Failure> {
     let opts = darkbuf_kernel::backend::RunOpts { probe_trace, ..darkbuf_kernel::backend::RunOpts::for_scenario(scn) };

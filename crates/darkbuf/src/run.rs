@@ -763,6 +763,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let mut late_error: Option<Failure> = None;
     let backend = match c.backend {
         Backend::Kernel => {
+            crate::kernel_cli::check_points(points.iter().map(|(_, s)| s))?;
             // One point after the other on the real kernel (they share its CPUs).
             for (i, (spec, scn)) in points.iter().enumerate() {
                 match crate::kernel_cli::run_point(scn, c.probe_trace) {

@@ -185,3 +185,18 @@ fn a_streamed_sweep_json_is_the_whole_sweeps_json() {
     assert!(!d.join("results.json.partial").exists());
     assert_eq!(std::fs::read_dir(d.join("flent")).unwrap().count(), 3);
 }
+
+/// Item 13: more netfilter rules than the kernel backend loads is bad input (exit 2)
+/// before anything is created, root or not; a sweep checks every point first.
+#[test]
+fn too_many_rules_on_the_kernel_backend_is_exit_2() {
+    let scn = repo("crates/darkbuf-kernel/scenarios/veth-pfifo-rules.toml");
+    let o = darkbuf(&["run", &scn, "--backend", "kernel", "--set", "consumer.nrules=5000000"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("consumer.nrules = 5,000,000: the kernel backend loads at most 500,000 rules"), "{err}");
+    let o = darkbuf(&["sweep", &scn, "--backend", "kernel", "--set", "consumer.nrules=0,100000000"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("consumer.nrules = 100,000,000: the kernel backend loads at most 500,000 rules"), "{err}");
+}
