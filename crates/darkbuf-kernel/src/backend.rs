@@ -159,6 +159,11 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
 /// warnings: the numbers are disturbed).
 pub const ANOTHER_RUN: &str = "another darkbuf run is active";
 
+/// Set (to anything) in the environment, each run adds a note with the wall time of its
+/// phases: where a run's time goes beside its warmup and window (setup and teardown are
+/// fork/exec-bound, and many times slower in an emulated guest).
+pub const TIMING_ENV: &str = "DARKBUF_TIMING";
+
 fn another_run_note(pids: &[u32], when: &str) -> String {
     let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
     format!(
@@ -617,6 +622,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if let Some(e) = interrupted() {
         return Err(e);
     }
+    let t_start = Instant::now();
     let seq = RUN_SEQ.fetch_add(1, Ordering::SeqCst);
     let names = Names::for_run(seq);
     let floods: Vec<(usize, &darkbuf_scenario::UdpFlood)> = scn
@@ -709,7 +715,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     };
     // One snapshot before the load, thrown away: it pages in tc, ip and ethtool. Under
     // TCG (--backend vm) the first one took 6.3 s and the next 1.7 s; natively both take
-    // tens of ms.
+    // tens of ms. (Taking it only in a process's first run made the later runs'
+    // snapshots A and B slower in the guest, one boot each: 2.2 and 3.3-4.3 s against
+    // 1.3 and 1.7-1.9.)
     let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
     let _ = reader.snapshot(None);
     let run_for = total + MAX_LOAD_TAIL;
@@ -835,6 +843,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
 
     // Warmup, then the measured window.
+    let t_setup = Instant::now();
     if !signals::sleep_unless_signalled(warmup, &stop) {
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
@@ -869,7 +878,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         samples.push(s);
         next += interval;
     }
+    let t_window = Instant::now();
     let b = reader.snapshot(poll_counter.as_ref());
+    let t_b = Instant::now();
     let stalled = counters::stalled_qdiscs(&a.qdiscs, &b.qdiscs);
     if !stalled.is_empty() && scn.qdisc.kind != "noqueue" {
         let held = b.at.zip(a.at).map_or(duration, |(y, x)| y.saturating_duration_since(x));
@@ -886,9 +897,21 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     for e in &joined.errors {
         notes.push(e.clone());
     }
+    let t_join = Instant::now();
     let teardown_errors = topo.teardown();
     for e in teardown_errors {
         notes.push(format!("teardown: {e}"));
+    }
+    if std::env::var_os(TIMING_ENV).is_some() {
+        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+        notes.push(format!(
+            "timing: setup {:.2} s, warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
+            s(t_start, t_setup),
+            s(t_setup, t_window),
+            s(t_window, t_b),
+            s(t_b, t_join),
+            s(t_join, Instant::now())
+        ));
     }
     if let Some(e) = interrupted() {
         return Err(e);
@@ -912,10 +935,15 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, names: &Names) -> Result
         all.push((true, k.clone(), v.clone()));
         all.push((false, k.clone(), v.clone()));
     }
-    for (sender, key, value) in all {
-        let ns = if sender { &names.ns_tx } else { &names.ns_rx };
-        let path = format!("/proc/sys/{}", key.replace('.', "/"));
-        cmd::write_file_in(ns, &path, &value).map_err(|e| KernelError::Unavailable(format!("sysctl {key} in the run's namespace: {}", e.message())))?;
+    // One exec per namespace for all of its sysctls (each exec is a fork of ip and a
+    // shell: tens of ms natively, a fifth of a second in an emulated guest).
+    for (ns, sender) in [(&names.ns_tx, true), (&names.ns_rx, false)] {
+        let files: Vec<(String, String)> =
+            all.iter().filter(|(s, _, _)| *s == sender).map(|(_, k, v)| (format!("/proc/sys/{}", k.replace('.', "/")), v.clone())).collect();
+        if files.is_empty() {
+            continue;
+        }
+        cmd::write_files_in(ns, &files).map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
     }
     if opts.sender_tso {
         cmd::must_in(&names.ns_tx, "ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"], None)

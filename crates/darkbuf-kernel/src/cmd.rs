@@ -192,6 +192,23 @@ pub fn write_file_in(ns: &str, path: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes each `(path, value)` as seen inside namespace `ns`, in order, with one exec
+/// (`ip netns exec NS sh -c ...`, the paths and values as the shell's arguments, never
+/// parsed by it); stops at the first file that cannot be written and names it.
+pub fn write_files_in(ns: &str, files: &[(String, String)]) -> Result<()> {
+    const SCRIPT: &str = r#"while [ $# -gt 1 ]; do printf '%s' "$2" > "$1" || { printf 'cannot write `%s` to %s\n' "$2" "$1" >&2; exit 1; }; shift 2; done"#;
+    let mut args: Vec<&str> = vec!["-c", SCRIPT, "sh"];
+    for (p, v) in files {
+        args.push(p);
+        args.push(v);
+    }
+    let o = run_in(ns, "sh", &args, None).map_err(|e| not_installed("ip", e))?;
+    if !o.ok() {
+        return Err(KernelError::Internal(format!("in namespace {ns}: {}", o.stderr.trim().replace("\n", "; "))));
+    }
+    Ok(())
+}
+
 /// Runs several shell commands inside namespace `ns` in one exec and returns each one's
 /// stdout; `None` where the command failed. One `ip netns exec` costs a few ms (it
 /// remounts /sys), so counters are read in batches.

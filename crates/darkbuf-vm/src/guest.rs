@@ -43,6 +43,9 @@ pub fn main(dir: &Path) -> i32 {
             return 2;
         }
     };
+    if plan.timing {
+        std::env::set_var(darkbuf_kernel::backend::TIMING_ENV, "1");
+    }
     let boot = prepare(&plan, &mut say);
     if let Err(e) = protocol::write_json(dir, protocol::BOOT, &boot) {
         say(&format!("cannot write boot.json: {e}"));

@@ -103,6 +103,7 @@ pub fn run(
         check,
         jobs: jobs.into_iter().map(|(j, _)| j).collect(),
         modules: opts.modules.as_ref().map(|m| std::fs::canonicalize(m).unwrap_or_else(|_| m.clone()).to_string_lossy().into_owned()),
+        timing: std::env::var_os(darkbuf_kernel::backend::TIMING_ENV).is_some(),
     };
     protocol::write_json(&scratch.path, protocol::PLAN, &plan).map_err(|e| KernelError::Internal(format!("plan.json: {e}")))?;
     let t0 = Instant::now();

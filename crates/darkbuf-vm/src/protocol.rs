@@ -55,6 +55,10 @@ pub struct Plan {
     /// A modules directory to bind onto the guest's /lib/modules/RELEASE
     /// (`--kernel-modules`), for an image whose modules are not installed on the host.
     pub modules: Option<String>,
+    /// The host had `DARKBUF_TIMING` set: the guest sets it too, and each run's notes
+    /// say where its time went.
+    #[serde(default)]
+    pub timing: bool,
 }
 
 /// The guest, as soon as the agent runs.
