@@ -468,6 +468,9 @@ pub fn render_table(c: &Capabilities) -> String {
                 ""
             };
             s.push_str(&format!("  {} {}{}\n", l.kind, l.name, state));
+            if let (false, Some(cost)) = (l.owner_alive, &l.cost) {
+                s.push_str(&format!("    costs: {cost}\n"));
+            }
         }
         if c.leftovers.iter().any(|l| !l.owner_alive && l.kind != "napi-thread") {
             s.push_str("remove them with: darkbuf check --cleanup\n");
@@ -517,13 +520,13 @@ mod tests {
     fn a_napi_kthread_alone_is_not_sent_back_to_cleanup() {
         let mut c = caps();
         c.removed = vec!["netns dkb-123-0-rx".into()];
-        let kthread = names::Leftover { kind: "napi-thread".into(), name: "napi/dkb2n0rr-9 (pid 77)".into(), owner_pid: Some(123), owner_alive: false };
+        let kthread = names::Leftover { kind: "napi-thread".into(), name: "napi/dkb2n0rr-9 (pid 77)".into(), owner_pid: Some(123), owner_alive: false, cost: None };
         c.leftovers = vec![kthread.clone()];
         let t = render_table(&c);
         assert!(t.contains("  napi-thread napi/dkb2n0rr-9 (pid 77) (the NAPI kthread of a device darkbuf no longer names; the kernel ends it when it frees the device: nothing to remove."), "{t}");
         assert!(!t.contains("darkbuf check --cleanup"), "{t}");
         // With a namespace left too, --cleanup is what removes it.
-        c.leftovers.push(names::Leftover { kind: "netns".into(), name: "dkb-123-0-tx".into(), owner_pid: Some(123), owner_alive: false });
+        c.leftovers.push(names::Leftover { kind: "netns".into(), name: "dkb-123-0-tx".into(), owner_pid: Some(123), owner_alive: false, cost: None });
         assert!(render_table(&c).contains("remove them with: darkbuf check --cleanup"));
     }
 
@@ -531,7 +534,7 @@ mod tests {
     fn the_wait_for_napi_kthreads_is_bounded() {
         // A kthread that does not go (here: a leftover list find_leftovers() does not
         // describe) comes back after the grace, without blocking longer.
-        let gone = names::Leftover { kind: "napi-thread".into(), name: "napi/dkbzzzzrr-1 (pid 1)".into(), owner_pid: Some(u32::MAX), owner_alive: false };
+        let gone = names::Leftover { kind: "napi-thread".into(), name: "napi/dkbzzzzrr-1 (pid 1)".into(), owner_pid: Some(u32::MAX), owner_alive: false, cost: None };
         let t0 = std::time::Instant::now();
         let left = wait_for_napi_threads(vec![gone], std::time::Duration::from_millis(200));
         assert!(t0.elapsed() < std::time::Duration::from_secs(5));

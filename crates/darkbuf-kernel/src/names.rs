@@ -97,6 +97,9 @@ pub struct Leftover {
     pub owner_pid: Option<u32>,
     /// Whether that process is still running (then it is in use, not a leftover).
     pub owner_alive: bool,
+    /// What it costs while it stays (a tracing instance's enabled tracepoints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
 }
 
 /// Set in the environment of darkbuf's agent inside a `--backend vm` guest.
@@ -253,7 +256,7 @@ pub fn find_leftovers() -> Vec<Leftover> {
     let mut out = Vec::new();
     let mk = |kind: &str, name: String| {
         let owner = owner_pid(&name);
-        Leftover { kind: kind.into(), owner_alive: owner.is_some_and(owner_alive), owner_pid: owner, name }
+        Leftover { kind: kind.into(), owner_alive: owner.is_some_and(owner_alive), owner_pid: owner, name, cost: None }
     };
     for n in darkbuf_namespaces() {
         out.push(mk("netns", n));
@@ -262,11 +265,12 @@ pub fn find_leftovers() -> Vec<Leftover> {
         // A running darkbuf has its veth pair here for a moment, between creating and
         // moving it: the pid in the name tells.
         let owner = dev_owner_pid(&n);
-        out.push(Leftover { kind: "device".into(), owner_alive: owner.is_some_and(owner_alive), owner_pid: owner, name: n });
+        out.push(Leftover { kind: "device".into(), owner_alive: owner.is_some_and(owner_alive), owner_pid: owner, name: n, cost: None });
     }
     if let Some(root) = crate::trace::tracefs_mount() {
         for n in darkbuf_trace_instances(&root) {
-            out.push(mk("trace-instance", n));
+            let cost = instance_cost(&root.join("instances").join(&n));
+            out.push(Leftover { cost, ..mk("trace-instance", n) });
         }
     }
     for (pid, marker) in crate::trace::mount_markers() {
@@ -276,16 +280,17 @@ pub fn find_leftovers() -> Vec<Leftover> {
             name: format!("{} (mounted by darkbuf pid {pid})", mnt.trim()),
             owner_pid: Some(pid),
             owner_alive: owner_alive(pid),
+            cost: None,
         });
     }
     // Inside a --backend vm guest the host's processes and scratch directories are
     // not ours to judge: the guest sees the host's /tmp, but not its processes.
     let in_guest = std::env::var_os(VM_GUEST_ENV).is_some();
     for (pid, owner) in darkbuf_vm_processes().into_iter().filter(|_| !in_guest) {
-        out.push(Leftover { kind: "vm".into(), name: format!("qemu pid {pid}"), owner_pid: Some(owner), owner_alive: owner_alive(owner) });
+        out.push(Leftover { kind: "vm".into(), name: format!("qemu pid {pid}"), owner_pid: Some(owner), owner_alive: owner_alive(owner), cost: None });
     }
     for (dir, owner) in darkbuf_vm_scratch_dirs(&std::env::temp_dir()).into_iter().filter(|_| !in_guest) {
-        out.push(Leftover { kind: "vm-scratch".into(), name: dir, owner_pid: Some(owner), owner_alive: owner_alive(owner) });
+        out.push(Leftover { kind: "vm-scratch".into(), name: dir, owner_pid: Some(owner), owner_alive: owner_alive(owner), cost: None });
     }
     for (pid, comm) in darkbuf_napi_threads() {
         // comm = "napi/<dev>-<id>", cut at 15 characters.
@@ -296,9 +301,44 @@ pub fn find_leftovers() -> Vec<Leftover> {
             name: format!("{comm} (pid {pid})"),
             owner_alive: owner.is_some_and(owner_alive),
             owner_pid: owner,
+            cost: None,
         });
     }
     out
+}
+
+/// What a tracing instance costs while it stays: its enabled events, each a filter
+/// the kernel evaluates on every packet that passes the tracepoint on any device of
+/// the machine (an enabled event in any instance turns its tracepoint on system-wide).
+/// `None` when none is enabled (then it only holds its ring buffer's memory).
+fn instance_cost(dir: &std::path::Path) -> Option<String> {
+    let mut on = Vec::new();
+    for sys in std::fs::read_dir(dir.join("events")).ok()?.flatten() {
+        for ev in std::fs::read_dir(sys.path()).into_iter().flatten().flatten() {
+            let enabled = std::fs::read_to_string(ev.path().join("enable")).is_ok_and(|t| t.trim() == "1");
+            if enabled {
+                on.push(format!("{}:{}", sys.file_name().to_string_lossy(), ev.file_name().to_string_lossy()));
+            }
+        }
+    }
+    if on.is_empty() {
+        return None;
+    }
+    on.sort();
+    let n = on.len();
+    let mut cost = format!(
+        "{n} tracepoint{} enabled ({}): {} on every device of this machine and {} a filter every time \
+         (net:* on every packet, napi:napi_poll on every NAPI poll) until the instance is removed",
+        if n == 1 { "" } else { "s" },
+        on.join(", "),
+        if n == 1 { "it fires" } else { "they fire" },
+        if n == 1 { "runs" } else { "each runs" },
+    );
+    if on.iter().any(|e| e.starts_with("net:")) {
+        // crates/darkbuf-kernel/README.md, "--probe-trace": measured with these three.
+        cost.push_str("; --probe-trace's three cost a 270k packets/s consumer a tenth of its rate on the development VM");
+    }
+    Some(cost)
 }
 
 /// Pids of other darkbuf processes that have namespaces or devices right now: runs

@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 
-use crate::trace::{disable_instance, Tracefs};
+use crate::trace::{disable_instance, InstanceReaper, Tracefs};
 
 /// The events, as `<system>/<event>` under the instance's `events/`.
 const CONSUME_EVENTS: [&str; 2] = ["net/napi_gro_receive_entry", "net/netif_receive_skb_entry"];
@@ -40,6 +40,9 @@ pub enum FarEndEvent {
 /// A tracing instance with the three events enabled; removed on drop.
 pub struct ProbeTrace {
     dir: PathBuf,
+    /// Removes the instance if this process is killed (its filters and events would
+    /// otherwise stay on every received packet until `check --cleanup`).
+    _reaper: InstanceReaper,
     _fs: Tracefs,
 }
 
@@ -57,7 +60,14 @@ impl ProbeTrace {
         }
         let dir = fs.root.join("instances").join(format!("{tag}-probe"));
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create tracing instance {}: {e}", dir.display()))?;
-        let t = ProbeTrace { dir, _fs: fs };
+        let reaper = match InstanceReaper::spawn(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(e);
+            }
+        };
+        let t = ProbeTrace { dir, _reaper: reaper, _fs: fs };
         let write = |rel: &str, v: &str| std::fs::write(t.dir.join(rel), v).map_err(|e| format!("{rel} = {v}: {e}"));
         write("trace_clock", "mono")?;
         // A probe is two events in the ring buffer, about 150 bytes together, mostly on

@@ -98,6 +98,51 @@ impl Drop for Tracefs {
     }
 }
 
+/// A tracing instance's enabled events cost every packet of the machine a filter
+/// evaluation for as long as the instance lives, and a SIGKILL cannot be caught: a
+/// small `sh` in its own session waits on a pipe only this process holds, and when the
+/// pipe closes (this process ended, however it ended) turns the instance's events off
+/// and removes it. After a normal end the instance is already gone and it does nothing.
+pub struct InstanceReaper {
+    pipe: Option<std::process::ChildStdin>,
+    child: std::process::Child,
+}
+
+/// The reaper's script; `$1` is the instance directory.
+const REAPER_SCRIPT: &str = "read _ignored; cd \"$1\" 2>/dev/null || exit 0; echo 0 > tracing_on; echo 0 > events/enable; cd /; rmdir \"$1\"";
+
+impl InstanceReaper {
+    /// Watches instance `dir` for the life of this process.
+    pub fn spawn(dir: &Path) -> Result<InstanceReaper, String> {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", REAPER_SCRIPT, "darkbuf-reaper"])
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: setsid() is async-signal-safe; in its own session the reaper gets
+        // neither the terminal's SIGINT nor its SIGHUP, which are darkbuf's to handle.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start the tracing instance's reaper (sh): {e}"))?;
+        Ok(InstanceReaper { pipe: child.stdin.take(), child })
+    }
+}
+
+impl Drop for InstanceReaper {
+    fn drop(&mut self) {
+        // Closing the pipe lets the reaper run (the instance is gone by now) and end;
+        // waiting for it leaves no zombie behind a long kernel sweep.
+        self.pipe.take();
+        let _ = self.child.wait();
+    }
+}
+
 /// Turns off every event of an instance directory (before removing it).
 pub fn disable_instance(dir: &Path) {
     let _ = std::fs::write(dir.join("tracing_on"), "0");
@@ -107,13 +152,21 @@ pub fn disable_instance(dir: &Path) {
 /// Counts of one filtered event in one instance.
 struct Counter {
     dir: PathBuf,
+    _reaper: InstanceReaper,
 }
 
 impl Counter {
     fn create(fs: &Tracefs, name: &str, filter: &str) -> Result<Counter, String> {
         let dir = fs.root.join("instances").join(name);
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create tracing instance {}: {e}", dir.display()))?;
-        let c = Counter { dir };
+        let reaper = match InstanceReaper::spawn(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(e);
+            }
+        };
+        let c = Counter { dir, _reaper: reaper };
         // A small buffer: events are only counted, never read.
         let _ = std::fs::write(c.dir.join("buffer_size_kb"), "16");
         let _ = std::fs::write(c.dir.join("options/overwrite"), "1");
@@ -196,6 +249,20 @@ impl NapiPollCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reaper does its work when the pipe closes, and only then (a plain directory
+    /// stands in for the instance: tracing_on is written, the rest fails quietly).
+    #[test]
+    fn the_reaper_turns_the_instance_off_when_the_pipe_closes() {
+        let dir = std::env::temp_dir().join(format!("darkbuf-reaper-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let reaper = InstanceReaper::spawn(&dir).unwrap();
+        assert!(!dir.join("tracing_on").exists());
+        drop(reaper);
+        assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn cpu_stats_sum_entries_and_overrun() {

@@ -200,3 +200,56 @@ fn too_many_rules_on_the_kernel_backend_is_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("consumer.nrules = 100,000,000: the kernel backend loads at most 500,000 rules"), "{err}");
 }
+
+/// The tracing instances of darkbuf process `pid` (`dkb-<pid>-*`), if tracefs is mounted.
+fn trace_instances_of(pid: u32) -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let Some(root) = mounts.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).find(|f| f.len() > 2 && f[2] == "tracefs").map(|f| f[1].to_string()) else {
+        return Vec::new();
+    };
+    let prefix = format!("dkb-{pid}-");
+    std::fs::read_dir(format!("{root}/instances"))
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(&prefix)).collect())
+        .unwrap_or_default()
+}
+
+/// Item 11: a SIGKILLed `--probe-trace` run leaves no tracing instance (so no enabled
+/// tracepoint or filter) behind: each instance's reaper removes it when the run dies.
+/// Needs root (skips otherwise, or when the run cannot trace here).
+#[test]
+fn a_killed_probe_trace_run_leaves_no_tracepoint_enabled() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_darkbuf"))
+        .args(["run", &repo("crates/darkbuf-kernel/scenarios/veth-pfifo-rules.toml"), "--backend", "kernel", "--probe-trace"])
+        .args(["--set", "consumer.nrules=0", "--set", "duration=60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    while !trace_instances_of(pid).iter().any(|n| n.ends_with("-probe")) {
+        if child.try_wait().expect("try_wait").is_some() || start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("wait");
+            eprintln!("skipped: the run made no probe trace here: {}", stderr(&o));
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    // The reapers run when the run's pipe closes: give them up to 10 s.
+    let start = std::time::Instant::now();
+    while !trace_instances_of(pid).is_empty() && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = trace_instances_of(pid);
+    // The namespaces the killed run left are check --cleanup's (and the next run's).
+    let _ = darkbuf(&["check", "--cleanup"]);
+    assert_eq!(left, Vec::<String>::new());
+}
