@@ -55,12 +55,41 @@ fn value_str(v: &ParamValue) -> Option<String> {
         ParamValue::Int(i) => Some(i.to_string()),
         ParamValue::Float(f) => Some(f.to_string()),
         ParamValue::Str(s) => Some(s.clone()),
-        ParamValue::Bool(_) | ParamValue::Tables(_) => None,
+        ParamValue::Bool(_) | ParamValue::Tables(_) | ParamValue::Table(_) => None,
     }
+}
+
+/// netem's parameters as tc's words: `delay D [J [C]]` (the jitter and its correlation
+/// follow the delay), the others as `KEY WORDS...` with a value of several words split
+/// (`loss random 1% 25%`, `rate 10mbit 20`), `ecn` as a flag.
+fn netem_args(params: &Params) -> Vec<String> {
+    let mut out = Vec::new();
+    let words = |v: &ParamValue| value_str(v).map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>()).unwrap_or_default();
+    let get = |k: &str| params.iter().find(|(key, _)| key.as_str() == k).map(|(_, v)| v);
+    if get("delay").is_some() || get("jitter").is_some() {
+        out.push("delay".to_string());
+        out.extend(get("delay").map_or(vec!["0ms".to_string()], words));
+        out.extend(get("jitter").map(words).unwrap_or_default());
+    }
+    for (k, v) in params.iter() {
+        match (k.as_str(), v) {
+            ("delay" | "jitter" | "child", _) => {}
+            (_, ParamValue::Bool(true)) => out.push(k.clone()),
+            (_, ParamValue::Bool(false)) => {}
+            _ => {
+                out.push(k.clone());
+                out.extend(words(v));
+            }
+        }
+    }
+    out
 }
 
 /// `KEY VALUE ...` for `kind`'s scalar parameters (tables are left to the caller).
 pub fn param_args(kind: &str, params: &Params, kv: KernelVersion) -> Result<Vec<String>> {
+    if kind == "netem" {
+        return Ok(netem_args(params));
+    }
     let mut out = Vec::new();
     for (k, v) in params.iter() {
         if let Some(native) = model_option(kind, k, kv) {
@@ -83,7 +112,9 @@ pub fn param_args(kind: &str, params: &Params, kv: KernelVersion) -> Result<Vec<
                     out.push(n.to_string());
                 }
             }
-            ParamValue::Tables(_) => {}
+            ParamValue::Tables(_) | ParamValue::Table(_) => {}
+            // tbf's child (`qdisc = "KIND"`) is a qdisc of its own, grafted at 1:1.
+            ParamValue::Str(_) if kind == "tbf" && k == "qdisc" => {}
             // htb's `default` is a class minor: the simulator reads an integer as the
             // number it is (and a string as hex), tc always as hex.
             ParamValue::Int(i) if kind == "htb" && k == "default" => {
@@ -131,6 +162,7 @@ pub fn qdisc_commands(dev: &str, spec: &QdiscSpec, tx_queues: u32, kv: KernelVer
             let mut root = vec![s("qdisc"), s("replace"), s("dev"), s(dev), s("root"), s("handle"), s("1:"), s(kind)];
             root.extend(param_args(kind, &spec.params, kv)?);
             cmds.push(root);
+            cmds.extend(child_commands(dev, spec, kv)?);
             for (key, v) in spec.params.iter() {
                 let ParamValue::Tables(tables) = v else { continue };
                 if key != "class" {
@@ -147,6 +179,35 @@ pub fn qdisc_commands(dev: &str, spec: &QdiscSpec, tx_queues: u32, kv: KernelVer
     Ok(cmds)
 }
 
+/// A single-child qdisc's child at `parent 1:1` (netem's `[qdisc.child]`, tbf's
+/// `qdisc = "KIND"` with its defaults), with `handle 10:`, and that child's own child
+/// (a tbf under a netem) at `parent 10:1` with `handle 20:`.
+fn child_commands(dev: &str, spec: &QdiscSpec, kv: KernelVersion) -> Result<Vec<Vec<String>>> {
+    let mut out = Vec::new();
+    let mut parent = spec.clone();
+    for depth in 1.. {
+        let child = match (parent.kind.as_str(), parent.child.as_deref()) {
+            ("netem", Some(c)) => c.clone(),
+            ("tbf", _) => match parent.params.iter().find(|(k, _)| k.as_str() == "qdisc").and_then(|(_, v)| value_str(v)) {
+                Some(kind) => QdiscSpec { kind, params: Params::default(), child: None },
+                None => break,
+            },
+            _ => break,
+        };
+        if child.params.iter().any(|(_, v)| matches!(v, ParamValue::Tables(_))) {
+            return Err(KernelError::Unavailable(format!("a {} child with classes is not supported by the kernel backend", child.kind)));
+        }
+        // The root is 1:, its child 10:, that one's 20:, ...
+        let parent_major = if depth == 1 { 1 } else { (depth - 1) * 10 };
+        let mut c = vec!["qdisc".to_string(), "replace".into(), "dev".into(), dev.into(), "parent".into(), format!("{parent_major}:1")];
+        c.extend(["handle".to_string(), format!("{}:", depth * 10), child.kind.clone()]);
+        c.extend(param_args(&child.kind, &child.params, kv)?);
+        out.push(c);
+        parent = child;
+    }
+    Ok(out)
+}
+
 /// `tc class replace dev DEV parent P classid C KIND params...` for one `[[qdisc.class]]`,
 /// then, when the class names a leaf `qdisc = "KIND"`, `tc qdisc replace dev DEV parent C
 /// KIND` with that kind's defaults (the simulator's meaning; without it the kernel gives
@@ -156,12 +217,14 @@ fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result
     let mut classid = None;
     let mut parent = None;
     let mut leaf = None;
+    let mut leaf_params = None;
     let mut map = std::collections::BTreeMap::new();
     for (k, v) in t.iter() {
         match (k.as_str(), v) {
             ("classid", v) => classid = value_str(v),
             ("parent", v) => parent = value_str(v),
             ("qdisc", v) => leaf = value_str(v),
+            ("qdisc_params", ParamValue::Table(p)) => leaf_params = Some(p.clone()),
             _ => {
                 map.insert(k.clone(), v.clone());
             }
@@ -178,8 +241,13 @@ fn class_command(dev: &str, kind: &str, t: &Params, kv: KernelVersion) -> Result
     ];
     c.extend(param_args(kind, &rest, kv)?);
     let mut out = vec![c];
-    if let Some(leaf) = leaf {
-        out.push(vec!["qdisc".into(), "replace".into(), "dev".into(), dev.into(), "parent".into(), classid, leaf]);
+    if leaf.is_some() || leaf_params.is_some() {
+        let leaf = leaf.unwrap_or_else(|| "pfifo".into());
+        let mut c = vec!["qdisc".into(), "replace".into(), "dev".into(), dev.into(), "parent".into(), classid, leaf.clone()];
+        if let Some(p) = &leaf_params {
+            c.extend(param_args(&leaf, p, kv)?);
+        }
+        out.push(c);
     }
     Ok(out)
 }
@@ -299,6 +367,42 @@ mod tests {
                 "qdisc replace dev d parent 1:20 bfifo",
             ]
         );
+    }
+
+    /// netem's words as tc takes them: the jitter after the delay, several-word values
+    /// split, `ecn` a flag; its child at 1:1 (and a tbf's own child below it).
+    #[test]
+    fn netem_and_its_children() {
+        let s = |v: &str| ParamValue::Str(v.into());
+        let mut n = spec("netem", &[("delay", s("100ms")), ("jitter", s("10ms 25%")), ("loss", s("random 1% 30%")), ("ecn", ParamValue::Bool(true)), ("limit", ParamValue::Int(1000)), ("rate", s("10mbit 20"))]);
+        let lines: Vec<String> = qdisc_commands("d", &n, 1, KV).unwrap().iter().map(|v| line(v)).collect();
+        assert_eq!(lines, ["qdisc replace dev d root handle 1: netem delay 100ms 10ms 25% ecn limit 1000 loss random 1% 30% rate 10mbit 20"]);
+        n.child = Some(Box::new(spec("tbf", &[("rate", s("1mbit")), ("burst", ParamValue::Int(2048)), ("latency", s("100ms")), ("qdisc", s("fq_codel"))])));
+        let lines: Vec<String> = qdisc_commands("d", &n, 1, KV).unwrap().iter().map(|v| line(v)).collect();
+        assert_eq!(
+            lines[1..],
+            [
+                "qdisc replace dev d parent 1:1 handle 10: tbf burst 2048 latency 100ms rate 1mbit",
+                "qdisc replace dev d parent 10:1 handle 20: fq_codel",
+            ]
+        );
+        // jitter alone: tc needs a delay before it.
+        let j = spec("netem", &[("jitter", s("5ms"))]);
+        assert_eq!(line(&qdisc_commands("d", &j, 1, KV).unwrap()[0]), "qdisc replace dev d root handle 1: netem delay 0ms 5ms");
+    }
+
+    /// An htb leaf's `qdisc_params` follow its kind on the leaf's line.
+    #[test]
+    fn htb_leaf_parameters() {
+        let mut class = BTreeMap::new();
+        class.insert("classid".to_string(), ParamValue::Str("1:10".into()));
+        class.insert("rate".to_string(), ParamValue::Str("100mbit".into()));
+        class.insert("qdisc".to_string(), ParamValue::Str("fq_codel".into()));
+        let leaf = Params::new([("limit".to_string(), ParamValue::Int(300)), ("ecn".to_string(), ParamValue::Bool(true))].into_iter().collect());
+        class.insert("qdisc_params".to_string(), ParamValue::Table(leaf));
+        let s = spec("htb", &[("class", ParamValue::Tables(vec![Params::new(class)]))]);
+        let lines: Vec<String> = qdisc_commands("d", &s, 1, KV).unwrap().iter().map(|v| line(v)).collect();
+        assert_eq!(lines[2], "qdisc replace dev d parent 1:10 fq_codel ecn limit 300");
     }
 
     #[test]

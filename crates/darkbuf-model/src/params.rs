@@ -17,6 +17,9 @@ pub enum ParamValue {
     /// An array of tables (`[[qdisc.class]]`): one parameter set per element, each
     /// parsed by the qdisc like a nested `tc class add` line.
     Tables(Vec<Params>),
+    /// One table: a nested qdisc's parameters (an htb leaf's `qdisc_params`, netem's
+    /// `[qdisc.child]` with its `kind`).
+    Table(Params),
 }
 
 impl std::fmt::Display for ParamValue {
@@ -33,6 +36,7 @@ impl std::fmt::Display for ParamValue {
             ParamValue::Str(v) => write!(f, "{v:?}"),
             ParamValue::Bool(v) => write!(f, "{v}"),
             ParamValue::Tables(v) => write!(f, "[{} tables]", v.len()),
+            ParamValue::Table(_) => f.write_str("a table"),
         }
     }
 }
@@ -57,6 +61,14 @@ impl ParamError {
             ParamError::Invalid { key, message, expected } => {
                 ParamError::Invalid { key: format!("{array}[{index}].{key}"), message, expected }
             }
+        }
+    }
+
+    /// Re-keys an error from the table under `key` as `key.inner`.
+    pub fn nested_in(self, key: &str) -> ParamError {
+        match self {
+            ParamError::Unknown { key: k, valid } => ParamError::Unknown { key: format!("{key}.{k}"), valid },
+            ParamError::Invalid { key: k, message, expected } => ParamError::Invalid { key: format!("{key}.{k}"), message, expected },
         }
     }
 
@@ -236,6 +248,25 @@ impl Params {
             Some(ParamValue::Str(s)) => Ok(Some(s)),
             Some(other) => Err(Self::invalid(key, format!("{other} is not a string"), "a string")),
         }
+    }
+
+    /// The raw value of `key`, taken; `None` when absent.
+    pub fn take_value(&mut self, key: &str) -> Option<ParamValue> {
+        self.map.remove(key)
+    }
+
+    /// One table (e.g. an htb leaf's `qdisc_params`); `None` when absent.
+    pub fn take_table(&mut self, key: &str) -> Result<Option<Params>, ParamError> {
+        match self.map.remove(key) {
+            None => Ok(None),
+            Some(ParamValue::Table(p)) => Ok(Some(p)),
+            Some(other) => Err(Self::invalid(key, format!("{other} is not a table"), "a table, e.g. { limit = 300, ecn = true }")),
+        }
+    }
+
+    /// Sets `key` (a parameter the caller adds, such as a child's `kind`).
+    pub fn insert(&mut self, key: &str, v: ParamValue) {
+        self.map.insert(key.to_string(), v);
     }
 
     /// Reports the first key no parser took as unknown.

@@ -37,6 +37,9 @@ pub struct Skb {
     pub edt: u64,
     /// The sending socket's pacing rate in bytes/s; 0 = unpaced.
     pub pacing_rate: u64,
+    /// How a netem put this skb back into the qdisc tree ([`Skb::NETEM_CLONE`],
+    /// [`Skb::NETEM_CORRUPT_SEG`]); 0 for every other skb.
+    pub netem_mark: u8,
 }
 
 impl Skb {
@@ -45,6 +48,14 @@ impl Skb {
     pub fn segs(&self) -> u32 {
         self.gso_segs.max(1) as u32
     }
+
+    /// A netem's duplicate (`skb_clone()` enqueued at the root with `skb->tc_depth`
+    /// raised): no netem duplicates it again.
+    pub const NETEM_CLONE: u8 = 1;
+    /// The first segment of a GSO skb a netem chose to corrupt (`netem_segment()`): the
+    /// netem's draws were made for the whole skb, and it goes on to be corrupted and
+    /// queued.
+    pub const NETEM_CORRUPT_SEG: u8 = 2;
 
     pub const ECN_NOT_ECT: u8 = 0;
     pub const ECN_ECT1: u8 = 1;

@@ -240,6 +240,54 @@ fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
                 params(kv)
             })
             .boxed(),
+        // netem without duplication (its clones are the caller's to make): delay,
+        // jitter, loss, reordering, rate, corruption (linear packets: a flag only),
+        // slot, limit, and sometimes a child.
+        "netem" => (
+            prop::option::of(0i64..1500),
+            prop::option::of((0u64..20_000, 0u64..20_000)),
+            prop::option::of(prop::sample::select(vec!["1%", "30%", "random 10% 50%", "state 5% 30%", "gemodel 5% 40% 70% 1%"])),
+            prop::option::of((prop::sample::select(vec!["25%", "100% 50%"]), 1i64..5)),
+            prop::option::of(prop::sample::select(vec!["1mbit", "50mbit 20 48 5", "1gbit -4"])),
+            prop::option::of(prop::sample::select(vec!["5%", "1ms 3ms packets 3", "2ms bytes 3000"])),
+            prop::option::of(prop::sample::select(vec!["pfifo", "fq_codel", "tbf"])),
+        )
+            .prop_map(|(limit, delay, loss, reorder, rate, extra, child)| {
+                let mut kv = Vec::new();
+                if let Some(v) = limit {
+                    kv.push(("limit", ParamValue::Int(v)));
+                }
+                if let Some((d, j)) = delay {
+                    kv.push(("delay", ParamValue::Str(format!("{}us", d + 1))));
+                    kv.push(("jitter", ParamValue::Str(format!("{j}us"))));
+                    if let Some((p, g)) = reorder {
+                        kv.push(("reorder", ParamValue::Str(p.into())));
+                        kv.push(("gap", ParamValue::Int(g)));
+                    }
+                }
+                if let Some(v) = loss {
+                    kv.push(("loss", ParamValue::Str(v.into())));
+                }
+                if let Some(v) = rate {
+                    kv.push(("rate", ParamValue::Str(v.into())));
+                }
+                match extra {
+                    Some(c) if c.ends_with('%') => kv.push(("corrupt", ParamValue::Str(c.into()))),
+                    Some(slot) => kv.push(("slot", ParamValue::Str(slot.into()))),
+                    None => {}
+                }
+                let mut p = params(kv);
+                if let Some(kind) = child {
+                    let mut c = Params::default();
+                    if kind == "tbf" {
+                        c = Params::from_pairs(&[("rate", ParamValue::Str("20mbit".into())), ("burst", ParamValue::Int(3000)), ("limit", ParamValue::Int(30_000))]);
+                    }
+                    c.insert("kind", ParamValue::Str(kind.into()));
+                    p.insert("child", ParamValue::Table(c));
+                }
+                p
+            })
+            .boxed(),
         // fq has its own parameter proptest in tests/qdisc_fq.rs: defaults here.
         "fq" => Just(Params::default()).boxed(),
         other => panic!("no parameter generator for buildable kind {other}; add one"),
@@ -325,7 +373,9 @@ proptest! {
                     let verdict = q.enqueue(skb, now, &mut drops);
                     let arrival_dropped = drops.contains(&skb.id);
                     match verdict {
-                        EnqueueVerdict::Success => prop_assert!(!arrival_dropped),
+                        // netem's loss is a drop the sender sees as a success
+                        // (NET_XMIT_SUCCESS | __NET_XMIT_BYPASS).
+                        EnqueueVerdict::Success => prop_assert!(!arrival_dropped || kind == "netem"),
                         EnqueueVerdict::Dropped => prop_assert!(arrival_dropped),
                         EnqueueVerdict::Congested => prop_assert!(!drops.is_empty()
                             || (kind == "pfifo_head_drop" && q.qlen() == 1)),
@@ -479,6 +529,7 @@ proptest! {
                 "interval", "memory_limit", "drop_batch", "ce_threshold", "rate", "burst", "latency",
                 "peakrate", "mtu", "bandwidth", "diffserv", "flow_mode", "rtt", "overhead", "mpu",
                 "maxrate", "flow_limit", "initial_quantum", "horizon", "default", "r2q",
+                "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "gap", "slot", "seed", "distribution",
             ]),
             prop_oneof![
                 any::<i64>().prop_map(ParamValue::Int),

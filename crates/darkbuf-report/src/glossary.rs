@@ -63,6 +63,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("path.drops", "frames", "frames path.loss lost beyond the wire (netem's loss model), both ways, in the measured window; only with path.loss"),
     e("path.marks", "frames", "frames path.loss would have lost that path.ecn marked CE instead (netem's ecn), both ways, in the measured window; only with path.ecn"),
     e("path.reordered", "frames", "frames path.reorder sent at once, ahead of the delayed ones (netem's requeues), both ways, in the measured window; only with path.reorder"),
+    e("netem.corrupt_drops", "packets", "packets a netem qdisc corrupted (corrupt P) that the receiving stack dropped (a checksum, another host's MAC, another EtherType; a bit in the source MAC passes), in the measured window; only with a netem qdisc"),
     e("qdisc.backlog_pkts", "packets", "time series: qdisc backlog, every sample_interval"),
     e("bql.limit_avg", "units", "time-averaged DQL limit of the measured TX queue (packets for veth's per-packet BQL, bytes with unit = \"byte\")"),
     e("bql.limit_last", "units", "DQL limit at the end of the run"),

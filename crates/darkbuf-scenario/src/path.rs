@@ -84,14 +84,8 @@ pub fn path_warnings(scn: &Scenario) -> Vec<String> {
     )]
 }
 
-/// tc's `parse_percent()`: a fraction in 0..=1 from a number of percent (`%` optional).
-fn percent(w: &str) -> Result<f64, String> {
-    match w.strip_suffix('%').unwrap_or(w).parse::<f64>() {
-        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
-        Ok(_) => Err(format!("{w} is out of range")),
-        Err(_) => Err(format!("\"{w}\" is not a percentage")),
-    }
-}
+// tc's `parse_percent()`, shared with the netem qdisc.
+use darkbuf_model::netem::parse_percent as percent;
 
 /// The words of a string key (`None` without the key).
 fn words<'a>(p: &Sec<'a>, key: &str, help: &str) -> Result<Option<Vec<String>>, Diagnostic> {
@@ -207,35 +201,6 @@ fn path_loss(p: &Sec<'_>) -> Result<Option<PathLoss>, Diagnostic> {
         V::Str(s) => s.split_whitespace().map(str::to_string).collect(),
         _ => return Err(p.type_err(e, "a loss percentage or model", Some(HELP.into()))),
     };
-    let pct = |w: &str| percent(w).map_err(&bad);
-    let (model, args) = match words.split_first() {
-        None => return Err(bad("empty".into())),
-        Some((m, rest)) if ["random", "state", "gemodel"].contains(&m.as_str()) => (m.as_str(), rest),
-        Some(_) => ("random", &words[..]),
-    };
-    let fr: Vec<f64> = args.iter().map(|w| pct(w)).collect::<Result<_, _>>()?;
-    let most = match model {
-        "random" => 2,
-        "state" => 5,
-        _ => 4,
-    };
-    if fr.is_empty() {
-        return Err(bad(format!("`{model}` needs its first probability")));
-    }
-    if fr.len() > most {
-        return Err(bad(format!("`{model}` takes at most {most} probabilities")));
-    }
-    let arg = |i: usize, default: f64| set_percent(fr.get(i).copied().unwrap_or(default));
-    let loss = match model {
-        "random" => PathLoss::Random { loss: arg(0, 0.0), corr: arg(1, 0.0) },
-        "state" => PathLoss::State { p13: arg(0, 0.0), p31: arg(1, 1.0 - fr[0]), p32: arg(2, 0.0), p23: arg(3, 1.0), p14: arg(4, 0.0) },
-        // tc takes 1-h and gives the kernel h; without it, h = 0.
-        _ => PathLoss::Gemodel {
-            p: arg(0, 0.0),
-            r: arg(1, 1.0 - fr[0]),
-            h: fr.get(2).map_or(0, |&one_minus_h| u32::MAX - set_percent(one_minus_h)),
-            k1: arg(3, 0.0),
-        },
-    };
-    Ok((!matches!(loss, PathLoss::Random { loss: 0, .. })).then_some(loss))
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    Ok(darkbuf_model::netem::parse_loss(&words).map_err(bad)?.map(PathLoss::from))
 }

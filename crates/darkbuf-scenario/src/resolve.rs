@@ -142,14 +142,20 @@ impl<'a> Sec<'a> {
             return e.key_at.clone();
         };
         let Some(item) = items.get(idx) else { return e.key_at.clone() };
-        match &item.v {
-            V::Table(t) => match t.get(sub) {
-                Some(se) if key_pos => se.key_at.clone(),
-                Some(se) => se.node.at.clone(),
-                None => item.at.clone(),
-            },
-            _ => item.at.clone(),
+        let V::Table(t) = &item.v else { return item.at.clone() };
+        let mut t = t;
+        // A key inside a table of the element (`class[0].qdisc_params.limit`).
+        let mut parts = sub.split('.').peekable();
+        while let Some(part) = parts.next() {
+            let Some(se) = t.get(part) else { return item.at.clone() };
+            match (&se.node.v, parts.peek()) {
+                (V::Table(inner), Some(_)) => t = inner,
+                (_, Some(_)) => return se.node.at.clone(),
+                _ if key_pos => return se.key_at.clone(),
+                _ => return se.node.at.clone(),
+            }
         }
+        item.at.clone()
     }
 
     pub fn check_keys(&self, valid: &[&str], note: Option<&str>) -> Result<(), Diagnostic> {
@@ -893,12 +899,24 @@ fn resolve_doc(
 /// A qdisc parameter from its document value. `Err` is the value that cannot be one:
 /// its key below `n` ("" for `n` itself, "0.rate" for the rate of a [[qdisc.class]]
 /// entry) and its node, so the error points at the offending value itself.
-fn param_value(n: &Node) -> Result<ParamValue, (String, &Node)> {
+fn param_value<'n>(n: &'n Node, key: &str) -> Result<ParamValue, (String, &'n Node)> {
     Ok(match &n.v {
         V::Int(i) => ParamValue::Int(*i),
         V::Float(f) => ParamValue::Float(*f),
         V::Str(s) => ParamValue::Str(s.clone()),
         V::Bool(b) => ParamValue::Bool(*b),
+        // One table (an htb leaf's `qdisc_params = { ... }`): a nested parameter set.
+        V::Table(t) if key == "qdisc_params" => {
+            let mut map = BTreeMap::new();
+            for e in &t.entries {
+                let p = param_value(&e.node, &e.key).map_err(|(below, bad)| {
+                    let key = if below.is_empty() { e.key.clone() } else { format!("{}.{below}", e.key) };
+                    (key, bad)
+                })?;
+                map.insert(e.key.clone(), p);
+            }
+            ParamValue::Table(Params::new(map))
+        }
         // An array of tables ([[qdisc.class]]): one nested parameter set per element.
         V::Array(items) if !items.is_empty() && items.iter().all(|i| matches!(i.v, V::Table(_))) => {
             let mut tables = Vec::with_capacity(items.len());
@@ -906,7 +924,7 @@ fn param_value(n: &Node) -> Result<ParamValue, (String, &Node)> {
                 let V::Table(t) = &item.v else { unreachable!("checked above") };
                 let mut map = BTreeMap::new();
                 for e in &t.entries {
-                    let p = param_value(&e.node).map_err(|(below, bad)| {
+                    let p = param_value(&e.node, &e.key).map_err(|(below, bad)| {
                         let key = if below.is_empty() { format!("{i}.{}", e.key) } else { format!("{i}.{}.{below}", e.key) };
                         (key, bad)
                     })?;
@@ -968,8 +986,16 @@ fn resolve_qdisc(
         _ => {}
     }
     let mut map = BTreeMap::new();
+    let mut child = None;
     for e in &q.t.entries {
         if e.key == "kind" {
+            continue;
+        }
+        if e.key == "child" && kind == "netem" {
+            // netem's child qdisc (`tc qdisc add ... parent 1:1 KIND ...`): any modelled
+            // qdisc with its own parameters.
+            let c = q.sub("child")?;
+            child = Some(Box::new(resolve_qdisc(&c, "pfifo", dev, false)?));
             continue;
         }
         if e.key == "child" {
@@ -978,7 +1004,7 @@ fn resolve_qdisc(
                 &e.key_at,
                 &q.kp("child"),
                 format!(
-                    "qdisc {kind} has no child qdisc: only mq takes [{}]",
+                    "qdisc {kind} has no child qdisc: only mq and netem take [{}]",
                     q.kp("child")
                 ),
                 Some(format!(
@@ -988,7 +1014,7 @@ fn resolve_qdisc(
                 )),
             ));
         }
-        match param_value(&e.node) {
+        match param_value(&e.node, &e.key) {
             Ok(p) => {
                 map.insert(e.key.clone(), p);
             }
@@ -1019,7 +1045,7 @@ fn resolve_qdisc(
             }
         }
     }
-    let params = Params::new(map);
+    let spec = QdiscSpec { kind: kind.into(), params: Params::new(map), child };
     if !qdisc::BUILDABLE_KINDS.contains(&kind) {
         return Err(q.ctx.diag(
             K::Unsupported,
@@ -1029,10 +1055,10 @@ fn resolve_qdisc(
             Some(format!("modelled qdiscs: {buildable}")),
         ));
     }
-    match qdisc::build(kind, params.clone(), dev) {
+    match qdisc::build(kind, spec.model_params(), dev) {
         Ok(_) => {}
         Err(BuildError::Param(ParamError::Unknown { key, valid })) => {
-            let mut help = suggest(&key, &valid, "parameters");
+            let mut help = suggest(key.rsplit('.').next().unwrap_or(&key), &valid, "parameters");
             if valid.is_empty() {
                 help = format!("{kind} takes no parameters");
             }
@@ -1074,11 +1100,7 @@ fn resolve_qdisc(
             ));
         }
     }
-    Ok(QdiscSpec {
-        kind: kind.into(),
-        params,
-        child: None,
-    })
+    Ok(spec)
 }
 
 /// Longest `path_delay`, as `path.delay`'s.

@@ -299,6 +299,17 @@ pub enum PathLoss {
     Gemodel { p: u32, r: u32, h: u32, k1: u32 },
 }
 
+impl From<darkbuf_model::netem::LossModel> for PathLoss {
+    fn from(m: darkbuf_model::netem::LossModel) -> Self {
+        use darkbuf_model::netem::LossModel;
+        match m {
+            LossModel::Random { loss, corr } => PathLoss::Random { loss, corr },
+            LossModel::State { p13, p31, p32, p23, p14 } => PathLoss::State { p13, p31, p32, p23, p14 },
+            LossModel::Gemodel { p, r, h, k1 } => PathLoss::Gemodel { p, r, h, k1 },
+        }
+    }
+}
+
 impl PathLoss {
     /// `loss random` with this percentage (for tests and callers that build scenarios).
     pub fn random_pct(pct: f64) -> Self {
@@ -306,10 +317,7 @@ impl PathLoss {
     }
 }
 
-/// tc's `set_percent()`: `rint(fraction * UINT32_MAX)`.
-pub fn set_percent(fraction: f64) -> u32 {
-    (fraction * u32::MAX as f64).round_ties_even() as u32
-}
+pub use darkbuf_model::netem::set_percent;
 
 /// The far host: its CPUs, its NIC's queues and their IRQ CPUs (its own numbering), and
 /// the qdisc of its TX path back (replies, ACKs, download flows). Its NIC mirrors this
@@ -399,6 +407,21 @@ pub struct QdiscSpec {
     pub child: Option<Box<QdiscSpec>>,
 }
 
+impl QdiscSpec {
+    /// The parameters the model's `qdisc::build()` takes: `params`, and for a qdisc
+    /// with a child (netem's `[qdisc.child]`) that child as the table `child` with its
+    /// `kind`. (mq's child is the per-queue qdisc, built on its own.)
+    pub fn model_params(&self) -> Params {
+        let mut p = self.params.clone();
+        if let (Some(c), false) = (self.child.as_deref(), self.kind == "mq") {
+            let mut cp = c.model_params();
+            cp.insert("kind", darkbuf_model::params::ParamValue::Str(c.kind.clone()));
+            p.insert("child", darkbuf_model::params::ParamValue::Table(cp));
+        }
+        p
+    }
+}
+
 fn serialize_params<S: Serializer>(p: &Params, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(None)?;
@@ -420,6 +443,7 @@ impl Serialize for ParamJson<'_> {
             ParamValue::Float(f) => s.serialize_f64(*f),
             ParamValue::Str(st) => s.serialize_str(st),
             ParamValue::Bool(b) => s.serialize_bool(*b),
+            ParamValue::Table(t) => ParamsJson(t).serialize(s),
             ParamValue::Tables(ts) => {
                 let mut seq = s.serialize_seq(Some(ts.len()))?;
                 for t in ts {

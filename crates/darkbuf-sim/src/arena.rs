@@ -65,6 +65,12 @@ pub struct PktInfo {
     /// Charged to BQL by the driver (veth's tagged ring pointer).
     pub bql_charged: bool,
     pub destructor: Destructor,
+    /// A netem's duplicate (`skb_clone()`): the probes do not count its fate (ping(8)
+    /// reports a duplicate apart and a lost duplicate is no lost probe).
+    pub netem_clone: bool,
+    /// A netem flipped a bit the receiver detects (a checksum, the destination MAC, the
+    /// EtherType): the receiving stack drops it.
+    pub corrupt: bool,
 }
 
 pub struct Arena {
@@ -181,11 +187,19 @@ mod tests {
             t_send: 0,
             bql_charged: false,
             destructor: Destructor::None,
+            netem_clone: false,
+            corrupt: false,
         }
     }
 
     /// Only an ICMP packet's path times are written, and a copy carries them to the
     /// far end's skb; a reused slot's ICMP packet starts from zero once reset.
+    /// The record stays 40 bytes: a flood keeps this much per packet hot.
+    #[test]
+    fn pkt_info_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<PktInfo>(), 40);
+    }
+
     #[test]
     fn probe_times_are_kept_for_icmp_only() {
         let mut a = Arena::with_capacity(4);

@@ -188,6 +188,9 @@ pub struct Metrics {
     pub path_marks: u64,
     /// Frames `path.reorder` sent ahead of the delayed ones (netem's `requeues`).
     pub path_reordered: u64,
+    /// Packets a netem qdisc corrupted that the receiving stack dropped, in the
+    /// measured window.
+    pub netem_corrupt_drops: u64,
     pub noqueue_drops: u64,
     pub napi_polls: u64,
     pub napi_work: u64,

@@ -25,7 +25,7 @@ use crate::drivers::nic::WIRE_OVERHEAD;
 use crate::event::Event;
 use crate::sock::tcp::TCP_HDR;
 use crate::world::World;
-use darkbuf_model::netem::{tabledist, CrndState};
+use darkbuf_model::netem::{CrndState, LossModel, LossState, NetemJitter, NetemRate, Tfifo};
 use darkbuf_model::Skb;
 use darkbuf_scenario::{PathLoss, PathSpec};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -51,11 +51,11 @@ pub struct Link {
     /// `u32::MAX` = unlimited.
     pub limit: u32,
     /// netem's jitter and reordering (`None`: a fixed delay, frames stay in order).
-    pub delay: Option<Box<NetemDelay>>,
+    pub delay: Option<Box<NetemJitter>>,
     /// The tfifo: packets on the way by time to send (netem's `time_to_send`, ns, which
     /// a jitter wider than the delay may put before now), equal times in arrival order
     /// (`tfifo_enqueue()`).
-    pub in_flight: VecDeque<(u64, u32)>,
+    pub in_flight: Tfifo<u32>,
     /// `sch->q`: packets `reorder` sent ahead, due at once, the last queued first
     /// (`__qdisc_enqueue_head()`), with their time to send.
     pub head: VecDeque<(u64, u32)>,
@@ -64,33 +64,28 @@ pub struct Link {
     pub frames: u32,
 }
 
-/// netem's random delay and reordering on one link.
-pub struct NetemDelay {
-    /// `q->jitter`, ns (netem caps it at `INT_MAX`), and `q->delay_cor`.
-    pub jitter: i32,
-    pub delay_cor: CrndState,
-    /// `q->delay_dist` (`None`: uniform).
-    pub dist: Option<Box<[i16]>>,
-    /// `q->reorder`, `q->reorder_cor`, `q->gap` (0: no reordering) and `q->counter`.
-    pub reorder: u32,
-    pub reorder_cor: CrndState,
-    pub gap: u32,
-    pub counter: u32,
+/// The path's loss model as netem's (`darkbuf_model::netem`).
+pub fn loss_model(l: PathLoss) -> LossModel {
+    match l {
+        PathLoss::Random { loss, corr } => LossModel::Random { loss, corr },
+        PathLoss::State { p13, p31, p32, p23, p14 } => LossModel::State { p13, p31, p32, p23, p14 },
+        PathLoss::Gemodel { p, r, h, k1 } => LossModel::Gemodel { p, r, h, k1 },
+    }
 }
 
 impl Link {
     pub fn new(to: DevId, delay_ns: u64, loss: Option<LossState>, rate: u64, limit: u32) -> Link {
-        Link { to, delay_ns, loss, ecn: false, rate, limit, delay: None, in_flight: VecDeque::new(), head: VecDeque::new(), frames: 0 }
+        Link { to, delay_ns, loss, ecn: false, rate, limit, delay: None, in_flight: Tfifo::default(), head: VecDeque::new(), frames: 0 }
     }
 
     /// The link of `path` to `to` with `delay_ns`, its netem's correlated streams
     /// started from `init` (the kernel's `init_crandom()` draws `get_random_u32()`).
     pub fn netem(to: DevId, delay_ns: u64, path: &PathSpec, init: &mut ChaCha8Rng) -> Link {
         let mut crnd = |rho: u32| CrndState::new(rho, if rho == 0 { 0 } else { init.next_u32() });
-        let loss = path.loss.map(|m| LossState::new(m, &mut crnd));
+        let loss = path.loss.map(|m| LossState::new(loss_model(m), &mut crnd));
         let delay = (path.jitter_ns != 0 || path.reorder.is_some()).then(|| {
             let r = path.reorder.unwrap_or(darkbuf_scenario::PathReorder { probability: 0, correlation: 0, gap: 0 });
-            Box::new(NetemDelay {
+            Box::new(NetemJitter {
                 jitter: path.jitter_ns.min(i32::MAX as u64) as i32,
                 delay_cor: crnd(path.delay_corr),
                 dist: path.distribution.and_then(|d| d.table()).map(Vec::into_boxed_slice),
@@ -151,7 +146,7 @@ impl World {
         if l.is_delay_line() {
             let at = self.now + l.delay_ns;
             l.frames += frames;
-            l.in_flight.push_back((at, id));
+            l.in_flight.enqueue(at, id);
             self.events.push(at, Event::LinkArrival(link));
             return;
         }
@@ -201,9 +196,7 @@ impl World {
         let mut delay = l.delay_ns as i64;
         if let Some(d) = l.delay.as_deref_mut() {
             let rng = self.path_rng.as_deref_mut().expect("a netem with a jitter or reordering has the path's stream");
-            if !(d.gap == 0 || d.counter < d.gap - 1 || d.reorder < d.reorder_cor.get_crandom(rng)) {
-                // "Do re-ordering by putting one out of N packets at the front".
-                d.counter = 0;
+            if d.reorder_now(rng) {
                 l.head.push_front((t, id));
                 if self.measuring() {
                     self.metrics.path_reordered += 1;
@@ -211,26 +204,21 @@ impl World {
                 self.events.push(t.max(self.now), Event::LinkArrival(link));
                 return true;
             }
-            delay = tabledist(delay, d.jitter, &mut d.delay_cor, rng, d.dist.as_deref());
-            d.counter += 1;
+            delay = d.delay(delay, rng);
         }
         let mut at = t as i64 + delay;
         if l.rate != 0 {
             // The last packet queued is the reference point: this one's delay counts
-            // from its time to send, if later (delay -= last - now, at least 0).
-            let last = l.in_flight.back().map(|e| e.0).into_iter().chain(l.head.iter().map(|e| e.0)).max();
+            // from its time to send, if later (delay -= last - now, at least 0). The
+            // last is the later of `sch->q`'s tail and the tfifo's last.
+            let last = l.head.back().map(|e| e.0).into_iter().chain(l.in_flight.last_time_to_send()).max();
             if let Some(last) = last {
                 at = at.max(last as i64);
             }
-            at += ((len as u128 * 1_000_000_000) / l.rate as u128) as i64;
+            at += NetemRate { rate: l.rate, ..NetemRate::default() }.packet_time_ns(len) as i64;
         }
         let at = at.max(0) as u64;
-        if l.in_flight.back().is_none_or(|e| e.0 <= at) {
-            l.in_flight.push_back((at, id));
-        } else {
-            let i = l.in_flight.partition_point(|e| e.0 <= at);
-            l.in_flight.insert(i, (at, id));
-        }
+        l.in_flight.enqueue(at, id);
         self.events.push(at.max(self.now), Event::LinkArrival(link));
         true
     }
@@ -324,113 +312,11 @@ impl World {
     /// reordered to the head first, else the tfifo's earliest.
     pub fn link_arrival(&mut self, link: LinkId) {
         let l = &mut self.links[link as usize];
-        let (at, id) = l.head.pop_front().or_else(|| l.in_flight.pop_front()).expect("an arrival per packet sent");
+        let (at, id) = l.head.pop_front().or_else(|| l.in_flight.pop()).expect("an arrival per packet sent");
         debug_assert!(at <= self.now, "every packet on a link arrives at its time to send or later");
         let to = l.to;
         l.frames -= (self.pkts.get(id).segs as u32).max(1);
         self.nic_rx(to, id);
-    }
-}
-
-/// A netem's loss model with its `struct clgstate` and `loss_cor`.
-#[derive(Clone, Copy, Debug)]
-pub struct LossState {
-    model: PathLoss,
-    state: ClgState,
-    cor: CrndState,
-}
-
-/// `clg->state`: the 4-state model's four, Gilbert-Elliott's two.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClgState {
-    TxInGapPeriod,
-    TxInBurstPeriod,
-    LostInGapPeriod,
-    LostInBurstPeriod,
-    GoodState,
-    BadState,
-}
-
-impl LossState {
-    /// `get_loss_clg()`: the 4-state model starts in TX_IN_GAP_PERIOD,
-    /// Gilbert-Elliott in GOOD_STATE; random loss's correlation from `crnd(rho)`
-    /// (`init_crandom()`).
-    pub fn new(model: PathLoss, crnd: &mut impl FnMut(u32) -> CrndState) -> Self {
-        let state = match model {
-            PathLoss::Gemodel { .. } => ClgState::GoodState,
-            _ => ClgState::TxInGapPeriod,
-        };
-        let cor = match model {
-            PathLoss::Random { corr, .. } => crnd(corr),
-            _ => CrndState::default(),
-        };
-        LossState { model, state, cor }
-    }
-
-    /// `loss_event()`: whether the next frame is lost.
-    pub fn loss_event(&mut self, rng: &mut ChaCha8Rng) -> bool {
-        match self.model {
-            // "Random packet drop 0 => none, ~0 => all".
-            PathLoss::Random { loss, .. } => loss != 0 && loss >= self.cor.get_crandom(rng),
-            PathLoss::State { p13, p31, p32, p23, p14 } => self.loss_4state(rng.next_u32(), [p13, p31, p32, p14, p23]),
-            PathLoss::Gemodel { p, r, h, k1 } => self.loss_gilb_ell(rng, [p, r, h, k1]),
-        }
-    }
-
-    /// `loss_4state()` with `a` = `clg->a1..a5` (p13, p31, p32, p14, p23); the sums
-    /// wrap as the kernel's `u32` additions do.
-    fn loss_4state(&mut self, rnd: u32, a: [u32; 5]) -> bool {
-        let [a1, a2, a3, a4, a5] = a;
-        use ClgState::*;
-        match self.state {
-            TxInGapPeriod => {
-                if rnd < a4 {
-                    self.state = LostInGapPeriod;
-                    return true;
-                } else if rnd < a1.wrapping_add(a4) {
-                    self.state = LostInBurstPeriod;
-                    return true;
-                }
-            }
-            TxInBurstPeriod => {
-                if rnd < a5 {
-                    self.state = LostInBurstPeriod;
-                    return true;
-                }
-            }
-            LostInBurstPeriod => {
-                if rnd < a3 {
-                    self.state = TxInBurstPeriod;
-                } else if rnd < a2.wrapping_add(a3) {
-                    self.state = TxInGapPeriod;
-                } else {
-                    return true;
-                }
-            }
-            LostInGapPeriod => self.state = TxInGapPeriod,
-            GoodState | BadState => {}
-        }
-        false
-    }
-
-    /// `loss_gilb_ell()` with `a` = `clg->a1..a4` (p, r, h, 1-k): a transition draw,
-    /// then a loss draw.
-    fn loss_gilb_ell(&mut self, rng: &mut ChaCha8Rng, a: [u32; 4]) -> bool {
-        let [a1, a2, a3, a4] = a;
-        match self.state {
-            ClgState::BadState => {
-                if rng.next_u32() < a2 {
-                    self.state = ClgState::GoodState;
-                }
-                rng.next_u32() > a3
-            }
-            _ => {
-                if rng.next_u32() < a1 {
-                    self.state = ClgState::BadState;
-                }
-                rng.next_u32() < a4
-            }
-        }
     }
 }
 
@@ -446,74 +332,4 @@ pub fn path_rng(seed: u64, path: Option<&PathSpec>) -> Option<Box<ChaCha8Rng>> {
 /// `get_random_u32()`), apart from the path's draws.
 pub fn crnd_init_rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ 0x6372_6e64_0000_0000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use darkbuf_scenario::set_percent;
-
-    fn no_cor(rho: u32) -> CrndState {
-        CrndState::new(rho, 0)
-    }
-
-    fn rng() -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(7)
-    }
-
-    /// The fraction of `n` frames `model` loses.
-    fn loss_rate(model: PathLoss, n: u32) -> f64 {
-        let (mut l, mut r) = (LossState::new(model, &mut |rho| CrndState::new(rho, 0)), rng());
-        (0..n).filter(|_| l.loss_event(&mut r)).count() as f64 / n as f64
-    }
-
-    #[test]
-    fn certain_transitions_give_exact_patterns() {
-        let all = u32::MAX;
-        // Gilbert-Elliott, p = r = 100%, h = 0, 1-k = 0: good and bad alternate, and
-        // only the bad state loses.
-        let mut ge = LossState::new(PathLoss::Gemodel { p: all, r: all, h: 0, k1: 0 }, &mut no_cor);
-        let mut r = rng();
-        let got: Vec<bool> = (0..8).map(|_| ge.loss_event(&mut r)).collect();
-        assert_eq!(got, [false, true, false, true, false, true, false, true]);
-        // 4-state, p13 = 100% with tc's default p31 = 0: into a burst, never out.
-        let mut st = LossState::new(PathLoss::State { p13: all, p31: 0, p32: 0, p23: all, p14: 0 }, &mut no_cor);
-        assert!((0..8).all(|_| st.loss_event(&mut r)));
-        // ... and with p31 = 100%: a loss, then back to the gap, alternating.
-        let mut st = LossState::new(PathLoss::State { p13: all, p31: all, p32: 0, p23: all, p14: 0 }, &mut no_cor);
-        let got: Vec<bool> = (0..6).map(|_| st.loss_event(&mut r)).collect();
-        assert_eq!(got, [true, false, true, false, true, false]);
-        // Random 0 never loses, 100% always.
-        let mut none = LossState::new(PathLoss::Random { loss: 0, corr: 0 }, &mut no_cor);
-        let mut every = LossState::new(PathLoss::Random { loss: all, corr: 0 }, &mut no_cor);
-        assert!((0..100).all(|_| !none.loss_event(&mut r) && every.loss_event(&mut r)));
-    }
-
-    /// The chains' long-run loss rates: random p; Gilbert-Elliott's
-    /// p/(p+r) x (1-h) + r/(p+r) x (1-k) ("gemodel 1% 10% 70% 0.1%": 0.0645); the GI
-    /// model with isolated losses only (p14) at p14/(1+p14).
-    #[test]
-    fn long_run_loss_rates_match_the_chains() {
-        let n = 2_000_000;
-        let close = |got: f64, want: f64| assert!((got - want).abs() < 0.03 * want, "{got} vs {want}");
-        close(loss_rate(PathLoss::Random { loss: set_percent(0.01), corr: 0 }, n), 0.01);
-        let (p, r, one_minus_h, k1) = (0.01, 0.10, 0.70, 0.001);
-        let ge = PathLoss::Gemodel { p: set_percent(p), r: set_percent(r), h: u32::MAX - set_percent(one_minus_h), k1: set_percent(k1) };
-        close(loss_rate(ge, n), p / (p + r) * one_minus_h + r / (p + r) * k1);
-        let p14 = 0.02;
-        let gi = PathLoss::State { p13: 0, p31: set_percent(1.0), p32: 0, p23: set_percent(1.0), p14: set_percent(p14) };
-        close(loss_rate(gi, n), p14 / (1.0 + p14));
-    }
-
-    /// Random loss with a 100% correlation (rho + 1 = 2^32): every draw repeats the
-    /// first `last`, so `init_crandom()`'s value decides every frame (`get_crandom()`).
-    #[test]
-    fn full_loss_correlation_repeats_the_first_decision() {
-        let model = PathLoss::Random { loss: set_percent(0.5), corr: u32::MAX };
-        let mut r = rng();
-        let mut low = LossState::new(model, &mut |rho| CrndState::new(rho, 0));
-        assert!((0..100).all(|_| low.loss_event(&mut r)));
-        let mut high = LossState::new(model, &mut |rho| CrndState::new(rho, u32::MAX));
-        assert!((0..100).all(|_| !high.loss_event(&mut r)));
-    }
 }

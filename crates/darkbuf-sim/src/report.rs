@@ -617,6 +617,9 @@ impl World {
         if self.links.iter().any(|l| l.limit != u32::MAX) {
             out.set("path.limit_drops", mt.path_limit_drops as f64);
         }
+        if self.qdiscs.iter().any(|q| q.stack_ops) {
+            out.set("netem.corrupt_drops", mt.netem_corrupt_drops as f64);
+        }
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.
         out.set("dev.noqueue_drops", mt.noqueue_drops as f64);
         out.set("ring.occupancy_avg", mt.ring.mean(start, end));

@@ -172,7 +172,7 @@ impl Builder<'_> {
         let d = &self.scn.device;
         let info = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
         let build = |spec: &QdiscSpec| {
-            qdisc::build(&spec.kind, spec.params.clone(), &info)
+            qdisc::build(&spec.kind, spec.model_params(), &info)
                 .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
         };
         let mut txq_qdisc = vec![None; tx_queues as usize];
@@ -501,6 +501,8 @@ impl World {
             drops: Vec::with_capacity(64),
             bulk: Vec::with_capacity(MAX_BULK),
             gso_scratch: Vec::with_capacity(MAX_BULK),
+            stack_ops: Vec::new(),
+            gso_scratch2: Vec::new(),
             unsend_scratch: Vec::new(),
             created: 0,
             delivered: 0,

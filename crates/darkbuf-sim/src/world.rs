@@ -81,6 +81,10 @@ pub struct World {
     pub bulk: Vec<darkbuf_model::Skb>,
     /// Reused buffer for software GSO (`validate_xmit_skb_list()`).
     pub gso_scratch: Vec<darkbuf_model::Skb>,
+    /// Reused buffers for what a qdisc asks of the stack (`dev/stack_ops.rs`) and the
+    /// segments of a GSO skb netem cuts.
+    pub(crate) stack_ops: Vec<darkbuf_model::qdisc::StackOp>,
+    pub(crate) gso_scratch2: Vec<darkbuf_model::Skb>,
     /// Reused buffer for the (distance in sequence space, slot) of transmits a local
     /// drop takes back.
     pub(crate) unsend_scratch: Vec<(u64, usize)>,

@@ -57,7 +57,7 @@
 //! estimators, no `giants` (never counted by current kernels).
 
 use super::tbf::{
-    build_child, psched_ns2ticks, psched_ticks2ns, tc_calc_xmittime, tc_rate_bytes, which_alias,
+    build_child_with, psched_ns2ticks, psched_ticks2ns, tc_calc_xmittime, tc_rate_bytes, which_alias,
     LinkLayer, PschedRatecfg, NSEC_PER_SEC,
 };
 use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
@@ -291,6 +291,7 @@ const HTB_CLASS_PARAMS: &[&str] = &[
     "prio",
     "quantum",
     "qdisc",
+    "qdisc_params",
 ];
 
 fn invalid(key: &str, message: impl Into<String>, expected: impl Into<String>) -> ParamError {
@@ -405,6 +406,8 @@ struct ClassOpt {
     prio: u32,
     quantum: u32,
     qdisc: Option<String>,
+    /// The leaf qdisc's own parameters (`qdisc_params = { limit = 300, ecn = true }`).
+    qdisc_params: Option<Params>,
 }
 
 /// `htb_parse_class_opt()`.
@@ -426,6 +429,7 @@ fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
     let prio = p.take_u32("prio", 0, 0, u32::MAX)?;
     let quantum = p.take_size("quantum", 0, 0, i32::MAX as u64)? as u32;
     let qdisc = p.take_str("qdisc")?;
+    let qdisc_params = p.take_table("qdisc_params")?;
     p.finish(HTB_CLASS_PARAMS)?;
 
     let classid = match classid_s.as_deref().map(parse_handle) {
@@ -525,6 +529,7 @@ fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
         prio,
         quantum,
         qdisc,
+        qdisc_params,
     })
 }
 
@@ -595,7 +600,7 @@ impl Htb {
         let mut leaf_kind_given = Vec::with_capacity(tables.len());
         for (i, t) in tables.into_iter().enumerate() {
             let opt = parse_class(t).map_err(|e| e.nested("class", i))?;
-            leaf_kind_given.push(opt.qdisc.is_some());
+            leaf_kind_given.push(opt.qdisc.is_some() || opt.qdisc_params.is_some());
             q.add_class(opt, dev).map_err(|e| e.nested("class", i))?;
         }
         for (i, c) in q.classes.iter().enumerate() {
@@ -652,10 +657,8 @@ impl Htb {
                 }
             }
         }
-        let leaf: Box<dyn Qdisc> = match &opt.qdisc {
-            None => build_child("pfifo", "qdisc", dev)?,
-            Some(kind) => build_child(kind, "qdisc", dev)?,
-        };
+        let kind = opt.qdisc.as_deref().unwrap_or("pfifo");
+        let leaf: Box<dyn Qdisc> = build_child_with(kind, opt.qdisc_params.clone().map(|p| (p, "qdisc_params")), "qdisc", dev)?;
         if let Some(p) = parent {
             if self.classes[p].level == 0 {
                 // "turn parent into inner node": its leaf qdisc (empty here) goes away.
@@ -1276,7 +1279,9 @@ impl Qdisc for Htb {
                 let (q1, b1) = (leaf.qlen(), leaf.backlog());
                 self.adjust(q0, b0, q1, b1);
                 self.stats.drops += (drops.len() - d0) as u64;
-                if verdict != EnqueueVerdict::Success {
+                // net_xmit_drop_count(): NET_XMIT_CN and a drop the leaf reported as
+                // success (netem's loss, NET_XMIT_SUCCESS | __NET_XMIT_BYPASS) count.
+                if verdict != EnqueueVerdict::Success || drops[d0..].contains(&skb.id) {
                     self.classes[cl].drops += 1;
                 }
                 // htb_activate() on success; a leaf that kept packets after a CN is
@@ -1372,6 +1377,16 @@ impl Qdisc for Htb {
     fn run_timers(&mut self, now: u64) {
         for leaf in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
             leaf.run_timers(now);
+        }
+    }
+
+    fn has_stack_ops(&self) -> bool {
+        self.classes.iter().filter_map(|c| c.leaf.as_ref()).any(|l| l.has_stack_ops())
+    }
+
+    fn take_stack_ops(&mut self, ops: &mut Vec<super::StackOp>) {
+        for leaf in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
+            leaf.take_stack_ops(ops);
         }
     }
 

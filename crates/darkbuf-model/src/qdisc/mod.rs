@@ -13,6 +13,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod htb;
+pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
 pub mod sfq;
@@ -55,6 +56,32 @@ pub struct ArrivalDrop {
 pub struct QdiscStats {
     pub drops: u64,
     pub overlimits: u64,
+    /// `qstats.requeues` the algorithm counts itself (netem's reordered packets); the
+    /// run loop adds its own.
+    pub requeues: u64,
+}
+
+/// Work a qdisc asks of the stack around it. The kernel's qdisc calls into the stack
+/// from its enqueue (netem: `skb_orphan_partial()`, `skb_clone()` and the root's
+/// enqueue, `skb_gso_segment()`, a flipped bit in the packet's data); a model that
+/// holds only packet descriptors hands that work to its caller, which carries it out
+/// after the enqueue returns ([`Qdisc::take_stack_ops`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackOp {
+    /// `skb_orphan_partial()`: packet `id`, queued, gives its socket its send-buffer
+    /// charge back now.
+    Orphan(u32),
+    /// `skb_clone()` of this skb (its `id` the original's), to be enqueued at the root
+    /// qdisc (`rootq->enqueue()`), its `netem_mark` set.
+    Clone(Skb),
+    /// One bit of packet `id`'s linear part flipped: the byte
+    /// `get_random_u32_below(skb_headlen())` of the draw `byte_rnd` (the caller knows
+    /// the linear length), bit `bit`.
+    Corrupt { id: u32, byte_rnd: u32, bit: u8 },
+    /// `netem_segment()`: this GSO skb, not queued, is cut into its segments; the
+    /// first re-enters the qdisc tree marked [`Skb::NETEM_CORRUPT_SEG`], the others as
+    /// new packets.
+    SegmentCorrupt(Skb),
 }
 
 /// Properties of the device a qdisc is attached to, which tc's defaults depend on.
@@ -141,6 +168,14 @@ pub trait Qdisc {
     /// qdiscs that run them lazily at their next enqueue or dequeue: called before
     /// the counters and xstats are read at the window's edges.
     fn run_timers(&mut self, _now: u64) {}
+    /// Whether this qdisc or a child of it asks for [`StackOp`]s (fixed at
+    /// construction, so the caller tests it once).
+    fn has_stack_ops(&self) -> bool {
+        false
+    }
+    /// Moves the [`StackOp`]s of the last enqueue or dequeue (its own and its
+    /// children's) to `ops`, in the order they arose.
+    fn take_stack_ops(&mut self, _ops: &mut Vec<StackOp>) {}
     /// pie's controller state (`q->vars`), for the simulator's time series; `None`
     /// for every other qdisc.
     fn pie_vars(&self) -> Option<&pie::PieVars> {
@@ -151,13 +186,13 @@ pub trait Qdisc {
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
 pub const ALL_KINDS: &[&str] = &[
     "noqueue", "pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "codel", "fq_codel",
-    "fq", "tbf", "htb", "cake", "mq", "pie", "fq_pie",
+    "fq", "tbf", "htb", "cake", "mq", "pie", "fq_pie", "netem",
 ];
 
 /// Kinds [`build`] can construct. `noqueue` and `mq` are structure, not algorithms: the
 /// device model handles them.
 pub const BUILDABLE_KINDS: &[&str] =
-    &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "tbf", "htb", "pie", "fq_pie"];
+    &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "tbf", "htb", "pie", "fq_pie", "netem"];
 
 /// Why [`build`] could not make a qdisc.
 #[derive(Clone, Debug, PartialEq)]
@@ -191,6 +226,7 @@ pub fn build(kind: &str, params: Params, dev: &DevInfo) -> Result<AnyQdisc, Buil
         "cake" => AnyQdisc::Cake(cake::Cake::from_params(params, dev)?),
         "pie" => AnyQdisc::Pie(pie::Pie::from_params(params, dev)?),
         "fq_pie" => AnyQdisc::FqPie(fq_pie::FqPie::from_params(params, dev)?),
+        "netem" => AnyQdisc::Netem(Box::new(netem::Netem::from_params(params, dev)?)),
         k if ALL_KINDS.contains(&k) => return Err(BuildError::NotModelled(k.to_string())),
         k => return Err(BuildError::UnknownKind(k.to_string())),
     })
@@ -219,6 +255,7 @@ pub enum AnyQdisc {
     Cake(cake::Cake),
     Pie(pie::Pie),
     FqPie(fq_pie::FqPie),
+    Netem(Box<netem::Netem>),
 }
 
 /// Calls `$call` on whichever qdisc `$self` holds.
@@ -236,6 +273,7 @@ macro_rules! dispatch {
             AnyQdisc::Cake($q) => $call,
             AnyQdisc::Pie($q) => $call,
             AnyQdisc::FqPie($q) => $call,
+            AnyQdisc::Netem($q) => $call,
         }
     };
 }
@@ -297,5 +335,11 @@ impl Qdisc for AnyQdisc {
     }
     fn pie_vars(&self) -> Option<&pie::PieVars> {
         dispatch!(self, q => q.pie_vars())
+    }
+    fn has_stack_ops(&self) -> bool {
+        dispatch!(self, q => q.has_stack_ops())
+    }
+    fn take_stack_ops(&mut self, ops: &mut Vec<StackOp>) {
+        dispatch!(self, q => q.take_stack_ops(ops))
     }
 }

@@ -208,7 +208,23 @@ pub(crate) fn build_child(
     key: &str,
     dev: &DevInfo,
 ) -> Result<Box<dyn Qdisc>, ParamError> {
-    match super::build(kind, Params::default(), dev) {
+    build_child_with(kind, None, key, dev)
+}
+
+/// [`build_child`] with the child's own parameters (`qdisc_params`, whose errors are
+/// keyed `params_key.KEY`), as `tc qdisc add ... parent X KIND PARAMS` would build it.
+pub(crate) fn build_child_with(
+    kind: &str,
+    params: Option<(Params, &str)>,
+    key: &str,
+    dev: &DevInfo,
+) -> Result<Box<dyn Qdisc>, ParamError> {
+    let (params, params_key) = match params {
+        Some((p, k)) => (p, Some(k)),
+        None => (Params::default(), None),
+    };
+    match super::build(kind, params, dev) {
+        Err(BuildError::Param(e)) if params_key.is_some() => Err(e.nested_in(params_key.unwrap_or_default())),
         Ok(q) => Ok(Box::new(q)),
         Err(BuildError::NotModelled(k)) => Err(invalid(
             key,
@@ -630,6 +646,16 @@ impl Qdisc for Tbf {
     fn run_timers(&mut self, now: u64) {
         if let TbfChild::Other { q, .. } = &mut self.child {
             q.run_timers(now);
+        }
+    }
+
+    fn has_stack_ops(&self) -> bool {
+        matches!(&self.child, TbfChild::Other { q, .. } if q.has_stack_ops())
+    }
+
+    fn take_stack_ops(&mut self, ops: &mut Vec<super::StackOp>) {
+        if let TbfChild::Other { q, .. } = &mut self.child {
+            q.take_stack_ops(ops);
         }
     }
 

@@ -58,7 +58,7 @@ impl World {
     /// The first segment keeps the skb's arena slot; each gets `tcp_wfree` and its
     /// own truesize when the skb has it (`copy_destructor`), and the socket is charged
     /// the difference (`refcount_add(delta, &sk->sk_wmem_alloc)`). Returns the count.
-    fn tcp_gso_segment(&mut self, skb: Skb, out: &mut Vec<Skb>) -> usize {
+    pub(crate) fn tcp_gso_segment(&mut self, skb: Skb, out: &mut Vec<Skb>) -> usize {
         let info = *self.pkts.get(skb.id);
         let n = skb.segs();
         // Only TCP skbs get here (validate_xmit_skb_list() checks the protocol).

@@ -8,6 +8,7 @@
 pub mod bql;
 pub mod gso;
 pub mod sch;
+pub mod stack_ops;
 
 use crate::cpu::{CpuId, DevId, QdiscId};
 use crate::drivers::{Driver, NetdevTx};
@@ -199,6 +200,9 @@ impl World {
         self.metrics.qdisc_enter(measured, now);
         let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
         self.free_drops(measured);
+        if self.qdiscs[qi as usize].stack_ops {
+            self.qdisc_stack_ops(qi);
+        }
         let q = &mut self.qdiscs[qi as usize];
         if !q.running {
             q.running = true;
@@ -427,11 +431,16 @@ impl World {
     /// freed. A dropped probe counts as lost.
     pub fn kfree_skb(&mut self, id: u32) {
         self.skb_orphan(id);
-        let (t_send, proto, sock) = {
+        let (t_send, proto, sock, clone) = {
             let info = self.pkts.get(id);
-            (info.t_send, info.proto, info.sock)
+            (info.t_send, info.proto, info.sock, info.netem_clone)
         };
         self.dropped += 1;
+        if clone {
+            // A netem's duplicate: the probe itself may still arrive.
+            self.pkts.free(id);
+            return;
+        }
         if t_send >= self.cfg.start && proto == crate::arena::Proto::Icmp {
             self.ping_dropped(sock, t_send);
         }

@@ -80,12 +80,16 @@ pub struct QdiscInst {
     /// On the measured device (`tc -s qdisc show dev eth0`): its packets count in
     /// `qdisc.backlog_avg_pkts`, the peer's (ACKs, echo replies) do not.
     pub measured: bool,
+    /// The algorithm asks for work of the stack (`Qdisc::has_stack_ops()`: a netem in
+    /// the tree), set once at construction, so the hot path tests one flag.
+    pub stack_ops: bool,
 }
 
 impl QdiscInst {
     pub fn new(q: Option<AnyQdisc>, dev: DevId, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
         QdiscInst {
             can_bypass: q.as_ref().is_some_and(|q| q.can_bypass()),
+            stack_ops: q.as_ref().is_some_and(|q| q.has_stack_ops()),
             q,
             dev,
             gso_skb: VecDeque::with_capacity(MAX_BULK),
@@ -118,7 +122,7 @@ impl QdiscInst {
         TcCounters {
             sent_pkts: self.sent_pkts,
             drops: stats.map_or(0, |s| s.drops),
-            requeues: self.requeues,
+            requeues: self.requeues + stats.map_or(0, |s| s.requeues),
             overlimits: stats.map_or(0, |s| s.overlimits),
         }
     }
@@ -269,6 +273,9 @@ impl World {
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
+            if self.qdiscs[qi as usize].stack_ops {
+                self.qdisc_stack_ops(qi);
+            }
             return true;
         };
         list.push(first);
@@ -305,6 +312,9 @@ impl World {
             }
         }
         self.free_drops(measured);
+        if self.qdiscs[qi as usize].stack_ops {
+            self.qdisc_stack_ops(qi);
+        }
         true
     }
 

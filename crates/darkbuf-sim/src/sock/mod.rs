@@ -208,6 +208,8 @@ impl World {
             t_send: self.now,
             bql_charged: false,
             destructor,
+            netem_clone: false,
+            corrupt: false,
         });
         if proto == crate::arena::Proto::Icmp {
             self.pkts.reset_probe_times(skb.id);
@@ -258,10 +260,13 @@ impl World {
         }
         // The flood's packets, nearly all of a flood run, need three fields: the
         // whole record is copied only for the handlers that take it.
-        let (sock, dir, t_send) = {
+        let (sock, dir, t_send, netem) = {
             let info = self.pkts.get(id);
-            (info.sock, info.dir, info.t_send)
+            (info.sock, info.dir, info.t_send, info.netem_clone | info.corrupt)
         };
+        if netem && self.netem_rcv(id) {
+            return 0;
+        }
         let in_window = t >= self.cfg.start && t <= self.cfg.end;
         if in_window && dir == Dir::Out {
             self.metrics.consumer_pkts += 1;
@@ -288,6 +293,30 @@ impl World {
         self.delivered += 1;
         self.pkts.free(id);
         extra
+    }
+
+    /// What a netem did to packet `id` decides its reception: a corrupted packet is
+    /// dropped by the receiving stack (`__udp4_lib_rcv()`'s and `tcp_v4_rcv()`'s
+    /// checksum, `eth_type_trans()` for another host, no handler for the EtherType); a
+    /// probe's duplicate is consumed without a sample (ping(8) prints "DUP!" and keeps
+    /// it out of its statistics, as irtt keeps duplicates apart). Returns whether the
+    /// packet is gone.
+    #[inline(never)]
+    fn netem_rcv(&mut self, id: u32) -> bool {
+        let info = *self.pkts.get(id);
+        if info.corrupt {
+            if self.measuring() {
+                self.metrics.netem_corrupt_drops += 1;
+            }
+            self.kfree_skb(id);
+            return true;
+        }
+        if matches!(self.socks[info.sock as usize].kind, SockKind::Ping(_) | SockKind::Irtt(_)) {
+            self.delivered += 1;
+            self.pkts.free(id);
+            return true;
+        }
+        false
     }
 
     /// The UDP floods' sockets, in `[[traffic]]` order.
