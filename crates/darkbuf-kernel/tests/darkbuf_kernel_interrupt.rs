@@ -7,7 +7,7 @@ use darkbuf_kernel::rules::RuleScope;
 use std::time::Duration;
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn sigint_mid_run_tears_everything_down() {
     if !darkbuf_kernel::error::is_root() {
         eprintln!("sigint: skipped: needs root (network namespaces, veth, qdiscs)");

@@ -77,7 +77,7 @@ fn opts() -> RunOpts {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn check_probes_the_kernel_and_removes_its_scratch_namespace() {
     if !root_or_skip("check") {
         return;
@@ -98,7 +98,7 @@ fn check_probes_the_kernel_and_removes_its_scratch_namespace() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn veth_napi_mode_builds_a_qdisc_queue_and_leaves_nothing() {
     if !root_or_skip("veth run") {
         return;
@@ -136,7 +136,7 @@ fn veth_napi_mode_builds_a_qdisc_queue_and_leaves_nothing() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn probe_trace_splits_a_veth_probes_round_trip() {
     if !root_or_skip("veth probe trace") {
         return;
@@ -165,7 +165,7 @@ fn probe_trace_splits_a_veth_probes_round_trip() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn irtt_measures_the_queue_on_the_way_up() {
     if !root_or_skip("irtt run") {
         return;
@@ -188,7 +188,7 @@ fn irtt_measures_the_queue_on_the_way_up() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn irtt_over_a_tap_counts_the_readers_time_on_the_way_up() {
     if !root_or_skip("irtt over a tap") {
         return;
@@ -217,7 +217,7 @@ fn irtt_over_a_tap_counts_the_readers_time_on_the_way_up() {
 /// Two pingers over a tap whose reader spins 300 us per frame: each prober is a ping(8)
 /// of its own, both cross the same reader, and `ping.*` is the first one's.
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn two_pingers_each_report_their_own_probes() {
     if !root_or_skip("two pingers") {
         return;
@@ -244,7 +244,7 @@ fn two_pingers_each_report_their_own_probes() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn tap_reader_run_leaves_nothing() {
     if !root_or_skip("tap run") {
         return;
@@ -271,7 +271,7 @@ fn tap_reader_run_leaves_nothing() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn a_missing_qdisc_is_exit_3_naming_it() {
     if !root_or_skip("missing qdisc") {
         return;
@@ -290,7 +290,7 @@ fn a_missing_qdisc_is_exit_3_naming_it() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn bql_on_a_veth_without_bql_is_exit_3() {
     if !root_or_skip("bql") {
         return;
@@ -333,7 +333,7 @@ fn netns_exists(name: &str) -> bool {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn the_next_run_removes_what_a_killed_run_left_and_says_so() {
     // Issue 18: after a SIGKILLed kernel run the next run neither cleaned up nor warned.
     if !root_or_skip("leftovers") {
@@ -348,7 +348,7 @@ fn the_next_run_removes_what_a_killed_run_left_and_says_so() {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn another_active_darkbuf_run_is_named() {
     // Issue 18: two concurrent kernel runs disturb each other; the warning only showed a
     // CPU percentage. A process whose name starts with "darkbuf" that owns a namespace
@@ -379,7 +379,7 @@ fn another_active_darkbuf_run_is_named() {
 /// each receiving socket's buffers (ss -tmi's rb, rcv_ssthresh, rcv_space) were read at
 /// the end, nothing is left.
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn tcp_flows_through_htb_report_the_simulators_metrics() {
     if !root_or_skip("tcp run") {
         return;
@@ -439,7 +439,7 @@ fn tcp_through_htb(receiver: &str) {
 }
 
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn tcp_with_a_cc_the_kernel_lacks_is_exit_3() {
     if !root_or_skip("tcp cc") {
         return;
@@ -460,7 +460,7 @@ fn tcp_with_a_cc_the_kernel_lacks_is_exit_3() {
 /// mq's, tc's own printout is kept, and the queue-change metrics the simulator has are
 /// null with a reason. An fq child on a kernel without fq is exit 3 naming fq.
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn tcp_over_mq_reports_each_queue() {
     if !root_or_skip("tcp over mq") {
         return;
