@@ -21,16 +21,31 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// An empty directory as PATH: no vng, no QEMU, no busybox.
-fn empty_path() -> String {
-    let d = std::env::temp_dir().join(format!("darkbuf-vm-cli-path-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.display().to_string()
+/// An empty directory as PATH: no vng, no QEMU, no busybox. Removed when dropped (each
+/// test has its own, named by `tag`).
+struct EmptyPath(std::path::PathBuf);
+
+impl EmptyPath {
+    fn new(tag: &str) -> EmptyPath {
+        let d = std::env::temp_dir().join(format!("darkbuf-vm-cli-path-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        EmptyPath(d)
+    }
+
+    fn as_str(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temporary directory")
+    }
+}
+
+impl Drop for EmptyPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 #[test]
 fn without_the_tools_every_command_is_exit_3_with_the_install_line() {
-    let p = empty_path();
+    let p = EmptyPath::new("tools");
     for args in [
         &["run", "scenarios/veth-bql.toml", "--backend", "vm"][..],
         &["sweep", "scenarios/veth-bql.toml", "--backend", "vm", "--set", "consumer.nrules=0,10"][..],
@@ -38,7 +53,7 @@ fn without_the_tools_every_command_is_exit_3_with_the_install_line() {
         &["check", "--backend", "vm"][..],
         &["validate", "--suite", "ci"][..],
     ] {
-        let o = darkbuf(args, Some(&p));
+        let o = darkbuf(args, Some(p.as_str()));
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(3), "{args:?}: {e}");
         assert!(e.contains("apt-get install --no-install-recommends qemu-system-x86 busybox-static && pip install virtme-ng"), "{args:?}: {e}");
