@@ -430,6 +430,12 @@ impl Topology {
     }
 
     fn install_qdisc(&mut self, ns: &str, dev: &str, scn: &Scenario, kv: KernelVersion) -> Result<()> {
+        if let Some(i) = &scn.ingress {
+            return Err(KernelError::Unavailable(format!(
+                "ingress shaping (an ingress qdisc redirecting to {} with {}) is not set up by the kernel backend yet",
+                i.ifb, i.qdisc.kind
+            )));
+        }
         let cmds = crate::tcargs::qdisc_commands(dev, &scn.qdisc, scn.device.tx_queues, kv)?;
         for c in cmds {
             let args: Vec<&str> = c.iter().map(|s| s.as_str()).collect();

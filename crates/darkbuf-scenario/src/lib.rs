@@ -25,12 +25,13 @@ pub mod schema;
 pub mod seeds;
 mod tcp;
 pub mod sweep;
+pub mod tc;
 mod tree;
 
 pub use diag::{Diagnostic, DiagnosticKind};
 pub use resolve::{
     effective_sndbuf, BQL_KEYS, BUILTIN_PROFILES, CONSUMER_KEYS, DEVICE_KEYS, DQL_MAX_LIMIT, MACHINE_KEYS, PING_KEYS,
-    SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT,
+    SOCK_MIN_SNDBUF, TOP_KEYS, UDP_KEYS, VETH_RING_SIZE, WMEM_DEFAULT, IFB_TX_QUEUE_LEN,
 };
 pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PEER_KEYS};
 pub use path::{negative_delay_share, path_warnings, PATH_KEYS};

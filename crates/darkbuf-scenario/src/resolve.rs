@@ -24,11 +24,12 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
-    "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
+    "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
     "test_parameters",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
+    "name",
     "driver",
     "tx_queues",
     "num_tx_queues",
@@ -621,7 +622,10 @@ fn resolve_doc(
         "txqueuelen",
         // tun/tap's TUN_READQ_SIZE; everything else ether_setup()'s DEFAULT_TX_QUEUE_LEN.
         if driver == Driver::Tun { 500 } else { 1000 },
-        1,
+        // 0 is what `ip link set DEV txqueuelen 0` takes: a qdisc whose limit defaults
+        // to it (pfifo, bfifo, htb's direct queue and leaves) then drops every packet.
+        // A tun's ring is sized by it and must hold one.
+        if driver == Driver::Tun { 1 } else { 0 },
         u32::MAX,
     )?;
     let ring_size = match driver {
@@ -763,7 +767,9 @@ fn resolve_doc(
         hold_time_ns,
     };
 
+    let dev_name = device_name(&d)?;
     let device = Device {
+        name: dev_name,
         driver,
         tx_queues,
         num_tx_queues,
@@ -792,12 +798,23 @@ fn resolve_doc(
         hz,
     };
     let dev_info = DevInfo { mtu_l2: device.mtu_l2(), ..dev_info };
-    let default_kind = if driver == Driver::Veth {
+    // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
+    // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
+    // noqueue").
+    let default_kind = if driver == Driver::Veth || txqueuelen == 0 {
         "noqueue"
     } else {
         "pfifo_fast"
     };
-    let qdisc = resolve_qdisc(&q, default_kind, &dev_info, true)?;
+    let (qdisc, ingress) = resolve_root_and_ingress(&top, &q, default_kind, &dev_info, &device.name)?;
+    if let (Some(i), false) = (&ingress, driver == Driver::Nic) {
+        let key = if top.entry("ingress").is_some() { "ingress" } else { "qdisc" };
+        return Err(top.value_err(
+            key,
+            format!("ingress shaping (the redirect to {}) shapes what arrives from the far host: device.driver = \"{}\" has none", i.ifb, driver.name()),
+            Some("set device.driver = \"nic\" (with [peer] and [path]), or remove the ingress lines".into()),
+        ));
+    }
     if enabled && qdisc.kind == "noqueue" {
         return Err(b.value_err(
             "enabled",
@@ -886,6 +903,7 @@ fn resolve_doc(
         machine,
         device,
         qdisc,
+        ingress,
         consumer,
         path,
         peer,
@@ -938,12 +956,75 @@ fn param_value<'n>(n: &'n Node, key: &str) -> Result<ParamValue, (String, &'n No
     })
 }
 
-/// A root qdisc spec (`[qdisc]`, `[peer.qdisc]`) with its default kind.
+/// A root qdisc spec (`[peer.qdisc]`, `[lan.qdisc]`) with its default kind, in its TOML
+/// or its tc form (the far host's device: whatever one name its lines use).
 pub(crate) fn resolve_qdisc_spec(q: &Sec<'_>, default_kind: &'static str, dev: &DevInfo) -> Result<QdiscSpec, Diagnostic> {
+    let r = |s: &Sec<'_>, root: bool| resolve_qdisc(s, default_kind, dev, root);
+    if let Some(t) = crate::tc::section::resolve_tc(q, None, &r)? {
+        if t.ingress.is_some() {
+            let at = q.entry("tc").or(q.entry("tc_file")).map_or(q.at.clone(), |e| e.node.at.clone());
+            return Err(q.ctx.diag(K::Unsupported, &at, &q.kp("tc"), format!("ingress shaping in [{}]: only this host's device takes an ingress qdisc", q.path), Some("move the ingress, ifb and filter lines to [qdisc] tc".into())));
+        }
+        return Ok(t.root);
+    }
     resolve_qdisc(q, default_kind, dev, true)
 }
 
-fn resolve_qdisc(
+/// An ifb's `tx_queue_len` (`ifb_setup()`: TX_Q_LIMIT): its qdisc's default limit.
+pub const IFB_TX_QUEUE_LEN: u32 = 32;
+
+/// `[qdisc]` (TOML or tc lines) and the ingress side: `[ingress]`, or the tc lines'
+/// ingress qdisc and redirect.
+fn resolve_root_and_ingress(
+    top: &Sec<'_>,
+    q: &Sec<'_>,
+    default_kind: &'static str,
+    dev: &DevInfo,
+    dev_name: &str,
+) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
+    let ifb_info = DevInfo { tx_queue_len: IFB_TX_QUEUE_LEN, ..dev.clone() };
+    let i = top.sub("ingress")?;
+    let toml_ingress = if i.t.entries.is_empty() {
+        None
+    } else {
+        let r = |s: &Sec<'_>, root: bool| resolve_qdisc(s, "pfifo_fast", &ifb_info, root);
+        match crate::tc::section::resolve_tc(&i, None, &r)? {
+            Some(_) => return Err(i.value_err("tc", "[ingress] takes the ifb's qdisc as TOML keys; tc lines for ingress shaping go in [qdisc] tc".into(), Some("tc qdisc add dev eth0 handle ffff: ingress; tc filter add dev eth0 parent ffff: matchall action mirred egress redirect dev ifb0; tc qdisc add dev ifb0 root cake bandwidth 90mbit".into()))),
+            None => Some(IngressSpec { ifb: "ifb0".into(), qdisc: resolve_qdisc(&i, "pfifo_fast", &ifb_info, true)? }),
+        }
+    };
+    let r = |s: &Sec<'_>, root: bool| {
+        let info = if s.path == "ingress" { &ifb_info } else { dev };
+        resolve_qdisc(s, if s.path == "ingress" { "pfifo_fast" } else { default_kind }, info, root)
+    };
+    match crate::tc::section::resolve_tc(q, Some(dev_name), &r)? {
+        None => Ok((resolve_qdisc(q, default_kind, dev, true)?, toml_ingress)),
+        Some(t) if t.ingress.is_some() && toml_ingress.is_some() => Err(i.value_err(
+            "kind",
+            "[ingress] and the tc lines' ingress redirect both set the ifb's qdisc".into(),
+            Some("keep one: the tc lines, or [ingress]".into()),
+        )),
+        Some(t) => Ok((t.root, t.ingress.or(toml_ingress))),
+    }
+}
+
+/// `device.name`: what tc lines call this host's device (`dev eth0`). A Linux
+/// interface name: 1 to 15 bytes (IFNAMSIZ - 1), no `/`, `:` or white space
+/// (`dev_valid_name()`).
+fn device_name(d: &Sec<'_>) -> Result<String, Diagnostic> {
+    let name = d.string("name", "eth0")?;
+    let valid = !name.is_empty() && name.len() < 16 && name != "." && name != ".." && !name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace());
+    if !valid {
+        return Err(d.value_err(
+            "name",
+            format!("`device.name` = {name:?} is not a Linux interface name"),
+            Some("1 to 15 characters without '/', ':' or spaces (dev_valid_name()), e.g. \"eth0\"".into()),
+        ));
+    }
+    Ok(name)
+}
+
+pub(crate) fn resolve_qdisc(
     q: &Sec<'_>,
     default_kind: &'static str,
     dev: &DevInfo,

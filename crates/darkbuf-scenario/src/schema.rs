@@ -25,6 +25,10 @@ pub struct Scenario {
     pub device: Device,
     pub qdisc: QdiscSpec,
     pub consumer: Consumer,
+    /// Ingress shaping (`[ingress]`, or the tc lines' `ingress` qdisc and `mirred`
+    /// redirect): what arrives on the device passes this ifb's root qdisc first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<IngressSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,6 +141,8 @@ pub enum NapiMode {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Device {
+    /// The name tc lines give this host's device (`dev eth0`): `device.name`.
+    pub name: String,
     pub driver: Driver,
     /// TX queues (veth channels); each feeds the peer's RX queue of the same index.
     pub tx_queues: u32,
@@ -394,6 +400,16 @@ pub struct Bql {
     pub limit_max: u32,
     /// DQL slack hold time, ns (sysfs hold_time; kernel default 1 s = HZ jiffies).
     pub hold_time_ns: u64,
+}
+
+/// Ingress shaping as SQM sets it up: the device's `ingress` qdisc redirects every
+/// arriving packet (`action mirred egress redirect`) to the ifb device `ifb`, whose
+/// root qdisc `qdisc` it then passes before the host's stack (`ifb_xmit()` hands it
+/// back to `netif_receive_skb()`).
+#[derive(Clone, Debug, Serialize)]
+pub struct IngressSpec {
+    pub ifb: String,
+    pub qdisc: QdiscSpec,
 }
 
 /// The root qdisc with tc's own parameter names. For `mq`, `child` is the qdisc

@@ -42,7 +42,7 @@ fn every_key_is_in_all_keys() {
         ("lan", LAN_KEYS),
         ("device.coalesce", COALESCE_KEYS),
     ];
-    let tables = ["machine", "device", "qdisc", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce"];
+    let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce"];
     let mut missing = Vec::new();
     for (section, keys) in sections {
         for k in keys.iter().filter(|k| !tables.contains(k)) {
@@ -51,7 +51,7 @@ fn every_key_is_in_all_keys() {
             }
         }
     }
-    for t in ["[machine]", "[device]", "[device.coalesce]", "[path]", "[peer]", "[lan]", "[test_parameters]", "[[traffic]]", "[sweep]", "[[variant]]"] {
+    for t in ["[machine]", "[device]", "[ingress]", "[device.coalesce]", "[path]", "[peer]", "[lan]", "[test_parameters]", "[[traffic]]", "[sweep]", "[[variant]]"] {
         if !text.contains(t) {
             missing.push(t.to_string());
         }

@@ -71,6 +71,8 @@ pub struct PktInfo {
     /// A netem flipped a bit the receiver detects (a checksum, the destination MAC, the
     /// EtherType): the receiving stack drops it.
     pub corrupt: bool,
+    /// Came back from an ifb (`skb->from_ingress`): the ingress hook lets it pass.
+    pub from_ingress: bool,
 }
 
 pub struct Arena {
@@ -189,6 +191,7 @@ mod tests {
             destructor: Destructor::None,
             netem_clone: false,
             corrupt: false,
+            from_ingress: false,
         }
     }
 

@@ -18,4 +18,7 @@ pub struct Host {
     /// host, the device its route leaves by. Empty on a host that only sends and
     /// receives: every packet that reaches it is its own.
     pub fib: Vec<Option<DevId>>,
+    /// Ingress shaping: the ifb that what arrives from the host beside it is
+    /// redirected to.
+    pub ingress: Option<(DevId, crate::cpu::HostId)>,
 }

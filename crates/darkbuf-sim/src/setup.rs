@@ -103,6 +103,7 @@ impl Builder<'_> {
             netdev_budget: d.netdev_budget as i32,
             netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, self.hz),
             fib: Vec::new(),
+            ingress: None,
         });
         (self.hosts.len() - 1) as HostId
     }
@@ -169,8 +170,13 @@ impl Builder<'_> {
     /// one root over all TX queues, or mq with a child per queue. Returns each TX
     /// queue's qdisc.
     pub(crate) fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<u16>>, SetupError> {
+        self.qdiscs_of(spec, dev, tx_queues, num_tx_queues, self.scn.device.txqueuelen)
+    }
+
+    /// [`Self::qdiscs`] on a device whose `tx_queue_len` is `tx_queue_len` (an ifb's).
+    pub(crate) fn qdiscs_of(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32, tx_queue_len: u32) -> Result<Vec<Option<u16>>, SetupError> {
         let d = &self.scn.device;
-        let info = DevInfo { tx_queue_len: d.txqueuelen, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
+        let info = DevInfo { tx_queue_len, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
         let build = |spec: &QdiscSpec| {
             qdisc::build(&spec.kind, spec.model_params(), &info)
                 .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
@@ -234,6 +240,21 @@ impl Builder<'_> {
             (XpsSpec::Cpu, None) => Xps::CpuMap((0..ncpu as u32).map(|c| vec![(c % d.tx_queues) as u16]).collect()),
             (XpsSpec::Cpus(cpus), None) => Xps::from_queue_cpus(cpus.iter().copied(), ncpu),
         }
+    }
+
+    /// Ingress shaping: an ifb (the next device) with one TX queue, no BQL and the
+    /// ingress tree as its qdisc; what arrives on this host from the far host (host 1,
+    /// which `nic()` made) is redirected to it.
+    pub(crate) fn ifb(&mut self, ing: &darkbuf_scenario::IngressSpec) -> Result<(), SetupError> {
+        let dev = self.devs.len() as DevId;
+        let txq_qdisc = self.qdiscs_of(&ing.qdisc, dev, 1, 1, darkbuf_scenario::IFB_TX_QUEUE_LEN)?;
+        let mut netdev = self.netdev(vec![NetdevQueue::new(None)], txq_qdisc, Xps::Hash, 0.0, Driver::Ifb(crate::drivers::Ifb));
+        // ifb_setup(): IFB_FEATURES (GSO, TSO) and no BQL.
+        netdev.bql = false;
+        netdev.tso = true;
+        self.devs.push(netdev);
+        self.hosts[0].ingress = Some((dev, 1));
+        Ok(())
     }
 
     /// The CPU of this host's queue i's consumer: its IRQ CPU.
@@ -454,6 +475,9 @@ impl World {
         if let Some(lan) = &scn.lan {
             b.lan(lan)?;
         }
+        if let Some(i) = &scn.ingress {
+            b.ifb(i)?;
+        }
         let pingers = b.sockets();
         b.far_hosts();
         let starts = std::mem::take(&mut b.starts);
@@ -487,6 +511,7 @@ impl World {
             links: b.links,
             sock_link: b.sock_link,
             forwarding: scn.lan.is_some(),
+            ingress: scn.ingress.is_some(),
             deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),
             measured_txq,

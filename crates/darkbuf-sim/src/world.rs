@@ -56,6 +56,8 @@ pub struct World {
     pub sock_link: Vec<u16>,
     /// Some host forwards (`[lan]`): receive paths look the route up.
     pub forwarding: bool,
+    /// Some host shapes its ingress through an ifb (`Host::ingress`).
+    pub ingress: bool,
     /// Transmits put off to a time inside a step (`dev_queue_xmit_at`); freed slots
     /// are `None` and reused.
     pub deferred: Vec<Option<crate::dev::Deferred>>,

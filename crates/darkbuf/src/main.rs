@@ -7,8 +7,10 @@ mod kernel_cli;
 mod output;
 mod plot_check;
 mod results_json;
+mod import_cli;
 mod run;
 mod sweep_out;
+mod tc_cli;
 mod validate;
 mod vm_cli;
 
@@ -116,6 +118,10 @@ pub struct Common {
     /// DIR/kernel.flent.gz -p ping_cdf` draws them together).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Take the qdisc tree from a file of tc lines (`tc qdisc|class|filter add ...`)
+    /// instead of the scenario's [qdisc]: the scenario's key qdisc.tc_file.
+    #[arg(long, value_name = "FILE")]
+    pub tc: Option<PathBuf>,
     /// Kernel backend, veth: trace the probes' far end (tracepoints on the receiving
     /// veth, filtered to the probe's length) for ping.wait_ring_ms and
     /// ping.wait_consumer_ms. The filter runs for every received packet: it took a
@@ -183,6 +189,32 @@ enum Cmd {
     /// The agent inside a `--backend vm` guest (started by the host through virtme-ng).
     #[command(hide = true)]
     VmGuest { dir: PathBuf },
+    /// Print a scenario's qdisc tree as the tc lines that build it.
+    ShowTc {
+        scenario: PathBuf,
+        /// Override a scenario key (repeatable), as for run.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// The far host's tree ([peer.qdisc]) instead of this host's.
+        #[arg(long)]
+        peer: bool,
+    },
+    /// Write a scenario for a real host's device: its qdisc tree as tc lines, MTU,
+    /// txqueuelen, TX queues, BQL, XPS, ring and offloads, from what is running or from
+    /// saved command outputs (docs/tc.md lists them).
+    Import {
+        /// The device (default eth0).
+        #[arg(long, value_name = "IFACE")]
+        dev: Option<String>,
+        /// Read it inside this network namespace (ip netns exec).
+        #[arg(long, value_name = "NAME")]
+        netns: Option<String>,
+        /// Read saved command outputs from this directory instead of running them.
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        #[arg(long, value_name = "FILE.toml")]
+        out: PathBuf,
+    },
     /// Fit the simulator's machine cost profile to this machine.
     Calibrate {
         #[arg(long)]
@@ -223,6 +255,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
+    let mut cli = cli;
+    if let Cmd::Run { common, .. } | Cmd::Sweep { common, .. } | Cmd::Compare { common, .. } = &mut cli.cmd {
+        if let Some(f) = &common.tc {
+            common.set.insert(0, format!("qdisc.tc_file={:?}", f.display().to_string()));
+        }
+    }
     let r = match cli.cmd {
         Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
             kernel_cli::run(&scenario, &common, hist)
@@ -245,6 +283,8 @@ fn main() -> ExitCode {
         Cmd::Validate(args) => validate::validate(&args),
         Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir).clamp(0, 255) as u8),
         Cmd::Calibrate { out, quick, force } => kernel_cli::calibrate(&out, quick, force),
+        Cmd::ShowTc { scenario, set, peer } => tc_cli::show_tc(&scenario, &set, peer),
+        Cmd::Import { dev, netns, from, out } => import_cli::import(dev.as_deref(), netns.as_deref(), from.as_deref(), &out),
     };
     exit_with(r)
 }

@@ -210,6 +210,7 @@ impl World {
             destructor,
             netem_clone: false,
             corrupt: false,
+            from_ingress: false,
         });
         if proto == crate::arena::Proto::Icmp {
             self.pkts.reset_probe_times(skb.id);
@@ -251,6 +252,11 @@ impl World {
     /// beyond the receive path's (building an echo reply), ns.
     #[inline(always)]
     pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
+        // __netif_receive_skb_core()'s ingress hook: ingress shaping sends what
+        // arrives from the far host through the ifb first.
+        if self.ingress && self.ingress_redirect(cpu, id, t) {
+            return 0;
+        }
         // ip_rcv_finish(): a router forwards what is not for it.
         if self.forwarding {
             if let Some(dev) = self.ip_route_input(cpu, id) {

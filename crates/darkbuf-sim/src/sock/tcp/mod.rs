@@ -1655,7 +1655,7 @@ pub(crate) mod tests {
         assert_eq!(w.tcp_lock_sock(s), 0);
         // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
         // coalesce; then one of two segments, added to the backlog by hand.
-        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false };
+        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false };
         assert_eq!(w.tcp_ack(1, &info, 0), 0);
         assert_eq!(w.tcp_ack(1, &PktInfo { seq: 1, ..info }, 0), 0);
         w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });

@@ -1,0 +1,309 @@
+//! `darkbuf import [--dev IFACE] [--netns NAME] [--from DIR] --out FILE.toml`: a scenario
+//! for a real host's device, from what is running (the commands below, in the
+//! namespace with --netns) or from their saved outputs (--from DIR, the same file
+//! names):
+//!
+//! | file | command |
+//! |---|---|
+//! | `tc-qdisc.json`, `tc-class.json` | `tc -s -d -j qdisc show dev IFACE`, `tc -d -j class show dev IFACE` |
+//! | `tc-filter-ingress.json` | `tc -j filter show dev IFACE ingress` |
+//! | `tc-qdisc-IFB.json`, `tc-class-IFB.json` | the same for the ifb IFACE's ingress is redirected to |
+//! | `ip-link.json` | `ip -d -j link show dev IFACE` (kind, MTU, txqueuelen, TX queues) |
+//! | `ethtool-i.txt`, `ethtool-g.txt`, `ethtool-c.txt`, `ethtool-k.txt`, `ethtool-l.txt` | `ethtool -i/-g/-c/-k/-l IFACE` |
+//! | `tx-N/limit`, `limit_min`, `limit_max`, `hold_time`, `xps_cpus` | /sys/class/net/IFACE/queues/tx-N/ (BQL's byte_queue_limits/, XPS) |
+//! | `nproc.txt` | `nproc` |
+//! | `sysctl.txt` | `sysctl net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem` |
+//!
+//! What cannot be mapped is listed in comments at the top of the scenario with the
+//! reason. Reading needs no root where the files are readable.
+
+use crate::run::Failure;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The commands a live import runs, each saved under its file name.
+fn commands(dev: &str) -> Vec<(String, Vec<String>)> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        ("tc-qdisc.json".into(), s(&["tc", "-s", "-d", "-j", "qdisc", "show", "dev", dev])),
+        ("tc-class.json".into(), s(&["tc", "-d", "-j", "class", "show", "dev", dev])),
+        ("tc-filter-ingress.json".into(), s(&["tc", "-j", "filter", "show", "dev", dev, "ingress"])),
+        ("ip-link.json".into(), s(&["ip", "-d", "-j", "link", "show", "dev", dev])),
+        ("ethtool-i.txt".into(), s(&["ethtool", "-i", dev])),
+        ("ethtool-g.txt".into(), s(&["ethtool", "-g", dev])),
+        ("ethtool-c.txt".into(), s(&["ethtool", "-c", dev])),
+        ("ethtool-k.txt".into(), s(&["ethtool", "-k", dev])),
+        ("ethtool-l.txt".into(), s(&["ethtool", "-l", dev])),
+        ("nproc.txt".into(), s(&["nproc"])),
+        (
+            "sysctl.txt".into(),
+            s(&["sysctl", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"]),
+        ),
+    ]
+}
+
+/// Runs `argv` (in `netns`), its stdout or `None` when it failed or is not installed.
+fn run(netns: Option<&str>, argv: &[String]) -> Option<String> {
+    let mut c = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).args(argv);
+            c
+        }
+        None => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    let o = c.output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Saves what a live host shows into `dir`, as `--from` reads it.
+fn snapshot(dev: &str, netns: Option<&str>, dir: &Path) -> Result<Vec<String>, Failure> {
+    let mut missing = Vec::new();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).map_err(|e| Failure::Internal(format!("cannot write {}: {e}", dir.join(name).display())));
+    for (name, argv) in commands(dev) {
+        match run(netns, &argv) {
+            Some(out) => write(&name, &out)?,
+            None => missing.push(format!("`{}` failed or is not installed: what it shows is left out", argv.join(" "))),
+        }
+    }
+    // The ifb the ingress redirects to.
+    if let Some(ifb) = read_json(dir, "tc-filter-ingress.json").as_ref().and_then(redirect_target) {
+        for (kind, extra) in [("qdisc", &["-s", "-d"][..]), ("class", &["-d"][..])] {
+            let mut argv = vec!["tc".to_string()];
+            argv.extend(extra.iter().map(|x| x.to_string()));
+            argv.extend(["-j", kind, "show", "dev", &ifb].iter().map(|x| x.to_string()));
+            if let Some(out) = run(netns, &argv) {
+                write(&format!("tc-{kind}-{ifb}.json"), &out)?;
+            }
+        }
+    }
+    // sysfs: BQL and XPS per TX queue (in the namespace's own /sys).
+    for q in 0..4096 {
+        let base = format!("/sys/class/net/{dev}/queues/tx-{q}");
+        let Some(_) = run(netns, &["test".into(), "-d".into(), base.clone()]) else { break };
+        std::fs::create_dir_all(dir.join(format!("tx-{q}"))).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        for f in ["byte_queue_limits/limit", "byte_queue_limits/limit_min", "byte_queue_limits/limit_max", "byte_queue_limits/hold_time", "xps_cpus"] {
+            if let Some(v) = run(netns, &["cat".into(), format!("{base}/{f}")]) {
+                let name = f.rsplit('/').next().unwrap_or(f);
+                write(&format!("tx-{q}/{name}"), &v)?;
+            }
+        }
+    }
+    Ok(missing)
+}
+
+fn read(dir: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(dir.join(name)).ok()
+}
+
+fn read_json(dir: &Path, name: &str) -> Option<Value> {
+    read(dir, name).and_then(|t| serde_json::from_str(&t).ok())
+}
+
+/// The device a `mirred` action of these filters redirects to.
+fn redirect_target(filters: &Value) -> Option<String> {
+    let s = filters.to_string();
+    let i = s.find("\"to_dev\":\"")?;
+    s[i + 10..].split('"').next().map(str::to_string)
+}
+
+/// `key: value` lines of ethtool's output, the value of `key`.
+fn ethtool_field(text: &str, key: &str) -> Option<String> {
+    text.lines().find_map(|l| l.trim().strip_prefix(key).and_then(|r| r.trim_start().strip_prefix(':')).map(|v| v.trim().to_string()))
+}
+
+/// `tc class show` as text (an iproute2 whose class show ignores -j): each `class htb
+/// H root|parent P ... rate R ceil C burst B cburst B prio N quantum Q` line as the JSON
+/// object `tc -j` prints (rates in bytes/s, sizes in bytes).
+fn class_text(text: &str) -> Value {
+    let rate = |w: &str| {
+        let l = w.to_ascii_lowercase();
+        let (num, mul) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)].iter().find_map(|(u, m)| l.strip_suffix(u).map(|n| (n.to_string(), *m)))?;
+        num.parse::<f64>().ok().map(|v| (v * mul / 8.0).round() as u64)
+    };
+    let size = |w: &str| w.split('/').next().and_then(|x| x.trim_end_matches('b').parse::<u64>().ok());
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() < 4 || w[0] != "class" {
+            continue;
+        }
+        let mut o = serde_json::Map::new();
+        o.insert("class".into(), w[1].into());
+        o.insert("handle".into(), w[2].into());
+        let mut i = 3;
+        while i < w.len() {
+            match (w[i], w.get(i + 1)) {
+                ("root", _) => {
+                    o.insert("root".into(), true.into());
+                    i += 1;
+                    continue;
+                }
+                ("parent" | "leaf", Some(v)) => o.insert(w[i].into(), (*v).into()),
+                ("rate" | "ceil", Some(v)) => o.insert(w[i].into(), rate(v).into()),
+                ("burst" | "cburst", Some(v)) => o.insert(w[i].into(), size(v).into()),
+                ("prio" | "quantum", Some(v)) => o.insert(w[i].into(), v.parse::<u64>().ok().into()),
+                _ => None,
+            };
+            i += 2;
+        }
+        out.push(Value::Object(o));
+    }
+    Value::Array(out)
+}
+
+/// The CPUs of a hexadecimal CPU mask (`xps_cpus`: "00000002", comma-separated words).
+fn mask_cpus(mask: &str) -> Vec<u32> {
+    let hex: String = mask.trim().chars().filter(|c| *c != ',').collect();
+    let mut cpus = Vec::new();
+    for (i, c) in hex.chars().rev().enumerate() {
+        let v = c.to_digit(16).unwrap_or(0);
+        for b in 0..4 {
+            if v & (1 << b) != 0 {
+                cpus.push(i as u32 * 4 + b);
+            }
+        }
+    }
+    cpus
+}
+
+/// The scenario TOML for device `dev` from the files in `dir`.
+pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
+    let mut t = String::new();
+    let link = read_json(dir, "ip-link.json").and_then(|v| v.get(0).cloned()).unwrap_or(Value::Null);
+    let kind = link.pointer("/linkinfo/info_kind").and_then(Value::as_str).unwrap_or("");
+    let drv = read(dir, "ethtool-i.txt").and_then(|t| ethtool_field(&t, "driver")).unwrap_or_default();
+    let driver = match (kind, drv.as_str()) {
+        ("veth", _) | (_, "veth") => "veth",
+        ("tun", _) | (_, "tun") => "tun",
+        (_, "igb" | "igc" | "e1000e" | "ixgbe") => "nic",
+        (_, d) if d.starts_with("mlx5") => "nic",
+        (k, d) => {
+            notes.push(format!("driver {:?} (link kind {k:?}) is not one darkbuf models: written as a NIC (igb class)", d));
+            "nic"
+        }
+    };
+    let cpus = read(dir, "nproc.txt").and_then(|s| s.trim().parse::<u32>().ok());
+    let txq = link.get("num_tx_queues").and_then(Value::as_u64).unwrap_or(1);
+    t.push_str(&format!("name = \"import-{dev}\"\nduration = \"10s\"\nwarmup = \"1s\"\n\n[machine]\n"));
+    match cpus {
+        Some(c) => t.push_str(&format!("cpus = {}\n", c.clamp(1, 64))),
+        None => notes.push("the CPU count (nproc) was not read: the default is used".into()),
+    }
+    t.push_str(&format!("\n[device]\nname = \"{dev}\"\ndriver = \"{driver}\"\ntx_queues = {}\n", txq.clamp(1, 64)));
+    if txq > 64 {
+        notes.push(format!("{txq} TX queues: the model takes at most 64"));
+    }
+    if let Some(q) = link.get("txqlen").and_then(Value::as_u64) {
+        t.push_str(&format!("txqueuelen = {q}\n"));
+    }
+    if driver == "nic" {
+        if let Some(m) = link.get("mtu").and_then(Value::as_u64) {
+            t.push_str(&format!("mtu = {m}\n"));
+        }
+        if drv.starts_with("mlx5") {
+            t.push_str("model = \"mlx5\"\n");
+        }
+        if let Some(r) = read(dir, "ethtool-g.txt").and_then(|g| g.split("Current hardware settings").nth(1).and_then(|c| ethtool_field(c, "TX"))) {
+            t.push_str(&format!("ring_size = {r}\n"));
+        }
+        if let Some(k) = read(dir, "ethtool-k.txt").and_then(|k| ethtool_field(&k, "tcp-segmentation-offload")) {
+            t.push_str(&format!("tso = {}\n", k.starts_with("on")));
+        }
+    }
+    xps_and_bql(dir, txq, &mut t, &mut notes);
+    let empty = Value::Null;
+    let q = read_json(dir, "tc-qdisc.json").unwrap_or(Value::Null);
+    let c = read_json(dir, "tc-class.json").or_else(|| read(dir, "tc-class.json").map(|t| class_text(&t))).unwrap_or(Value::Null);
+    let f = read_json(dir, "tc-filter-ingress.json").unwrap_or(Value::Null);
+    let ifb = redirect_target(&f);
+    let (iq, ic) = match &ifb {
+        Some(n) => (read_json(dir, &format!("tc-qdisc-{n}.json")).unwrap_or(Value::Null), read_json(dir, &format!("tc-class-{n}.json")).unwrap_or(Value::Null)),
+        None => (empty.clone(), empty.clone()),
+    };
+    let imp = darkbuf_scenario::tc::import::tc_lines(dev, &q, &c, &f, ifb.as_deref().map(|n| (n, &iq, &ic)));
+    notes.extend(imp.unmapped);
+    if !imp.lines.is_empty() {
+        t.push_str("\n[qdisc]\ntc = '''\n");
+        for l in &imp.lines {
+            t.push_str(l);
+            t.push('\n');
+        }
+        t.push_str("'''\n");
+    } else {
+        notes.push("no qdisc was read (tc-qdisc.json): the driver's default qdisc is used".into());
+    }
+    // sysctls: the congestion control sets the traffic's; the rest are noted.
+    let sysctl = read(dir, "sysctl.txt").unwrap_or_default();
+    let get = |k: &str| sysctl.lines().find_map(|l| l.split_once('=').filter(|(a, _)| a.trim() == k).map(|(_, v)| v.trim().to_string()));
+    let cc = get("net.ipv4.tcp_congestion_control").filter(|c| matches!(c.as_str(), "reno" | "cubic" | "bbr"));
+    for k in ["net.core.default_qdisc", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"] {
+        if let Some(v) = get(k) {
+            notes.push(format!("{k} = {v}: not mapped (the scenario has no [sysctl] table yet)"));
+        }
+    }
+    t.push_str(&format!("\n# The load: edit to taste.\n[[traffic]]\nkind = \"tcp\"\ncc = \"{}\"\n\n[[traffic]]\nkind = \"ping\"\ninterval = \"100ms\"\n", cc.as_deref().unwrap_or("cubic")));
+    let mut head = format!("# darkbuf import of {dev}\n");
+    for n in &notes {
+        head.push_str(&format!("# not mapped: {n}\n"));
+    }
+    head + "\n" + &t
+}
+
+/// XPS (one CPU per queue) and BQL (tx-0's limits, if every queue has the same).
+fn xps_and_bql(dir: &Path, txq: u64, t: &mut String, notes: &mut Vec<String>) {
+    let mut xps = Vec::new();
+    for q in 0..txq {
+        match read(dir, &format!("tx-{q}/xps_cpus")).map(|m| mask_cpus(&m)) {
+            Some(c) if c.len() == 1 => xps.push(c[0]),
+            Some(c) if c.is_empty() => {}
+            Some(c) => notes.push(format!("tx-{q}'s xps_cpus has {} CPUs: the model takes one per queue", c.len())),
+            None => {}
+        }
+    }
+    if !xps.is_empty() && xps.len() as u64 == txq {
+        t.push_str(&format!("xps = {:?}\n", xps));
+    }
+    let val = |f: &str| read(dir, &format!("tx-0/{f}")).and_then(|s| s.trim().parse::<u64>().ok());
+    if let (Some(min), Some(max)) = (val("limit_min"), val("limit_max")) {
+        t.push_str(&format!("\n[device.bql]\nenabled = true\nlimit_min = {min}\nlimit_max = {max}\n"));
+        if let Some(h) = val("hold_time") {
+            t.push_str(&format!("hold_time = \"{h}ms\"\n"));
+        }
+    } else {
+        t.push_str("\n[device.bql]\nenabled = false   # no byte_queue_limits in sysfs\n");
+    }
+}
+
+pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: &Path) -> Result<(), Failure> {
+    let dev = dev.unwrap_or("eth0");
+    let (dir, notes, tmp): (PathBuf, Vec<String>, bool) = match from {
+        Some(d) => (d.to_path_buf(), Vec::new(), false),
+        None => {
+            let d = std::env::temp_dir().join(format!("darkbuf-import-{}", std::process::id()));
+            std::fs::create_dir_all(&d).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", d.display())))?;
+            let notes = snapshot(dev, netns, &d)?;
+            (d, notes, true)
+        }
+    };
+    if from.is_some() && !dir.is_dir() {
+        return Err(Failure::Input(format!("--from {}: not a directory", dir.display())));
+    }
+    if read(&dir, "tc-qdisc.json").is_none() && read(&dir, "ip-link.json").is_none() {
+        return Err(Failure::Input(format!("{}: no tc-qdisc.json or ip-link.json for {dev} (is the device there{}?)", dir.display(), netns.map_or(String::new(), |n| format!(" in netns {n}")))));
+    }
+    let text = scenario(dev, &dir, notes);
+    if tmp {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // What was written must load.
+    darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| Failure::Internal(format!("the imported scenario does not load: {d}\n{text}")))?;
+    std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    eprintln!("darkbuf: wrote {}", out.display());
+    Ok(())
+}
