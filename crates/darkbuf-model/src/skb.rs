@@ -74,9 +74,9 @@ impl Skb {
 }
 
 /// Size of `struct sk_buff` plus its slab overhead, as `SKB_TRUESIZE()` counts it.
-const SKB_STRUCT_TRUESIZE: u32 = 256;
+pub const SKB_STRUCT_TRUESIZE: u32 = 256;
 /// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86_64.
-const SHINFO_TRUESIZE: u32 = 320;
+pub const SHINFO_TRUESIZE: u32 = 320;
 /// Headroom a UDP socket reserves in front of the frame (`LL_RESERVED_SPACE` + `NET_SKB_PAD`).
 const TX_HEADROOM: u32 = 64;
 

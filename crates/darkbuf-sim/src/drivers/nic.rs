@@ -646,11 +646,9 @@ impl World {
     }
 }
 
-/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86_64: the `sk_buff` a driver's
-/// `napi_build_skb()` adds to the buffer's truesize.
-const SKB_STRUCT_TRUESIZE: u32 = 256;
-/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86_64.
-const SHINFO_TRUESIZE: u32 = 320;
+// The `sk_buff` a driver's `napi_build_skb()` adds to the buffer's truesize, and the
+// `skb_shared_info` at the end of a linear buffer (x86_64, as for the sender's skbs).
+use darkbuf_model::skb::{SHINFO_TRUESIZE, SKB_STRUCT_TRUESIZE};
 /// mlx5e's `rq->buff.headroom` without an XDP program: `NET_SKB_PAD` + `NET_IP_ALIGN` (0 on x86).
 const MLX5_RX_HEADROOM: u32 = 64;
 /// igb's largest frame in a 2048-byte half-page buffer with build_skb:
