@@ -9,7 +9,14 @@ use darkbuf_kernel::backend::{self, RunOpts};
 use darkbuf_kernel::KernelError;
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the agent's heartbeat line goes into guest.log.
+const HEARTBEAT: Duration = Duration::from_secs(15);
+/// The heartbeat's "no job running" mark.
+const NO_JOB: usize = usize::MAX;
 
 /// Modules the agent loads before anything runs, so that `check` lists them and the
 /// first run does not pay for loading them: the TCP congestion controls (only loaded
@@ -46,6 +53,8 @@ pub fn main(dir: &Path) -> i32 {
     if plan.timing {
         std::env::set_var(darkbuf_kernel::backend::TIMING_ENV, "1");
     }
+    let current = Arc::new(AtomicUsize::new(NO_JOB));
+    heartbeat(dir, Arc::clone(&current));
     let boot = prepare(&plan, &mut say);
     if let Err(e) = protocol::write_json(dir, protocol::BOOT, &boot) {
         say(&format!("cannot write boot.json: {e}"));
@@ -70,7 +79,9 @@ pub fn main(dir: &Path) -> i32 {
         }
     }
     for (i, job) in plan.jobs.iter().enumerate() {
+        current.store(i, Ordering::Relaxed);
         let out = run_job(job);
+        current.store(NO_JOB, Ordering::Relaxed);
         if let Err(e) = protocol::write_json(dir, &protocol::job_file(i), &out) {
             say(&format!("cannot write job {i}: {e}"));
         }
@@ -80,6 +91,57 @@ pub fn main(dir: &Path) -> i32 {
     }
     let _ = protocol::write_atomic(dir, protocol::DONE, b"");
     0
+}
+
+/// Appends a line to guest.log every [`HEARTBEAT`] while the agent runs: the guest's
+/// uptime and load, the job running, and each of the agent's threads with its state and
+/// kernel wait channel (`/proc/self/task/*/stat`, `wchan`). When the host stops waiting
+/// for a job, its error carries guest.log's tail: heartbeats that stopped say the guest
+/// kernel stopped running; heartbeats that go on name the call a thread is stuck in.
+fn heartbeat(dir: &Path, current: Arc<AtomicUsize>) {
+    let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(protocol::GUEST_LOG)) else {
+        return;
+    };
+    let spawned = std::thread::Builder::new().name("heartbeat".into()).spawn(move || loop {
+        std::thread::sleep(HEARTBEAT);
+        let job = match current.load(Ordering::Relaxed) {
+            NO_JOB => "no job".to_string(),
+            i => format!("job {}", i + 1),
+        };
+        let uptime = read_first_word("/proc/uptime");
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        let _ = writeln!(f, "heartbeat: uptime {uptime} s, load {load}, {job}; threads: {}", threads());
+    });
+    drop(spawned);
+}
+
+fn read_first_word(path: &str) -> String {
+    std::fs::read_to_string(path).ok().and_then(|t| t.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
+}
+
+/// The agent's threads as `comm:state:wchan`, the heartbeat thread left out.
+fn threads() -> String {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return "?".into();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let p = e.path();
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
+        // comm is in parentheses and may hold spaces; the state follows it.
+        let (comm, rest) = match (stat.find('('), stat.rfind(')')) {
+            (Some(a), Some(b)) if b > a => (&stat[a + 1..b], &stat[b + 1..]),
+            _ => continue,
+        };
+        if comm == "heartbeat" {
+            continue;
+        }
+        let state = rest.split_whitespace().next().unwrap_or("?");
+        let wchan = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
+        out.push(format!("{comm}:{state}:{}", if wchan.is_empty() { "-" } else { wchan.trim() }));
+    }
+    out.join(" ")
 }
 
 /// Binds the modules directory if one was given, loads [`MODULES`] and describes the

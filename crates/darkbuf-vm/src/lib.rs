@@ -108,7 +108,18 @@ pub fn run(
     protocol::write_json(&scratch.path, protocol::PLAN, &plan).map_err(|e| KernelError::Internal(format!("plan.json: {e}")))?;
     let t0 = Instant::now();
     let mut notes = Vec::new();
-    let (mut vm, boot) = boot(&tools, &image, opts.accel, cpus, memory_mib, &scratch.path, &exe, &mut say, &mut notes)?;
+    let mut accel = opts.accel;
+    // A distro kernel cannot boot on a PVM /dev/kvm: skip the probe's 25 s. A kernel of
+    // the user's may be a PVM guest, so it still gets the probe.
+    if accel == Accel::Auto && opts.kernel.is_none() && tools::kvm_accessible(Path::new("/dev/kvm")) {
+        if let Some(why) = tools::kvm_unusable_for_stock_kernels(Path::new("/sys/module")) {
+            let n = format!("TCG without a KVM probe boot: {why}");
+            say(&n);
+            notes.push(n);
+            accel = Accel::Tcg;
+        }
+    }
+    let (mut vm, boot) = boot(&tools, &image, accel, cpus, memory_mib, &scratch.path, &exe, &mut say, &mut notes)?;
     let check = if check { Some(wait_file::<serde_json::Value>(&mut vm, &scratch.path, protocol::CHECK, TCG_STEP, "while the guest ran darkbuf check")?) } else { None };
     let calibration: Option<VmCalibration> = if calibrate {
         say("calibrating the guest (a shaped TCP flow, a UDP flood)");

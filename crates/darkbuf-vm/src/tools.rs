@@ -47,6 +47,22 @@ pub fn kvm_accessible(dev: &Path) -> bool {
     std::fs::OpenOptions::new().read(true).write(true).open(dev).is_ok()
 }
 
+/// Why `/dev/kvm` cannot boot a stock kernel, when that is known without trying: the
+/// host's KVM is PVM (`kvm_pvm` loaded, neither `kvm_intel` nor `kvm_amd`), the
+/// pagetable-based nested hypervisor some cloud sandboxes expose. PVM runs only guest
+/// kernels built as PVM guests (`CONFIG_KVM_PVM_GUEST`); a distro kernel stops before
+/// its first console line (measured on the development machines: nothing after SeaBIOS's
+/// "Probing EDD" in 20 s, with `-cpu host` and `-cpu qemu64`). `sys_module` is
+/// /sys/module.
+pub fn kvm_unusable_for_stock_kernels(sys_module: &Path) -> Option<String> {
+    let has = |m: &str| sys_module.join(m).is_dir();
+    (has("kvm_pvm") && !has("kvm_intel") && !has("kvm_amd")).then(|| {
+        "/dev/kvm is PVM (kvm_pvm is loaded, kvm_intel and kvm_amd are not), which boots only kernels built as PVM guests; \
+         --vm-accel kvm forces it for such a kernel"
+            .to_string()
+    })
+}
+
 /// The first line of `prog --version` (for `environment.vm.tools`), bounded in time.
 pub fn version_line(prog: &Path) -> String {
     let out = std::process::Command::new("timeout")
@@ -65,6 +81,20 @@ pub fn version_line(prog: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pvm_only_kvm_is_recognised() {
+        let dir = std::env::temp_dir().join(format!("darkbuf-vm-sysmod-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("kvm")).unwrap();
+        assert_eq!(kvm_unusable_for_stock_kernels(&dir), None, "plain kvm without a vendor module: not known to be PVM");
+        std::fs::create_dir_all(dir.join("kvm_pvm")).unwrap();
+        let why = kvm_unusable_for_stock_kernels(&dir).expect("kvm_pvm alone");
+        assert!(why.contains("PVM") && why.contains("--vm-accel kvm"), "{why}");
+        std::fs::create_dir_all(dir.join("kvm_intel")).unwrap();
+        assert_eq!(kvm_unusable_for_stock_kernels(&dir), None, "kvm_intel boots stock kernels");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn missing_tools_name_the_install_line() {
