@@ -73,6 +73,8 @@ pub struct PktInfo {
     pub corrupt: bool,
     /// Came back from an ifb (`skb->from_ingress`): the ingress hook lets it pass.
     pub from_ingress: bool,
+    /// A SYN (`Dir::Out`) or SYN-ACK (`Dir::Back`) of a TCP handshake (`tcp/connect.rs`).
+    pub syn: bool,
 }
 
 pub struct Arena {
@@ -192,6 +194,7 @@ mod tests {
             netem_clone: false,
             corrupt: false,
             from_ingress: false,
+            syn: false,
         }
     }
 

@@ -95,6 +95,9 @@ impl World {
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
             SockKind::Tcp(_) => {
+                if self.tcp(s).conn != tcp::Conn::Established {
+                    return self.tcp_connect(cpu, s);
+                }
                 let cost = self.tcp_sendmsg(cpu, s);
                 // The write holds the socket: its release_sock() comes after it.
                 if self.tcp(s).lock.owned {
@@ -113,6 +116,22 @@ impl World {
     #[inline(never)]
     fn sock_xmit_probe(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
         self.sock_xmit(cpu, s, out)
+    }
+
+    /// A TCP handshake's SYN down the same path, out of line (one per connection).
+    #[inline(never)]
+    pub(crate) fn sock_xmit_syn(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
+        let Outgoing { mut skb, proto, destructor, cost_ns, seq } = out;
+        let dev = self.socks[s as usize].dev;
+        skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
+        self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
+        self.pkts.get_mut(skb.id).syn = true;
+        let send_cost = self.cost(cost_ns);
+        let (xmit_cost, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
+        match next {
+            None => Step::Continue(send_cost + xmit_cost),
+            Some(q) => self.call(cpu, send_cost + xmit_cost, Frame::QdiscRun { q, quota: DEV_TX_WEIGHT }),
+        }
     }
 
     /// What every protocol's sendmsg does with the skb it built, as
@@ -211,6 +230,7 @@ impl World {
             netem_clone: false,
             corrupt: false,
             from_ingress: false,
+            syn: false,
         });
         if proto == crate::arena::Proto::Icmp {
             self.pkts.reset_probe_times(skb.id);
@@ -292,6 +312,8 @@ impl World {
                 (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
                 (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
                 (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
+                (SockKind::Tcp(_), Dir::Out) if info.syn => extra = self.tcp_rcv_syn(cpu, &info, t),
+                (SockKind::Tcp(_), Dir::Back) if info.syn => extra = self.tcp_rcv_synack(&info, t),
                 (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
                 (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
             }

@@ -28,6 +28,7 @@
 
 mod bbr;
 mod cc;
+mod connect;
 mod input;
 mod lock;
 mod output;
@@ -133,6 +134,19 @@ pub mod timer {
     pub const RTO: u8 = 0;
     pub const PACE: u8 = 1;
     pub const DELACK: u8 = 2;
+    /// The SYN's retransmission timer (`connect.rs`).
+    pub const SYN: u8 = 3;
+}
+
+/// The states of an active open that the model tells apart (`TCP_CLOSE`,
+/// `TCP_SYN_SENT`, `TCP_ESTABLISHED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conn {
+    /// Before the application's `connect()` (the flow's `start`).
+    Closed,
+    /// The SYN is out; the writer sleeps in `inet_wait_for_connect()`.
+    SynSent,
+    Established,
 }
 
 /// Deferred work bits for `World::sock_work_step`.
@@ -306,6 +320,15 @@ pub struct TcpSock {
     /// Retransmission timeouts (`TcpExtTCPTimeouts`: `tcp_retransmit_timer()` with
     /// data in flight; the probe timer of an empty flight is not one).
     pub timeouts: u64,
+    /// The connection's state (`sk_state` as far as it matters here): the application
+    /// writes once the handshake is done (`connect.rs`).
+    pub conn: Conn,
+    /// The last SYN's send time, its retransmissions so far and its timer.
+    pub syn_sent_ns: u64,
+    pub syn_retries: u8,
+    pub syn_rto_at: Option<u64>,
+    /// The SYN timer fired: the task sends the SYN again.
+    pub syn_due: bool,
     /// The application: when it starts and stops writing, and its rate cap.
     pub start_ns: u64,
     pub stop_ns: u64,
@@ -480,6 +503,11 @@ impl TcpSock {
             dscp: f.dscp,
             total_retrans: 0,
             timeouts: 0,
+            conn: if f.handshake { Conn::Closed } else { Conn::Established },
+            syn_sent_ns: 0,
+            syn_retries: 0,
+            syn_rto_at: None,
+            syn_due: false,
             start_ns: f.start_ns,
             stop_ns: f.stop_ns.unwrap_or(end_ns).min(end_ns),
             app_rate_bps: match f.rate {
@@ -646,7 +674,7 @@ impl World {
         let now = self.now;
         let sndbuf = self.socks[s as usize].sndbuf;
         let t = self.tcp(s);
-        if now < t.start_ns || now >= t.stop_ns {
+        if now < t.start_ns || now >= t.stop_ns || t.conn != Conn::Established {
             return false;
         }
         if let Some(bps) = t.app_rate_bps {
@@ -674,6 +702,12 @@ impl World {
         }
         if now >= stop {
             return false;
+        }
+        match t.conn {
+            // connect() at the start, and the SYN timer's retransmission.
+            Conn::Closed => return true,
+            Conn::SynSent => return t.syn_due,
+            Conn::Established => {}
         }
         if let (Some(_), true) = (rate, room) {
             // Red light: the next tick of iperf3's pacing timer.
@@ -793,6 +827,7 @@ impl World {
                 t.pace_at = None;
                 self.sock_work_queue(cpu, s, work::TSQ);
             }
+            timer::SYN if t.syn_rto_at == Some(now) => self.tcp_syn_timer(s),
             timer::DELACK if t.rcv.delack_at == Some(now) => {
                 t.rcv.delack_at = None;
                 let rcpu = t.rcv.cpu;
@@ -1075,6 +1110,7 @@ pub(crate) mod tests {
             receiver_cpu: None,
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
             lock_sock: true,
+            handshake: false,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
@@ -1655,7 +1691,7 @@ pub(crate) mod tests {
         assert_eq!(w.tcp_lock_sock(s), 0);
         // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
         // coalesce; then one of two segments, added to the backlog by hand.
-        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false };
+        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false, syn: false };
         assert_eq!(w.tcp_ack(1, &info, 0), 0);
         assert_eq!(w.tcp_ack(1, &PktInfo { seq: 1, ..info }, 0), 0);
         w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });
