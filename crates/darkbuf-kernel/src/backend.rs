@@ -595,6 +595,11 @@ fn check_placement(scn: &Scenario) -> Result<()> {
                 crate::online_cpus()
             )));
         }
+        if let Traffic::Udp(darkbuf_scenario::UdpFlood { txtime: Some(_), .. }) = t {
+            return Err(KernelError::Unavailable(format!(
+                "traffic.{i}.txtime: the kernel backend's flood does not stamp departure times (SO_TXTIME with SCM_TXTIME) yet; the simulator models it"
+            )));
+        }
         if let Traffic::Tcp(darkbuf_scenario::TcpFlow { receiver_cpu: Some(c), .. }) = t {
             if *c as usize >= crate::online_cpus() {
                 return Err(KernelError::Unavailable(format!(
@@ -768,6 +773,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             max_packets,
             duration: run_for,
             batch,
+            max_pacing_rate: u.max_pacing_rate.map(|b| b / 8),
         };
         // Pinned where the scenario puts the sending process (traffic.N.cpu, default 0).
         let _ = o.producer_cpu;

@@ -267,9 +267,12 @@ pub fn start_senders(scn: &Scenario, ep: &Endpoints, running: &mut [Running], to
             flows: f.flows,
             cc: cc_name(f.cc).into(),
             tos: f.dscp << 2,
-            max_pacing_rate: match f.rate {
-                Rate::Bps(b) => Some(b / 8),
-                _ => None,
+            // SO_MAX_PACING_RATE: the scenario's, and the rate cap's as before (the
+            // lower of the two when both are set).
+            max_pacing_rate: match (f.rate, f.max_pacing_rate) {
+                (Rate::Bps(b), Some(m)) => Some(b.min(m) / 8),
+                (Rate::Bps(b), None) => Some(b / 8),
+                (_, m) => m.map(|m| m / 8),
             },
             so_sndbuf: f.so_sndbuf.map(|v| v as u32),
             start: Duration::from_nanos(f.start_ns),

@@ -62,7 +62,7 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay"];
+pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay", "max_pacing_rate", "txtime"];
 pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu", "path_delay"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 /// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
@@ -1201,6 +1201,20 @@ pub(crate) fn path_delay(s: &Sec<'_>, driver: Driver) -> Result<u64, Diagnostic>
     Ok(ns)
 }
 
+/// An optional bit rate key (`max_pacing_rate`, `txtime`): None when absent; `what`
+/// says what it sets, for the error.
+pub(crate) fn opt_bit_rate(s: &Sec<'_>, key: &str, what: &str) -> Result<Option<u64>, Diagnostic> {
+    let Some(e) = s.entry(key) else { return Ok(None) };
+    let expected = format!("a bit rate such as \"10Mbit\" ({what}); units: bit, kbit, mbit, gbit, tbit, bps, kbps, mbps, gbps");
+    let V::Str(r) = &e.node.v else { return Err(s.type_err(e, "a rate string", Some(expected))) };
+    match darkbuf_model::units::parse_rate(r) {
+        Ok(darkbuf_model::units::Rate::Bps(b)) if b >= 8 => Ok(Some(b)),
+        Ok(darkbuf_model::units::Rate::Bps(_)) => Err(s.value_err(key, format!("`{}` = \"{r}\" is below 1 byte/s (the kernel's unit)", s.kp(key)), Some(expected))),
+        Ok(_) => Err(s.value_err(key, format!("`{}` = \"{r}\" is not a bit rate", s.kp(key)), Some(expected))),
+        Err(u) => Err(s.value_err(key, format!("`{}`: {}", s.kp(key), u.message), Some(expected))),
+    }
+}
+
 /// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
@@ -1389,6 +1403,8 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
             };
             let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
             let path_delay_ns = path_delay(&s, driver)?;
+            let max_pacing_rate = opt_bit_rate(&s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
+            let txtime = opt_bit_rate(&s, "txtime", "the rate its departure times are stamped at")?;
             out.push(Traffic::Udp(UdpFlood {
                 name,
                 cpu,
@@ -1400,6 +1416,8 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                 priority,
                 dscp,
                 ecn,
+                max_pacing_rate,
+                txtime,
             }));
         } else {
             s.check_keys(

@@ -662,6 +662,11 @@ pub struct TcpFlow {
     /// simulator's earlier model, where every ACK is processed where it arrives.
     #[serde(skip_serializing_if = "is_true")]
     pub lock_sock: bool,
+    /// `SO_MAX_PACING_RATE`, bit/s: caps `sk_pacing_rate` (`tcp_update_pacing_rate()`,
+    /// BBR's `bbr_bw_to_pacing_rate()`), and without fq TCP then paces itself
+    /// (`SK_PACING_NEEDED`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pacing_rate: Option<u64>,
     /// Whether each flow opens with the three-way handshake (`tcp_connect()`, SYN and
     /// SYN-ACK through the modelled path), whose round trip is the connection's first
     /// RTT sample and its `tcp_min_rtt()`. `false` (default) is the simulator's earlier
@@ -782,6 +787,17 @@ pub struct UdpFlood {
     pub dscp: u8,
     /// The ECN bits set on the flood's packets (0 = Not-ECT).
     pub ecn: u8,
+    /// `SO_MAX_PACING_RATE` on each of the flood's sockets, bit/s: fq paces each flow at
+    /// it (`sk_pacing_rate`, as for any socket without EDT stamps); other qdiscs ignore it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pacing_rate: Option<u64>,
+    /// A departure-time source at this rate per flow, bit/s: each datagram's `skb->tstamp`
+    /// (`SO_TXTIME` with `SCM_TXTIME`, or a BPF program at egress as Cilium's bandwidth
+    /// manager writes it) is the flow's last stamp plus its length at this rate, or now
+    /// if that is past (an EDT rate limiter). fq sends it at that time and drops it
+    /// beyond its `horizon`; other qdiscs ignore it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub txtime: Option<u64>,
 }
 
 fn serialize_rate<S: Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {

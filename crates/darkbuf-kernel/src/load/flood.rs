@@ -75,6 +75,8 @@ pub struct FloodSpec {
     pub duration: Duration,
     /// Messages per sendmmsg call (clamped to 1..=1024).
     pub batch: usize,
+    /// SO_MAX_PACING_RATE of each flow's socket, bytes/s (fq paces the flow at it).
+    pub max_pacing_rate: Option<u64>,
 }
 
 impl Default for FloodSpec {
@@ -92,6 +94,7 @@ impl Default for FloodSpec {
             max_packets: 1_000_000,
             duration: Duration::from_secs(1),
             batch: 32,
+            max_pacing_rate: None,
         }
     }
 }
@@ -236,6 +239,11 @@ fn open_flow_socket(spec: &FloodSpec) -> io::Result<OwnedFd> {
     if spec.priority != 0 {
         let p = spec.priority.min(i32::MAX as u32) as libc::c_int;
         sys::setsockopt_int(&s, libc::SOL_SOCKET, libc::SO_PRIORITY, p, "SO_PRIORITY")?;
+    }
+    if let Some(r) = spec.max_pacing_rate {
+        // The 64-bit form (since 4.13 the kernel accepts a u64 here).
+        sys::setsockopt(&s, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, r)
+            .map_err(|e| io::Error::new(e.kind(), format!("setsockopt SO_MAX_PACING_RATE={r}: {e}")))?;
     }
     sys::setsockopt_int(&s, libc::IPPROTO_IP, libc::IP_RECVERR, 1, "IP_RECVERR")?;
     sys::set_timeout(&s, libc::SO_SNDTIMEO, FLOOD_SNDTIMEO)?;

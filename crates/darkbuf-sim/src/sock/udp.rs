@@ -36,6 +36,13 @@ pub struct UdpSock {
     pub dscp: u8,
     pub ecn: u8,
     pub sent: u64,
+    /// `SO_MAX_PACING_RATE` of each flow's socket (bytes/s, 0: unset): the skbs carry it
+    /// as `sk_pacing_rate`, which fq paces a flow without EDT stamps at.
+    pub pacing_rate: u64,
+    /// The departure-time source (`txtime`): ns per byte at its rate (0: none), and each
+    /// flow's last stamp (`t_last` of an EDT rate limiter).
+    pub txtime_ns_per_byte: f64,
+    pub txtime_last: Vec<u64>,
     /// Packets its sink received in the measured window.
     pub sink_pkts: u64,
     /// `UDP_MIB_SNDBUFERRORS`: sends the qdisc dropped (NET_XMIT_DROP).
@@ -66,6 +73,9 @@ impl UdpSock {
             dscp: u.dscp,
             ecn: u.ecn,
             sent: 0,
+            pacing_rate: u.max_pacing_rate.map_or(0, |b| b / 8),
+            txtime_ns_per_byte: u.txtime.map_or(0.0, |b| 8e9 / b as f64),
+            txtime_last: if u.txtime.is_some() { vec![0; u.flows.max(1) as usize] } else { Vec::new() },
             sink_pkts: 0,
             sndbuf_errors: 0,
         };
@@ -85,7 +95,20 @@ impl UdpSock {
     #[inline(always)]
     pub fn next_skb(&self) -> Skb {
         let flow = ((self.traffic_index as u32) << 16) | self.next_flow;
-        Skb { flow, sk: flow + 1, len: self.frame_len, truesize: self.truesize, priority: self.priority, dscp: self.dscp, ecn: self.ecn, ..Skb::default() }
+        Skb { flow, sk: flow + 1, len: self.frame_len, truesize: self.truesize, priority: self.priority, dscp: self.dscp, ecn: self.ecn, pacing_rate: self.pacing_rate, ..Skb::default() }
+    }
+
+    /// The EDT stamp of the next datagram on the next flow: the flow's last stamp plus
+    /// this datagram's length at the `txtime` rate, or `now` when that is past (the
+    /// schedule does not bank idle time), as an EDT rate limiter stamps `skb->tstamp`
+    /// (Cilium's `edt_sched_departure()`, without its own drop horizon: fq's applies).
+    #[inline(never)]
+    pub fn txtime_stamp(&mut self, now: u64) -> u64 {
+        let last = &mut self.txtime_last[self.next_flow as usize];
+        let next = *last + (self.frame_len as f64 * self.txtime_ns_per_byte) as u64;
+        let stamp = if next <= now { now } else { next };
+        *last = stamp;
+        stamp
     }
 
     /// One datagram sent: count it and move to the next flow (round robin, a compare
@@ -121,7 +144,10 @@ impl World {
             self.socks[s as usize].blocked = true;
             return None;
         }
-        let skb = u.next_skb();
+        let mut skb = u.next_skb();
+        if u.txtime_ns_per_byte > 0.0 {
+            skb.edt = u.txtime_stamp(now);
+        }
         u.sent_one();
         if u.interval_ns > 0.0 {
             u.next_send = u.next_send.max(now as f64) + u.interval_ns;

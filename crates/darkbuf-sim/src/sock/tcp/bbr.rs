@@ -234,7 +234,7 @@ impl Bbr {
         rate *= gain as u64;
         rate >>= BBR_SCALE;
         rate *= 1_000_000 / 100 * (100 - BBR_PACING_MARGIN_PERCENT);
-        rate >> BW_SCALE
+        (rate >> BW_SCALE).min(tp.max_pacing_rate)
     }
 
     /// `bbr_init_pacing_rate_from_rtt()`.

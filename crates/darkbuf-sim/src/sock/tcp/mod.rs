@@ -282,6 +282,8 @@ pub struct TcpSock {
     pub tlp_recoveries: u64,
     pub pacing: Pacing,
     /// `sk_pacing_rate` in bytes/s (0 until the first RTT sample) and `tcp_wstamp_ns`.
+    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`), bytes/s; `u64::MAX`: unset.
+    pub max_pacing_rate: u64,
     pub pacing_rate: u64,
     pub wstamp_ns: u64,
     pub pace_at: Option<u64>,
@@ -483,8 +485,12 @@ impl TcpSock {
             loss_probes: 0,
             tlp_recoveries: 0,
             // BBR asks for pacing (bbr_init(): SK_PACING_NEEDED); fq may take it over.
-            pacing: if f.cc == darkbuf_scenario::Cc::Bbr { Pacing::Needed } else { Pacing::None },
-            pacing_rate: 0,
+            // sock_setsockopt(SO_MAX_PACING_RATE) moves sk_pacing_status to
+            // SK_PACING_NEEDED: TCP paces itself unless fq does (setup.rs).
+            pacing: if f.cc == darkbuf_scenario::Cc::Bbr || f.max_pacing_rate.is_some() { Pacing::Needed } else { Pacing::None },
+            // ... and sets sk_pacing_rate = min(sk_pacing_rate, max): the cap from the start.
+            pacing_rate: f.max_pacing_rate.map_or(0, |b| b / 8),
+            max_pacing_rate: f.max_pacing_rate.map_or(u64::MAX, |b| b / 8),
             wstamp_ns: 0,
             pace_at: None,
             data_segs_out: 0,
@@ -1110,6 +1116,7 @@ pub(crate) mod tests {
             receiver_cpu: None,
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
             lock_sock: true,
+            max_pacing_rate: None,
             handshake: false,
         };
         match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {

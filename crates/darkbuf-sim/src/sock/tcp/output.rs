@@ -562,7 +562,8 @@ impl World {
         let ratio = if tp.w.cwnd < tp.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
         let window = tp.w.cwnd.max(tp.packets_out) as u64;
         // srtt_us is kept x8: rate = mss * ratio/100 * window * 1e6 / (srtt_us / 8).
-        tp.pacing_rate = tp.mss as u64 * ratio * window * 8 * 1_000_000 / 100 / tp.srtt_us as u64;
+        let rate = tp.mss as u64 * ratio * window * 8 * 1_000_000 / 100 / tp.srtt_us as u64;
+        tp.pacing_rate = rate.min(tp.max_pacing_rate);
     }
 
     /// The first segment sent after `seq` (for SACK marking).
