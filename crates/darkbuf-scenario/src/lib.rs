@@ -25,6 +25,8 @@ pub mod schema;
 pub mod seeds;
 mod tcp;
 pub mod sweep;
+mod sysctl;
+pub use sysctl::{Sysctl, SYSCTL_KEYS};
 pub mod tc;
 mod tree;
 

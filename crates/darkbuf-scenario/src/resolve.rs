@@ -25,7 +25,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
     "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
-    "test_parameters",
+    "test_parameters", "sysctl",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
 pub const DEVICE_KEYS: &[&str] = &[
@@ -880,7 +880,8 @@ fn resolve_doc(
     // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
     let traffic_cpus = lan.as_ref().map_or(cpus, |l| l.cpus);
     let far_cpus = peer.as_ref().map_or(cpus, |p| p.cpus);
-    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, warmup_ns.saturating_add(duration_ns))?;
+    let sysctl = crate::sysctl::resolve_sysctl(&top)?;
+    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, warmup_ns.saturating_add(duration_ns), &sysctl)?;
     check_inflight(&top, &d, &traffic, driver, ring_size, tx_queues)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
@@ -910,6 +911,7 @@ fn resolve_doc(
         lan,
         traffic,
         test,
+        sysctl: sysctl.given,
         label: String::new(),
     })
 }
@@ -1217,7 +1219,7 @@ pub(crate) fn opt_bit_rate(s: &Sec<'_>, key: &str, what: &str) -> Result<Option<
 
 /// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
-fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64) -> Result<Vec<Traffic>, Diagnostic> {
+fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, sysctl: &crate::sysctl::Sysctl) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
     let Some(e) = top.entry("traffic") else {
@@ -1285,7 +1287,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name)?));
+            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {
@@ -1322,7 +1324,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
             };
             let flows = s.u32("flows", 1, 1, limits::MAX_FLOWS)?;
             let sndbuf = match s.entry("sndbuf") {
-                None => WMEM_DEFAULT,
+                None => sysctl.wmem_default.unwrap_or(WMEM_DEFAULT),
                 Some(e) => {
                     let expected = format!(
                         "the SO_SNDBUF value: a non-negative integer or {}",

@@ -37,6 +37,10 @@ pub struct Scenario {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lan: Option<LanSpec>,
     pub traffic: Vec<Traffic>,
+    /// `[sysctl]` as given (the kernel's names and values as `sysctl` prints them); what
+    /// they set is in the traffic entries' resolved keys (`sysctl.rs`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sysctl: std::collections::BTreeMap<String, String>,
     /// The flent test preset the traffic came from (`test = "rrul"`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<TestSpec>,

@@ -16,9 +16,15 @@ pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 /// far end sending) is possible: only a NIC has a modelled far host. `cpu` is the
 /// sending process's: one of the near end's `cpus` for an upload, of the far host's
 /// `far_cpus` for a download.
-pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String) -> Result<TcpFlow, Diagnostic> {
+pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<TcpFlow, Diagnostic> {
     s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
-    let cc = match s.choice("cc", "cubic", CC_NAMES)? {
+    // [sysctl] sets the defaults; the entry's own keys win (sysctl.rs).
+    let cc_default = match sysctl.tcp_congestion_control {
+        Some(Cc::Reno) => "reno",
+        Some(Cc::Bbr) => "bbr",
+        _ => "cubic",
+    };
+    let cc = match s.choice("cc", cc_default, CC_NAMES)? {
         "reno" => Cc::Reno,
         "bbr" => Cc::Bbr,
         _ => Cc::Cubic,
@@ -53,10 +59,10 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         }
     };
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
-    let ecn = s.boolean("ecn", false)?;
+    let ecn = s.boolean("ecn", sysctl.tcp_ecn.unwrap_or(false))?;
     // tcp_wmem[2] and tcp_rmem[2]: where the kernel's autotuning stops.
-    let sndbuf = s.size_bytes("sndbuf", 4 << 20, 4096, 1 << 30)?;
-    let rcvbuf = s.size_bytes("rcvbuf", 6 << 20, 4096, 1 << 30)?;
+    let sndbuf = s.size_bytes("sndbuf", sysctl.tcp_wmem_max.unwrap_or(4 << 20), 4096, 1 << 30)?;
+    let rcvbuf = s.size_bytes("rcvbuf", sysctl.tcp_rmem_max.unwrap_or(6 << 20), 4096, 1 << 30)?;
     // SO_SNDBUF takes an int; the kernel doubles it (at most INT_MAX / 2 before that).
     let so_sndbuf = match s.entry("so_sndbuf") {
         None => None,
@@ -69,7 +75,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     };
     // The sysctl is an int (proc_dointvec, no bounds); 0 leaves only TSQ's exemption for
     // a retransmit queue of at most one skb.
-    let limit_output_bytes = s.size_bytes("limit_output_bytes", tsq.default_limit_output_bytes(), 0, i32::MAX as u64)?;
+    let limit_output_bytes = s.size_bytes("limit_output_bytes", sysctl.tcp_limit_output_bytes.unwrap_or(tsq.default_limit_output_bytes()), 0, i32::MAX as u64)?;
     let receiver = match s.choice("receiver", "instant", TcpReceiver::NAMES)? {
         "poll" => TcpReceiver::Poll,
         "blocking" => TcpReceiver::Blocking,

@@ -381,6 +381,15 @@ pub(crate) fn apply_override(
         )
     })?;
     let value = parse_override_value(vtext, Origin::Set { idx, span: vrange });
+    // `[sysctl]` keys are the kernel's dotted names: `sysctl.net.ipv4.tcp_ecn` is the
+    // key "net.ipv4.tcp_ecn" of [sysctl], not a table `net`.
+    let mut segs = segs;
+    if segs.len() > 2 && segs[0].0 == "sysctl" {
+        let rest = segs.split_off(1);
+        let span = rest[0].1.start..rest[rest.len() - 1].1.end;
+        let name = rest.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(".");
+        segs.push((name, span));
+    }
     let full_key: Vec<&str> = segs.iter().map(|(s, _)| s.as_str()).collect();
     let mut cur = root;
     for (i, (seg, range)) in segs.iter().enumerate() {

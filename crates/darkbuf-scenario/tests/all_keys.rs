@@ -42,7 +42,7 @@ fn every_key_is_in_all_keys() {
         ("lan", LAN_KEYS),
         ("device.coalesce", COALESCE_KEYS),
     ];
-    let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce"];
+    let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce", "sysctl"];
     let mut missing = Vec::new();
     for (section, keys) in sections {
         for k in keys.iter().filter(|k| !tables.contains(k)) {
@@ -55,6 +55,15 @@ fn every_key_is_in_all_keys() {
         if !text.contains(t) {
             missing.push(t.to_string());
         }
+    }
+    // [sysctl] takes the kernel's dotted names, quoted in TOML.
+    for k in SYSCTL_KEYS {
+        if !text.contains(&format!("\"{k}\" =")) {
+            missing.push(format!("sysctl.\"{k}\""));
+        }
+    }
+    if !text.contains("[sysctl]") {
+        missing.push("[sysctl]".into());
     }
     for p in preset::PARAMETERS {
         if !has_key(&text, p) {

@@ -12,7 +12,7 @@
 //! | `ethtool-i.txt`, `ethtool-g.txt`, `ethtool-c.txt`, `ethtool-k.txt`, `ethtool-l.txt` | `ethtool -i/-g/-c/-k/-l IFACE` |
 //! | `tx-N/limit`, `limit_min`, `limit_max`, `hold_time`, `xps_cpus` | /sys/class/net/IFACE/queues/tx-N/ (BQL's byte_queue_limits/, XPS) |
 //! | `nproc.txt` | `nproc` |
-//! | `sysctl.txt` | `sysctl net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem` |
+//! | `sysctl.txt` | `sysctl net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
 //!
 //! What cannot be mapped is listed in comments at the top of the scenario with the
 //! reason. Reading needs no root where the files are readable.
@@ -38,7 +38,7 @@ fn commands(dev: &str) -> Vec<(String, Vec<String>)> {
         ("nproc.txt".into(), s(&["nproc"])),
         (
             "sysctl.txt".into(),
-            s(&["sysctl", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"]),
+            s(&["sysctl", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_ecn", "net.core.wmem_default"]),
         ),
     ]
 }
@@ -238,16 +238,38 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
     } else {
         notes.push("no qdisc was read (tc-qdisc.json): the driver's default qdisc is used".into());
     }
-    // sysctls: the congestion control sets the traffic's; the rest are noted.
+    // sysctls: the ones the model reads go into [sysctl] (darkbuf-scenario's sysctl.rs);
+    // the rest are noted.
     let sysctl = read(dir, "sysctl.txt").unwrap_or_default();
     let get = |k: &str| sysctl.lines().find_map(|l| l.split_once('=').filter(|(a, _)| a.trim() == k).map(|(_, v)| v.trim().to_string()));
-    let cc = get("net.ipv4.tcp_congestion_control").filter(|c| matches!(c.as_str(), "reno" | "cubic" | "bbr"));
-    for k in ["net.core.default_qdisc", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"] {
-        if let Some(v) = get(k) {
-            notes.push(format!("{k} = {v}: not mapped (the scenario has no [sysctl] table yet)"));
+    let mut sys = String::new();
+    match get("net.ipv4.tcp_congestion_control") {
+        Some(c) if matches!(c.as_str(), "reno" | "cubic" | "bbr") => sys.push_str(&format!("\"net.ipv4.tcp_congestion_control\" = \"{c}\"\n")),
+        Some(c) => notes.push(format!("net.ipv4.tcp_congestion_control = {c}: the model has reno, cubic and bbr")),
+        None => {}
+    }
+    for k in ["net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_ecn", "net.core.wmem_default"] {
+        if let Some(v) = get(k).filter(|v| v.parse::<u32>().is_ok()) {
+            sys.push_str(&format!("\"{k}\" = {v}\n"));
         }
     }
-    t.push_str(&format!("\n# The load: edit to taste.\n[[traffic]]\nkind = \"tcp\"\ncc = \"{}\"\n\n[[traffic]]\nkind = \"ping\"\ninterval = \"100ms\"\n", cc.as_deref().unwrap_or("cubic")));
+    for (k, fixed) in [("net.ipv4.tcp_wmem", [4096u64, 16384]), ("net.ipv4.tcp_rmem", [4096, 131072])] {
+        let Some(v) = get(k) else { continue };
+        let n: Vec<u64> = v.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        if n.len() == 3 && n[..2] == fixed {
+            sys.push_str(&format!("\"{k}\" = \"{} {} {}\"\n", n[0], n[1], n[2]));
+        } else {
+            notes.push(format!("{k} = {v}: the model keeps MIN and DEFAULT at {} {} (only MAX, where autotuning stops, is read)", fixed[0], fixed[1]));
+        }
+    }
+    if let Some(v) = get("net.core.default_qdisc") {
+        notes.push(format!("net.core.default_qdisc = {v}: the root qdisc above is what the device runs"));
+    }
+    if !sys.is_empty() {
+        t.push_str("\n[sysctl]\n");
+        t.push_str(&sys);
+    }
+    t.push_str("\n# The load: edit to taste.\n[[traffic]]\nkind = \"tcp\"\n\n[[traffic]]\nkind = \"ping\"\ninterval = \"100ms\"\n");
     let mut head = format!("# darkbuf import of {dev}\n");
     for n in &notes {
         head.push_str(&format!("# not mapped: {n}\n"));
