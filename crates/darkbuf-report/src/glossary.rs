@@ -103,6 +103,10 @@ pub const GLOSSARY: &[Entry] = &[
     e("xps.queue_changes", "changes", "times netdev_pick_tx() changed a socket's TX queue over the run, first picks included"),
     e("xps.queue_flips", "changes", "changes of a socket's TX queue from one queue to another (seed 001's flips)"),
     e("xps.queue_flips_ooo_okay", "changes", "flips on an skb with ooo_okay set (TCP allows a flip only then)"),
+    e("ingress.qdisc.sent_pkts", "packets", "ingress shaping: the ifb's root qdisc, packets sent (GSO segments counted), as tc -s qdisc show dev ifbN"),
+    e("ingress.qdisc.drops", "packets", "ingress shaping: the ifb's root qdisc, drops"),
+    e("ingress.qdisc.requeues", "events", "ingress shaping: the ifb's root qdisc, requeues"),
+    e("ingress.qdisc.overlimits", "events", "ingress shaping: the ifb's root qdisc, overlimits (the shaper held a packet back)"),
     e("qdisc.txq.N.sent_pkts", "packets", "TX queue N's own qdisc (an mq child): packets sent, GSO segments counted"),
     e("qdisc.txq.N.drops", "packets", "TX queue N's own qdisc: drops"),
     e("qdisc.txq.N.throttled", "events", "TX queue N's fq: times a flow was put on the throttled tree"),
@@ -302,7 +306,11 @@ pub fn lookup(metric: &str) -> Option<&'static Entry> {
         })
         .collect();
     let pattern = pattern.join(".");
-    GLOSSARY.iter().find(|e| e.name == pattern)
+    if let Some(e) = GLOSSARY.iter().find(|e| e.name == pattern) {
+        return Some(e);
+    }
+    // The ifb's qdisc's xstats (`ingress.qdisc.tin0_drops`) read as the root's.
+    metric.strip_prefix("ingress.").filter(|r| r.starts_with("qdisc.")).and_then(lookup)
 }
 
 /// Every name in the glossary (with `N` for an index), for "valid metrics" messages.

@@ -47,7 +47,11 @@ impl World {
     /// The qdiscs of this host's device (`tc -s qdisc show dev DEV` here), not the
     /// peer's.
     fn host_qdiscs(&self) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
-        let dev = self.measured_txq.0;
+        self.dev_qdiscs(self.measured_txq.0)
+    }
+
+    /// The qdiscs of device `dev`.
+    fn dev_qdiscs(&self, dev: crate::cpu::DevId) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
         self.qdiscs.iter().filter(move |q| q.dev == dev)
     }
 
@@ -56,10 +60,15 @@ impl World {
     /// per-qdisc times of `XstatKind::Mean` averaged over the qdiscs that sent in the
     /// window (all of them if none did).
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
+        self.dev_qdisc_xstats(self.measured_txq.0)
+    }
+
+    /// [`Self::qdisc_xstats`] of device `dev`'s qdiscs.
+    fn dev_qdisc_xstats(&self, dev: crate::cpu::DevId) -> BTreeMap<&'static str, f64> {
         let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
         let mut means: BTreeMap<&'static str, (f64, u32)> = BTreeMap::new();
-        let any_sent = self.host_qdiscs().any(|q| q.tc_counters().sent_pkts > q.base.sent_pkts);
-        for q in self.host_qdiscs() {
+        let any_sent = self.dev_qdiscs(dev).any(|q| q.tc_counters().sent_pkts > q.base.sent_pkts);
+        for q in self.dev_qdiscs(dev) {
             let Some(algo) = q.q.as_ref() else { continue };
             let sent = q.tc_counters().sent_pkts > q.base.sent_pkts;
             for (name, v) in algo.xstats() {
@@ -421,6 +430,25 @@ impl World {
             out.m.insert(format!("qdisc.{}", xstat_metric(name)), Some(v));
         }
         self.qdisc_txq_metrics(out);
+        self.ingress_metrics(out);
+    }
+
+    /// Ingress shaping: the ifb's root qdisc of the measured host, as `tc -s qdisc show
+    /// dev ifbN` shows it, under `ingress.qdisc.*` with the names `qdisc.*` uses
+    /// (counters over the measured window, xstats as for the root). Nothing without
+    /// ingress shaping.
+    fn ingress_metrics(&self, out: &mut Out) {
+        // Host 0 is this host, whose device is measured (setup.rs's `ifb()`).
+        let Some((ifb, _)) = self.hosts.first().and_then(|h| h.ingress) else { return };
+        let window: Vec<(TcCounters, TcCounters)> = self.dev_qdiscs(ifb).map(|q| (q.tc_counters(), q.base)).collect();
+        let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 { window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64 };
+        out.set("ingress.qdisc.sent_pkts", sum(&|c| c.sent_pkts));
+        out.set("ingress.qdisc.drops", sum(&|c| c.drops));
+        out.set("ingress.qdisc.requeues", sum(&|c| c.requeues));
+        out.set("ingress.qdisc.overlimits", sum(&|c| c.overlimits));
+        for (name, v) in self.dev_qdisc_xstats(ifb) {
+            out.m.insert(format!("ingress.qdisc.{}", xstat_metric(name)), Some(v));
+        }
     }
 
     /// Per TX queue of this host's device, when it has a qdisc per queue (mq): the

@@ -32,6 +32,21 @@ fn the_ifb_shapes_the_download() {
     assert!(unshaped > ideal, "{unshaped}");
 }
 
+/// The ifb's cake reports as `tc -s qdisc show dev ifb4eth0` would: what it sent,
+/// its shaper's overlimits and its tin's delay, under `ingress.qdisc.*`; without
+/// ingress shaping there is no `ingress.*` at all.
+#[test]
+fn the_ifb_qdisc_has_its_own_counters() {
+    let r = nic("tcp_1down", "3s", SQM);
+    assert!(m(&r, "ingress.qdisc.sent_pkts") > 10_000.0, "{}", m(&r, "ingress.qdisc.sent_pkts"));
+    assert!(m(&r, "ingress.qdisc.overlimits") > 0.0);
+    // cake's tin delay: the download waits in the ifb, at most its 5 ms target-ish.
+    let d = m(&r, "ingress.qdisc.tin0_avg_delay_us");
+    assert!(d > 0.0 && d < 20_000.0, "{d} us");
+    let plain = nic("tcp_1down", "3s", "");
+    assert!(plain.metrics.keys().all(|k| !k.starts_with("ingress.")));
+}
+
 /// rrul under SQM: the ping's RTT stays within 3x the unloaded one (measured 10.8 ms
 /// against 10.0 ms).
 #[test]
