@@ -52,8 +52,9 @@ fn class_of(gap_ns: u64) -> Option<usize> {
     Some(BOUNDS_US.windows(2).position(|w| us < w[1]).unwrap_or(CLASSES - 1))
 }
 
-/// Spins on `cpu` for `run`, recording the gaps.
-fn spin(cpu: usize, run: Duration) -> [Class; CLASSES] {
+/// Spins on `cpu` for `run`, recording the gaps; returns them and the time it spun (at
+/// least `run`: a gap that ends after `run` is counted whole).
+fn spin(cpu: usize, run: Duration) -> ([Class; CLASSES], Duration) {
     // Pinning may fail (a restricted cpuset): the thread then measures wherever it runs.
     let _ = crate::topo::pin(0, cpu);
     let mut classes = [Class::default(); CLASSES];
@@ -66,8 +67,9 @@ fn spin(cpu: usize, run: Duration) -> [Class; CLASSES] {
         if let Some(i) = class_of(gap) {
             classes[i].merge(Class { n: 1, min_ns: gap, max_ns: gap, sum_ns: gap });
         }
-        if now.duration_since(start) >= run {
-            return classes;
+        let spun = now.duration_since(start);
+        if spun >= run {
+            return (classes, spun);
         }
     }
 }
@@ -89,13 +91,18 @@ pub struct Measured {
 pub fn measure(cpus: usize, run: Duration) -> Measured {
     let threads: Vec<_> = (0..cpus).map(|cpu| std::thread::spawn(move || spin(cpu, run))).collect();
     let mut total = [Class::default(); CLASSES];
+    // Rates and the stolen share are over the time actually spun: on a loaded machine
+    // the last gap may end well after `run` (a 200 ms preemption in a 50 ms
+    // measurement), and over `run` alone the share would pass 100%.
+    let mut spun = 0.0;
     for t in threads {
-        let Ok(per_cpu) = t.join() else { continue };
+        let Ok((per_cpu, took)) = t.join() else { continue };
+        spun += took.as_secs_f64();
         for (sum, c) in total.iter_mut().zip(per_cpu) {
             sum.merge(c);
         }
     }
-    let secs = run.as_secs_f64() * cpus.max(1) as f64;
+    let secs = if spun > 0.0 { spun } else { run.as_secs_f64() * cpus.max(1) as f64 };
     let stolen_ns: u64 = total.iter().map(|c| c.sum_ns).sum();
     let stalls = total
         .iter()
