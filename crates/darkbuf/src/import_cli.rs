@@ -12,6 +12,7 @@
 //! | `ethtool-i.txt`, `ethtool-g.txt`, `ethtool-c.txt`, `ethtool-k.txt`, `ethtool-l.txt` | `ethtool -i/-g/-c/-k/-l IFACE` |
 //! | `tx-N/limit`, `limit_min`, `limit_max`, `hold_time`, `xps_cpus` | /sys/class/net/IFACE/queues/tx-N/ (BQL's byte_queue_limits/, XPS) |
 //! | `nproc.txt` | `nproc` |
+//! | `interrupts.txt`, `irq-N.txt` | `/proc/interrupts`, `/proc/irq/N/smp_affinity_list` of each vector named `IFACE-...` |
 //! | `sysctl.txt` | `sysctl net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
 //!
 //! What cannot be mapped is listed in comments at the top of the scenario with the
@@ -82,6 +83,15 @@ fn snapshot(dev: &str, netns: Option<&str>, dir: &Path) -> Result<Vec<String>, F
             }
         }
     }
+    // The device's interrupt vectors (`IFACE-TxRx-N` and the like) and their affinity.
+    if let Some(irqs) = run(None, &["cat".into(), "/proc/interrupts".into()]) {
+        write("interrupts.txt", &irqs)?;
+        for (irq, _) in device_vectors(&irqs, dev) {
+            if let Some(a) = run(None, &["cat".into(), format!("/proc/irq/{irq}/smp_affinity_list")]) {
+                write(&format!("irq-{irq}.txt"), &a)?;
+            }
+        }
+    }
     // sysfs: BQL and XPS per TX queue (in the namespace's own /sys).
     for q in 0..4096 {
         let base = format!("/sys/class/net/{dev}/queues/tx-{q}");
@@ -95,6 +105,87 @@ fn snapshot(dev: &str, netns: Option<&str>, dir: &Path) -> Result<Vec<String>, F
         }
     }
     Ok(missing)
+}
+
+/// The interrupt vectors of `dev` in `/proc/interrupts`: (IRQ, queue index) of each line
+/// whose name is `dev-...-N` (igb's `eth0-TxRx-0`, ixgbe's, virtio's are not), in queue
+/// order. A vector without a trailing index (igb's link vector `eth0`) is left out.
+fn device_vectors(interrupts: &str, dev: &str) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = interrupts
+        .lines()
+        .filter_map(|l| {
+            let (irq, rest) = l.trim_start().split_once(':')?;
+            let irq = irq.trim().parse::<u32>().ok()?;
+            let name = rest.split_whitespace().last()?;
+            let tail = name.strip_prefix(dev)?.strip_prefix('-')?;
+            let q = tail.rsplit('-').next()?.parse::<u32>().ok()?;
+            Some((irq, q))
+        })
+        .collect();
+    v.sort_by_key(|&(_, q)| q);
+    v
+}
+
+/// `device.irq_cpus` from the vectors' affinity (each vector's first CPU), when every TX
+/// queue has one.
+fn irq_cpus(dir: &Path, dev: &str, txq: u64, notes: &mut Vec<String>) -> Option<Vec<u32>> {
+    let irqs = read(dir, "interrupts.txt")?;
+    let vectors = device_vectors(&irqs, dev);
+    if vectors.is_empty() {
+        notes.push(format!("no interrupt vector named {dev}-... in /proc/interrupts (mlx5 names its vectors after the PCI device): irq_cpus left at the default"));
+        return None;
+    }
+    let cpus: Vec<u32> = vectors
+        .iter()
+        .filter_map(|(irq, _)| read(dir, &format!("irq-{irq}.txt")).and_then(|a| a.trim().split([',', '-']).next()?.parse().ok()))
+        .collect();
+    if cpus.len() as u64 != txq || cpus.len() != vectors.len() {
+        notes.push(format!("{} vectors of {dev} with a readable affinity for {txq} TX queues: irq_cpus left at the default", cpus.len()));
+        return None;
+    }
+    Some(cpus)
+}
+
+/// `[device.coalesce]` from `ethtool -c` (a NIC): TX and RX moderation, adaptive TX
+/// (mlx5e's DIM, or igb's dynamic ITR, which ethtool shows as tx-usecs 1 to 3), CQE mode.
+fn coalesce(dir: &Path, drv: &str, t: &mut String, notes: &mut Vec<String>) {
+    let Some(c) = read(dir, "ethtool-c.txt") else { return };
+    let num = |k: &str| ethtool_field(&c, k).and_then(|v| v.parse::<u32>().ok());
+    let on_tx = |k: &str| c.lines().find(|l| l.trim_start().starts_with(k)).and_then(|l| l.split("TX:").nth(1)).map(|v| v.trim().starts_with("on"));
+    let igb_dynamic = drv == "igb" && matches!(num("tx-usecs"), Some(1..=3));
+    let adaptive = on_tx("Adaptive RX").unwrap_or(false) || igb_dynamic;
+    let mut lines = Vec::new();
+    if adaptive {
+        lines.push(if igb_dynamic {
+            format!("adaptive_tx = true        # igb tx-usecs {}: its dynamic ITR", num("tx-usecs").unwrap_or(0))
+        } else {
+            "adaptive_tx = true".to_string()
+        });
+    } else {
+        for (k, key) in [("tx-usecs", "tx_usecs"), ("tx-frames", "tx_frames")] {
+            if let Some(v) = num(k) {
+                lines.push(format!("{key} = {}", v.min(if key == "tx_usecs" { 4095 } else { 65535 })));
+            }
+        }
+    }
+    for (k, key) in [("rx-usecs", "rx_usecs"), ("rx-frames", "rx_frames")] {
+        if let Some(v) = num(k) {
+            lines.push(format!("{key} = {}", v.min(if key == "rx_usecs" { 4095 } else { 65535 })));
+        }
+    }
+    if on_tx("CQE mode RX") == Some(true) {
+        lines.push("cqe_mode = true".into());
+    }
+    if c.lines().any(|l| l.trim_start().starts_with("Adaptive RX: on")) {
+        notes.push("adaptive-rx on: the model's RX moderation is fixed (rx_usecs/rx_frames as read)".into());
+    }
+    if !lines.is_empty() {
+        t.push_str("\n[device.coalesce]\n");
+        for l in lines {
+            t.push_str(&l);
+            t.push('\n');
+        }
+    }
 }
 
 fn read(dir: &Path, name: &str) -> Option<String> {
@@ -215,8 +306,14 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
         if let Some(k) = read(dir, "ethtool-k.txt").and_then(|k| ethtool_field(&k, "tcp-segmentation-offload")) {
             t.push_str(&format!("tso = {}\n", k.starts_with("on")));
         }
+        if let Some(c) = irq_cpus(dir, dev, txq, &mut notes) {
+            t.push_str(&format!("irq_cpus = {c:?}\n"));
+        }
     }
     xps_and_bql(dir, txq, &mut t, &mut notes);
+    if driver == "nic" {
+        coalesce(dir, &drv, &mut t, &mut notes);
+    }
     let empty = Value::Null;
     let q = read_json(dir, "tc-qdisc.json").unwrap_or(Value::Null);
     let c = read_json(dir, "tc-class.json").or_else(|| read(dir, "tc-class.json").map(|t| class_text(&t))).unwrap_or(Value::Null);

@@ -53,3 +53,43 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An igb host: its vectors' affinity becomes `irq_cpus`, `ethtool -c` becomes
+/// `[device.coalesce]` (igb's tx-usecs 3 is its dynamic ITR: adaptive_tx), and the result
+/// loads with those values.
+#[test]
+fn import_reads_a_nics_vectors_and_coalescing() {
+    let dir = std::env::temp_dir().join(format!("darkbuf-import-nic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":2}]"#);
+    write(&dir, "ethtool-i.txt", "driver: igb\nversion: 6.1.0\n");
+    write(&dir, "nproc.txt", "4\n");
+    write(&dir, "tc-qdisc.json", r#"[{"kind":"pfifo_fast","handle":"0:","root":true,"options":{"bands":3,"priomap":[1,2,2,2,1,2,0,0,1,1,1,1,1,1,1,1]}}]"#);
+    write(
+        &dir,
+        "ethtool-c.txt",
+        "Coalesce parameters for eth0:\nAdaptive RX: off  TX: off\nrx-usecs: 50\nrx-frames: n/a\n\ntx-usecs: 3\ntx-frames: n/a\nCQE mode RX: n/a  TX: n/a\n",
+    );
+    write(
+        &dir,
+        "interrupts.txt",
+        "           CPU0       CPU1       CPU2       CPU3\n 24:          1          0          0          0  IR-PCI-MSI 1048576-edge      eth0\n \
+         26:        100          0       5000          0  IR-PCI-MSI 1048578-edge      eth0-TxRx-1\n \
+         25:        100       5000          0          0  IR-PCI-MSI 1048577-edge      eth0-TxRx-0\n",
+    );
+    write(&dir, "irq-25.txt", "1\n");
+    write(&dir, "irq-26.txt", "2-3\n");
+    let out = dir.join("host.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("irq_cpus = [1, 2]"), "{text}");
+    assert!(text.contains("[device.coalesce]\nadaptive_tx = true        # igb tx-usecs 3: its dynamic ITR\nrx_usecs = 50\n"), "{text}");
+    let scn = darkbuf_scenario::load(&out, &[]).unwrap_or_else(|d| panic!("{d}\n{text}"));
+    assert_eq!(scn.device.irq_cpus, vec![1, 2]);
+    let nic = scn.device.nic.as_ref().expect("a NIC");
+    assert!(nic.coalesce.adaptive_tx);
+    assert_eq!(nic.coalesce.rx_usecs, 50);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
