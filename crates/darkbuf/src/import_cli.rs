@@ -13,7 +13,7 @@
 //! | `tx-N/limit`, `limit_min`, `limit_max`, `hold_time`, `xps_cpus` | /sys/class/net/IFACE/queues/tx-N/ (BQL's byte_queue_limits/, XPS) |
 //! | `nproc.txt` | `nproc` |
 //! | `interrupts.txt`, `irq-N.txt` | `/proc/interrupts`, `/proc/irq/N/smp_affinity_list` of each vector named `IFACE-...` |
-//! | `sysctl.txt` | `sysctl net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
+//! | `sysctl.txt` | `sysctl -e net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
 //!
 //! What cannot be mapped is listed in comments at the top of the scenario with the
 //! reason. Reading needs no root where the files are readable.
@@ -39,7 +39,9 @@ fn commands(dev: &str) -> Vec<(String, Vec<String>)> {
         ("nproc.txt".into(), s(&["nproc"])),
         (
             "sysctl.txt".into(),
-            s(&["sysctl", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_ecn", "net.core.wmem_default"]),
+            // -e: a name this kernel or namespace lacks (net.core.default_qdisc is the
+            // initial namespace's only) must not fail the others.
+            s(&["sysctl", "-e", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_ecn", "net.core.wmem_default"]),
         ),
     ]
 }
