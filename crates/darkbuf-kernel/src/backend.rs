@@ -619,10 +619,30 @@ fn check_placement(scn: &Scenario) -> Result<()> {
     )))
 }
 
+/// The kernel backend's senders and receivers hold two descriptors per TCP flow (its
+/// socket at each end) in this one process: refused (exit 3) before anything is set
+/// up when `RLIMIT_NOFILE` would not let them all open, with what to raise it to.
+fn check_open_files(scn: &Scenario) -> Result<()> {
+    let flows = darkbuf_scenario::limits::tcp_flows(scn);
+    // The flows' sockets, their listeners, and room for the floods, probes and files.
+    let need = 2 * flows + 256;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit() writes the struct it is given and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur as u64 >= need {
+        return Ok(());
+    }
+    Err(KernelError::Unavailable(format!(
+        "{flows} TCP flows need about {need} open files (a socket at each end of each flow), and RLIMIT_NOFILE is {}: \
+         raise it (ulimit -n {need}) or run the flows on the simulator",
+        lim.rlim_cur
+    )))
+}
+
 /// Runs `scn` once.
 pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> {
     signals::install();
     check_placement(scn)?;
+    check_open_files(scn)?;
     let kv = KernelVersion::running();
     if let Some(e) = interrupted() {
         return Err(e);

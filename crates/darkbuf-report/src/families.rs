@@ -125,29 +125,45 @@ pub fn tcp_flow_labels(scenario: &Value) -> Vec<String> {
 pub fn split(names: &[String]) -> (Vec<String>, Vec<Family>) {
     let mut plain = Vec::new();
     let mut fams: Vec<Family> = Vec::new();
+    // Each family's indices as a set while they are collected: 10,000 TCP flows have
+    // 120,000 metrics.
+    let mut seen: Vec<std::collections::BTreeSet<u64>> = Vec::new();
     for n in names {
         let Some(m) = member(n) else {
             plain.push(n.clone());
             continue;
         };
-        let f = match fams.iter_mut().position(|f| f.name == m.family) {
-            Some(i) => &mut fams[i],
+        let i = match fams.iter().position(|f| f.name == m.family) {
+            Some(i) => i,
             None => {
                 fams.push(Family { name: m.family.clone(), indices: Vec::new(), columns: Vec::new() });
-                fams.last_mut().expect("just pushed")
+                seen.push(Default::default());
+                fams.len() - 1
             }
         };
-        if !f.indices.contains(&m.index) {
-            f.indices.push(m.index);
-        }
+        seen[i].insert(m.index);
+        let f = &mut fams[i];
         if !f.columns.contains(&m.column) {
             f.columns.push(m.column);
         }
     }
-    for f in &mut fams {
-        f.indices.sort_unstable();
+    for (f, s) in fams.iter_mut().zip(seen) {
+        f.indices = s.into_iter().collect();
     }
     (plain, fams)
+}
+
+/// At most this many indices of a family are listed in a table (the terminal's, and
+/// the report page's): a TCP entry may have 100,000 flows, and the aggregates
+/// (`tcp.flow_goodput_p*_mbps`, `tcp.flow_jain`) describe them. The JSON and CSV
+/// results have every one.
+pub const MAX_FAMILY_ROWS: u64 = 64;
+
+/// Whether `metric` is a row the tables leave out: an index at or past
+/// [`MAX_FAMILY_ROWS`] of a family. Returns its family's pattern (`tcp.flow.N.*`).
+pub fn folded(metric: &str) -> Option<String> {
+    let m = member(metric)?;
+    (m.index >= MAX_FAMILY_ROWS).then(|| format!("{}.N{}", m.family, if m.column.is_empty() { "" } else { ".*" }))
 }
 
 /// One family of metrics in some results.

@@ -242,7 +242,7 @@ fn index_range(ix: &[u64]) -> String {
 /// family (`tcp.flow.N.cwnd_avg_pkts`) once with the indices it has, folded.
 fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a str>) {
     // (row name, a metric it stands for, its indices) in the names' order.
-    let mut rows: Vec<(String, &str, Vec<u64>)> = Vec::new();
+    let mut rows: Vec<(String, &str, std::collections::BTreeSet<u64>)> = Vec::new();
     for name in names {
         let (key, index) = match crate::families::member(name) {
             Some(m) => (crate::families::pattern(&m.family, &m.column), Some(m.index)),
@@ -251,14 +251,12 @@ fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a st
         let row = match rows.iter().position(|r| r.0 == key) {
             Some(i) => &mut rows[i],
             None => {
-                rows.push((key, name, Vec::new()));
+                rows.push((key, name, Default::default()));
                 rows.last_mut().expect("just pushed")
             }
         };
         if let Some(i) = index {
-            if !row.2.contains(&i) {
-                row.2.push(i);
-            }
+            row.2.insert(i);
         }
     }
     let _ = writeln!(
@@ -266,12 +264,12 @@ fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a st
         "<section id=\"glossary\">\n<h2>Glossary</h2>\n<details><summary>Meaning and unit of the {} metrics and time series on this page (an indexed name such as <code>tcp.flow.N.*</code> once, N for its index)</summary>\n<table class=\"glossary\">\n<thead><tr><th>metric</th><th>unit</th><th>meaning</th></tr></thead>\n<tbody>",
         rows.len()
     );
-    for (key, example, mut ix) in rows {
+    for (key, example, ix) in rows {
+        let ix: Vec<u64> = ix.into_iter().collect();
         let (unit, meaning) = match crate::glossary::lookup(example) {
             Some(e) => (e.unit, e.meaning),
             None => ("", "(not in darkbuf’s glossary)"),
         };
-        ix.sort_unstable();
         let which = if ix.is_empty() { String::new() } else { format!("<br><small>N = {}</small>", index_range(&ix)) };
         let _ = writeln!(out, "<tr><th>{}{which}</th><td>{}</td><td>{}</td></tr>", escape(&key), escape(unit), escape(meaning));
     }
@@ -341,15 +339,11 @@ fn column_head(c: &str) -> String {
     escape(c).replace('_', "_<wbr>")
 }
 
-/// At most this many indices of a family are tabulated on the page (a TCP entry may
-/// have 100,000 flows); results.json and results.csv have them all.
-const MAX_FAMILY_ROWS: usize = 64;
-
 /// One indexed family of `r` as a table, folded: a row per index (its label: a TCP
 /// flow's traffic entry), a column per metric of the family, mean ± ci95 in each cell;
 /// the reasons of its null cells under it.
 fn family_table(out: &mut String, r: &Results, f: &crate::families::Family) {
-    let rows = f.indices.len().min(MAX_FAMILY_ROWS);
+    let rows = f.indices.len().min(crate::families::MAX_FAMILY_ROWS as usize);
     let _ = writeln!(
         out,
         "<details class=\"family\"><summary>{}: {} × {} metrics</summary>\n<div class=\"wide\"><table class=\"family\">",

@@ -47,7 +47,7 @@ pub(crate) fn note(r: &Results, metric: &str) -> String {
 /// integers). A null metric shows `n/a`; when any metric is null or partly null a
 /// trailing `note` column gives the reason from `unavailable`.
 pub fn run_table(r: &Results) -> String {
-    let names = metric_names(r);
+    let (names, folded) = fold_families(metric_names(r));
     let multi = r.runs.len() > 1;
     let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
     let with_note = notes.iter().any(|n| !n.is_empty());
@@ -95,10 +95,35 @@ pub fn run_table(r: &Results) -> String {
         })
         .collect();
     let mut out = markdown_table(&headers, &align, &rows);
+    out.push_str(&folded);
     if multi {
         out.push_str(&ci_footnote(&format!("{} runs; n = the runs that measured the metric", r.runs.len())));
     }
     out
+}
+
+/// `names` without the rows of family indices at or past
+/// [`crate::families::MAX_FAMILY_ROWS`], and the note that says which were left out
+/// (empty when none were).
+pub fn fold_families(names: Vec<String>) -> (Vec<String>, String) {
+    let mut left: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut kept = Vec::with_capacity(names.len());
+    for n in names {
+        match crate::families::folded(&n) {
+            Some(pattern) => *left.entry(pattern).or_default() += 1,
+            None => kept.push(n),
+        }
+    }
+    let note: String = left
+        .iter()
+        .map(|(pattern, rows)| {
+            format!(
+                "{pattern}: rows for N < {} only ({rows} more rows in the JSON and CSV results)\n",
+                crate::families::MAX_FAMILY_ROWS
+            )
+        })
+        .collect();
+    (kept, note)
 }
 
 /// The window the tools' printouts count, said next to them: `tc -s`, iperf3 and
@@ -237,14 +262,16 @@ pub fn sweep_table_all(s: &SweepResults) -> String {
 
 /// [`sweep_table_all`], wrapped to `width` characters when given (see [`sweep_table_fit`]).
 pub fn sweep_table_all_fit(s: &SweepResults, width: Option<usize>) -> String {
-    let names = sweep_metric_names(s);
-    sweep_table_rows(
+    let (names, folded) = fold_families(sweep_metric_names(s));
+    let mut out = sweep_table_rows(
         s,
         names
             .iter()
             .map(|m| (m.as_str(), m.as_str(), format_for_metric(m))),
         width,
-    )
+    );
+    out.push_str(&folded);
+    out
 }
 
 /// Every metric named at any point of a sweep, in display order.

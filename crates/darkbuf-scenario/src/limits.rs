@@ -46,6 +46,24 @@ pub const MAX_TRAFFIC: usize = 64;
 /// there are 65536 source ports.
 pub const MAX_FLOWS: u32 = 65_536;
 
+/// TCP connections of one `[[traffic]]` entry, and of all its TCP entries together.
+/// The simulator keeps a connection's state (about 3 KiB idle, more while it has
+/// data in flight: its queues grow with what it holds), a sending task and its
+/// timers' lanes; 100,000 flows through fq_codel at 10 Gbit measured in
+/// docs/flows-at-scale.md. Above [`PER_FLOW_SERIES_MAX`] flows a run keeps no
+/// per-flow time series, above [`PER_FLOW_METRICS_MAX`] no per-flow metrics (the
+/// aggregates `tcp.flow_goodput_p*_mbps` and `tcp.flow_jain` describe them).
+pub const MAX_TCP_FLOWS: u32 = 100_000;
+
+/// TCP flows in a run up to which each flow has its time series (`tcp.flow.N.goodput_mbps`,
+/// `cwnd_pkts`, `srtt_ms`, `pacing_rate_mbps`, at flent's 0.2 s step).
+pub const PER_FLOW_SERIES_MAX: u32 = 1_000;
+
+/// TCP flows in a run up to which each flow has its metrics (`tcp.flow.N.*`) in the
+/// results; above it only the aggregates (12 metrics per flow, each in every run and
+/// in the summary: 10,000 flows are 120,000 of them, a 20 MB results file).
+pub const PER_FLOW_METRICS_MAX: u32 = 10_000;
+
 /// Entries of a tun/tap ring (`txqueuelen`): `ptr_ring_init()` fails (ENOMEM at
 /// `TUNSETIFF`) for more than `KMALLOC_MAX_SIZE / sizeof(void *)` entries, 4 MiB / 8 on
 /// x86-64. Measured on 6.18: a tap with txqueuelen 524288 attaches, 524289 does not.
@@ -85,12 +103,19 @@ pub fn points_per_run(scn: &crate::Scenario) -> u64 {
             crate::Traffic::Ping(p) => scn.duration_ns / p.interval_ns.max(1) + 1,
             crate::Traffic::Udp(_) => 0,
             crate::Traffic::Irtt(i) => scn.duration_ns / i.interval_ns.max(1) + 1,
-            // A flow's goodput series: one point per 200 ms step.
-            crate::Traffic::Tcp(f) => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),
+            // A flow's goodput series: one point per 200 ms step (none above
+            // PER_FLOW_SERIES_MAX flows in the run).
+            crate::Traffic::Tcp(f) if tcp_flows(scn) <= PER_FLOW_SERIES_MAX as u64 => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),
+            crate::Traffic::Tcp(_) => 0,
         })
         .max()
         .unwrap_or(0);
     samples + probes
+}
+
+/// The TCP connections of all of `scn`'s entries.
+pub fn tcp_flows(scn: &crate::Scenario) -> u64 {
+    scn.traffic.iter().map(|t| if let crate::Traffic::Tcp(f) = t { f.flows as u64 } else { 0 }).sum()
 }
 
 /// Checks what a whole command (a run's `runs`, or every point of a sweep) would keep:

@@ -1255,6 +1255,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         ));
     }
     let mut out = Vec::new();
+    let mut tcp_flows = 0u64;
     for (i, n) in items.iter().enumerate() {
         let path = format!("traffic.{i}");
         let t = match &n.v {
@@ -1287,7 +1288,16 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
-            out.push(Traffic::Tcp(crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?));
+            let f = crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?;
+            tcp_flows += f.flows as u64;
+            if tcp_flows > limits::MAX_TCP_FLOWS as u64 {
+                return Err(s.value_err(
+                    "flows",
+                    format!("the TCP entries up to {path} have {} flows; a scenario has at most {} TCP flows in all", thousands(tcp_flows), thousands(limits::MAX_TCP_FLOWS as u64)),
+                    Some("lower flows in this entry or the ones before it".into()),
+                ));
+            }
+            out.push(Traffic::Tcp(f));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {

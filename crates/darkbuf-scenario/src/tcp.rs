@@ -40,7 +40,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
             Some("use direction = \"up\", or device.driver = \"nic\"".into()),
         ));
     }
-    let flows = s.u32("flows", 1, 1, 64)?;
+    let flows = s.u32("flows", 1, 1, crate::limits::MAX_TCP_FLOWS)?;
     let sender_cpus = if direction == Direction::Down { far_cpus } else { cpus };
     let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
     let (start_ns, stop_ns) = start_stop(s, "send", total_ns)?;

@@ -60,6 +60,32 @@ fn flows_are_bounded_by_source_ports() {
     assert!(d.to_string().contains("65536"), "{d}");
 }
 
+/// Issue 54: a TCP entry takes up to 100,000 flows, and so do all TCP entries
+/// together; one more is an error at the `flows` that crosses it (exit 2).
+#[test]
+fn tcp_flows_are_bounded_per_entry_and_in_all() {
+    let tcp = |n: u32| format!("[[traffic]]\nkind = \"tcp\"\nflows = {n}\n");
+    let s = ok(&tcp(MAX_TCP_FLOWS), &[]);
+    assert_eq!(tcp_flows(&s), 100_000);
+    let d = err(&tcp(MAX_TCP_FLOWS + 1), &[]);
+    assert_eq!((d.line, d.key.as_str()), (Some(3), "traffic.0.flows"), "{d}");
+    assert!(d.to_string().contains("100000"), "{d}");
+    let d = err(&format!("{}{}", tcp(60_000), tcp(40_001)), &[]);
+    assert_eq!((d.line, d.key.as_str()), (Some(6), "traffic.1.flows"), "{d}");
+    assert!(d.to_string().contains("100,001 flows; a scenario has at most 100,000 TCP flows in all"), "{d}");
+    ok(&format!("{}{}", tcp(60_000), tcp(40_000)), &[]);
+}
+
+/// Above PER_FLOW_SERIES_MAX flows the per-flow series are not recorded, so they do
+/// not count against the recorded points: 100,000 flows for 100 s pass.
+#[test]
+fn many_flows_keep_no_series_points() {
+    let s = ok(&format!("duration = \"100s\"\n[[traffic]]\nkind = \"tcp\"\nflows = {MAX_TCP_FLOWS}\n"), &[]);
+    assert_eq!(points_per_run(&s), 4 * 1001, "the sampled series only");
+    let s = ok(&format!("duration = \"10s\"\nsample_interval = \"0s\"\n[[traffic]]\nkind = \"tcp\"\nflows = {PER_FLOW_SERIES_MAX}\n"), &[]);
+    assert_eq!(points_per_run(&s), 1000 * 51);
+}
+
 #[test]
 fn packets_in_flight_are_bounded() {
     // 4 floods of tiny datagrams with the largest send buffer: ~11.5 M skbs.

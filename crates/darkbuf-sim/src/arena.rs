@@ -1,6 +1,7 @@
 //! Packets in flight live here, in a slab indexed by `Skb::id`; queues hold only the
 //! `Skb` descriptor. Freed slots are reused, so the steady state allocates nothing.
 
+use crate::ack_recs::AckRecs;
 use crate::cpu::SockId;
 
 /// The IP protocol of a packet: what the receiver's netfilter rules match on
@@ -57,9 +58,10 @@ pub struct PktInfo {
     pub ecn: u8,
     /// The IP header's DSCP, which a router's qdisc classifies by.
     pub dscp: u8,
-    /// The TCP header's CWR flag: the sender's window reduction, announced to a
-    /// receiver echoing ECE.
-    pub cwr: bool,
+    /// The TCP header's flags the model reads ([`PktInfo::TCPHDR_CWR`],
+    /// [`PktInfo::TCPHDR_SYN`]; the kernel's bits): one byte, so that the record stays
+    /// 40 bytes with a 32-bit socket id.
+    pub tcp_flags: u8,
     /// Created by the sender (ns).
     pub t_send: u64,
     /// Charged to BQL by the driver (veth's tagged ring pointer).
@@ -73,8 +75,30 @@ pub struct PktInfo {
     pub corrupt: bool,
     /// Came back from an ifb (`skb->from_ingress`): the ingress hook lets it pass.
     pub from_ingress: bool,
-    /// A SYN (`Dir::Out`) or SYN-ACK (`Dir::Back`) of a TCP handshake (`tcp/connect.rs`).
-    pub syn: bool,
+}
+
+impl PktInfo {
+    /// `TCPHDR_CWR`: the sender's window reduction, announced to a receiver echoing ECE.
+    pub const TCPHDR_CWR: u8 = 0x80;
+    /// `TCPHDR_SYN`: a SYN (`Dir::Out`) or SYN-ACK (`Dir::Back`) of a TCP handshake
+    /// (`tcp/connect.rs`).
+    pub const TCPHDR_SYN: u8 = 0x02;
+
+    #[inline]
+    pub fn cwr(&self) -> bool {
+        self.tcp_flags & Self::TCPHDR_CWR != 0
+    }
+
+    #[inline]
+    pub fn syn(&self) -> bool {
+        self.tcp_flags & Self::TCPHDR_SYN != 0
+    }
+
+    /// A pure ACK: what [`AckRecs`] keeps a record for.
+    #[inline]
+    fn is_ack(&self) -> bool {
+        self.proto == Proto::Tcp && self.dir == Dir::Back && !self.syn()
+    }
 }
 
 pub struct Arena {
@@ -87,6 +111,9 @@ pub struct Arena {
     probe: Vec<ProbeTimes>,
     free: Vec<u32>,
     live: u64,
+    /// The TCP ACKs' contents, each kept while a packet carries it: allocating and
+    /// freeing an ACK (a TCP packet going `Back`) counts its packets.
+    pub acks: AckRecs,
 }
 
 /// When an ICMP packet passed each point of its path (ns). Zeroed when an ICMP skb is
@@ -109,11 +136,14 @@ pub struct ProbeTimes {
 
 impl Arena {
     pub fn with_capacity(n: usize) -> Self {
-        Arena { slots: Vec::with_capacity(n), probe: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0 }
+        Arena { slots: Vec::with_capacity(n), probe: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0, acks: AckRecs::default() }
     }
 
     pub fn alloc(&mut self, info: PktInfo) -> u32 {
         self.live += 1;
+        if info.is_ack() {
+            self.acks.get_ref(info.sock, info.seq);
+        }
         if let Some(id) = self.free.pop() {
             self.slots[id as usize] = info;
             id
@@ -127,6 +157,10 @@ impl Arena {
 
     pub fn free(&mut self, id: u32) {
         self.live -= 1;
+        let info = &self.slots[id as usize];
+        if info.is_ack() {
+            self.acks.put_ref(info.sock, info.seq);
+        }
         self.free.push(id);
     }
 
@@ -136,6 +170,16 @@ impl Arena {
 
     pub fn get_mut(&mut self, id: u32) -> &mut PktInfo {
         &mut self.slots[id as usize]
+    }
+
+    /// Packet `id`, just allocated, is a SYN or SYN-ACK: it carries no ACK record (the
+    /// reference its allocation took as a TCP packet going back is given back).
+    pub fn set_syn(&mut self, id: u32) {
+        let info = &mut self.slots[id as usize];
+        if info.is_ack() {
+            self.acks.put_ref(info.sock, info.seq);
+        }
+        info.tcp_flags |= PktInfo::TCPHDR_SYN;
     }
 
     /// Packet `id`'s path times (see [`ProbeTimes`]): meaningful for ICMP only.
@@ -187,14 +231,13 @@ mod tests {
             segs: 1,
             ecn: 0,
             dscp: 0,
-            cwr: false,
+            tcp_flags: 0,
             t_send: 0,
             bql_charged: false,
             destructor: Destructor::None,
             netem_clone: false,
             corrupt: false,
             from_ingress: false,
-            syn: false,
         }
     }
 

@@ -26,11 +26,11 @@ pub const MAX_SOFTIRQ_RESTART: u32 = 10;
 pub const MAX_SOFTIRQ_TIME_NS: u64 = 2_000_000;
 
 /// Ids of the world's objects: indices into `World::{tasks, devs, napis, socks, qdiscs}`.
-pub type TaskId = u16;
+pub type TaskId = u32;
 pub type CpuId = u16;
 pub type DevId = u16;
 pub type NapiId = u16;
-pub type SockId = u16;
+pub type SockId = u32;
 pub type QdiscId = u16;
 pub type HostId = u16;
 
@@ -48,7 +48,7 @@ pub enum TaskKind {
     /// A TCP receiving application reading sockets `first..first + n`, starting each
     /// unit with a `poll()` or blocked in `read()` on its one socket (its sockets'
     /// `RcvApp::poll` says which).
-    TcpReader { first: SockId, n: u16 },
+    TcpReader { first: SockId, n: u32 },
 }
 
 /// One schedulable entity, pinned to its CPU (taskset, kthread affinity).
@@ -112,9 +112,10 @@ pub enum Frame {
     /// A driver's work item run by its worker task on queue `queue` of device `dev`
     /// (the tun reader's `read()`, vhost-net's `handle_rx()`), `done` frames so far.
     DevWork { dev: DevId, queue: u16, done: u16 },
-    /// A TCP receiving application's unit: a `poll()`, then `read()`s of socket
-    /// `first + conn` of its `n` (`crate::sock::tcp::reader`).
-    TcpRead { phase: crate::sock::tcp::ReadPhase, first: SockId, n: u16, conn: u16 },
+    /// A TCP receiving application's unit: a `poll()`, then `read()`s of its sockets,
+    /// `s` the one it is at (its range is its task's, `TaskKind::TcpReader`;
+    /// `crate::sock::tcp::reader`).
+    TcpRead { phase: crate::sock::tcp::ReadPhase, s: SockId },
 }
 
 /// What a step did.
@@ -289,7 +290,7 @@ mod tests {
     fn run_queue_is_fifo_across_wrap_around() {
         let mut q = RunQueue::with_room_for(3); // 4 slots
         assert_eq!(q.pop_front(), None);
-        for round in 0..5u16 {
+        for round in 0..5u32 {
             let (a, b, p, v) = (10 + round, 20 + round, 1, 30 + round);
             q.push_back(a);
             q.push_back(b);

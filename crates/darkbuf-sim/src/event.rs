@@ -24,7 +24,7 @@ pub enum Event {
     /// CPU `n` finished its current step.
     Cpu(u16),
     /// A sleeping task's timer (rate-limited sender, pinger interval) fired.
-    TaskTimer(u16),
+    TaskTimer(crate::cpu::TaskId),
     /// Warmup is over: snapshot the counters the measured window is reported against.
     Warmup,
     /// Take one sample of the time series.
@@ -40,7 +40,7 @@ pub enum Event {
     /// The transmit or delivery in slot `n` of `World::deferred` is due.
     Deferred(u32),
     /// Timer `kind` of TCP socket `n` (`sock::tcp::timer`) fired.
-    TcpTimer(u16, u8),
+    TcpTimer(crate::cpu::SockId, u8),
     /// A whole second of the run: iperf3's interval report reads every TCP sender.
     Interval,
     /// CPU `n` stalls (`stall.rs`).
@@ -406,7 +406,7 @@ mod tests {
                     continue;
                 }
                 let ev = match kind {
-                    0..=2 => Event::TcpTimer(kind as u16, 0),
+                    0..=2 => Event::TcpTimer(kind as crate::cpu::SockId, 0),
                     3 => Event::TcpTimer(0, 2),
                     4 | 5 => {
                         let c = kind - 4;

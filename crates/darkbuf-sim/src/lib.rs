@@ -10,6 +10,7 @@
 //! queues, qdiscs and BQL (`dev`) behind one driver enum (`drivers`), NAPI instances
 //! any driver's poll drives (`napi`), and sockets behind one enum (`sock`).
 
+mod ack_recs;
 mod arena;
 mod burst;
 mod cpu;

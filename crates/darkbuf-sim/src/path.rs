@@ -291,7 +291,7 @@ impl World {
             truesize: (info.truesize as u64 * payload as u64 / whole.max(1) as u64) as u32,
             seq: info.seq.wrapping_add(off),
             segs: frames as u16,
-            cwr: info.cwr && off == 0,
+            tcp_flags: if off == 0 { info.tcp_flags } else { info.tcp_flags & !PktInfo::TCPHDR_CWR },
             ecn,
             ..*info
         };

@@ -26,6 +26,34 @@ pub fn simulate(scn: &Scenario, profile: &Profile, seed: u64) -> Result<(RunReco
     Ok(w.finish(seed))
 }
 
+const TCP_IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
+
+/// TCP flows in a run from which it reports their goodput's spread: below ten, the
+/// 10th and 90th percentiles are the slowest and the fastest flow.
+pub const FLOW_SPREAD_MIN: usize = 10;
+
+/// The per-flow goodput's distribution over a run's TCP flows (`goodputs`: each flow's
+/// bytes read in the measured window of `window_ns`): the nearest-rank percentiles
+/// `tcp.flow_goodput_pP_mbps` (P = 1, 10, 50, 90, 99) and Jain's fairness index
+/// `tcp.flow_jain`, (sum x)^2 / (n sum x^2), 1 when every flow has the same and 1/n
+/// when one has all. With fewer than [`FLOW_SPREAD_MIN`] flows there are none.
+fn flow_goodput_spread(out: &mut Out, goodputs: &mut [u64], window_ns: f64) {
+    if goodputs.len() < FLOW_SPREAD_MIN {
+        return;
+    }
+    goodputs.sort_unstable();
+    for p in [1, 10, 50, 90, 99] {
+        out.set(&format!("tcp.flow_goodput_p{p}_mbps"), percentile(goodputs, p as f64) * 8.0 / window_ns * 1e3);
+    }
+    let sum: f64 = goodputs.iter().map(|&g| g as f64).sum();
+    let sum_sq: f64 = goodputs.iter().map(|&g| g as f64 * g as f64).sum();
+    if sum_sq == 0.0 {
+        out.none("tcp.flow_jain", "no flow delivered anything in the measured window");
+    } else {
+        out.set("tcp.flow_jain", sum * sum / (goodputs.len() as f64 * sum_sq));
+    }
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     // Nearest rank, as ping-style tools report percentiles.
     let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
@@ -170,12 +198,15 @@ impl World {
                 }
             }
         }
-        // Per TCP flow, goodput at flent's 0.2 s step (the step's end time).
+        // Per TCP flow, goodput at flent's 0.2 s step (the step's end time), up to
+        // PER_FLOW_SERIES_MAX flows in the run.
+        let tcp_flows = self.socks.iter().filter(|s| matches!(s.kind, crate::sock::SockKind::Tcp(_))).count();
+        let per_flow = tcp_flows <= darkbuf_scenario::limits::PER_FLOW_SERIES_MAX as usize;
         let step = crate::sock::tcp::SERIES_STEP_NS;
         let steps = ((self.cfg.end - start) / step) as usize;
         let step_ends_ms: Vec<f64> = (1..=steps).map(|i| (i as u64 * step) as f64 / 1e6).collect();
         let mut n = 0;
-        for sk in &self.socks {
+        for sk in self.socks.iter().filter(|_| per_flow) {
             let crate::sock::SockKind::Tcp(t) = &sk.kind else { continue };
             let g = &t.stats.goodput_steps;
             out.insert(
@@ -250,6 +281,10 @@ impl World {
         }
         for detail in self.tcp_rcv_findings() {
             self.finding("a TCP receiver's buffer holds what it queued, and its reader wakes for it", detail);
+        }
+        if self.pkts.acks.misses > 0 {
+            let detail = format!("{} ACKs arrived without their record (taken as empty)", self.pkts.acks.misses);
+            self.finding("an ACK's record lives as long as a packet carries it", detail);
         }
     }
 
@@ -500,6 +535,38 @@ impl World {
         out.set("xps.queue_flips_ooo_okay", flips_ooo as f64);
     }
 
+    /// TCP flow `n`'s own metrics (socket `s`): `tcp.flow.N.*`.
+    fn tcp_flow_metrics(&self, out: &mut Out, n: usize, s: usize) {
+        let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { return };
+        let st = &t.stats;
+        let window = (self.cfg.end - self.cfg.start) as f64;
+        let mbps = st.goodput_bytes as f64 * 8.0 / window * 1e3;
+        out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
+        out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
+        out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
+        // ss -ti's reordering: and reord_seen:.
+        out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
+        out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
+        out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
+        // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
+        out.m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(self.socks[s].sndbuf as f64));
+        if let Some(app) = &t.rcv.app {
+            // The receiving socket as `ss -tmi` shows it at the end: rb,
+            // rcv_ssthresh, rcv_space.
+            out.m.insert(format!("tcp.flow.{n}.rcvbuf_bytes"), Some(app.buf.rcvbuf as f64));
+            out.m.insert(format!("tcp.flow.{n}.rcv_ssthresh_bytes"), Some(app.buf.rcv_ssthresh as f64));
+            out.m.insert(format!("tcp.flow.{n}.rcv_space_bytes"), Some(app.buf.space as f64));
+        }
+        let on = st.active_ns as f64;
+        if on == 0.0 {
+            out.none(&format!("tcp.flow.{n}.cwnd_avg_pkts"), TCP_IDLE);
+            out.none(&format!("tcp.flow.{n}.srtt_avg_ms"), TCP_IDLE);
+            return;
+        }
+        out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / on));
+        out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / on / 1e3));
+    }
+
     /// TCP flows as `ss -ti` and iperf3 name their figures: goodput per flow and in
     /// total, retransmitted segments, and the time averages of cwnd, srtt and the
     /// pacing rate over the measured window.
@@ -509,7 +576,7 @@ impl World {
         let mut flows = Vec::new();
         for s in 0..self.socks.len() {
             if matches!(self.socks[s].kind, crate::sock::SockKind::Tcp(_)) {
-                self.tcp_stats_tick(s as u16);
+                self.tcp_stats_tick(s as crate::cpu::SockId);
                 flows.push(s);
             }
         }
@@ -522,17 +589,17 @@ impl World {
         // coalesced there, and work deferred to tcp_release_cb().
         let (mut locked, mut backlog_acks, mut backlog_coalesce, mut deferred) = (false, 0u64, 0u64, 0u64);
         let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
-        const IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
+        // Each flow's own metrics up to PER_FLOW_METRICS_MAX flows; the aggregates
+        // below describe any number.
+        let per_flow = flows.len() <= darkbuf_scenario::limits::PER_FLOW_METRICS_MAX as usize;
+        let mut goodputs = Vec::with_capacity(flows.len());
         for (n, &s) in flows.iter().enumerate() {
+            if per_flow {
+                self.tcp_flow_metrics(out, n, s);
+            }
             let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
             let st = &t.stats;
-            let mbps = st.goodput_bytes as f64 * 8.0 / window * 1e3;
-            out.m.insert(format!("tcp.flow.{n}.goodput_mbps"), Some(mbps));
-            out.m.insert(format!("tcp.flow.{n}.retrans"), Some((t.total_retrans - st.retrans_base) as f64));
-            out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
-            // ss -ti's reordering: and reord_seen:.
-            out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
-            out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
+            goodputs.push(st.goodput_bytes);
             reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
             dsacks += t.dsack_dups - st.dsack_dups_base;
             undos += t.undos - st.undos_base;
@@ -541,16 +608,6 @@ impl World {
                 backlog_acks += t.lock.backlog_acks - st.backlog_acks_base;
                 backlog_coalesce += t.lock.backlog_coalesce - st.backlog_coalesce_base;
                 deferred += t.lock.deferred_work - st.deferred_work_base;
-            }
-            out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
-            // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
-            out.m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(self.socks[s].sndbuf as f64));
-            if let Some(app) = &t.rcv.app {
-                // The receiving socket as `ss -tmi` shows it at the end: rb,
-                // rcv_ssthresh, rcv_space.
-                out.m.insert(format!("tcp.flow.{n}.rcvbuf_bytes"), Some(app.buf.rcvbuf as f64));
-                out.m.insert(format!("tcp.flow.{n}.rcv_ssthresh_bytes"), Some(app.buf.rcv_ssthresh as f64));
-                out.m.insert(format!("tcp.flow.{n}.rcv_space_bytes"), Some(app.buf.space as f64));
             }
             total += st.goodput_bytes;
             retrans += t.total_retrans - st.retrans_base;
@@ -561,18 +618,15 @@ impl World {
             // times of flent's squarewave leave flows idle for part of the window).
             let on = st.active_ns as f64;
             if on == 0.0 {
-                out.none(&format!("tcp.flow.{n}.cwnd_avg_pkts"), IDLE);
-                out.none(&format!("tcp.flow.{n}.srtt_avg_ms"), IDLE);
                 continue;
             }
-            out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / on));
-            out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / on / 1e3));
             cwnd += st.cwnd_int as f64 / on;
             srtt += st.srtt_int as f64 / on / 1e3;
             rate += st.rate_int as f64 / on * 8.0 / 1e6;
             active += 1.0;
         }
         out.set("tcp.goodput_mbps", total as f64 * 8.0 / window * 1e3);
+        flow_goodput_spread(out, &mut goodputs, window);
         out.set("tcp.retrans", retrans as f64);
         out.set("tcp.timeouts", timeouts as f64);
         out.set("tcp.loss_probes", probes as f64);
@@ -592,7 +646,7 @@ impl World {
         }
         if active == 0.0 {
             for k in ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps"] {
-                out.none(k, IDLE);
+                out.none(k, TCP_IDLE);
             }
             return;
         }

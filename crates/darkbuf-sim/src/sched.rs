@@ -36,7 +36,7 @@ impl World {
     /// `ksoftirqd/<cpu>`'s task.
     #[inline]
     pub(crate) fn ksoftirqd(&self, cpu: CpuId) -> TaskId {
-        self.ksoftirqd_base + cpu
+        self.ksoftirqd_base + cpu as TaskId
     }
 
     /// A task's timer fired (a socket's next send is due): wake it.
@@ -151,13 +151,13 @@ impl World {
                 Some(Frame::NapiPoll { napi: n, phase: PollPhase::Start, done: 0, flush_pending: false })
             }
             TaskKind::DevWorker { dev, queue } => Some(Frame::DevWork { dev, queue, done: 0 }),
-            TaskKind::TcpReader { first, n } => {
+            TaskKind::TcpReader { first, .. } => {
                 let poll = match &self.socks[first as usize].kind {
                     crate::sock::SockKind::Tcp(t) => t.rcv.app.as_ref().is_some_and(|a| a.poll),
                     _ => false,
                 };
                 let phase = if poll { ReadPhase::Poll } else { ReadPhase::Read };
-                Some(Frame::TcpRead { first, n, conn: 0, phase })
+                Some(Frame::TcpRead { s: first, phase })
             }
             TaskKind::Ksoftirqd => None,
         }

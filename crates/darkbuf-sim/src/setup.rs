@@ -306,11 +306,11 @@ impl Builder<'_> {
 
     /// Sockets, each with its process: every flood and pinger. Returns each pinger's
     /// socket and interval.
-    fn sockets(&mut self) -> Vec<(u16, u64)> {
+    fn sockets(&mut self) -> Vec<(SockId, u64)> {
         let mut pingers = Vec::new();
         let near = self.near;
         for (i, t) in self.scn.traffic.iter().enumerate() {
-            let s = self.socks.len() as u16;
+            let s = self.socks.len() as SockId;
             match t {
                 Traffic::Udp(u) => {
                     let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0 + u.cpu as CpuId);
@@ -335,7 +335,7 @@ impl Builder<'_> {
     /// An irtt client, sleeping until its first request at `start` (irtt sends the
     /// first at once, then every interval).
     fn irtt(&mut self, p: &darkbuf_scenario::Irtt) {
-        let s = self.socks.len() as u16;
+        let s = self.socks.len() as SockId;
         let index = self.socks.iter().filter(|k| matches!(k.kind, crate::sock::SockKind::Irtt(_))).count() as u16;
         let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, self.near.cpu0 + p.cpu as CpuId);
         self.tasks[task as usize].wake_preempt = true;
@@ -366,13 +366,13 @@ impl Builder<'_> {
         let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
         let first = self.socks.len() as SockId;
         for flow in 0..f.flows {
-            let s = self.socks.len() as u16;
+            let s = self.socks.len() as SockId;
             let state = if f.start_ns == 0 { TaskState::Runnable } else { TaskState::Sleeping };
             let task = self.task(TaskKind::Proc(s), state, cpu0 + f.cpu as CpuId);
             // Each connection's own random stream (BBR's gain-cycle phase), from the
             // run's seed: adding a flow changes no other flow's draws.
             let sock_seed = self.seed ^ (s as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow as u16, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, sock_seed);
+            let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, sock_seed);
             if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
                 if fq {
                     t.pacing = crate::sock::tcp::Pacing::Fq;
@@ -413,8 +413,8 @@ impl Builder<'_> {
             Some(c) => cpu0 + c as CpuId,
             None => napi_cpu.unwrap_or_else(|| cpu0 + self.irq_cpu(0)),
         };
-        let n = f.flows as u16;
-        let readers: Vec<(SockId, u16)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
+        let n = f.flows;
+        let readers: Vec<(SockId, u32)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
         for (first, n) in readers {
             let task = self.task(TaskKind::TcpReader { first, n }, TaskState::Sleeping, cpu);
             for s in first..first + n {
@@ -548,7 +548,7 @@ impl World {
 
     /// Time 0: runnable processes start in task order on their CPUs, and the first
     /// events are queued.
-    fn start(&mut self, pingers: &[(u16, u64)]) {
+    fn start(&mut self, pingers: &[(SockId, u64)]) {
         for ti in 0..self.tasks.len() {
             let t = self.tasks[ti];
             if t.state == TaskState::Runnable {

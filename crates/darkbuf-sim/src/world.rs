@@ -4,7 +4,7 @@
 //! that runs the CPUs in `sched.rs`.
 
 use crate::arena::Arena;
-use crate::cpu::{Cpu, CpuId, DevId, Task, TaskId};
+use crate::cpu::{Cpu, CpuId, DevId, SockId, Task, TaskId};
 use crate::dev::sch::QdiscInst;
 use crate::dev::NetDev;
 use crate::event::{Event, EventQueue};
@@ -196,7 +196,7 @@ impl World {
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
                 t.stats.tlp_recoveries_base = t.tlp_recoveries;
-                self.tcp_stats_tick(s as u16);
+                self.tcp_stats_tick(s as SockId);
             }
         }
         for d in &mut self.devs {

@@ -74,7 +74,7 @@ impl World {
                 segs: 1,
                 destructor: if copy_destructor { Destructor::TcpWfree } else { Destructor::None },
                 // SKB_GSO_TCP_ECN: CWR on the first segment only (tcp_gso_segment()).
-                cwr: info.cwr && i == 0,
+                tcp_flags: if i == 0 { info.tcp_flags } else { info.tcp_flags & !PktInfo::TCPHDR_CWR },
                 ..info
             };
             let id = if i == 0 {

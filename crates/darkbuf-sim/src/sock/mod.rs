@@ -125,7 +125,7 @@ impl World {
         let dev = self.socks[s as usize].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
-        self.pkts.get_mut(skb.id).syn = true;
+        self.pkts.set_syn(skb.id);
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
         match next {
@@ -223,14 +223,13 @@ impl World {
             segs: skb.segs() as u16,
             ecn: skb.ecn,
             dscp: skb.dscp,
-            cwr: false,
+            tcp_flags: 0,
             t_send: self.now,
             bql_charged: false,
             destructor,
             netem_clone: false,
             corrupt: false,
             from_ingress: false,
-            syn: false,
         });
         if proto == crate::arena::Proto::Icmp {
             self.pkts.reset_probe_times(skb.id);
@@ -312,8 +311,8 @@ impl World {
                 (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
                 (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
                 (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
-                (SockKind::Tcp(_), Dir::Out) if info.syn => extra = self.tcp_rcv_syn(cpu, &info, t),
-                (SockKind::Tcp(_), Dir::Back) if info.syn => extra = self.tcp_rcv_synack(&info, t),
+                (SockKind::Tcp(_), Dir::Out) if info.syn() => extra = self.tcp_rcv_syn(cpu, &info, t),
+                (SockKind::Tcp(_), Dir::Back) if info.syn() => extra = self.tcp_rcv_synack(&info, t),
                 (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
                 (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
             }

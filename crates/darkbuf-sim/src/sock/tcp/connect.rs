@@ -44,7 +44,7 @@ impl World {
     pub(crate) fn tcp_connect(&mut self, cpu: CpuId, s: SockId) -> Step {
         let now = self.now;
         let tp = self.tcp(s);
-        let (flow, retries) = ((tp.traffic_index as u32) << 16 | tp.flow_index as u32, tp.syn_retries);
+        let (flow, retries) = (tp.flow_id(), tp.syn_retries);
         let due = match tp.conn {
             Conn::Closed => now >= tp.start_ns && now < tp.stop_ns,
             Conn::SynSent => tp.syn_due && retries < TCP_SYN_RETRIES,
@@ -90,20 +90,20 @@ impl World {
     pub(crate) fn tcp_rcv_syn(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
         let tp = self.tcp(s);
-        let (ack_dev, flow) = (tp.ack_dev, (tp.traffic_index as u32) << 16 | tp.flow_index as u32);
+        let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len: SYN_LEN, truesize: SYN_LEN + 768, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_rcv_ns + self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {
                 skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
                 self.sock_alloc_skb(s, &mut skb, PROTO, Destructor::None, Dir::Back, info.seq);
-                let i = self.pkts.get_mut(skb.id);
-                (i.t_send, i.syn) = (t, true);
+                self.pkts.set_syn(skb.id);
+                self.pkts.get_mut(skb.id).t_send = t;
                 self.dev_queue_xmit_at(t + cost, cpu, dev, skb);
             }
             None => {
                 self.sock_alloc_skb(s, &mut skb, PROTO, Destructor::None, Dir::Back, info.seq);
-                self.pkts.get_mut(skb.id).syn = true;
+                self.pkts.set_syn(skb.id);
                 let back = self.cost(self.profile.costs.ping_reply_ns);
                 self.deliver_at(t + cost + back, cpu, skb.id);
             }

@@ -93,8 +93,8 @@ impl World {
     /// processing and of what it transmits.
     pub(crate) fn tcp_ack(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
+        let rec = self.pkts.acks.get(s, info.seq);
         let tp = self.tcp(s);
-        let rec = tp.rcv.ack(info.seq);
         if tp.lock.owned {
             tp.lock.tcp_add_backlog(rec);
             return 0;

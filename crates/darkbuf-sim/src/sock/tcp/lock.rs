@@ -80,7 +80,7 @@ impl SockLock {
             enabled,
             owned: false,
             slock_until: 0,
-            backlog: Vec::with_capacity(64),
+            backlog: Vec::new(),
             deferred: 0,
             backlog_acks: 0,
             backlog_coalesce: 0,

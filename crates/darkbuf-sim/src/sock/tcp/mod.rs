@@ -184,7 +184,7 @@ pub(super) fn whole_jiffies(ns: u64, jiffy_ns: u64) -> u64 {
 
 /// The sender's and the receiver's state of one connection.
 pub struct TcpSock {
-    pub flow_index: u16,
+    pub flow_index: u32,
     pub traffic_index: u16,
     pub cc: CongestionControl,
     pub w: Window,
@@ -421,9 +421,12 @@ impl TcpSock {
     /// A connection of flow `f`; `seed` seeds what its congestion control draws
     /// (BBR's gain-cycle phase).
     #[allow(clippy::too_many_arguments)]
-    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u16, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, max_tcp_header: u32, end_ns: u64, seed: u64) -> Sock {
+    pub fn new_sock(f: &TcpFlow, traffic_index: u16, flow_index: u32, task: TaskId, dev: DevId, ack_dev: Option<DevId>, mtu: u32, max_tcp_header: u32, end_ns: u64, seed: u64) -> Sock {
         // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
         let mss = mtu - 52;
+        // Its queues (write, retransmit, backlogs) start empty and grow, by doubling,
+        // to what the flow holds: a connection costs memory for what it has in flight,
+        // not a fixed reserve (issue 54: 10,000 flows in one run).
         let mut tcp = TcpSock {
             flow_index,
             traffic_index,
@@ -437,7 +440,7 @@ impl TcpSock {
             snd_nxt: 0,
             write_seq: 0,
             wmem_queued: 0,
-            write_queue: VecDeque::with_capacity(64),
+            write_queue: VecDeque::new(),
             sndbuf_max: f.sndbuf,
             // mss_clamp: MTU - IP 20 - TCP 20.
             sndbuf_per_mss: sndbuf::tcp_sndbuf_per_mss(mtu - 40, max_tcp_header),
@@ -458,7 +461,7 @@ impl TcpSock {
             prior_ssthresh: 0,
             dsack_dups: 0,
             undos: 0,
-            rtx: VecDeque::with_capacity(1024),
+            rtx: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,
             prr_delivered: 0,
@@ -541,6 +544,14 @@ impl TcpSock {
             None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
         };
         Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
+    }
+
+    /// The flow its packets carry, what the qdiscs and RSS hash (the kernel hashes the
+    /// 4-tuple): `traffic_index << 16 | flow_index`, and past flow 65535 the rest of
+    /// the index from bit 30 up. The traffic index is below 64 and the pinger's and
+    /// irtt's flows have bits 22 to 29 set, so no two flows share one.
+    pub fn flow_id(&self) -> u32 {
+        (self.traffic_index as u32) << 16 | (self.flow_index & 0xffff) | (self.flow_index >> 16) << 30
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
@@ -1125,6 +1136,25 @@ pub(crate) mod tests {
         }
     }
 
+    /// The flows of an entry of 100,000 stay apart from each other, from the next
+    /// entry's and from the probes' (issue 54); below 65,536 they are what they were.
+    #[test]
+    fn flow_ids_stay_distinct_past_65535_flows() {
+        let mut t = sock();
+        let mut ids = std::collections::BTreeSet::new();
+        for (traffic, flows) in [(0u16, 100_000u32), (1, 100_000), (63, 100_000)] {
+            for f in 0..flows {
+                (t.traffic_index, t.flow_index) = (traffic, f);
+                assert!(ids.insert(t.flow_id()), "traffic {traffic} flow {f}");
+            }
+        }
+        (t.traffic_index, t.flow_index) = (3, 65_535);
+        assert_eq!(t.flow_id(), 3 << 16 | 65_535);
+        for probe in [0xffff_0000u32, 0xfffe_0000] {
+            assert!((0..64).all(|i| !ids.contains(&(probe | i))));
+        }
+    }
+
     /// Recovery and Loss end when `high_seq` is acknowledged, CWR only when something
     /// above it is (`tcp_fastretrans_alert()`), across the sequence-number wrap too.
     #[test]
@@ -1698,7 +1728,7 @@ pub(crate) mod tests {
         assert_eq!(w.tcp_lock_sock(s), 0);
         // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
         // coalesce; then one of two segments, added to the backlog by hand.
-        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, cwr: false, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false, syn: false };
+        let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, tcp_flags: 0, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false };
         assert_eq!(w.tcp_ack(1, &info, 0), 0);
         assert_eq!(w.tcp_ack(1, &PktInfo { seq: 1, ..info }, 0), 0);
         w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });

@@ -16,7 +16,7 @@
 //! first transmission waits in a host queue).
 
 use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
-use crate::arena::{Destructor, Dir};
+use crate::arena::{Destructor, Dir, PktInfo};
 use crate::cpu::{CpuId, SockId};
 use crate::event::Event;
 use crate::world::World;
@@ -446,7 +446,7 @@ impl World {
         let sent = if tp.pacing == Pacing::None { t } else { tp.wstamp_ns };
         let rate = tp.tcp_rate_skb_sent(sent / 1000);
         let edt = if tp.pacing == Pacing::None { 0 } else { tp.wstamp_ns };
-        let flow = (tp.traffic_index as u32) << 16 | tp.flow_index as u32;
+        let flow = tp.flow_id();
         let mut skb = Skb {
             flow,
             sk: 0x1_0000 + s as u32,
@@ -478,7 +478,7 @@ impl World {
         }
         let info = self.pkts.get_mut(skb.id);
         info.t_send = t;
-        info.cwr = cwr;
+        info.tcp_flags = if cwr { info.tcp_flags | PktInfo::TCPHDR_CWR } else { info.tcp_flags & !PktInfo::TCPHDR_CWR };
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
         let tp = self.tcp(s);
         let how = crate::dev::TcpSent { tsq_throttled: tp.tsq_throttled, burst: tp.xmit_burst };

@@ -35,27 +35,36 @@ pub enum ReadPhase {
     Read,
     /// The same read after its copy: `tcp_cleanup_rbuf()` and `release_sock()`.
     Release,
+    /// Past its last connection: the unit ends.
+    End,
 }
 
 impl World {
-    /// One step of the reader of sockets `first..first + n` (`frame` is its
-    /// `Frame::TcpRead`).
+    /// The sockets `first..first + n` of the reader that reads socket `s`.
+    fn tcp_reader_range(&mut self, s: SockId) -> (SockId, u32) {
+        let reader = self.tcp(s).rcv.app.as_ref().expect("a modelled receiver").reader;
+        match self.tasks[reader as usize].kind {
+            crate::cpu::TaskKind::TcpReader { first, n } => (first, n),
+            _ => unreachable!("a reader task"),
+        }
+    }
+
+    /// One step of a reader (`frame` is its `Frame::TcpRead`).
     #[inline(never)]
     pub(crate) fn tcp_read_step(&mut self, cpu: CpuId, frame: &mut Frame) -> Step {
-        let Frame::TcpRead { first, n, conn, phase } = frame else { unreachable!("a TcpRead frame") };
+        let Frame::TcpRead { s: at, phase } = frame else { unreachable!("a TcpRead frame") };
         match *phase {
             ReadPhase::Poll => {
                 *phase = ReadPhase::Read;
-                *conn = 0;
+                let (first, n) = self.tcp_reader_range(*at);
+                *at = first;
                 let c = &self.profile.costs;
-                let ns = c.tcp_poll_ns + c.tcp_poll_fd_ns * *n as f64;
+                let ns = c.tcp_poll_ns + c.tcp_poll_fd_ns * n as f64;
                 Step::Continue(self.cost(ns))
             }
+            ReadPhase::End => Step::Done(0),
             ReadPhase::Read => {
-                if *conn >= *n {
-                    return Step::Done(0);
-                }
-                let s = *first + *conn;
+                let s = *at;
                 let (cost, copied) = self.tcp_recvmsg_copy(s);
                 if copied > 0 {
                     *phase = ReadPhase::Release;
@@ -66,11 +75,16 @@ impl World {
                 // reader goes on to its next connection; the blocking one has no other,
                 // and its unit ends.
                 let cost = cost + self.tcp_release_sock(cpu, s, self.now + cost);
-                *conn += 1;
+                let (first, n) = self.tcp_reader_range(s);
+                if s + 1 >= first + n {
+                    *phase = ReadPhase::End;
+                } else {
+                    *at = s + 1;
+                }
                 Step::Continue(cost)
             }
             ReadPhase::Release => {
-                let s = *first + *conn;
+                let s = *at;
                 let now = self.now;
                 let tp = self.tcp(s);
                 let app = tp.rcv.app.as_ref().expect("a modelled receiver");
@@ -124,7 +138,7 @@ impl World {
     /// connection has data, or segments in its backlog (`poll()` would return at once;
     /// a blocked `read()` would not have slept).
     #[inline(never)]
-    pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u16) -> bool {
+    pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u32) -> bool {
         (first..first + n).any(|s| {
             let r = &self.tcp(s).rcv;
             r.unread() > 0 || r.app.as_ref().is_some_and(|a| a.has_backlog())

@@ -24,25 +24,8 @@ use std::collections::VecDeque;
 const TCP_DELACK_MIN_NS: u64 = 40_000_000;
 /// `TCP_MAX_QUICKACKS`.
 const TCP_MAX_QUICKACKS: u32 = 16;
-/// ACK records kept for the ACKs in flight (a power of two).
-const ACK_RING: usize = 1 << 14;
 
-/// What one ACK carried: the cumulative ACK, up to 3 SACK blocks (the first may be a
-/// D-SACK), ECE, and with a modelled receiver the window (bytes, as scaled); and its
-/// timestamp option (ms): TSval, the receiver's clock, and TSecr, the `ts_recent` it
-/// echoes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AckRec {
-    pub ack: u32,
-    pub sacks: [(u32, u32); 3],
-    pub n_sacks: u8,
-    /// `sacks[0]` is a D-SACK block (RFC 2883): data that arrived twice.
-    pub dsack: bool,
-    pub ece: bool,
-    pub win: u32,
-    pub tsval_ms: u32,
-    pub tsecr_ms: u32,
-}
+pub use crate::ack_recs::AckRec;
 
 /// The receiving side of a connection whose application is modelled.
 pub struct RcvApp {
@@ -72,10 +55,10 @@ impl RcvApp {
     pub fn new(advmss: u32, rmem_max: u32) -> RcvApp {
         RcvApp {
             buf: RcvBuf::new(advmss, rmem_max),
-            queue: VecDeque::with_capacity(64),
+            queue: VecDeque::new(),
             ack_scheduled: false,
             owned: false,
-            backlog: Vec::with_capacity(64),
+            backlog: Vec::new(),
             ack_deferred: false,
             delack_deferred: false,
             last_copied: 0,
@@ -124,8 +107,6 @@ pub struct Receiver {
     pub cpu: CpuId,
     /// `rx_opt.ts_recent`: the sender's TSval (ms) that the ACKs echo.
     ts_recent_ms: u32,
-    acks: Vec<AckRec>,
-    next_ack: u32,
     /// The receiving application, when it is modelled.
     pub app: Option<Box<RcvApp>>,
 }
@@ -144,8 +125,6 @@ impl Receiver {
             delack_at: None,
             cpu: 0,
             ts_recent_ms: 0,
-            acks: vec![AckRec::default(); ACK_RING],
-            next_ack: 0,
             app: None,
         }
     }
@@ -155,7 +134,7 @@ impl Receiver {
     /// `__tcp_ecn_check_ce()` (a CE mark starts the echo, with two quick ACKs when it
     /// is a new one: "sender can have a very low cwnd"). Returns whether to ACK now.
     fn tcp_ecn_rcv(&mut self, info: &PktInfo, payload: u32) -> bool {
-        if info.cwr {
+        if info.cwr() {
             self.ece = false;
         }
         if info.ecn == Skb::ECN_CE {
@@ -164,7 +143,7 @@ impl Receiver {
             }
             self.ece = true;
         }
-        info.cwr && payload > 0
+        info.cwr() && payload > 0
     }
 
     /// The receiving socket's part of softirq work `bits`: with the reader holding the
@@ -184,11 +163,6 @@ impl Receiver {
     /// Bytes received in order and not yet read.
     pub fn unread(&self) -> u32 {
         self.app.as_ref().map_or(0, |a| self.rcv_nxt.wrapping_sub(a.buf.copied_seq))
-    }
-
-    /// The ACK with record `id`.
-    pub fn ack(&self, id: u32) -> AckRec {
-        self.acks[id as usize & (ACK_RING - 1)]
     }
 
     /// Adds `start..end` of `truesize` to the out-of-order ranges, merging neighbours.
@@ -314,7 +288,7 @@ impl World {
     /// recent first), ECE; through the far host's device, or by the constant way back.
     pub(crate) fn tcp_send_ack(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
         let tp = self.tcp(s);
-        let (ack_dev, flow) = (tp.ack_dev, (tp.traffic_index as u32) << 16 | tp.flow_index as u32);
+        let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         let r = &mut tp.rcv;
         r.delack_at = None;
         // tcp_select_window() (it moves rcv_wup itself), and tcp_event_ack_sent().
@@ -366,9 +340,8 @@ impl World {
             }
         }
         rec.n_sacks = n as u8;
-        let id = r.next_ack;
-        r.next_ack = r.next_ack.wrapping_add(1);
-        r.acks[id as usize & (ACK_RING - 1)] = rec;
+        // The record, then at once the packet that carries it (its first reference).
+        let id = self.pkts.acks.push(s, rec);
         let len = TCP_HDR + if rec.n_sacks > 0 { 4 + 8 * rec.n_sacks as u32 } else { 0 };
         let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len, truesize: len + 768, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_ack_ns);

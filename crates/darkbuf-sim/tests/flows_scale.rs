@@ -1,0 +1,67 @@
+//! Flows at scale (issue 54): the per-flow goodput's spread (nearest-rank percentiles
+//! and Jain's index) from ten flows up, and the per-flow series and metrics left out
+//! above their documented counts while the aggregates stay.
+
+mod common;
+
+use common::{m, run_text};
+use darkbuf_scenario::limits::{PER_FLOW_METRICS_MAX, PER_FLOW_SERIES_MAX};
+
+fn flows(n: u32, duration: &str) -> String {
+    format!(
+        r#"duration = "{duration}"
+warmup = "100ms"
+[device]
+driver = "nic"
+rate = "100Mbit"
+[qdisc]
+kind = "fq_codel"
+[path]
+delay = "2ms"
+[[traffic]]
+kind = "tcp"
+flows = {n}
+"#
+    )
+}
+
+/// The aggregates are what the per-flow metrics give: the nearest-rank percentiles of
+/// the flows' goodput and (sum x)^2 / (n sum x^2); nine flows have none.
+#[test]
+fn aggregates_are_the_per_flow_goodputs_spread() {
+    let r = run_text(&flows(12, "1s"), &[]);
+    let mut g: Vec<f64> = (0..12).map(|i| m(&r, &format!("tcp.flow.{i}.goodput_mbps"))).collect();
+    g.sort_by(f64::total_cmp);
+    // Nearest rank of 12: p1 -> 1st, p10 -> 2nd, p50 -> 6th, p90 -> 11th, p99 -> 12th.
+    for (p, rank) in [(1, 1), (10, 2), (50, 6), (90, 11), (99, 12)] {
+        assert_eq!(m(&r, &format!("tcp.flow_goodput_p{p}_mbps")), g[rank - 1], "p{p}");
+    }
+    let (sum, sq): (f64, f64) = (g.iter().sum(), g.iter().map(|x| x * x).sum());
+    let jain = m(&r, "tcp.flow_jain");
+    assert!((jain - sum * sum / (12.0 * sq)).abs() < 1e-12, "{jain}");
+    assert!(jain > 1.0 / 12.0 && jain <= 1.0, "{jain}");
+    assert!(g[0] > 0.0, "every flow sends: {g:?}");
+
+    let r = run_text(&flows(9, "300ms"), &[]);
+    assert!(r.metrics.contains_key("tcp.flow.8.goodput_mbps"));
+    assert!(!r.metrics.keys().any(|k| k.starts_with("tcp.flow_")), "fewer than ten flows have no spread");
+}
+
+/// Past PER_FLOW_SERIES_MAX flows no flow has its series (the metrics stay); past
+/// PER_FLOW_METRICS_MAX no flow has its metrics either, and the aggregates describe
+/// them all.
+#[test]
+fn per_flow_series_and_metrics_stop_at_their_counts() {
+    let n = PER_FLOW_SERIES_MAX + 1;
+    let r = run_text(&flows(n, "200ms"), &[]);
+    assert!(r.metrics.contains_key(&format!("tcp.flow.{}.goodput_mbps", n - 1)));
+    assert!(!r.timeseries.keys().any(|k| k.starts_with("tcp.flow.")), "no per-flow series");
+    assert!(r.timeseries.contains_key("bql.limit"), "the sampled series stay");
+
+    let n = PER_FLOW_METRICS_MAX + 1;
+    let r = run_text(&flows(n, "100ms"), &[]);
+    assert!(!r.metrics.keys().any(|k| k.starts_with("tcp.flow.")), "no per-flow metrics");
+    for k in ["tcp.goodput_mbps", "tcp.flow_goodput_p50_mbps", "tcp.flow_jain", "tcp.retrans"] {
+        assert!(r.metrics.contains_key(k), "{k}");
+    }
+}
