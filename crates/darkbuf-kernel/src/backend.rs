@@ -28,7 +28,8 @@
 //!   own count;
 //! - `qdisc.*`: the root qdisc of `tc -s -j qdisc` (mq: the sum of its children), the
 //!   backlog averaged over the samples;
-//! - `bql.*`: `byte_queue_limits/{limit,inflight}` summed over TX queues, sampled;
+//! - `bql.*`: `byte_queue_limits/{limit,inflight}` of every TX queue, sampled: the
+//!   largest limit and the summed in-flight, and `bql.txq.N.*` per queue ([`crate::bql`]);
 //! - `napi.polls`, `napi.full_budget_polls`: the `napi:napi_poll` tracepoint
 //!   ([`crate::trace`]); `napi.avg_work` = consumer packets / polls;
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
@@ -251,8 +252,8 @@ struct Sample {
     qlen: Option<u64>,
     /// The root qdisc's sent packets (to see a stalled queue).
     sent: Option<u64>,
-    bql_limit: Option<u64>,
-    bql_inflight: Option<u64>,
+    /// Every TX queue's `byte_queue_limits`; `None` when one could not be read.
+    bql: Option<Vec<crate::bql::BqlQueue>>,
 }
 
 /// An irtt entry's running client and server (`None`: the tap's reader answers it).
@@ -1058,11 +1059,7 @@ impl Reader {
     fn sample(&self, bql: bool, txqs: u32) -> Sample {
         let mut cmds = vec![format!("tc -s -j qdisc show dev {}", self.tx_dev)];
         if bql {
-            for q in 0..txqs {
-                let d = format!("/sys/class/net/{}/queues/tx-{q}/byte_queue_limits", self.tx_dev);
-                cmds.push(format!("cat {d}/limit"));
-                cmds.push(format!("cat {d}/inflight"));
-            }
+            cmds.extend((0..txqs).map(|q| crate::bql::read_cmd(&self.tx_dev, q)));
         }
         let mut s = Sample::default();
         let r = if bql {
@@ -1076,21 +1073,7 @@ impl Reader {
         s.qlen = root.as_ref().map(|q| q.qlen);
         s.sent = root.as_ref().map(|q| q.packets);
         if bql {
-            let num = |i: usize| r.get(i).cloned().flatten().and_then(|t| t.trim().parse::<u64>().ok());
-            let (mut lim, mut inf, mut ok) = (0, 0, true);
-            for q in 0..txqs as usize {
-                match (num(1 + 2 * q), num(2 + 2 * q)) {
-                    (Some(l), Some(i)) => {
-                        lim += l;
-                        inf += i;
-                    }
-                    _ => ok = false,
-                }
-            }
-            if ok {
-                s.bql_limit = Some(lim);
-                s.bql_inflight = Some(inf);
-            }
+            s.bql = (1..=txqs as usize).map(|i| r.get(i).cloned().flatten().as_deref().and_then(crate::bql::parse_queue)).collect();
         }
         s
     }
@@ -1469,30 +1452,24 @@ fn metrics(
         );
     }
 
-    // BQL.
+    // BQL: the device (largest limit, summed in-flight) and, with several queues, each one.
     let bkeys = ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"];
     if bql {
-        let lim: Vec<u64> = samples.iter().filter_map(|s| s.bql_limit).collect();
-        let inf: Vec<u64> = samples.iter().filter_map(|s| s.bql_inflight).collect();
-        if lim.is_empty() {
-            for k in bkeys {
-                none(&mut m, k, "byte_queue_limits could not be sampled");
+        let per: Vec<(f64, &[crate::bql::BqlQueue])> = samples.iter().filter_map(|s| Some((s.t_ms, s.bql.as_deref()?))).collect();
+        match crate::bql::metrics(&per, scn.sample_interval_ns > 0) {
+            None => {
+                for k in bkeys {
+                    none(&mut m, k, "byte_queue_limits could not be sampled");
+                }
             }
-        } else {
-            let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
-            m.insert("bql.limit_avg".into(), Some(mean(&lim)));
-            m.insert("bql.limit_last".into(), lim.last().map(|&v| v as f64));
-            m.insert("bql.inflight_avg".into(), Some(mean(&inf)));
-            m.insert("bql.inflight_max".into(), inf.iter().max().map(|&v| v as f64));
-            none(&mut m, "bql.completions", "the kernel does not count DQL completions");
-            if scn.sample_interval_ns > 0 {
-                let ts = |f: &dyn Fn(&Sample) -> Option<u64>| TimeSeries {
-                    unit: "units".into(),
-                    t_ms: samples.iter().map(|s| s.t_ms).collect(),
-                    values: samples.iter().map(|s| f(s).map(|v| v as f64)).collect(),
-                };
-                timeseries.insert("bql.limit".to_string(), ts(&|s| s.bql_limit));
-                timeseries.insert("bql.inflight".to_string(), ts(&|s| s.bql_inflight));
+            Some((bm, bts)) => {
+                m.extend(bm);
+                timeseries.extend(bts);
+                none(&mut m, "bql.completions", "the kernel does not count DQL completions");
+                let queues = per.last().map_or(0, |(_, q)| q.len());
+                for n in (0..queues).filter(|_| queues > 1) {
+                    none(&mut m, &format!("bql.txq.{n}.completions"), "the kernel does not count DQL completions");
+                }
             }
         }
     } else {

@@ -12,6 +12,7 @@
 //! - [`compare`]: simulator and kernel side by side.
 
 pub mod backend;
+pub mod bql;
 pub mod calibrate;
 pub mod caps;
 pub mod cmd;

@@ -65,13 +65,20 @@ pub const GLOSSARY: &[Entry] = &[
     e("path.reordered", "frames", "frames path.reorder sent at once, ahead of the delayed ones (netem's requeues), both ways, in the measured window; only with path.reorder"),
     e("netem.corrupt_drops", "packets", "packets a netem qdisc corrupted (corrupt P) that the receiving stack dropped (a checksum, another host's MAC, another EtherType; a bit in the source MAC passes), in the measured window; only with a netem qdisc"),
     e("qdisc.backlog_pkts", "packets", "time series: qdisc backlog, every sample_interval"),
-    e("bql.limit_avg", "units", "time-averaged DQL limit of the measured TX queue (packets for veth's per-packet BQL, bytes with unit = \"byte\")"),
-    e("bql.limit_last", "units", "DQL limit at the end of the run"),
-    e("bql.inflight_avg", "units", "time-averaged units queued to the driver and not yet completed"),
-    e("bql.inflight_max", "units", "largest in-flight count"),
-    e("bql.completions", "calls", "netdev_tx_completed_queue() calls that completed something"),
-    e("bql.limit", "units", "time series: DQL limit, every sample_interval"),
-    e("bql.inflight", "units", "time series: DQL in-flight units, every sample_interval"),
+    e("bql.limit_avg", "units", "time-averaged DQL limit of the device: on a device with several TX queues the largest queue's limit at each instant (packets for veth's per-packet BQL, bytes with unit = \"byte\")"),
+    e("bql.limit_last", "units", "the device's DQL limit at the end of the run (the largest queue's)"),
+    e("bql.inflight_avg", "units", "time-averaged units queued to the driver and not yet completed, summed over the device's TX queues"),
+    e("bql.inflight_max", "units", "largest in-flight count of the device (the sum over its TX queues at one instant)"),
+    e("bql.completions", "calls", "netdev_tx_completed_queue() calls that completed something, on every device with BQL (the far host's too); bql.txq.N.completions are this device's queues' (the kernel does not count them)"),
+    e("bql.limit", "units", "time series: the device's DQL limit (the largest queue's), every sample_interval"),
+    e("bql.inflight", "units", "time series: the device's DQL in-flight units (summed over its queues), every sample_interval"),
+    e("bql.txq.N.limit_avg", "units", "with more than one TX queue: queue N's time-averaged DQL limit (sysfs queues/tx-N/byte_queue_limits/limit)"),
+    e("bql.txq.N.limit_last", "units", "queue N's DQL limit at the end of the run"),
+    e("bql.txq.N.inflight_avg", "units", "queue N's time-averaged in-flight units (byte_queue_limits/inflight)"),
+    e("bql.txq.N.inflight_max", "units", "queue N's largest in-flight count"),
+    e("bql.txq.N.completions", "calls", "queue N's netdev_tx_completed_queue() calls that completed something (the kernel does not count them)"),
+    e("bql.txq.N.limit_min", "units", "queue N's byte_queue_limits/limit_min at the end of the run"),
+    e("bql.txq.N.limit_max", "units", "queue N's byte_queue_limits/limit_max at the end of the run"),
     e("txq.stack_xoff", "events", "times BQL stopped the TX queue (__QUEUE_STATE_STACK_XOFF)"),
     e("txq.drv_xoff", "events", "times the driver stopped the TX queue (__QUEUE_STATE_DRV_XOFF: a full ring)"),
     e("napi.polls", "polls", "NAPI polls of the consumer in the measured window"),
@@ -337,6 +344,7 @@ mod tests {
         assert_eq!(lookup("peer.cpu.1.net_rx_pct").map(|e| e.name), Some("peer.cpu.N.net_rx_pct"));
         assert_eq!(lookup("qdisc.band2_pkts").map(|e| e.name), Some("qdisc.bandN_pkts"));
         assert_eq!(lookup("qdisc.txq.11.flows_plimit").map(|e| e.name), Some("qdisc.txq.N.flows_plimit"));
+        assert_eq!(lookup("bql.txq.15.inflight_avg").map(|e| e.name), Some("bql.txq.N.inflight_avg"));
         assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));
         assert!(lookup("nosuch.metric").is_none());
         assert!(lookup("sink.pps.x").is_none());

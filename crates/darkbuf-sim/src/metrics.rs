@@ -166,6 +166,16 @@ pub const SERIES: [(&str, &str); 4] = [
     ("ring.occupancy", "packets"),
 ];
 
+/// BQL of one TX queue of the measured device, as sysfs has one
+/// `queues/tx-N/byte_queue_limits` per queue: its DQL limit (moved only by a
+/// completion), its in-flight units, and its completions in the measured window.
+#[derive(Clone, Debug, Default)]
+pub struct BqlTxq {
+    pub limit: TimeAvg,
+    pub inflight: TimeAvg,
+    pub completions: u64,
+}
+
 #[derive(Default)]
 pub struct Metrics {
     pub consumer_pkts: u64,
@@ -195,11 +205,17 @@ pub struct Metrics {
     pub napi_polls: u64,
     pub napi_work: u64,
     pub napi_full_budget: u64,
+    /// Completions on every device with BQL, the far host's included (`bql.completions`,
+    /// as it has always counted them; `bql.txq.N.completions` are this device's).
     pub bql_completions: u64,
     pub hist_inflight: Hist,
     pub hist_napi_work: Hist,
+    /// The measured device's BQL over its TX queues (`bql.*`): the largest queue's
+    /// limit, and the in-flight units summed over the queues.
     pub bql_limit: TimeAvg,
     pub bql_inflight: TimeAvg,
+    /// Each TX queue of the measured device (`bql.txq.N.*`), indexed by queue.
+    pub bql_txq: Vec<BqlTxq>,
     /// Packets held by the measured device's qdiscs (algorithm, requeue slot and
     /// bad-txq slot), each from its enqueue to its hand-off to the driver or its drop.
     /// Through `qdisc_enter()` / `qdisc_leave()`, which skip the other devices' qdiscs.

@@ -126,10 +126,10 @@ impl World {
     /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
     pub fn sample(&mut self) {
         let (dev, txq) = self.measured_txq;
-        let (limit, inflight) = match self.devs[dev as usize].txqs.get(txq as usize).and_then(|q| q.dql.as_ref()) {
-            Some(d) => (d.limit as u64, d.inflight() as u64),
-            None => (0, 0),
-        };
+        // The device's BQL as `bql.*` defines it: the largest queue's limit, the
+        // in-flight units of all its queues.
+        let dqls = self.devs[dev as usize].txqs.iter().filter_map(|q| q.dql.as_ref());
+        let (limit, inflight) = dqls.fold((0, 0), |(l, i), d| (l.max(d.limit as u64), i + d.inflight() as u64));
         let backlog: u64 = self.host_qdiscs().map(|q| q.qlen() as u64).sum();
         let ring = self.drv_ring_len(dev, txq) as u64;
         self.sample_pie();
@@ -655,21 +655,42 @@ impl World {
         out.set("tcp.pacing_rate_mbps", rate / active);
     }
 
+    /// `bql.*` over the measured device's TX queues (in-flight summed, the largest
+    /// limit; completions on every device with BQL, as before) and, with more than one queue, each queue's
+    /// `bql.txq.N.*` as its sysfs `queues/tx-N/byte_queue_limits` would show it.
+    fn bql_metrics(&self, out: &mut Out) {
+        const KEYS: [&str; 5] = ["limit_avg", "limit_last", "inflight_avg", "inflight_max", "completions"];
+        if !self.measured_dev().bql {
+            for k in KEYS {
+                out.none(&format!("bql.{k}"), "BQL is disabled in this scenario");
+            }
+            return;
+        }
+        let (mt, start, end) = (&self.metrics, self.cfg.start, self.cfg.end);
+        let agg = [mt.bql_limit.mean(start, end), mt.bql_limit.last() as f64, mt.bql_inflight.mean(start, end), mt.bql_inflight.max as f64, mt.bql_completions as f64];
+        for (k, v) in KEYS.into_iter().zip(agg) {
+            out.set(&format!("bql.{k}"), v);
+        }
+        let txqs = &self.measured_dev().txqs;
+        if txqs.len() < 2 {
+            return;
+        }
+        for (n, (q, txq)) in mt.bql_txq.iter().zip(txqs).enumerate() {
+            let Some(dql) = txq.dql.as_ref() else { continue };
+            let per = [q.limit.mean(start, end), q.limit.last() as f64, q.inflight.mean(start, end), q.inflight.max as f64, q.completions as f64];
+            for (k, v) in KEYS.into_iter().zip(per) {
+                out.m.insert(format!("bql.txq.{n}.{k}"), Some(v));
+            }
+            out.m.insert(format!("bql.txq.{n}.limit_min"), Some(dql.min_limit as f64));
+            out.m.insert(format!("bql.txq.{n}.limit_max"), Some(dql.max_limit as f64));
+        }
+    }
+
     /// BQL, the TX queue's stops, the receiving NAPI, the driver's ring, the NIC.
     fn device_metrics(&self, out: &mut Out) {
         let mt = &self.metrics;
         let (start, end) = (self.cfg.start, self.cfg.end);
-        if self.measured_dev().bql {
-            out.set("bql.limit_avg", mt.bql_limit.mean(start, end));
-            out.set("bql.limit_last", mt.bql_limit.last() as f64);
-            out.set("bql.inflight_avg", mt.bql_inflight.mean(start, end));
-            out.set("bql.inflight_max", mt.bql_inflight.max as f64);
-            out.set("bql.completions", mt.bql_completions as f64);
-        } else {
-            for k in ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"] {
-                out.none(k, "BQL is disabled in this scenario");
-            }
-        }
+        self.bql_metrics(out);
         let d = self.measured_dev();
         let xoff = |f: &dyn Fn(&darkbuf_model::txq::TxqStats) -> u64| -> f64 {
             d.txqs.iter().zip(&d.txq_base).map(|(q, b)| f(&q.stats) - f(b)).sum::<u64>() as f64

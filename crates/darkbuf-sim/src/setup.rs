@@ -538,6 +538,7 @@ impl World {
             #[cfg(test)]
             drop_bursts: true,
         };
+        w.metrics.bql_txq = vec![Default::default(); w.devs[measured_txq.0 as usize].txqs.len()];
         w.check_ids();
         w.start(&pingers);
         for (at, task) in starts {

@@ -387,6 +387,9 @@ impl World {
             Ok(schedule) => {
                 if self.measuring() {
                     self.metrics.bql_completions += 1;
+                    if dev == self.measured_txq.0 {
+                        self.metrics.bql_txq[txq as usize].completions += 1;
+                    }
                 }
                 self.bql_sample(dev, txq as usize, true);
                 if schedule {
@@ -402,22 +405,38 @@ impl World {
         }
     }
 
-    /// Samples BQL in-flight units for the measured TX queue, and its limit after a
-    /// completion (`dql_queued()` never moves the limit).
+    /// Samples BQL in-flight units of TX queue `txq` of the measured device, and its
+    /// limit after a completion (`dql_queued()` never moves the limit); the device's
+    /// aggregate follows: in-flight summed over its queues, the largest limit.
     #[inline]
     pub fn bql_sample(&mut self, dev: DevId, txq: usize, completed: bool) {
-        if !self.is_measured_txq(dev, txq as u16) {
+        if dev != self.measured_txq.0 {
             return;
         }
         let Some(dql) = self.devs[dev as usize].txqs[txq].dql.as_ref() else { return };
         let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
         let now = self.now;
+        let m = &mut self.metrics;
+        let q = &mut m.bql_txq[txq];
+        let (old_limit, old_inflight) = (q.limit.last(), q.inflight.last());
+        q.inflight.set(now, inflight);
         if completed {
-            self.metrics.bql_limit.set(now, limit);
+            q.limit.set(now, limit);
+            let max = m.bql_limit.last();
+            let max = if limit >= max {
+                limit
+            } else if old_limit == max {
+                // This queue held the maximum and went below it.
+                m.bql_txq.iter().map(|q| q.limit.last()).max().unwrap_or(0)
+            } else {
+                max
+            };
+            m.bql_limit.set(now, max);
         }
-        self.metrics.bql_inflight.set(now, inflight);
+        let sum = m.bql_inflight.last() - old_inflight + inflight;
+        m.bql_inflight.set(now, sum);
         if now >= self.cfg.start {
-            self.metrics.hist_inflight.record(inflight);
+            m.hist_inflight.record(sum);
         }
     }
 
@@ -472,6 +491,78 @@ mod tests {
         assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
         // And the queue state is untouched.
         assert_eq!(w.devs[0].txqs[0].dql.as_ref().unwrap().num_completed, 0);
+    }
+}
+
+/// `bql.*` over a device's TX queues and `bql.txq.N.*` per queue.
+#[cfg(test)]
+mod bql_tests {
+    use crate::profile::Profile;
+    use crate::world::World;
+
+    fn world(device: &str) -> World {
+        let text = format!("[device]\n{device}\n[device.bql]\nenabled = true\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\n");
+        let scn = darkbuf_scenario::load_str("t.toml", &text, &[]).unwrap();
+        World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap()
+    }
+
+    /// Sets queue `q`'s DQL to `limit` and `inflight` units at `t`, and samples it.
+    fn at(w: &mut World, t: u64, q: usize, limit: u32, inflight: u32, completed: bool) {
+        w.now = t;
+        let dql = w.devs[0].txqs[q].dql.as_mut().unwrap();
+        dql.limit = limit;
+        dql.num_queued = dql.num_completed + inflight;
+        w.bql_sample(0, q, completed);
+    }
+
+    /// By hand over the window 0..500: the device's limit is 0, 10, 30 (queue 1's),
+    /// then 10 again when queue 1's drops to 2; its in-flight is 0, 4, 13, 6. A limit
+    /// moves only at a completion (t = 300 does not move it).
+    #[test]
+    fn device_is_the_largest_limit_and_the_summed_inflight() {
+        let mut w = world("tx_queues = 2");
+        w.cfg.start = 0;
+        at(&mut w, 100, 0, 10, 4, true);
+        at(&mut w, 200, 1, 30, 0, true);
+        at(&mut w, 300, 1, 99, 9, false);
+        at(&mut w, 400, 1, 2, 2, true);
+        let m = &w.metrics;
+        assert_eq!(m.bql_limit.mean(0, 500), 8000.0 / 500.0);
+        assert_eq!(m.bql_limit.last(), 10);
+        assert_eq!(m.bql_inflight.mean(0, 500), 2700.0 / 500.0);
+        assert_eq!(m.bql_inflight.max, 13);
+        assert_eq!(m.bql_txq[1].limit.mean(0, 500), 6200.0 / 500.0);
+        assert_eq!(m.bql_txq[1].inflight.max, 9);
+        assert_eq!(m.bql_txq[0].inflight.mean(0, 500), 1600.0 / 500.0);
+        // One histogram sample per queue sample, of the device's sum.
+        // Sums 4, 4, 13, 6: buckets [4, 8) three times, [8, 16) once.
+        let h = m.hist_inflight.to_log2();
+        assert_eq!((h.buckets.iter().sum::<u64>(), h.buckets[3], h.buckets[4]), (4, 3, 1));
+    }
+
+    /// A whole run on four queues with flows hashed over them: every queue's keys, the
+    /// completions add up, and the device's in-flight is the queues' sum. One queue:
+    /// no per-queue keys.
+    #[test]
+    fn a_run_reports_every_queue() {
+        let text = "duration = \"50ms\"\nwarmup = \"10ms\"\n[machine]\ncpus = 4\n[device]\ntx_queues = 4\n[device.bql]\nenabled = true\n[qdisc]\nkind = \"pfifo\"\n[[traffic]]\nkind = \"udp\"\nflows = 8\n";
+        let run = |t: &str| {
+            let scn = darkbuf_scenario::load_str("t.toml", t, &[]).unwrap();
+            crate::report::simulate(&scn, &Profile::load("seed-vm").unwrap(), 1).unwrap().0.metrics
+        };
+        let m = run(text);
+        let g = |k: &str| m[k].unwrap_or_else(|| panic!("{k} is null"));
+        let sum = |col: &str| (0..4).map(|n| g(&format!("bql.txq.{n}.{col}"))).sum::<f64>();
+        assert_eq!(sum("completions"), g("bql.completions"));
+        assert!(g("bql.completions") > 0.0);
+        assert!((sum("inflight_avg") - g("bql.inflight_avg")).abs() < 1e-9 * g("bql.inflight_avg").max(1.0));
+        let max_last = (0..4).map(|n| g(&format!("bql.txq.{n}.limit_last"))).fold(0.0, f64::max);
+        assert_eq!(max_last, g("bql.limit_last"));
+        assert_eq!(g("bql.txq.3.limit_max"), 1_879_048_192.0);
+        assert_eq!(m.keys().filter(|k| k.starts_with("bql.txq.")).count(), 4 * 7);
+        let one = run(&text.replace("tx_queues = 4", "tx_queues = 1"));
+        assert!(!one.keys().any(|k| k.starts_with("bql.txq.")));
+        assert!(one["bql.completions"].unwrap() > 0.0);
     }
 }
 
