@@ -90,6 +90,11 @@ pub fn param_args(kind: &str, params: &Params, kv: KernelVersion) -> Result<Vec<
     if kind == "netem" {
         return Ok(netem_args(params));
     }
+    // cake takes bare keywords for its groups (`diffserv4`, `ack-filter`, `ptm`, `nowash`),
+    // not `KEY VALUE`: the words `darkbuf show-tc` prints.
+    if kind == "cake" {
+        return Ok(darkbuf_scenario::tc::options::words(kind, params.iter()));
+    }
     let mut out = Vec::new();
     for (k, v) in params.iter() {
         if let Some(native) = model_option(kind, k, kv) {
@@ -293,6 +298,28 @@ mod tests {
         let pie = spec("fq_pie", &[("bytemode", ParamValue::Bool(false)), ("dq_rate_estimator", ParamValue::Bool(false))]);
         let c = qdisc_commands("d", &pie, 1, KV).unwrap();
         assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: fq_pie nobytemode no_dq_rate_estimator");
+    }
+
+    /// cake's keyword groups as tc-cake spells them.
+    #[test]
+    fn cake_takes_its_keywords() {
+        let s = |v: &str| ParamValue::Str(v.into());
+        let cake = spec(
+            "cake",
+            &[
+                ("bandwidth", s("90mbit")),
+                ("diffserv", s("diffserv4")),
+                ("ack_filter", s("ack-filter-aggressive")),
+                ("wash", ParamValue::Bool(true)),
+                ("atm", s("ptm")),
+                ("overhead", ParamValue::Int(22)),
+                ("mpu", ParamValue::Int(64)),
+            ],
+        );
+        let c = qdisc_commands("d", &cake, 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: cake bandwidth 90mbit diffserv4 wash ack-filter-aggressive ptm overhead 22 mpu 64");
+        let c = qdisc_commands("d", &spec("cake", &[("diffserv", s("besteffort")), ("wash", ParamValue::Bool(false))]), 1, KV).unwrap();
+        assert_eq!(line(&c[0]), "qdisc replace dev d root handle 1: cake besteffort nowash");
     }
 
     #[test]

@@ -40,6 +40,44 @@ pub struct Skb {
     /// How a netem put this skb back into the qdisc tree ([`Skb::NETEM_CLONE`],
     /// [`Skb::NETEM_CORRUPT_SEG`]); 0 for every other skb.
     pub netem_mark: u8,
+    /// The TCP header of a segment whose sender filled it in (a receiver's ACK), as
+    /// cake's ACK filter reads it; `flags == 0` for every other skb.
+    pub tcp: TcpHdr,
+}
+
+/// The TCP header fields cake's ACK filter reads (`cake_get_tcphdr()`): the flags
+/// byte, the cumulative ACK, the timestamp option and the SACK blocks (at most three:
+/// what fits beside the timestamp option, as Linux sends them). `flags == 0`: no TCP
+/// header (not TCP, or a segment whose sender does not describe it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpHdr {
+    /// Byte 13 of the header: [`TcpHdr::FIN`] ... [`TcpHdr::CWR`].
+    pub flags: u8,
+    pub n_sacks: u8,
+    /// A timestamp option is present (`tsval`, `tsecr`).
+    pub has_ts: bool,
+    /// The segment carries data (`seglen - __tcp_hdrlen() != 0`).
+    pub data: bool,
+    pub ack_seq: u32,
+    pub tsval: u32,
+    pub tsecr: u32,
+    pub sacks: [(u32, u32); 3],
+}
+
+impl TcpHdr {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+
+    /// The SACK blocks present.
+    pub fn sacks(&self) -> &[(u32, u32)] {
+        &self.sacks[..(self.n_sacks as usize).min(3)]
+    }
 }
 
 impl Skb {

@@ -27,8 +27,8 @@
 //! | `wash` | `false`, `true` | `nowash` / `wash` |
 //! | `ingress` | `false`, `true` | `egress` / `ingress` |
 //! | `split_gso` | `true`, `false` (accepted, no effect: the model has no GSO packets) | `split-gso` / `no-split-gso` |
-//! | `nat` | `false` only | `nonat` |
-//! | `ack_filter` | `"no-ack-filter"` only | `no-ack-filter` |
+//! | `nat` | `false` only: the model has no NAT (no addresses, no conntrack) | `nonat` |
+//! | `ack_filter` | `"no-ack-filter"`, `"ack-filter"`, `"ack-filter-aggressive"` | the keyword ([`ack_filter`]) |
 //!
 //! As tc does, `rtt T` sets `interval = T` and `target = T/20` (at least 1 µs), both in
 //! whole microseconds; `rtt` 0 leaves the interval at its default and sets target 1 µs.
@@ -70,8 +70,11 @@
 //!   NET_XMIT_SUCCESS. The model returns [`EnqueueVerdict::Congested`] then, because
 //!   the trait's verdict must tell the caller whether the arriving packet may have been
 //!   dropped; the older return code is not offered as an option.
-//! - Not modelled: ACK filter, NAT (conntrack lookup), autorate-ingress, fwmark, GSO
-//!   splitting (no GSO packets), tc filters, class stats.
+//! - **ACK filter** (`cake_ack_filter()`, [`ack_filter`]) on the ACKs whose sender
+//!   describes their TCP header (the simulator's TCP receivers); `ack_drops` per tin,
+//!   and summed as `ack_drops` when the filter is on.
+//! - Not modelled: NAT (conntrack lookup: the model has no addresses), autorate-ingress,
+//!   fwmark, GSO splitting (no GSO packets), tc filters, class stats.
 //! - The network header offset used by the overhead compensation is `ETH_HLEN` (14):
 //!   the model's devices are Ethernet-type. A frame shorter than that, or a negative
 //!   overhead bigger than the frame, saturates at 0 where the kernel's `u32` would wrap.
@@ -97,8 +100,11 @@
 //! tin0 = Bulk, tin1 = Best Effort, tin2 = Voice), adding `target_us`, `interval_us`,
 //! `peak_delay_us`, `avg_delay_us`, `base_delay_us`.
 
+mod ack_filter;
 mod cobalt;
 mod tc;
+
+pub use ack_filter::{cake_tcph_may_drop, cake_tcph_sack_compare, AckFilter};
 
 pub use cobalt::{
     cobalt_control, cobalt_invsqrt, cobalt_newton_step, cobalt_queue_empty, cobalt_queue_full,
@@ -242,6 +248,8 @@ pub struct CakeConfig {
     pub wash: bool,
     pub ingress: bool,
     pub split_gso: bool,
+    /// `q->ack_filter`.
+    pub ack_filter: AckFilter,
 }
 
 impl Default for CakeConfig {
@@ -262,6 +270,7 @@ impl Default for CakeConfig {
             wash: false,
             ingress: false,
             split_gso: true,
+            ack_filter: AckFilter::None,
         }
     }
 }
@@ -456,11 +465,18 @@ impl CakeConfig {
         if params.take_bool("nat", false)? {
             return Err(invalid(
                 "nat",
-                "NAT lookup (conntrack) is not modelled".into(),
+                "the model has no NAT: its packets carry no IP addresses and no conntrack entry, so every flow \
+                 is one host pair already (what `nat` would recover behind a NAT box); cake_hash()'s NAT lookup \
+                 could change nothing"
+                    .into(),
                 "false (nonat)",
             ));
         }
-        params.take_choice("ack_filter", "no-ack-filter", &["no-ack-filter"])?;
+        let ack_filter = params.take_choice("ack_filter", "no-ack-filter", &["no-ack-filter", "ack-filter", "ack-filter-aggressive"])?;
+        cfg.ack_filter = [AckFilter::None, AckFilter::Filter, AckFilter::Aggressive]
+            .into_iter()
+            .find(|a| a.name() == ack_filter)
+            .unwrap_or(AckFilter::None);
         params.finish(CAKE_PARAMS)?;
         Ok(cfg)
     }
@@ -626,6 +642,8 @@ struct CakeTin {
     tin_backlog: u64,
     tin_dropped: u64,
     tin_ecn_mark: u64,
+    /// ACKs the ACK filter dropped.
+    ack_drops: u64,
     /// Counted at enqueue (dumped as "sent").
     packets: u64,
     bytes: u64,
@@ -664,6 +682,7 @@ impl CakeTin {
             tin_backlog: 0,
             tin_dropped: 0,
             tin_ecn_mark: 0,
+            ack_drops: 0,
             packets: 0,
             bytes: 0,
             avge_delay: 0,
@@ -1419,16 +1438,33 @@ impl Cake {
                 next: NIL,
             },
         );
-        self.qlen += 1;
-        self.buffer_used += truesize;
+        // The ACK it makes redundant replaces it in the counts (`len` becomes the
+        // difference; the qdisc's length does not change).
+        let ack = if self.cfg.ack_filter != AckFilter::None { self.cake_ack_filter(tin, idx) } else { None };
+        let mut len = len as i64;
+        if let Some(ack) = ack {
+            let b = &mut self.tins[tin];
+            b.ack_drops += 1;
+            b.bytes += ack.skb.len as u64;
+            self.stats.drops += 1;
+            len -= ack.skb.len as i64;
+            self.buffer_used = (self.buffer_used + truesize).wrapping_sub(ack.skb.truesize as u64);
+            if self.cfg.ingress {
+                self.advance_shaper(tin, ack.adjusted_len, now, true);
+            }
+            drops.push(ack.skb.id);
+        } else {
+            self.qlen += 1;
+            self.buffer_used += truesize;
+        }
         {
             let b = &mut self.tins[tin];
             b.packets += 1;
-            b.bytes += len as u64;
-            b.backlogs[idx] += len as u64;
-            b.tin_backlog += len as u64;
+            b.bytes = b.bytes.wrapping_add_signed(len);
+            b.backlogs[idx] = b.backlogs[idx].wrapping_add_signed(len);
+            b.tin_backlog = b.tin_backlog.wrapping_add_signed(len);
         }
-        self.backlog += len as u64;
+        self.backlog = self.backlog.wrapping_add_signed(len);
 
         if self.overflow_timeout != 0 {
             let oi = self.tins[tin].overflow_idx[idx] as usize;
@@ -1820,7 +1856,7 @@ impl Cake {
             b.way_collisions,
             b.tin_dropped,
             b.tin_ecn_mark,
-            0,
+            b.ack_drops,
             b.sparse_flow_count as u64 + b.decaying_flow_count as u64,
             b.bulk_flow_count as u64,
             b.unresponsive_flow_count as u64,
@@ -1904,6 +1940,9 @@ impl Qdisc for Cake {
             ("flow_quantum", self.tins[0].flow_quantum as u64),
             ("drop_overlimit", sum(|b| b.drop_overlimit)),
         ];
+        if self.cfg.ack_filter != AckFilter::None {
+            v.push(("ack_drops", sum(|b| b.ack_drops)));
+        }
         for (i, &t) in self.tin_order.iter().take(self.tin_cnt).enumerate() {
             let vals = self.tin_values(&self.tins[t as usize]);
             v.extend(TIN_STAT_NAMES[i].iter().copied().zip(vals));
@@ -2006,7 +2045,7 @@ mod tests {
             ("overhead", ParamValue::Int(-65)),
             ("mpu", ParamValue::Int(257)),
             ("nat", ParamValue::Bool(true)),
-            ("ack_filter", s("ack-filter")),
+            ("ack_filter", s("ack-filter-sometimes")),
             ("flow_mode", s("quintuple")),
             ("diffserv", s("diffserv5")),
             ("limit", ParamValue::Int(10)),

@@ -44,8 +44,8 @@ enum Fmt {
 }
 
 impl Cake {
-    /// `cake_print_opt()`: every option the kernel dumps, in tc's order. `nat` and
-    /// `ack-filter` are not modelled (the model accepts only their defaults), nor is
+    /// `cake_print_opt()`: every option the kernel dumps, in tc's order. `nat` is not
+    /// modelled (the model accepts only its default), nor is
     /// `autorate-ingress` (its attribute is 0: nothing printed). iproute2 never reads
     /// `TCA_CAKE_MEMORY` back, so `memlimit` is not printed even when set.
     pub(super) fn tc_print_opt(&self) -> String {
@@ -61,7 +61,8 @@ impl Cake {
         if c.ingress {
             s.push_str("ingress ");
         }
-        s.push_str("no-ack-filter ");
+        s.push_str(c.ack_filter.name());
+        s.push(' ');
         s.push_str(if c.split_gso { "split-gso " } else { "no-split-gso " });
         if c.interval_us > 0 {
             let _ = write!(s, "rtt {} ", time(c.interval_us));

@@ -17,6 +17,7 @@ use crate::arena::{Destructor, Dir, PktInfo};
 use crate::cpu::{CpuId, SockId, TaskId};
 use crate::event::Event;
 use crate::world::World;
+use darkbuf_model::skb::TcpHdr;
 use darkbuf_model::Skb;
 use std::collections::VecDeque;
 
@@ -343,7 +344,19 @@ impl World {
         // The record, then at once the packet that carries it (its first reference).
         let id = self.pkts.acks.push(s, rec);
         let len = TCP_HDR + if rec.n_sacks > 0 { 4 + 8 * rec.n_sacks as u32 } else { 0 };
-        let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len, truesize: len + 768, ..Skb::default() };
+        // The header as cake's ACK filter reads it: a pure ACK with ECE as echoed, the
+        // timestamp option and the SACK blocks.
+        let tcp = TcpHdr {
+            flags: TcpHdr::ACK | if rec.ece { TcpHdr::ECE } else { 0 },
+            n_sacks: rec.n_sacks,
+            has_ts: true,
+            data: false,
+            ack_seq: rec.ack,
+            tsval: rec.tsval_ms,
+            tsecr: rec.tsecr_ms,
+            sacks: rec.sacks,
+        };
+        let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len, truesize: len + 768, tcp, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {
