@@ -133,6 +133,10 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
                  namespaces, and this machine has no NIC it may take over (`darkbuf check` lists the NICs and their BQL, \
                  read-only); run the scenario on the simulator"
                 .into(),
+            Driver::Wifi => "device.driver = \"wifi\": the kernel backend has no radio to drive; mac80211_hwsim would give \
+                 mac80211's TXQs, fq and AQL counters but no air (no PHY rates, airtime, contention or losses), so it could \
+                 check the queueing structure only, not the figures; run the scenario on the simulator"
+                .into(),
             other => format!(
                 "device.driver = \"{}\": the kernel backend drives only the veth pairs and taps it creates in its own \
                  namespaces; run the scenario on the simulator",

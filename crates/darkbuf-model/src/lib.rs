@@ -13,12 +13,14 @@
 //! | [`dim`] | lib/dim/net_dim.c (mlx5e's adaptive TX moderation) |
 //! | [`igb_itr`] | igb's dynamic ITR (`igb_update_ring_itr()`) |
 //! | [`netem`] | net/sched/sch_netem.c's `tabledist()` and `get_crandom()`; iproute2's netem/*.c tables |
+//! | [`mac80211`] | net/mac80211/tx.c, sta_info.c, airtime.c; include/net/fq_impl.h |
 //! | [`jiffies`] | include/linux/jiffies.h conversions, kernel/time/timer.c's wheel rounding |
 
 pub mod dim;
 pub mod dql;
 pub mod igb_itr;
 pub mod jiffies;
+pub mod mac80211;
 pub mod netem;
 pub mod params;
 pub mod ptr_ring;

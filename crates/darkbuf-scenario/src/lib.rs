@@ -29,6 +29,7 @@ mod sysctl;
 pub use sysctl::{Sysctl, SYSCTL_KEYS};
 pub mod tc;
 mod tree;
+pub mod wifi;
 
 pub use diag::{Diagnostic, DiagnosticKind};
 pub use resolve::{

@@ -54,16 +54,19 @@ pub(crate) fn ring_size(d: &Sec<'_>, nic: &NicSpec) -> Result<u32, Diagnostic> {
 /// are an error.
 pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>, Diagnostic> {
     if driver != Driver::Nic {
+        let wifi = driver == Driver::Wifi;
         for k in NIC_KEYS {
             if d.entry(k).is_some() {
                 return Err(d.value_err(
                     k,
                     format!("`device.{k}` is a NIC setting: the {} driver has no line rate or interrupt coalescing", driver.name()),
-                    Some("set device.driver = \"nic\", or remove the key".into()),
+                    Some(if wifi { "a station's rate is [[station]] rate; remove the key".into() } else { "set device.driver = \"nic\", or remove the key".into() }),
                 ));
             }
         }
-        return Ok(None);
+        // The radio's own receive side and the stations' side of the air are a
+        // gigabit igb's (the replies' way back); mac80211 segments GSO skbs (no TSO).
+        return Ok(wifi.then(|| NicSpec { model: NicModel::Igb, rate_bps: 1_000_000_000, mtu: 1500, tso: false, coalesce: Coalesce { tx_usecs: 250, tx_frames: 0, cqe_mode: false, adaptive_tx: false, rx_usecs: 0, rx_frames: 0 } }));
     }
     let rate_bps = line_rate(d, 1_000_000_000)?;
     // A gigabit-class port is an Intel igb by default (the talk's "on intel"); faster
@@ -162,7 +165,7 @@ pub(crate) fn resolve_far_end(
     device: &Device,
     hz: u32,
 ) -> Result<(Option<PathSpec>, Option<PeerSpec>), Diagnostic> {
-    if driver != Driver::Nic {
+    if !driver.has_far_host() {
         for k in ["path", "peer"] {
             if top.entry(k).is_some() {
                 return Err(top.value_err(

@@ -24,7 +24,7 @@ pub const MAX_UDP_PAYLOAD: i64 = 65_507;
 
 pub const TOP_KEYS: &[&str] = &[
     "name", "duration", "warmup", "runs", "seed", "sample_interval", "machine", "device", "qdisc",
-    "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test", "test_delay",
+    "ingress", "consumer", "path", "peer", "lan", "wifi", "station", "traffic", "sweep", "variant", "test", "test_delay",
     "test_parameters", "sysctl",
 ];
 pub const MACHINE_KEYS: &[&str] = &["profile", "cpus", "hz"];
@@ -62,8 +62,8 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay", "max_pacing_rate", "txtime"];
-pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu", "path_delay"];
+pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay", "max_pacing_rate", "txtime", "station"];
+pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu", "path_delay", "station"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 /// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
 /// else must be a path to a profile TOML (ending in `.toml` or containing a `/`).
@@ -503,9 +503,10 @@ pub(crate) fn resolve(
 
 /// `device.driver` (default veth).
 fn device_driver(d: &Sec<'_>) -> Result<Driver, Diagnostic> {
-    Ok(match d.choice("driver", "veth", &["veth", "tun", "nic"])? {
+    Ok(match d.choice("driver", "veth", &["veth", "tun", "nic", "wifi"])? {
         "tun" => Driver::Tun,
         "nic" => Driver::Nic,
+        "wifi" => Driver::Wifi,
         _ => Driver::Veth,
     })
 }
@@ -567,7 +568,8 @@ fn resolve_doc(
     d.check_keys(DEVICE_KEYS, None)?;
     let driver = device_driver(&d)?;
     let nic = crate::nic::resolve_nic(&d, driver)?;
-    let tx_queues = d.u32("tx_queues", 1, 1, 64)?;
+    let wifi = crate::wifi::resolve_wifi(&top, driver)?;
+    let tx_queues = crate::wifi::tx_queues(&d, driver)?;
     let xps_txq = match d.int_opt("xps_txq", 0, 63)? {
         None => None,
         Some(q) if (q as u32) < tx_queues => Some(q as u32),
@@ -585,7 +587,7 @@ fn resolve_doc(
         Driver::Veth => cpus.max(tx_queues),
         Driver::Tun if tx_queues > 1 => 256,
         Driver::Tun => 1,
-        Driver::Nic => tx_queues,
+        Driver::Nic | Driver::Wifi => tx_queues,
     };
     let num_tx_queues = d.u32("num_tx_queues", default_num, tx_queues, 4096)?;
     let xps = match d.entry("xps") {
@@ -668,10 +670,10 @@ fn resolve_doc(
                 ))
             }
         },
-        Driver::Nic => crate::nic::ring_size(&d, nic.as_ref().expect("a NIC's settings"))?,
+        Driver::Nic | Driver::Wifi => crate::nic::ring_size(&d, nic.as_ref().expect("a NIC's settings"))?,
     };
     // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
-    let napi_default = if driver == Driver::Nic { "softirq" } else { "threaded" };
+    let napi_default = if driver.has_far_host() { "softirq" } else { "threaded" };
     let napi = match d.choice("napi", napi_default, &["threaded", "softirq"])? {
         "softirq" => NapiMode::Softirq,
         _ => NapiMode::Threaded,
@@ -687,7 +689,7 @@ fn resolve_doc(
     let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
     // veth >= 6.16 stops its queue on a full ring by default; tun's IFF_BACKPRESSURE
     // is opt-in ("Starting with Linux 7.2").
-    if driver == Driver::Nic && d.entry("backpressure").is_some() {
+    if driver.has_far_host() && d.entry("backpressure").is_some() {
         return Err(d.value_err(
             "backpressure",
             "`device.backpressure` is a veth/tun option: a NIC always stops its queue when its descriptor ring is nearly full".into(),
@@ -703,6 +705,7 @@ fn resolve_doc(
     // Drivers with a ring and BQL support keep it on (the talk's "add BQL to every
     // driver"); turning it off is a huge limit_min, as the talk says, or enabled = false.
     let enabled = b.boolean("enabled", driver == Driver::Nic)?;
+    crate::wifi::check_bql(&b, driver, enabled)?;
     if enabled && driver == Driver::Tun {
         return Err(b.value_err(
             "enabled",
@@ -801,7 +804,9 @@ fn resolve_doc(
     // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
     // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
     // noqueue").
-    let default_kind = if driver == Driver::Veth || txqueuelen == 0 {
+    let default_kind = if let Some(w) = &wifi {
+        crate::wifi::default_qdisc(w)
+    } else if driver == Driver::Veth || txqueuelen == 0 {
         "noqueue"
     } else {
         "pfifo_fast"
@@ -909,6 +914,7 @@ fn resolve_doc(
         path,
         peer,
         lan,
+        wifi,
         traffic,
         test,
         sysctl: sysctl.given,

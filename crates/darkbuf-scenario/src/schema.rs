@@ -36,6 +36,9 @@ pub struct Scenario {
     /// `[lan]`: this host is a router and the traffic's near end is a client behind it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lan: Option<LanSpec>,
+    /// `driver = "wifi"`: the radio, its stations and the station of each traffic entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<crate::wifi::WifiSpec>,
     pub traffic: Vec<Traffic>,
     /// `[sysctl]` as given (the kernel's names and values as `sysctl` prints them); what
     /// they set is in the traffic entries' resolved keys (`sysctl.rs`).
@@ -122,6 +125,8 @@ pub enum Driver {
     Tun,
     /// A physical NIC: descriptor rings, a wire, TX-completion interrupts.
     Nic,
+    /// An access point's radio: mac80211's TXQs, airtime scheduler and AQL, the air.
+    Wifi,
 }
 
 impl Driver {
@@ -130,7 +135,14 @@ impl Driver {
             Driver::Veth => "veth",
             Driver::Tun => "tun",
             Driver::Nic => "nic",
+            Driver::Wifi => "wifi",
         }
+    }
+
+    /// Whether the device leads to a modelled far host (`[peer]`): a NIC's wire, a
+    /// radio's stations.
+    pub fn has_far_host(self) -> bool {
+        matches!(self, Driver::Nic | Driver::Wifi)
     }
 }
 

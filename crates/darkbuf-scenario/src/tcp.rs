@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
@@ -29,11 +29,13 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         "bbr" => Cc::Bbr,
         _ => Cc::Cubic,
     };
-    let direction = match s.choice("direction", "up", &["up", "down"])? {
+    // A WiFi flow's default is a download: the AP sends to its station.
+    let direction = match s.choice("direction", if driver == Driver::Wifi { "down" } else { "up" }, &["up", "down"])? {
         "down" => Direction::Down,
         _ => Direction::Up,
     };
-    if direction == Direction::Down && driver != Driver::Nic {
+    crate::wifi::check_tcp_direction(s, driver, direction)?;
+    if direction == Direction::Down && !driver.has_far_host() {
         return Err(s.value_err(
             "direction",
             format!("`{}` = \"down\": the far end sends, and only a NIC's far host ([peer]) is modelled", s.kp("direction")),
@@ -41,7 +43,9 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         ));
     }
     let flows = s.u32("flows", 1, 1, crate::limits::MAX_TCP_FLOWS)?;
-    let sender_cpus = if direction == Direction::Down { far_cpus } else { cpus };
+    // A download's sender is on the far host (a WiFi download: on this host, the AP).
+    let far_sends = direction == Direction::Down && driver != Driver::Wifi;
+    let sender_cpus = if far_sends { far_cpus } else { cpus };
     let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
     let (start_ns, stop_ns) = start_stop(s, "send", total_ns)?;
     let rate = match s.entry("rate") {
@@ -82,7 +86,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         _ => TcpReceiver::Instant,
     };
     // The receiving host: the far host of a NIC for an upload, this one otherwise.
-    let receiver_cpus = if direction == Direction::Up && driver == Driver::Nic { far_cpus } else { cpus };
+    let receiver_cpus = if !far_sends && driver.has_far_host() { far_cpus } else { cpus };
     let receiver_cpu = match s.entry("receiver_cpu") {
         None => None,
         Some(_) if receiver == TcpReceiver::Instant => {

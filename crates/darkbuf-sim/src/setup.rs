@@ -70,6 +70,8 @@ pub(crate) struct Builder<'a> {
     pub(crate) path_delays: Vec<u64>,
     /// Per socket, its entry's index in `path_delays`.
     sock_link: Vec<u16>,
+    /// Per socket, its `[[traffic]]` entry.
+    pub(crate) sock_traffic: Vec<u16>,
     /// How the pinger's echo replies come back.
     pub(crate) reply: ReplyPath,
     /// Processes that start later: (time, task).
@@ -328,6 +330,7 @@ impl Builder<'_> {
             }
             let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
             self.sock_link.resize(self.socks.len(), class);
+            self.sock_traffic.resize(self.socks.len(), i as u16);
         }
         pingers
     }
@@ -348,12 +351,11 @@ impl Builder<'_> {
     /// upload, on the far host for a download. The ACKs come back through the other
     /// host's device (a NIC), or by the profile's constant way back (veth, tun).
     fn tcp_flows(&mut self, traffic_index: u16, f: &darkbuf_scenario::TcpFlow) {
-        use darkbuf_scenario::Direction;
         let nic = self.scn.device.nic.is_some();
         let near = self.near;
-        let (dev, ack_dev, cpu0) = match f.direction {
-            Direction::Up => (near.dev, nic.then_some(1), near.cpu0),
-            Direction::Down => (1, Some(near.dev), self.hosts[1].cpus.start),
+        let (dev, ack_dev, cpu0) = match self.sends_from_far(f) {
+            false => (near.dev, nic.then_some(1), near.cpu0),
+            true => (1, Some(near.dev), self.hosts[1].cpus.start),
         };
         let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
         let end = self.scn.warmup_ns + self.scn.duration_ns;
@@ -386,13 +388,19 @@ impl Builder<'_> {
         self.tcp_readers(f, first);
     }
 
+    /// Whether a TCP flow's sender is on the far host: a download, except over a radio,
+    /// where a download is the AP (this host) sending to its station.
+    fn sends_from_far(&self, f: &darkbuf_scenario::TcpFlow) -> bool {
+        f.direction == darkbuf_scenario::Direction::Down && self.scn.device.driver != DriverKind::Wifi
+    }
+
     /// The receiving application of a flow's connections `first..`, with a modelled
     /// receiver: one `poll` thread for all, or a `blocking` thread each, sleeping until
     /// data comes. They run on the receiving host: `receiver_cpu`, or the CPU of the
     /// receiving device's first queue's NAPI (the kernel backend pins its receiver to
     /// its consumer's CPU, the same on two CPUs).
     fn tcp_readers(&mut self, f: &darkbuf_scenario::TcpFlow, first: SockId) {
-        use darkbuf_scenario::{Direction, TcpReceiver};
+        use darkbuf_scenario::TcpReceiver;
         let poll = match f.receiver {
             TcpReceiver::Instant => return,
             TcpReceiver::Poll => true,
@@ -402,10 +410,10 @@ impl Builder<'_> {
         // for an upload over a NIC; this host's device (veth keeps its peer's rings
         // on dev 0) or a [lan] client's NIC otherwise.
         let nic = self.scn.device.nic.is_some();
-        let (cpu0, rx_dev) = match f.direction {
-            Direction::Up if nic => (self.hosts[1].cpus.start, 1),
-            Direction::Up => (self.near.cpu0, 0),
-            Direction::Down => (self.near.cpu0, self.near.dev),
+        let (cpu0, rx_dev) = match self.sends_from_far(f) {
+            false if nic => (self.hosts[1].cpus.start, 1),
+            false => (self.near.cpu0, 0),
+            true => (self.near.cpu0, self.near.dev),
         };
         // Its first queue's NAPI CPU as built (tun has no NAPI: its IRQ CPU).
         let napi_cpu = self.napis.iter().find(|n| n.dev == rx_dev && n.queue == 0).map(|n| self.tasks[n.task as usize].cpu);
@@ -462,6 +470,7 @@ impl World {
                 v
             }),
             sock_link: Vec::new(),
+            sock_traffic: Vec::new(),
             reply: ReplyPath::Constant,
             starts: Vec::new(),
             near: Near { host: 0, cpu0: 0, dev: 0 },
@@ -471,6 +480,7 @@ impl World {
             DriverKind::Veth => b.veth()?,
             DriverKind::Tun => b.tun()?,
             DriverKind::Nic => b.nic()?,
+            DriverKind::Wifi => b.wifi()?,
         }
         if let Some(lan) = &scn.lan {
             b.lan(lan)?;
@@ -480,6 +490,7 @@ impl World {
         }
         let pingers = b.sockets();
         b.far_hosts();
+        b.wifi_stations();
         let starts = std::mem::take(&mut b.starts);
         let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
         let ksoftirqd_base = b.tasks.len() as TaskId;
@@ -488,7 +499,11 @@ impl World {
         }
         // A router's traffic leaves dev 0 from the CPU of its LAN NIC's NAPI.
         let forward_cpu = scn.lan.as_ref().map(|_| b.irq_cpu(0) as usize);
-        let measured_txq = (0, measured_queue(scn, &b.devs[0].xps, forward_cpu));
+        let measured_txq = match scn.wifi {
+            // The radio's traffic is best effort: AC BE, queue 2.
+            Some(_) => (0, 2),
+            None => (0, measured_queue(scn, &b.devs[0].xps, forward_cpu)),
+        };
         let ntasks = b.tasks.len();
         let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.clone().map(move |_| Cpu::new(h as HostId, ntasks)));
         let profile_noise = profile.noise;

@@ -153,7 +153,7 @@ impl World {
                 Event::Warmup => self.warmup_done(),
                 Event::Sample => self.sample(),
                 Event::QdiscWatchdog(q) => self.qdisc_watchdog(q),
-                Event::Wire(dev) => self.nic_wire_done(dev),
+                Event::Wire(dev) => self.drv_wire_done(dev),
                 Event::NicIrqTimer(dev, ch) => self.nic_irq_timer(dev, ch),
                 Event::LinkArrival(link) => self.link_arrival(link),
                 Event::Deferred(slot) => self.deferred(slot),

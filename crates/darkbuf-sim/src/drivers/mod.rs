@@ -14,6 +14,7 @@ pub mod ifb;
 pub mod nic;
 pub mod tun;
 pub mod veth;
+pub mod wifi;
 
 use crate::cpu::{CpuId, DevId, NapiId, Step};
 use crate::world::World;
@@ -23,6 +24,7 @@ pub use ifb::Ifb;
 pub use nic::Nic;
 pub use tun::Tun;
 pub use veth::Veth;
+pub use wifi::Wifi;
 
 /// What `ndo_start_xmit` returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +41,7 @@ pub enum Driver {
     Tun(Tun),
     Nic(Nic),
     Ifb(Ifb),
+    Wifi(Box<Wifi>),
 }
 
 impl Driver {
@@ -46,7 +49,7 @@ impl Driver {
     pub fn no_napi_reason(&self) -> &'static str {
         match self {
             Driver::Tun(_) => "tun/tap: the reader or vhost-net consumes the ring, no NAPI poll on this path",
-            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) => "no NAPI instance polls this path",
+            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) | Driver::Wifi(_) => "no NAPI instance polls this path",
         }
     }
 
@@ -58,6 +61,18 @@ impl Driver {
             Driver::Tun(_) => "tap0",
             Driver::Nic(_) => "eth0",
             Driver::Ifb(_) => "ifb0",
+            Driver::Wifi(_) => "wlan0",
+        }
+    }
+
+    /// The NIC whose receive side (rings, channels, NAPI) this device has: a NIC's own,
+    /// a radio's.
+    #[inline(always)]
+    pub fn rx_nic_mut(&mut self) -> Option<&mut Nic> {
+        match self {
+            Driver::Nic(n) => Some(n),
+            Driver::Wifi(w) => Some(&mut w.nic),
+            _ => None,
         }
     }
 }
@@ -73,6 +88,7 @@ impl World {
             Driver::Tun(_) => self.tun_net_xmit(dev, skb),
             Driver::Nic(_) => self.nic_xmit(dev, skb, more),
             Driver::Ifb(_) => self.ifb_xmit(cpu, skb),
+            Driver::Wifi(_) => self.wifi_xmit(dev, skb),
         }
     }
 
@@ -84,6 +100,7 @@ impl World {
         match d.driver {
             Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) => None,
             Driver::Tun(_) => Some(d.skb_tx_hash(skb)),
+            Driver::Wifi(_) => Some(World::wifi_select_queue(skb)),
         }
     }
 
@@ -93,7 +110,7 @@ impl World {
         match &self.devs[dev as usize].driver {
             Driver::Tun(t) if t.vhost => self.vhost_handle_rx(cpu, dev, queue, done),
             Driver::Tun(_) => self.tun_read(cpu, dev, queue),
-            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) => unreachable!("no worker task"),
+            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) | Driver::Wifi(_) => unreachable!("no worker task"),
         }
     }
 
@@ -101,7 +118,7 @@ impl World {
     pub fn dev_worker_wants_cpu(&mut self, dev: DevId, queue: u16) -> bool {
         match self.devs[dev as usize].driver {
             Driver::Tun(_) => self.tun_consumer_wants_cpu(dev, queue),
-            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) => false,
+            Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) | Driver::Wifi(_) => false,
         }
     }
 
@@ -115,7 +132,7 @@ impl World {
                 self.veth_poll_begin(dev, q);
                 0.0
             }
-            Driver::Nic(_) => self.nic_poll_begin(cpu, dev, q),
+            Driver::Nic(_) | Driver::Wifi(_) => self.nic_poll_begin(cpu, dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
         }
     }
@@ -127,7 +144,7 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_rcv_one(cpu, dev, q),
-            Driver::Nic(_) => self.nic_rcv_one(dev, q),
+            Driver::Nic(_) | Driver::Wifi(_) => self.nic_rcv_one(dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
         }
     }
@@ -142,7 +159,7 @@ impl World {
                 self.veth_poll_rx_end(cpu, dev, q);
                 false
             }
-            Driver::Nic(_) => self.nic_poll_busy(dev, q),
+            Driver::Nic(_) | Driver::Wifi(_) => self.nic_poll_busy(dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
         }
     }
@@ -153,7 +170,7 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_napi_rearm(cpu, dev, q),
-            Driver::Nic(_) => self.nic_rearm(dev, q),
+            Driver::Nic(_) | Driver::Wifi(_) => self.nic_rearm(dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
         }
     }
@@ -164,7 +181,7 @@ impl World {
         let (dev, q) = self.napi_owner(n);
         match self.devs[dev as usize].driver {
             Driver::Veth(_) => self.veth_wake_peer_txq(cpu, dev, q),
-            Driver::Nic(_) => {}
+            Driver::Nic(_) | Driver::Wifi(_) => {}
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
         }
     }
@@ -177,6 +194,7 @@ impl World {
             Driver::Tun(t) => t.queues.get(q as usize).map_or(0, |t| t.ring.len()),
             Driver::Nic(n) => n.unsent(q as usize),
             Driver::Ifb(_) => 0,
+            Driver::Wifi(w) => w.hw_frames(q as usize),
         }
     }
 
@@ -187,6 +205,7 @@ impl World {
             Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
             Driver::Nic(n) => n.held(),
             Driver::Ifb(_) => 0,
+            Driver::Wifi(w) => w.held(),
         }
     }
 
@@ -195,6 +214,7 @@ impl World {
     pub(crate) fn drv_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
         match self.devs[self.measured_txq.0 as usize].driver {
             Driver::Nic(_) => self.nic_metrics(m, window_ns),
+            Driver::Wifi(_) => self.wifi_metrics(m, window_ns),
             Driver::Veth(_) | Driver::Tun(_) | Driver::Ifb(_) => {}
         }
     }
@@ -209,7 +229,19 @@ impl World {
                 self.napis.check(c.napi as usize, "NIC channel NAPI");
                 self.cpus.check(c.irq_cpu as usize, "NIC IRQ CPU");
             }),
+            Driver::Wifi(w) => w.nic.chans.iter().for_each(|c| {
+                self.napis.check(c.napi as usize, "radio channel NAPI");
+                self.cpus.check(c.irq_cpu as usize, "radio IRQ CPU");
+            }),
             Driver::Ifb(_) => {}
+        }
+    }
+
+    /// `Event::Wire`: a NIC's port finished an skb; a radio's exchange on the air is over.
+    pub fn drv_wire_done(&mut self, dev: DevId) {
+        match self.devs[dev as usize].driver {
+            Driver::Wifi(_) => self.wifi_air_done(dev),
+            _ => self.nic_wire_done(dev),
         }
     }
 

@@ -272,9 +272,9 @@ impl Nic {
 impl World {
     #[inline(always)]
     fn nic_mut(&mut self, dev: DevId) -> &mut Nic {
-        match &mut self.devs[dev as usize].driver {
-            Driver::Nic(n) => n,
-            _ => unreachable!("device {dev} is a NIC"),
+        match self.devs[dev as usize].driver.rx_nic_mut() {
+            Some(n) => n,
+            None => unreachable!("device {dev} is a NIC"),
         }
     }
 
@@ -493,7 +493,7 @@ impl World {
         let flow = self.pkts.get(id).flow;
         let d = &mut self.devs[dev as usize];
         let hash = darkbuf_model::skb::flow_hash(flow, d.txhash_key);
-        let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
+        let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         // RSS: the flow's hash picks the RX queue.
         let ch = hash as usize % nic.chans.len();
         if nic.chans[ch].rx.len() >= RX_RING_SIZE {
@@ -549,7 +549,7 @@ impl World {
         // One netdev_tx_completed_queue() per poll, with everything it reclaimed.
         self.bql_complete(cpu, dev, ch, bytes);
         let d = &mut self.devs[dev as usize];
-        let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
+        let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         let txq = &mut d.txqs[ch as usize];
         if nic.chans[ch as usize].tx.free >= TX_WAKE_THRESHOLD && txq.tx_queue_stopped() && txq.tx_wake_queue() {
             nic.stats.tx_queue_wake += 1;

@@ -1,0 +1,266 @@
+//! `driver = "wifi"`: an access point's radio with mac80211's queueing (`[wifi]`), its
+//! stations (`[[station]]`) and which station each `[[traffic]]` entry serves
+//! (`station = NAME`). Names follow `iw` and mac80211's debugfs (`txq_limit`,
+//! `txq_memory_limit`, `txq_quantum`, `aql_txq_limit`, `aql_threshold`,
+//! `airtime_weight`).
+
+use crate::diag::{Diagnostic, DiagnosticKind as K};
+use crate::resolve::Sec;
+use crate::schema::*;
+use crate::tree::V;
+use darkbuf_model::mac80211::airtime::PhyRate;
+use serde::Serialize;
+
+pub const WIFI_KEYS: &[&str] = &[
+    "band", "queueing", "airtime_fairness", "aql", "aql_limit_low_us", "aql_limit_high_us", "aql_threshold_us",
+    "txq_limit", "txq_memory_limit", "txq_quantum", "codel_target", "codel_interval", "codel_ecn", "codel_slow_station",
+    "driver_queue_frames", "hw_aggregates_per_ac", "ampdu_max_subframes", "ampdu_max_bytes", "ampdu_max_us", "ba_rate",
+    "retry_limit",
+];
+pub const STATION_KEYS: &[&str] = &["name", "rate", "airtime_weight", "per"];
+/// At most this many stations (mac80211 allows 2007 associations; the simulator's
+/// A-MPDU scheduling is per station per AC).
+pub const MAX_STATIONS: usize = 128;
+
+/// Where the mac80211 queues sit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Queueing {
+    /// Linux >= 4.10: per-station TXQs on the shared fq with CoDel, the airtime
+    /// scheduler and AQL; the netdev has noqueue.
+    FqMac,
+    /// Before: the qdisc (mq + pfifo_fast per AC) above a deep driver queue
+    /// (ath9k's per-TID software queues, `ATH_TXBUF` buffers) served round robin.
+    Fifo,
+}
+
+/// One associated station.
+#[derive(Clone, Debug, Serialize)]
+pub struct StationSpec {
+    pub name: String,
+    /// The PHY rate as written ("MCS15-HT20-SGI", "1Mbit").
+    pub rate: String,
+    pub rate_kbps: u64,
+    pub airtime_weight: u32,
+    /// Frame error rate per transmission attempt, 0..1.
+    pub per: f64,
+}
+
+/// `[wifi]`: the radio.
+#[derive(Clone, Debug, Serialize)]
+pub struct WifiSpec {
+    /// "5GHz" or "2.4GHz".
+    pub band: String,
+    pub queueing: Queueing,
+    pub airtime_fairness: bool,
+    pub aql: bool,
+    pub aql_limit_low_us: u32,
+    pub aql_limit_high_us: u32,
+    pub aql_threshold_us: u32,
+    pub txq_limit: u32,
+    pub txq_memory_limit: u32,
+    pub txq_quantum: u32,
+    pub codel_target_ns: u64,
+    pub codel_interval_ns: u64,
+    pub codel_ecn: bool,
+    pub codel_slow_station: bool,
+    pub driver_queue_frames: u32,
+    pub hw_aggregates_per_ac: u32,
+    pub ampdu_max_subframes: u32,
+    pub ampdu_max_bytes: u32,
+    pub ampdu_max_us: u32,
+    pub ba_rate: String,
+    pub retry_limit: u32,
+    pub stations: Vec<StationSpec>,
+    /// Per `[[traffic]]` entry, the index of the station it serves.
+    pub traffic_station: Vec<u16>,
+}
+
+/// `[wifi]`, `[[station]]` and the traffic's `station` keys; all are errors on another
+/// driver.
+pub(crate) fn resolve_wifi(top: &Sec<'_>, driver: Driver) -> Result<Option<WifiSpec>, Diagnostic> {
+    if driver != Driver::Wifi {
+        for k in ["wifi", "station"] {
+            if top.entry(k).is_some() {
+                return Err(top.value_err(
+                    k,
+                    format!("[{k}] describes an access point's radio: the {} driver has none", driver.name()),
+                    Some("set device.driver = \"wifi\", or remove the section".into()),
+                ));
+            }
+        }
+        for (s, _) in traffic_tables(top) {
+            if s.entry("station").is_some() {
+                return Err(s.value_err(
+                    "station",
+                    format!("`{}` names a WiFi station: the {} driver has none", s.kp("station"), driver.name()),
+                    Some("set device.driver = \"wifi\" with [[station]] entries, or remove the key".into()),
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let w = top.sub("wifi")?;
+    w.check_keys(WIFI_KEYS, None)?;
+    let band = w.choice("band", "5GHz", &["5GHz", "2.4GHz"])?.to_string();
+    let queueing = match w.choice("queueing", "fq_mac", &["fq_mac", "fifo"])? {
+        "fifo" => Queueing::Fifo,
+        _ => Queueing::FqMac,
+    };
+    let stations = resolve_stations(top, &band)?;
+    let ba_rate = w.string("ba_rate", "24Mbit")?;
+    match PhyRate::parse(&ba_rate) {
+        Ok(PhyRate::Ofdm(_)) | Ok(PhyRate::Dsss(_)) => {}
+        _ => return Err(w.value_err("ba_rate", format!("`wifi.ba_rate` = \"{ba_rate}\" is not a legacy basic rate"), Some("expected e.g. \"24Mbit\" or \"6Mbit\" (OFDM), \"1Mbit\" (DSSS)".into()))),
+    }
+    let traffic_station = traffic_stations(top, &stations)?;
+    Ok(Some(WifiSpec {
+        band,
+        queueing,
+        airtime_fairness: w.boolean("airtime_fairness", true)?,
+        aql: w.boolean("aql", true)?,
+        aql_limit_low_us: w.u32("aql_limit_low_us", 5000, 0, 1_000_000)?,
+        aql_limit_high_us: w.u32("aql_limit_high_us", 12000, 0, 1_000_000)?,
+        aql_threshold_us: w.u32("aql_threshold_us", 24000, 0, 10_000_000)?,
+        txq_limit: w.u32("txq_limit", 8192, 1, 1 << 20)?,
+        // No VHT modelled: ieee80211_txq_setup_flows()'s 4 MiB.
+        txq_memory_limit: w.size_bytes("txq_memory_limit", 4 << 20, 4096, 1 << 30)? as u32,
+        txq_quantum: w.u32("txq_quantum", 300, 1, 65535)?,
+        codel_target_ns: w.duration("codel_target", 20_000_000, true)?,
+        codel_interval_ns: w.duration("codel_interval", 100_000_000, true)?,
+        codel_ecn: w.boolean("codel_ecn", true)?,
+        codel_slow_station: w.boolean("codel_slow_station", false)?,
+        // ath9k's per-AC limit before it stops the netdev queue: txq_max_pending =
+        // ATH_MAX_QDEPTH = ATH_TXBUF / 4 - ATH_TXBUF_RESERVE = 512 / 4 - 5.
+        driver_queue_frames: w.u32("driver_queue_frames", 123, 1, 65536)?,
+        hw_aggregates_per_ac: w.u32("hw_aggregates_per_ac", 2, 1, 64)?,
+        ampdu_max_subframes: w.u32("ampdu_max_subframes", 64, 1, 256)?,
+        ampdu_max_bytes: w.u32("ampdu_max_bytes", 65535, 1600, 1_048_575)?,
+        ampdu_max_us: w.u32("ampdu_max_us", 4000, 100, 5484)?,
+        ba_rate,
+        retry_limit: w.u32("retry_limit", 10, 0, 30)?,
+        stations,
+        traffic_station,
+    }))
+}
+
+/// The `[[traffic]]` tables, with their index.
+fn traffic_tables<'a>(top: &Sec<'a>) -> Vec<(Sec<'a>, usize)> {
+    let Some(V::Array(items)) = top.entry("traffic").map(|e| &e.node.v) else { return Vec::new() };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| match &n.v {
+            V::Table(t) => Some((Sec { t, path: format!("traffic.{i}"), at: n.at.clone(), ctx: top.ctx }, i)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `[[station]]`: at least one, names unique, rates valid for the band.
+fn resolve_stations(top: &Sec<'_>, band: &str) -> Result<Vec<StationSpec>, Diagnostic> {
+    let example = "add [[station]] entries, e.g. name = \"fast1\" and rate = \"MCS15-HT20-SGI\"";
+    let items = match top.entry("station").map(|e| &e.node.v) {
+        Some(V::Array(a)) if !a.is_empty() => a,
+        Some(_) => return Err(top.value_err("station", "`station` must be a non-empty array of tables ([[station]])".into(), Some(example.into()))),
+        None => return Err(top.ctx.diag(K::Value, &top.at, "station", "driver = \"wifi\" needs at least one [[station]]", Some(example.into()))),
+    };
+    if items.len() > MAX_STATIONS {
+        return Err(top.value_err("station", format!("{} stations: at most {MAX_STATIONS}", items.len()), None));
+    }
+    let mut out: Vec<StationSpec> = Vec::new();
+    for (i, n) in items.iter().enumerate() {
+        let V::Table(t) = &n.v else {
+            return Err(top.value_err("station", format!("`station.{i}` must be a table"), Some(example.into())));
+        };
+        let s = Sec { t, path: format!("station.{i}"), at: n.at.clone(), ctx: top.ctx };
+        s.check_keys(STATION_KEYS, None)?;
+        let name = s.string("name", &format!("sta{i}"))?;
+        if out.iter().any(|o| o.name == name) {
+            return Err(s.value_err("name", format!("`{}` = \"{name}\": another station has this name", s.kp("name")), Some("give each station its own name".into())));
+        }
+        let Some(_) = s.entry("rate") else {
+            return Err(s.value_err("rate", format!("[[station]] \"{name}\" has no `rate`"), Some("set rate = \"MCS15-HT20-SGI\" (HT), \"54Mbit\" (OFDM) or \"1Mbit\" (DSSS, 2.4GHz)".into())));
+        };
+        let rate = s.string("rate", "")?;
+        let phy = PhyRate::parse(&rate).map_err(|m| s.value_err("rate", format!("`{}`: {m}", s.kp("rate")), Some("expected e.g. \"MCS15-HT20-SGI\", \"MCS0-HT20\", \"54Mbit\" or \"1Mbit\"".into())))?;
+        if matches!(phy, PhyRate::Dsss(_)) && band != "2.4GHz" {
+            return Err(s.value_err("rate", format!("`{}` = \"{rate}\" is a DSSS rate: 802.11b exists only on 2.4 GHz", s.kp("rate")), Some("set wifi.band = \"2.4GHz\", or use an OFDM/HT rate".into())));
+        }
+        let airtime_weight = s.u32("airtime_weight", 256, 1, 65535)?;
+        let per = s.float("per", 0.0, 0.0, 0.99)?;
+        out.push(StationSpec { name, rate, rate_kbps: phy.kbps(), airtime_weight, per });
+    }
+    Ok(out)
+}
+
+/// Each `[[traffic]]` entry's station (`station = NAME`; the first station if absent).
+fn traffic_stations(top: &Sec<'_>, stations: &[StationSpec]) -> Result<Vec<u16>, Diagnostic> {
+    let mut out = Vec::new();
+    for (s, _) in traffic_tables(top) {
+        let idx = match s.entry("station") {
+            None => 0,
+            Some(_) => {
+                let name = s.string("station", "")?;
+                match stations.iter().position(|x| x.name == name) {
+                    Some(i) => i,
+                    None => {
+                        let names: Vec<&str> = stations.iter().map(|x| x.name.as_str()).collect();
+                        return Err(s.value_err("station", format!("`{}` = \"{name}\" is not a [[station]]", s.kp("station")), Some(format!("expected one of: {}", names.join(", ")))));
+                    }
+                }
+            }
+        };
+        out.push(idx as u16);
+    }
+    Ok(out)
+}
+
+/// `device.tx_queues`: the radio's netdev has one TX queue per AC (VO, VI, BE, BK).
+pub(crate) fn tx_queues(d: &Sec<'_>, driver: Driver) -> Result<u32, Diagnostic> {
+    if driver != Driver::Wifi {
+        return d.u32("tx_queues", 1, 1, 64);
+    }
+    match d.u32("tx_queues", 4, 1, 64)? {
+        4 => Ok(4),
+        n => Err(d.value_err(
+            "tx_queues",
+            format!("`device.tx_queues` = {n}: a mac80211 netdev has IEEE80211_NUM_ACS = 4 TX queues (VO, VI, BE, BK)"),
+            Some("remove tx_queues, or set it to 4".into()),
+        )),
+    }
+}
+
+/// mac80211 never calls `netdev_tx_sent_queue()`: no BQL on a radio.
+pub(crate) fn check_bql(b: &Sec<'_>, driver: Driver, enabled: bool) -> Result<(), Diagnostic> {
+    if driver == Driver::Wifi && enabled {
+        return Err(b.value_err(
+            "enabled",
+            "`device.bql.enabled` = true: mac80211 has no BQL (AQL bounds the airtime below it instead)".into(),
+            Some("remove the key; [wifi] aql and aql_limit_low_us / aql_limit_high_us set AQL".into()),
+        ));
+    }
+    Ok(())
+}
+
+/// The radio's default root qdisc: noqueue over mac80211's TXQs (`IFF_NO_QUEUE`), and
+/// before them mq with a pfifo_fast per AC.
+pub(crate) fn default_qdisc(w: &WifiSpec) -> &'static str {
+    match w.queueing {
+        Queueing::FqMac => "noqueue",
+        Queueing::Fifo => "mq",
+    }
+}
+
+/// A WiFi TCP flow is a download (the AP sends to its station); uploads from stations
+/// (their own contention for the air) are not modelled.
+pub(crate) fn check_tcp_direction(s: &Sec<'_>, driver: Driver, direction: Direction) -> Result<(), Diagnostic> {
+    if driver == Driver::Wifi && direction == Direction::Up {
+        return Err(s.value_err(
+            "direction",
+            format!("`{}` = \"up\": a station's own transmissions (uplink contention) are not modelled", s.kp("direction")),
+            Some("use direction = \"down\" (the AP sends to the station), the default with driver = \"wifi\"".into()),
+        ));
+    }
+    Ok(())
+}

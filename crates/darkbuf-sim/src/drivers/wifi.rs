@@ -1,0 +1,779 @@
+//! An access point's radio (`driver = "wifi"`, `wlan0`): mac80211's queueing below
+//! the netdev, a driver that builds A-MPDUs into a few hardware queue slots per AC,
+//! and the air, one transmission at a time.
+//!
+//! - `ndo_start_xmit` (`ieee80211_subif_start_xmit()` -> `ieee80211_queue_skb()`):
+//!   the skb goes to its station's TXQ for its TID on the radio's shared `struct fq`
+//!   (`fq_tin_enqueue()`, CoDel per flow at dequeue; darkbuf_model::mac80211::fq),
+//!   which is scheduled (`ieee80211_schedule_txq()`), and the driver is woken
+//!   (`.wake_tx_queue`). The netdev's 4 AC queues are never stopped for depth.
+//! - The driver (ath9k's `ath_txq_schedule()`, mt76's `mt76_txq_schedule()`): while
+//!   its hardware queue of the AC holds fewer than `hw_aggregates_per_ac` A-MPDUs,
+//!   `ieee80211_txq_schedule_start()`, `ieee80211_next_txq()` (airtime DRR + AQL,
+//!   darkbuf_model::mac80211::sched), then `ieee80211_tx_dequeue()` up to an A-MPDU's
+//!   subframe, byte and time limits (a frame that does not fit waits in the driver's
+//!   per-TID queue, ath9k's `tid->retry_q`), charging each frame's AQL estimate, then
+//!   `ieee80211_return_txq()`. VO and non-HT stations get single frames.
+//! - The air: the highest AC with an aggregate wins the AP's internal contention;
+//!   the exchange takes AIFS + a backoff of `[0, CW]` slots + the PPDU + SIFS + the
+//!   BlockAck/ACK (darkbuf_model::mac80211::airtime). Each subframe is lost with the
+//!   station's `per`; lost ones stay for the next attempt (up to `retry_limit`), and
+//!   an attempt with every subframe lost doubles CW. At TX status the station is
+//!   charged the PPDU's airtime (`ieee80211_sta_register_airtime()`, as ath9k
+//!   measures it) and AQL's estimates are refunded.
+//! - `queueing = "fifo"`, the path before mac80211's TXQs (ath9k before 4.10): the
+//!   qdisc (mq + pfifo_fast per AC) above the driver's per-TID queues, at most
+//!   `driver_queue_frames` per AC (ath9k's `txq_max_pending`, `ATH_MAX_QDEPTH` = 123),
+//!   which stops the netdev queue when full and wakes it below; TIDs are served round
+//!   robin, with no notion of airtime.
+//!
+//! The stations are the far host (`[peer]`) behind a gigabit NIC: delivered frames
+//! reach it as a NIC's frames would, and its replies (echo replies, TCP ACKs) come back
+//! over that NIC's wire to this radio's receive side, which is a NIC's (`nic.rs`). The
+//! stations' own transmissions do not use the air (uplink contention is not modelled).
+
+use crate::cpu::DevId;
+use crate::drivers::nic::Nic;
+use crate::drivers::{Driver, NetdevTx};
+use crate::event::Event;
+use crate::path::LinkId;
+use crate::setup::{Builder, SetupError};
+use crate::sock::ping::ReplyPath;
+use crate::world::World;
+use darkbuf_model::mac80211::airtime::{self, PhyRate, Timing, AP_EDCA};
+use darkbuf_model::mac80211::fq::{Fq, FQ_FLOWS_CNT};
+use darkbuf_model::mac80211::sched::{AirtimeSched, IEEE80211_NUM_ACS};
+use darkbuf_model::mac80211::{ac_from_tid, tid_from_priority};
+use darkbuf_model::qdisc::codel::{us_to_codel_time, CodelParams};
+use darkbuf_model::Skb;
+use darkbuf_scenario::wifi::{Queueing, WifiSpec};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+
+/// TIDs per station with a TXQ (data TIDs 0..7).
+pub const TIDS: u32 = 8;
+/// The BlockAck window of HT (`IEEE80211_MAX_AMPDU_BUF_HT`).
+pub const BA_WINDOW_HT: u32 = 64;
+/// `IEEE80211_AC_VO`: never aggregated.
+const AC_VO: usize = 0;
+/// The key the radio hashes flows with (`skb_get_hash()`), fixed across seeds.
+const FQ_HASH_KEY: u32 = 0x8021_1;
+
+/// A frame below mac80211: in an A-MPDU being built or sent.
+#[derive(Clone, Copy, Debug)]
+pub struct HwFrame {
+    pub skb: Skb,
+    /// When `ieee80211_tx_dequeue()` handed it to the driver, ns.
+    pub t_dequeue: u64,
+    /// Its AQL estimate, µs (`tx_time_est`).
+    pub aql_us: u32,
+    pub retries: u8,
+}
+
+/// An A-MPDU (or a single frame) in the hardware queue of an AC.
+pub struct Ampdu {
+    pub sta: u16,
+    pub frames: Vec<HwFrame>,
+}
+
+/// One associated station.
+pub struct Station {
+    pub rate: PhyRate,
+    pub per: f64,
+    pub stats: StaStats,
+}
+
+/// A station's counters in the measured window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StaStats {
+    /// IP bytes and frames delivered.
+    pub rx_bytes: u64,
+    pub rx_frames: u64,
+    /// Air used by exchanges with this station (AIFS and backoff included), ns.
+    pub air_ns: u64,
+    /// PPDU airtime charged to the station (`tx_airtime`), µs.
+    pub tx_airtime_us: u64,
+    pub ampdus: u64,
+    pub subframes: u64,
+    pub retries: u64,
+    pub failed: u64,
+    /// Time in mac80211's queue and below it (driver + hardware), summed, ns.
+    pub mac_wait_ns: u64,
+    pub hw_wait_ns: u64,
+    pub aql_pending_max_us: u32,
+}
+
+/// Where the queues above the hardware are.
+pub enum Mac {
+    /// mac80211's TXQs: the fq, the scheduler, a frame per TXQ the driver holds back.
+    FqMac { fq: Box<Fq>, sched: AirtimeSched, held: Vec<Option<HwFrame>>, cparams: CodelParams, slow_cparams: Option<CodelParams> },
+    /// The driver's per-TID queues, round robin per AC, with the AC's frame count.
+    Fifo { tids: Vec<VecDeque<Skb>>, rr: [VecDeque<u32>; IEEE80211_NUM_ACS], count: [u32; IEEE80211_NUM_ACS], limit: u32 },
+}
+
+/// The radio's private state.
+pub struct Wifi {
+    /// The receive side (the replies from the stations' host), a NIC's.
+    pub nic: Nic,
+    pub mac: Mac,
+    pub stations: Vec<Station>,
+    /// Per socket, the station it talks to.
+    pub sta_of_sock: Vec<u16>,
+    pub hw: [VecDeque<Ampdu>; IEEE80211_NUM_ACS],
+    /// The AC whose head aggregate is on the air.
+    pub air_busy: Option<usize>,
+    pub cw: [u32; IEEE80211_NUM_ACS],
+    pub timing: Timing,
+    pub ctrl_rate: PhyRate,
+    pub link: LinkId,
+    pub hw_aggregates_per_ac: u32,
+    pub max_subframes: u32,
+    pub max_bytes: u32,
+    pub max_ns: u64,
+    pub retry_limit: u8,
+    rng: ChaCha8Rng,
+    /// Spare frame vectors for aggregates (no allocation per aggregate).
+    spare: Vec<Vec<HwFrame>>,
+    drops: Vec<Skb>,
+    /// Radio-wide latency histograms (mac80211 queue, below it), 100 µs buckets.
+    pub mac_hist: Vec<u32>,
+    pub hw_hist: Vec<u32>,
+    /// Medium busy in the window, ns.
+    pub busy_ns: u64,
+    /// The fq's and CoDel's cumulative counters when the window began.
+    pub base: Option<MacCounters>,
+}
+
+/// The fq's and CoDel's counters (debugfs `aqm`), cumulative.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MacCounters {
+    pub codel_drops: u64,
+    pub codel_marks: u64,
+    pub overlimit: u64,
+    pub overmemory: u64,
+    pub collisions: u64,
+}
+
+/// Buckets of the latency histograms: 100 µs each, the last one open.
+const HIST_BUCKETS: usize = 20_000;
+const HIST_NS: u64 = 100_000;
+
+impl Wifi {
+    /// The radio of `spec` over `nic`'s receive side, its frames to `link`.
+    pub fn new(spec: &WifiSpec, nic: Nic, link: LinkId, seed: u64) -> Wifi {
+        use rand::SeedableRng;
+        let stations: Vec<Station> = spec
+            .stations
+            .iter()
+            .map(|s| Station { rate: PhyRate::parse(&s.rate).expect("validated"), per: s.per, stats: StaStats::default() })
+            .collect();
+        let n = stations.len() as u32;
+        let dsss = stations.iter().any(|s| matches!(s.rate, PhyRate::Dsss(_)));
+        let timing = if spec.band == "2.4GHz" { Timing::two_ghz(dsss) } else { Timing::FIVE_GHZ };
+        let mac = match spec.queueing {
+            Queueing::FqMac => {
+                let weights: Vec<u32> = spec.stations.iter().map(|s| s.airtime_weight).collect();
+                let txqs: Vec<(Option<u32>, u8)> = (0..n * TIDS).map(|t| (Some(t / TIDS), ac_from_tid((t % TIDS) as u8) as u8)).collect();
+                let sched = AirtimeSched::new(&weights, &txqs, spec.airtime_fairness, spec.aql, spec.aql_limit_low_us, spec.aql_limit_high_us, spec.aql_threshold_us);
+                let fq = Box::new(Fq::new(FQ_FLOWS_CNT, n * TIDS, spec.txq_quantum, spec.txq_limit, spec.txq_memory_limit));
+                let cparams = CodelParams {
+                    target: us_to_codel_time((spec.codel_target_ns / 1000) as u32),
+                    interval: us_to_codel_time((spec.codel_interval_ns / 1000) as u32),
+                    ecn: spec.codel_ecn,
+                    mtu: 0,
+                    ..CodelParams::init(0)
+                };
+                // sta_update_codel_params() (2016-2025): 50 ms / 300 ms, no ECN below
+                // STA_SLOW_THRESHOLD (6000 kbit/s) * num_sta of expected throughput.
+                let slow_cparams = spec.codel_slow_station.then(|| CodelParams {
+                    target: darkbuf_model::qdisc::codel::ms2time(50),
+                    interval: darkbuf_model::qdisc::codel::ms2time(300),
+                    ecn: false,
+                    ..cparams
+                });
+                Mac::FqMac { fq, sched, held: vec![None; (n * TIDS) as usize], cparams, slow_cparams }
+            }
+            Queueing::Fifo => Mac::Fifo {
+                tids: vec![VecDeque::new(); (n * TIDS) as usize],
+                rr: Default::default(),
+                count: [0; IEEE80211_NUM_ACS],
+                limit: spec.driver_queue_frames,
+            },
+        };
+        Wifi {
+            nic,
+            mac,
+            stations,
+            sta_of_sock: Vec::new(),
+            hw: Default::default(),
+            air_busy: None,
+            cw: [AP_EDCA[0].cw_min, AP_EDCA[1].cw_min, AP_EDCA[2].cw_min, AP_EDCA[3].cw_min],
+            timing,
+            ctrl_rate: PhyRate::parse(&spec.ba_rate).expect("validated"),
+            link,
+            hw_aggregates_per_ac: spec.hw_aggregates_per_ac,
+            max_subframes: spec.ampdu_max_subframes.min(BA_WINDOW_HT),
+            max_bytes: spec.ampdu_max_bytes,
+            max_ns: spec.ampdu_max_us as u64 * 1000,
+            retry_limit: spec.retry_limit as u8,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x8021_1A11_71E5_u64),
+            spare: Vec::new(),
+            drops: Vec::with_capacity(64),
+            mac_hist: vec![0; HIST_BUCKETS],
+            hw_hist: vec![0; HIST_BUCKETS],
+            busy_ns: 0,
+            base: None,
+        }
+    }
+
+    /// The control response rate to a station: its own DSSS rate, else `ba_rate`.
+    fn ctrl_rate_for(&self, sta: u16) -> PhyRate {
+        match self.stations[sta as usize].rate {
+            r @ PhyRate::Dsss(_) => r,
+            _ => self.ctrl_rate,
+        }
+    }
+
+    /// Whether frames to `sta` on `ac` are aggregated.
+    fn aggregates(&self, sta: u16, ac: usize) -> bool {
+        ac != AC_VO && self.stations[sta as usize].rate.is_ht()
+    }
+
+    /// The PSDU of `frames`: an A-MPDU's subframes (each padded to 4 bytes but the
+    /// last), or one MPDU. A frame's IP packet is its L2 length less Ethernet's 14.
+    fn psdu(frames: &[HwFrame], ampdu: bool) -> u32 {
+        let n = frames.len();
+        if !ampdu {
+            return frames.iter().map(|f| f.skb.len - 14 + airtime::MPDU_OVERHEAD).sum();
+        }
+        frames.iter().enumerate().map(|(i, f)| if i + 1 < n { airtime::ampdu_subframe_len(f.skb.len - 14) } else { f.skb.len - 14 + airtime::AMPDU_SUBFRAME_OVERHEAD }).sum()
+    }
+
+    /// Whether a frame of `len` IP bytes still fits an aggregate of `n` frames whose
+    /// padded subframes take `padded` bytes.
+    fn fits(&self, agg: bool, n: u32, padded: u32, len: u32, rate: PhyRate) -> bool {
+        if n == 0 {
+            return true;
+        }
+        let psdu = padded + len + airtime::AMPDU_SUBFRAME_OVERHEAD;
+        agg && n < self.max_subframes && psdu <= self.max_bytes && rate.ppdu_ns(psdu) <= self.max_ns
+    }
+
+    /// Packets the radio holds (mac80211 queues, the driver, the hardware, the receive
+    /// rings).
+    pub fn held(&self) -> u64 {
+        let mac = match &self.mac {
+            Mac::FqMac { fq, held, .. } => fq.backlog as u64 + held.iter().filter(|h| h.is_some()).count() as u64,
+            Mac::Fifo { count, .. } => count.iter().map(|&c| c as u64).sum(),
+        };
+        let hw: usize = self.hw.iter().flat_map(|q| q.iter()).map(|a| a.frames.len()).sum();
+        mac + hw as u64 + self.nic.held()
+    }
+
+    /// The fq's and CoDel's counters now (`None` on the old path).
+    pub fn mac_counters(&self) -> Option<MacCounters> {
+        let Mac::FqMac { fq, .. } = &self.mac else { return None };
+        Some(MacCounters {
+            codel_drops: fq.tins.iter().map(|t| t.codel_drops).sum(),
+            codel_marks: fq.tins.iter().map(|t| t.cstats.ecn_mark as u64).sum(),
+            overlimit: fq.overlimit as u64,
+            overmemory: fq.overmemory as u64,
+            collisions: fq.collisions as u64,
+        })
+    }
+
+    /// Frames in the hardware queue of AC `ac`.
+    pub fn hw_frames(&self, ac: usize) -> usize {
+        self.hw.get(ac).map_or(0, |q| q.iter().map(|a| a.frames.len()).sum())
+    }
+}
+
+fn hist_add(h: &mut [u32], ns: u64) {
+    let b = ((ns / HIST_NS) as usize).min(HIST_BUCKETS - 1);
+    h[b] = h[b].saturating_add(1);
+}
+
+/// The median of a 100 µs histogram, ms (the middle of its bucket); `None` if empty.
+pub fn hist_median_ms(h: &[u32]) -> Option<f64> {
+    let n: u64 = h.iter().map(|&c| c as u64).sum();
+    if n == 0 {
+        return None;
+    }
+    let mut seen = 0u64;
+    for (i, &c) in h.iter().enumerate() {
+        seen += c as u64;
+        if 2 * seen >= n {
+            return Some((i as f64 + 0.5) * HIST_NS as f64 / 1e6);
+        }
+    }
+    None
+}
+
+impl World {
+    #[inline]
+    pub(crate) fn wifi_mut(&mut self, dev: DevId) -> &mut Wifi {
+        match &mut self.devs[dev as usize].driver {
+            Driver::Wifi(w) => w,
+            _ => unreachable!("device {dev} is a radio"),
+        }
+    }
+
+    pub(crate) fn wifi(&self, dev: DevId) -> &Wifi {
+        match &self.devs[dev as usize].driver {
+            Driver::Wifi(w) => w,
+            _ => unreachable!("device {dev} is a radio"),
+        }
+    }
+
+    /// `ieee80211_select_queue()`: the AC of the skb's TID.
+    pub(crate) fn wifi_select_queue(skb: &Skb) -> u16 {
+        ac_from_tid(tid_from_priority(skb.priority)) as u16
+    }
+
+    /// `ndo_start_xmit` (`ieee80211_subif_start_xmit()`).
+    pub fn wifi_xmit(&mut self, dev: DevId, mut skb: Skb) -> NetdevTx {
+        let now = self.now;
+        let sock = self.pkts.get(skb.id).sock as usize;
+        self.pkts.get_mut(skb.id).ecn = skb.ecn;
+        self.pkts.stamp(skb.id, |p| &mut p.t_xmit, now);
+        let jiffies = self.jiffies();
+        let measuring = self.measuring();
+        let d = &mut self.devs[dev as usize];
+        let Driver::Wifi(w) = &mut d.driver else { unreachable!("device {dev} is a radio") };
+        if measuring && w.base.is_none() {
+            w.base = Some(w.mac_counters().unwrap_or_default());
+        }
+        let sta = w.sta_of_sock.get(sock).copied().unwrap_or(0);
+        let tid = tid_from_priority(skb.priority) as u32;
+        let ac = ac_from_tid(tid as u8);
+        let txq = sta as u32 * TIDS + tid;
+        skb.tstamp = now;
+        match &mut w.mac {
+            Mac::FqMac { fq, sched, .. } => {
+                let hash = darkbuf_model::skb::flow_hash(skb.flow, FQ_HASH_KEY);
+                fq.fq_tin_enqueue(txq, hash, skb, &mut w.drops);
+                sched.return_txq(txq, true, now);
+            }
+            Mac::Fifo { tids, rr, count, limit } => {
+                if count[ac] >= *limit {
+                    d.txqs[skb.queue_mapping as usize].tx_stop_queue(jiffies);
+                    return NetdevTx::Busy;
+                }
+                if tids[txq as usize].is_empty() {
+                    rr[ac].push_back(txq);
+                }
+                tids[txq as usize].push_back(skb);
+                count[ac] += 1;
+                if count[ac] >= *limit {
+                    // ath_tx_start(): the AC's buffers are used up, stop the netdev queue.
+                    d.txqs[skb.queue_mapping as usize].tx_stop_queue(jiffies);
+                }
+            }
+        }
+        self.wifi_free_drops(dev);
+        self.wifi_tx_schedule(dev, ac);
+        NetdevTx::Ok
+    }
+
+    /// Frees what the fq's limits or CoDel dropped (`ieee80211_free_txskb()`).
+    fn wifi_free_drops(&mut self, dev: DevId) {
+        let w = self.wifi_mut(dev);
+        if w.drops.is_empty() {
+            return;
+        }
+        let drops = std::mem::take(&mut w.drops);
+        for s in &drops {
+            self.kfree_skb(s.id);
+        }
+        let w = self.wifi_mut(dev);
+        w.drops = drops;
+        w.drops.clear();
+    }
+
+    /// The driver's TX scheduling of AC `ac` (`ath_txq_schedule()`): fill the hardware
+    /// queue up to `hw_aggregates_per_ac` aggregates, then start the air if idle.
+    pub(crate) fn wifi_tx_schedule(&mut self, dev: DevId, ac: usize) {
+        let now = self.now;
+        loop {
+            let w = self.wifi_mut(dev);
+            if w.hw[ac].len() >= w.hw_aggregates_per_ac as usize {
+                break;
+            }
+            let built = match w.mac {
+                Mac::FqMac { .. } => self.wifi_build_from_txqs(dev, ac, now),
+                Mac::Fifo { .. } => self.wifi_build_from_tids(dev, ac, now),
+            };
+            self.wifi_free_drops(dev);
+            if !built {
+                break;
+            }
+        }
+        self.wifi_air_start(dev);
+    }
+
+    /// One aggregate from mac80211's TXQs: `ieee80211_txq_schedule_start()`, then
+    /// `ieee80211_next_txq()` until a TXQ yields frames. Returns whether one was built.
+    fn wifi_build_from_txqs(&mut self, dev: DevId, ac: usize, now: u64) -> bool {
+        let measuring = self.measuring();
+        let w = self.wifi_mut(dev);
+        let mut frames = w.spare.pop().unwrap_or_default();
+        let Mac::FqMac { sched, .. } = &mut w.mac else { unreachable!("fq_mac") };
+        sched.txq_schedule_start(ac);
+        loop {
+            let w = self.wifi_mut(dev);
+            let Mac::FqMac { sched, .. } = &mut w.mac else { unreachable!("fq_mac") };
+            let Some(txq) = sched.next_txq(ac, now) else {
+                w.spare.push(frames);
+                return false;
+            };
+            let sta = (txq / TIDS) as u16;
+            w.fill_from_txq(txq, sta, ac, now, &mut frames, measuring);
+            let Mac::FqMac { fq, sched, held, .. } = &mut w.mac else { unreachable!("fq_mac") };
+            let more = fq.tin_packets(txq) > 0 || held[txq as usize].is_some();
+            sched.return_txq(txq, more, now);
+            if !frames.is_empty() {
+                w.hw[ac].push_back(Ampdu { sta, frames });
+                return true;
+            }
+        }
+    }
+
+    /// One aggregate from the driver's per-TID queues, round robin (the old path).
+    fn wifi_build_from_tids(&mut self, dev: DevId, ac: usize, now: u64) -> bool {
+        let w = self.wifi_mut(dev);
+        let mut frames = w.spare.pop().unwrap_or_default();
+        let Mac::Fifo { rr, .. } = &mut w.mac else { unreachable!("fifo") };
+        let Some(txq) = rr[ac].pop_front() else {
+            w.spare.push(frames);
+            return false;
+        };
+        let sta = (txq / TIDS) as u16;
+        let (agg, rate) = (w.aggregates(sta, ac), w.stations[sta as usize].rate);
+        let mut padded = 0u32;
+        loop {
+            let Mac::Fifo { tids, .. } = &w.mac else { unreachable!("fifo") };
+            let Some(len) = tids[txq as usize].front().map(|s| s.len - 14) else { break };
+            if !w.fits(agg, frames.len() as u32, padded, len, rate) {
+                break;
+            }
+            let Mac::Fifo { tids, .. } = &mut w.mac else { unreachable!("fifo") };
+            let skb = tids[txq as usize].pop_front().expect("peeked");
+            padded += airtime::ampdu_subframe_len(len);
+            frames.push(HwFrame { skb, t_dequeue: now, aql_us: 0, retries: 0 });
+        }
+        let Mac::Fifo { tids, rr, count, .. } = &mut w.mac else { unreachable!("fifo") };
+        let q = &tids[txq as usize];
+        count[ac] -= frames.len() as u32;
+        if !q.is_empty() {
+            rr[ac].push_back(txq);
+        }
+        w.hw[ac].push_back(Ampdu { sta, frames });
+        true
+    }
+
+    /// The air is idle: the highest AC with an aggregate sends it.
+    fn wifi_air_start(&mut self, dev: DevId) {
+        let now = self.now;
+        let w = self.wifi_mut(dev);
+        if w.air_busy.is_some() {
+            return;
+        }
+        let Some(ac) = (0..IEEE80211_NUM_ACS).find(|&ac| !w.hw[ac].is_empty()) else { return };
+        let a = &w.hw[ac][0];
+        let sta = a.sta;
+        let agg = w.aggregates(sta, ac);
+        let psdu = Wifi::psdu(&a.frames, agg);
+        let rate = w.stations[sta as usize].rate;
+        let edca = AP_EDCA[ac];
+        let backoff = w.rng.gen_range(0..=w.cw[ac]) as u64 * w.timing.slot_ns;
+        let ctrl = w.ctrl_rate_for(sta);
+        let exchange = airtime::exchange_ns(&w.timing, &edca, rate, psdu, agg, ctrl) + backoff;
+        w.air_busy = Some(ac);
+        let start = now + w.timing.aifs_ns(edca.aifsn) + backoff;
+        for i in 0..self.wifi(dev).hw[ac][0].frames.len() {
+            let id = self.wifi(dev).hw[ac][0].frames[i].skb.id;
+            if self.pkts.get(id).proto == crate::arena::Proto::Icmp {
+                self.pkts.stamp(id, |p| &mut p.t_wire, start);
+            }
+        }
+        self.events.push(now + exchange, Event::Wire(dev));
+        if self.measuring() {
+            let w = self.wifi_mut(dev);
+            w.busy_ns += exchange;
+            let s = &mut w.stations[sta as usize].stats;
+            s.air_ns += exchange;
+            s.tx_airtime_us += w.timing.ppdu_ns(rate, psdu) / 1000;
+        }
+    }
+
+    /// `Event::Wire` on a radio: the exchange on the air is over. Delivered subframes
+    /// go to the stations' host, lost ones wait for another attempt; TX status charges
+    /// the airtime and refunds AQL; the driver refills the AC and the air goes on.
+    pub fn wifi_air_done(&mut self, dev: DevId) {
+        let now = self.now;
+        let measuring = self.measuring();
+        let w = self.wifi_mut(dev);
+        let ac = w.air_busy.take().expect("the air was busy");
+        let mut a = w.hw[ac].pop_front().expect("the aggregate on the air");
+        let sta = a.sta;
+        let (rate, per) = (w.stations[sta as usize].rate, w.stations[sta as usize].per);
+        let agg = w.aggregates(sta, ac);
+        let ppdu_us = (w.timing.ppdu_ns(rate, Wifi::psdu(&a.frames, agg)) / 1000) as u32;
+        if let Mac::FqMac { sched, .. } = &mut w.mac {
+            sched.register_airtime(sta as u32, ac, ppdu_us, now);
+        }
+        if measuring {
+            let s = &mut w.stations[sta as usize].stats;
+            s.ampdus += 1;
+            s.subframes += a.frames.len() as u64;
+        }
+        let mut lost = Vec::new();
+        std::mem::swap(&mut lost, &mut w.spare.pop().unwrap_or_default());
+        let n = a.frames.len();
+        for f in a.frames.drain(..) {
+            let w = self.wifi_mut(dev);
+            let ok = per <= 0.0 || w.rng.gen::<f64>() >= per;
+            if ok {
+                self.wifi_tx_status(dev, ac, sta, f, true, measuring);
+            } else if f.retries >= w.retry_limit {
+                if measuring {
+                    w.stations[sta as usize].stats.failed += 1;
+                }
+                self.wifi_tx_status(dev, ac, sta, f, false, measuring);
+            } else {
+                if measuring {
+                    w.stations[sta as usize].stats.retries += 1;
+                }
+                lost.push(HwFrame { retries: f.retries + 1, ..f });
+            }
+        }
+        let w = self.wifi_mut(dev);
+        let e = AP_EDCA[ac];
+        w.cw[ac] = if lost.len() == n && n > 0 { (2 * w.cw[ac] + 1).min(e.cw_max) } else { e.cw_min };
+        w.spare.push(a.frames);
+        if lost.is_empty() {
+            w.spare.push(lost);
+        } else {
+            // ath9k: the lost subframes go first in the TID's next aggregate.
+            w.hw[ac].push_front(Ampdu { sta, frames: lost });
+        }
+        self.wifi_wake_fifo(dev, ac);
+        self.wifi_tx_schedule(dev, ac);
+        self.wifi_air_start(dev);
+    }
+
+    /// TX status of one frame: AQL refund, its latency, and either its delivery (a copy
+    /// goes to the stations' host) or its drop after the retries.
+    fn wifi_tx_status(&mut self, dev: DevId, ac: usize, sta: u16, f: HwFrame, delivered: bool, measuring: bool) {
+        let now = self.now;
+        let id = f.skb.id;
+        let w = self.wifi_mut(dev);
+        if let Mac::FqMac { sched, .. } = &mut w.mac {
+            sched.update_pending_airtime(Some(sta as u32), ac, f.aql_us, true);
+        }
+        if !delivered {
+            self.kfree_skb(id);
+            return;
+        }
+        let link = w.link;
+        if measuring {
+            let mac_ns = f.t_dequeue.saturating_sub(f.skb.tstamp);
+            let hw_ns = now - f.t_dequeue;
+            let s = &mut w.stations[sta as usize].stats;
+            s.rx_bytes += (f.skb.len - 14) as u64;
+            s.rx_frames += 1;
+            s.mac_wait_ns += mac_ns;
+            s.hw_wait_ns += hw_ns;
+            hist_add(&mut w.mac_hist, mac_ns);
+            hist_add(&mut w.hw_hist, hw_ns);
+        }
+        let copy = *self.pkts.get(id);
+        let rx_id = self.pkts.alloc(crate::arena::PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
+        self.pkts.copy_probe_times(id, rx_id);
+        self.created += 1;
+        self.link_send(link, rx_id);
+        // The skb is freed at TX status; its destructor (sock_wfree, tcp_wfree) runs.
+        self.skb_orphan(id);
+        self.pkts.free(id);
+        self.transmitted += 1;
+    }
+
+    /// The old path: wake the netdev queue of `ac` once its driver queue is below its
+    /// limit again (ath9k's `ath_txq_skb_done()`: `pending_frames < txq_max_pending`).
+    fn wifi_wake_fifo(&mut self, dev: DevId, ac: usize) {
+        let d = &mut self.devs[dev as usize];
+        let Driver::Wifi(w) = &mut d.driver else { return };
+        let Mac::Fifo { count, limit, .. } = &w.mac else { return };
+        let txq = &mut d.txqs[ac];
+        if count[ac] < *limit && txq.tx_queue_stopped() && txq.tx_wake_queue() {
+            let cpu = w.nic.chans[ac].irq_cpu;
+            if let Some(qi) = d.txq_qdisc[ac] {
+                self.netif_schedule(cpu, qi);
+            }
+        }
+    }
+}
+
+impl Wifi {
+    /// `ieee80211_tx_dequeue()` from TXQ `txq` into `frames` within the A-MPDU limits;
+    /// a frame that does not fit is held for the TXQ's next aggregate. Each frame is
+    /// charged its AQL estimate.
+    fn fill_from_txq(&mut self, txq: u32, sta: u16, ac: usize, now: u64, frames: &mut Vec<HwFrame>, measuring: bool) {
+        let agg = self.aggregates(sta, ac);
+        let rate = self.stations[sta as usize].rate;
+        let nsta = self.stations.len() as u64;
+        let Mac::FqMac { cparams, slow_cparams, .. } = &self.mac else { unreachable!("fq_mac") };
+        // sta->cparams: the slow-station rule takes the expected throughput, here the
+        // PHY rate (no minstrel).
+        let params = match slow_cparams {
+            Some(p) if rate.kbps() < 6000 * nsta => *p,
+            _ => *cparams,
+        };
+        let mut padded = 0u32;
+        loop {
+            let Mac::FqMac { fq, sched, held, .. } = &mut self.mac else { unreachable!("fq_mac") };
+            let f = match held[txq as usize].take() {
+                Some(f) => f,
+                None => {
+                    let Some(skb) = fq.fq_tin_dequeue(txq, &params, now, &mut self.drops) else { break };
+                    let aql_us = airtime::expected_tx_airtime_us(rate, skb.len - 14, ac != AC_VO);
+                    sched.update_pending_airtime(Some(sta as u32), ac, aql_us, false);
+                    HwFrame { skb, t_dequeue: now, aql_us, retries: 0 }
+                }
+            };
+            let len = f.skb.len - 14;
+            if !self.fits(agg, frames.len() as u32, padded, len, rate) {
+                let Mac::FqMac { held, .. } = &mut self.mac else { unreachable!("fq_mac") };
+                held[txq as usize] = Some(f);
+                break;
+            }
+            padded += airtime::ampdu_subframe_len(len);
+            frames.push(f);
+            if !agg {
+                break;
+            }
+        }
+        if measuring {
+            let Mac::FqMac { sched, .. } = &self.mac else { unreachable!("fq_mac") };
+            let p = sched.stas[sta as usize].airtime[ac].aql_tx_pending;
+            let s = &mut self.stations[sta as usize].stats;
+            s.aql_pending_max_us = s.aql_pending_max_us.max(p);
+        }
+    }
+}
+
+/// Building the radio from the scenario (`World::new`).
+impl Builder<'_> {
+    /// wifi: the AP's radio (dev 0), the stations' host and its NIC (dev 1), the air
+    /// to it (link 0) and the way back (link 1).
+    pub(crate) fn wifi(&mut self) -> Result<(), SetupError> {
+        let spec = self.scn.wifi.clone().expect("driver = wifi has [wifi]");
+        // The radio is built as a NIC (its receive side, its channels' NAPIs), then
+        // takes its place with mac80211 on top.
+        self.nic()?;
+        let dev0 = std::mem::replace(&mut self.devs[0].driver, Driver::Ifb(crate::drivers::Ifb));
+        let Driver::Nic(nic) = dev0 else { unreachable!("nic() built dev 0") };
+        if self.path_delays.len() > 1 {
+            return Err(SetupError::Unsupported("driver = \"wifi\": [[traffic]] path_delay is not supported (one air)".into()));
+        }
+        let wifi = Wifi::new(&spec, nic, 0, self.seed);
+        self.devs[0].driver = Driver::Wifi(Box::new(wifi));
+        self.reply = ReplyPath::Modelled { dev: 1 };
+        Ok(())
+    }
+
+    /// Each socket's station, from its `[[traffic]]` entry's `station`.
+    pub(crate) fn wifi_stations(&mut self) {
+        let Some(spec) = &self.scn.wifi else { return };
+        let map: Vec<u16> = self.sock_traffic.iter().map(|&t| spec.traffic_station.get(t as usize).copied().unwrap_or(0)).collect();
+        if let Driver::Wifi(w) = &mut self.devs[0].driver {
+            w.sta_of_sock = map;
+        }
+    }
+}
+
+/// Jain's fairness index of `x`: (sum x)^2 / (n sum x^2); 1 when all are equal.
+pub fn jain(x: &[f64]) -> Option<f64> {
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    if x.is_empty() || sq == 0.0 {
+        return None;
+    }
+    let s: f64 = x.iter().sum();
+    Some(s * s / (x.len() as f64 * sq))
+}
+
+/// The results' `wifi.*` metrics.
+impl World {
+    /// Per station (`wifi.sta.N.*`, N in [[station]] order) and for the radio: what was
+    /// delivered, the air used, the waits above and below mac80211, the aggregates,
+    /// AQL's pending airtime and the fq's and CoDel's counters.
+    pub(crate) fn wifi_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
+        let w = self.wifi(self.measured_txq.0);
+        let secs = window_ns as f64 / 1e9;
+        let mut set = |k: String, v: f64| {
+            m.insert(k, Some(v));
+        };
+        let served: Vec<usize> = (0..w.stations.len()).filter(|&i| w.sta_of_sock.contains(&(i as u16))).collect();
+        let busy = w.busy_ns.max(1) as f64;
+        let (mut tput, mut air) = (Vec::new(), Vec::new());
+        let mut tot = StaStats::default();
+        for (i, st) in w.stations.iter().enumerate() {
+            let s = &st.stats;
+            let mbps = s.rx_bytes as f64 * 8.0 / secs / 1e6;
+            set(format!("wifi.sta.{i}.tx_mbps"), mbps);
+            set(format!("wifi.sta.{i}.airtime_pct"), 100.0 * s.air_ns as f64 / busy);
+            set(format!("wifi.sta.{i}.tx_airtime_ms"), s.tx_airtime_us as f64 / 1000.0);
+            set(format!("wifi.sta.{i}.ampdu_avg_subframes"), if s.ampdus == 0 { 0.0 } else { s.subframes as f64 / s.ampdus as f64 });
+            set(format!("wifi.sta.{i}.tx_retries"), s.retries as f64);
+            set(format!("wifi.sta.{i}.tx_failed"), s.failed as f64);
+            if s.rx_frames > 0 {
+                set(format!("wifi.sta.{i}.mac_queue_ms_avg"), s.mac_wait_ns as f64 / s.rx_frames as f64 / 1e6);
+                set(format!("wifi.sta.{i}.hw_queue_ms_avg"), s.hw_wait_ns as f64 / s.rx_frames as f64 / 1e6);
+            }
+            if let Mac::FqMac { sched, .. } = &w.mac {
+                if sched.aql {
+                    set(format!("wifi.sta.{i}.aql_pending_max_us"), s.aql_pending_max_us as f64);
+                }
+            }
+            if served.contains(&i) {
+                tput.push(mbps);
+                air.push(s.air_ns as f64);
+            }
+            tot.rx_bytes += s.rx_bytes;
+            tot.rx_frames += s.rx_frames;
+            tot.ampdus += s.ampdus;
+            tot.subframes += s.subframes;
+            tot.mac_wait_ns += s.mac_wait_ns;
+            tot.hw_wait_ns += s.hw_wait_ns;
+        }
+        set("wifi.tx_mbps".into(), tot.rx_bytes as f64 * 8.0 / secs / 1e6);
+        set("wifi.busy_pct".into(), 100.0 * w.busy_ns as f64 / window_ns as f64);
+        if let Some(j) = jain(&tput) {
+            set("wifi.jain_throughput".into(), j);
+        }
+        if let Some(j) = jain(&air) {
+            set("wifi.jain_airtime".into(), j);
+        }
+        if tot.ampdus > 0 {
+            set("wifi.ampdu_avg_subframes".into(), tot.subframes as f64 / tot.ampdus as f64);
+        }
+        if tot.rx_frames > 0 {
+            set("wifi.mac_queue_ms_avg".into(), tot.mac_wait_ns as f64 / tot.rx_frames as f64 / 1e6);
+            set("wifi.hw_queue_ms_avg".into(), tot.hw_wait_ns as f64 / tot.rx_frames as f64 / 1e6);
+        }
+        if let Some(v) = hist_median_ms(&w.mac_hist) {
+            set("wifi.mac_queue_ms_p50".into(), v);
+        }
+        if let Some(v) = hist_median_ms(&w.hw_hist) {
+            set("wifi.hw_queue_ms_p50".into(), v);
+        }
+        if let (Some(now), base) = (w.mac_counters(), w.base.unwrap_or_default()) {
+            set("wifi.codel_drops".into(), (now.codel_drops - base.codel_drops) as f64);
+            set("wifi.codel_marks".into(), (now.codel_marks - base.codel_marks) as f64);
+            set("wifi.fq_overlimit".into(), (now.overlimit - base.overlimit) as f64);
+            set("wifi.fq_overmemory".into(), (now.overmemory - base.overmemory) as f64);
+            set("wifi.fq_collisions".into(), (now.collisions - base.collisions) as f64);
+        }
+    }
+}

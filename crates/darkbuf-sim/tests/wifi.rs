@@ -1,0 +1,120 @@
+//! The radio (issue 55): the anomaly and its fix by airtime fairness, latency under load
+//! against the old path, AQL's limits, thirty stations with one slow, and the kernel's
+//! invariants (conservation, determinism) on the way.
+
+mod common;
+
+use common::{m, run, run_text, scenario_text};
+
+const FAIRNESS_OFF: &str = "wifi.airtime_fairness=false";
+const OLD_PATH: &str = "wifi.queueing=fifo";
+
+fn sta(r: &darkbuf_report::RunRecord, i: usize, k: &str) -> f64 {
+    m(r, &format!("wifi.sta.{i}.{k}"))
+}
+
+/// Two HT20 stations at the top rate and one at the lowest, UDP downstream: with
+/// airtime fairness each gets a third of the air (Jain's index >= 0.95) and the total
+/// is at least 1.2x the old path's (a shared FIFO above round robin between TIDs),
+/// where the slow station's frames fill the driver queue; the slow station falls and
+/// the fast ones rise. Round robin between mac80211's TXQs without airtime fairness is
+/// nearly as fair here: ath9k's 4 ms cap makes every station's aggregate about as long
+/// (docs/wifi.md), so it gets at most the total with fairness.
+#[test]
+fn airtime_fairness_fixes_the_anomaly() {
+    let on = run("wifi-anomaly.toml", &["duration=3s"]);
+    let off = run("wifi-anomaly.toml", &["duration=3s", FAIRNESS_OFF]);
+    let old = run("wifi-anomaly.toml", &["duration=3s", OLD_PATH]);
+    for (label, r) in [("on", &on), ("off", &off), ("old", &old)] {
+        eprintln!(
+            "{label}: total {:.1} Mbit/s, fast1 {:.1} fast2 {:.1} slow {:.2}, airtime {:.1}/{:.1}/{:.1} %, jain airtime {:.3} tput {:.3}, ampdu {:.1}",
+            m(r, "wifi.tx_mbps"),
+            sta(r, 0, "tx_mbps"),
+            sta(r, 1, "tx_mbps"),
+            sta(r, 2, "tx_mbps"),
+            sta(r, 0, "airtime_pct"),
+            sta(r, 1, "airtime_pct"),
+            sta(r, 2, "airtime_pct"),
+            m(r, "wifi.jain_airtime"),
+            m(r, "wifi.jain_throughput"),
+            m(r, "wifi.ampdu_avg_subframes"),
+        );
+    }
+    assert!(m(&on, "wifi.jain_airtime") >= 0.95, "airtime Jain {}", m(&on, "wifi.jain_airtime"));
+    assert!(m(&on, "wifi.tx_mbps") >= 1.2 * m(&old, "wifi.tx_mbps"));
+    assert!(sta(&on, 2, "tx_mbps") < sta(&old, 2, "tx_mbps"));
+    for i in 0..2 {
+        assert!(sta(&on, i, "tx_mbps") > sta(&old, i, "tx_mbps"));
+    }
+    assert!(m(&on, "wifi.tx_mbps") >= m(&off, "wifi.tx_mbps"));
+    assert!(sta(&on, 2, "airtime_pct") < sta(&off, 2, "airtime_pct"));
+}
+
+/// Latency under load at the same rates: mac80211's TXQs with airtime fairness and AQL
+/// give a median ping at least 5x lower than the old path's, with the throughput
+/// within 10%.
+#[test]
+fn fq_mac_airtime_aql_beats_the_old_path_by_5x() {
+    let new = run("wifi-latency.toml", &["duration=4s"]);
+    let old = run("wifi-latency.toml", &["duration=4s", OLD_PATH]);
+    for (label, r) in [("fq_mac", &new), ("old", &old)] {
+        eprintln!(
+            "{label}: ping p50 {:.1} ms, total {:.1} Mbit/s, mac queue p50 {:.1} ms, hw p50 {:.1} ms",
+            m(r, "ping.rtt_p50_ms"),
+            m(r, "wifi.tx_mbps"),
+            m(r, "wifi.mac_queue_ms_p50"),
+            m(r, "wifi.hw_queue_ms_p50"),
+        );
+    }
+    assert!(5.0 * m(&new, "ping.rtt_p50_ms") <= m(&old, "ping.rtt_p50_ms"));
+    let (a, b) = (m(&new, "wifi.tx_mbps"), m(&old, "wifi.tx_mbps"));
+    assert!(a >= 0.9 * b, "fq_mac {a} Mbit/s against the old path's {b}");
+}
+
+/// AQL on: a station's pending airtime stays within its high limit plus what one
+/// aggregate adds after the check (the kernel checks before the driver dequeues).
+#[test]
+fn aql_bounds_each_stations_pending_airtime() {
+    let on = run("wifi-aql.toml", &["duration=2s"]);
+    for i in 0..2 {
+        let p = sta(&on, i, "aql_pending_max_us");
+        eprintln!("station {i}: AQL pending max {p} us");
+        // High limit 12000 us, checked before the driver dequeues an aggregate: one
+        // MCS0 aggregate is 2 frames of 1868 us estimated.
+        assert!(p <= 12_000.0 + 2.0 * 1868.0, "station {i}: {p} us pending");
+    }
+}
+
+/// Thirty stations, one at 1 Mbit/s: round robin gives the slow station one 12.5 ms
+/// frame per round of 29 aggregates of at most 4 ms, about a tenth of the air; airtime
+/// fairness gives it a thirtieth, and the others more. (The published 2.14 -> 17.76
+/// Mbit/s is not reproduced: docs/wifi.md.)
+#[test]
+fn thirty_stations_one_slow() {
+    let on = run("wifi-30sta.toml", &["duration=3s"]);
+    let off = run("wifi-30sta.toml", &["duration=3s", FAIRNESS_OFF]);
+    let old = run("wifi-30sta.toml", &["duration=3s", OLD_PATH]);
+    for (label, r) in [("on", &on), ("off", &off), ("old", &old)] {
+        eprintln!("30 stations, {label}: {:.1} Mbit/s, the slow one {:.1}% of the air", m(r, "wifi.tx_mbps"), sta(r, 29, "airtime_pct"));
+    }
+    assert!(m(&on, "wifi.tx_mbps") > m(&off, "wifi.tx_mbps"));
+    assert!(m(&on, "wifi.tx_mbps") > m(&old, "wifi.tx_mbps"));
+    assert!(sta(&on, 29, "airtime_pct") <= 100.0 / 30.0 + 0.5);
+    assert!(sta(&off, 29, "airtime_pct") > 2.0 * sta(&on, 29, "airtime_pct"));
+}
+
+/// The same scenario and seed give the same results; every packet is accounted for
+/// (run_text checks the invariants); TCP downstream works through the radio.
+#[test]
+fn tcp_downstream_is_deterministic() {
+    let text = scenario_text("wifi-anomaly.toml")
+        .replace("kind = \"udp\"\nsize = 1472\nsndbuf = \"4MiB\"\nrate = \"150Mbit\"", "kind = \"tcp\"")
+        .replace("kind = \"udp\"\nsize = 1472\nsndbuf = \"4MiB\"\nrate = \"20Mbit\"", "kind = \"tcp\"");
+    assert!(!text.contains("udp"));
+    let a = run_text(&text, &["duration=2s"]);
+    let b = run_text(&text, &["duration=2s"]);
+    assert_eq!(format!("{:?}", a.metrics), format!("{:?}", b.metrics));
+    eprintln!("tcp: total {:.1} Mbit/s, codel drops {}, marks {}", m(&a, "wifi.tx_mbps"), m(&a, "wifi.codel_drops"), m(&a, "wifi.codel_marks"));
+    assert!(m(&a, "wifi.tx_mbps") > 10.0);
+    assert!(m(&a, "tcp.goodput_mbps") > 10.0);
+}
