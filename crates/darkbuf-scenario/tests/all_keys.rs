@@ -27,7 +27,7 @@ fn has_key(text: &str, key: &str) -> bool {
 #[test]
 fn every_key_is_in_all_keys() {
     let text = read("scenarios/examples/all-keys.toml");
-    let sections: [(&str, &[&str]); 13] = [
+    let sections: [(&str, &[&str]); 15] = [
         ("top", TOP_KEYS),
         ("machine", MACHINE_KEYS),
         ("device", DEVICE_KEYS),
@@ -41,8 +41,10 @@ fn every_key_is_in_all_keys() {
         ("peer", PEER_KEYS),
         ("lan", LAN_KEYS),
         ("device.coalesce", COALESCE_KEYS),
+        ("wifi", wifi::WIFI_KEYS),
+        ("station", wifi::STATION_KEYS),
     ];
-    let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce", "sysctl"];
+    let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "wifi", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce", "sysctl"];
     let mut missing = Vec::new();
     for (section, keys) in sections {
         for k in keys.iter().filter(|k| !tables.contains(k)) {

@@ -72,6 +72,15 @@ fn kernel_backend_unavailable_is_exit_3() {
     assert_eq!(o.status.code(), Some(3));
 }
 
+/// The kernel backend has no radio: driver = "wifi" is unavailable there (exit 3),
+/// before any root check, with what mac80211_hwsim could and could not check.
+#[test]
+fn kernel_backend_refuses_wifi_with_exit_3() {
+    let o = darkbuf(&["run", &repo("scenarios/wifi-anomaly.toml"), "--backend", "kernel"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mac80211_hwsim"), "{}", stderr(&o));
+}
+
 #[test]
 fn sweep_prints_one_column_per_point() {
     let mut args: Vec<String> = ["sweep", &repo("scenarios/veth-bql.toml"), "--set", "consumer.nrules=0,3500,15000"]
