@@ -67,11 +67,7 @@ pub const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_cont
 
 /// The sysctl name of a scenario's `cc`.
 pub fn cc_name(cc: Cc) -> &'static str {
-    match cc {
-        Cc::Reno => "reno",
-        Cc::Cubic => "cubic",
-        Cc::Bbr => "bbr",
-    }
+    cc.name()
 }
 
 /// The scenario's TCP entries with their `[[traffic]]` index.

@@ -614,6 +614,25 @@ pub enum Cc {
     Bbr,
 }
 
+impl Cc {
+    /// Every congestion control a scenario may name, by its kernel name.
+    pub const ALL: [Cc; 3] = [Cc::Reno, Cc::Cubic, Cc::Bbr];
+
+    /// The kernel's name (`tcp_congestion_ops.name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cc::Reno => "reno",
+            Cc::Cubic => "cubic",
+            Cc::Bbr => "bbr",
+        }
+    }
+
+    /// The congestion control of kernel name `name`.
+    pub fn from_name(name: &str) -> Option<Cc> {
+        Cc::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
 /// Which end sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -60,11 +60,7 @@ pub(crate) fn resolve_sysctl(top: &Sec<'_>) -> Result<Sysctl, Diagnostic> {
         out.tcp_ecn = Some(s.int("net.ipv4.tcp_ecn", 2, 0, 2)? == 1);
     }
     if s.entry("net.ipv4.tcp_congestion_control").is_some() {
-        out.tcp_congestion_control = Some(match s.choice("net.ipv4.tcp_congestion_control", "cubic", crate::tcp::CC_NAMES)? {
-            "reno" => Cc::Reno,
-            "bbr" => Cc::Bbr,
-            _ => Cc::Cubic,
-        });
+        out.tcp_congestion_control = Cc::from_name(s.choice("net.ipv4.tcp_congestion_control", "cubic", crate::tcp::CC_NAMES)?);
     }
     if s.entry("net.core.wmem_default").is_some() {
         // SOCK_MIN_SNDBUF is the floor sock_setsockopt() applies; the sysctl's own.

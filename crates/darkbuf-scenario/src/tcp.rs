@@ -19,16 +19,8 @@ pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<TcpFlow, Diagnostic> {
     s.check_keys(TCP_KEYS, Some("(size, interval and priority belong to kind = \"udp\" / \"ping\")"))?;
     // [sysctl] sets the defaults; the entry's own keys win (sysctl.rs).
-    let cc_default = match sysctl.tcp_congestion_control {
-        Some(Cc::Reno) => "reno",
-        Some(Cc::Bbr) => "bbr",
-        _ => "cubic",
-    };
-    let cc = match s.choice("cc", cc_default, CC_NAMES)? {
-        "reno" => Cc::Reno,
-        "bbr" => Cc::Bbr,
-        _ => Cc::Cubic,
-    };
+    let cc_default = sysctl.tcp_congestion_control.unwrap_or(Cc::Cubic).name();
+    let cc = Cc::from_name(s.choice("cc", cc_default, CC_NAMES)?).unwrap_or(Cc::Cubic);
     // A WiFi flow's default is a download: the AP sends to its station.
     let direction = match s.choice("direction", if driver == Driver::Wifi { "down" } else { "up" }, &["up", "down"])? {
         "down" => Direction::Down,

@@ -565,6 +565,10 @@ impl World {
         }
         out.m.insert(format!("tcp.flow.{n}.cwnd_avg_pkts"), Some(st.cwnd_int as f64 / on));
         out.m.insert(format!("tcp.flow.{n}.srtt_avg_ms"), Some(st.srtt_int as f64 / on / 1e3));
+        if let Some((name, _)) = t.tcp_ca_info() {
+            // `ss -ti`'s congestion-control figure (dctcp:(...alpha...)), time-averaged.
+            out.m.insert(format!("tcp.flow.{n}.{name}_avg"), Some(st.ca_info_int / on));
+        }
     }
 
     /// TCP flows as `ss -ti` and iperf3 name their figures: goodput per flow and in
@@ -589,6 +593,10 @@ impl World {
         // coalesced there, and work deferred to tcp_release_cb().
         let (mut locked, mut backlog_acks, mut backlog_coalesce, mut deferred) = (false, 0u64, 0u64, 0u64);
         let (mut cwnd, mut srtt, mut rate, mut active) = (0.0, 0.0, 0.0, 0.0);
+        // A congestion control's own figure (DCTCP's alpha) averaged over its flows,
+        // and the CE-echoed deliveries of flows whose congestion control needs ECN
+        // (TcpExtTCPDeliveredCE).
+        let (mut ca_info, mut ca_info_flows, mut delivered_ce, mut needs_ecn) = (None, 0.0, 0u64, false);
         // Each flow's own metrics up to PER_FLOW_METRICS_MAX flows; the aggregates
         // below describe any number.
         let per_flow = flows.len() <= darkbuf_scenario::limits::PER_FLOW_METRICS_MAX as usize;
@@ -616,9 +624,18 @@ impl World {
             probe_recoveries += t.tlp_recoveries - st.tlp_recoveries_base;
             // Averages over the time the connection was active (the start and stop
             // times of flent's squarewave leave flows idle for part of the window).
+            if t.tcp_ca_needs_ecn() {
+                needs_ecn = true;
+                delivered_ce += t.delivered_ce.wrapping_sub(st.delivered_ce_base) as u64;
+            }
             let on = st.active_ns as f64;
             if on == 0.0 {
                 continue;
+            }
+            if let Some((name, _)) = t.tcp_ca_info() {
+                let (_, sum) = ca_info.get_or_insert((name, 0.0));
+                *sum += st.ca_info_int / on;
+                ca_info_flows += 1.0;
             }
             cwnd += st.cwnd_int as f64 / on;
             srtt += st.srtt_int as f64 / on / 1e3;
@@ -634,6 +651,12 @@ impl World {
         out.set("tcp.reord_seen", reord_seen as f64);
         out.set("tcp.dsack_dups", dsacks as f64);
         out.set("tcp.undos", undos as f64);
+        if needs_ecn {
+            out.set("tcp.delivered_ce", delivered_ce as f64);
+        }
+        if let Some((name, sum)) = ca_info {
+            out.set(&format!("tcp.{name}_avg"), sum / ca_info_flows);
+        }
         const LOCK: [&str; 3] = ["tcp.backlog_acks", "tcp.backlog_coalesce", "tcp.release_cb_work"];
         if locked {
             for (k, v) in LOCK.into_iter().zip([backlog_acks, backlog_coalesce, deferred]) {

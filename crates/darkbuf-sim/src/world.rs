@@ -196,6 +196,7 @@ impl World {
                 t.stats.timeouts_base = t.timeouts;
                 t.stats.loss_probes_base = t.loss_probes;
                 t.stats.tlp_recoveries_base = t.tlp_recoveries;
+                t.stats.delivered_ce_base = t.delivered_ce;
                 self.tcp_stats_tick(s as SockId);
             }
         }

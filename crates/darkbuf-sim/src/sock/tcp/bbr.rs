@@ -18,8 +18,9 @@
 //! darkbuf's senders are bulk or rate-capped writers that never go idle with nothing
 //! in flight in the measured window).
 
+use super::cc::{AckCtx, TcpCongestionOps, Window};
 use super::rate::RateSample;
-use super::{CaState, TcpSock};
+use super::{CaState, Pacing, TcpSock};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
@@ -548,7 +549,7 @@ impl Bbr {
     }
 
     /// `bbr_ssthresh()`: entering recovery or CWR saves cwnd; ssthresh is unchanged.
-    pub fn ssthresh(&mut self, w: &super::cc::Window) -> u32 {
+    pub fn ssthresh(&mut self, w: &Window) -> u32 {
         self.save_cwnd(w.cwnd);
         w.ssthresh
     }
@@ -559,6 +560,61 @@ impl Bbr {
         self.prev_ca_state = CaState::Loss;
         self.full_bw = 0;
         self.round_start = true;
+    }
+}
+
+impl TcpCongestionOps for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    /// `bbr_init()`: also asks for pacing (`cmpxchg(&sk->sk_pacing_status,
+    /// SK_PACING_NONE, SK_PACING_NEEDED)`): fq's pacing, if fq took the flow, stays.
+    fn init(&mut self, tp: &mut TcpSock, clock: Clock) {
+        Bbr::init(self, tp, clock);
+        if tp.pacing == Pacing::None {
+            tp.pacing = Pacing::Needed;
+        }
+    }
+
+    fn ssthresh(&mut self, tp: &TcpSock) -> u32 {
+        Bbr::ssthresh(self, &tp.w)
+    }
+
+    fn cong_avoid(&mut self, _w: &mut Window, _acked: u32, _ctx: &AckCtx) {
+        unreachable!("BBR has cong_control, not cong_avoid")
+    }
+
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+
+    /// `bbr_main()`.
+    fn cong_control(&mut self, tp: &mut TcpSock, rs: &RateSample, clock: Clock) {
+        self.main(tp, rs, clock);
+    }
+
+    /// `bbr_set_state()`: only TCP_CA_Loss matters to it.
+    fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState, _ctx: &AckCtx) {
+        if new_state == CaState::Loss {
+            self.on_loss();
+        }
+    }
+
+    /// `bbr_undo_cwnd()`: the window stays.
+    fn undo_cwnd(&mut self, tp: &TcpSock) -> u32 {
+        self.undo();
+        tp.w.cwnd
+    }
+
+    /// `bbr_min_tso_segs()`.
+    fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {
+        Some(Bbr::min_tso_segs(tp.pacing_rate))
+    }
+
+    /// `bbr_sndbuf_expand()`: three windows.
+    fn sndbuf_expand(&self) -> u32 {
+        3
     }
 }
 

@@ -1,14 +1,41 @@
-//! Congestion control behind one enum, with the sysctl's names: mirrors
-//! `tcp_reno_cong_avoid()` / `tcp_reno_ssthresh()` / `tcp_slow_start()` /
-//! `tcp_cong_avoid_ai()` in net/ipv4/tcp_cong.c and CUBIC v2.3 with HyStart in
-//! net/ipv4/tcp_cubic.c (`bictcp_update()`, `cubictcp_recalc_ssthresh()`,
-//! `hystart_update()`, `cubictcp_acked()`). BBR (`bbr.rs`) is the third variant: it
-//! has no `cong_avoid` but its own `cong_control` (`World::tcp_cong_control()` calls it).
+//! The congestion control interface, as the kernel has it: `struct
+//! tcp_congestion_ops` (include/net/tcp.h) as the trait [`TcpCongestionOps`], the
+//! `tcp_ca_event`s, `TCP_CONG_NEEDS_ECN`, and the list the sysctl's names select from
+//! (`tcp_register_congestion_control()` / `tcp_ca_find()`: [`tcp_ca_new`]).
 //!
-//! Times are the kernel's: `tcp_jiffies32` for CUBIC's epoch, microseconds for its
-//! delays. The window is in packets (`snd_cwnd`).
+//! Reno lives here, as `tcp_reno_cong_avoid()` / `tcp_reno_ssthresh()` /
+//! `tcp_reno_undo_cwnd()` / `tcp_slow_start()` / `tcp_cong_avoid_ai()` live in
+//! net/ipv4/tcp_cong.c; every other algorithm is one file (`cubic.rs`, `bbr.rs`,
+//! later ones). The socket's code asks the trait, never an algorithm by name: a new
+//! congestion control is its file plus one line in [`tcp_ca_new`].
+//!
+//! Times are the kernel's: `tcp_jiffies32`, microseconds for delays. The window is in
+//! packets (`snd_cwnd`).
 
-use super::bbr::Bbr;
+use super::bbr::{Bbr, Clock};
+use super::cubic::Cubic;
+use super::rate::RateSample;
+use super::{CaState, TcpSock};
+
+/// `TCP_CONG_NEEDS_ECN`: the connection asks for ECN whatever `tcp_ecn` says
+/// (`tcp_ca_needs_ecn()`), and its receiver reports each CE change
+/// (`CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`).
+pub const TCP_CONG_NEEDS_ECN: u32 = 0x2;
+
+/// `enum tcp_ca_event`: the events `cwnd_event` is told of (those the model raises).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// `CA_EVENT_LOSS`: an RTO (`tcp_enter_loss()`), once per window.
+    Loss,
+    /// `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`: the receiving socket got a data
+    /// segment marked CE / not marked (`__tcp_ecn_check_ce()`), for a congestion
+    /// control with [`TCP_CONG_NEEDS_ECN`].
+    EcnIsCe,
+    EcnNoCe,
+}
+
+/// `CA_ACK_ECE`: the flag `in_ack_event` sees on an ACK that carried ECE.
+pub const CA_ACK_ECE: u32 = 1 << 2;
 
 /// What a congestion control sees of the socket on each ACK.
 #[derive(Clone, Copy, Debug)]
@@ -26,7 +53,8 @@ pub struct AckCtx {
     pub gso_max_size: u32,
 }
 
-/// The window the congestion control moves.
+/// The window the congestion control moves (`snd_cwnd`, `snd_ssthresh`,
+/// `snd_cwnd_cnt`, `snd_cwnd_clamp`).
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
     pub cwnd: u32,
@@ -65,266 +93,163 @@ impl Window {
         }
         self.cwnd = self.cwnd.min(self.clamp);
     }
-}
 
-pub enum CongestionControl {
-    Reno,
-    Cubic(Box<Cubic>),
-    Bbr(Box<Bbr>),
-}
-
-impl CongestionControl {
-    /// The socket's congestion control; `seed` seeds BBR's random draws.
-    pub fn new(cc: darkbuf_scenario::Cc, seed: u64) -> CongestionControl {
-        use rand::SeedableRng;
-        match cc {
-            darkbuf_scenario::Cc::Cubic => CongestionControl::Cubic(Box::default()),
-            darkbuf_scenario::Cc::Bbr => CongestionControl::Bbr(Box::new(Bbr::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)))),
-            darkbuf_scenario::Cc::Reno => CongestionControl::Reno,
-        }
-    }
-
-    /// `ca_ops->ssthresh()`: the window after a loss or a CWR event.
-    pub fn ssthresh(&mut self, w: &Window) -> u32 {
-        match self {
-            // tcp_reno_ssthresh()
-            CongestionControl::Reno => (w.cwnd >> 1).max(2),
-            CongestionControl::Cubic(c) => c.recalc_ssthresh(w.cwnd),
-            CongestionControl::Bbr(b) => b.ssthresh(w),
-        }
-    }
-
-    /// `ca_ops->min_tso_segs`, else `tcp_min_tso_segs`.
-    pub fn min_tso_segs(&self, pacing_rate: u64, sysctl: u32) -> u32 {
-        match self {
-            CongestionControl::Bbr(_) => Bbr::min_tso_segs(pacing_rate),
-            _ => sysctl,
-        }
-    }
-
-    /// `ca_ops->cong_avoid()`, called only when the flow is cwnd-limited.
-    pub fn cong_avoid(&mut self, w: &mut Window, acked: u32, ctx: &AckCtx) {
+    /// `tcp_reno_cong_avoid()` once the flow is cwnd-limited: slow start, then one
+    /// packet per window.
+    pub fn reno_cong_avoid(&mut self, acked: u32) {
         let mut acked = acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
             if acked == 0 {
                 return;
             }
         }
-        match self {
-            CongestionControl::Reno => {
-                let cwnd = w.cwnd;
-                w.cong_avoid_ai(cwnd, acked);
-            }
-            CongestionControl::Cubic(c) => {
-                c.update(w.cwnd, acked, ctx);
-                let cnt = c.cnt;
-                w.cong_avoid_ai(cnt, acked);
-            }
-            CongestionControl::Bbr(_) => unreachable!("BBR has cong_control, not cong_avoid"),
-        }
-    }
-
-    /// `ca_ops->pkts_acked()` with an RTT sample (µs).
-    pub fn pkts_acked(&mut self, rtt_us: Option<u32>, w: &mut Window, ctx: &AckCtx) {
-        if let (CongestionControl::Cubic(c), Some(rtt)) = (self, rtt_us) {
-            c.acked(rtt, w, ctx);
-        }
-    }
-
-    /// `ca_ops->undo_cwnd` after a spurious recovery: Reno and CUBIC
-    /// (`tcp_reno_undo_cwnd()`) the larger of the window now and before the reduction;
-    /// BBR (`bbr_undo_cwnd()`) keeps its window and restarts its search for full
-    /// bandwidth.
-    pub fn undo_cwnd(&mut self, w: &Window, prior_cwnd: u32) -> u32 {
-        match self {
-            CongestionControl::Reno | CongestionControl::Cubic(_) => w.cwnd.max(prior_cwnd),
-            CongestionControl::Bbr(b) => {
-                b.undo();
-                w.cwnd
-            }
-        }
-    }
-
-    /// `ca_ops->set_state(TCP_CA_Loss)`: an RTO resets CUBIC and ends BBR's round.
-    pub fn on_loss(&mut self, ctx: &AckCtx) {
-        match self {
-            CongestionControl::Cubic(c) => {
-                **c = Cubic::default();
-                c.hystart_reset(ctx);
-            }
-            CongestionControl::Bbr(b) => b.on_loss(),
-            CongestionControl::Reno => {}
-        }
+        let cwnd = self.cwnd;
+        self.cong_avoid_ai(cwnd, acked);
     }
 }
 
-const BICTCP_BETA_SCALE: u32 = 1024;
-const BICTCP_HZ: u32 = 10;
-const BETA: u32 = 717;
-const BIC_SCALE: u32 = 41;
-/// `8 * (BICTCP_BETA_SCALE + beta) / 3 / (BICTCP_BETA_SCALE - beta)`.
-const BETA_SCALE: u32 = 8 * (BICTCP_BETA_SCALE + BETA) / 3 / (BICTCP_BETA_SCALE - BETA);
-const CUBE_RTT_SCALE: u64 = BIC_SCALE as u64 * 10;
-/// `2^40 / (bic_scale * 10)`.
-const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (BIC_SCALE as u64 * 10);
-const HYSTART_LOW_WINDOW: u32 = 16;
-const HYSTART_ACK_DELTA_US: u32 = 2000;
-const HYSTART_MIN_SAMPLES: u8 = 8;
-
-/// `struct bictcp`.
-#[derive(Clone, Debug, Default)]
-pub struct Cubic {
-    pub cnt: u32,
-    last_max_cwnd: u32,
-    last_cwnd: u32,
-    last_time: u32,
-    bic_origin_point: u32,
-    bic_k: u32,
-    /// min delay (µs).
-    pub delay_min: u32,
-    epoch_start: u32,
-    ack_cnt: u32,
-    tcp_cwnd: u32,
-    sample_cnt: u8,
-    /// HyStart found the exit point.
-    pub found: bool,
-    round_start: u32,
-    end_seq: u32,
-    last_ack: u32,
-    curr_rtt: u32,
+/// What `cwnd_event(CA_EVENT_ECN_IS_CE | CA_EVENT_ECN_NO_CE)` reads and changes on the
+/// receiving socket: its `rcv_nxt`, `ecn_flags & TCP_ECN_DEMAND_CWR` (ACKs carry ECE),
+/// `icsk_ack.pending`'s ICSK_ACK_TIMER (a delayed ACK is pending) and ICSK_ACK_NOW,
+/// and the ACK `__tcp_send_ack(sk, rcv_nxt)` sends with an older `rcv_nxt`.
+#[derive(Clone, Copy, Debug)]
+pub struct RcvEcn {
+    pub rcv_nxt: u32,
+    pub demand_cwr: bool,
+    pub ack_timer: bool,
+    pub ack_now: bool,
+    /// An ACK to send first: (its `ack_seq`, whether it carries ECE).
+    pub send_ack: Option<(u32, bool)>,
 }
 
-/// `cubic_root()`: the table lookup and one Newton-Raphson step of tcp_cubic.c.
-pub fn cubic_root(a: u64) -> u32 {
-    const V: [u8; 64] = [
-        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176,
-        179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224,
-        225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
-    ];
-    let b = 64 - a.leading_zeros();
-    if b < 7 {
-        return (V[a as usize] as u32 + 35) >> 6;
+/// `struct tcp_congestion_ops`: one congestion control's methods, with the socket
+/// passed as the kernel passes `sk`. The defaults are what the kernel does when a
+/// method is NULL.
+pub trait TcpCongestionOps {
+    /// `.name`, as `tcp_available_congestion_control` lists it.
+    fn name(&self) -> &'static str;
+
+    /// `.flags` ([`TCP_CONG_NEEDS_ECN`]).
+    fn flags(&self) -> u32 {
+        0
     }
-    let b = ((b * 84) >> 8) - 1;
-    let shift = (a >> (b * 3)) as usize;
-    let x = ((V[shift] as u32 + 10) << b) >> 6;
-    let x = 2 * x + (a / (x as u64 * (x as u64 - 1))) as u32;
-    ((x as u64 * 341) >> 10) as u32
+
+    /// `.init` (`tcp_init_congestion_control()`), before the first transmission.
+    fn init(&mut self, _tp: &mut TcpSock, _clock: Clock) {}
+
+    /// `.ssthresh`: the slow-start threshold after a loss or an ECE
+    /// (`tcp_init_cwnd_reduction()`, `tcp_enter_loss()`).
+    fn ssthresh(&mut self, tp: &TcpSock) -> u32;
+
+    /// `.cong_avoid`: grow the window of a cwnd-limited flow by `acked` packets.
+    fn cong_avoid(&mut self, w: &mut Window, acked: u32, ctx: &AckCtx);
+
+    /// Whether `.cong_control` is set: it then replaces PRR, `cong_avoid` and the
+    /// pacing-rate update, and `tcp_end_cwnd_reduction()` leaves cwnd to it.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// `.cong_control`, on every ACK (only if [`Self::has_cong_control`]).
+    fn cong_control(&mut self, _tp: &mut TcpSock, _rs: &RateSample, _clock: Clock) {}
+
+    /// `.set_state`, from `tcp_set_ca_state()` before `icsk_ca_state` changes (`tp`
+    /// still has the old state).
+    fn set_state(&mut self, _tp: &mut TcpSock, _new_state: CaState, _ctx: &AckCtx) {}
+
+    /// `.cwnd_event` on the sending socket.
+    fn cwnd_event(&mut self, _tp: &mut TcpSock, _ev: CaEvent) {}
+
+    /// `.cwnd_event` with `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE` on the receiving
+    /// socket (called only with [`TCP_CONG_NEEDS_ECN`]).
+    fn cwnd_event_rcv(&mut self, _ev: CaEvent, _r: &mut RcvEcn) {}
+
+    /// `.in_ack_event` (`tcp_in_ack_event()`): `flags` are `CA_ACK_*`.
+    fn in_ack_event(&mut self, _tp: &TcpSock, _flags: u32) {}
+
+    /// `.pkts_acked`, with the ACK's RTT sample (µs) if it has one.
+    fn pkts_acked(&mut self, _rtt_us: Option<u32>, _w: &mut Window, _ctx: &AckCtx) {}
+
+    /// `.undo_cwnd`: the window after a reduction found spurious.
+    fn undo_cwnd(&mut self, tp: &TcpSock) -> u32;
+
+    /// `.min_tso_segs`, else the sysctl `tcp_min_tso_segs` applies.
+    fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
+        None
+    }
+
+    /// `.sndbuf_expand`: windows of send buffer `tcp_sndbuf_expand()` provisions.
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+
+    /// `.get_info` as `ss -ti` prints it: a named figure of the algorithm's own
+    /// (DCTCP's alpha), reported per flow.
+    fn get_info(&self, _tp: &TcpSock) -> Option<(&'static str, f64)> {
+        None
+    }
 }
 
-impl Cubic {
-    fn hystart_reset(&mut self, ctx: &AckCtx) {
-        self.round_start = ctx.now_us;
-        self.last_ack = ctx.now_us;
-        self.end_seq = ctx.snd_nxt;
-        self.curr_rtt = u32::MAX;
-        self.sample_cnt = 0;
+/// `tcp_reno`: `tcp_reno_ssthresh()`, `tcp_reno_cong_avoid()`, `tcp_reno_undo_cwnd()`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reno;
+
+impl TcpCongestionOps for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
     }
 
-    /// `bictcp_update()`.
-    fn update(&mut self, cwnd: u32, acked: u32, ctx: &AckCtx) {
-        self.ack_cnt += acked;
-        if self.last_cwnd == cwnd && (ctx.jiffies.wrapping_sub(self.last_time) as i32) <= (ctx.hz / 32) as i32 {
-            return;
-        }
-        if !(self.epoch_start != 0 && ctx.jiffies == self.last_time) {
-            self.last_cwnd = cwnd;
-            self.last_time = ctx.jiffies;
-            if self.epoch_start == 0 {
-                self.epoch_start = ctx.jiffies;
-                self.ack_cnt = acked;
-                self.tcp_cwnd = cwnd;
-                if self.last_max_cwnd <= cwnd {
-                    self.bic_k = 0;
-                    self.bic_origin_point = cwnd;
-                } else {
-                    self.bic_k = cubic_root(CUBE_FACTOR * (self.last_max_cwnd - cwnd) as u64);
-                    self.bic_origin_point = self.last_max_cwnd;
-                }
-            }
-            let mut t = ctx.jiffies.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-            t += (self.delay_min as u64 * ctx.hz as u64).div_ceil(1_000_000);
-            t = (t << BICTCP_HZ) / ctx.hz as u64;
-            let offs = (self.bic_k as u64).abs_diff(t);
-            let delta = ((CUBE_RTT_SCALE * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u32;
-            let target = if t < self.bic_k as u64 {
-                self.bic_origin_point.wrapping_sub(delta)
-            } else {
-                self.bic_origin_point.wrapping_add(delta)
-            };
-            self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd };
-            if self.last_max_cwnd == 0 && self.cnt > 20 {
-                self.cnt = 20;
-            }
-        }
-        // TCP friendliness.
-        let delta = (cwnd * BETA_SCALE) >> 3;
-        while delta > 0 && self.ack_cnt > delta {
-            self.ack_cnt -= delta;
-            self.tcp_cwnd += 1;
-        }
-        if self.tcp_cwnd > cwnd {
-            let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
-            self.cnt = self.cnt.min(max_cnt);
-        }
-        self.cnt = self.cnt.max(2);
+    fn ssthresh(&mut self, tp: &TcpSock) -> u32 {
+        (tp.w.cwnd >> 1).max(2)
     }
 
-    /// `cubictcp_recalc_ssthresh()` with fast convergence.
-    fn recalc_ssthresh(&mut self, cwnd: u32) -> u32 {
-        self.epoch_start = 0;
-        self.last_max_cwnd = if cwnd < self.last_max_cwnd {
-            cwnd * (BICTCP_BETA_SCALE + BETA) / (2 * BICTCP_BETA_SCALE)
-        } else {
-            cwnd
-        };
-        (cwnd * BETA / BICTCP_BETA_SCALE).max(2)
+    fn cong_avoid(&mut self, w: &mut Window, acked: u32, _ctx: &AckCtx) {
+        w.reno_cong_avoid(acked);
     }
 
-    /// `cubictcp_acked()`: track the minimum delay; HyStart in slow start.
-    fn acked(&mut self, rtt_us: u32, w: &mut Window, ctx: &AckCtx) {
-        if self.epoch_start != 0 && (ctx.jiffies.wrapping_sub(self.epoch_start) as i32) < ctx.hz as i32 {
-            return;
-        }
-        let delay = rtt_us.max(1);
-        if self.delay_min == 0 || self.delay_min > delay {
-            self.delay_min = delay;
-        }
-        if !self.found && w.in_slow_start() {
-            self.hystart_update(delay, w, ctx);
-        }
+    fn undo_cwnd(&mut self, tp: &TcpSock) -> u32 {
+        tp.w.cwnd.max(tp.prior_cwnd)
+    }
+}
+
+/// `tcp_ca_find()` then `.init`'s allocation: the congestion control a socket of
+/// `cc` runs; `seed` seeds an algorithm's random draws (BBR's gain-cycle phase).
+/// The one place a congestion control is registered.
+pub fn tcp_ca_new(cc: darkbuf_scenario::Cc, seed: u64) -> Box<dyn TcpCongestionOps> {
+    use darkbuf_scenario::Cc;
+    use rand::SeedableRng;
+    match cc {
+        Cc::Reno => Box::new(Reno),
+        Cc::Cubic => Box::<Cubic>::default(),
+        Cc::Bbr => Box::new(Bbr::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed))),
+    }
+}
+
+impl TcpSock {
+    /// Runs `f` with the socket's congestion control and the socket itself, as the
+    /// kernel's `icsk->icsk_ca_ops->method(sk)`: the CA's private state (`inet_csk_ca()`)
+    /// is lifted out for the call (a pointer move), so both can be borrowed.
+    pub(super) fn with_ca<R>(&mut self, f: impl FnOnce(&mut dyn TcpCongestionOps, &mut TcpSock) -> R) -> R {
+        let mut ca = self.ca.take().expect("a congestion control is attached outside its own calls");
+        let r = f(&mut *ca, self);
+        self.ca = Some(ca);
+        r
     }
 
-    /// `hystart_update()`: the ACK-train and the delay detectors.
-    fn hystart_update(&mut self, delay: u32, w: &mut Window, ctx: &AckCtx) {
-        if (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
-            self.hystart_reset(ctx);
-        }
-        if w.cwnd < HYSTART_LOW_WINDOW {
-            return;
-        }
-        if (ctx.now_us.wrapping_sub(self.last_ack) as i32) <= HYSTART_ACK_DELTA_US as i32 {
-            self.last_ack = ctx.now_us;
-            // hystart_ack_delay(): TSO/GRO aggregation, at most 1 ms.
-            let ack_delay =
-                (ctx.gso_max_size as u64 * 4 * 1_000_000).checked_div(ctx.pacing_rate).map_or(0, |d| d.min(1000) as u32);
-            let mut threshold = self.delay_min + ack_delay;
-            if !ctx.paced {
-                threshold >>= 1;
-            }
-            if (ctx.now_us.wrapping_sub(self.round_start) as i32) > threshold as i32 {
-                self.found = true;
-                w.ssthresh = w.cwnd;
-            }
-        }
-        self.curr_rtt = self.curr_rtt.min(delay);
-        if self.sample_cnt < HYSTART_MIN_SAMPLES {
-            self.sample_cnt += 1;
-        } else if self.curr_rtt > self.delay_min + (self.delay_min >> 3).clamp(4000, 16000) {
-            self.found = true;
-            w.ssthresh = w.cwnd;
-        }
+    /// The socket's congestion control, to ask (`icsk_ca_ops`).
+    pub fn ca(&self) -> &dyn TcpCongestionOps {
+        self.ca.as_deref().expect("a congestion control is attached outside its own calls")
+    }
+
+    /// `tcp_ca_needs_ecn()`.
+    pub fn tcp_ca_needs_ecn(&self) -> bool {
+        self.ca().flags() & TCP_CONG_NEEDS_ECN != 0
+    }
+
+    /// The congestion control's own figure now (`get_info`), if it has one.
+    pub fn tcp_ca_info(&self) -> Option<(&'static str, f64)> {
+        self.ca().get_info(self)
     }
 }
 
@@ -332,21 +257,12 @@ impl Cubic {
 mod tests {
     use super::*;
 
-    /// `cubic_root()` within its documented 0.195% average error, on exact cubes.
-    #[test]
-    fn cubic_root_of_cubes() {
-        for x in [2u64, 10, 100, 1000, 12345, 100_000] {
-            let r = cubic_root(x * x * x) as f64;
-            assert!((r / x as f64 - 1.0).abs() < 0.01, "cbrt({}^3) = {r}", x);
-        }
-    }
-
     /// Reno: slow start doubles per RTT (one packet per ACKed packet) up to ssthresh,
-    /// then one packet per window; a loss halves.
+    /// then one packet per window.
     #[test]
     fn reno_grows_and_halves() {
         let ctx = AckCtx { jiffies: 0, now_us: 0, hz: 250, snd_una: 0, snd_nxt: 0, pacing_rate: 0, paced: false, gso_max_size: 65536 };
-        let mut cc = CongestionControl::Reno;
+        let mut cc = Reno;
         let mut w = Window { cwnd: 10, ssthresh: 20, cwnd_cnt: 0, clamp: u32::MAX };
         cc.cong_avoid(&mut w, 10, &ctx);
         assert_eq!(w.cwnd, 20);
@@ -354,22 +270,17 @@ mod tests {
         assert_eq!((w.cwnd, w.cwnd_cnt), (20, 10));
         cc.cong_avoid(&mut w, 10, &ctx);
         assert_eq!((w.cwnd, w.cwnd_cnt), (21, 0));
-        assert_eq!(cc.ssthresh(&w), 10);
     }
 
-    /// CUBIC after a loss at W_max = 100: ssthresh 100 x 717 / 1024 = 70, and the
-    /// window then grows back toward W_max as the cubic curve says: K = cbrt(W_max *
-    /// (1 - beta) / C) = cbrt(30.2 / 0.4) = 4.2 s in the 100 ms-RTT units the constants
-    /// are scaled for.
+    /// Every registered name builds the algorithm of that name, as
+    /// `tcp_available_congestion_control` would list it.
     #[test]
-    fn cubic_reduces_to_seventy_percent_and_plans_k() {
-        let mut c = Cubic::default();
-        assert_eq!(c.recalc_ssthresh(100), 70);
-        let ctx = AckCtx { jiffies: 1000, now_us: 0, hz: 1000, snd_una: 0, snd_nxt: 0, pacing_rate: 0, paced: false, gso_max_size: 65536 };
-        c.update(70, 1, &ctx);
-        let k_s = c.bic_k as f64 / 1024.0;
-        assert!((k_s - 4.2).abs() < 0.2, "K = {k_s} s");
-        assert_eq!(c.bic_origin_point, 100);
-        assert!(c.cnt >= 2);
+    fn the_registry_builds_each_name() {
+        use darkbuf_scenario::Cc;
+        for (cc, name) in [(Cc::Reno, "reno"), (Cc::Cubic, "cubic"), (Cc::Bbr, "bbr")] {
+            assert_eq!(tcp_ca_new(cc, 1).name(), name);
+            assert_eq!(cc.name(), name);
+        }
+        assert_eq!(tcp_ca_new(Cc::Cubic, 1).flags(), 0);
     }
 }

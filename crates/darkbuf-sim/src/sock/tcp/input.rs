@@ -20,7 +20,7 @@
 //! undo (Eifel, `tcp_packet_delayed()`), and undo after an RTO (F-RTO,
 //! `tcp_try_undo_loss()`).
 
-use super::cc::{AckCtx, CongestionControl};
+use super::cc::{AckCtx, CaEvent, CA_ACK_ECE};
 use super::rate::RateSample;
 use super::recv::AckRec;
 use super::{after, before, whole_jiffies, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
@@ -147,7 +147,13 @@ impl World {
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
         let tp = self.tcp(s);
-        tp.rate.delivered = tp.rate.delivered.wrapping_add(delivered);
+        // tcp_ack()'s order (6.1): the SACKed deliveries are counted, then the
+        // congestion control's in_ack_event (snd_una already moved), then
+        // tcp_clean_rtx_queue()'s deliveries (tcp_count_delivered()).
+        tp.tcp_count_delivered(newly_sacked, rec.ece);
+        let ev_flags = if rec.ece { CA_ACK_ECE } else { 0 };
+        tp.with_ca(|ca, tp| ca.in_ack_event(tp, ev_flags));
+        tp.tcp_count_delivered(acked, rec.ece);
         rs.rtt_us = rtt_ns.map_or(-1, |r| (r / 1000) as i64);
         let lost = tp.lost - prior_lost_total;
         tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
@@ -165,7 +171,7 @@ impl World {
         // its end tcp_try_undo_recovery()), and then the recovery is over.
         if tp.ca_state == CaState::Recovery && tp.undo_marker.is_some() && tp.undo_retrans == 0 {
             tp.tcp_undo_cwnd_reduction();
-            tp.ca_state = CaState::Open;
+            self.tcp_set_ca_state(s, CaState::Open);
             if rec.ece {
                 self.tcp_enter_cwr(s);
             }
@@ -277,8 +283,7 @@ impl World {
         tp.prr_delivered = 0;
         tp.prr_out = 0;
         tp.w.cwnd_cnt = 0;
-        let w = tp.w;
-        tp.w.ssthresh = tp.cc.ssthresh(&w);
+        tp.w.ssthresh = tp.with_ca(|ca, tp| ca.ssthresh(tp));
         tp.tcp_ecn_queue_cwr();
     }
 
@@ -296,10 +301,10 @@ impl World {
         if !in_reduction && !ece_ack {
             tp.prior_ssthresh = tp.w.ssthresh.max((tp.w.cwnd >> 1) + (tp.w.cwnd >> 2));
         }
-        tp.ca_state = CaState::Recovery;
         if !in_reduction {
             self.tcp_init_cwnd_reduction(s);
         }
+        self.tcp_set_ca_state(s, CaState::Recovery);
     }
 
     /// `tcp_process_tlp_ack()`: once the ACK reaches the probe's `tlp_high_seq`, a probe
@@ -319,12 +324,14 @@ impl World {
             tp.tlp_recoveries += 1;
             self.tcp_init_cwnd_reduction(s);
             let tp = self.tcp(s);
-            if !matches!(tp.cc, CongestionControl::Bbr(_)) {
+            // tcp_end_cwnd_reduction(): a congestion control with cong_control keeps
+            // its own window.
+            if !tp.ca().has_cong_control() {
                 tp.w.cwnd = tp.w.ssthresh;
             }
             // tcp_try_keep_open(): out of CWR at once (Disorder is Open here); high_seq
             // stays at snd_nxt, where tcp_init_cwnd_reduction() put it.
-            tp.ca_state = CaState::Open;
+            self.tcp_set_ca_state(s, CaState::Open);
         } else if pure_dupack {
             tp.tlp_high_seq = None;
         }
@@ -333,10 +340,9 @@ impl World {
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
     /// without a retransmission.
     pub(super) fn tcp_enter_cwr(&mut self, s: SockId) {
-        let tp = self.tcp(s);
-        if tp.ca_state < CaState::Cwr {
-            tp.ca_state = CaState::Cwr;
+        if self.tcp(s).ca_state < CaState::Cwr {
             self.tcp_init_cwnd_reduction(s);
+            self.tcp_set_ca_state(s, CaState::Cwr);
         }
     }
 
@@ -348,28 +354,20 @@ impl World {
     /// grows cwnd only then, not on an ACK that only SACKs.
     fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, data_acked: bool, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
         let delivered = rs.acked_sacked;
-        if matches!(self.tcp(s).cc, CongestionControl::Bbr(_)) {
-            return self.tcp_cong_control_bbr(s, rs);
+        if self.tcp(s).ca().has_cong_control() {
+            return self.tcp_cong_control_ca(s, rs);
         }
-        let jiffies = self.jiffies() as u32;
-        let hz = self.cfg.hz;
+        let ctx = self.tcp_ack_ctx(s, t);
         let tp = self.tcp(s);
-        let ctx = AckCtx {
-            jiffies,
-            now_us: (t / 1000) as u32,
-            hz,
-            snd_una: tp.snd_una,
-            snd_nxt: tp.snd_nxt,
-            pacing_rate: tp.pacing_rate,
-            paced: tp.pacing != super::Pacing::None,
-            gso_max_size: tp.gso_max_size,
-        };
-        tp.cc.pkts_acked(rtt_ns.map(|r| (r / 1000).min(u32::MAX as u64) as u32), &mut tp.w, &ctx);
+        let rtt_us = rtt_ns.map(|r| (r / 1000).min(u32::MAX as u64) as u32);
+        let mut w = tp.w;
+        tp.with_ca(|ca, _| ca.pkts_acked(rtt_us, &mut w, &ctx));
+        tp.w = w;
         match tp.ca_state {
             CaState::Recovery | CaState::Cwr if tp.ca_state_exit_due() => {
                 // Everything up to the recovery point is acknowledged.
-                tp.ca_state = CaState::Open;
                 tp.w.cwnd = tp.w.ssthresh;
+                self.tcp_set_ca_state(s, CaState::Open);
             }
             CaState::Recovery | CaState::Cwr if delivered > 0 => {
                 // PRR: proportional while more than ssthresh is in flight, then back up
@@ -391,34 +389,56 @@ impl World {
             CaState::Recovery | CaState::Cwr => {}
             CaState::Open | CaState::Loss => {
                 if tp.ca_state == CaState::Loss && tp.ca_state_exit_due() {
-                    tp.ca_state = CaState::Open;
+                    self.tcp_set_ca_state(s, CaState::Open);
                 }
+                let tp = self.tcp(s);
                 // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used, on
                 // in-order delivery; with a reordering degree above the default, on any
                 // forward progress (ACKed or SACKed).
                 let may_raise = if tp.reordering > TCP_REORDERING { delivered > 0 } else { data_acked };
                 if tp.tcp_is_cwnd_limited() && may_raise && delivered > 0 {
                     let mut w = tp.w;
-                    tp.cc.cong_avoid(&mut w, delivered, &ctx);
+                    tp.with_ca(|ca, _| ca.cong_avoid(&mut w, delivered, &ctx));
                     tp.w = w;
                 }
             }
         }
     }
 
-    /// `ca_ops->cong_control` (BBR): leaving Recovery or CWR keeps BBR's cwnd
-    /// (`tcp_end_cwnd_reduction()` returns early for it), then `bbr_main()` sets cwnd
-    /// and the pacing rate.
-    fn tcp_cong_control_bbr(&mut self, s: SockId, rs: &RateSample) {
+    /// `ca_ops->cong_control` (BBR): leaving Recovery or CWR keeps the congestion
+    /// control's cwnd (`tcp_end_cwnd_reduction()` returns early for it), then its
+    /// `cong_control` sets cwnd and the pacing rate.
+    fn tcp_cong_control_ca(&mut self, s: SockId, rs: &RateSample) {
         let clock = self.tcp_clock();
+        if self.tcp(s).ca_state_exit_due() {
+            self.tcp_set_ca_state(s, CaState::Open);
+        }
+        self.tcp(s).with_ca(|ca, tp| ca.cong_control(tp, rs, clock));
+    }
+
+    /// The socket as its congestion control sees it at `t`.
+    pub(super) fn tcp_ack_ctx(&mut self, s: SockId, t: u64) -> AckCtx {
+        let (jiffies, hz) = (self.jiffies() as u32, self.cfg.hz);
         let tp = self.tcp(s);
-        if tp.ca_state_exit_due() {
-            tp.ca_state = CaState::Open;
+        AckCtx {
+            jiffies,
+            now_us: (t / 1000) as u32,
+            hz,
+            snd_una: tp.snd_una,
+            snd_nxt: tp.snd_nxt,
+            pacing_rate: tp.pacing_rate,
+            paced: tp.pacing != super::Pacing::None,
+            gso_max_size: tp.gso_max_size,
         }
-        if let CongestionControl::Bbr(mut b) = std::mem::replace(&mut tp.cc, CongestionControl::Reno) {
-            b.main(tp, rs, clock);
-            tp.cc = CongestionControl::Bbr(b);
-        }
+    }
+
+    /// `tcp_set_ca_state()`: the congestion control's `set_state` sees the change
+    /// before `icsk_ca_state` takes it.
+    pub(super) fn tcp_set_ca_state(&mut self, s: SockId, state: CaState) {
+        let ctx = self.tcp_ack_ctx(s, self.now);
+        let tp = self.tcp(s);
+        tp.with_ca(|ca, tp| ca.set_state(tp, state, &ctx));
+        tp.ca_state = state;
     }
 
     /// `tcp_rtt_estimator()` and `tcp_set_rto()`: Jacobson's srtt (x 8) and mdev (x 4),
@@ -478,23 +498,20 @@ impl World {
     /// restarts at 1 (`tcp_enter_loss()`), the timer backs off. Returns whether it
     /// fired (with data in flight).
     pub(super) fn tcp_retransmit_timer(&mut self, s: SockId) -> bool {
-        let now = self.now;
-        let jiffies = self.jiffies() as u32;
-        let hz = self.cfg.hz;
         let tp = self.tcp(s);
         if tp.packets_out == 0 {
             return false;
         }
         tp.timeouts += 1;
-        let w = tp.w;
         // tcp_enter_loss(): ssthresh is reduced once per window: from Open, once the
         // previous reduction's high_seq is acknowledged, or at the first RTO of a Loss
         // episode (icsk_retransmits = 0: `backoff` here, reset by forward progress), not
-        // again at a repeated RTO without progress.
+        // again at a repeated RTO without progress. The congestion control hears
+        // CA_EVENT_LOSS then.
         if tp.ca_state == CaState::Open || !after(tp.high_seq, tp.snd_una) || (tp.ca_state == CaState::Loss && tp.backoff == 0) {
-            tp.w.ssthresh = tp.cc.ssthresh(&w);
+            tp.w.ssthresh = tp.with_ca(|ca, tp| ca.ssthresh(tp));
+            tp.with_ca(|ca, tp| ca.cwnd_event(tp, CaEvent::Loss));
         }
-        tp.ca_state = CaState::Loss;
         // Loss-state undo (tcp_try_undo_loss(), F-RTO) is not modelled.
         tp.undo_marker = None;
         tp.tcp_ecn_queue_cwr();
@@ -515,8 +532,8 @@ impl World {
         // tcp_timeout_mark_lost() then cwnd = packets in flight + 1 (what is not marked
         // lost: the model marks every unSACKed segment, without RACK's recent ones).
         tp.w.cwnd = tp.in_flight() + 1;
-        let ctx = AckCtx { jiffies, now_us: (now / 1000) as u32, hz, snd_una: tp.snd_una, snd_nxt: tp.snd_nxt, pacing_rate: tp.pacing_rate, paced: false, gso_max_size: tp.gso_max_size };
-        tp.cc.on_loss(&ctx);
+        self.tcp_set_ca_state(s, CaState::Loss);
+        let tp = self.tcp(s);
         tp.backoff += 1;
         self.tcp_rearm_rto(s);
         true
@@ -524,6 +541,15 @@ impl World {
 }
 
 impl super::TcpSock {
+    /// `tcp_count_delivered()`: `delivered` packets newly delivered, CE-echoed too if
+    /// the ACK carried ECE.
+    fn tcp_count_delivered(&mut self, delivered: u32, ece: bool) {
+        self.rate.delivered = self.rate.delivered.wrapping_add(delivered);
+        if ece {
+            self.delivered_ce = self.delivered_ce.wrapping_add(delivered);
+        }
+    }
+
     /// `tcp_clean_rtx_queue()`: drop what `ack` covers, and trim the acked head off a
     /// multi-segment skb it covers in part (`tcp_tso_acked()`); returns the packets
     /// newly delivered by it (not SACKed before), and the RTT sample of the last one
@@ -664,7 +690,7 @@ impl super::TcpSock {
     /// ssthresh before it, with the CWR still to announce withdrawn.
     fn tcp_undo_cwnd_reduction(&mut self) {
         if self.prior_ssthresh > 0 {
-            self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd);
+            self.w.cwnd = self.with_ca(|ca, tp| ca.undo_cwnd(tp));
             if self.prior_ssthresh > self.w.ssthresh {
                 self.w.ssthresh = self.prior_ssthresh;
                 self.ecn_queue_cwr = false;

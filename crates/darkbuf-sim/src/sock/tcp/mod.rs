@@ -17,8 +17,10 @@
 //! - `reader.rs`: the receiving application (`receiver = "poll" | "blocking"`).
 //! - `sndbuf.rs`: the send buffer's autotuning, the writer's memory test, and the write
 //!   queue's skbs (`tcp_grow_skb()`).
-//! - `cc.rs`: reno and CUBIC (with HyStart) behind one enum with BBR.
-//! - `bbr.rs`: BBR v1; `rate.rs`: the delivery rate samples it is built on.
+//! - `cc.rs`: the congestion control interface (`struct tcp_congestion_ops` as a
+//!   trait), Reno, and the registry of names; one file per algorithm: `cubic.rs`
+//!   (CUBIC with HyStart), `bbr.rs` (BBR v1). `rate.rs`: the
+//!   delivery rate samples BBR is built on.
 //!
 //! Sequence numbers are `u32` and compared with wrap-around (`before()`/`after()`), as
 //! the kernel does. Every skb is timed on the CPU that sends it; its transmission is
@@ -29,6 +31,7 @@
 mod bbr;
 mod cc;
 mod connect;
+mod cubic;
 mod input;
 mod lock;
 mod output;
@@ -46,7 +49,7 @@ use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};
 use crate::event::Event;
 use crate::sock::{Sock, SockKind};
 use crate::world::World;
-use cc::{CongestionControl, Window};
+use cc::{TcpCongestionOps, Window};
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::units::Rate;
 use darkbuf_scenario::TcpFlow;
@@ -186,7 +189,9 @@ pub(super) fn whole_jiffies(ns: u64, jiffy_ns: u64) -> u64 {
 pub struct TcpSock {
     pub flow_index: u32,
     pub traffic_index: u16,
-    pub cc: CongestionControl,
+    /// `icsk_ca_ops` with its private area (`inet_csk_ca()`): `None` only while one
+    /// of its own methods runs (`TcpSock::with_ca()`).
+    ca: Option<Box<dyn TcpCongestionOps>>,
     pub w: Window,
     pub ca_state: CaState,
     /// Segment size and the largest skb TSO may build (`sk_gso_max_size`).
@@ -312,6 +317,9 @@ pub struct TcpSock {
     pub ts_recent_ms: u32,
     /// ECN negotiated (`TCP_ECN_OK`): new data leaves ECT(0).
     pub ecn: bool,
+    /// `tp->delivered_ce`: packets delivered whose ACKs echoed CE
+    /// (`tcp_count_delivered()`).
+    pub delivered_ce: u32,
     /// `TCP_ECN_QUEUE_CWR`: a window reduction waits to be announced by CWR on the
     /// next new data segment.
     pub ecn_queue_cwr: bool,
@@ -358,6 +366,7 @@ pub struct TcpStats {
     /// `total_retrans`, `timeouts`, `loss_probes` and `tlp_recoveries` at the start of
     /// the measured window.
     pub retrans_base: u64,
+    pub delivered_ce_base: u32,
     pub timeouts_base: u64,
     pub loss_probes_base: u64,
     pub tlp_recoveries_base: u64,
@@ -376,6 +385,9 @@ pub struct TcpStats {
     pub cwnd_int: u128,
     pub srtt_int: u128,
     pub rate_int: u128,
+    /// The congestion control's own figure (`get_info`: DCTCP's alpha), integrated
+    /// over active time like the others.
+    pub ca_info_int: f64,
     pub last_t: u64,
     /// iperf3's view at each whole second of the run (`Event::Interval`): bytes the
     /// application had written, `tcpi_total_retrans`, and `snd_cwnd` x mss in bytes.
@@ -427,10 +439,20 @@ impl TcpSock {
         // Its queues (write, retransmit, backlogs) start empty and grow, by doubling,
         // to what the flow holds: a connection costs memory for what it has in flight,
         // not a fixed reserve (issue 54: 10,000 flows in one run).
+        let ca = cc::tcp_ca_new(f.cc, seed);
+        debug_assert_eq!(ca.name(), f.cc.name(), "the registry builds the named congestion control");
+        // tcp_ecn_send_syn(): tcp_ecn = 1, or a congestion control that needs ECN.
+        let needs_ecn = ca.flags() & cc::TCP_CONG_NEEDS_ECN != 0;
+        let mut rcv = recv::Receiver::new(mss);
+        if needs_ecn {
+            // The far end runs the same congestion control, which hears of each CE
+            // change on the data it receives.
+            rcv.ca = Some(cc::tcp_ca_new(f.cc, seed));
+        }
         let mut tcp = TcpSock {
             flow_index,
             traffic_index,
-            cc: CongestionControl::new(f.cc, seed),
+            ca: Some(ca),
             w: Window { cwnd: TCP_INIT_CWND, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX },
             ca_state: CaState::Open,
             mss,
@@ -487,10 +509,10 @@ impl TcpSock {
             tlp_retrans: false,
             loss_probes: 0,
             tlp_recoveries: 0,
-            // BBR asks for pacing (bbr_init(): SK_PACING_NEEDED); fq may take it over.
             // sock_setsockopt(SO_MAX_PACING_RATE) moves sk_pacing_status to
-            // SK_PACING_NEEDED: TCP paces itself unless fq does (setup.rs).
-            pacing: if f.cc == darkbuf_scenario::Cc::Bbr || f.max_pacing_rate.is_some() { Pacing::Needed } else { Pacing::None },
+            // SK_PACING_NEEDED: TCP paces itself unless fq does (setup.rs). A
+            // congestion control may ask for it in its init (BBR).
+            pacing: if f.max_pacing_rate.is_some() { Pacing::Needed } else { Pacing::None },
             // ... and sets sk_pacing_rate = min(sk_pacing_rate, max): the cap from the start.
             pacing_rate: f.max_pacing_rate.map_or(0, |b| b / 8),
             max_pacing_rate: f.max_pacing_rate.map_or(u64::MAX, |b| b / 8),
@@ -507,7 +529,8 @@ impl TcpSock {
             tx_queue_changes: 0,
             snd_wnd: (f.rcvbuf / 2).min(u32::MAX as u64 / 2) as u32,
             ts_recent_ms: 0,
-            ecn: f.ecn,
+            ecn: f.ecn || needs_ecn,
+            delivered_ce: 0,
             ecn_queue_cwr: false,
             dscp: f.dscp,
             total_retrans: 0,
@@ -527,7 +550,7 @@ impl TcpSock {
             ack_dev,
             softirq_cpu: 0,
             lock: lock::SockLock::new(f.lock_sock),
-            rcv: recv::Receiver::new(mss),
+            rcv,
             stats: TcpStats::default(),
         };
         if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
@@ -661,15 +684,7 @@ impl World {
     /// `tcp_init_congestion_control()` at the connection's first write.
     fn tcp_init_cc(&mut self, s: SockId) {
         let clock = self.tcp_clock();
-        let t = self.tcp(s);
-        if !matches!(t.cc, CongestionControl::Bbr(_)) {
-            return;
-        }
-        // BBR's methods take the socket: lift it out for the call (a Box move).
-        if let CongestionControl::Bbr(mut b) = std::mem::replace(&mut t.cc, CongestionControl::Reno) {
-            b.init(t, clock);
-            t.cc = CongestionControl::Bbr(b);
-        }
+        self.tcp(s).with_ca(|ca, tp| ca.init(tp, clock));
     }
 
     /// The clocks a congestion control reads now.
@@ -1092,6 +1107,9 @@ impl World {
             t.stats.cwnd_int += t.w.cwnd as u128 * dt;
             t.stats.srtt_int += (t.srtt_us >> 3) as u128 * dt;
             t.stats.rate_int += t.pacing_rate as u128 * dt;
+            if let Some((_, v)) = t.ca().get_info(t) {
+                t.stats.ca_info_int += v * dt as f64;
+            }
         }
         t.stats.last_t = now;
     }

@@ -387,7 +387,7 @@ impl World {
             bytes += (tp.gso_max_size >> r) as u64;
         }
         let bytes = bytes.min(tp.gso_max_size as u64) as u32;
-        let min_tso = tp.cc.min_tso_segs(tp.pacing_rate, TCP_MIN_TSO_SEGS);
+        let min_tso = tp.ca().min_tso_segs(tp).unwrap_or(TCP_MIN_TSO_SEGS);
         (bytes / tp.mss).max(min_tso).min(tp.gso_max_size / tp.mss)
     }
 
@@ -556,7 +556,8 @@ impl World {
     /// half ssthresh, else 120%).
     pub(super) fn tcp_update_pacing_rate(&mut self, s: SockId) {
         let tp = self.tcp(s);
-        if tp.srtt_us == 0 || matches!(tp.cc, super::cc::CongestionControl::Bbr(_)) {
+        // A congestion control with cong_control sets the rate itself (tcp_cong_control()).
+        if tp.srtt_us == 0 || tp.ca().has_cong_control() {
             return;
         }
         let ratio = if tp.w.cwnd < tp.w.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };

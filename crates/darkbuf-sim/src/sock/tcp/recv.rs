@@ -11,6 +11,7 @@
 //! in its backlog (`tcp_add_backlog()`, processed at `release_sock()`), and
 //! `__tcp_ack_snd_check()` asks whether the window would shrink.
 
+use super::cc::{CaEvent, RcvEcn};
 use super::rcvbuf::RcvBuf;
 use super::{after, before, TCP_HDR};
 use crate::arena::{Destructor, Dir, PktInfo};
@@ -110,6 +111,9 @@ pub struct Receiver {
     ts_recent_ms: u32,
     /// The receiving application, when it is modelled.
     pub app: Option<Box<RcvApp>>,
+    /// The receiving socket's congestion control when it needs ECN (DCTCP): it hears
+    /// of each segment's CE mark (`cwnd_event_rcv`).
+    pub ca: Option<Box<dyn super::cc::TcpCongestionOps>>,
 }
 
 impl Receiver {
@@ -127,24 +131,42 @@ impl Receiver {
             cpu: 0,
             ts_recent_ms: 0,
             app: None,
+            ca: None,
         }
     }
 
-    /// The ECN of a data segment of `payload` bytes: `tcp_ecn_accept_cwr()` (the
-    /// sender has reduced: stop echoing, and ACK at once, its cwnd may be tiny), then
-    /// `__tcp_ecn_check_ce()` (a CE mark starts the echo, with two quick ACKs when it
-    /// is a new one: "sender can have a very low cwnd"). Returns whether to ACK now.
-    fn tcp_ecn_rcv(&mut self, info: &PktInfo, payload: u32) -> bool {
+    /// `tcp_ecn_accept_cwr()`: a data segment with CWR says the sender has reduced:
+    /// stop echoing, and ACK at once (its cwnd may be tiny). Returns whether to ACK now.
+    fn tcp_ecn_accept_cwr(&mut self, info: &PktInfo, payload: u32) -> bool {
         if info.cwr() {
             self.ece = false;
         }
-        if info.ecn == Skb::ECN_CE {
+        info.cwr() && payload > 0
+    }
+
+    /// `__tcp_ecn_check_ce()` once the segment is queued (`rcv_nxt` past it): a
+    /// congestion control that needs ECN hears whether it was marked
+    /// (`CA_EVENT_ECN_IS_CE` / `_NO_CE`) and may ask for an ACK now, and first for an
+    /// ACK of an older `rcv_nxt`; then a CE mark not yet echoed starts the echo, with
+    /// two quick ACKs ("sender can have a very low cwnd"). Returns (ACK now, the older
+    /// ACK to send first: its `ack_seq` and ECE).
+    fn tcp_ecn_check_ce(&mut self, info: &PktInfo) -> (bool, Option<(u32, bool)>) {
+        let ce = info.ecn == Skb::ECN_CE;
+        let mut out = (false, None);
+        if let Some(ca) = self.ca.as_mut() {
+            let ev = if ce { CaEvent::EcnIsCe } else { CaEvent::EcnNoCe };
+            let mut r = RcvEcn { rcv_nxt: self.rcv_nxt, demand_cwr: self.ece, ack_timer: self.delack_at.is_some(), ack_now: false, send_ack: None };
+            ca.cwnd_event_rcv(ev, &mut r);
+            self.ece = r.demand_cwr;
+            out = (r.ack_now, r.send_ack);
+        }
+        if ce {
             if !self.ece {
                 self.quickack = self.quickack.max(2);
             }
             self.ece = true;
         }
-        info.cwr() && payload > 0
+        out
     }
 
     /// The receiving socket's part of softirq work `bits`: with the reader holding the
@@ -243,7 +265,7 @@ impl World {
         let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
         let r = &mut tp.rcv;
         r.cpu = cpu;
-        let mut now_ack = r.tcp_ecn_rcv(info, payload);
+        let mut now_ack = r.tcp_ecn_accept_cwr(info, payload);
         let before_nxt = r.rcv_nxt;
         if seq == r.rcv_nxt {
             r.rcv_nxt = end;
@@ -265,31 +287,33 @@ impl World {
             r.dsack_old(seq, end);
             now_ack = true;
         }
+        let (ce_now, older_ack) = r.tcp_ecn_check_ce(info);
+        now_ack |= ce_now;
         // The application reads what is now in order.
         let read = r.rcv_nxt.wrapping_sub(before_nxt) as u64;
         if read > 0 && t >= window.0 && t <= window.1 {
             tp.stats.goodput(read, (t - start) / super::SERIES_STEP_NS);
         }
-        let r = &mut tp.rcv;
+        let older = older_ack.map_or(0, |(ack, ece)| self.tcp_send_older_ack(cpu, s, t, ack, ece));
+        let r = &mut self.tcp(s).rcv;
         // __tcp_ack_snd_check(): more than one full segment unacked, quick ACK mode,
         // or out of order: now; otherwise the delayed-ACK timer.
         if r.rcv_nxt.wrapping_sub(r.rcv_wup) > r.mss || r.quickack > 0 || now_ack {
             let rcv_cost = self.cost(self.profile.costs.tcp_rcv_ns);
-            return rcv_cost + self.tcp_send_ack(cpu, s, t + rcv_cost);
+            return older + rcv_cost + self.tcp_send_ack(cpu, s, t + older + rcv_cost);
         }
         if r.delack_at.is_none() {
             let at = t + TCP_DELACK_MIN_NS;
             r.delack_at = Some(at);
             self.events.push(at, Event::TcpTimer(s, super::timer::DELACK));
         }
-        self.cost(self.profile.costs.tcp_rcv_ns)
+        older + self.cost(self.profile.costs.tcp_rcv_ns)
     }
 
     /// `tcp_send_ack()` at `t` from `cpu`: the cumulative ACK, the SACK blocks (the most
     /// recent first), ECE; through the far host's device, or by the constant way back.
     pub(crate) fn tcp_send_ack(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
         let tp = self.tcp(s);
-        let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         let r = &mut tp.rcv;
         r.delack_at = None;
         // tcp_select_window() (it moves rcv_wup itself), and tcp_event_ack_sent().
@@ -341,6 +365,25 @@ impl World {
             }
         }
         rec.n_sacks = n as u8;
+        self.tcp_xmit_ack(cpu, s, t, rec)
+    }
+
+    /// `__tcp_send_ack(sk, rcv_nxt)` with an older `rcv_nxt` than the socket's (DCTCP's
+    /// ACK of the segments under the previous CE state, `dctcp_ece_ack_update()`): the
+    /// receiver's state is left as it is (`tcp_event_ack_sent()` returns early for
+    /// it), and so is the delayed-ACK timer. Returns the CPU time.
+    pub(crate) fn tcp_send_older_ack(&mut self, cpu: CpuId, s: SockId, t: u64, ack: u32, ece: bool) -> u64 {
+        let r = &self.tcp(s).rcv;
+        let win = r.app.as_ref().map_or(0, |app| app.buf.tcp_select_window_raw().0);
+        let rec = AckRec { ack, ece, win, tsval_ms: (t / 1_000_000) as u32, tsecr_ms: r.ts_recent_ms, ..AckRec::default() };
+        self.tcp_xmit_ack(cpu, s, t, rec)
+    }
+
+    /// The ACK `rec` built and sent at `t` from `cpu` (`__tcp_transmit_skb()` of a pure
+    /// ACK): through the far host's device, or by the constant way back.
+    fn tcp_xmit_ack(&mut self, cpu: CpuId, s: SockId, t: u64, rec: AckRec) -> u64 {
+        let tp = self.tcp(s);
+        let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         // The record, then at once the packet that carries it (its first reference).
         let id = self.pkts.acks.push(s, rec);
         let len = TCP_HDR + if rec.n_sacks > 0 { 4 + 8 * rec.n_sacks as u32 } else { 0 };
@@ -396,7 +439,7 @@ impl World {
         r.cpu = cpu;
         // Out of the receiver while its queues change, back before an ACK is built.
         let mut app = r.app.take().expect("a modelled receiver");
-        let mut now_ack = r.tcp_ecn_rcv(info, payload);
+        let mut now_ack = r.tcp_ecn_accept_cwr(info, payload);
         // tcp_rcv_rtt_measure_ts(), before the segment is queued: a sample while the
         // application has read everything.
         if let Some(tsecr) = tsecr.filter(|_| !after(seq, r.rcv_nxt) && payload > 0) {
@@ -453,6 +496,8 @@ impl World {
             r.dsack_old(seq, end);
             now_ack = true;
         }
+        let (ce_now, older_ack) = r.tcp_ecn_check_ce(info);
+        now_ack |= ce_now;
         // __tcp_ack_snd_check(): more than one full segment since the last ACK and a
         // window that would not shrink (or nothing unread), quick-ACK mode, or a
         // reason to ACK now.
@@ -471,7 +516,8 @@ impl World {
         send |= r.quickack > 0 || now_ack;
         let reader = app.reader;
         r.app = Some(app);
-        let rcv_cost = self.cost(self.profile.costs.tcp_rcv_ns);
+        let older = older_ack.map_or(0, |(ack, ece)| self.tcp_send_older_ack(cpu, s, t, ack, ece));
+        let rcv_cost = older + self.cost(self.profile.costs.tcp_rcv_ns);
         let mut cost = rcv_cost;
         let r = &mut self.tcp(s).rcv;
         if send && from_backlog {

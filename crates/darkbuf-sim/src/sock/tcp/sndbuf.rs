@@ -25,7 +25,6 @@
 //! Stated simplification: `sk_wmem_queued` counts payload bytes, not the skbs'
 //! truesize (the kernel adds each skb's head, about 1.5% of a 64 KB skb).
 
-use super::cc::CongestionControl;
 use super::rcvbuf::TCP_MSS_DEFAULT;
 use super::TcpSock;
 use crate::cpu::SockId;
@@ -54,8 +53,8 @@ impl TcpSock {
     /// is larger; at most `tcp_wmem[2]`.
     pub fn tcp_sndbuf_expand(&self, sndbuf: u64) -> u64 {
         let nr_segs = self.w.cwnd.max(super::TCP_INIT_CWND).max(self.reordering + 1);
-        // ca_ops->sndbuf_expand: BBR provisions three windows (bbr_sndbuf_expand()).
-        let factor = if matches!(self.cc, CongestionControl::Bbr(_)) { 3 } else { 2 };
+        // ca_ops->sndbuf_expand, else two windows (BBR provisions three).
+        let factor = self.ca().sndbuf_expand() as u64;
         let sndmem = factor * nr_segs as u64 * self.sndbuf_per_mss as u64;
         if sndbuf < sndmem {
             sndmem.min(self.sndbuf_max)
@@ -208,7 +207,7 @@ mod tests {
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 4 << 20);
         t.sndbuf_max = 1 << 30;
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 2 * 1000 * 4352);
-        t.cc = CongestionControl::new(darkbuf_scenario::Cc::Bbr, 0);
+        t.ca = Some(crate::sock::tcp::cc::tcp_ca_new(darkbuf_scenario::Cc::Bbr, 0));
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 3 * 1000 * 4352);
     }
 
