@@ -36,8 +36,9 @@
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
 //! - `tcp.timeouts`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`, `tcp.undos`,
-//!   `tcp.backlog_coalesce`: `TcpExt TCPTimeouts`, `TCPLossProbes`,
-//!   `TCPLossProbeRecovery`, `TCPFullUndo` + `TCPDSACKUndo`, `TCPBacklogCoalesce` of
+//!   `tcp.backlog_coalesce`, `tcp.delivered_ce`: `TcpExt TCPTimeouts`, `TCPLossProbes`,
+//!   `TCPLossProbeRecovery`, `TCPFullUndo` + `TCPDSACKUndo`, `TCPBacklogCoalesce`,
+//!   `TCPDeliveredCE` of
 //!   /proc/net/netstat in the sending namespace (`tcp.backlog_acks` and
 //!   `tcp.release_cb_work` have no counter: null);
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
@@ -1379,8 +1380,10 @@ fn metrics(
     m.insert("udp.sndbuf_errors".into(), snmp_delta(&a.snmp_tx, &b.snmp_tx, "SndbufErrors").map(|v| v as f64));
     m.insert("flood.send_errors".into(), Some(j.floods.iter().map(|(_, f)| f.send_errors).sum::<u64>() as f64));
     if !crate::tcp::entries(scn).is_empty() {
-        let counters: [(&str, &[&str]); 5] = [
+        let counters: [(&str, &[&str]); 6] = [
             ("tcp.timeouts", &["TCPTimeouts"]),
+            // tcp_newly_delivered(): packets delivered with an ECE-marked ACK.
+            ("tcp.delivered_ce", &["TCPDeliveredCE"]),
             ("tcp.loss_probes", &["TCPLossProbes"]),
             ("tcp.loss_probe_recoveries", &["TCPLossProbeRecovery"]),
             ("tcp.undos", &["TCPFullUndo", "TCPDSACKUndo"]),

@@ -237,7 +237,7 @@ pub fn start_receivers(scn: &Scenario, ep: &Endpoints, total: Duration, grid_t0_
             Direction::Up => (&ep.rx_ns, ep.rx_addr),
             Direction::Down => (&ep.tx_ns, ep.tx_addr),
         };
-        let spec = TcpReceiverSpec { netns: ns.clone(), bind, flows: f.flows, duration: total + Duration::from_secs(1), grid_t0_ns, mode: read_mode(f) };
+        let spec = TcpReceiverSpec { netns: ns.clone(), bind, flows: f.flows, duration: total + Duration::from_secs(1), grid_t0_ns, mode: read_mode(f), cc: cc_name(f.cc).into() };
         let (port, h) = load::spawn_tcp_receiver(spec, Some(receiver_cpu(f, ep.rx_cpu)), stop.clone());
         let Some(port) = port else {
             let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());

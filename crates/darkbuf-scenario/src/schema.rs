@@ -612,11 +612,12 @@ pub enum Cc {
     Reno,
     Cubic,
     Bbr,
+    Dctcp,
 }
 
 impl Cc {
     /// Every congestion control a scenario may name, by its kernel name.
-    pub const ALL: [Cc; 3] = [Cc::Reno, Cc::Cubic, Cc::Bbr];
+    pub const ALL: [Cc; 4] = [Cc::Reno, Cc::Cubic, Cc::Bbr, Cc::Dctcp];
 
     /// The kernel's name (`tcp_congestion_ops.name`).
     pub fn name(self) -> &'static str {
@@ -624,6 +625,7 @@ impl Cc {
             Cc::Reno => "reno",
             Cc::Cubic => "cubic",
             Cc::Bbr => "bbr",
+            Cc::Dctcp => "dctcp",
         }
     }
 

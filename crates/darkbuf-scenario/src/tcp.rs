@@ -10,7 +10,7 @@ use darkbuf_model::units::{self, Rate};
 
 pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
-pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr"];
+pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
 /// One `[[traffic]]` table of kind "tcp". `driver` decides whether a download (the
 /// far end sending) is possible: only a NIC has a modelled far host. `cpu` is the

@@ -116,6 +116,11 @@ pub struct TcpReceiverSpec {
     pub duration: Duration,
     pub grid_t0_ns: u64,
     pub mode: ReadMode,
+    /// The listening socket's `TCP_CONGESTION`, which its connections keep
+    /// (`tcp_ca_openreq_child()`: set by setsockopt, not the namespace's default).
+    /// It matters to a congestion control with TCP_CONG_NEEDS_ECN, whose receiver
+    /// echoes CE its own way (DCTCP); empty: the namespace's default.
+    pub cc: String,
 }
 
 /// One received connection: (CLOCK_MONOTONIC ns, bytes read so far) samples.
@@ -207,9 +212,12 @@ pub fn spawn_tcp_receiver(spec: TcpReceiverSpec, cpu: Option<usize>, stop: Arc<A
     })
 }
 
-fn listen(bind: Ipv4Addr, backlog: u32) -> io::Result<OwnedFd> {
+fn listen(bind: Ipv4Addr, backlog: u32, cc: &str) -> io::Result<OwnedFd> {
     let l = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
     sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1, "SO_REUSEADDR")?;
+    if !cc.is_empty() {
+        set_congestion(&l, cc)?;
+    }
     sys::bind(&l, bind, 0)?;
     // SAFETY: listen on a valid bound socket.
     sys::cvt(unsafe { libc::listen(l.as_raw_fd(), backlog.max(1) as libc::c_int) })?;
@@ -237,7 +245,7 @@ fn accept(l: &OwnedFd, nonblocking: bool) -> io::Result<Option<(OwnedFd, u16)>> 
 }
 
 fn run_receiver(spec: &TcpReceiverSpec, stop: &AtomicBool, ready: &mut Ready<u16>) -> io::Result<TcpReceiverStats> {
-    let l = listen(spec.bind, spec.flows)?;
+    let l = listen(spec.bind, spec.flows, &spec.cc)?;
     let port = sys::local_addr(&l)?.1;
     let mut st = TcpReceiverStats { port, flows: Vec::with_capacity(spec.flows as usize) };
     let mut conns: Vec<Option<OwnedFd>> = Vec::with_capacity(spec.flows as usize);
@@ -338,7 +346,7 @@ fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<ReadOutcome> {
 /// each ([`read_blocking`]), then joins them. A reader that fails sets `quit`, so the
 /// others end too; the first error is the receiver's.
 fn run_blocking_receiver(spec: &TcpReceiverSpec, cpu: Option<usize>, stop: &Arc<AtomicBool>, ready: &mut Ready<u16>) -> io::Result<TcpReceiverStats> {
-    let l = listen(spec.bind, spec.flows)?;
+    let l = listen(spec.bind, spec.flows, &spec.cc)?;
     let port = sys::local_addr(&l)?.1;
     let t_start = sys::mono_ns();
     let deadline = t_start.saturating_add(sys::dur_ns(spec.duration));
@@ -456,13 +464,19 @@ pub fn spawn_tcp_sender(spec: TcpSenderSpec, cpu: Option<usize>, stop: Arc<Atomi
     .1
 }
 
+/// `setsockopt(TCP_CONGESTION)` by the congestion control's name.
+fn set_congestion(s: &OwnedFd, name: &str) -> io::Result<()> {
+    let cc = name.as_bytes();
+    // SAFETY: cc is valid for its length; TCP_CONGESTION takes a name without NUL.
+    sys::cvt(unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t) })
+        .map(|_| ())
+        .map_err(|e| io::Error::new(e.kind(), format!("setsockopt TCP_CONGESTION={name}: {e}")))
+}
+
 /// A connected, non-blocking sending socket with the spec's options.
 pub fn open_flow(spec: &TcpSenderSpec) -> io::Result<OwnedFd> {
     let s = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
-    let cc = spec.cc.as_bytes();
-    // SAFETY: cc is valid for its length; TCP_CONGESTION takes a name without NUL.
-    sys::cvt(unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t) })
-        .map_err(|e| io::Error::new(e.kind(), format!("setsockopt TCP_CONGESTION={}: {e}", spec.cc)))?;
+    set_congestion(&s, &spec.cc)?;
     if spec.tos != 0 {
         sys::setsockopt_int(&s, libc::IPPROTO_IP, libc::IP_TOS, spec.tos as libc::c_int, "IP_TOS")?;
     }
@@ -591,7 +605,7 @@ mod tests {
     fn loopback_flows_read(mode: ReadMode) {
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = sys::mono_ns();
-        let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 2, duration: Duration::from_secs(3), grid_t0_ns: t0, mode };
+        let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 2, duration: Duration::from_secs(3), grid_t0_ns: t0, mode, cc: String::new() };
         // Pinned (the blocking readers pin themselves too) to a CPU this test may use.
         // SAFETY: sched_getcpu has no preconditions.
         let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
@@ -649,7 +663,7 @@ mod tests {
     fn open_connections_are_read_at_the_receivers_end() {
         for mode in [ReadMode::Poll, ReadMode::Blocking] {
             let stop = Arc::new(AtomicBool::new(false));
-            let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 1, duration: Duration::from_secs(5), grid_t0_ns: 0, mode };
+            let rx = TcpReceiverSpec { netns: String::new(), bind: Ipv4Addr::LOCALHOST, flows: 1, duration: Duration::from_secs(5), grid_t0_ns: 0, mode, cc: String::new() };
             let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
             let mut c = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port.expect("receiver listens"))).unwrap();
             std::io::Write::write_all(&mut c, &vec![0u8; 1 << 20]).unwrap();
@@ -678,6 +692,7 @@ mod tests {
             duration: Duration::from_secs(30),
             grid_t0_ns: 0,
             mode: ReadMode::Blocking,
+            cc: "reno".into(),
         };
         let (port, rh) = spawn_tcp_receiver(rx, None, stop.clone());
         assert!(port.is_some());

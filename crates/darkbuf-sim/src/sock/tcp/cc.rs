@@ -6,7 +6,7 @@
 //! Reno lives here, as `tcp_reno_cong_avoid()` / `tcp_reno_ssthresh()` /
 //! `tcp_reno_undo_cwnd()` / `tcp_slow_start()` / `tcp_cong_avoid_ai()` live in
 //! net/ipv4/tcp_cong.c; every other algorithm is one file (`cubic.rs`, `bbr.rs`,
-//! later ones). The socket's code asks the trait, never an algorithm by name: a new
+//! `dctcp.rs`). The socket's code asks the trait, never an algorithm by name: a new
 //! congestion control is its file plus one line in [`tcp_ca_new`].
 //!
 //! Times are the kernel's: `tcp_jiffies32`, microseconds for delays. The window is in
@@ -14,6 +14,7 @@
 
 use super::bbr::{Bbr, Clock};
 use super::cubic::Cubic;
+use super::dctcp::Dctcp;
 use super::rate::RateSample;
 use super::{CaState, TcpSock};
 
@@ -223,6 +224,7 @@ pub fn tcp_ca_new(cc: darkbuf_scenario::Cc, seed: u64) -> Box<dyn TcpCongestionO
         Cc::Reno => Box::new(Reno),
         Cc::Cubic => Box::<Cubic>::default(),
         Cc::Bbr => Box::new(Bbr::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed))),
+        Cc::Dctcp => Box::<Dctcp>::default(),
     }
 }
 
@@ -277,10 +279,11 @@ mod tests {
     #[test]
     fn the_registry_builds_each_name() {
         use darkbuf_scenario::Cc;
-        for (cc, name) in [(Cc::Reno, "reno"), (Cc::Cubic, "cubic"), (Cc::Bbr, "bbr")] {
+        for (cc, name) in [(Cc::Reno, "reno"), (Cc::Cubic, "cubic"), (Cc::Bbr, "bbr"), (Cc::Dctcp, "dctcp")] {
             assert_eq!(tcp_ca_new(cc, 1).name(), name);
             assert_eq!(cc.name(), name);
         }
+        assert_eq!(tcp_ca_new(Cc::Dctcp, 1).flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
         assert_eq!(tcp_ca_new(Cc::Cubic, 1).flags(), 0);
     }
 }

@@ -19,7 +19,7 @@
 //!   queue's skbs (`tcp_grow_skb()`).
 //! - `cc.rs`: the congestion control interface (`struct tcp_congestion_ops` as a
 //!   trait), Reno, and the registry of names; one file per algorithm: `cubic.rs`
-//!   (CUBIC with HyStart), `bbr.rs` (BBR v1). `rate.rs`: the
+//!   (CUBIC with HyStart), `bbr.rs` (BBR v1), `dctcp.rs` (DCTCP). `rate.rs`: the
 //!   delivery rate samples BBR is built on.
 //!
 //! Sequence numbers are `u32` and compared with wrap-around (`before()`/`after()`), as
@@ -32,6 +32,7 @@ mod bbr;
 mod cc;
 mod connect;
 mod cubic;
+mod dctcp;
 mod input;
 mod lock;
 mod output;
