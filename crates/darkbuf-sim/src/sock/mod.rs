@@ -118,20 +118,12 @@ impl World {
         self.sock_xmit(cpu, s, out)
     }
 
-    /// A TCP handshake's SYN down the same path, out of line (one per connection).
+    /// A TCP handshake's SYN down the same path, out of line (one per connection). A
+    /// SYN lost to the qdisc is the SYN timer's to resend (`connect.rs`): its verdict
+    /// reaches no socket.
     #[inline(never)]
     pub(crate) fn sock_xmit_syn(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
-        let Outgoing { mut skb, proto, destructor, cost_ns, seq } = out;
-        let dev = self.socks[s as usize].dev;
-        skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
-        self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
-        self.pkts.set_syn(skb.id);
-        let send_cost = self.cost(cost_ns);
-        let (xmit_cost, next, _verdict) = self.dev_queue_xmit(cpu, dev, skb);
-        match next {
-            None => Step::Continue(send_cost + xmit_cost),
-            Some(q) => self.call(cpu, send_cost + xmit_cost, Frame::QdiscRun { q, quota: DEV_TX_WEIGHT }),
-        }
+        self.sock_xmit_as(cpu, s, out, true)
     }
 
     /// What every protocol's sendmsg does with the skb it built, as
@@ -139,14 +131,26 @@ impl World {
     /// queue and hand it to the qdisc.
     #[inline(always)]
     fn sock_xmit(&mut self, cpu: CpuId, s: SockId, out: Outgoing) -> Step {
+        self.sock_xmit_as(cpu, s, out, false)
+    }
+
+    /// [`Self::sock_xmit`] of a data skb (`syn` false: the verdict reaches the socket)
+    /// or of a SYN.
+    #[inline(always)]
+    fn sock_xmit_as(&mut self, cpu: CpuId, s: SockId, out: Outgoing, syn: bool) -> Step {
         let Outgoing { mut skb, proto, destructor, cost_ns, seq } = out;
         let dev = self.socks[s as usize].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
+        if syn {
+            self.pkts.set_syn(skb.id);
+        }
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
-        self.socks[s as usize].last_send_dropped = verdict != EnqueueVerdict::Success;
-        self.sock_xmit_verdict(s, verdict);
+        if !syn {
+            self.socks[s as usize].last_send_dropped = verdict != EnqueueVerdict::Success;
+            self.sock_xmit_verdict(s, verdict);
+        }
         match next {
             None => Step::Continue(send_cost + xmit_cost),
             Some(q) => self.call(cpu, send_cost + xmit_cost, Frame::QdiscRun { q, quota: DEV_TX_WEIGHT }),
