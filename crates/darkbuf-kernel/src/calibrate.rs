@@ -82,6 +82,15 @@ pub struct Calibration {
 /// profile matched the kernel within 1 %.
 pub const OTHER_CPU_MAX_PCT: f64 = 10.0;
 
+/// How the description of a profile written from disturbed steps (`--force`) begins, so
+/// that whoever loads it can tell ([`is_disturbed`]).
+pub const DISTURBED_MARK: &str = "DISTURBED (a busy machine; written with --force";
+
+/// Whether a profile's description says `calibrate --force` wrote it on a busy machine.
+pub fn is_disturbed(description: &str) -> bool {
+    description.starts_with(DISTURBED_MARK)
+}
+
 /// The share of the CPUs' time (%) the stall measurement may lose in gaps of 100 µs
 /// and more. The development VM, quiet, lost 1.5 % (docs/examples/seed-vm-stalls.toml);
 /// with other processes running, the busy loops lose their share of the CPUs to them
@@ -416,7 +425,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
         name: "calibrated".into(),
         description: format!(
             "{}Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}",
-            if disturbed.is_empty() { "" } else { "DISTURBED (a busy machine; written with --force, see the warning in this file): " },
+            if disturbed.is_empty() { String::new() } else { format!("{DISTURBED_MARK}, see the warning in this file): ") },
             crate::uname_release(),
             crate::cpu_model(),
             fitted.join(", "),

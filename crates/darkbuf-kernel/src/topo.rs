@@ -558,8 +558,11 @@ impl Topology {
 
 impl Drop for Topology {
     fn drop(&mut self) {
+        // Not eprintln!: a standard error that cannot be written (2>/dev/full) would
+        // panic here, in a drop.
+        use std::io::Write as _;
         for e in self.teardown() {
-            eprintln!("darkbuf: teardown: {e}");
+            let _ = writeln!(std::io::stderr(), "darkbuf: teardown: {e}");
         }
     }
 }

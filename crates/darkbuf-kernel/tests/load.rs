@@ -675,7 +675,7 @@ fn pct(v: &mut [u64], p: f64) -> f64 {
 }
 
 #[test]
-#[ignore]
+#[ignore = "figures for the report, not a test; as root: cargo test --release -p darkbuf-kernel --test load -- --ignored --nocapture measure_"]
 fn measure_veth_figures() {
     require_root!();
     let _g = serial();
@@ -744,7 +744,7 @@ fn measure_veth_figures() {
 }
 
 #[test]
-#[ignore]
+#[ignore = "figures for the report, not a test; as root: cargo test --release -p darkbuf-kernel --test load -- --ignored --nocapture measure_"]
 fn measure_queueing_figures() {
     require_root!();
     let _g = serial();

@@ -18,6 +18,7 @@
 //! What cannot be mapped is listed in comments at the top of the scenario with the
 //! reason. Reading needs no root where the files are readable.
 
+use crate::output::errln;
 use crate::run::Failure;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -425,6 +426,6 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
     // What was written must load.
     darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| Failure::Internal(format!("the imported scenario does not load: {d}\n{text}")))?;
     std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
-    eprintln!("darkbuf: wrote {}", out.display());
+    errln!("darkbuf: wrote {}", out.display());
     Ok(())
 }

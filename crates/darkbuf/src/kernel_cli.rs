@@ -2,7 +2,7 @@
 //! The work is in the darkbuf-kernel crate; this file maps its errors to exit codes and
 //! prints.
 
-use crate::output::outln;
+use crate::output::{errln, outln};
 use crate::run::{self, Failure};
 use crate::{Common, Format};
 use darkbuf_kernel::KernelError;
@@ -44,7 +44,7 @@ impl Drop for SigpipeIgnored {
 
 fn print_notes(notes: &[String]) {
     for n in notes {
-        eprintln!("darkbuf: kernel: {n}");
+        errln!("darkbuf: kernel: {n}");
     }
 }
 
@@ -129,13 +129,13 @@ pub fn calibrate(out: &Path, quick: bool, force: bool) -> Result<(), Failure> {
     darkbuf_kernel::error::require_root().map_err(failure)?;
     let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
     let guard = SigpipeIgnored::new();
-    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, force, |line| eprintln!("darkbuf: {line}")).map_err(failure)?;
+    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, force, |line| errln!("darkbuf: {line}")).map_err(failure)?;
     drop(guard);
     for d in &cal.disturbed {
-        eprintln!("darkbuf: warning: calibrated on a busy machine (--force): step {}: {}", d.step, d.seen);
+        errln!("darkbuf: warning: calibrated on a busy machine (--force): step {}: {}", d.step, d.seen);
     }
     if !cal.disturbed.is_empty() {
-        eprintln!("darkbuf: warning: {} was written from disturbed measurements; comparisons made with it describe the load, not this machine", out.display());
+        errln!("darkbuf: warning: {} was written from disturbed measurements; comparisons made with it describe the load, not this machine", out.display());
     }
     crate::output::stdout(&darkbuf_kernel::calibrate::summary(&cal, out))
 }

@@ -14,6 +14,7 @@ mod tc_cli;
 mod validate;
 mod vm_cli;
 
+use crate::output::errln;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -272,7 +273,7 @@ fn main() -> ExitCode {
         Cmd::Compare { scenario, common } => kernel_cli::compare(&scenario, &common),
         Cmd::Check { backend: Backend::Vm, format, vm, cleanup } => {
             if cleanup {
-                eprintln!("darkbuf: note: --cleanup removes leftovers on this machine; a VM leaves none (its guest is discarded)");
+                errln!("darkbuf: note: --cleanup removes leftovers on this machine; a VM leaves none (its guest is discarded)");
             }
             vm_cli::check(&vm, format)
         }
@@ -293,7 +294,7 @@ fn exit_with(r: Result<(), run::Failure>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("darkbuf: {f}");
+            errln!("darkbuf: {f}");
             ExitCode::from(f.code())
         }
     }

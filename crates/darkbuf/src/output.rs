@@ -52,6 +52,18 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// Writes a line to standard error, as eprintln! does, but a standard error that cannot
+/// be written (`darkbuf run ... 2>/dev/full`) loses the line instead of panicking (exit
+/// 101): a warning or note nobody can read does not stop the command or change its
+/// exit code.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use errln;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! `darkbuf run` and `darkbuf sweep` on the simulator.
 
-use crate::output::outln;
+use crate::output::{errln, outln};
 use crate::plot_check::{check_plot_metrics_measured, check_plot_metrics_planned};
 use crate::results_json::parse_results;
 use crate::{Backend, Common, Format, Rows};
@@ -90,14 +90,14 @@ pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
         parts.push(format!("a [sweep] of {} point{}", shape.sweep_points, if shape.sweep_points == 1 { "" } else { "s" }));
     }
     if !parts.is_empty() {
-        eprintln!(
+        errln!(
             "darkbuf: note: {} has {}; `darkbuf run` runs the scenario without them, `darkbuf sweep` runs them",
             path.display(),
             parts.join(" and ")
         );
     }
     for w in darkbuf_scenario::path_warnings(&scn) {
-        eprintln!("darkbuf: warning: {w}");
+        errln!("darkbuf: warning: {w}");
     }
     Ok(scn)
 }
@@ -147,7 +147,7 @@ pub(crate) fn warn_folded(kind: &str, items: Vec<(String, String)>) {
                 labels.iter().take(NAMED).map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", ")
             ),
         };
-        eprintln!("darkbuf: {kind}{at}: {w}");
+        errln!("darkbuf: {kind}{at}: {w}");
     }
 }
 
@@ -368,8 +368,24 @@ pub(crate) fn check_out(c: &Common) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The scenario's machine profile. One that `calibrate --force` wrote on a busy machine
+/// is warned about, once per file however many points load it: its costs and stalls
+/// describe that load, and so does every figure the simulator gives with it.
 pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
-    Ok(darkbuf_run::profile_of(scn)?)
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let p = darkbuf_run::profile_of(scn)?;
+    if darkbuf_kernel::calibrate::is_disturbed(&p.description) {
+        let id = p.identity();
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.contains(&id) {
+            errln!(
+                "darkbuf: warning: machine profile {id} was calibrated on a busy machine (calibrate --force; its header lists the disturbed steps): \
+                 the simulator's figures with it describe that load, not this machine, and so does a comparison; calibrate again on a quiet machine"
+            );
+            warned.push(id);
+        }
+    }
+    Ok(p)
 }
 
 /// `--runs` and `--seed` over the scenario's `runs` and `seed` (`--runs` and `--seed`
@@ -378,7 +394,7 @@ pub(crate) fn profile_of(scn: &Scenario) -> Result<Profile, Failure> {
 /// `--probe-trace` is the kernel backend's: say so when it would change nothing.
 fn warn_kernel_only_flags(c: &Common) {
     if c.probe_trace && c.backend == Backend::Sim {
-        eprintln!("darkbuf: warning: --probe-trace traces the kernel backend's probes; the simulator reports every stage without it");
+        errln!("darkbuf: warning: --probe-trace traces the kernel backend's probes; the simulator reports every stage without it");
     }
 }
 
@@ -425,7 +441,7 @@ pub(crate) fn provenance(scenario: &Path) -> darkbuf_report::Provenance {
 /// statistics from very few probes), each once, on stderr.
 pub(crate) fn warn_findings(label: &str, r: &Results) {
     for w in &r.warnings {
-        eprintln!("darkbuf: warning{label}: {w}");
+        errln!("darkbuf: warning{label}: {w}");
     }
     warn_point_findings(label, r);
 }
@@ -434,7 +450,7 @@ pub(crate) fn warn_findings(label: &str, r: &Results) {
 pub(crate) fn warn_point_findings(label: &str, r: &Results) {
     for run in &r.runs {
         for f in &run.findings {
-            eprintln!(
+            errln!(
                 "darkbuf: finding{label} (seed {}): invariant \"{}\" broken at t={} ns: {}",
                 run.seed, f.invariant, f.time_ns, f.detail
             );
@@ -741,7 +757,7 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let (sweeps, fixed) = darkbuf_run::split_sets(&c.set);
     let plan = darkbuf_scenario::sweep_plan_fixed(path, &fixed, &sweeps).map_err(|d| Failure::Input(d.to_string()))?;
     for w in &plan.warnings {
-        eprintln!("darkbuf: warning: {w}");
+        errln!("darkbuf: warning: {w}");
     }
     let mut points = Vec::new();
     for spec in &plan.points {

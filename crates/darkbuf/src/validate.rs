@@ -3,6 +3,7 @@
 //! per metric: sim, kernel, the simulator's error, the tolerance, and the verdict.
 
 use crate::run::{self, Failure};
+use crate::output::errln;
 use crate::{Format, VmArgs};
 use darkbuf_vm::suite::{self, Case, Verdict};
 use std::path::{Path, PathBuf};
@@ -98,7 +99,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     if let Some(d) = &args.out {
         std::fs::create_dir_all(d).map_err(|e| Failure::Input(format!("--out {}: {e}", d.display())))?;
     }
-    eprintln!("darkbuf: validate: {} case(s), simulator first", planned.len());
+    errln!("darkbuf: validate: {} case(s), simulator first", planned.len());
     let mut sims = Vec::new();
     for p in &planned {
         let prof = run::profile_of(&p.scn)?;
@@ -118,9 +119,9 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     let mut verdicts: Vec<Verdict> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let opts = crate::vm_cli::opts(&args.vm);
-    let booted = darkbuf_vm::run(&opts, jobs, false, true, |l| eprintln!("darkbuf: vm: {l}"), |i, out, env| {
+    let booted = darkbuf_vm::run(&opts, jobs, false, true, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
         let p = &planned[i];
-        eprintln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
+        errln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
         match crate::vm_cli::outcome_results(out, env) {
             Ok(k) => verdicts.extend(suite::judge(p.case, &sims[i], &darkbuf_vm::annotate(k, env))),
             Err(Failure::Interrupted { signal, message }) => return Err(darkbuf_kernel::KernelError::Interrupted { signal, message }),

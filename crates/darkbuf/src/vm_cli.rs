@@ -3,6 +3,7 @@
 //! the command. This file builds the jobs, maps errors to exit codes and prints.
 
 use crate::run::{self, Failure};
+use crate::output::errln;
 use crate::{Common, Format, VmArgs};
 use darkbuf_kernel::KernelError;
 use darkbuf_report::Results;
@@ -47,13 +48,13 @@ pub(crate) fn opts(v: &VmArgs) -> darkbuf_vm::VmOpts {
 }
 
 fn say(line: &str) {
-    eprintln!("darkbuf: vm: {line}");
+    errln!("darkbuf: vm: {line}");
 }
 
 /// A job's results, or its failure as the CLI's.
 pub(crate) fn outcome_results(out: JobOutcome, env: &darkbuf_report::VmEnvironment) -> Result<Results, Failure> {
     for n in &out.notes {
-        eprintln!("darkbuf: vm: kernel: {n}");
+        errln!("darkbuf: vm: kernel: {n}");
     }
     if let Some(e) = out.error {
         let m = format!("in the VM ({}): {}", env.kernel, e.message);

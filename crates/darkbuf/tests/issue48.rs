@@ -42,6 +42,49 @@ fn stdout_on_a_full_disk_is_exit_1_with_a_message_for_every_command() {
     assert_cannot_write_stdout(&["report", &format!("{out}/results.json")]);
 }
 
+/// A standard error that cannot be written (`2>/dev/full`) loses the warnings, not the
+/// run: exit 0 and the table on stdout, where eprintln! panicked (exit 101).
+#[test]
+fn stderr_on_a_full_disk_loses_the_warnings_not_the_run() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    // 10 ms answer fewer than 16 probes: the run warns on stderr.
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf"))
+        .args(["run", &repo("scenarios/veth-bql.toml"), "--set", "duration=10ms"])
+        .stderr(Stdio::from(full))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{:?}", o.status);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("veth-bql (1 run, sim, profile seed-vm)\n"));
+}
+
+/// The README's busy machine: a profile `calibrate --force` wrote from disturbed steps
+/// is warned about wherever it is used, once per file however many points load it.
+#[test]
+fn a_profile_calibrated_on_a_busy_machine_is_warned_about_once() {
+    let text = std::fs::read_to_string(repo("profiles/seed-vm.toml")).unwrap();
+    let at = text.find("description = \"").unwrap() + "description = \"".len();
+    let busy = format!("{}{}, see the warning in this file): {}", &text[..at], darkbuf_kernel::calibrate::DISTURBED_MARK, &text[at..]);
+    let d = tmp("issue48", "busy-profile");
+    let prof = d.join("busy.toml");
+    std::fs::write(&prof, busy).unwrap();
+    let set = format!("machine.profile={}", prof.display());
+    let scn = repo("scenarios/veth-bql.toml");
+    let warning = format!("darkbuf: warning: machine profile seed-vm ({}, fnv1a64 ", prof.display());
+    for args in [
+        vec!["run", &scn, "--set", "duration=10ms", "--set", &set],
+        vec!["sweep", &scn, "--set", "duration=10ms", "--set", &set, "--set", "consumer.nrules=0,10,20"],
+    ] {
+        let o = darkbuf(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert_eq!(err.matches(&warning).count(), 1, "{err}");
+        assert!(err.contains("was calibrated on a busy machine (calibrate --force; its header lists the disturbed steps)"), "{err}");
+    }
+    // The profile as calibrate writes it on a quiet machine: no warning.
+    let o = darkbuf(&["run", &scn, "--set", "duration=10ms", "--set", "machine.profile=seed-vm"]);
+    assert!(!stderr(&o).contains("busy machine"), "{}", stderr(&o));
+}
+
 /// A closed pipe stays a quiet end (SIGPIPE's default action), not an error message.
 #[test]
 fn a_closed_pipe_is_quiet() {
