@@ -178,6 +178,14 @@ impl World {
         } else if tp.ca_state == CaState::Recovery && tp.ca_state_exit_due() && tp.rack.reo_wnd_persist > 0 {
             tp.rack.reo_wnd_persist -= 1;
         }
+        // tcp_fastretrans_alert()'s state exit for CWR (step D): once something above
+        // high_seq is acknowledged the reduction ends (tcp_end_cwnd_reduction()) before
+        // this ACK's ECE is looked at (step E), so an ECE on it starts the next
+        // reduction at once, and without one tcp_cong_control() grows cwnd on it.
+        if self.tcp(s).ca_state == CaState::Cwr && self.tcp(s).ca_state_exit_due() {
+            self.tcp_end_cwnd_reduction(s);
+            self.tcp_set_ca_state(s, CaState::Open);
+        }
         let tp = self.tcp(s);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
@@ -334,6 +342,15 @@ impl World {
             self.tcp_set_ca_state(s, CaState::Open);
         } else if pure_dupack {
             tp.tlp_high_seq = None;
+        }
+    }
+
+    /// `tcp_end_cwnd_reduction()`: cwnd is set to ssthresh, unless the congestion
+    /// control has `cong_control` and keeps its own.
+    fn tcp_end_cwnd_reduction(&mut self, s: SockId) {
+        let tp = self.tcp(s);
+        if !tp.ca().has_cong_control() && tp.w.ssthresh < u32::MAX {
+            tp.w.cwnd = tp.w.ssthresh;
         }
     }
 

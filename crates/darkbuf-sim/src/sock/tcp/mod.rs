@@ -442,15 +442,40 @@ impl TcpSock {
         // not a fixed reserve (issue 54: 10,000 flows in one run).
         let ca = cc::tcp_ca_new(f.cc, seed);
         debug_assert_eq!(ca.name(), f.cc.name(), "the registry builds the named congestion control");
-        // tcp_ecn_send_syn(): tcp_ecn = 1, or a congestion control that needs ECN.
-        let needs_ecn = ca.flags() & cc::TCP_CONG_NEEDS_ECN != 0;
         let mut rcv = recv::Receiver::new(mss);
-        if needs_ecn {
+        if ca.flags() & cc::TCP_CONG_NEEDS_ECN != 0 {
             // The far end runs the same congestion control, which hears of each CE
             // change on the data it receives.
             rcv.ca = Some(cc::tcp_ca_new(f.cc, seed));
         }
-        let mut tcp = TcpSock {
+        let mut tcp = TcpSock::new(f, (traffic_index, flow_index), ca, rcv, ack_dev, (mtu, max_tcp_header), end_ns);
+        if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
+            let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32);
+            // The SYN-ACK's window, which is never scaled.
+            tcp.snd_wnd = app.buf.rcv_wnd.min(u16::MAX as u32);
+            tcp.rcv.app = Some(Box::new(app));
+        }
+        tcp.max_window = tcp.snd_wnd;
+        // tcp_init_sock() starts at tcp_wmem[1]; tcp_init_buffer_space() expands it for
+        // the initial window, unless SO_SNDBUF set it.
+        let sndbuf = match f.so_sndbuf {
+            Some(v) => darkbuf_scenario::effective_sndbuf(v),
+            None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
+        };
+        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
+    }
+
+    /// The connection's state before its first segment: the initial window, the RTO
+    /// of `TCP_TIMEOUT_INIT`, empty queues; `ids` are (traffic index, flow index),
+    /// `mtus` (device MTU, the kernel build's MAX_TCP_HEADER).
+    fn new(f: &TcpFlow, ids: (u16, u32), ca: Box<dyn TcpCongestionOps>, rcv: recv::Receiver, ack_dev: Option<DevId>, mtus: (u32, u32), end_ns: u64) -> TcpSock {
+        let (traffic_index, flow_index) = ids;
+        let (mtu, max_tcp_header) = mtus;
+        // mss_cache: MTU - IP 20 - TCP 20 - timestamps 12.
+        let mss = mtu - 52;
+        // tcp_ecn_send_syn(): tcp_ecn = 1, or a congestion control that needs ECN.
+        let needs_ecn = ca.flags() & cc::TCP_CONG_NEEDS_ECN != 0;
+        TcpSock {
             flow_index,
             traffic_index,
             ca: Some(ca),
@@ -553,21 +578,7 @@ impl TcpSock {
             lock: lock::SockLock::new(f.lock_sock),
             rcv,
             stats: TcpStats::default(),
-        };
-        if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
-            let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32);
-            // The SYN-ACK's window, which is never scaled.
-            tcp.snd_wnd = app.buf.rcv_wnd.min(u16::MAX as u32);
-            tcp.rcv.app = Some(Box::new(app));
         }
-        tcp.max_window = tcp.snd_wnd;
-        // tcp_init_sock() starts at tcp_wmem[1]; tcp_init_buffer_space() expands it for
-        // the initial window, unless SO_SNDBUF set it.
-        let sndbuf = match f.so_sndbuf {
-            Some(v) => darkbuf_scenario::effective_sndbuf(v),
-            None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
-        };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// The flow its packets carry, what the qdiscs and RSS hash (the kernel hashes the
