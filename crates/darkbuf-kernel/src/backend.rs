@@ -344,7 +344,7 @@ fn ping_figures(p: &ProbeResult, driver: Driver, t0: u64, t1: u64) -> PingFigure
         f.values.push(("rtt_avg_ms", ms(avg)));
         f.values.push(("rtt_min_ms", ms(rtts[0] as f64)));
         for (k, pct) in [("rtt_p50_ms", 50.0), ("rtt_p99_ms", 99.0)] {
-            match counters::percentile(&rtts, pct) {
+            match darkbuf_measure::percentile(&rtts, pct) {
                 Some(v) => f.values.push((k, ms(v))),
                 None => f.nulls.push((k, "no probe sent in the measured window was answered".into())),
             }
@@ -1250,12 +1250,12 @@ fn metrics(
         }
     }
 
-    // irtt: the simulator's own report of the records, so both backends define every
+    // irtt: the shared report of the records (darkbuf-measure), so both backends define every
     // irtt.* figure the same way.
     if scn.traffic.iter().any(|t| matches!(t, Traffic::Irtt(_))) {
-        let recs: Vec<Vec<darkbuf_sim::IrttRec>> =
+        let recs: Vec<Vec<darkbuf_measure::irtt::IrttRec>> =
             j.irtt.iter().map(|x| x.as_ref().map_or_else(Vec::new, |(c, s)| load::irtt_records(c, s))).collect();
-        let (vals, reasons) = darkbuf_sim::irtt_report(recs.iter().map(|v| &v[..]), a.mono_ns, b.mono_ns);
+        let (vals, reasons) = darkbuf_measure::irtt::irtt_report(recs.iter().map(|v| &v[..]), a.mono_ns, b.mono_ns);
         let failed: Vec<String> = (0..j.irtt.len()).filter(|&n| j.irtt[n].is_none()).map(|n| format!("irtt.{n}.")).collect();
         for (k, v) in vals {
             if failed.iter().any(|f| k.starts_with(f.as_str())) {
@@ -1267,7 +1267,7 @@ fn metrics(
             }
         }
         for (n, r) in recs.iter().enumerate() {
-            timeseries.insert(format!("irtt.{n}.rtt_ms"), darkbuf_sim::irtt_rtt_series(r, a.mono_ns, b.mono_ns));
+            timeseries.insert(format!("irtt.{n}.rtt_ms"), darkbuf_measure::irtt::irtt_rtt_series(r, a.mono_ns, b.mono_ns));
         }
     }
 
@@ -1516,8 +1516,8 @@ fn metrics(
         // The mean is what the simulator reports too (sink.owd_avg_ms), so compare lines them up.
         let mean = owd.iter().map(|&v| v as f64).sum::<f64>() / owd.len() as f64;
         m.insert("sink.owd_avg_ms".into(), Some(mean / 1e6));
-        m.insert("sink.owd_p50_ms".into(), counters::percentile(&owd, 50.0).map(|v| v / 1e6));
-        m.insert("sink.owd_p99_ms".into(), counters::percentile(&owd, 99.0).map(|v| v / 1e6));
+        m.insert("sink.owd_p50_ms".into(), darkbuf_measure::percentile(&owd, 50.0).map(|v| v / 1e6));
+        m.insert("sink.owd_p99_ms".into(), darkbuf_measure::percentile(&owd, 99.0).map(|v| v / 1e6));
     }
     if let Some(r) = setup.rules {
         notes.push(format!("{} rules loaded with {}", scn.consumer.nrules, r.name()));

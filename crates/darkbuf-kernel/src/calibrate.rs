@@ -1,5 +1,5 @@
 //! `darkbuf calibrate`: a short measured matrix on the kernel backend, fitted into a
-//! simulator machine profile (crates/darkbuf-sim/src/profile.rs, profiles/seed-vm.toml).
+//! simulator machine profile (crates/darkbuf-measure/src/profile.rs, profiles/seed-vm.toml).
 //!
 //! Runs (veth NAPI mode, threaded NAPI on the last CPU, pfifo limit 1000, 64-byte UDP
 //! flood with a 32 MiB send buffer, nft rules on every received packet):
@@ -11,7 +11,7 @@
 //! 4. "idle": the ping alone: the unloaded round trip.
 //!
 //! Fitted, each from what measures it:
-//! - `consumer_base_ns`, `consumer_per_rule_ns`: darkbuf_sim::profile::fit_consumer()
+//! - `consumer_base_ns`, `consumer_per_rule_ns`: darkbuf_measure::profile::fit_consumer()
 //!   (weighted least squares on 1e9/pps) of the consumer pps at app_cost 0, only
 //!   points where the consumer was the bottleneck (the qdisc held a backlog and the
 //!   consumer CPU was >= 90 % busy). The consumer CPU runs the NAPI kthread and the
@@ -34,7 +34,7 @@ use crate::backend::{self, RunOpts};
 use crate::error::{KernelError, Result};
 use crate::rules::RuleScope;
 use darkbuf_report::Results;
-use darkbuf_sim::profile::{fit_consumer, FitPoint, Profile};
+use darkbuf_measure::profile::{fit_consumer, FitPoint, Profile};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -435,7 +435,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
         stalls,
         max_tcp_header,
         costs: c,
-        fit: Some(darkbuf_sim::profile::Fit {
+        fit: Some(darkbuf_measure::profile::Fit {
             source: format!(
                 "darkbuf calibrate{} on kernel {}, {}: veth NAPI mode (threaded, GRO on / TSO off), pfifo 1000, 64-byte UDP flood, sndbuf 32 MiB, nft rules on every packet; consumer pps at app_cost 0",
                 if quick { " (quick)" } else { "" },
@@ -443,7 +443,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
                 crate::cpu_model()
             ),
             method: format!(
-                "weighted least squares of 1e9/pps - (consume_ns + napi_poll_ns/64) = base + nrules * per_rule, weights 1/y^2 (darkbuf_sim::profile::fit_consumer), consumer-bound points only; {} run(s) of {dur} each",
+                "weighted least squares of 1e9/pps - (consume_ns + napi_poll_ns/64) = base + nrules * per_rule, weights 1/y^2 (darkbuf_measure::profile::fit_consumer), consumer-bound points only; {} run(s) of {dur} each",
                 runs
             ),
             fitted: fitted.iter().filter(|f| f.starts_with("consumer_")).cloned().collect(),
@@ -611,14 +611,14 @@ mod tests {
         }
     }
 
-    fn stall_step(stolen_pct: f64, other_cpu_pct: f64, stalls: Vec<darkbuf_sim::profile::Stall>) -> StallStep {
+    fn stall_step(stolen_pct: f64, other_cpu_pct: f64, stalls: Vec<darkbuf_measure::profile::Stall>) -> StallStep {
         StallStep { measured: crate::stalls::Measured { stalls, stolen_pct }, other_cpu_pct, busiest: vec![("rustc".into(), 16563, 99.6)] }
     }
 
     /// The development VM, quiet: stalls of 1.5 % (seed-vm-stalls.toml), 0-1 % other CPU.
     #[test]
     fn a_quiet_machine_is_not_disturbed() {
-        let quiet = stall_step(1.5, 0.8, vec![darkbuf_sim::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 }]);
+        let quiet = stall_step(1.5, 0.8, vec![darkbuf_measure::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 }]);
         let pts = [step("n0-app0", Some(0.0)), step("n1000-app0", Some(10.0)), step("idle", None)];
         assert_eq!(disturbed_steps(Some(&quiet), &pts), vec![]);
     }
@@ -627,7 +627,7 @@ mod tests {
     /// stalls of 10-44 ms at 18-21 per second.
     #[test]
     fn a_busy_machine_names_every_disturbed_step_and_what_was_seen() {
-        use darkbuf_sim::profile::Stall;
+        use darkbuf_measure::profile::Stall;
         let busy = stall_step(
             41.26,
             99.6,
@@ -659,7 +659,7 @@ mod tests {
     /// the bounds themselves are not disturbed.
     #[test]
     fn stalls_alone_disturb_and_the_bounds_are_inclusive() {
-        let stolen = stall_step(12.0, 0.0, vec![darkbuf_sim::profile::Stall { per_s: 40.0, min_us: 2_000.0, max_us: 4_000.0 }]);
+        let stolen = stall_step(12.0, 0.0, vec![darkbuf_measure::profile::Stall { per_s: 40.0, min_us: 2_000.0, max_us: 4_000.0 }]);
         let d = disturbed_steps(Some(&stolen), &[]);
         assert_eq!(d.len(), 1);
         assert!(d[0].seen.starts_with("a busy loop on every CPU lost 12.0%"), "{:?}", d);
@@ -674,8 +674,8 @@ mod tests {
         p.name = "calibrated".into();
         // Two classes of stalls, as the busy loop reports them.
         p.stalls = vec![
-            darkbuf_sim::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 },
-            darkbuf_sim::profile::Stall { per_s: 0.025, min_us: 30312.7, max_us: 30312.7 },
+            darkbuf_measure::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 },
+            darkbuf_measure::profile::Stall { per_s: 0.025, min_us: 30312.7, max_us: 30312.7 },
         ];
         let pts = vec![Point {
             label: "n0-app0".into(), nrules: 0, app_cost_ns: 0, consumer_pps: Some(1e5), sink_pps: None, flood_pps: None,

@@ -268,15 +268,6 @@ pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String,
     all
 }
 
-/// Nearest-rank percentile of sorted values (as ping-style tools and the simulator report).
-pub fn percentile(sorted: &[u64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    Some(sorted[rank.min(sorted.len()) - 1] as f64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,13 +350,5 @@ mod tests {
         let t = "1234 (a b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 5 0 0\n";
         assert_eq!(parse_pid_stat(t), Some((32, 4_194_560)));
         assert_eq!(parse_pid_stat("garbage"), None);
-    }
-
-    #[test]
-    fn nearest_rank() {
-        let v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
-        assert_eq!(percentile(&v, 50.0), Some(5.0));
-        assert_eq!(percentile(&v, 99.0), Some(10.0));
-        assert_eq!(percentile(&[], 50.0), None);
     }
 }

@@ -10,7 +10,7 @@
 //! All CPUs are measured at once, busy, so a vCPU cannot borrow an idle sibling's
 //! time: the figure is what a loaded machine gets.
 
-use darkbuf_sim::profile::Stall;
+use darkbuf_measure::profile::Stall;
 use std::time::{Duration, Instant};
 
 /// The shortest gap counted as a stall.

@@ -30,7 +30,7 @@ pub fn max_tcp_header_of(sndbuf: u32) -> Result<u32, String> {
         return Err(format!("sk_sndbuf {sndbuf} after connect() is not 2 x 10 segments' charge (tcp_wmem[1] or [2] decided it?)"));
     }
     for header in [256, 320] {
-        if darkbuf_sim::tcp_sndbuf_per_mss(MSS_CLAMP, header) == per_mss {
+        if darkbuf_model::skb::tcp_sndbuf_per_mss(MSS_CLAMP, header) == per_mss {
             return Ok(header);
         }
     }

@@ -477,7 +477,7 @@ impl Topology {
             (b.limit_min, b.limit_max)
         } else {
             self.report.notes.push("BQL exists on this device but the scenario disables it: limit_min = DQL_MAX_LIMIT, so it never stops the queue".into());
-            (darkbuf_scenario::DQL_MAX_LIMIT, darkbuf_scenario::DQL_MAX_LIMIT)
+            (darkbuf_model::dql::DQL_MAX_LIMIT, darkbuf_model::dql::DQL_MAX_LIMIT)
         };
         for i in 0..scn.device.tx_queues {
             let dir = format!("/sys/class/net/{dev}/queues/tx-{i}/byte_queue_limits");

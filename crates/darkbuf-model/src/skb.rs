@@ -128,6 +128,15 @@ pub fn truesize_for_len(len: u32) -> u32 {
     bucket.saturating_add(SKB_STRUCT_TRUESIZE)
 }
 
+/// `tcp_sndbuf_expand()`'s charge per segment (net/ipv4/tcp_input.c): the worst case
+/// of one skb per segment with a kmalloc'ed head, `roundup_pow_of_two(mss_clamp +
+/// MAX_TCP_HEADER + SKB_DATA_ALIGN(sizeof(struct skb_shared_info))) + SKB_TRUESIZE(0)`'s
+/// `sk_buff`. `max_tcp_header` is the kernel build's (the machine profile's): at MTU
+/// 1500 (`mss_clamp` 1460), 320 gives 4352 bytes, 256 gives 2304.
+pub fn tcp_sndbuf_per_mss(mss_clamp: u32, max_tcp_header: u32) -> u32 {
+    (mss_clamp + max_tcp_header + SHINFO_TRUESIZE).next_power_of_two() + SKB_STRUCT_TRUESIZE
+}
+
 /// The flow hash a qdisc classifies by (`skb_get_hash()` keyed by the qdisc's
 /// perturbation / siphash key). A fixed integer mixer (murmur3's fmix32) over the flow id
 /// and the key: deterministic per seed, and it reproduces hash-bucket collisions.
@@ -157,6 +166,16 @@ mod tests {
         assert_eq!(212_992 / truesize_for_len(1442), 92);
         // 24 B payload: 66 B frame fits a 512 B kmalloc bucket.
         assert_eq!(truesize_for_len(66), 768);
+    }
+
+    /// The charges `darkbuf calibrate` tells the kernel builds apart by: 2304 bytes per
+    /// segment with MAX_TCP_HEADER 256 (or 192), 4352 with 320.
+    #[test]
+    fn sndbuf_charge_per_segment() {
+        assert_eq!(tcp_sndbuf_per_mss(1460, 192), 2304);
+        assert_eq!(tcp_sndbuf_per_mss(1460, 256), 2304);
+        assert_eq!(tcp_sndbuf_per_mss(1460, 320), 4352);
+        assert_eq!(tcp_sndbuf_per_mss(536, 320), 2304);
     }
 
     #[test]

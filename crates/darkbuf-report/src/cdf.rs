@@ -102,20 +102,6 @@ pub fn ecdf(values: &[f64]) -> Vec<(f64, f64)> {
     out
 }
 
-/// The nearest-rank percentile `p` (0..=100) of `values`, as the simulator and ping-style
-/// tools report them; `None` for no finite values.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let rank = ((p.clamp(0.0, 100.0) / 100.0) * v.len() as f64)
-        .ceil()
-        .max(1.0) as usize;
-    Some(v[rank.min(v.len()) - 1])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,14 +164,5 @@ mod tests {
         }
         let got: Vec<(usize, Option<f64>)> = pinger_series(&run).into_iter().map(|(n, t)| (n, t.values[0])).collect();
         assert_eq!(got, [(2, Some(2.0)), (10, Some(3.0))]);
-    }
-
-    #[test]
-    fn nearest_rank() {
-        let v = [4.0, 1.0, 3.0, 2.0];
-        assert_eq!(percentile(&v, 50.0), Some(2.0));
-        assert_eq!(percentile(&v, 99.0), Some(4.0));
-        assert_eq!(percentile(&v, 0.0), Some(1.0));
-        assert_eq!(percentile(&[], 50.0), None);
     }
 }

@@ -4,7 +4,7 @@ use crate::plan::{Point, RunOut};
 use crate::Error;
 use darkbuf_report::{Environment, Results, SweepPoint, SweepResults};
 use darkbuf_scenario::Scenario;
-use darkbuf_sim::Profile;
+use darkbuf_measure::Profile;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

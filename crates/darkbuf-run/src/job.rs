@@ -6,7 +6,7 @@ use crate::plan::{point_scenario, RunOut};
 use crate::{Error, Source};
 use darkbuf_report::RunRecord;
 use darkbuf_scenario::{Diagnostic, Scenario};
-use darkbuf_sim::Profile;
+use darkbuf_measure::Profile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

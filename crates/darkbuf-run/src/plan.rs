@@ -3,7 +3,7 @@
 use crate::{Error, Job, Output, Source};
 use darkbuf_report::RunRecord;
 use darkbuf_scenario::{Diagnostic, Scenario};
-use darkbuf_sim::Profile;
+use darkbuf_measure::Profile;
 use std::collections::BTreeMap;
 
 /// What one job gives: the run's record and, for every metric that is `None`, why.

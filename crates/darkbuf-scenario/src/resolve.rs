@@ -7,12 +7,11 @@ use crate::schema::*;
 use crate::tree::{Ctx, Entry, Node, Origin, Table, V};
 use darkbuf_model::params::{ParamError, ParamValue, Params};
 use darkbuf_model::qdisc::{self, BuildError, DevInfo};
+use darkbuf_model::dql::DQL_MAX_LIMIT;
 use darkbuf_model::units::{self, Rate};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// `DQL_MAX_LIMIT` in include/linux/dynamic_queue_limits.h: (UINT_MAX / 2) - DQL_MAX_OBJECT.
-pub const DQL_MAX_LIMIT: u32 = 1_879_048_192;
 /// `VETH_RING_SIZE` in drivers/net/veth.c.
 pub const VETH_RING_SIZE: u32 = 256;
 /// net.core.wmem_default: a socket's sk_sndbuf without SO_SNDBUF.

@@ -15,7 +15,8 @@
 //! frames on the wire for TCP (`nic.tx_packets`; its receiver counts GRO'd skbs).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use std::path::PathBuf;
 
 fn load(file: &str, set: &[&str]) -> darkbuf_scenario::Scenario {

@@ -13,7 +13,8 @@
 //! put on the wire (`nic.tx_packets`); the ratios are against the first count. Linux
 //! only (it reads /proc).
 
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use std::path::PathBuf;
 use std::process::Command;
 

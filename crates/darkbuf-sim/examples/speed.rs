@@ -3,7 +3,8 @@
 //! packets per wall-clock second (the criterion bench `sim_speed` does the same with
 //! statistics).
 
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 
 fn main() {
     let mut args = std::env::args().skip(1);

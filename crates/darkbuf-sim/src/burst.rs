@@ -207,7 +207,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use crate::profile::Profile;
+    use darkbuf_measure::Profile;
     use crate::world::World;
 
     /// One run of `toml` (5 ms warmup, then `duration`), with or without the bursts:

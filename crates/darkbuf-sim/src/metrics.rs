@@ -1,7 +1,8 @@
 //! What a run measures, accumulated only inside the measured window
 //! (`warmup .. warmup + duration`).
 
-use darkbuf_report::{Finding, Log2Hist};
+use darkbuf_measure::Hist;
+use darkbuf_report::Finding;
 
 /// A time-weighted average of a piecewise-constant integer quantity (queue depths,
 /// limits). Integer arithmetic, and nothing to do when the value did not change: it is
@@ -97,31 +98,6 @@ impl SojournAvg {
     pub fn mean(&self, start: u64, end: u64) -> f64 {
         let integral = self.acc + self.inside as i128 * end as i128;
         window_mean(u128::try_from(integral).unwrap_or(0), start, end)
-    }
-}
-
-/// A log2 histogram with fixed buckets, so recording never allocates; turned into the
-/// report's [`Log2Hist`] (same bucket rule) at the end.
-#[derive(Clone, Debug)]
-pub struct Hist {
-    buckets: [u64; 65],
-}
-
-impl Default for Hist {
-    fn default() -> Self {
-        Hist { buckets: [0; 65] }
-    }
-}
-
-impl Hist {
-    #[inline]
-    pub fn record(&mut self, v: u64) {
-        self.buckets[Log2Hist::bucket_of(v)] += 1;
-    }
-
-    pub fn to_log2(&self) -> Log2Hist {
-        let used = self.buckets.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1);
-        Log2Hist { buckets: self.buckets[..used].to_vec() }
     }
 }
 

@@ -1,12 +1,13 @@
 //! Running one simulation and reporting it in the results contract's metric names.
 
-use crate::profile::Profile;
 use crate::setup::SetupError;
 use crate::world::World;
 use crate::metrics::SERIES;
 use crate::dev::sch::TcCounters;
 use crate::dev::NetDev;
 use darkbuf_model::qdisc::xstat::{xstat_kind, xstat_metric, xstat_value, XstatKind};
+use darkbuf_measure::irtt::{irtt_report, irtt_rtt_series};
+use darkbuf_measure::{percentile, Profile};
 use darkbuf_model::qdisc::Qdisc;
 use darkbuf_report::{ping_prefixes, RunRecord, TimeSeries};
 use darkbuf_scenario::Scenario;
@@ -43,7 +44,9 @@ fn flow_goodput_spread(out: &mut Out, goodputs: &mut [u64], window_ns: f64) {
     }
     goodputs.sort_unstable();
     for p in [1, 10, 50, 90, 99] {
-        out.set(&format!("tcp.flow_goodput_p{p}_mbps"), percentile(goodputs, p as f64) * 8.0 / window_ns * 1e3);
+        if let Some(v) = percentile(goodputs, p as f64) {
+            out.set(&format!("tcp.flow_goodput_p{p}_mbps"), v * 8.0 / window_ns * 1e3);
+        }
     }
     let sum: f64 = goodputs.iter().map(|&g| g as f64).sum();
     let sum_sq: f64 = goodputs.iter().map(|&g| g as f64 * g as f64).sum();
@@ -52,12 +55,6 @@ fn flow_goodput_spread(out: &mut Out, goodputs: &mut [u64], window_ns: f64) {
     } else {
         out.set("tcp.flow_jain", sum * sum / (goodputs.len() as f64 * sum_sq));
     }
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    // Nearest rank, as ping-style tools report percentiles.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1] as f64
 }
 
 impl World {
@@ -230,7 +227,7 @@ impl World {
             n += 1;
         }
         for (n, p) in self.irtt_socks().enumerate() {
-            out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&p.recs, start, self.cfg.end));
+            out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&irtt_records(&p.recs), start, self.cfg.end));
         }
         let pingers = self.ping_socks().count();
         for (k, p) in self.ping_socks().enumerate() {
@@ -391,10 +388,11 @@ impl World {
             let ms = |ns: f64| ns / 1e6;
             let avg = |f: &dyn Fn(&crate::metrics::ProbeSample) -> u64| st.probes.iter().map(|p| f(p) as f64).sum::<f64>() / n;
             out.set(&k("rtt_avg_ms"), ms(avg(&|p| p.rtt)));
-            out.set(&k("rtt_min_ms"), ms(rtts[0] as f64));
-            out.set(&k("rtt_p50_ms"), ms(percentile(&rtts, 50.0)));
-            out.set(&k("rtt_p99_ms"), ms(percentile(&rtts, 99.0)));
-            out.set(&k("rtt_max_ms"), ms(*rtts.last().unwrap() as f64));
+            for (name, p) in [("rtt_min_ms", 0.0), ("rtt_p50_ms", 50.0), ("rtt_p99_ms", 99.0), ("rtt_max_ms", 100.0)] {
+                if let Some(v) = percentile(&rtts, p) {
+                    out.set(&k(name), ms(v));
+                }
+            }
             out.set(&k("wait_qdisc_ms"), ms(avg(&|p| p.wait_qdisc)));
             out.set(&k("wait_ring_ms"), ms(avg(&|p| p.wait_ring)));
             out.set(&k("wait_consumer_ms"), ms(avg(&|p| p.wait_consumer)));
@@ -757,92 +755,25 @@ impl World {
     /// The irtt probers' `irtt.*` metrics (all probers' requests together) and each
     /// prober's `irtt.N.*`; nothing when the scenario has no prober.
     fn irtt_metrics(&self, out: &mut Out) {
-        irtt_out(out, self.irtt_socks().map(|p| &p.recs[..]), self.cfg.start, self.cfg.end);
+        let recs: Vec<Vec<darkbuf_measure::irtt::IrttRec>> = self.irtt_socks().map(|p| irtt_records(&p.recs)).collect();
+        let (values, why) = irtt_report(recs.iter().map(|r| &r[..]), self.cfg.start, self.cfg.end);
+        out.m.extend(values);
+        out.why.extend(why);
     }
 }
 
-/// `irtt.N.*` per prober, then `irtt.*` over all of them (with the percentiles and IPDV).
-fn irtt_out<'a>(out: &mut Out, probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>, start: u64, end: u64) {
-    use crate::sock::irtt::IrttSummary;
-    let mut all = IrttSummary::default();
-    let mut any = false;
-    for (n, recs) in probers.enumerate() {
-        let s = IrttSummary::of(recs, start, end);
-        irtt_set(out, &format!("irtt.{n}."), &s, false);
-        all.extend(&s);
-        any = true;
-    }
-    if any {
-        irtt_set(out, "irtt.", &all, true);
-    }
-}
-
-/// The `irtt.*` and `irtt.N.*` metrics of probers' request records (one slice per
-/// prober, in scenario order) over the requests sent in `start..=end` (the records'
-/// times and the window in one clock, any), with the reason of each `null`: what the simulator reports, for a backend that measured the records
-/// itself (the kernel backend), so both define every figure the same way.
-pub fn irtt_report<'a>(
-    probers: impl Iterator<Item = &'a [crate::sock::irtt::IrttRec]>,
-    start: u64,
-    end: u64,
-) -> (BTreeMap<String, Option<f64>>, BTreeMap<String, String>) {
-    let mut out = Out::default();
-    irtt_out(&mut out, probers, start, end);
-    (out.m, out.why)
-}
-
-/// One irtt prober's `irtt.N.rtt_ms`: a point per request sent in `start..=end` whose
-/// fate is known, at its send time (ms from `start`), `null` when it was lost. Shared
-/// with the kernel backend, as [`irtt_report`] is.
-pub fn irtt_rtt_series(recs: &[crate::sock::irtt::IrttRec], start: u64, end: u64) -> TimeSeries {
-    use crate::sock::irtt::Fate;
-    let (t_ms, values) = recs
-        .iter()
-        .filter(|r| (start..=end).contains(&r.t_send) && r.fate != Fate::InFlight)
-        .map(|r| ((r.t_send - start) as f64 / 1e6, (r.fate == Fate::Received).then(|| (r.t_recv - r.t_send) as f64 / 1e6)))
-        .unzip();
-    TimeSeries { unit: "ms".into(), t_ms, values }
-}
-
-/// `PREFIX*` metrics of an irtt summary (`full`: with the percentiles and IPDV).
-fn irtt_set(out: &mut Out, prefix: &str, s: &crate::sock::irtt::IrttSummary, full: bool) {
-    let ms = |v: f64| v / 1e6;
-    let mean = |v: &[u64]| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
-    let k = |name: &str| format!("{prefix}{name}");
-    let none_why = "no irtt reply was received in the measured window";
-    if s.rtt.is_empty() {
-        for name in ["rtt_avg_ms", "owd_up_avg_ms", "owd_down_avg_ms"] {
-            out.none(&k(name), none_why);
-        }
-    } else {
-        out.set(&k("rtt_avg_ms"), ms(mean(&s.rtt)));
-        out.set(&k("owd_up_avg_ms"), ms(mean(&s.up)));
-        out.set(&k("owd_down_avg_ms"), ms(mean(&s.down)));
-        if full {
-            let mut sorted = s.rtt.clone();
-            sorted.sort_unstable();
-            out.set(&k("rtt_min_ms"), ms(sorted[0] as f64));
-            out.set(&k("rtt_p50_ms"), ms(percentile(&sorted, 50.0)));
-            out.set(&k("rtt_p99_ms"), ms(percentile(&sorted, 99.0)));
-            out.set(&k("rtt_max_ms"), ms(*sorted.last().unwrap() as f64));
-        }
-    }
-    if full {
-        for (name, v) in [("ipdv_avg_ms", &s.ipdv_rtt), ("ipdv_up_avg_ms", &s.ipdv_up), ("ipdv_down_avg_ms", &s.ipdv_down)] {
-            match v.is_empty() {
-                true => out.none(&k(name), "no two consecutive irtt requests were both answered in the measured window"),
-                false => out.set(&k(name), ms(mean(v))),
-            }
-        }
-        out.set(&k("packets"), s.fated as f64);
-    }
-    let why = "no irtt request's fate is known in the measured window";
-    for (name, v) in [("loss_up_pct", s.loss_up_pct()), ("loss_down_pct", s.loss_down_pct())] {
-        match v {
-            Some(v) => out.set(&k(name), v),
-            None => out.none(&k(name), why),
-        }
-    }
+/// A prober's records as the shared irtt statistics take them (the socket keeps its own
+/// copy of the type until `sock/irtt.rs` uses `darkbuf_measure::irtt`'s).
+fn irtt_records(recs: &[crate::sock::irtt::IrttRec]) -> Vec<darkbuf_measure::irtt::IrttRec> {
+    use crate::sock::irtt::Fate as F;
+    use darkbuf_measure::irtt::Fate;
+    let fate = |f: F| match f {
+        F::InFlight => Fate::InFlight,
+        F::LostUp => Fate::LostUp,
+        F::LostDown => Fate::LostDown,
+        F::Received => Fate::Received,
+    };
+    recs.iter().map(|r| darkbuf_measure::irtt::IrttRec { t_send: r.t_send, t_server: r.t_server, t_recv: r.t_recv, fate: fate(r.fate) }).collect()
 }
 
 /// One pinger's metrics after `ping.` or `ping.N.`: the first eight need an answered

@@ -25,7 +25,7 @@ use crate::host::Host;
 use crate::metrics::Metrics;
 use crate::napi::{Napi, RxStack};
 use crate::path::Link;
-use crate::profile::Profile;
+use darkbuf_measure::Profile;
 use crate::sock::ping::ReplyPath;
 use crate::sock::{PingSock, UdpSock};
 use crate::world::{initial_jiffies, msecs_to_jiffies, usecs_to_jiffies, Config, World};

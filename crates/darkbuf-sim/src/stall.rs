@@ -19,7 +19,7 @@
 
 use crate::cpu::CpuId;
 use crate::event::Event;
-use crate::profile::Stall;
+use darkbuf_measure::profile::Stall;
 use crate::world::World;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

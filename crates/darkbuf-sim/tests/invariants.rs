@@ -3,7 +3,8 @@
 //! than were queued, and never leaves a TX queue stopped for good.
 
 use darkbuf_scenario::load_str;
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use proptest::prelude::*;
 
 #[allow(clippy::too_many_arguments)] // one per drawn scenario setting

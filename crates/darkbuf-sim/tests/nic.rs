@@ -7,7 +7,8 @@ mod common;
 
 use common::{m, run_text, scenario_text};
 use darkbuf_scenario::load_str;
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use proptest::prelude::*;
 
 fn scenario(rate: &str) -> String {

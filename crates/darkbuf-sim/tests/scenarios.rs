@@ -147,7 +147,7 @@ fn placement_moves_the_work_between_cpus() {
 fn unanswered_probes_are_lost_after_the_timeout() {
     let set: Vec<String> = ["device.backpressure=true", "consumer.app_cost=50ms", "traffic.0.sndbuf=64KiB"].map(String::from).to_vec();
     let scn = darkbuf_scenario::load(&common::scenario_path("tap-reader.toml"), &set).unwrap();
-    let (r, _) = darkbuf_sim::simulate(&scn, &darkbuf_sim::Profile::load("seed-vm").unwrap(), 1).unwrap();
+    let (r, _) = darkbuf_sim::simulate(&scn, &darkbuf_measure::Profile::load("seed-vm").unwrap(), 1).unwrap();
     assert_eq!(m(&r, "ping.loss_pct"), 100.0);
     assert!(m(&r, "ping.probes") >= 25.0, "{}", m(&r, "ping.probes"));
 }

@@ -6,7 +6,8 @@
 
 use darkbuf_report::RunRecord;
 use darkbuf_scenario::{load_point, sweep_plan};
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use std::collections::BTreeMap;
 
 mod common;

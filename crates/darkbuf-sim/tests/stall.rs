@@ -5,8 +5,9 @@ mod common;
 
 use common::{m, scenario_text};
 use darkbuf_report::RunRecord;
-use darkbuf_sim::profile::Stall;
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::profile::Stall;
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 
 /// Runs scenario text with seed-vm and the given stalls; no invariant finding.
 fn run_with(text: &str, set: &[&str], stalls: Vec<Stall>) -> RunRecord {

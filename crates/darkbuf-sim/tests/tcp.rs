@@ -8,7 +8,8 @@ mod common;
 
 use common::{m, run_text};
 use darkbuf_scenario::load_str;
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use proptest::prelude::*;
 
 fn nic_tcp(rate: &str, qdisc: &str, cc: &str, extra: &str) -> String {

@@ -6,7 +6,7 @@ use crate::results_json::parse_results;
 use crate::{Backend, Common, Format, Rows};
 use darkbuf_report::{Results, RunRecord, SweepResults};
 use darkbuf_scenario::Scenario;
-use darkbuf_sim::Profile;
+use darkbuf_measure::Profile;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;

@@ -277,8 +277,8 @@ fn mono_of_rx_stamp(stamp: Option<u64>, now_user: u64) -> u64 {
 /// The simulator's request records of one client: irtt's round trip without the
 /// server's own time (the reply's departure is moved back to the request's arrival),
 /// and each missing reply lost up or down by whether the server recorded the request.
-pub fn irtt_records(client: &IrttClientResult, server: &IrttServerStats) -> Vec<darkbuf_sim::IrttRec> {
-    use darkbuf_sim::{IrttFate, IrttRec};
+pub fn irtt_records(client: &IrttClientResult, server: &IrttServerStats) -> Vec<darkbuf_measure::irtt::IrttRec> {
+    use darkbuf_measure::irtt::{Fate as IrttFate, IrttRec};
     let seen: std::collections::BTreeSet<u64> = server.received.iter().filter(|(t, _)| *t == client.token).map(|&(_, s)| s).collect();
     client
         .requests
@@ -300,7 +300,7 @@ pub fn irtt_records(client: &IrttClientResult, server: &IrttServerStats) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use darkbuf_sim::IrttFate;
+    use darkbuf_measure::irtt::Fate as IrttFate;
 
     #[test]
     fn records_leave_out_the_servers_time_and_split_the_losses() {

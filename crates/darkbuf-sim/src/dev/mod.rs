@@ -473,7 +473,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use crate::profile::Profile;
+    use darkbuf_measure::Profile;
     use crate::world::World;
 
     #[test]
@@ -497,7 +497,7 @@ mod tests {
 /// `bql.*` over a device's TX queues and `bql.txq.N.*` per queue.
 #[cfg(test)]
 mod bql_tests {
-    use crate::profile::Profile;
+    use darkbuf_measure::Profile;
     use crate::world::World;
 
     fn world(device: &str) -> World {
@@ -568,7 +568,7 @@ mod bql_tests {
 
 #[cfg(test)]
 mod xps_tests {
-    use crate::profile::Profile;
+    use darkbuf_measure::Profile;
     use crate::world::World;
     use darkbuf_model::Skb;
 

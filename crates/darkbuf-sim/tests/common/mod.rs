@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use darkbuf_report::RunRecord;
-use darkbuf_sim::{simulate, Profile};
+use darkbuf_measure::Profile;
+use darkbuf_sim::simulate;
 use std::path::PathBuf;
 
 /// `scenarios/<file>` of the repository.
