@@ -176,11 +176,6 @@ pub trait Qdisc {
     /// Moves the [`StackOp`]s of the last enqueue or dequeue (its own and its
     /// children's) to `ops`, in the order they arose.
     fn take_stack_ops(&mut self, _ops: &mut Vec<StackOp>) {}
-    /// pie's controller state (`q->vars`), for the simulator's time series; `None`
-    /// for every other qdisc.
-    fn pie_vars(&self) -> Option<&pie::PieVars> {
-        None
-    }
 }
 
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
@@ -258,6 +253,17 @@ pub enum AnyQdisc {
     Netem(Box<netem::Netem>),
 }
 
+impl AnyQdisc {
+    /// pie's controller state (`q->vars`), for the simulator's pie series: a root pie's
+    /// only; the generic [`Qdisc`] trait knows nothing of pie.
+    pub fn pie_vars(&self) -> Option<&pie::PieVars> {
+        match self {
+            AnyQdisc::Pie(p) => Some(p.vars()),
+            _ => None,
+        }
+    }
+}
+
 /// Calls `$call` on whichever qdisc `$self` holds.
 macro_rules! dispatch {
     ($self:expr, $q:ident => $call:expr) => {
@@ -332,9 +338,6 @@ impl Qdisc for AnyQdisc {
     }
     fn run_timers(&mut self, now: u64) {
         dispatch!(self, q => q.run_timers(now))
-    }
-    fn pie_vars(&self) -> Option<&pie::PieVars> {
-        dispatch!(self, q => q.pie_vars())
     }
     fn has_stack_ops(&self) -> bool {
         dispatch!(self, q => q.has_stack_ops())

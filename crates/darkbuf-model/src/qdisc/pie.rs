@@ -629,9 +629,6 @@ impl Qdisc for Pie {
         self.catch_up(now);
     }
 
-    fn pie_vars(&self) -> Option<&PieVars> {
-        Some(&self.vars)
-    }
 }
 
 impl Pie {
