@@ -205,7 +205,7 @@ fn may_pace(scn: &Scenario, f: &TcpFlow) -> bool {
         _ => false,
     });
     let fq = q.kind == "fq" || q.child.as_ref().is_some_and(|c| c.kind == "fq") || leaf_fq;
-    f.cc == Cc::Bbr || f.rate != Rate::Max || fq
+    f.cc.asks_for_pacing() || f.rate != Rate::Max || fq
 }
 
 /// Where the flows run.

@@ -633,6 +633,13 @@ impl Cc {
     pub fn from_name(name: &str) -> Option<Cc> {
         Cc::ALL.into_iter().find(|c| c.name() == name)
     }
+
+    /// Whether the kernel's congestion control asks for pacing when it starts
+    /// (`bbr_init()`'s SK_PACING_NEEDED), which the simulator's does in its
+    /// `TcpCongestionOps::init`: for the kernel backend, which cannot ask the kernel.
+    pub fn asks_for_pacing(self) -> bool {
+        matches!(self, Cc::Bbr)
+    }
 }
 
 /// Which end sends.
