@@ -3,7 +3,8 @@
 
 use crate::diag::Diagnostic;
 use crate::limits::{self, thousands};
-use crate::resolve::{Sec, MAX_UDP_PAYLOAD};
+use crate::resolve::MAX_UDP_PAYLOAD;
+use crate::section::Sec;
 use crate::schema::{Irtt, IRTT_MIN_LENGTH};
 
 pub const IRTT_KEYS: &[&str] = &["kind", "name", "interval", "length", "dscp", "cpu", "start", "stop", "path_delay"];

@@ -21,6 +21,7 @@ mod path;
 pub mod preset;
 pub mod limits;
 mod resolve;
+mod section;
 pub mod schema;
 pub mod seeds;
 mod tcp;

@@ -6,7 +6,8 @@
 //! rings, `MLX5_MAX_COAL_TIME` / `MLX5_MAX_COAL_FRAMES` coalescing).
 
 use crate::diag::Diagnostic;
-use crate::resolve::{resolve_qdisc_spec, Sec};
+use crate::resolve::resolve_qdisc_spec;
+use crate::section::Sec;
 use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::qdisc::DevInfo;

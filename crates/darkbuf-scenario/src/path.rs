@@ -6,7 +6,7 @@
 
 use crate::diag::Diagnostic;
 use crate::nic::RATE_MAX_BPS;
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::netem::Distribution;

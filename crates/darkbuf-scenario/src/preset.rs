@@ -31,7 +31,7 @@
 
 use crate::diag::Diagnostic;
 use crate::limits;
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::Driver;
 use crate::tree::{Entry, Node, Origin, Table, V};
 

@@ -4,7 +4,9 @@
 use crate::diag::{did_you_mean, suggest, Diagnostic, DiagnosticKind as K};
 use crate::limits::{self, thousands};
 use crate::schema::*;
-use crate::tree::{Ctx, Entry, Node, Origin, Table, V};
+use crate::section::Sec;
+use crate::wifi::WifiSpec;
+use crate::tree::{Ctx, Node, Origin, V};
 use darkbuf_model::params::{ParamError, ParamValue, Params};
 use darkbuf_model::qdisc::{self, BuildError, DevInfo};
 use darkbuf_model::dql::DQL_MAX_LIMIT;
@@ -68,418 +70,6 @@ pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 /// else must be a path to a profile TOML (ending in `.toml` or containing a `/`).
 pub const BUILTIN_PROFILES: &[&str] = &["seed-vm", "baremetal-100g"];
 
-static EMPTY: Table = Table {
-    entries: Vec::new(),
-};
-
-/// One table of the document being resolved, with its dotted path.
-pub(crate) struct Sec<'a> {
-    pub t: &'a Table,
-    pub path: String,
-    pub at: Origin,
-    pub ctx: &'a Ctx<'a>,
-}
-
-impl<'a> Sec<'a> {
-    pub fn root(node: &'a Node, ctx: &'a Ctx<'a>) -> Self {
-        let t = match &node.v {
-            V::Table(t) => t,
-            _ => &EMPTY,
-        };
-        Sec {
-            t,
-            path: String::new(),
-            at: node.at.clone(),
-            ctx,
-        }
-    }
-
-    pub fn kp(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{}.{key}", self.path)
-        }
-    }
-
-    fn where_(&self) -> String {
-        if self.path.is_empty() {
-            "at the top level".into()
-        } else {
-            format!("in [{}]", self.path)
-        }
-    }
-
-    pub fn entry(&self, key: &str) -> Option<&'a Entry> {
-        self.t.get(key)
-    }
-
-    /// Where the value of `key` is, or where this table is when `key` is absent.
-    pub fn origin(&self, key: &str) -> Origin {
-        match self.entry(key) {
-            Some(e) => e.node.at.clone(),
-            None => self.at.clone(),
-        }
-    }
-
-    pub fn key_origin(&self, key: &str) -> Origin {
-        match self.entry(key) {
-            Some(e) => e.key_at.clone(),
-            None => self.at.clone(),
-        }
-    }
-
-    /// Origin of a qdisc parameter that may sit in an array of tables, keyed as
-    /// `class[1].rate` ([`ParamError::nested`]): the key's position if `key_pos`, else
-    /// its value's. Falls back to the nearest enclosing element.
-    pub fn param_origin(&self, key: &str, key_pos: bool) -> Origin {
-        let Some((array, rest)) = key.split_once('[') else {
-            return if key_pos { self.key_origin(key) } else { self.origin(key) };
-        };
-        let Some(e) = self.entry(array) else { return self.at.clone() };
-        let parsed = rest.split_once("].").and_then(|(i, k)| Some((i.parse::<usize>().ok()?, k)));
-        let (V::Array(items), Some((idx, sub))) = (&e.node.v, parsed) else {
-            return e.key_at.clone();
-        };
-        let Some(item) = items.get(idx) else { return e.key_at.clone() };
-        let V::Table(t) = &item.v else { return item.at.clone() };
-        let mut t = t;
-        // A key inside a table of the element (`class[0].qdisc_params.limit`).
-        let mut parts = sub.split('.').peekable();
-        while let Some(part) = parts.next() {
-            let Some(se) = t.get(part) else { return item.at.clone() };
-            match (&se.node.v, parts.peek()) {
-                (V::Table(inner), Some(_)) => t = inner,
-                (_, Some(_)) => return se.node.at.clone(),
-                _ if key_pos => return se.key_at.clone(),
-                _ => return se.node.at.clone(),
-            }
-        }
-        item.at.clone()
-    }
-
-    pub fn check_keys(&self, valid: &[&str], note: Option<&str>) -> Result<(), Diagnostic> {
-        for e in &self.t.entries {
-            if !valid.contains(&e.key.as_str()) {
-                let mut help = suggest(&e.key, valid, "keys");
-                if let Some(n) = note {
-                    help.push_str("; ");
-                    help.push_str(n);
-                }
-                return Err(self.ctx.diag(
-                    K::UnknownKey,
-                    &e.key_at,
-                    &self.kp(&e.key),
-                    format!("unknown key `{}` {}", e.key, self.where_()),
-                    Some(help),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn type_err(&self, e: &Entry, expected: &str, help: Option<String>) -> Diagnostic {
-        self.ctx.diag(
-            K::Type,
-            &e.node.at,
-            &self.kp(&e.key),
-            format!(
-                "`{}` must be {expected}, found {}",
-                self.kp(&e.key),
-                e.node.v.describe()
-            ),
-            help,
-        )
-    }
-
-    pub fn value_err(&self, key: &str, message: String, help: Option<String>) -> Diagnostic {
-        self.ctx
-            .diag(K::Value, &self.origin(key), &self.kp(key), message, help)
-    }
-
-    pub fn sub(&self, key: &str) -> Result<Sec<'a>, Diagnostic> {
-        let path = self.kp(key);
-        match self.entry(key) {
-            None => Ok(Sec {
-                t: &EMPTY,
-                path,
-                at: self.at.clone(),
-                ctx: self.ctx,
-            }),
-            Some(e) => match &e.node.v {
-                V::Table(t) => Ok(Sec {
-                    t,
-                    path,
-                    at: e.node.at.clone(),
-                    ctx: self.ctx,
-                }),
-                _ => Err(self.type_err(e, "a table", Some(format!("write a [{path}] section")))),
-            },
-        }
-    }
-
-    pub fn int_opt(&self, key: &str, min: i64, max: i64) -> Result<Option<i64>, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(None);
-        };
-        let range = format!("an integer in {min}..={max}");
-        match &e.node.v {
-            V::Int(i) if (min..=max).contains(i) => Ok(Some(*i)),
-            V::Int(i) => Err(self.value_err(
-                key,
-                format!("`{}` = {i} is out of range", self.kp(key)),
-                Some(format!("expected {range}")),
-            )),
-            _ => Err(self.type_err(e, "an integer", Some(format!("expected {range}")))),
-        }
-    }
-
-    /// An integer whose valid values the caller checks (a set such as CONFIG_HZ's, or a
-    /// range that depends on another key): a value of another type is a type error whose
-    /// help is `expected` ("expected one of 100, 250, 300, 1000"), not the i64 range.
-    pub fn int_any(&self, key: &str, expected: &str) -> Result<Option<i64>, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(None);
-        };
-        match &e.node.v {
-            V::Int(i) => Ok(Some(*i)),
-            _ => Err(self.type_err(e, "an integer", Some(format!("expected {expected}")))),
-        }
-    }
-
-    /// An array of CPU numbers, each below `cpus`, at least one; `None` if absent.
-    /// `cpus` is the section's host's: `peer.cpus` in `[peer]`, else `machine.cpus`.
-    pub fn cpu_list(&self, key: &str, cpus: u32) -> Result<Option<Vec<u32>>, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(None);
-        };
-        let host = self.path.split('.').next().filter(|s| matches!(*s, "peer" | "lan")).unwrap_or("machine");
-        let expected = format!(
-            "expected an array of CPU numbers in 0..={} ({host}.cpus = {cpus}), e.g. [{}]",
-            cpus - 1,
-            1.min(cpus - 1)
-        );
-        let V::Array(items) = &e.node.v else {
-            return Err(self.type_err(e, "an array of CPU numbers", Some(expected)));
-        };
-        if items.is_empty() {
-            return Err(self.value_err(key, format!("`{}` is empty", self.kp(key)), Some(expected)));
-        }
-        let mut out = Vec::with_capacity(items.len());
-        for (i, n) in items.iter().enumerate() {
-            match n.v {
-                V::Int(c) if (0..cpus as i64).contains(&c) => out.push(c as u32),
-                _ => {
-                    let what = match n.v {
-                        V::Int(c) => format!(
-                            "`{}.{i}` = {c} is not a CPU of the {}",
-                            self.kp(key),
-                            match host { "peer" => "peer", "lan" => "client", _ => "machine" }
-                        ),
-                        _ => format!("`{}.{i}` must be a CPU number, found {}", self.kp(key), n.v.describe()),
-                    };
-                    return Err(self.ctx.diag(K::Value, &n.at, &format!("{}.{i}", self.kp(key)), what, Some(expected)));
-                }
-            }
-        }
-        Ok(Some(out))
-    }
-
-    pub fn int(&self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, Diagnostic> {
-        Ok(self.int_opt(key, min, max)?.unwrap_or(default))
-    }
-
-    pub fn u32(&self, key: &str, default: u32, min: u32, max: u32) -> Result<u32, Diagnostic> {
-        Ok(self.int(key, default as i64, min as i64, max as i64)? as u32)
-    }
-
-    /// A size in bytes: an integer, or a string in tc's size units ("4MiB", "64k").
-    pub fn size_bytes(&self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default);
-        };
-        let expected = format!("a size in {min}..={max} bytes: an integer or {}", units::SIZE_EXPECTED);
-        let v = match &e.node.v {
-            V::Int(i) if *i >= 0 => *i as u64,
-            V::Str(t) => units::parse_size_bytes(t)
-                .map_err(|u| self.value_err(key, format!("`{}`: {}", self.kp(key), u.message), Some(expected.clone())))?,
-            V::Int(_) => u64::MAX,
-            _ => return Err(self.type_err(e, "a size (integer bytes or a string such as \"4MiB\")", Some(expected))),
-        };
-        if !(min..=max).contains(&v) {
-            return Err(self.value_err(key, format!("`{}` = {} is out of range", self.kp(key), e.node.v.show()), Some(expected)));
-        }
-        Ok(v)
-    }
-
-    pub fn float(&self, key: &str, default: f64, min: f64, max: f64) -> Result<f64, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default);
-        };
-        let help = Some(format!("expected a number in {min}..={max}"));
-        let v = match &e.node.v {
-            V::Float(f) => *f,
-            V::Int(i) => *i as f64,
-            _ => return Err(self.type_err(e, "a number", help)),
-        };
-        if v.is_nan() || v < min || v > max {
-            return Err(self.value_err(
-                key,
-                format!("`{}` = {} is out of range", self.kp(key), e.node.v.show()),
-                help,
-            ));
-        }
-        Ok(v)
-    }
-
-    pub fn boolean(&self, key: &str, default: bool) -> Result<bool, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default);
-        };
-        match &e.node.v {
-            V::Bool(b) => Ok(*b),
-            _ => Err(self.type_err(e, "a boolean", Some("expected true or false".into()))),
-        }
-    }
-
-    pub fn string(&self, key: &str, default: &str) -> Result<String, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default.to_string());
-        };
-        match &e.node.v {
-            V::Str(s) => Ok(s.clone()),
-            _ => Err(self.type_err(e, "a string", Some(format!("write {key} = \"...\"")))),
-        }
-    }
-
-    /// One of `choices` (exact spelling).
-    pub fn choice(
-        &self,
-        key: &str,
-        default: &'static str,
-        choices: &[&'static str],
-    ) -> Result<&'static str, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default);
-        };
-        let list = choices
-            .iter()
-            .map(|c| format!("\"{c}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
-        match &e.node.v {
-            V::Str(s) => match choices.iter().find(|c| **c == s.as_str()) {
-                Some(c) => Ok(c),
-                None => {
-                    let help = match did_you_mean(s, choices.iter().copied()) {
-                        Some(m) => format!("did you mean \"{m}\"? valid values: {list}"),
-                        None => format!("valid values: {list}"),
-                    };
-                    Err(self.value_err(
-                        key,
-                        format!("`{}` = \"{s}\" is not valid", self.kp(key)),
-                        Some(help),
-                    ))
-                }
-            },
-            _ => Err(self.type_err(e, "a string", Some(format!("one of {list}")))),
-        }
-    }
-
-    /// A duration string in ns; zero allowed unless `positive`.
-    pub fn duration(&self, key: &str, default: u64, positive: bool) -> Result<u64, Diagnostic> {
-        let Some(e) = self.entry(key) else {
-            return Ok(default);
-        };
-        let kp = self.kp(key);
-        let s = match &e.node.v {
-            V::Str(s) => s,
-            V::Int(_) | V::Float(_) => {
-                return Err(self.type_err(
-                    e,
-                    "a duration string",
-                    Some(format!(
-                        "the unit is never guessed: write {key} = \"{}s\"; expected {}",
-                        e.node.v.show(),
-                        units::DURATION_EXPECTED
-                    )),
-                ))
-            }
-            _ => {
-                return Err(self.type_err(
-                    e,
-                    "a duration string",
-                    Some(format!("expected {}", units::DURATION_EXPECTED)),
-                ))
-            }
-        };
-        let ns = units::parse_duration_ns(s).map_err(|u| {
-            self.value_err(
-                key,
-                format!("`{kp}`: {}", u.message),
-                Some(format!("expected {}", u.expected)),
-            )
-        })?;
-        if positive && ns <= 0 {
-            return Err(self.value_err(
-                key,
-                format!("`{kp}` must be positive, got \"{s}\""),
-                Some(format!(
-                    "expected a duration > 0, e.g. \"10s\"; {}",
-                    units::DURATION_EXPECTED
-                )),
-            ));
-        }
-        if ns < 0 {
-            return Err(self.value_err(
-                key,
-                format!("`{kp}` must not be negative, got \"{s}\""),
-                Some(format!(
-                    "expected a duration >= 0, e.g. \"0s\" or \"1s\"; {}",
-                    units::DURATION_EXPECTED
-                )),
-            ));
-        }
-        if ns > u64::MAX as i128 {
-            return Err(self.value_err(
-                key,
-                format!("`{kp}` = \"{s}\" is too long"),
-                Some("expected at most ~584 years".into()),
-            ));
-        }
-        Ok(ns as u64)
-    }
-
-    /// [`Sec::duration`], at most `max_ns` (a bound on the run's time; see [`crate::limits`]).
-    pub fn duration_max(&self, key: &str, default: u64, positive: bool, max_ns: u64) -> Result<u64, Diagnostic> {
-        let ns = self.duration(key, default, positive)?;
-        if ns > max_ns {
-            return Err(self.value_err(
-                key,
-                format!("`{}` = {} is longer than the {} a run may take", self.kp(key), self.entry(key).map_or(String::new(), |e| e.node.v.show()), human_bound(max_ns)),
-                Some(format!("expected at most \"{}\" (a bound on the run's time); run several shorter scenarios instead", short_bound(max_ns))),
-            ));
-        }
-        Ok(ns)
-    }
-}
-
-/// A duration bound as the README says it: "1 hour (3600 s)", "30 s".
-fn human_bound(ns: u64) -> String {
-    let s = ns / 1_000_000_000;
-    match s {
-        3600 => "1 hour (3600 s)".into(),
-        _ if s % 3600 == 0 => format!("{} hours ({s} s)", s / 3600),
-        _ => format!("{s} s"),
-    }
-}
-
-/// A duration bound as a scenario writes it: "1h", "30s".
-fn short_bound(ns: u64) -> String {
-    let s = ns / 1_000_000_000;
-    if s % 3600 == 0 { format!("{}h", s / 3600) } else { format!("{s}s") }
-}
-
 /// Resolves a parsed (and overridden) document, after expanding its test preset
 /// (`test = "rrul"`, see [`crate::preset`]) into `[[traffic]]` entries.
 pub(crate) fn resolve(
@@ -510,13 +100,76 @@ fn device_driver(d: &Sec<'_>) -> Result<Driver, Diagnostic> {
     })
 }
 
+/// The top-level keys of a run: its name, length, sampling, runs and seed.
+struct RunKeys {
+    name: String,
+    duration_ns: u64,
+    warmup_ns: u64,
+    sample_interval_ns: u64,
+    runs: u32,
+    seed: u64,
+}
+
 fn resolve_doc(
     root: &Node,
     ctx: &Ctx<'_>,
     default_name: &str,
 ) -> Result<Scenario, Diagnostic> {
     let top = Sec::root(root, ctx);
+    let run = resolve_run_keys(&top, default_name)?;
+    let machine = resolve_machine(&top, ctx)?;
+    let (device, wifi) = resolve_device(&top, &machine)?;
+    let driver = device.driver;
+    let (qdisc, ingress) = resolve_qdiscs(&top, &device, machine.hz, wifi.as_ref())?;
+    let consumer = resolve_consumer(&top, driver)?;
 
+    let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, machine.hz)?;
+    let lan = crate::nic::resolve_lan(&top, driver, &device, machine.hz)?;
+
+    // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
+    let traffic_cpus = lan.as_ref().map_or(machine.cpus, |l| l.cpus);
+    let far_cpus = peer.as_ref().map_or(machine.cpus, |p| p.cpus);
+    let sysctl = crate::sysctl::resolve_sysctl(&top)?;
+    let total_ns = run.warmup_ns.saturating_add(run.duration_ns);
+    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, total_ns, &sysctl)?;
+    check_inflight(&top, &top.sub("device")?, &traffic, driver, device.ring_size, device.tx_queues)?;
+
+    // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
+    crate::sweep::file_sweep(&top)?;
+    crate::sweep::file_variants(&top)?;
+    let test = crate::preset::requested(&top)?.map(|r| TestSpec {
+        name: r.name.into(),
+        delay_ns: r.delay_ns,
+        parameters: r.streams.iter().map(|(p, n)| (p.to_string(), *n)).collect(),
+        host_delays_ns: r.hosts,
+    });
+
+    Ok(Scenario {
+        name: run.name,
+        duration_ns: run.duration_ns,
+        warmup_ns: run.warmup_ns,
+        sample_interval_ns: run.sample_interval_ns,
+        runs: run.runs,
+        seed: run.seed,
+        machine,
+        device,
+        qdisc,
+        ingress,
+        consumer,
+        path,
+        peer,
+        lan,
+        wifi,
+        traffic,
+        test,
+        sysctl: sysctl.given,
+        label: String::new(),
+    })
+}
+
+/// `name`, `duration`, `warmup`, `sample_interval` (at most `MAX_SAMPLES` per series),
+/// `runs` and `seed`.
+fn resolve_run_keys(top: &Sec<'_>, default_name: &str) -> Result<RunKeys, Diagnostic> {
     let name = top.string("name", default_name)?;
     let duration_ns = top.duration_max("duration", 10_000_000_000, true, limits::MAX_DURATION_NS)?;
     let warmup_ns = top.duration_max("warmup", 1_000_000_000, false, limits::MAX_DURATION_NS)?;
@@ -539,8 +192,11 @@ fn resolve_doc(
     }
     let runs = top.u32("runs", 1, 1, limits::MAX_RUNS)?;
     let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
+    Ok(RunKeys { name, duration_ns, warmup_ns, sample_interval_ns, runs, seed })
+}
 
-    // [machine]
+/// `[machine]`: the profile (a built-in name or a file next to the scenario), CPUs, HZ.
+fn resolve_machine(top: &Sec<'_>, ctx: &Ctx<'_>) -> Result<Machine, Diagnostic> {
     let m = top.sub("machine")?;
     m.check_keys(MACHINE_KEYS, None)?;
     let profile = m.string("profile", "seed-vm")?;
@@ -560,15 +216,81 @@ fn resolve_doc(
             ))
         }
     };
-    let machine = Machine { profile, profile_file, cpus, hz, profile_at };
+    Ok(Machine { profile, profile_file, cpus, hz, profile_at })
+}
 
-    // [device]
+/// `[device]` with its `[device.bql]` (and, for a WiFi radio, `[wifi]`).
+fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<(Device, Option<WifiSpec>), Diagnostic> {
+    let (cpus, hz) = (machine.cpus, machine.hz);
     let d = top.sub("device")?;
     d.check_keys(DEVICE_KEYS, None)?;
     let driver = device_driver(&d)?;
     let nic = crate::nic::resolve_nic(&d, driver)?;
-    let wifi = crate::wifi::resolve_wifi(&top, driver)?;
+    let wifi = crate::wifi::resolve_wifi(top, driver)?;
     let tx_queues = crate::wifi::tx_queues(&d, driver)?;
+    let (xps_txq, num_tx_queues, xps) = device_xps(&d, driver, cpus, tx_queues)?;
+    // By default a queue's consumer (threaded NAPI kthread, tun reader) runs away from
+    // the senders on CPU 0: queue i on CPU 1 + i % (cpus - 1).
+    let irq_cpus = d.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| (1..cpus).collect());
+    let txqueuelen = d.u32(
+        "txqueuelen",
+        // tun/tap's TUN_READQ_SIZE; everything else ether_setup()'s DEFAULT_TX_QUEUE_LEN.
+        if driver == Driver::Tun { 500 } else { 1000 },
+        // 0 is what `ip link set DEV txqueuelen 0` takes: a qdisc whose limit defaults
+        // to it (pfifo, bfifo, htb's direct queue and leaves) then drops every packet.
+        // A tun's ring is sized by it and must hold one.
+        if driver == Driver::Tun { 1 } else { 0 },
+        u32::MAX,
+    )?;
+    let ring_size = device_ring_size(&d, driver, txqueuelen, nic.as_ref())?;
+    // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
+    let napi_default = if driver.has_far_host() { "softirq" } else { "threaded" };
+    let napi = match d.choice("napi", napi_default, &["threaded", "softirq"])? {
+        "softirq" => NapiMode::Softirq,
+        _ => NapiMode::Threaded,
+    };
+    let napi_weight = d.u32("napi_weight", 64, 1, 256)?;
+    let netdev_budget = d.u32("netdev_budget", 300, 1, i32::MAX as u32)?;
+    let netdev_budget_usecs = d.int("netdev_budget_usecs", 2 * 1_000_000 / hz as i64, 0, i32::MAX as i64)? as u64;
+    let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
+    // veth >= 6.16 stops its queue on a full ring by default; tun's IFF_BACKPRESSURE
+    // is opt-in ("Starting with Linux 7.2").
+    if driver.has_far_host() && d.entry("backpressure").is_some() {
+        return Err(d.value_err(
+            "backpressure",
+            "`device.backpressure` is a veth/tun option: a NIC always stops its queue when its descriptor ring is nearly full".into(),
+            Some("remove device.backpressure; the NIC's stop and wake thresholds are MAX_SKB_FRAGS + 4 and twice that".into()),
+        ));
+    }
+    let backpressure = d.boolean("backpressure", driver != Driver::Tun)?;
+    let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
+    let bql = resolve_bql(&d.sub("bql")?, driver)?;
+    let device = Device {
+        name: device_name(&d)?,
+        driver,
+        tx_queues,
+        num_tx_queues,
+        xps_txq,
+        xps,
+        irq_cpus,
+        ring_size,
+        txqueuelen,
+        napi,
+        napi_weight,
+        netdev_budget,
+        netdev_budget_usecs,
+        gro_normal_batch,
+        backpressure,
+        wake_threshold,
+        bql,
+        nic,
+    };
+    Ok((device, wifi))
+}
+
+/// The device's queue selection: `xps_txq`, `num_tx_queues` and `xps` (a map or
+/// `"cpu"`), which may not both steer.
+fn device_xps(d: &Sec<'_>, driver: Driver, cpus: u32, tx_queues: u32) -> Result<(Option<u32>, u32, XpsSpec), Diagnostic> {
     let xps_txq = match d.int_opt("xps_txq", 0, 63)? {
         None => None,
         Some(q) if (q as u32) < tx_queues => Some(q as u32),
@@ -616,20 +338,13 @@ fn resolve_doc(
             Some("keep one: xps_txq = N steers every CPU to queue N (the selftest's setup); xps = \"cpu\" or a list maps CPUs to queues".into()),
         ));
     }
-    // By default a queue's consumer (threaded NAPI kthread, tun reader) runs away from
-    // the senders on CPU 0: queue i on CPU 1 + i % (cpus - 1).
-    let irq_cpus = d.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| (1..cpus).collect());
-    let txqueuelen = d.u32(
-        "txqueuelen",
-        // tun/tap's TUN_READQ_SIZE; everything else ether_setup()'s DEFAULT_TX_QUEUE_LEN.
-        if driver == Driver::Tun { 500 } else { 1000 },
-        // 0 is what `ip link set DEV txqueuelen 0` takes: a qdisc whose limit defaults
-        // to it (pfifo, bfifo, htb's direct queue and leaves) then drops every packet.
-        // A tun's ring is sized by it and must hold one.
-        if driver == Driver::Tun { 1 } else { 0 },
-        u32::MAX,
-    )?;
-    let ring_size = match driver {
+    Ok((xps_txq, num_tx_queues, xps))
+}
+
+/// The driver's ring: tun's from `txqueuelen` (or `ring_size`), veth's fixed
+/// `VETH_RING_SIZE`, a NIC's or radio's descriptors.
+fn device_ring_size(d: &Sec<'_>, driver: Driver, txqueuelen: u32, nic: Option<&NicSpec>) -> Result<u32, Diagnostic> {
+    Ok(match driver {
         Driver::Tun => {
             // tun's ring is sized by txqueuelen unless ring_size says otherwise; both
             // are bounded by what ptr_ring_init() accepts.
@@ -669,42 +384,18 @@ fn resolve_doc(
                 ))
             }
         },
-        Driver::Nic | Driver::Wifi => crate::nic::ring_size(&d, nic.as_ref().expect("a NIC's settings"))?,
-    };
-    // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
-    let napi_default = if driver.has_far_host() { "softirq" } else { "threaded" };
-    let napi = match d.choice("napi", napi_default, &["threaded", "softirq"])? {
-        "softirq" => NapiMode::Softirq,
-        _ => NapiMode::Threaded,
-    };
-    let napi_weight = d.u32("napi_weight", 64, 1, 256)?;
-    let netdev_budget = d.u32("netdev_budget", 300, 1, i32::MAX as u32)?;
-    let netdev_budget_usecs = d.int(
-        "netdev_budget_usecs",
-        2 * 1_000_000 / hz as i64,
-        0,
-        i32::MAX as i64,
-    )? as u64;
-    let gro_normal_batch = d.u32("gro_normal_batch", 8, 1, i32::MAX as u32)?;
-    // veth >= 6.16 stops its queue on a full ring by default; tun's IFF_BACKPRESSURE
-    // is opt-in ("Starting with Linux 7.2").
-    if driver.has_far_host() && d.entry("backpressure").is_some() {
-        return Err(d.value_err(
-            "backpressure",
-            "`device.backpressure` is a veth/tun option: a NIC always stops its queue when its descriptor ring is nearly full".into(),
-            Some("remove device.backpressure; the NIC's stop and wake thresholds are MAX_SKB_FRAGS + 4 and twice that".into()),
-        ));
-    }
-    let backpressure = d.boolean("backpressure", driver != Driver::Tun)?;
-    let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
+        Driver::Nic | Driver::Wifi => crate::nic::ring_size(d, nic.expect("a NIC's settings"))?,
+    })
+}
 
-    // [device.bql]
-    let b = d.sub("bql")?;
+/// `[device.bql]`: on by default where the driver has a ring and BQL (a NIC), in bytes
+/// for a NIC, and the veth BQL series' completion modes.
+fn resolve_bql(b: &Sec<'_>, driver: Driver) -> Result<Bql, Diagnostic> {
     b.check_keys(BQL_KEYS, None)?;
     // Drivers with a ring and BQL support keep it on (the talk's "add BQL to every
     // driver"); turning it off is a huge limit_min, as the talk says, or enabled = false.
     let enabled = b.boolean("enabled", driver == Driver::Nic)?;
-    crate::wifi::check_bql(&b, driver, enabled)?;
+    crate::wifi::check_bql(b, driver, enabled)?;
     if enabled && driver == Driver::Tun {
         return Err(b.value_err(
             "enabled",
@@ -734,11 +425,7 @@ fn resolve_doc(
             }
         }
     }
-    let completion = match b.choice(
-        "completion",
-        "per-packet",
-        &["per-packet", "per-poll", "coalesced"],
-    )? {
+    let completion = match b.choice("completion", "per-packet", &["per-packet", "per-poll", "coalesced"])? {
         "per-poll" => Completion::PerPoll,
         "coalesced" => Completion::Coalesced,
         _ => Completion::PerPacket,
@@ -747,11 +434,7 @@ fn resolve_doc(
     let limit_min = b.u32("limit_min", 0, 0, DQL_MAX_LIMIT)?;
     let limit_max = b.u32("limit_max", DQL_MAX_LIMIT, 0, DQL_MAX_LIMIT)?;
     if limit_max < limit_min {
-        let key = if b.entry("limit_max").is_some() {
-            "limit_max"
-        } else {
-            "limit_min"
-        };
+        let key = if b.entry("limit_max").is_some() { "limit_max" } else { "limit_min" };
         return Err(b.value_err(
             key,
             format!("`device.bql.limit_max` = {limit_max} is below `device.bql.limit_min` = {limit_min}"),
@@ -759,58 +442,26 @@ fn resolve_doc(
         ));
     }
     let hold_time_ns = b.duration("hold_time", 1_000_000_000, true)?;
-    let bql = Bql {
-        enabled,
-        unit,
-        completion,
-        tx_usecs,
-        limit_min,
-        limit_max,
-        hold_time_ns,
-    };
+    Ok(Bql { enabled, unit, completion, tx_usecs, limit_min, limit_max, hold_time_ns })
+}
 
-    let dev_name = device_name(&d)?;
-    let device = Device {
-        name: dev_name,
-        driver,
-        tx_queues,
-        num_tx_queues,
-        xps_txq,
-        xps,
-        irq_cpus,
-        ring_size,
-        txqueuelen,
-        napi,
-        napi_weight,
-        netdev_budget,
-        netdev_budget_usecs,
-        gro_normal_batch,
-        backpressure,
-        wake_threshold,
-        bql,
-        nic,
-    };
-
-    // [qdisc]
+/// `[qdisc]` (the root, default as `attach_default_qdiscs()` picks it) and the ingress
+/// redirect, which only a NIC's far host feeds; BQL needs a qdisc.
+fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32, wifi: Option<&WifiSpec>) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
+    let driver = device.driver;
     let q = top.sub("qdisc")?;
-    let dev_info = DevInfo {
-        tx_queue_len: txqueuelen,
-        mtu_l2: 1514,
-        hash_key: 0,
-        hz,
-    };
-    let dev_info = DevInfo { mtu_l2: device.mtu_l2(), ..dev_info };
+    let dev_info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
     // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
     // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
     // noqueue").
-    let default_kind = if let Some(w) = &wifi {
+    let default_kind = if let Some(w) = wifi {
         crate::wifi::default_qdisc(w)
-    } else if driver == Driver::Veth || txqueuelen == 0 {
+    } else if driver == Driver::Veth || device.txqueuelen == 0 {
         "noqueue"
     } else {
         "pfifo_fast"
     };
-    let (qdisc, ingress) = resolve_root_and_ingress(&top, &q, default_kind, &dev_info, &device.name)?;
+    let (qdisc, ingress) = resolve_root_and_ingress(top, &q, default_kind, &dev_info, &device.name)?;
     if let (Some(i), false) = (&ingress, driver == Driver::Nic) {
         let key = if top.entry("ingress").is_some() { "ingress" } else { "qdisc" };
         return Err(top.value_err(
@@ -819,7 +470,8 @@ fn resolve_doc(
             Some("set device.driver = \"nic\" (with [peer] and [path]), or remove the ingress lines".into()),
         ));
     }
-    if enabled && qdisc.kind == "noqueue" {
+    if device.bql.enabled && qdisc.kind == "noqueue" {
+        let b = top.sub("device")?.sub("bql")?;
         return Err(b.value_err(
             "enabled",
             "BQL needs a qdisc: veth only charges BQL when a qdisc is attached (!qdisc_txq_has_no_queue); set [qdisc] kind".into(),
@@ -830,28 +482,25 @@ fn resolve_doc(
             )),
         ));
     }
+    Ok((qdisc, ingress))
+}
 
-    // [consumer]
+/// `[consumer]`: who takes packets off the device (veth's NAPI, tun's reader or
+/// vhost-net), its rules and its per-packet application cost.
+fn resolve_consumer(top: &Sec<'_>, driver: Driver) -> Result<Consumer, Diagnostic> {
     let c = top.sub("consumer")?;
     c.check_keys(CONSUMER_KEYS, None)?;
-    let ckind = match c.choice(
-        "kind",
-        if driver == Driver::Tun {
-            "reader"
-        } else {
-            "napi"
-        },
-        &["napi", "reader", "vhost"],
-    )? {
+    let default_kind = if driver == Driver::Tun { "reader" } else { "napi" };
+    let kind = match c.choice("kind", default_kind, &["napi", "reader", "vhost"])? {
         "reader" => ConsumerKind::Reader,
         "vhost" => ConsumerKind::Vhost,
         _ => ConsumerKind::Napi,
     };
-    match (driver, ckind) {
+    match (driver, kind) {
         (Driver::Veth, ConsumerKind::Reader | ConsumerKind::Vhost) => {
             return Err(c.value_err(
                 "kind",
-                format!("consumer kind `{}` needs driver = \"tun\": a veth device is consumed by its peer's NAPI poll", if ckind == ConsumerKind::Reader { "reader" } else { "vhost" }),
+                format!("consumer kind `{}` needs driver = \"tun\": a veth device is consumed by its peer's NAPI poll", if kind == ConsumerKind::Reader { "reader" } else { "vhost" }),
                 Some("with device.driver = \"veth\" use consumer.kind = \"napi\" (or omit it); or set device.driver = \"tun\"".into()),
             ))
         }
@@ -871,54 +520,7 @@ fn resolve_doc(
         _ => RulesMatch::All,
     };
     let app_cost_ns = c.duration("app_cost", 0, false)?;
-    let consumer = Consumer {
-        kind: ckind,
-        nrules,
-        rules_match,
-        app_cost_ns,
-    };
-
-    let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, hz)?;
-    let lan = crate::nic::resolve_lan(&top, driver, &device, hz)?;
-
-    // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
-    let traffic_cpus = lan.as_ref().map_or(cpus, |l| l.cpus);
-    let far_cpus = peer.as_ref().map_or(cpus, |p| p.cpus);
-    let sysctl = crate::sysctl::resolve_sysctl(&top)?;
-    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, warmup_ns.saturating_add(duration_ns), &sysctl)?;
-    check_inflight(&top, &d, &traffic, driver, ring_size, tx_queues)?;
-
-    // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
-    crate::sweep::file_sweep(&top)?;
-    crate::sweep::file_variants(&top)?;
-    let test = crate::preset::requested(&top)?.map(|r| TestSpec {
-        name: r.name.into(),
-        delay_ns: r.delay_ns,
-        parameters: r.streams.iter().map(|(p, n)| (p.to_string(), *n)).collect(),
-        host_delays_ns: r.hosts,
-    });
-
-    Ok(Scenario {
-        name,
-        duration_ns,
-        warmup_ns,
-        sample_interval_ns,
-        runs,
-        seed,
-        machine,
-        device,
-        qdisc,
-        ingress,
-        consumer,
-        path,
-        peer,
-        lan,
-        wifi,
-        traffic,
-        test,
-        sysctl: sysctl.given,
-        label: String::new(),
-    })
+    Ok(Consumer { kind, nrules, rules_match, app_cost_ns })
 }
 
 /// A qdisc parameter from its document value. `Err` is the value that cannot be one:
@@ -1073,6 +675,24 @@ pub(crate) fn resolve_qdisc(
         }
         _ => {}
     }
+    let (map, child) = qdisc_params(q, kind, dev)?;
+    let spec = QdiscSpec { kind: kind.into(), params: Params::new(map), child };
+    if !qdisc::BUILDABLE_KINDS.contains(&kind) {
+        return Err(q.ctx.diag(
+            K::Unsupported,
+            &q.origin("kind"),
+            &q.kp("kind"),
+            format!("qdisc `{kind}` is not modelled in the simulator yet"),
+            Some(format!("modelled qdiscs: {buildable}")),
+        ));
+    }
+    check_qdisc_builds(q, kind, &spec, dev)?;
+    Ok(spec)
+}
+
+/// A qdisc section's tc parameters by name (every key but `kind`), and netem's
+/// `[child]`; a value no tc parameter can be is blamed where it is written.
+fn qdisc_params(q: &Sec<'_>, kind: &str, dev: &DevInfo) -> Result<(BTreeMap<String, ParamValue>, Option<Box<QdiscSpec>>), Diagnostic> {
     let mut map = BTreeMap::new();
     let mut child = None;
     for e in &q.t.entries {
@@ -1133,16 +753,13 @@ pub(crate) fn resolve_qdisc(
             }
         }
     }
-    let spec = QdiscSpec { kind: kind.into(), params: Params::new(map), child };
-    if !qdisc::BUILDABLE_KINDS.contains(&kind) {
-        return Err(q.ctx.diag(
-            K::Unsupported,
-            &q.origin("kind"),
-            &q.kp("kind"),
-            format!("qdisc `{kind}` is not modelled in the simulator yet"),
-            Some(format!("modelled qdiscs: {buildable}")),
-        ));
-    }
+    Ok((map, child))
+}
+
+/// Builds the qdisc as the simulator will (`->init()`), so an unknown or invalid
+/// parameter is reported at its key or value.
+fn check_qdisc_builds(q: &Sec<'_>, kind: &str, spec: &QdiscSpec, dev: &DevInfo) -> Result<(), Diagnostic> {
+    let buildable = qdisc::BUILDABLE_KINDS.join(", ");
     match qdisc::build(kind, spec.model_params(), dev) {
         Ok(_) => {}
         Err(BuildError::Param(ParamError::Unknown { key, valid })) => {
@@ -1188,7 +805,7 @@ pub(crate) fn resolve_qdisc(
             ));
         }
     }
-    Ok(spec)
+    Ok(())
 }
 
 /// Longest `path_delay`, as `path.delay`'s.
@@ -1224,6 +841,8 @@ pub(crate) fn opt_bit_rate(s: &Sec<'_>, key: &str, what: &str) -> Result<Option<
 
 /// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
+/// `[[traffic]]`: at least one entry and at most `MAX_TRAFFIC`, each a table with a
+/// `kind`, resolved by its kind (`MAX_TCP_FLOWS` TCP flows in all).
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, sysctl: &crate::sysctl::Sysctl) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
@@ -1306,166 +925,186 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {
-            s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
-            let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
-            let rate = match s.entry("rate") {
-                None => Rate::Max,
-                Some(e) => match &e.node.v {
-                    V::Str(r) => match units::parse_rate(r) {
-                        Ok(Rate::Bps(0)) => {
-                            return Err(s.value_err(
-                                "rate",
-                                format!("`{}` = \"{r}\" rounds to 0 bit/s", s.kp("rate")),
-                                Some(format!("expected {}", units::RATE_EXPECTED)),
-                            ))
-                        }
-                        Ok(r) => r,
-                        Err(u) => {
-                            return Err(s.value_err(
-                                "rate",
-                                format!("`{}`: {}", s.kp("rate"), u.message),
-                                Some(format!("expected {}", u.expected)),
-                            ))
-                        }
-                    },
-                    _ => {
-                        return Err(s.type_err(
-                            e,
-                            "a rate string",
-                            Some(format!("expected {}", units::RATE_EXPECTED)),
-                        ))
-                    }
-                },
-            };
-            let flows = s.u32("flows", 1, 1, limits::MAX_FLOWS)?;
-            let sndbuf = match s.entry("sndbuf") {
-                None => sysctl.wmem_default.unwrap_or(WMEM_DEFAULT),
-                Some(e) => {
-                    let expected = format!(
-                        "the SO_SNDBUF value: a non-negative integer or {}",
-                        units::SIZE_EXPECTED
-                    );
-                    let v: u64 = match &e.node.v {
-                        V::Int(i) if *i >= 0 => *i as u64,
-                        V::Int(i) => {
-                            return Err(s.value_err(
-                                "sndbuf",
-                                format!("`{}` = {i} is negative", s.kp("sndbuf")),
-                                Some(expected),
-                            ))
-                        }
-                        V::Str(t) => units::parse_size_bytes(t).map_err(|u| {
-                            s.value_err(
-                                "sndbuf",
-                                format!("`{}`: {}", s.kp("sndbuf"), u.message),
-                                Some(expected.clone()),
-                            )
-                        })?,
-                        _ => {
-                            return Err(s.type_err(
-                                e,
-                                "a size (integer bytes or a string such as \"1MiB\")",
-                                Some(expected),
-                            ))
-                        }
-                    };
-                    effective_sndbuf(v)
-                }
-            };
-            let priority = match s.entry("priority") {
-                Some(e) => match &e.node.v {
-                    V::Str(h) => match parse_tc_handle(h) {
-                        Some(v) => v,
-                        None => {
-                            return Err(s.value_err(
-                                "priority",
-                                format!("`{}` = \"{h}\" is not a tc handle", s.kp("priority")),
-                                Some("expected SO_PRIORITY as an integer (0..15 picks a pfifo_fast band) or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
-                            ))
-                        }
-                    },
-                    // 0..=15 as documented (TC_PRIO_MAX: pfifo_fast's bands); a class
-                    // is named by its handle, a string.
-                    V::Int(p) if !(0..=15).contains(p) => {
-                        return Err(s.value_err(
-                            "priority",
-                            format!("`{}` = {p} is out of range", s.kp("priority")),
-                            Some("expected SO_PRIORITY 0..=15 (TC_PRIO_MAX; pfifo_fast's band follows it), or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
-                        ))
-                    }
-                    _ => s.int("priority", 0, 0, 15)? as u32,
-                },
-                None => 0,
-            };
-            let dscp = s.int("dscp", 0, 0, 63)? as u8;
-            let ecn = match s.entry("ecn") {
-                None => 0,
-                Some(e) => match &e.node.v {
-                    V::Str(_) => {
-                        match s.choice("ecn", "not-ect", &["not-ect", "ect0", "ect1", "ce"])? {
-                            "ect1" => 1,
-                            "ect0" => 2,
-                            "ce" => 3,
-                            _ => 0,
-                        }
-                    }
-                    _ => match s.int_opt("ecn", 0, 3) {
-                        Ok(v) => v.unwrap_or(0) as u8,
-                        Err(mut d) => {
-                            d.help = Some("expected 0..=3 or one of \"not-ect\" (0), \"ect1\" (1), \"ect0\" (2), \"ce\" (3)".into());
-                            return Err(d);
-                        }
-                    },
-                },
-            };
-            let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-            let path_delay_ns = path_delay(&s, driver)?;
-            let max_pacing_rate = opt_bit_rate(&s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
-            let txtime = opt_bit_rate(&s, "txtime", "the rate its departure times are stamped at")?;
-            out.push(Traffic::Udp(UdpFlood {
-                name,
-                cpu,
-                path_delay_ns,
-                size,
-                rate,
-                flows,
-                sndbuf,
-                priority,
-                dscp,
-                ecn,
-                max_pacing_rate,
-                txtime,
-            }));
+            out.push(Traffic::Udp(resolve_udp(&s, cpus, driver, name, sysctl)?));
         } else {
-            s.check_keys(
-                PING_KEYS,
-                Some("(rate, flows, sndbuf, priority and ecn belong to kind = \"udp\")"),
-            )?;
-            let interval_ns = s.duration("interval", 200_000_000, true)?;
-            if total_ns / interval_ns > limits::MAX_PROBES {
-                return Err(s.value_err(
-                    "interval",
-                    format!(
-                        "`{}` = {} sends {} probes over warmup + duration ({} ms); at most {}",
-                        s.kp("interval"),
-                        s.entry("interval").map_or("200ms".into(), |e| e.node.v.show()),
-                        thousands(total_ns / interval_ns),
-                        total_ns / 1_000_000,
-                        thousands(limits::MAX_PROBES)
-                    ),
-                    Some(format!(
-                        "expected an interval of at least {} us for this warmup + duration",
-                        (total_ns / limits::MAX_PROBES).div_ceil(1000).max(1)
-                    )),
-                ));
-            }
-            let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
-            let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
-            let path_delay_ns = path_delay(&s, driver)?;
-            out.push(Traffic::Ping(Ping { name, interval_ns, size, cpu, path_delay_ns }));
+            out.push(Traffic::Ping(resolve_ping(&s, cpus, driver, total_ns, name)?));
         }
     }
     Ok(out)
+}
+
+/// A `kind = "udp"` flood: payload size, rate, sockets, send buffer, priority, DSCP
+/// and ECN, pacing.
+fn resolve_udp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<UdpFlood, Diagnostic> {
+    s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
+    let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
+    let rate = udp_rate(s)?;
+    let flows = s.u32("flows", 1, 1, limits::MAX_FLOWS)?;
+    let sndbuf = udp_sndbuf(s, sysctl)?;
+    let priority = udp_priority(s)?;
+    let dscp = s.int("dscp", 0, 0, 63)? as u8;
+    let ecn = udp_ecn(s)?;
+    let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+    let path_delay_ns = path_delay(s, driver)?;
+    let max_pacing_rate = opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
+    let txtime = opt_bit_rate(s, "txtime", "the rate its departure times are stamped at")?;
+    Ok(UdpFlood { name, cpu, path_delay_ns, size, rate, flows, sndbuf, priority, dscp, ecn, max_pacing_rate, txtime })
+}
+
+/// A flood's `rate` (default: as fast as it can send); one that rounds to 0 bit/s is
+/// refused.
+fn udp_rate(s: &Sec<'_>) -> Result<Rate, Diagnostic> {
+    Ok(match s.entry("rate") {
+        None => Rate::Max,
+        Some(e) => match &e.node.v {
+            V::Str(r) => match units::parse_rate(r) {
+                Ok(Rate::Bps(0)) => {
+                    return Err(s.value_err(
+                        "rate",
+                        format!("`{}` = \"{r}\" rounds to 0 bit/s", s.kp("rate")),
+                        Some(format!("expected {}", units::RATE_EXPECTED)),
+                    ))
+                }
+                Ok(r) => r,
+                Err(u) => {
+                    return Err(s.value_err(
+                        "rate",
+                        format!("`{}`: {}", s.kp("rate"), u.message),
+                        Some(format!("expected {}", u.expected)),
+                    ))
+                }
+            },
+            _ => {
+                return Err(s.type_err(
+                    e,
+                    "a rate string",
+                    Some(format!("expected {}", units::RATE_EXPECTED)),
+                ))
+            }
+        },
+    })
+}
+
+/// A flood's `sndbuf` as `SO_SNDBUF` sets it (doubled, at least `SOCK_MIN_SNDBUF`);
+/// without one, `net.core.wmem_default`.
+fn udp_sndbuf(s: &Sec<'_>, sysctl: &crate::sysctl::Sysctl) -> Result<u64, Diagnostic> {
+    Ok(match s.entry("sndbuf") {
+        None => sysctl.wmem_default.unwrap_or(WMEM_DEFAULT),
+        Some(e) => {
+            let expected = format!(
+                "the SO_SNDBUF value: a non-negative integer or {}",
+                units::SIZE_EXPECTED
+            );
+            let v: u64 = match &e.node.v {
+                V::Int(i) if *i >= 0 => *i as u64,
+                V::Int(i) => {
+                    return Err(s.value_err(
+                        "sndbuf",
+                        format!("`{}` = {i} is negative", s.kp("sndbuf")),
+                        Some(expected),
+                    ))
+                }
+                V::Str(t) => units::parse_size_bytes(t).map_err(|u| {
+                    s.value_err(
+                        "sndbuf",
+                        format!("`{}`: {}", s.kp("sndbuf"), u.message),
+                        Some(expected.clone()),
+                    )
+                })?,
+                _ => {
+                    return Err(s.type_err(
+                        e,
+                        "a size (integer bytes or a string such as \"1MiB\")",
+                        Some(expected),
+                    ))
+                }
+            };
+            effective_sndbuf(v)
+        }
+    })
+}
+
+/// A flood's `SO_PRIORITY`: 0..=15, or a class handle `"MAJOR:MINOR"` as tc writes it.
+fn udp_priority(s: &Sec<'_>) -> Result<u32, Diagnostic> {
+    Ok(match s.entry("priority") {
+        Some(e) => match &e.node.v {
+            V::Str(h) => match parse_tc_handle(h) {
+                Some(v) => v,
+                None => {
+                    return Err(s.value_err(
+                        "priority",
+                        format!("`{}` = \"{h}\" is not a tc handle", s.kp("priority")),
+                        Some("expected SO_PRIORITY as an integer (0..15 picks a pfifo_fast band) or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
+                    ))
+                }
+            },
+            // 0..=15 as documented (TC_PRIO_MAX: pfifo_fast's bands); a class
+            // is named by its handle, a string.
+            V::Int(p) if !(0..=15).contains(p) => {
+                return Err(s.value_err(
+                    "priority",
+                    format!("`{}` = {p} is out of range", s.kp("priority")),
+                    Some("expected SO_PRIORITY 0..=15 (TC_PRIO_MAX; pfifo_fast's band follows it), or a class handle \"MAJOR:MINOR\" in hex as tc writes it, e.g. \"1:10\"".into()),
+                ))
+            }
+            _ => s.int("priority", 0, 0, 15)? as u32,
+        },
+        None => 0,
+    })
+}
+
+/// A flood's ECN codepoint: 0..=3 or its name.
+fn udp_ecn(s: &Sec<'_>) -> Result<u8, Diagnostic> {
+    Ok(match s.entry("ecn") {
+        None => 0,
+        Some(e) => match &e.node.v {
+            V::Str(_) => {
+                match s.choice("ecn", "not-ect", &["not-ect", "ect0", "ect1", "ce"])? {
+                    "ect1" => 1,
+                    "ect0" => 2,
+                    "ce" => 3,
+                    _ => 0,
+                }
+            }
+            _ => match s.int_opt("ecn", 0, 3) {
+                Ok(v) => v.unwrap_or(0) as u8,
+                Err(mut d) => {
+                    d.help = Some("expected 0..=3 or one of \"not-ect\" (0), \"ect1\" (1), \"ect0\" (2), \"ce\" (3)".into());
+                    return Err(d);
+                }
+            },
+        },
+    })
+}
+
+/// A `kind = "ping"` prober: at most `MAX_PROBES` probes over the run.
+fn resolve_ping(s: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64, name: String) -> Result<Ping, Diagnostic> {
+    s.check_keys(
+        PING_KEYS,
+        Some("(rate, flows, sndbuf, priority and ecn belong to kind = \"udp\")"),
+    )?;
+    let interval_ns = s.duration("interval", 200_000_000, true)?;
+    if total_ns / interval_ns > limits::MAX_PROBES {
+        return Err(s.value_err(
+            "interval",
+            format!(
+                "`{}` = {} sends {} probes over warmup + duration ({} ms); at most {}",
+                s.kp("interval"),
+                s.entry("interval").map_or("200ms".into(), |e| e.node.v.show()),
+                thousands(total_ns / interval_ns),
+                total_ns / 1_000_000,
+                thousands(limits::MAX_PROBES)
+            ),
+            Some(format!(
+                "expected an interval of at least {} us for this warmup + duration",
+                (total_ns / limits::MAX_PROBES).div_ceil(1000).max(1)
+            )),
+        ));
+    }
+    let size = s.u32("size", 56, 0, MAX_UDP_PAYLOAD as u32)?;
+    let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+    let path_delay_ns = path_delay(s, driver)?;
+    Ok(Ping { name, interval_ns, size, cpu, path_delay_ns })
 }
 
 /// Checks that the packets this scenario can hold in flight stay under

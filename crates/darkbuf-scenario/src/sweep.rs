@@ -2,7 +2,7 @@
 //! `--set KEY=V1,V2,...`.
 
 use crate::diag::{Diagnostic, DiagnosticKind as K};
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::tree::{self, toml_float, toml_string, Ctx, Node, Origin, V};
 use std::path::Path;
 

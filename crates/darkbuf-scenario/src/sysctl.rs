@@ -16,7 +16,7 @@
 //! 16384, 4096 131072): a triple with other values is refused rather than half-applied.
 
 use crate::diag::Diagnostic;
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::Cc;
 use crate::tree::V;
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! an optional rate cap (iperf3 `-b`).
 
 use crate::diag::Diagnostic;
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};

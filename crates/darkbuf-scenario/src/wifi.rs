@@ -5,7 +5,7 @@
 //! `airtime_weight`).
 
 use crate::diag::{Diagnostic, DiagnosticKind as K};
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::mac80211::airtime::PhyRate;

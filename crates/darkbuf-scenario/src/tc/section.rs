@@ -7,7 +7,7 @@
 use super::build::{build, TcTree};
 use super::TcError;
 use crate::diag::{Diagnostic, DiagnosticKind as K};
-use crate::resolve::Sec;
+use crate::section::Sec;
 use crate::schema::{IngressSpec, QdiscSpec};
 use crate::tree::{Ctx, Entry, Node, Origin, Table, V};
 use darkbuf_model::params::ParamValue;
