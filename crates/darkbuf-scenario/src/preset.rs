@@ -330,59 +330,69 @@ pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Stre
             v.extend([udp_rtt("Ping (ms) UDP BE", CS0), udp_rtt("Ping (ms) UDP CS1", CS1), udp_rtt("Ping (ms) UDP CS6", cs(6)), icmp()]);
             v
         }
-        "rtt_fair" | "rtt_fair4be" | "rtt_fair6be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => {
-            let n = match host_count(name).flatten() {
-                Some(n) => n,
-                None if hosts.is_empty() => return Err(PresetError::NoHosts),
-                None => hosts.len(),
-            };
-            let at = |i: usize| hosts.get(i).copied().unwrap_or(0);
-            let host = |i: usize| format!("host{}", i + 1);
-            let to = |mut e: PresetEntry, i: usize| {
-                if at(i) > 0 {
-                    e.keys.push(("path_delay", dur(at(i))));
-                }
-                e
-            };
-            let ping = |label: &str, i: usize| {
-                let mut p = icmp();
-                p.name = format!("Ping (ms) {label} {}", host(i));
-                to(p, i)
-            };
-            match name {
-                // rtt_fair_var.conf: per host an upload, a download and a ping, all BE;
-                // its _up and _down variants delete the other direction's data sets.
-                "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => (0..n)
-                    .flat_map(|i| {
-                        let mut v = Vec::new();
-                        if name != "rtt_fair_var_down" {
-                            v.push(to(up(format!("TCP upload BE {}", host(i)), CS0), i));
-                        }
-                        if name != "rtt_fair_var_up" {
-                            v.push(to(down(format!("TCP download BE {}", host(i)), CS0), i));
-                        }
-                        v.push(ping("ICMP", i));
-                        v
-                    })
-                    .collect(),
-                // rtt_fair.conf, rtt_fair4be.conf, rtt_fair_up.conf: four hosts (six in
-                // rtt_fair6be.conf), flow k to host k (BE1, BE2, then BK1, BK2 marked CS1
-                // in rtt_fair), each way but in rtt_fair_up, then ICMP1..n, one per host.
-                _ => {
-                    let class = |i: usize| match (name, i) {
-                        ("rtt_fair", 2 | 3) => (format!("BK{}", i - 1), CS1),
-                        _ => (format!("BE{}", i + 1), CS0),
-                    };
-                    let mut v: Vec<PresetEntry> = (0..n).map(|i| to(up(format!("TCP upload {} {}", class(i).0, host(i)), class(i).1), i)).collect();
-                    if name != "rtt_fair_up" {
-                        v.extend((0..n).map(|i| to(down(format!("TCP download {} {}", class(i).0, host(i)), class(i).1), i)));
-                    }
-                    v.extend((0..n).map(|i| ping(&format!("ICMP{}", i + 1), i)));
-                    v
-                }
-            }
-        }
+        "rtt_fair" | "rtt_fair4be" | "rtt_fair6be" | "rtt_fair_up" | "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => rtt_fair_entries(name, hosts, &up, &down)?,
         _ => unreachable!("test names are checked against TESTS"),
+    })
+}
+
+/// The `rtt_fair` family's entries: per far host (`hosts`' extra one-way delays, or the
+/// test's fixed count at the shared path's distance) its flows (`up`, `down`: a TCP
+/// entry each way over the test's window) and a ping.
+fn rtt_fair_entries(
+    name: &str,
+    hosts: &[u64],
+    up: &dyn Fn(String, i64) -> PresetEntry,
+    down: &dyn Fn(String, i64) -> PresetEntry,
+) -> Result<Vec<PresetEntry>, PresetError> {
+    let n = match host_count(name).flatten() {
+        Some(n) => n,
+        None if hosts.is_empty() => return Err(PresetError::NoHosts),
+        None => hosts.len(),
+    };
+    let at = |i: usize| hosts.get(i).copied().unwrap_or(0);
+    let host = |i: usize| format!("host{}", i + 1);
+    let to = |mut e: PresetEntry, i: usize| {
+        if at(i) > 0 {
+            e.keys.push(("path_delay", dur(at(i))));
+        }
+        e
+    };
+    let ping = |label: &str, i: usize| {
+        let mut p = icmp();
+        p.name = format!("Ping (ms) {label} {}", host(i));
+        to(p, i)
+    };
+    Ok(match name {
+        // rtt_fair_var.conf: per host an upload, a download and a ping, all BE;
+        // its _up and _down variants delete the other direction's data sets.
+        "rtt_fair_var" | "rtt_fair_var_up" | "rtt_fair_var_down" => (0..n)
+            .flat_map(|i| {
+                let mut v = Vec::new();
+                if name != "rtt_fair_var_down" {
+                    v.push(to(up(format!("TCP upload BE {}", host(i)), CS0), i));
+                }
+                if name != "rtt_fair_var_up" {
+                    v.push(to(down(format!("TCP download BE {}", host(i)), CS0), i));
+                }
+                v.push(ping("ICMP", i));
+                v
+            })
+            .collect(),
+        // rtt_fair.conf, rtt_fair4be.conf, rtt_fair_up.conf: four hosts (six in
+        // rtt_fair6be.conf), flow k to host k (BE1, BE2, then BK1, BK2 marked CS1
+        // in rtt_fair), each way but in rtt_fair_up, then ICMP1..n, one per host.
+        _ => {
+            let class = |i: usize| match (name, i) {
+                ("rtt_fair", 2 | 3) => (format!("BK{}", i - 1), CS1),
+                _ => (format!("BE{}", i + 1), CS0),
+            };
+            let mut v: Vec<PresetEntry> = (0..n).map(|i| to(up(format!("TCP upload {} {}", class(i).0, host(i)), class(i).1), i)).collect();
+            if name != "rtt_fair_up" {
+                v.extend((0..n).map(|i| to(down(format!("TCP download {} {}", class(i).0, host(i)), class(i).1), i)));
+            }
+            v.extend((0..n).map(|i| ping(&format!("ICMP{}", i + 1), i)));
+            v
+        }
     })
 }
 

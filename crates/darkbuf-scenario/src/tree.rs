@@ -423,12 +423,7 @@ pub(crate) fn apply_override(
                     // `traffic` and a qdisc's `class` are arrays of tables whatever follows them,
                     // so that `traffic.-1.size` or `traffic.x.size` is reported as not an
                     // index of `traffic` rather than as `traffic` being a table.
-                    let dotted_keys = i > 0 && matches!(full_key[0], "sweep" | "variant");
-                    let array_of_tables = (i == 0 && seg == "traffic")
-                        || (i > 0 && seg == "class" && matches!(full_key[i - 1], "qdisc" | "child"));
-                    let next_is_index =
-                        !dotted_keys && (array_of_tables || segs[i + 1].0.parse::<usize>().is_ok());
-                    let v = if next_is_index { V::Array(Vec::new()) } else { V::Table(Table::default()) };
+                    let v = override_container(&full_key, &segs[i + 1].0, i);
                     t.entries.push(Entry {
                         key: seg.clone(),
                         key_at: key_at.clone(),
@@ -439,26 +434,7 @@ pub(crate) fn apply_override(
             }
             V::Array(a) => {
                 let len = a.len();
-                let index = seg
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&n| n <= len)
-                    .ok_or_else(|| {
-                        ctx.diag(
-                            DiagnosticKind::Value,
-                            &key_at,
-                            &here,
-                            format!(
-                                "`{seg}` is not an index of `{path}`, which has {len} entr{}",
-                                if len == 1 { "y" } else { "ies" }
-                            ),
-                            Some(if len == 0 {
-                                format!("use index 0 to add the first entry: {path}.0.KEY=VALUE")
-                            } else {
-                                format!("use an index in 0..={} ({len} adds an entry)", len - 1)
-                            }),
-                        )
-                    })?;
+                let index = override_index(ctx, seg, len, &key_at, &here, &path)?;
                 if last {
                     if index == len {
                         a.push(value);
@@ -491,4 +467,33 @@ pub(crate) fn apply_override(
         }
     }
     Ok(())
+}
+
+/// The container `--set` creates for the missing key `full_key[i]`, followed by `next`:
+/// an array of tables before an index (and for `traffic` and a qdisc's `class` always),
+/// else a table (always below `[sweep]` and `[[variant]]`, whose keys are dotted).
+fn override_container(full_key: &[&str], next: &str, i: usize) -> V {
+    let seg = full_key[i];
+    let dotted_keys = i > 0 && matches!(full_key[0], "sweep" | "variant");
+    let array_of_tables = (i == 0 && seg == "traffic")
+        || (i > 0 && seg == "class" && matches!(full_key[i - 1], "qdisc" | "child"));
+    let next_is_index = !dotted_keys && (array_of_tables || next.parse::<usize>().is_ok());
+    if next_is_index { V::Array(Vec::new()) } else { V::Table(Table::default()) }
+}
+
+/// `seg` as an index of the array `path` of `len` entries (`len` appends one).
+fn override_index(ctx: &Ctx<'_>, seg: &str, len: usize, key_at: &Origin, here: &str, path: &str) -> Result<usize, Diagnostic> {
+    seg.parse::<usize>().ok().filter(|&n| n <= len).ok_or_else(|| {
+        ctx.diag(
+            DiagnosticKind::Value,
+            key_at,
+            here,
+            format!("`{seg}` is not an index of `{path}`, which has {len} entr{}", if len == 1 { "y" } else { "ies" }),
+            Some(if len == 0 {
+                format!("use index 0 to add the first entry: {path}.0.KEY=VALUE")
+            } else {
+                format!("use an index in 0..={} ({len} adds an entry)", len - 1)
+            }),
+        )
+    })
 }
