@@ -227,7 +227,7 @@ impl World {
             n += 1;
         }
         for (n, p) in self.irtt_socks().enumerate() {
-            out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&irtt_records(&p.recs), start, self.cfg.end));
+            out.insert(format!("irtt.{n}.rtt_ms"), irtt_rtt_series(&p.recs, start, self.cfg.end));
         }
         let pingers = self.ping_socks().count();
         for (k, p) in self.ping_socks().enumerate() {
@@ -755,25 +755,10 @@ impl World {
     /// The irtt probers' `irtt.*` metrics (all probers' requests together) and each
     /// prober's `irtt.N.*`; nothing when the scenario has no prober.
     fn irtt_metrics(&self, out: &mut Out) {
-        let recs: Vec<Vec<darkbuf_measure::irtt::IrttRec>> = self.irtt_socks().map(|p| irtt_records(&p.recs)).collect();
-        let (values, why) = irtt_report(recs.iter().map(|r| &r[..]), self.cfg.start, self.cfg.end);
+        let (values, why) = irtt_report(self.irtt_socks().map(|p| &p.recs[..]), self.cfg.start, self.cfg.end);
         out.m.extend(values);
         out.why.extend(why);
     }
-}
-
-/// A prober's records as the shared irtt statistics take them (the socket keeps its own
-/// copy of the type until `sock/irtt.rs` uses `darkbuf_measure::irtt`'s).
-fn irtt_records(recs: &[crate::sock::irtt::IrttRec]) -> Vec<darkbuf_measure::irtt::IrttRec> {
-    use crate::sock::irtt::Fate as F;
-    use darkbuf_measure::irtt::Fate;
-    let fate = |f: F| match f {
-        F::InFlight => Fate::InFlight,
-        F::LostUp => Fate::LostUp,
-        F::LostDown => Fate::LostDown,
-        F::Received => Fate::Received,
-    };
-    recs.iter().map(|r| darkbuf_measure::irtt::IrttRec { t_send: r.t_send, t_server: r.t_server, t_recv: r.t_recv, fate: fate(r.fate) }).collect()
 }
 
 /// One pinger's metrics after `ping.` or `ping.N.`: the first eight need an answered

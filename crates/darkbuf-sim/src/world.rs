@@ -11,7 +11,7 @@ use crate::event::{Event, EventQueue};
 use crate::host::Host;
 use crate::metrics::Metrics;
 use crate::napi::Napi;
-use crate::profile::Profile;
+use darkbuf_measure::profile::Profile;
 use crate::sock::Sock;
 use crate::table::Table;
 use darkbuf_report::Finding;

@@ -43,7 +43,6 @@ mod recv;
 mod sndbuf;
 
 pub use reader::ReadPhase;
-pub use sndbuf::tcp_sndbuf_per_mss;
 
 use crate::arena::Proto;
 use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};
@@ -1215,7 +1214,7 @@ pub(crate) mod tests {
             "[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[qdisc]\nkind = \"tbf\"\nrate = \"20mbit\"\nburst = \"128k\"\nlimit = {limit}\n[[traffic]]\nkind = \"tcp\"\n"
         );
         let scn = darkbuf_scenario::load_str("t.toml", &text, &[]).unwrap();
-        let w = World::new(&scn, crate::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
+        let w = World::new(&scn, darkbuf_measure::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
         let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
         (w, s)
     }
@@ -1806,7 +1805,7 @@ pub(crate) mod tests {
     fn a_held_receivers_delayed_ack_waits_for_release_sock() {
         let text = "[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[[traffic]]\nkind = \"tcp\"\nreceiver = \"poll\"\n";
         let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
-        let mut w = World::new(&scn, crate::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
+        let mut w = World::new(&scn, darkbuf_measure::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
         let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
         for scheduled in [true, false] {
             let t = w.tcp(s);

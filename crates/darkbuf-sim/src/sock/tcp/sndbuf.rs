@@ -33,20 +33,11 @@ use crate::world::World;
 
 /// `tcp_wmem[1]`: `sk_sndbuf` of a new socket (`tcp_init_sock()`).
 pub const TCP_WMEM_DEFAULT: u64 = 16384;
-/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` with `MAX_SKB_FRAGS` 17, x86_64.
-const SHINFO_SIZE: u32 = 320;
-/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))`, x86_64.
-const SKB_SIZE: u32 = 256;
 /// The TCP header with the timestamp option (`tp->tcp_header_len`).
 const TCP_HEADER_LEN: u32 = 32;
 
-/// `tcp_sndbuf_expand()`'s charge per segment: the worst case of one skb per segment
-/// with a kmalloc'ed head, `roundup_pow_of_two(mss_clamp + MAX_TCP_HEADER +
-/// shinfo) + sk_buff`. `max_tcp_header` is the kernel build's (the profile's): at MTU
-/// 1500, 320 gives 4352 bytes, 256 gives 2304.
-pub fn tcp_sndbuf_per_mss(mss_clamp: u32, max_tcp_header: u32) -> u32 {
-    (mss_clamp + max_tcp_header + SHINFO_SIZE).next_power_of_two() + SKB_SIZE
-}
+/// `tcp_sndbuf_expand()`'s charge per segment, one definition for both backends.
+pub use darkbuf_model::skb::tcp_sndbuf_per_mss;
 
 impl TcpSock {
     /// `tcp_sndbuf_expand()`: the send buffer for the current window, `sndbuf` if that
