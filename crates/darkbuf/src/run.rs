@@ -773,7 +773,8 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
     let name = points.first().map(|(_, s)| s.name.clone()).unwrap_or_default();
     let planned = points.len();
     // Each point goes out (and is slimmed) as it finishes: see sweep_out.rs.
-    let mut sink = crate::sweep_out::SweepSink::new(c, &name, Some(provenance(path)))?;
+    let keep = crate::sweep_out::Keep { scenario: true, out: c.out.is_some(), histograms: c.out.is_some() || hist, plot: plot.to_vec() };
+    let mut sink = crate::sweep_out::SweepSink::new(c, &name, Some(provenance(path)), keep)?;
     let mut signal = None;
     // A VM that failed after some points: they are printed and written, then this.
     let mut late_error: Option<Failure> = None;
@@ -808,15 +809,21 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             "vm"
         }
         Backend::Sim => {
-            let sim_points = points
-                .iter()
-                .map(|(_, scn)| Ok((scn.clone(), profile_of(scn)?)))
-                .collect::<Result<Vec<SimPoint>, Failure>>()?;
+            // The scenarios move to the simulation threads (not copied: 10,000 points).
+            let (specs, sim_points): (Vec<_>, Vec<SimPoint>) = std::mem::take(&mut points)
+                .into_iter()
+                .map(|(spec, scn)| {
+                    let p = profile_of(&scn)?;
+                    Ok((spec, (scn, p)))
+                })
+                .collect::<Result<Vec<_>, Failure>>()?
+                .into_iter()
+                .unzip();
             let sim_points = std::sync::Arc::new(sim_points);
             let total_runs = sim_points.iter().map(|(s, _)| s.runs as u64).sum();
             let pb = progress(total_runs, &name);
             signal = run_points_streamed(sim_points.clone(), jobs_of(c), &pb, &mut |i, runs| {
-                let ((spec, scn), (_, p)) = (&points[i], &sim_points[i]);
+                let (spec, (scn, p)) = (&specs[i], &sim_points[i]);
                 sink.push(i, spec.label.clone(), spec.set.clone(), results_of(scn, p, runs))
             })?;
             "sim"
