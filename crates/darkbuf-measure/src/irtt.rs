@@ -112,23 +112,7 @@ impl IrttSummary {
     }
 }
 
-/// Metric values by name, and for each `null` the reason.
-#[derive(Default)]
-struct Out {
-    m: BTreeMap<String, Option<f64>>,
-    why: BTreeMap<String, String>,
-}
-
-impl Out {
-    fn set(&mut self, k: &str, v: f64) {
-        self.m.insert(k.into(), Some(v));
-    }
-
-    fn none(&mut self, k: &str, reason: &str) {
-        self.m.insert(k.into(), None);
-        self.why.insert(k.into(), reason.into());
-    }
-}
+use crate::Out;
 
 /// The `irtt.N.*` metrics of each prober's request records (one slice per prober, in
 /// scenario order), then `irtt.*` over all of them (with the percentiles and IPDV),

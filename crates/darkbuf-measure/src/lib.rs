@@ -15,9 +15,11 @@
 
 pub mod hist;
 pub mod irtt;
+mod out;
 pub mod percentile;
 pub mod profile;
 
 pub use hist::Hist;
+pub use out::Out;
 pub use percentile::percentile;
 pub use profile::Profile;

@@ -784,20 +784,4 @@ fn ping_rtt_series(st: &crate::metrics::PingStats, start: u64) -> TimeSeries {
 /// backend's prober timeout.
 const PROBE_TIMEOUT_NS: u64 = 2_000_000_000;
 
-/// A run's metrics as they are assembled: values, and for each `null` the reason.
-#[derive(Default)]
-struct Out {
-    m: BTreeMap<String, Option<f64>>,
-    why: BTreeMap<String, String>,
-}
-
-impl Out {
-    fn set(&mut self, k: &str, v: f64) {
-        self.m.insert(k.into(), Some(v));
-    }
-
-    fn none(&mut self, k: &str, reason: &str) {
-        self.m.insert(k.into(), None);
-        self.why.insert(k.into(), reason.into());
-    }
-}
+use darkbuf_measure::Out;
