@@ -50,6 +50,7 @@ use crate::load::{self, FloodSpec, FloodStats, ProbeKind, ProbeOpts, ProbeResult
 use crate::names::Names;
 use crate::probe_trace::{match_probes, FarEndEvent, ProbeTrace, StampedProbe};
 use crate::rules::RuleScope;
+use crate::session::{Batch, Shell};
 use crate::signals;
 use crate::topo::{self, Options, Topology};
 use crate::trace::{NapiPollCounter, PollCounts};
@@ -731,7 +732,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
     // TCP: the namespaces' sysctls, the sender's offloads, and the receivers (listening
     // before any sender connects). The sampling grid starts where the window will.
-    apply_netns_settings(scn, opts, &names)?;
+    apply_netns_settings(scn, opts, &topo)?;
     notes.extend(crate::tcp::notes(scn, KernelVersion::running()));
     let tcp_ep = crate::tcp::Endpoints {
         tx_ns: names.ns_tx.clone(),
@@ -740,13 +741,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         rx_addr: topo::VETH_RX_ADDR,
         rx_cpu: o.consumer_cpu,
     };
-    // One snapshot before the load, thrown away: it pages in tc, ip and ethtool. Under
-    // TCG (--backend vm) the first one took 6.3 s and the next 1.7 s; natively both take
-    // tens of ms. (Taking it only in a process's first run made the later runs'
-    // snapshots A and B slower in the guest, one boot each: 2.2 and 3.3-4.3 s against
-    // 1.3 and 1.7-1.9.)
-    let reader = Reader { names: names.clone(), driver: scn.device.driver, tx_dev: tx_dev.clone(), napi_pids: topo.report.napi_pids.clone() };
-    let _ = reader.snapshot(None);
+    // The reader's batches start here, and answer once before the load (so their first
+    // answer in the window is not their start-up). A snapshot then costs one exec
+    // (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
+    let reader = Reader::new(&topo, scn.device.driver, &tx_dev);
+    reader.warm();
     let run_for = total + MAX_LOAD_TAIL;
 
     let has_tcp = !crate::tcp::entries(scn).is_empty();
@@ -875,7 +874,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if !signals::sleep_unless_signalled(warmup, &stop) {
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
-    let a = reader.snapshot(poll_counter.as_ref());
+    let a = reader.snapshot(poll_counter.as_ref(), false);
     let t_a = a.at.unwrap_or_else(Instant::now);
     let interval = if scn.sample_interval_ns > 0 { Duration::from_nanos(scn.sample_interval_ns) } else { DEFAULT_SAMPLE };
     let bql = topo.report.bql_present;
@@ -907,7 +906,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         next += interval;
     }
     let t_window = Instant::now();
-    let b = reader.snapshot(poll_counter.as_ref());
+    let b = reader.snapshot(poll_counter.as_ref(), true);
     let t_b = Instant::now();
     let stalled = counters::stalled_qdiscs(&a.qdiscs, &b.qdiscs);
     if !stalled.is_empty() && scn.qdisc.kind != "noqueue" {
@@ -954,7 +953,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
 
 /// The per-namespace sysctls (TCP's buffers and ECN, then `opts.netns_sysctls` in both
 /// namespaces) and, with `opts.sender_tso`, TSO/GSO back on at the sender.
-fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, names: &Names) -> Result<()> {
+fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Result<()> {
+    let names = &topo.names;
     if scn.device.driver != Driver::Veth {
         return Ok(());
     }
@@ -963,78 +963,165 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, names: &Names) -> Result
         all.push((true, k.clone(), v.clone()));
         all.push((false, k.clone(), v.clone()));
     }
-    // One exec per namespace for all of its sysctls (each exec is a fork of ip and a
-    // shell: tens of ms natively, a fifth of a second in an emulated guest).
+    // Written by the namespaces' shells (no exec: an exec is a fifth of a second in an
+    // emulated guest).
     for (ns, sender) in [(&names.ns_tx, true), (&names.ns_rx, false)] {
         let files: Vec<(String, String)> =
             all.iter().filter(|(s, _, _)| *s == sender).map(|(_, k, v)| (format!("/proc/sys/{}", k.replace('.', "/")), v.clone())).collect();
         if files.is_empty() {
             continue;
         }
-        cmd::write_files_in(ns, &files).map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
+        topo.shell(ns)?
+            .write_files(&files)
+            .map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
     }
     if opts.sender_tso {
-        cmd::must_in(&names.ns_tx, "ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"], None)
+        topo.shell(&names.ns_tx)?
+            .must("ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"])
             .map_err(|e| KernelError::Unavailable(format!("TSO on at the sender: {}", e.message())))?;
     }
     Ok(())
 }
 
-/// Reads counters of one run's devices.
+/// Reads counters of one run's devices: through the namespaces' shells and one `tc` and
+/// `ip` batch per namespace kept open for the run ([`crate::session`]), so a snapshot
+/// costs two execs (a `tc -s -batch` of the text printouts, `ethtool -S`) and a sample
+/// none. A batch that fails is given up for a plain exec of the same command.
 struct Reader {
     names: Names,
     driver: Driver,
     tx_dev: String,
     napi_pids: Vec<u32>,
+    tx_shell: Option<Arc<Shell>>,
+    rx_shell: Option<Arc<Shell>>,
+    tc_tx: Option<Batch>,
+    ip_tx: Option<Batch>,
+    ip_rx: Option<Batch>,
 }
 
 impl Reader {
-    fn snapshot(&self, polls: Option<&NapiPollCounter>) -> Snapshot {
+    fn new(topo: &Topology, driver: Driver, tx_dev: &str) -> Reader {
+        let n = &topo.names;
+        let veth = driver == Driver::Veth;
+        Reader {
+            names: n.clone(),
+            driver,
+            tx_dev: tx_dev.to_string(),
+            napi_pids: topo.report.napi_pids.clone(),
+            tx_shell: topo.tx_shell.clone(),
+            rx_shell: topo.rx_shell.clone(),
+            tc_tx: Batch::start("tc", &n.ns_tx),
+            ip_tx: Batch::start("ip", &n.ns_tx),
+            ip_rx: if veth { Batch::start("ip", &n.ns_rx) } else { None },
+        }
+    }
+
+    /// One query of each batch, thrown away.
+    fn warm(&self) {
+        let (n, dev) = (&self.names, &self.tx_dev);
+        if let Some(b) = &self.tc_tx {
+            let _ = b.query_after_text(&format!("class show dev {dev}\nqdisc show dev {dev}"));
+        }
+        if let Some(b) = &self.ip_tx {
+            let _ = b.query(&format!("link show dev {dev}"));
+        }
+        if let Some(b) = &self.ip_rx {
+            let _ = b.query(&format!("link show dev {}", n.dev_rx));
+        }
+    }
+
+    /// The helpers' pids: their CPU time is the run's own, not another process's.
+    fn helper_pids(&self) -> Vec<u32> {
+        let shells = [&self.tx_shell, &self.rx_shell].into_iter().flatten().filter_map(|s| s.pid());
+        let batches = [&self.tc_tx, &self.ip_tx, &self.ip_rx].into_iter().flatten().filter_map(|b| b.pid());
+        shells.chain(batches).collect()
+    }
+
+    /// `prog -n NS -s -j ARGS` through the batch, or with one exec when it has failed.
+    fn json(batch: &Option<Batch>, prog: &str, ns: &str, args: &str) -> Option<String> {
+        if let Some(out) = batch.as_ref().and_then(|b| b.query(args)) {
+            return Some(out);
+        }
+        let mut v = vec!["-n", ns, "-s", "-j"];
+        v.extend(args.split_whitespace());
+        cmd::run(prog, &v).ok().filter(|o| o.ok()).map(|o| o.stdout)
+    }
+
+    /// A file of the namespace's /proc/net, read by its shell's builtins.
+    fn proc_net(sh: &Option<Arc<Shell>>, file: &str) -> Option<String> {
+        let path = format!("/proc/net/{file}");
+        sh.as_ref()?.script(&crate::session::cat_builtin(&path)).ok().filter(|o| o.ok()).map(|o| o.stdout)
+    }
+
+    /// The sender's side: every qdisc (JSON), its link, UDP and TcpExt counters, and
+    /// the qdiscs' and classes' printouts.
+    fn snapshot_tx(&self, s: &mut Snapshot, printout: bool) {
+        let (n, dev) = (&self.names, &self.tx_dev);
+        let t_tx = Instant::now();
+        // The classes (text: tc has no JSON for them) and the qdiscs (JSON) in one query.
+        let (class_text, tc_json) = match self.tc_tx.as_ref().and_then(|b| b.query_after_text(&format!("class show dev {dev}\nqdisc show dev {dev}"))) {
+            Some((c, q)) => (Some(c), Some(q)),
+            None => {
+                let c = cmd::run("tc", &["-n", &n.ns_tx, "-s", "class", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout);
+                (c, Self::json(&None, "tc", &n.ns_tx, &format!("qdisc show dev {dev}")))
+            }
+        };
+        let link = Self::json(&self.ip_tx, "ip", &n.ns_tx, &format!("link show dev {dev}"));
+        let snmp = Self::proc_net(&self.tx_shell, "snmp");
+        let netstat = Self::proc_net(&self.tx_shell, "netstat");
+        s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
+        // The qdiscs' printout for the report (snapshot B's only): an exec, after the reads.
+        let qdisc_text = if printout {
+            cmd::run("tc", &["-n", &n.ns_tx, "-s", "qdisc", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout)
+        } else {
+            None
+        };
+        s.xstats = tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
+        s.htb_classes = class_text.as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
+        s.qdisc = tc_json.as_deref().and_then(counters::parse_tc_root);
+        s.qdiscs = tc_json.as_deref().map(counters::parse_tc_all).unwrap_or_default();
+        s.mq_children = tc_json.as_deref().map(counters::parse_tc_mq_children).unwrap_or_default();
+        if !s.mq_children.is_empty() && s.qdisc.is_some() {
+            // mq's own line and its children's are dumped moments apart: take the
+            // root from the children, so that they describe one instant.
+            s.qdisc = Some(counters::mq_root_of_children(&s.mq_children));
+        }
+        s.tc_text = qdisc_text;
+        s.tx_link = link.as_deref().and_then(counters::parse_ip_link);
+        s.snmp_tx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
+        s.tcpext_tx = netstat.as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
+    }
+
+    /// The receiver's side (veth): the peer's ethtool stats, its link, UDP counters.
+    fn snapshot_rx(&self, s: &mut Snapshot) {
+        let n = &self.names;
+        let t_rx = Instant::now();
+        let ethtool = self.rx_shell.as_ref().and_then(|sh| sh.run("ethtool", &["-S", &n.dev_rx]).ok().filter(|o| o.ok()));
+        let link = Self::json(&self.ip_rx, "ip", &n.ns_rx, &format!("link show dev {}", n.dev_rx));
+        let snmp = Self::proc_net(&self.rx_shell, "snmp");
+        s.rx_at = Some(t_rx + t_rx.elapsed() / 2);
+        s.rx_ethtool = ethtool.map(|o| counters::parse_ethtool_stats(&o.stdout)).unwrap_or_default();
+        s.rx_link = link.as_deref().and_then(counters::parse_ip_link);
+        s.snmp_rx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
+    }
+
+    /// Every counter at one instant; `printout`: with the qdiscs' `tc -s` printout.
+    fn snapshot(&self, polls: Option<&NapiPollCounter>, printout: bool) -> Snapshot {
         let mut s = Snapshot { mono_ns: load::mono_ns(), ..Default::default() };
         let start = Instant::now();
-        let n = &self.names;
-        // Sender namespace: qdisc, link, snmp.
-        let tx_cmds = vec![
-            format!("tc -s -j qdisc show dev {}", self.tx_dev),
-            format!("ip -s -j link show dev {}", self.tx_dev),
-            "cat /proc/net/snmp".to_string(),
-            format!("tc -s qdisc show dev {}", self.tx_dev),
-            "cat /proc/net/netstat".to_string(),
-            format!("tc -s class show dev {}", self.tx_dev),
-        ];
-        let t_tx = Instant::now();
-        let tx = cmd::sections_in(&n.ns_tx, &tx_cmds);
-        s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
-        if let Ok(r) = tx {
-            s.xstats = r[0].as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
-            s.htb_classes = r[5].as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
-            s.qdisc = r[0].as_deref().and_then(counters::parse_tc_root);
-            s.qdiscs = r[0].as_deref().map(counters::parse_tc_all).unwrap_or_default();
-            s.mq_children = r[0].as_deref().map(counters::parse_tc_mq_children).unwrap_or_default();
-            if !s.mq_children.is_empty() && s.qdisc.is_some() {
-                // mq's own line and its children's are dumped moments apart: take the
-                // root from the children, so that they describe one instant.
-                s.qdisc = Some(counters::mq_root_of_children(&s.mq_children));
+        // Both namespaces at once: each side's counters are rated between its own reads.
+        let mut rx = Snapshot::default();
+        std::thread::scope(|sc| {
+            if self.driver == Driver::Veth {
+                sc.spawn(|| self.snapshot_rx(&mut rx));
             }
-            s.tc_text = r[3].clone();
-            s.tx_link = r[1].as_deref().and_then(counters::parse_ip_link);
-            s.snmp_tx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
-            s.tcpext_tx = r[4].as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
-        }
+            self.snapshot_tx(&mut s, printout);
+        });
         if self.driver == Driver::Veth {
-            let rx_cmds = vec![
-                format!("ethtool -S {}", n.dev_rx),
-                format!("ip -s -j link show dev {}", n.dev_rx),
-                "cat /proc/net/snmp".to_string(),
-            ];
-            let t_rx = Instant::now();
-            let rx = cmd::sections_in(&n.ns_rx, &rx_cmds);
-            s.rx_at = Some(t_rx + t_rx.elapsed() / 2);
-            if let Ok(r) = rx {
-                s.rx_ethtool = r[0].as_deref().map(counters::parse_ethtool_stats).unwrap_or_default();
-                s.rx_link = r[1].as_deref().and_then(counters::parse_ip_link);
-                s.snmp_rx = r[2].as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
-            }
+            s.rx_at = rx.rx_at;
+            s.rx_ethtool = rx.rx_ethtool;
+            s.rx_link = rx.rx_link;
+            s.snmp_rx = rx.snmp_rx;
         }
         if !self.napi_pids.is_empty() {
             let mut total = 0;
@@ -1050,7 +1137,7 @@ impl Reader {
         s.polls = polls.and_then(|p| p.counts().ok());
         s.cpu = std::fs::read_to_string("/proc/stat").map(|t| counters::parse_proc_stat(&t)).unwrap_or_default();
         s.squeeze = std::fs::read_to_string("/proc/net/softnet_stat").ok().map(|t| counters::parse_softnet_squeeze(&t));
-        s.other_ticks = counters::other_processes_ticks(std::process::id());
+        s.other_ticks = counters::other_processes_ticks_except(std::process::id(), &self.helper_pids());
         // The snapshot's instant: the middle of its reads.
         s.at = Some(start + start.elapsed() / 2);
         s.mono_ns += (start.elapsed() / 2).as_nanos() as u64;
@@ -1058,23 +1145,19 @@ impl Reader {
     }
 
     fn sample(&self, bql: bool, txqs: u32) -> Sample {
-        let mut cmds = vec![format!("tc -s -j qdisc show dev {}", self.tx_dev)];
-        if bql {
-            cmds.extend((0..txqs).map(|q| crate::bql::read_cmd(&self.tx_dev, q)));
-        }
         let mut s = Sample::default();
-        let r = if bql {
-            cmd::sections_in(&self.names.ns_tx, &cmds).unwrap_or_default()
-        } else {
-            // tc's own -n is cheaper than ip netns exec (no /sys remount).
-            let o = cmd::run("tc", &["-n", &self.names.ns_tx, "-s", "-j", "qdisc", "show", "dev", &self.tx_dev]);
-            vec![o.ok().filter(|o| o.ok()).map(|o| o.stdout)]
-        };
-        let root = r.first().cloned().flatten().as_deref().and_then(counters::parse_tc_root);
+        let tc = Self::json(&self.tc_tx, "tc", &self.names.ns_tx, &format!("qdisc show dev {}", self.tx_dev));
+        let root = tc.as_deref().and_then(counters::parse_tc_root);
         s.qlen = root.as_ref().map(|q| q.qlen);
         s.sent = root.as_ref().map(|q| q.packets);
         if bql {
-            s.bql = (1..=txqs as usize).map(|i| r.get(i).cloned().flatten().as_deref().and_then(crate::bql::parse_queue)).collect();
+            // The shell's builtins read sysfs: no exec per sample.
+            let cmds: Vec<String> = (0..txqs).map(|q| crate::bql::read_cmd(&self.tx_dev, q)).collect();
+            let r = match &self.tx_shell {
+                Some(sh) => sh.sections(&cmds).unwrap_or_default(),
+                None => cmd::sections_in(&self.names.ns_tx, &cmds).unwrap_or_default(),
+            };
+            s.bql = (0..txqs as usize).map(|i| r.get(i).cloned().flatten().as_deref().and_then(crate::bql::parse_queue)).collect();
         }
         s
     }

@@ -132,7 +132,7 @@ pub fn run_in(ns: &str, prog: &str, args: &[&str], stdin: Option<&str>) -> std::
     run_with("ip", &v, stdin)
 }
 
-fn not_installed(prog: &str, e: std::io::Error) -> KernelError {
+pub(crate) fn not_installed(prog: &str, e: std::io::Error) -> KernelError {
     if e.kind() == std::io::ErrorKind::NotFound {
         KernelError::Unavailable(format!(
             "`{prog}` is not installed (the kernel backend needs iproute2, ethtool and nftables or iptables; \

@@ -247,6 +247,12 @@ pub fn other_processes_ticks(own_pid: u32) -> u64 {
     other_processes(own_pid).values().map(|(_, t)| t).sum()
 }
 
+/// As [`other_processes_ticks`], leaving out `helpers` too (the run's own long-lived
+/// shells and batches, whose work is the measurement's).
+pub fn other_processes_ticks_except(own_pid: u32, helpers: &[u32]) -> u64 {
+    other_processes(own_pid).iter().filter(|(p, _)| !helpers.contains(p)).map(|(_, (_, t))| t).sum()
+}
+
 /// Every user-space process except `own_pid`: pid -> (comm, CPU ticks used so far).
 pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String, u64)> {
     let mut all = std::collections::BTreeMap::new();

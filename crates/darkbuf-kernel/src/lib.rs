@@ -24,6 +24,7 @@ pub mod names;
 pub mod nics;
 pub mod probe_trace;
 pub mod rules;
+pub mod session;
 pub mod signals;
 pub mod stalls;
 pub mod tcargs;

@@ -33,6 +33,8 @@
 
 use crate::cmd;
 use crate::error::{KernelError, Result};
+use crate::session::{self, Shell};
+use std::sync::Arc;
 use crate::names::Names;
 use crate::rules::{RuleBackend, RuleScope};
 use crate::KernelVersion;
@@ -98,18 +100,42 @@ pub struct Topology {
     namespaces: Vec<String>,
     torn_down: bool,
     pub report: SetupReport,
+    /// One shell per namespace for the run's sysfs and procfs reads and writes and its
+    /// ethtool calls ([`crate::session`]); the sender's first.
+    pub tx_shell: Option<Arc<Shell>>,
+    pub rx_shell: Option<Arc<Shell>>,
 }
 
-fn ip_n(ns: &str, args: &[&str]) -> Result<cmd::Output> {
-    let mut v = vec!["-n", ns];
-    v.extend_from_slice(args);
-    cmd::must("ip", &v)
-}
+/// The veth pair's MAC addresses, set at creation, so the permanent neighbour entries
+/// need no read of them (locally administered, unicast; each pair is alone in its
+/// namespaces).
+pub const VETH_TX_MAC: &str = "02:64:6b:62:00:01";
+pub const VETH_RX_MAC: &str = "02:64:6b:62:00:02";
 
-fn tc_n(ns: &str, args: &[&str]) -> std::io::Result<cmd::Output> {
-    let mut v = vec!["-n", ns];
-    v.extend_from_slice(args);
-    cmd::run("tc", &v)
+/// Lines for one `ip -n NS -batch -` (or `tc`), each with what it is for in errors.
+#[derive(Default)]
+struct Lines(Vec<(String, &'static str)>);
+
+impl Lines {
+    fn push(&mut self, line: String, what: &'static str) {
+        self.0.push((line, what));
+    }
+
+    /// Runs them with one exec of `prog -n ns -batch -`; a failure names its line.
+    fn run(&mut self, prog: &str, ns: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = self.0.iter().map(|(l, _)| l.clone()).collect();
+        let r = session::batch_once(prog, Some(ns), &lines).map_err(|e| cmd::not_installed(prog, e))?;
+        let done = std::mem::take(&mut self.0);
+        if let Err((i, o)) = r {
+            let (line, what) = &done[i];
+            let e = KernelError::Internal(format!("`{prog} -n {ns} {line}` failed ({}): {}", o.ended(), session::batch_reason(&o)));
+            return Err(if what.is_empty() { e } else { unavailable(what, e) });
+        }
+        Ok(())
+    }
 }
 
 fn unavailable(what: &str, e: KernelError) -> KernelError {
@@ -266,22 +292,57 @@ pub fn pin(pid: u32, cpu: usize) -> std::io::Result<()> {
 }
 
 impl Topology {
-    /// Creates the namespaces (both for veth, the sender's for tun).
+    /// Creates the namespaces (both for veth, the sender's for tun), with loopback up,
+    /// and starts a shell in each.
     pub fn create(names: Names, driver: Driver) -> Result<Topology> {
-        let mut t = Topology { names, driver, namespaces: Vec::new(), torn_down: false, report: SetupReport::default() };
+        let mut t = Topology {
+            names,
+            driver,
+            namespaces: Vec::new(),
+            torn_down: false,
+            report: SetupReport::default(),
+            tx_shell: None,
+            rx_shell: None,
+        };
         let mut list = vec![t.names.ns_tx.clone()];
         if driver == Driver::Veth {
             list.push(t.names.ns_rx.clone());
         }
-        for ns in list {
-            cmd::must("ip", &["netns", "add", &ns]).map_err(|e| unavailable("creating a network namespace", e))?;
-            t.namespaces.push(ns.clone());
-            ip_n(&ns, &["link", "set", "lo", "up"])?;
+        // One exec for both: teardown tolerates a namespace that was never made.
+        let add: Vec<String> = list.iter().map(|ns| format!("netns add {ns}")).collect();
+        t.namespaces = list.clone();
+        match session::batch_once("ip", None, &add).map_err(|e| cmd::not_installed("ip", e))? {
+            Ok(_) => {}
+            Err((i, o)) => {
+                let e = KernelError::Internal(format!("`ip {}` failed ({}): {}", add[i], o.ended(), session::batch_reason(&o)));
+                return Err(unavailable("creating a network namespace", e));
+            }
+        }
+        for (k, ns) in list.iter().enumerate() {
+            let sh = Arc::new(Shell::start(ns)?);
+            if k == 0 {
+                t.tx_shell = Some(sh);
+            } else {
+                t.rx_shell = Some(sh);
+            }
         }
         Ok(t)
     }
 
-    /// Sets up the veth pair and everything on it (steps 1-7 of the module docs).
+    /// The shell of namespace `ns` (one of this run's).
+    pub fn shell(&self, ns: &str) -> Result<&Shell> {
+        [&self.tx_shell, &self.rx_shell]
+            .into_iter()
+            .flatten()
+            .find(|s| s.ns() == ns)
+            .map(|s| s.as_ref())
+            .ok_or_else(|| KernelError::Internal(format!("no shell in namespace {ns}")))
+    }
+
+    /// Sets up the veth pair and everything on it (steps 1-7 of the module docs). The
+    /// addresses, links and neighbours are one `ip -n NS -batch -` per namespace, the
+    /// qdisc one `tc -n NS -batch -`, sysfs writes and ethtool go through the
+    /// namespaces' shells.
     pub fn setup_veth(&mut self, scn: &Scenario, opt: &Options, kv: KernelVersion) -> Result<()> {
         let n = self.names.clone();
         let (tx, rx) = (n.ns_tx.as_str(), n.ns_rx.as_str());
@@ -289,26 +350,24 @@ impl Topology {
         let d = &scn.device;
         self.report.tx_dev = a.to_string();
         self.report.rx_dev = b.to_string();
+        let (txs, rxs) = match (self.tx_shell.clone(), self.rx_shell.clone()) {
+            (Some(t), Some(r)) => (t, r),
+            _ => return Err(KernelError::Internal("the run's namespaces have no shells".into())),
+        };
         // veth allocates num_possible_cpus() queues unless told otherwise; the scenario's
         // device.num_tx_queues defaults to that. Given explicitly, numtxqueues also sets the
         // *real* queue count, so the channels are set back to tx_queues below.
         let explicit = d.num_tx_queues as usize != crate::online_cpus();
-        let nq = d.num_tx_queues.to_string();
-        let mut args = vec!["link", "add", a];
-        if explicit {
-            args.extend(["numtxqueues", &nq, "numrxqueues", &nq]);
-        }
-        args.extend(["type", "veth", "peer", "name", b]);
-        if explicit {
-            args.extend(["numtxqueues", &nq, "numrxqueues", &nq]);
-        }
-        args.extend(["netns", rx]);
-        ip_n(tx, &args).map_err(|e| unavailable("creating a veth pair", e))?;
+        let nq = if explicit { format!(" numtxqueues {0} numrxqueues {0}", d.num_tx_queues) } else { String::new() };
+        let mut txl = Lines::default();
+        txl.push("link set lo up".into(), "");
+        txl.push(format!("link add {a} address {VETH_TX_MAC}{nq} type veth peer name {b} address {VETH_RX_MAC}{nq} netns {rx}"), "creating a veth pair");
         // 1. TX queues.
         if d.tx_queues > 1 || (explicit && d.num_tx_queues > 1) {
+            txl.run("ip", tx)?;
             let q = d.tx_queues.to_string();
-            for (ns, dev) in [(tx, a), (rx, b)] {
-                cmd::must_in(ns, "ethtool", &["-L", dev, "rx", &q, "tx", &q], None).map_err(|e| {
+            for (sh, dev) in [(&txs, a), (&rxs, b)] {
+                sh.must("ethtool", &["-L", dev, "rx", &q, "tx", &q]).map_err(|e| {
                     unavailable(
                         &format!("device.tx_queues = {}: veth channels are limited to the number of CPUs ({})", d.tx_queues, crate::online_cpus()),
                         e,
@@ -317,24 +376,25 @@ impl Topology {
             }
         }
         // 2. Queue length, addresses, links, neighbours.
-        ip_n(tx, &["link", "set", a, "txqueuelen", &d.txqueuelen.to_string()])?;
-        ip_n(tx, &["addr", "add", &format!("{VETH_TX_ADDR}/24"), "dev", a])?;
-        ip_n(rx, &["addr", "add", &format!("{VETH_RX_ADDR}/24"), "dev", b])?;
-        ip_n(rx, &["link", "set", b, "up"])?;
-        ip_n(tx, &["link", "set", a, "up"])?;
-        let mac_a = mac_of(tx, a)?;
-        let mac_b = mac_of(rx, b)?;
-        ip_n(tx, &["neigh", "replace", &VETH_RX_ADDR.to_string(), "lladdr", &mac_b, "dev", a, "nud", "permanent"])?;
-        ip_n(rx, &["neigh", "replace", &VETH_TX_ADDR.to_string(), "lladdr", &mac_a, "dev", b, "nud", "permanent"])?;
+        txl.push(format!("link set {a} txqueuelen {}", d.txqueuelen), "");
+        txl.push(format!("addr add {VETH_TX_ADDR}/24 dev {a}"), "");
+        txl.push(format!("link set {a} up"), "");
+        txl.push(format!("neigh replace {VETH_RX_ADDR} lladdr {VETH_RX_MAC} dev {a} nud permanent"), "");
+        txl.run("ip", tx)?;
+        let mut rxl = Lines::default();
+        rxl.push("link set lo up".into(), "");
+        rxl.push(format!("addr add {VETH_RX_ADDR}/24 dev {b}"), "");
+        rxl.push(format!("link set {b} up"), "");
+        rxl.push(format!("neigh replace {VETH_TX_ADDR} lladdr {VETH_TX_MAC} dev {b} nud permanent"), "");
+        rxl.run("ip", rx)?;
         // 3. The NAPI recipe.
-        cmd::must_in(rx, "ethtool", &["-K", b, "gro", "on"], None)
-            .map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
-        cmd::must_in(tx, "ethtool", &["-K", a, "tso", "off", "gso", "off"], None)
+        rxs.must("ethtool", &["-K", b, "gro", "on"]).map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
+        txs.must("ethtool", &["-K", a, "tso", "off", "gso", "off"])
             .map_err(|e| unavailable("veth NAPI mode (ethtool -K tso off gso off on the sender)", e))?;
         let threaded = format!("/sys/class/net/{b}/threaded");
         match d.napi {
             NapiMode::Threaded => {
-                cmd::write_file_in(rx, &threaded, "1").map_err(|e| unavailable("napi = \"threaded\"", e))?;
+                rxs.write_file(&threaded, "1").map_err(|e| unavailable("napi = \"threaded\"", e))?;
                 // The kthread appears when threading is switched on; its pid changes
                 // whenever NAPI is re-enabled, so look it up after every toggle.
                 let mut pids = Vec::new();
@@ -359,27 +419,27 @@ impl Topology {
             }
             NapiMode::Softirq => {
                 // Default 0 already; written anyway so the mode is explicit.
-                let _ = cmd::write_file_in(rx, &threaded, "0");
+                let _ = rxs.write_file(&threaded, "0");
             }
         }
         // 4. XPS.
         if let Some(masks) = xps_masks(&d.xps, d.tx_queues as usize, crate::online_cpus()) {
             for (i, mask) in masks.iter().enumerate() {
-                cmd::write_file_in(tx, &format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), mask)
+                txs.write_file(&format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), mask)
                     .map_err(|e| unavailable("device.xps (XPS)", e))?;
             }
         } else if let Some(q) = d.xps_txq {
             let all = all_cpus_mask(crate::online_cpus());
             for i in 0..d.tx_queues {
                 let mask = if i == q { all.clone() } else { "0".to_string() };
-                cmd::write_file_in(tx, &format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), &mask)
+                txs.write_file(&format!("/sys/class/net/{a}/queues/tx-{i}/xps_cpus"), &mask)
                     .map_err(|e| unavailable(&format!("device.xps_txq = {q} (XPS)"), e))?;
             }
         }
         // 5. The qdisc.
         self.install_qdisc(tx, a, scn, kv)?;
         // 6. BQL.
-        self.configure_bql(tx, a, scn)?;
+        self.configure_bql(&txs, a, scn)?;
         // 7. Rules.
         if scn.consumer.nrules > 0 {
             let backend = RuleBackend::detect().ok_or_else(|| {
@@ -400,10 +460,13 @@ impl Topology {
         let d = &scn.device;
         self.report.tx_dev = t.to_string();
         // tun's ptr_ring has txqueuelen slots (tun_queue_resize on a change).
-        ip_n(tx, &["link", "set", t, "txqueuelen", &d.ring_size.to_string()])?;
-        ip_n(tx, &["addr", "add", &format!("{TAP_ADDR}/24"), "dev", t])?;
-        ip_n(tx, &["link", "set", t, "up"])?;
-        ip_n(tx, &["neigh", "replace", &TAP_PEER_ADDR.to_string(), "lladdr", &tap_peer_mac(), "dev", t, "nud", "permanent"])?;
+        let mut l = Lines::default();
+        l.push("link set lo up".into(), "");
+        l.push(format!("link set {t} txqueuelen {}", d.ring_size), "");
+        l.push(format!("addr add {TAP_ADDR}/24 dev {t}"), "");
+        l.push(format!("link set {t} up"), "");
+        l.push(format!("neigh replace {TAP_PEER_ADDR} lladdr {} dev {t} nud permanent", tap_peer_mac()), "");
+        l.run("ip", tx)?;
         let mut spec = scn.clone();
         if d.ring_size != d.txqueuelen {
             // The device has one tx_queue_len for both the ring and the qdisc's default
@@ -441,27 +504,28 @@ impl Topology {
             )));
         }
         let cmds = crate::tcargs::qdisc_commands(dev, &scn.qdisc, scn.device.tx_queues, kv)?;
-        for c in cmds {
-            let args: Vec<&str> = c.iter().map(|s| s.as_str()).collect();
-            let o = tc_n(ns, &args).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))?;
-            if !o.ok() {
-                let err = o.stderr.trim().to_string();
-                let kind = if c.first().map(|s| s.as_str()) == Some("class") { "class of" } else { "qdisc" };
-                let what = if err.contains("Specified qdisc kind is unknown") || err.contains("qdisc kind is unknown") {
-                    format!("qdisc `{}` is not available in kernel {kv} (not built in, and no module can be loaded)", qdisc_kind_of(&c))
-                } else {
-                    format!("tc rejected the {kind} `{}`", qdisc_kind_of(&c))
-                };
-                return Err(KernelError::Unavailable(format!("{what}: `tc {}`: {err}", c.join(" "))));
-            }
+        // One `tc -n NS -batch -` for the whole tree; tc stops at the first line it
+        // rejects and names it.
+        let lines: Vec<String> = cmds.iter().map(|c| c.iter().map(|a| session::sh_quote(a)).collect::<Vec<_>>().join(" ")).collect();
+        let r = session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))?;
+        if let Err((i, o)) = r {
+            let c = &cmds[i];
+            let err = session::batch_reason(&o);
+            let kind = if c.first().map(|s| s.as_str()) == Some("class") { "class of" } else { "qdisc" };
+            let what = if err.contains("Specified qdisc kind is unknown") || err.contains("qdisc kind is unknown") {
+                format!("qdisc `{}` is not available in kernel {kv} (not built in, and no module can be loaded)", qdisc_kind_of(c))
+            } else {
+                format!("tc rejected the {kind} `{}`", qdisc_kind_of(c))
+            };
+            return Err(KernelError::Unavailable(format!("{what}: `tc {}`: {err}", c.join(" "))));
         }
         Ok(())
     }
 
-    fn configure_bql(&mut self, ns: &str, dev: &str, scn: &Scenario) -> Result<()> {
+    fn configure_bql(&mut self, sh: &Shell, dev: &str, scn: &Scenario) -> Result<()> {
         let b = &scn.device.bql;
         let dir0 = format!("/sys/class/net/{dev}/queues/tx-0/byte_queue_limits");
-        let present = cmd::run_in(ns, "test", &["-d", &dir0], None).map(|o| o.ok()).unwrap_or(false);
+        let present = sh.is_dir(&dir0);
         self.report.bql_present = present;
         if !present {
             if b.enabled {
@@ -479,16 +543,18 @@ impl Topology {
             self.report.notes.push("BQL exists on this device but the scenario disables it: limit_min = DQL_MAX_LIMIT, so it never stops the queue".into());
             (darkbuf_model::dql::DQL_MAX_LIMIT, darkbuf_model::dql::DQL_MAX_LIMIT)
         };
+        // limit_max before limit_min, so min <= max holds at every step.
+        let ms = (b.hold_time_ns / 1_000_000).max(1);
+        let mut files = Vec::new();
         for i in 0..scn.device.tx_queues {
             let dir = format!("/sys/class/net/{dev}/queues/tx-{i}/byte_queue_limits");
-            // limit_max before limit_min, so min <= max holds at every step.
-            cmd::write_file_in(ns, &format!("{dir}/limit_max"), &max.to_string()).map_err(|e| unavailable("BQL limit_max", e))?;
-            cmd::write_file_in(ns, &format!("{dir}/limit_min"), &min.to_string()).map_err(|e| unavailable("BQL limit_min", e))?;
-            let ms = (b.hold_time_ns / 1_000_000).max(1);
-            cmd::write_file_in(ns, &format!("{dir}/hold_time"), &ms.to_string()).map_err(|e| unavailable("BQL hold_time", e))?;
+            files.push((format!("{dir}/limit_max"), max.to_string()));
+            files.push((format!("{dir}/limit_min"), min.to_string()));
+            files.push((format!("{dir}/hold_time"), ms.to_string()));
         }
+        sh.write_files(&files).map_err(|e| unavailable("BQL limit_max, limit_min and hold_time", e))?;
         if b.enabled && b.completion == darkbuf_scenario::Completion::Coalesced {
-            cmd::must_in(ns, "ethtool", &["-C", dev, "tx-usecs", &b.tx_usecs.to_string()], None)
+            sh.must("ethtool", &["-C", dev, "tx-usecs", &b.tx_usecs.to_string()])
                 .map_err(|e| unavailable("device.bql.completion = \"coalesced\" (ethtool -C tx-usecs)", e))?;
         }
         if b.enabled {
@@ -521,14 +587,28 @@ impl Topology {
             return Vec::new();
         }
         self.torn_down = true;
+        // The shells first: a process left in a namespace keeps it alive.
+        for sh in [self.tx_shell.take(), self.rx_shell.take()].into_iter().flatten() {
+            sh.close();
+        }
         let mut errors = Vec::new();
-        for ns in self.namespaces.iter().rev() {
-            match cmd::run("ip", &["netns", "del", ns]) {
-                Ok(o) if o.ok() => {}
-                Ok(o) if o.stderr.contains("No such file") => {}
-                Ok(o) => errors.push(format!("ip netns del {ns}: {}", o.stderr.trim())),
-                Err(e) => errors.push(format!("ip netns del {ns}: {e}")),
+        if self.namespaces.is_empty() {
+            return errors;
+        }
+        // One exec for every namespace (-force: go on past one that is gone).
+        let del: Vec<String> = self.namespaces.iter().rev().map(|ns| format!("netns del {ns}")).collect();
+        let mut input = del.join("\n");
+        input.push('\n');
+        match cmd::run_with("ip", &["-force", "-batch", "-"], Some(&input)) {
+            Ok(o) if o.ok() => {}
+            Ok(o) => {
+                for l in o.stderr.lines().map(str::trim) {
+                    if !l.is_empty() && !l.contains("No such file") && !l.starts_with("Command failed -:") {
+                        errors.push(format!("ip netns del: {l}"));
+                    }
+                }
             }
+            Err(e) => errors.push(format!("ip netns del: {e}")),
         }
         errors
     }
@@ -565,17 +645,6 @@ impl Drop for Topology {
             let _ = writeln!(std::io::stderr(), "darkbuf: teardown: {e}");
         }
     }
-}
-
-fn mac_of(ns: &str, dev: &str) -> Result<String> {
-    let o = ip_n(ns, &["-j", "link", "show", "dev", dev])?;
-    let v: serde_json::Value = serde_json::from_str(o.stdout.trim())
-        .map_err(|e| KernelError::Internal(format!("ip -j link show {dev}: {e}")))?;
-    v.get(0)
-        .and_then(|d| d.get("address"))
-        .and_then(|a| a.as_str())
-        .map(|s| s.to_string())
-        .ok_or_else(|| KernelError::Internal(format!("no MAC address for {dev}")))
 }
 
 fn qdisc_kind_of(c: &[String]) -> String {
