@@ -17,7 +17,7 @@
 //! dropped ACK frees its record as a delivered one does. In steady state the ring's
 //! buffer is reused and nothing is allocated.
 
-use crate::cpu::SockId;
+use crate::id::SockId;
 use std::collections::VecDeque;
 
 /// What one ACK carried: the cumulative ACK, up to 3 SACK blocks (the first may be a
@@ -56,7 +56,7 @@ pub struct AckRecs {
 
 impl AckRecs {
     fn sock(&mut self, s: SockId) -> &mut AckRing {
-        let i = s as usize;
+        let i = s.idx();
         if self.socks.len() <= i {
             self.socks.resize_with(i + 1, AckRing::default);
         }
@@ -126,26 +126,26 @@ mod tests {
     #[test]
     fn records_live_as_long_as_their_packets() {
         let mut a = AckRecs::default();
-        let ids: Vec<u32> = (0..4).map(|i| a.push(3, rec(100 * i))).collect();
+        let ids: Vec<u32> = (0..4).map(|i| a.push(SockId(3), rec(100 * i))).collect();
         assert_eq!(ids, [0, 1, 2, 3]);
         for &id in &ids {
-            a.get_ref(3, id);
+            a.get_ref(SockId(3), id);
         }
-        a.get_ref(3, 1); // a far-end copy of ACK 1
-        a.put_ref(3, 2); // ACK 2 arrives before 0 and 1
+        a.get_ref(SockId(3), 1); // a far-end copy of ACK 1
+        a.put_ref(SockId(3), 2); // ACK 2 arrives before 0 and 1
         assert_eq!(a.held(), 4);
-        assert_eq!(a.get(3, 2), rec(200));
-        a.put_ref(3, 0);
-        a.put_ref(3, 1);
+        assert_eq!(a.get(SockId(3), 2), rec(200));
+        a.put_ref(SockId(3), 0);
+        a.put_ref(SockId(3), 1);
         assert_eq!(a.held(), 3, "ACK 0 left; 1 has a copy in flight");
-        assert_eq!(a.get(3, 1), rec(100));
-        a.put_ref(3, 1);
+        assert_eq!(a.get(SockId(3), 1), rec(100));
+        a.put_ref(SockId(3), 1);
         assert_eq!(a.held(), 1, "1 and 2 left with it");
-        a.put_ref(3, 3);
+        a.put_ref(SockId(3), 3);
         assert_eq!(a.held(), 0);
-        assert_eq!(a.push(3, rec(7)), 4, "numbers go on");
+        assert_eq!(a.push(SockId(3), rec(7)), 4, "numbers go on");
         assert_eq!(a.misses, 0);
-        assert_eq!(a.get(3, 0), AckRec::default());
+        assert_eq!(a.get(SockId(3), 0), AckRec::default());
         assert_eq!(a.misses, 1);
     }
 
@@ -153,14 +153,14 @@ mod tests {
     #[test]
     fn numbers_wrap() {
         let mut a = AckRecs::default();
-        a.sock(0).base = u32::MAX;
-        let (x, y) = (a.push(0, rec(1)), a.push(0, rec(2)));
+        a.sock(SockId(0)).base = u32::MAX;
+        let (x, y) = (a.push(SockId(0), rec(1)), a.push(SockId(0), rec(2)));
         assert_eq!((x, y), (u32::MAX, 0));
-        a.get_ref(0, x);
-        a.get_ref(0, y);
-        assert_eq!(a.get(0, 0), rec(2));
-        a.put_ref(0, x);
-        a.put_ref(0, y);
+        a.get_ref(SockId(0), x);
+        a.get_ref(SockId(0), y);
+        assert_eq!(a.get(SockId(0), 0), rec(2));
+        a.put_ref(SockId(0), x);
+        a.put_ref(SockId(0), y);
         assert_eq!(a.held(), 0);
     }
 }

@@ -2,7 +2,7 @@
 //! `Skb` descriptor. Freed slots are reused, so the steady state allocates nothing.
 
 use crate::ack_recs::AckRecs;
-use crate::cpu::SockId;
+use crate::id::SockId;
 
 /// The IP protocol of a packet: what the receiver's netfilter rules match on
 /// (`consumer.rules_match`) and which probes are which.
@@ -78,11 +78,11 @@ pub struct PktInfo {
 }
 
 impl PktInfo {
-    /// `TCPHDR_CWR`: the sender's window reduction, announced to a receiver echoing ECE.
-    pub const TCPHDR_CWR: u8 = 0x80;
+    /// `TCPHDR_CWR` (`wire.rs`).
+    pub const TCPHDR_CWR: u8 = crate::wire::TCPHDR_CWR;
     /// `TCPHDR_SYN`: a SYN (`Dir::Out`) or SYN-ACK (`Dir::Back`) of a TCP handshake
     /// (`tcp/connect.rs`).
-    pub const TCPHDR_SYN: u8 = 0x02;
+    pub const TCPHDR_SYN: u8 = crate::wire::TCPHDR_SYN;
 
     #[inline]
     pub fn cwr(&self) -> bool {
@@ -223,7 +223,7 @@ mod tests {
         PktInfo {
             len: 100,
             truesize: 768,
-            sock: 0,
+            sock: SockId(0),
             proto,
             dir: Dir::Out,
             flow: 0,

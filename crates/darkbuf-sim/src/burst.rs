@@ -29,7 +29,9 @@
 //! changes while the lookahead lets the CPU run on. When a send's cost reaches past the
 //! lookahead, the loop returns the step the full path returns at that point.
 
-use crate::cpu::{CpuId, Frame, QdiscId, SockId, Step, TaskId, TaskKind, TaskState};
+use crate::cpu::{Frame, Step, TaskKind, TaskState};
+
+use crate::id::{CpuId, QdiscId, SockId, TaskId};
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::sock::SockKind;
 use crate::world::World;
@@ -80,21 +82,21 @@ impl World {
             let Frame::TaskEnd(ended) = *frame else { unreachable!("a TaskEnd frame") };
             // task_end_once(): the task alone on its CPU runs again, or the next one in
             // the run queue takes its turn.
-            let c = &mut self.cpus[cpu as usize];
+            let c = &mut self.cpus[cpu];
             c.softirq_rounds = 0;
             if send.task != ended {
                 c.runnable.rotate(ended);
-                self.tasks[ended as usize].state = TaskState::Runnable;
+                self.tasks[ended].state = TaskState::Runnable;
             }
-            self.tasks[send.task as usize].state = TaskState::Running { woken: false };
+            self.tasks[send.task].state = TaskState::Running { woken: false };
             *frame = Frame::TaskEnd(send.task);
             // udp_sendmsg(), sock_alloc_skb(), __dev_queue_xmit(), kfree_skb().
-            let SockKind::Udp(u) = &mut self.socks[send.sock as usize].kind else { unreachable!("a flood") };
+            let SockKind::Udp(u) = &mut self.socks[send.sock].kind else { unreachable!("a flood") };
             u.sent_one();
             self.sock_xmit_verdict(send.sock, send.drop.verdict);
             self.created += 1;
             let cost = self.cost(self.profile.costs.send_ns);
-            let q = &mut self.qdiscs[send.qdisc as usize];
+            let q = &mut self.qdiscs[send.qdisc];
             q.q.as_mut().expect("a qdisc").drop_arrival(send.drop);
             self.dropped += 1;
             #[cfg(test)]
@@ -105,7 +107,7 @@ impl World {
                 if !send.starts_run {
                     return Some(Step::Continue(cost));
                 }
-                self.qdiscs[send.qdisc as usize].running = true;
+                self.qdiscs[send.qdisc].running = true;
                 return Some(self.call(cpu, cost, Frame::QdiscRun { q: send.qdisc, quota: DEV_TX_WEIGHT }));
             }
             // Past the send, the run it started ends at once (`qdisc_run_step()`,
@@ -135,15 +137,15 @@ impl World {
     /// `arrival_dropped_again()` gives the new answer from that one.
     #[inline(always)]
     fn repeat_send(&self, cpu: CpuId, ended: TaskId, seen: &[Option<DroppedSend>; 2]) -> Option<Option<DroppedSend>> {
-        let task = self.cpus[cpu as usize].runnable.front().unwrap_or(ended);
+        let task = self.cpus[cpu].runnable.front().unwrap_or(ended);
         // A task in `seen` is a flood's: its socket is the one recorded with it.
         let mut same_task = seen.iter().flatten().filter(|s| s.task == task);
         let first = same_task.next()?;
-        let SockKind::Udp(u) = &self.socks[first.sock as usize].kind else { unreachable!("a flood") };
+        let SockKind::Udp(u) = &self.socks[first.sock].kind else { unreachable!("a flood") };
         let flow = u.next_skb().flow;
         let prev = if first.skb.flow == flow { first } else { same_task.find(|s| s.skb.flow == flow)? };
         let skb = Skb { tstamp: self.now, ..prev.skb };
-        let q = self.qdiscs[prev.qdisc as usize].q.as_ref().expect("a qdisc");
+        let q = self.qdiscs[prev.qdisc].q.as_ref().expect("a qdisc");
         Some(q.arrival_dropped_again(&skb, self.now, prev.drop).map(|drop| DroppedSend { skb, drop, ..*prev }))
     }
 
@@ -153,11 +155,11 @@ impl World {
     fn next_dropped_send(&self, cpu: CpuId, ended: TaskId) -> Option<DroppedSend> {
         // First what fails soonest where no flood meets a full qdisc: a process whose
         // last send was queued.
-        let TaskKind::Proc(s) = self.tasks[ended as usize].kind else { return None };
-        if !self.socks[s as usize].last_send_dropped {
+        let TaskKind::Proc(s) = self.tasks[ended].kind else { return None };
+        if !self.socks[s].last_send_dropped {
             return None;
         }
-        let c = &self.cpus[cpu as usize];
+        let c = &self.cpus[cpu];
         if c.softirq_pending != 0 {
             return None;
         }
@@ -168,12 +170,12 @@ impl World {
         }
         let (task, sock) = match c.runnable.front() {
             None => (ended, s),
-            Some(next) => match self.tasks[next as usize].kind {
+            Some(next) => match self.tasks[next].kind {
                 TaskKind::Proc(s) if self.flood_at_full_speed(s) => (next, s),
                 _ => return None,
             },
         };
-        let sk = &self.socks[sock as usize];
+        let sk = &self.socks[sock];
         let SockKind::Udp(u) = &sk.kind else { return None };
         if !sk.last_send_dropped || sk.wmem_alloc >= sk.sndbuf {
             return None;
@@ -182,8 +184,8 @@ impl World {
         let mut skb = u.next_skb();
         skb.queue_mapping = self.netdev_pick_tx(sk.dev, &skb, cpu);
         skb.tstamp = self.now;
-        let qdisc = self.devs[sk.dev as usize].txq_qdisc[skb.queue_mapping as usize]?;
-        let q = &self.qdiscs[qdisc as usize];
+        let qdisc = self.devs[sk.dev].txq_qdisc[skb.queue_mapping as usize]?;
+        let q = &self.qdiscs[qdisc];
         // __dev_xmit_skb(): an empty idle qdisc would hand the packet to the driver.
         if q.can_bypass && q.qlen() == 0 && !q.running {
             return None;
@@ -200,7 +202,7 @@ impl World {
     /// `sock_wants_cpu()` keeps it runnable, without arming a timer.
     #[inline(always)]
     fn flood_at_full_speed(&self, s: SockId) -> bool {
-        let sk = &self.socks[s as usize];
+        let sk = &self.socks[s];
         matches!(&sk.kind, SockKind::Udp(u) if u.interval_ns == 0.0) && !sk.blocked
     }
 }

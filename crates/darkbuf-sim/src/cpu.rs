@@ -25,14 +25,7 @@ pub const TASKLET_SOFTIRQ: u8 = 1 << 2;
 pub const MAX_SOFTIRQ_RESTART: u32 = 10;
 pub const MAX_SOFTIRQ_TIME_NS: u64 = 2_000_000;
 
-/// Ids of the world's objects: indices into `World::{tasks, devs, napis, socks, qdiscs}`.
-pub type TaskId = u32;
-pub type CpuId = u16;
-pub type DevId = u16;
-pub type NapiId = u16;
-pub type SockId = u32;
-pub type QdiscId = u16;
-pub type HostId = u16;
+use crate::id::{CpuId, DevId, HostId, NapiId, QdiscId, SockId, TaskId};
 
 /// What a task is: the scheduler runs its unit of work without knowing more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +91,7 @@ pub enum Frame {
     /// (`crate::sock::tcp`'s `lock.rs`).
     ReleaseSock(SockId),
     /// `__qdisc_run()` of qdisc `q` with its remaining quota.
-    QdiscRun { q: u16, quota: i32 },
+    QdiscRun { q: QdiscId, quota: i32 },
     /// `net_tx_action()`.
     NetTxAction { started: bool },
     /// `net_rx_action()` (its budget and time limit are in [`Cpu`]: softirqs do not
@@ -230,7 +223,7 @@ pub struct RunQueue {
 impl RunQueue {
     pub fn with_room_for(ntasks: usize) -> Self {
         let cap = ntasks.max(1).next_power_of_two();
-        RunQueue { buf: vec![0; cap].into_boxed_slice(), mask: cap - 1, head: 0, len: 0 }
+        RunQueue { buf: vec![TaskId(0); cap].into_boxed_slice(), mask: cap - 1, head: 0, len: 0 }
     }
 
     #[inline]
@@ -291,7 +284,7 @@ mod tests {
         let mut q = RunQueue::with_room_for(3); // 4 slots
         assert_eq!(q.pop_front(), None);
         for round in 0..5u32 {
-            let (a, b, p, v) = (10 + round, 20 + round, 1, 30 + round);
+            let (a, b, p, v) = (TaskId(10 + round), TaskId(20 + round), TaskId(1), TaskId(30 + round));
             q.push_back(a);
             q.push_back(b);
             q.push_front(p);
@@ -309,7 +302,7 @@ mod tests {
     fn run_queue_refuses_a_fifth_task_in_four_slots() {
         let mut q = RunQueue::with_room_for(4);
         for i in 0..5 {
-            q.push_back(i);
+            q.push_back(TaskId(i));
         }
     }
 }

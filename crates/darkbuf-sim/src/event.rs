@@ -17,34 +17,35 @@
 //! which is in the heap. A link's arrivals (one per packet on the wire, in order) wait
 //! in a lane the same way.
 
+use crate::id::{CpuId, DevId, LinkId, QdiscId};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
     /// CPU `n` finished its current step.
-    Cpu(u16),
+    Cpu(CpuId),
     /// A sleeping task's timer (rate-limited sender, pinger interval) fired.
-    TaskTimer(crate::cpu::TaskId),
+    TaskTimer(crate::id::TaskId),
     /// Warmup is over: snapshot the counters the measured window is reported against.
     Warmup,
     /// Take one sample of the time series.
     Sample,
     /// Qdisc `n`'s watchdog (`qdisc_watchdog`) fired: schedule it again.
-    QdiscWatchdog(u16),
+    QdiscWatchdog(QdiscId),
     /// Device `n`'s port finished serializing its current skb.
-    Wire(u16),
+    Wire(DevId),
     /// The interrupt moderation timer of device `n`'s channel fired.
-    NicIrqTimer(u16, u16),
+    NicIrqTimer(DevId, u16),
     /// The oldest packet on link `n` arrives at its far end.
-    LinkArrival(u16),
+    LinkArrival(LinkId),
     /// The transmit or delivery in slot `n` of `World::deferred` is due.
     Deferred(u32),
     /// Timer `kind` of TCP socket `n` (`sock::tcp::timer`) fired.
-    TcpTimer(crate::cpu::SockId, u8),
+    TcpTimer(crate::id::SockId, u8),
     /// A whole second of the run: iperf3's interval report reads every TCP sender.
     Interval,
     /// CPU `n` stalls (`stall.rs`).
-    Stall(u16),
+    Stall(CpuId),
 }
 
 /// The TCP timer kinds: a socket's timers take lanes `2 * (s * TCP_TIMER_KINDS + kind)`.
@@ -57,8 +58,8 @@ impl Event {
     #[inline]
     fn lane(self) -> Option<usize> {
         match self {
-            Event::TcpTimer(s, kind) => Some(2 * (s as usize * TCP_TIMER_KINDS + kind as usize)),
-            Event::LinkArrival(link) => Some(2 * link as usize + 1),
+            Event::TcpTimer(s, kind) => Some(2 * (s.idx() * TCP_TIMER_KINDS + kind as usize)),
+            Event::LinkArrival(link) => Some(2 * link.idx() + 1),
             _ => None,
         }
     }
@@ -160,7 +161,7 @@ pub struct EventQueue {
     /// The pending CPU steps, one per CPU at most, as ((time, seq), CPU), unordered:
     /// a host with many CPUs has few busy at once, and finding the next is a scan of
     /// those only.
-    cpu: Vec<((u64, u64), u16)>,
+    cpu: Vec<((u64, u64), CpuId)>,
     /// The earliest pending CPU step: its index in `cpu` and (time, seq), or `EMPTY`;
     /// kept up to date on every push and pop, so peeking costs nothing.
     first: (usize, (u64, u64)),
@@ -255,7 +256,7 @@ impl EventQueue {
 
     /// Moves CPU `c`'s pending step `d` ns later (its place among steps at the new
     /// time is its push order, as for any step); false if it has none.
-    pub fn postpone_cpu(&mut self, c: u16, d: u64) -> bool {
+    pub fn postpone_cpu(&mut self, c: CpuId, d: u64) -> bool {
         let Some(e) = self.cpu.iter_mut().find(|e| e.1 == c) else { return false };
         e.0 .0 += d;
         self.find_first_cpu();
@@ -304,6 +305,7 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::SockId;
     use proptest::prelude::*;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -319,14 +321,14 @@ mod tests {
     /// value: stale arms pop where they always did, each in its place among the others.
     #[test]
     fn a_lane_pops_in_the_order_of_one_heap() {
-        let rto = Event::TcpTimer(0, 0);
+        let rto = Event::TcpTimer(SockId(0), 0);
         let pushes = [
             (500, rto),
             (700, rto),
             (300, rto), // earlier than the lane's first: it becomes the first
             (700, Event::Sample),
             (700, rto), // the same time again: after the first 700 and the sample
-            (600, Event::TcpTimer(1, 0)),
+            (600, Event::TcpTimer(SockId(1), 0)),
             (650, rto), // between waiting arms
             (300, Event::Interval),
         ];
@@ -344,15 +346,15 @@ mod tests {
     #[test]
     fn a_postponed_step_pops_at_its_new_time() {
         let mut q = EventQueue::new(3);
-        q.push(100, Event::Cpu(0));
+        q.push(100, Event::Cpu(CpuId(0)));
         q.push(150, Event::Sample);
-        q.push(200, Event::Cpu(1));
-        assert!(q.postpone_cpu(0, 100));
-        assert!(!q.postpone_cpu(2, 10));
+        q.push(200, Event::Cpu(CpuId(1)));
+        assert!(q.postpone_cpu(CpuId(0), 100));
+        assert!(!q.postpone_cpu(CpuId(2), 10));
         assert_eq!(q.peek_time(), 150);
         let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         // Both steps at 200 now: they keep their push order, CPU 0's first.
-        assert_eq!(popped, vec![(150, Event::Sample), (200, Event::Cpu(0)), (200, Event::Cpu(1))]);
+        assert_eq!(popped, vec![(150, Event::Sample), (200, Event::Cpu(CpuId(0))), (200, Event::Cpu(CpuId(1)))]);
     }
 
     proptest! {
@@ -396,7 +398,7 @@ mod tests {
                     if let Some((t, e)) = q.pop() {
                         now = t;
                         if let Event::Cpu(c) = e {
-                            cpu_pending[c as usize] = false;
+                            cpu_pending[c.idx()] = false;
                         }
                         got.push((t, e));
                     }
@@ -406,17 +408,17 @@ mod tests {
                     continue;
                 }
                 let ev = match kind {
-                    0..=2 => Event::TcpTimer(kind as crate::cpu::SockId, 0),
-                    3 => Event::TcpTimer(0, 2),
+                    0..=2 => Event::TcpTimer(SockId(kind as u32), 0),
+                    3 => Event::TcpTimer(SockId(0), 2),
                     4 | 5 => {
                         let c = kind - 4;
                         if cpu_pending[c as usize] {
                             continue;
                         }
                         cpu_pending[c as usize] = true;
-                        Event::Cpu(c as u16)
+                        Event::Cpu(CpuId(c as u16))
                     }
-                    6 => Event::LinkArrival(0),
+                    6 => Event::LinkArrival(LinkId(0)),
                     _ => Event::Sample,
                 };
                 seq += 1;

@@ -15,7 +15,7 @@
 //! before it and the egress qdisc run after it are charged as on any host.
 
 use crate::arena::Dir;
-use crate::cpu::{CpuId, DevId, HostId};
+use crate::id::{CpuId, DevId, HostId};
 use crate::world::World;
 use darkbuf_model::Skb;
 
@@ -34,11 +34,11 @@ pub fn rt_tos2priority(dscp: u8, ecn: u8) -> u32 {
 impl World {
     /// The host a packet of socket `sock` travelling `dir` is for: the far end for
     /// what the socket sends, the socket's own host for what comes back.
-    fn destination(&self, sock: crate::cpu::SockId, dir: Dir) -> HostId {
-        let sk = &self.socks[sock as usize];
+    fn destination(&self, sock: crate::id::SockId, dir: Dir) -> HostId {
+        let sk = &self.socks[sock];
         match dir {
             Dir::Out => sk.far_host,
-            Dir::Back => self.cpus[self.tasks[sk.task as usize].cpu as usize].host,
+            Dir::Back => self.cpus[self.tasks[sk.task].cpu].host,
         }
     }
 
@@ -46,13 +46,13 @@ impl World {
     /// or `None` when the packet is for this host.
     #[inline]
     pub(crate) fn ip_route_input(&self, cpu: CpuId, id: u32) -> Option<DevId> {
-        let here = self.cpus[cpu as usize].host;
+        let here = self.cpus[cpu].host;
         let info = self.pkts.get(id);
         let dest = self.destination(info.sock, info.dir);
         if dest == here {
             return None;
         }
-        let out = self.hosts[here as usize].fib.get(dest as usize).copied().flatten();
+        let out = self.hosts[here].fib.get(dest.idx()).copied().flatten();
         debug_assert!(out.is_some(), "host {here} has no route to host {dest}");
         out
     }

@@ -4,12 +4,11 @@
 //!
 //! A veth pair's two network namespaces are one host: they share its CPUs.
 
-use crate::cpu::{CpuId, DevId};
-use std::ops::Range;
+use crate::id::{CpuId, DevId, IdRange};
 
 pub struct Host {
     /// The CPUs it owns (indices into `World::cpus`).
-    pub cpus: Range<CpuId>,
+    pub cpus: IdRange<CpuId>,
     /// `net.core.netdev_budget`: packets one `net_rx_action()` may poll.
     pub netdev_budget: i32,
     /// `net.core.netdev_budget_usecs`, in jiffies (rounded up).
@@ -20,5 +19,5 @@ pub struct Host {
     pub fib: Vec<Option<DevId>>,
     /// Ingress shaping: the ifb that what arrives from the host beside it is
     /// redirected to.
-    pub ingress: Option<(DevId, crate::cpu::HostId)>,
+    pub ingress: Option<(DevId, crate::id::HostId)>,
 }

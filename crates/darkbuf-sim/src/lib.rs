@@ -19,6 +19,7 @@ mod drivers;
 mod event;
 mod forward;
 mod host;
+mod id;
 mod table;
 mod metrics;
 mod napi;
@@ -30,6 +31,7 @@ mod setup;
 mod sock;
 mod softirq;
 mod stall;
+mod wire;
 mod world;
 
 pub use report::{simulate, SimError};

@@ -10,7 +10,8 @@
 //! are here, once.
 
 use crate::arena::Proto;
-use crate::cpu::{CpuId, DevId, NapiId, PollPhase, Step, TaskId, NET_RX_SOFTIRQ};
+use crate::cpu::{PollPhase, Step, NET_RX_SOFTIRQ};
+use crate::id::{CpuId, DevId, NapiId, TaskId};
 use crate::world::World;
 
 /// Per-packet cost (ns) of the receive stack a NAPI instance delivers into: ip_rcv,
@@ -60,7 +61,7 @@ pub struct Napi {
 impl World {
     /// `napi_schedule_prep()`: claim NAPI_STATE_SCHED, or note MISSED if it is taken.
     pub fn napi_schedule_prep(&mut self, n: NapiId) -> bool {
-        let napi = &mut self.napis[n as usize];
+        let napi = &mut self.napis[n];
         if napi.sched {
             napi.missed = true;
             false
@@ -73,12 +74,12 @@ impl World {
     /// `__napi_schedule()`: wake the NAPI kthread (threaded) or put the NAPI on THIS
     /// CPU's poll list and raise NET_RX (softirq mode).
     pub fn napi_schedule(&mut self, cpu: CpuId, n: NapiId) {
-        let napi = &self.napis[n as usize];
+        let napi = &self.napis[n];
         if napi.threaded {
             let task = napi.task;
             self.wake_task(task);
         } else {
-            self.cpus[cpu as usize].poll_list.push_back(n);
+            self.cpus[cpu].poll_list.push_back(n);
             self.raise_softirq(cpu, NET_RX_SOFTIRQ);
         }
     }
@@ -86,7 +87,7 @@ impl World {
     /// `napi_complete_done()`: with MISSED set the NAPI stays scheduled and is polled
     /// again (returns false); otherwise SCHED is cleared and the driver may re-arm.
     fn napi_complete_done(&mut self, cpu: CpuId, n: NapiId) -> bool {
-        let napi = &mut self.napis[n as usize];
+        let napi = &mut self.napis[n];
         if napi.missed {
             napi.missed = false;
             self.napi_schedule(cpu, n);
@@ -112,14 +113,14 @@ impl World {
         done: &mut u16,
         flush_pending: &mut bool,
     ) -> Step {
-        let ni = n as usize;
+        let ni = n;
         loop {
             match *phase {
                 PollPhase::Start => {
                     if !self.napis[ni].sched {
                         // Woken without NAPI_STATE_SCHED: nothing to poll.
-                        self.cpus[cpu as usize].ret_work = 0;
-                        self.cpus[cpu as usize].ret_repoll = false;
+                        self.cpus[cpu].ret_work = 0;
+                        self.cpus[cpu].ret_repoll = false;
                         return Step::Done(0);
                     }
                     *phase = PollPhase::Rcv;
@@ -160,8 +161,8 @@ impl World {
                         self.drv_napi_rearm(cpu, n);
                     }
                     self.drv_poll_end(cpu, n);
-                    self.cpus[cpu as usize].ret_work = *done as u32;
-                    self.cpus[cpu as usize].ret_repoll = false;
+                    self.cpus[cpu].ret_work = *done as u32;
+                    self.cpus[cpu].ret_repoll = false;
                     return Step::Done(0);
                 }
                 PollPhase::FullBudget => {
@@ -174,8 +175,8 @@ impl World {
                     }
                 }
                 PollPhase::End => {
-                    self.cpus[cpu as usize].ret_work = *done as u32;
-                    self.cpus[cpu as usize].ret_repoll = true;
+                    self.cpus[cpu].ret_work = *done as u32;
+                    self.cpus[cpu].ret_repoll = true;
                     return Step::Done(0);
                 }
             }
@@ -188,7 +189,7 @@ impl World {
     /// to return).
     #[inline(always)]
     fn napi_rcv(&mut self, cpu: CpuId, n: NapiId, phase: &mut PollPhase, done: &mut u16, flush_pending: &mut bool) -> Option<Step> {
-        let ni = n as usize;
+        let ni = n;
         loop {
             if *flush_pending {
                 // A full GRO batch goes up the stack now, as a call of this poll.
@@ -225,7 +226,7 @@ impl World {
     /// the socket, one after another on this CPU. Returns the time that took (ns).
     #[inline(never)]
     pub fn gro_flush(&mut self, cpu: CpuId, n: NapiId) -> u64 {
-        let ni = n as usize;
+        let ni = n;
         let mut list = std::mem::take(&mut self.napis[ni].gro_list);
         let rx = self.napis[ni].rx_stack;
         let mut t = self.now;

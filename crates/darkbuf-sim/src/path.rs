@@ -20,10 +20,10 @@
 //! last bit left the port.
 
 use crate::arena::PktInfo;
-use crate::cpu::DevId;
-use crate::drivers::nic::WIRE_OVERHEAD;
+use crate::id::{DevId, LinkId};
+use crate::wire::WIRE_OVERHEAD;
 use crate::event::Event;
-use crate::sock::tcp::TCP_HDR;
+use crate::wire::TCP_HDR;
 use crate::world::World;
 use darkbuf_model::netem::{CrndState, LossModel, LossState, NetemJitter, NetemRate, Tfifo};
 use darkbuf_model::Skb;
@@ -32,8 +32,6 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
-/// A link id: an index into `World::links`.
-pub type LinkId = u16;
 
 /// One direction of a wire plus the path beyond it.
 pub struct Link {
@@ -130,7 +128,7 @@ enum Fate {
 impl World {
     /// The last bit of packet `id` left the port now: it meets the link's netem.
     pub fn link_send(&mut self, link: LinkId, id: u32) {
-        if self.links[link as usize].loss.is_some() {
+        if self.links[link].loss.is_some() {
             let ecn = self.pkts.get(id).ecn;
             match self.path_fate(link, ecn) {
                 Fate::Lost => {
@@ -142,7 +140,7 @@ impl World {
             }
         }
         let frames = (self.pkts.get(id).segs as u32).max(1);
-        let l = &mut self.links[link as usize];
+        let l = &mut self.links[link];
         if l.is_delay_line() {
             let at = self.now + l.delay_ns;
             l.frames += frames;
@@ -158,7 +156,7 @@ impl World {
     /// netem's loss draw for a frame with IP ECN bits `ecn`, counted in the metrics:
     /// `loss_event()`, then with `ecn` `INET_ECN_set_ce()`, which fails on Not-ECT.
     fn path_fate(&mut self, link: LinkId, ecn: u8) -> Fate {
-        let l = &mut self.links[link as usize];
+        let l = &mut self.links[link];
         let (Some(rng), Some(loss)) = (self.path_rng.as_deref_mut(), l.loss.as_mut()) else {
             return Fate::Pass;
         };
@@ -184,7 +182,7 @@ impl World {
     #[inline]
     fn netem_enqueue(&mut self, link: LinkId, id: u32, frames: u32, t: u64) -> bool {
         let len = self.pkts.get(id).len as u64;
-        let l = &mut self.links[link as usize];
+        let l = &mut self.links[link];
         if l.frames >= l.limit {
             // "sch->q.qlen >= sch->limit" drops the arrival.
             if self.measuring() {
@@ -239,7 +237,7 @@ impl World {
         let mss = self.tcp(info.sock).mss;
         let wire_ps = |bytes: u64| bytes * 8_000_000_000_000 / rate_bps;
         let start_ps = end_ps - wire_ps((info.len + n * WIRE_OVERHEAD) as u64);
-        let singles = self.links[link as usize].rate != 0 || self.links[link as usize].delay.is_some();
+        let singles = self.links[link].rate != 0 || self.links[link].delay.is_some();
         // The run being merged: its first byte's offset, its frames, their ECN bits,
         // the end of its last frame (ns); and whether `id` has been used for a piece.
         let (mut run_off, mut run_frames, mut run_ecn, mut run_end) = (0u32, 0u32, info.ecn, 0u64);
@@ -250,7 +248,7 @@ impl World {
             let t = (start_ps + wire_ps(wire_bytes)).div_ceil(1000);
             let fate = self.path_fate(link, info.ecn);
             let ecn = if fate == Fate::Marked { Skb::ECN_CE } else { info.ecn };
-            let l = &self.links[link as usize];
+            let l = &self.links[link];
             let full = fate != Fate::Lost && !singles && l.frames + run_frames >= l.limit;
             if full && self.measuring() {
                 self.metrics.path_limit_drops += 1;
@@ -311,7 +309,7 @@ impl World {
     /// `Event::LinkArrival`: the packet netem dequeues next arrives at its device: one
     /// reordered to the head first, else the tfifo's earliest.
     pub fn link_arrival(&mut self, link: LinkId) {
-        let l = &mut self.links[link as usize];
+        let l = &mut self.links[link];
         let (at, id) = l.head.pop_front().or_else(|| l.in_flight.pop()).expect("an arrival per packet sent");
         debug_assert!(at <= self.now, "every packet on a link arrives at its time to send or later");
         let to = l.to;

@@ -4,6 +4,7 @@
 //! with the output people post (the kernel backend keeps the real tools' text under the
 //! same command lines).
 
+use crate::id::{DevId, QdiscId};
 use crate::dev::sch::QdiscInst;
 use crate::sock::tcp::IPERF_INTERVAL_NS;
 use crate::sock::SockKind;
@@ -20,8 +21,8 @@ impl World {
     pub(crate) fn printouts(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         if !self.qdiscs.is_empty() {
-            let name = self.dev_name(0);
-            out.insert(format!("tc -s qdisc show dev {name}"), self.tc_qdisc_show(0));
+            let name = self.dev_name(DevId(0));
+            out.insert(format!("tc -s qdisc show dev {name}"), self.tc_qdisc_show(DevId(0)));
         }
         let iperf = self.iperf3_report();
         if !iperf.is_empty() {
@@ -34,17 +35,17 @@ impl World {
     }
 
     /// The interface name a user would type for device `dev`.
-    fn dev_name(&self, dev: usize) -> &'static str {
+    fn dev_name(&self, dev: DevId) -> &'static str {
         self.devs[dev].driver.ifname()
     }
 
     /// `tc -s qdisc show dev DEV` at the end of the run: counters since the qdisc was
     /// created (the whole run, warmup included, as tc shows them). mq lists its children
     /// from the last TX queue down, as the kernel dumps them; packets count segments.
-    fn tc_qdisc_show(&self, dev: u16) -> String {
-        let d = &self.devs[dev as usize];
+    fn tc_qdisc_show(&self, dev: DevId) -> String {
+        let d = &self.devs[dev];
         let mut s = String::new();
-        let mut children: Vec<(usize, u16)> = Vec::new();
+        let mut children: Vec<(usize, QdiscId)> = Vec::new();
         for (txq, q) in d.txq_qdisc.iter().enumerate() {
             if let Some(q) = q {
                 if !children.iter().any(|(_, c)| c == q) {
@@ -54,7 +55,7 @@ impl World {
         }
         let mq = children.len() > 1;
         if mq {
-            let qs: Vec<&QdiscInst> = children.iter().map(|(_, q)| &self.qdiscs[*q as usize]).collect();
+            let qs: Vec<&QdiscInst> = children.iter().map(|(_, q)| &self.qdiscs[*q]).collect();
             let sum = |f: &dyn Fn(&QdiscInst) -> u64| qs.iter().map(|q| f(q)).sum::<u64>();
             let _ = writeln!(s, "qdisc mq 0: root ");
             tc_counters(
@@ -68,7 +69,7 @@ impl World {
             );
         }
         for &(txq, qi) in children.iter().rev() {
-            let q = &self.qdiscs[qi as usize];
+            let q = &self.qdiscs[qi];
             let Some(algo) = q.q.as_ref() else { continue };
             // A root on a single-queue device also shows its reference count.
             let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root refcnt 2".to_string() };
@@ -138,7 +139,7 @@ impl World {
     /// change whether `skb->ooo_okay` was set (`@ooo_okay_during_flip`). The old queue
     /// of a socket without one prints as 65535 (`NO_QUEUE_MAPPING`).
     fn queue_change_maps(&self) -> String {
-        let last = self.devs[0].txqs.len().saturating_sub(1) as u16;
+        let last = self.devs[DevId(0)].txqs.len().saturating_sub(1) as u16;
         let old_name = |o: i32| if o < 0 { 65535 } else { o };
         let mut s = String::new();
         let mut by_key: BTreeMap<(u16, i32), Vec<(u16, u64)>> = BTreeMap::new();

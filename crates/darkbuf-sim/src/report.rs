@@ -1,6 +1,7 @@
 //! Running one simulation and reporting it in the results contract's metric names.
 
 use crate::setup::SetupError;
+use crate::id::{DevId, SockId};
 use crate::world::World;
 use crate::metrics::SERIES;
 use crate::dev::sch::TcCounters;
@@ -60,7 +61,7 @@ fn flow_goodput_spread(out: &mut Out, goodputs: &mut [u64], window_ns: f64) {
 impl World {
     /// The device whose TX queue the BQL and ring metrics describe.
     fn measured_dev(&self) -> &NetDev {
-        &self.devs[self.measured_txq.0 as usize]
+        &self.devs[self.measured_txq.0]
     }
 
     /// Whether the measured path has a NAPI receive side (veth; a tun's consumer is
@@ -76,7 +77,7 @@ impl World {
     }
 
     /// The qdiscs of device `dev`.
-    fn dev_qdiscs(&self, dev: crate::cpu::DevId) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
+    fn dev_qdiscs(&self, dev: crate::id::DevId) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
         self.qdiscs.iter().filter(move |q| q.dev == dev)
     }
 
@@ -89,7 +90,7 @@ impl World {
     }
 
     /// [`Self::qdisc_xstats`] of device `dev`'s qdiscs.
-    fn dev_qdisc_xstats(&self, dev: crate::cpu::DevId) -> BTreeMap<&'static str, f64> {
+    fn dev_qdisc_xstats(&self, dev: crate::id::DevId) -> BTreeMap<&'static str, f64> {
         let mut out: BTreeMap<&'static str, f64> = BTreeMap::new();
         let mut means: BTreeMap<&'static str, (f64, u32)> = BTreeMap::new();
         let any_sent = self.dev_qdiscs(dev).any(|q| q.tc_counters().sent_pkts > q.base.sent_pkts);
@@ -125,7 +126,7 @@ impl World {
         let (dev, txq) = self.measured_txq;
         // The device's BQL as `bql.*` defines it: the largest queue's limit, the
         // in-flight units of all its queues.
-        let dqls = self.devs[dev as usize].txqs.iter().filter_map(|q| q.dql.as_ref());
+        let dqls = self.devs[dev].txqs.iter().filter_map(|q| q.dql.as_ref());
         let (limit, inflight) = dqls.fold((0, 0), |(l, i), d| (l.max(d.limit as u64), i + d.inflight() as u64));
         let backlog: u64 = self.host_qdiscs().map(|q| q.qlen() as u64).sum();
         let ring = self.drv_ring_len(dev, txq) as u64;
@@ -242,7 +243,7 @@ impl World {
     /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
     fn in_system(&self) -> u64 {
         let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
-        let d: u64 = (0..self.devs.len()).map(|d| self.drv_held(d as u16)).sum();
+        let d: u64 = self.devs.ids().map(|d| self.drv_held(d)).sum();
         let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
         let l: u64 = self.links.iter().map(|l| l.held() as u64).sum();
         let x = self.deferred.iter().flatten().filter(|d| !matches!(d, crate::dev::Deferred::Cancelled)).count() as u64;
@@ -332,8 +333,8 @@ impl World {
                 1 => "peer.cpu",
                 _ => "lan.cpu",
             };
-            for (n, i) in host.cpus.clone().enumerate() {
-                let c = &self.cpus[i as usize];
+            for (n, i) in host.cpus.iter().enumerate() {
+                let c = &self.cpus[i];
                 let mut put = |what: &str, ns: u64| {
                     out.m.insert(format!("{prefix}.{n}.{what}"), Some(pct(ns)));
                 };
@@ -472,7 +473,7 @@ impl World {
     /// ingress shaping.
     fn ingress_metrics(&self, out: &mut Out) {
         // Host 0 is this host, whose device is measured (setup.rs's `ifb()`).
-        let Some((ifb, _)) = self.hosts.first().and_then(|h| h.ingress) else { return };
+        let Some((ifb, _)) = self.hosts.iter().next().and_then(|h| h.ingress) else { return };
         let window: Vec<(TcCounters, TcCounters)> = self.dev_qdiscs(ifb).map(|q| (q.tc_counters(), q.base)).collect();
         let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 { window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64 };
         out.set("ingress.qdisc.sent_pkts", sum(&|c| c.sent_pkts));
@@ -488,7 +489,7 @@ impl World {
     /// counters of each child that saw traffic in the window, as the seed reads them
     /// off `tc -s qdisc` queue by queue (`qdisc.txq.N.*`).
     fn qdisc_txq_metrics(&self, out: &mut Out) {
-        let d = &self.devs[0];
+        let d = &self.devs[DevId(0)];
         let per_queue = d.txq_qdisc.len() > 1 && d.txq_qdisc.windows(2).all(|w| w[0] != w[1]);
         if !per_queue {
             return;
@@ -496,7 +497,7 @@ impl World {
         const PER_QUEUE_XSTATS: &[&str] = &["throttled", "flows_plimit", "unthrottle_latency_ns", "fastpath_packets"];
         for (txq, qi) in d.txq_qdisc.iter().enumerate() {
             let Some(qi) = qi else { continue };
-            let q = &self.qdiscs[*qi as usize];
+            let q = &self.qdiscs[*qi];
             let (now, base) = (q.tc_counters(), q.base);
             let sent = now.sent_pkts - base.sent_pkts;
             let drops = now.drops - base.drops;
@@ -534,7 +535,7 @@ impl World {
     }
 
     /// TCP flow `n`'s own metrics (socket `s`): `tcp.flow.N.*`.
-    fn tcp_flow_metrics(&self, out: &mut Out, n: usize, s: usize) {
+    fn tcp_flow_metrics(&self, out: &mut Out, n: usize, s: SockId) {
         let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { return };
         let st = &t.stats;
         let window = (self.cfg.end - self.cfg.start) as f64;
@@ -576,9 +577,9 @@ impl World {
         let (start, end) = (self.cfg.start, self.cfg.end);
         let window = (end - start) as f64;
         let mut flows = Vec::new();
-        for s in 0..self.socks.len() {
+        for s in self.socks.ids() {
             if matches!(self.socks[s].kind, crate::sock::SockKind::Tcp(_)) {
-                self.tcp_stats_tick(s as crate::cpu::SockId);
+                self.tcp_stats_tick(s);
                 flows.push(s);
             }
         }

@@ -5,7 +5,9 @@
 //! The executor knows tasks, frames and ids; what a socket, a driver or a NAPI does is
 //! dispatched to their modules.
 
-use crate::cpu::{CpuId, Frame, PollPhase, Step, TaskId, TaskKind, TaskState};
+use crate::cpu::{Frame, PollPhase, Step, TaskKind, TaskState};
+
+use crate::id::{CpuId, TaskId};
 use crate::cpu::{MAX_SOFTIRQ_RESTART, MAX_SOFTIRQ_TIME_NS};
 use crate::sock::tcp::ReadPhase;
 use crate::world::World;
@@ -14,12 +16,12 @@ impl World {
     /// `wake_up_process()`: make a sleeping task runnable on its CPU (a wake-up that
     /// arrives while it runs is remembered).
     pub fn wake_task(&mut self, ti: TaskId) {
-        let t = &mut self.tasks[ti as usize];
+        let t = &mut self.tasks[ti];
         match t.state {
             TaskState::Sleeping => {
                 t.state = TaskState::Runnable;
                 let (cpu, preempt) = (t.cpu, t.wake_preempt);
-                let c = &mut self.cpus[cpu as usize];
+                let c = &mut self.cpus[cpu];
                 if preempt {
                     c.runnable.push_front(ti);
                 } else {
@@ -36,12 +38,12 @@ impl World {
     /// `ksoftirqd/<cpu>`'s task.
     #[inline]
     pub(crate) fn ksoftirqd(&self, cpu: CpuId) -> TaskId {
-        self.ksoftirqd_base + cpu as TaskId
+        TaskId(self.ksoftirqd_base.0 + cpu.0 as u32)
     }
 
     /// A task's timer fired (a socket's next send is due): wake it.
     pub(crate) fn task_timer(&mut self, ti: TaskId) {
-        if let TaskKind::Proc(s) = self.tasks[ti as usize].kind {
+        if let TaskKind::Proc(s) = self.tasks[ti].kind {
             self.sock_timer(s);
         }
         self.wake_task(ti);
@@ -53,7 +55,7 @@ impl World {
     /// below it): the common steps, which keep or replace the top, then never touch
     /// the stack in memory.
     pub(crate) fn cpu_run(&mut self, cpu: CpuId) {
-        let ci = cpu as usize;
+        let ci = cpu;
         self.current_cpu = cpu;
         'idle: loop {
             let Some(mut top) = self.cpus[ci].frames.pop() else {
@@ -119,7 +121,7 @@ impl World {
             return false;
         }
         if self.now >= self.cfg.start {
-            self.cpus[cpu as usize].busy_ns += cost;
+            self.cpus[cpu].busy_ns += cost;
         }
         self.now = next;
         true
@@ -127,7 +129,7 @@ impl World {
 
     /// Nothing on the stack: run pending softirqs or the next runnable task.
     fn pick_next(&mut self, cpu: CpuId) -> bool {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         if c.softirq_pending != 0 {
             self.push_softirqs(cpu);
             return true;
@@ -135,9 +137,9 @@ impl World {
         let Some(ti) = c.runnable.pop_front() else { return false };
         c.softirq_rounds = 0;
         c.frames.push(Frame::TaskEnd(ti));
-        self.tasks[ti as usize].state = TaskState::Running { woken: false };
+        self.tasks[ti].state = TaskState::Running { woken: false };
         if let Some(f) = self.unit_frame(ti) {
-            self.cpus[cpu as usize].frames.push(f);
+            self.cpus[cpu].frames.push(f);
         }
         true
     }
@@ -145,14 +147,14 @@ impl World {
     /// The first frame of a task's unit of work (ksoftirqd has none: its `TaskEnd` runs
     /// the pending softirqs).
     fn unit_frame(&self, ti: TaskId) -> Option<Frame> {
-        match self.tasks[ti as usize].kind {
+        match self.tasks[ti].kind {
             TaskKind::Proc(s) => Some(Frame::SendMsg(s)),
             TaskKind::NapiThread(n) => {
                 Some(Frame::NapiPoll { napi: n, phase: PollPhase::Start, done: 0, flush_pending: false })
             }
             TaskKind::DevWorker { dev, queue } => Some(Frame::DevWork { dev, queue, done: 0 }),
             TaskKind::TcpReader { first, .. } => {
-                let poll = match &self.socks[first as usize].kind {
+                let poll = match &self.socks[first].kind {
                     crate::sock::SockKind::Tcp(t) => t.rcv.app.as_ref().is_some_and(|a| a.poll),
                     _ => false,
                 };
@@ -180,7 +182,7 @@ impl World {
                 // A sendmsg that did not start the qdisc: TaskEnd again after it.
                 Step::Continue(c) => c,
                 Step::Call(c) => {
-                    let Frame::QdiscRun { q, mut quota } = self.cpus[cpu as usize].call else {
+                    let Frame::QdiscRun { q, mut quota } = self.cpus[cpu].call else {
                         return Step::Call(c);
                     };
                     if !self.advance_inline(cpu, c) {
@@ -204,7 +206,7 @@ impl World {
     /// start the next sendmsg in place when there is one.
     #[inline(always)]
     fn task_end_once(&mut self, cpu: CpuId, ti: TaskId, frame: &mut Frame) -> Step {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         if c.softirq_pending != 0 {
             if c.softirq_rounds == 0 {
                 c.softirq_burst_start = self.now;
@@ -216,13 +218,13 @@ impl World {
             // Too long in softirq: leave the rest to ksoftirqd.
             self.wake_task(self.ksoftirqd(cpu));
         }
-        let kind = self.tasks[ti as usize].kind;
+        let kind = self.tasks[ti].kind;
         let runnable = self.task_wants_cpu(cpu, ti, kind);
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         if runnable && c.runnable.is_empty() && c.softirq_pending == 0 && kind != TaskKind::Ksoftirqd {
             // Alone on its CPU: the scheduler would pick this task again at once, so
             // start its next unit here (what pick_next() would do, without the round trip).
-            self.tasks[ti as usize].state = TaskState::Running { woken: false };
+            self.tasks[ti].state = TaskState::Running { woken: false };
             c.softirq_rounds = 0;
             return self.start_unit(cpu, ti, frame);
         }
@@ -230,7 +232,7 @@ impl World {
         // process's next sendmsg, do it here, in place (the same effects at the same
         // time, one dispatch instead of three).
         let next = match c.runnable.front() {
-            Some(next) if c.softirq_pending == 0 => match self.tasks[next as usize].kind {
+            Some(next) if c.softirq_pending == 0 => match self.tasks[next].kind {
                 TaskKind::Proc(s) => Some((next, s)),
                 _ => None,
             },
@@ -243,10 +245,10 @@ impl World {
             (None, true) => c.runnable.push_back(ti),
             (None, false) => {}
         }
-        self.tasks[ti as usize].state = if runnable { TaskState::Runnable } else { TaskState::Sleeping };
+        self.tasks[ti].state = if runnable { TaskState::Runnable } else { TaskState::Sleeping };
         if let Some((next, s)) = next {
-            self.tasks[next as usize].state = TaskState::Running { woken: false };
-            self.cpus[cpu as usize].softirq_rounds = 0;
+            self.tasks[next].state = TaskState::Running { woken: false };
+            self.cpus[cpu].softirq_rounds = 0;
             *frame = Frame::TaskEnd(next);
             return self.send_msg(cpu, s);
         }
@@ -259,12 +261,12 @@ impl World {
         match kind {
             TaskKind::Proc(s) => self.sock_wants_cpu(s),
             TaskKind::NapiThread(_) => {
-                self.cpus[cpu as usize].ret_repoll
-                    || matches!(self.tasks[ti as usize].state, TaskState::Running { woken: true })
+                self.cpus[cpu].ret_repoll
+                    || matches!(self.tasks[ti].state, TaskState::Running { woken: true })
             }
             TaskKind::DevWorker { dev, queue } => self.dev_worker_wants_cpu(dev, queue),
             TaskKind::TcpReader { first, n } => self.tcp_reader_wants_cpu(first, n),
-            TaskKind::Ksoftirqd => self.cpus[cpu as usize].softirq_pending != 0,
+            TaskKind::Ksoftirqd => self.cpus[cpu].softirq_pending != 0,
         }
     }
 
@@ -283,7 +285,7 @@ impl World {
     /// dispatcher pushes it.
     #[inline(always)]
     pub(crate) fn call(&mut self, cpu: CpuId, cost: u64, frame: Frame) -> Step {
-        self.cpus[cpu as usize].call = frame;
+        self.cpus[cpu].call = frame;
         Step::Call(cost)
     }
 
@@ -297,7 +299,7 @@ impl World {
                 Step::Continue(c) => Step::Done(c),
                 Step::Call(c) => {
                     // A tail call: the qdisc run replaces the sendmsg.
-                    *frame = self.cpus[cpu as usize].call;
+                    *frame = self.cpus[cpu].call;
                     Step::Continue(c)
                 }
                 _ => unreachable!("a sendmsg continues or calls the qdisc run"),
@@ -341,7 +343,7 @@ impl World {
     #[inline]
     fn softirq_enter(&mut self, cpu: CpuId, started: bool) {
         if !started {
-            let c = &mut self.cpus[cpu as usize];
+            let c = &mut self.cpus[cpu];
             c.softirq_mark = c.busy_ns;
         }
     }
@@ -349,7 +351,7 @@ impl World {
     #[inline]
     fn softirq_exit(&mut self, cpu: CpuId, step: Step, vector: usize) -> Step {
         if let Step::Done(cost) = step {
-            let c = &mut self.cpus[cpu as usize];
+            let c = &mut self.cpus[cpu];
             // The last step's own cost is booked after it returns.
             let spent = c.busy_ns - c.softirq_mark + if self.now >= self.cfg.start { cost } else { 0 };
             c.softirq_ns[vector] += spent;

@@ -16,7 +16,9 @@
 //! senders), and the XPS map that `netdev_pick_tx()` follows from the sending CPU.
 
 use crate::arena::Arena;
-use crate::cpu::{Cpu, CpuId, DevId, HostId, SockId, Task, TaskId, TaskKind, TaskState};
+use crate::cpu::{Cpu, Task, TaskKind, TaskState};
+use crate::id::{CpuId, DevId, HostId, IdRange, LinkId, NapiId, QdiscId, SockId, TaskId};
+use crate::table::Table;
 use crate::dev::sch::{QdiscInst, MAX_BULK};
 use crate::dev::{NetDev, Xps};
 use crate::drivers::Driver;
@@ -59,13 +61,13 @@ pub(crate) struct Builder<'a> {
     qdisc_hash_key: u32,
     /// The run's seed.
     pub(crate) seed: u64,
-    pub(crate) hosts: Vec<Host>,
-    tasks: Vec<Task>,
-    pub(crate) devs: Vec<NetDev>,
-    qdiscs: Vec<QdiscInst>,
-    napis: Vec<Napi>,
-    socks: Vec<crate::sock::Sock>,
-    pub(crate) links: Vec<Link>,
+    pub(crate) hosts: Table<HostId, Host>,
+    tasks: Table<TaskId, Task>,
+    pub(crate) devs: Table<DevId, NetDev>,
+    qdiscs: Table<QdiscId, QdiscInst>,
+    napis: Table<NapiId, Napi>,
+    socks: Table<SockId, crate::sock::Sock>,
+    pub(crate) links: Table<LinkId, Link>,
     /// The distinct `[[traffic]] path_delay`s, 0 first: a NIC's wire has a link for each.
     pub(crate) path_delays: Vec<u64>,
     /// Per socket, its entry's index in `path_delays`.
@@ -93,21 +95,21 @@ struct Near {
 impl Builder<'_> {
     pub(crate) fn task(&mut self, kind: TaskKind, state: TaskState, cpu: CpuId) -> TaskId {
         self.tasks.push(Task { kind, state, cpu, wake_preempt: false });
-        (self.tasks.len() - 1) as TaskId
+        TaskId::from_index(self.tasks.len() - 1)
     }
 
     /// A host of `ncpu` CPUs after the ones that exist, with the scenario's sysctls.
     pub(crate) fn host(&mut self, ncpu: u32) -> HostId {
-        let first = self.hosts.last().map_or(0, |h| h.cpus.end);
+        let first = self.hosts.last().map_or(CpuId(0), |h| h.cpus.end);
         let d = &self.scn.device;
         self.hosts.push(Host {
-            cpus: first..first + ncpu as CpuId,
+            cpus: IdRange { start: first, end: first.add(ncpu) },
             netdev_budget: d.netdev_budget as i32,
             netdev_budget_jiffies: usecs_to_jiffies(d.netdev_budget_usecs, self.hz),
             fib: Vec::new(),
             ingress: None,
         });
-        (self.hosts.len() - 1) as HostId
+        HostId::from_index(self.hosts.len() - 1)
     }
 
     /// The stack's per-packet receive cost where the consumer's rules apply (the
@@ -129,9 +131,9 @@ impl Builder<'_> {
 
     /// A NAPI instance for RX queue `queue` of `dev`, with its kthread pinned to `cpu`
     /// (created in softirq mode too, where it never runs).
-    pub(crate) fn napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack, measured: bool) -> u16 {
+    pub(crate) fn napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, rx_stack: RxStack, measured: bool) -> NapiId {
         let d = &self.scn.device;
-        let n = self.napis.len() as u16;
+        let n = NapiId::from_index(self.napis.len());
         let task = self.task(TaskKind::NapiThread(n), TaskState::Sleeping, cpu);
         let gro_batch = d.gro_normal_batch.max(1) as usize;
         self.napis.push(Napi {
@@ -171,12 +173,12 @@ impl Builder<'_> {
     /// The qdiscs of device `dev` (`tx_queues` of `num_tx_queues` allocated): noqueue,
     /// one root over all TX queues, or mq with a child per queue. Returns each TX
     /// queue's qdisc.
-    pub(crate) fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<u16>>, SetupError> {
+    pub(crate) fn qdiscs(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32) -> Result<Vec<Option<QdiscId>>, SetupError> {
         self.qdiscs_of(spec, dev, tx_queues, num_tx_queues, self.scn.device.txqueuelen)
     }
 
     /// [`Self::qdiscs`] on a device whose `tx_queue_len` is `tx_queue_len` (an ifb's).
-    pub(crate) fn qdiscs_of(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32, tx_queue_len: u32) -> Result<Vec<Option<u16>>, SetupError> {
+    pub(crate) fn qdiscs_of(&mut self, spec: &QdiscSpec, dev: DevId, tx_queues: u32, num_tx_queues: u32, tx_queue_len: u32) -> Result<Vec<Option<QdiscId>>, SetupError> {
         let d = &self.scn.device;
         let info = DevInfo { tx_queue_len, mtu_l2: d.mtu_l2(), hash_key: self.qdisc_hash_key, hz: self.hz };
         let build = |spec: &QdiscSpec| {
@@ -184,7 +186,7 @@ impl Builder<'_> {
                 .map_err(|e| SetupError::Unsupported(format!("qdisc {}: {e:?}", spec.kind)))
         };
         let mut txq_qdisc = vec![None; tx_queues as usize];
-        let first = self.qdiscs.len();
+        let first = QdiscId::from_index(self.qdiscs.len());
         match spec.kind.as_str() {
             "noqueue" => {}
             "mq" => {
@@ -193,7 +195,7 @@ impl Builder<'_> {
                 for (i, slot) in txq_qdisc.iter_mut().enumerate() {
                     // mq children have TCQ_F_ONETXQUEUE: they may bulk-dequeue by BQL budget.
                     self.qdiscs.push(QdiscInst::new(Some(build(child)?), dev, true, Some(i as u16)));
-                    *slot = Some((self.qdiscs.len() - 1) as u16);
+                    *slot = Some(QdiscId::from_index(self.qdiscs.len() - 1));
                 }
             }
             _ => {
@@ -201,11 +203,11 @@ impl Builder<'_> {
                 // one TX queue *allocated* (veth allocates num_possible_cpus() by default).
                 let onetx = num_tx_queues == 1;
                 self.qdiscs.push(QdiscInst::new(Some(build(spec)?), dev, onetx, onetx.then_some(0)));
-                let root = (self.qdiscs.len() - 1) as u16;
+                let root = QdiscId::from_index(self.qdiscs.len() - 1);
                 txq_qdisc.iter_mut().for_each(|s| *s = Some(root));
             }
         }
-        for q in &mut self.qdiscs[first..] {
+        for q in self.qdiscs.from_mut(first) {
             if matches!(q.q, Some(darkbuf_model::qdisc::AnyQdisc::Fq(_))) {
                 q.pkt_ns = self.profile.costs.fq_pkt_ns;
             }
@@ -214,7 +216,7 @@ impl Builder<'_> {
     }
 
     /// A device with the scenario's BQL and XPS settings.
-    pub(crate) fn netdev(&self, txqs: Vec<NetdevQueue>, txq_qdisc: Vec<Option<u16>>, xps: Xps, xmit_ns: f64, driver: Driver) -> NetDev {
+    pub(crate) fn netdev(&self, txqs: Vec<NetdevQueue>, txq_qdisc: Vec<Option<QdiscId>>, xps: Xps, xmit_ns: f64, driver: Driver) -> NetDev {
         let d = &self.scn.device;
         NetDev {
             txq_base: vec![Default::default(); txqs.len()],
@@ -248,21 +250,21 @@ impl Builder<'_> {
     /// ingress tree as its qdisc; what arrives on this host from the far host (host 1,
     /// which `nic()` made) is redirected to it.
     pub(crate) fn ifb(&mut self, ing: &darkbuf_scenario::IngressSpec) -> Result<(), SetupError> {
-        let dev = self.devs.len() as DevId;
+        let dev = DevId::from_index(self.devs.len());
         let txq_qdisc = self.qdiscs_of(&ing.qdisc, dev, 1, 1, darkbuf_scenario::IFB_TX_QUEUE_LEN)?;
         let mut netdev = self.netdev(vec![NetdevQueue::new(None)], txq_qdisc, Xps::Hash, 0.0, Driver::Ifb(crate::drivers::Ifb));
         // ifb_setup(): IFB_FEATURES (GSO, TSO) and no BQL.
         netdev.bql = false;
         netdev.tso = true;
         self.devs.push(netdev);
-        self.hosts[0].ingress = Some((dev, 1));
+        self.hosts[HostId(0)].ingress = Some((dev, HostId(1)));
         Ok(())
     }
 
     /// The CPU of this host's queue i's consumer: its IRQ CPU.
     pub(crate) fn irq_cpu(&self, i: u32) -> CpuId {
         let cpus = &self.scn.device.irq_cpus;
-        cpus[i as usize % cpus.len()] as CpuId
+        CpuId::from_index(cpus[i as usize % cpus.len()] as usize)
     }
 
     /// `[lan]`: the client (host 2) with its NIC (dev 2), this host's LAN NIC (dev 3) and
@@ -271,11 +273,11 @@ impl Builder<'_> {
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
         let client = self.host(lan.cpus);
-        let client_cpu0 = self.hosts[client as usize].cpus.start;
-        let (to_router, to_client) = (self.links.len() as u16, self.links.len() as u16 + 1);
+        let client_cpu0 = self.hosts[client].cpus.start;
+        let (to_router, to_client) = (LinkId::from_index(self.links.len()), LinkId::from_index(self.links.len() + 1));
         // The client's NIC, its interrupt on the client's CPU 1 (CPU 0 if it has only
         // one), as on the far host: the senders run on CPU 0 unless told otherwise.
-        let cpu = client_cpu0 + (1 % lan.cpus) as CpuId;
+        let cpu = client_cpu0.add(1 % lan.cpus);
         let client_dev = self.nic_dev(lan.rate_bps, to_router, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
         // This host's LAN NIC: its interrupt where the device's queue 0 has its own.
         let cpu = self.irq_cpu(0);
@@ -284,9 +286,9 @@ impl Builder<'_> {
         self.links.push(Link::new(client_dev, lan.delay_ns, None, 0, u32::MAX));
         // This host's FIB: the far host by the measured device, the client by its LAN NIC.
         let mut fib = vec![None; self.hosts.len()];
-        fib[1] = Some(0);
-        fib[client as usize] = Some(router_dev);
-        self.hosts[0].fib = fib;
+        fib[1] = Some(DevId(0));
+        fib[client.idx()] = Some(router_dev);
+        self.hosts[HostId(0)].fib = fib;
         self.near = Near { host: client, cpu0: client_cpu0, dev: client_dev };
         Ok(())
     }
@@ -296,12 +298,12 @@ impl Builder<'_> {
     fn far_hosts(&mut self) {
         let nic = self.scn.device.nic.is_some();
         for sk in &mut self.socks {
-            let cpu = self.tasks[sk.task as usize].cpu;
-            let host = self.hosts.iter().position(|h| h.cpus.contains(&cpu)).expect("every CPU has its host") as HostId;
+            let cpu = self.tasks[sk.task].cpu;
+            let host = HostId::from_index(self.hosts.iter().position(|h| h.cpus.contains(cpu)).expect("every CPU has its host"));
             sk.far_host = match (nic, host) {
                 (false, _) => host,
-                (true, 1) => self.near.host,
-                (true, _) => 1,
+                (true, HostId(1)) => self.near.host,
+                (true, _) => HostId(1),
             };
         }
     }
@@ -312,16 +314,16 @@ impl Builder<'_> {
         let mut pingers = Vec::new();
         let near = self.near;
         for (i, t) in self.scn.traffic.iter().enumerate() {
-            let s = self.socks.len() as SockId;
+            let s = SockId::from_index(self.socks.len());
             match t {
                 Traffic::Udp(u) => {
-                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0 + u.cpu as CpuId);
+                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0.add(u.cpu));
                     self.socks.push(UdpSock::new_sock(i as u16, u, task, near.dev));
                 }
                 Traffic::Ping(p) => {
-                    let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, near.cpu0 + p.cpu as CpuId);
+                    let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, near.cpu0.add(p.cpu));
                     // The pinger sleeps most of the time, so CFS lets it preempt at wake-up.
-                    self.tasks[task as usize].wake_preempt = true;
+                    self.tasks[task].wake_preempt = true;
                     self.socks.push(PingSock::new_sock(p, pingers.len() as u16, task, near.dev, self.reply));
                     pingers.push((s, p.interval_ns.max(1)));
                 }
@@ -338,10 +340,10 @@ impl Builder<'_> {
     /// An irtt client, sleeping until its first request at `start` (irtt sends the
     /// first at once, then every interval).
     fn irtt(&mut self, p: &darkbuf_scenario::Irtt) {
-        let s = self.socks.len() as SockId;
+        let s = SockId::from_index(self.socks.len());
         let index = self.socks.iter().filter(|k| matches!(k.kind, crate::sock::SockKind::Irtt(_))).count() as u16;
-        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, self.near.cpu0 + p.cpu as CpuId);
-        self.tasks[task as usize].wake_preempt = true;
+        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, self.near.cpu0.add(p.cpu));
+        self.tasks[task].wake_preempt = true;
         let end = self.scn.warmup_ns + self.scn.duration_ns;
         self.socks.push(crate::sock::IrttSock::new_sock(p, index, task, self.near.dev, self.reply, end));
         self.starts.push((p.start_ns, task));
@@ -354,26 +356,26 @@ impl Builder<'_> {
         let nic = self.scn.device.nic.is_some();
         let near = self.near;
         let (dev, ack_dev, cpu0) = match self.sends_from_far(f) {
-            false => (near.dev, nic.then_some(1), near.cpu0),
-            true => (1, Some(near.dev), self.hosts[1].cpus.start),
+            false => (near.dev, nic.then_some(DevId(1)), near.cpu0),
+            true => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
         };
         let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
         let end = self.scn.warmup_ns + self.scn.duration_ns;
         // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
-        let spec = match dev {
+        let spec = match dev.0 {
             1 => self.scn.peer.as_ref().map(|p| &p.qdisc),
             0 => Some(&self.scn.qdisc),
             _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
         };
         let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
-        let first = self.socks.len() as SockId;
+        let first = SockId::from_index(self.socks.len());
         for flow in 0..f.flows {
-            let s = self.socks.len() as SockId;
+            let s = SockId::from_index(self.socks.len());
             let state = if f.start_ns == 0 { TaskState::Runnable } else { TaskState::Sleeping };
-            let task = self.task(TaskKind::Proc(s), state, cpu0 + f.cpu as CpuId);
+            let task = self.task(TaskKind::Proc(s), state, cpu0.add(f.cpu));
             // Each connection's own random stream (BBR's gain-cycle phase), from the
             // run's seed: adding a flow changes no other flow's draws.
-            let sock_seed = self.seed ^ (s as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let sock_seed = self.seed ^ (s.0 as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, sock_seed);
             if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
                 if fq {
@@ -411,22 +413,22 @@ impl Builder<'_> {
         // on dev 0) or a [lan] client's NIC otherwise.
         let nic = self.scn.device.nic.is_some();
         let (cpu0, rx_dev) = match self.sends_from_far(f) {
-            false if nic => (self.hosts[1].cpus.start, 1),
-            false => (self.near.cpu0, 0),
+            false if nic => (self.hosts[HostId(1)].cpus.start, DevId(1)),
+            false => (self.near.cpu0, DevId(0)),
             true => (self.near.cpu0, self.near.dev),
         };
         // Its first queue's NAPI CPU as built (tun has no NAPI: its IRQ CPU).
-        let napi_cpu = self.napis.iter().find(|n| n.dev == rx_dev && n.queue == 0).map(|n| self.tasks[n.task as usize].cpu);
+        let napi_cpu = self.napis.iter().find(|n| n.dev == rx_dev && n.queue == 0).map(|n| self.tasks[n.task].cpu);
         let cpu = match f.receiver_cpu {
-            Some(c) => cpu0 + c as CpuId,
-            None => napi_cpu.unwrap_or_else(|| cpu0 + self.irq_cpu(0)),
+            Some(c) => cpu0.add(c),
+            None => napi_cpu.unwrap_or_else(|| cpu0.add(self.irq_cpu(0).0 as u32)),
         };
         let n = f.flows;
-        let readers: Vec<(SockId, u32)> = if poll { vec![(first, n)] } else { (first..first + n).map(|s| (s, 1)).collect() };
+        let readers: Vec<(SockId, u32)> = if poll { vec![(first, n)] } else { IdRange { start: first, end: first.add(n) }.iter().map(|s| (s, 1)).collect() };
         for (first, n) in readers {
             let task = self.task(TaskKind::TcpReader { first, n }, TaskState::Sleeping, cpu);
-            for s in first..first + n {
-                if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s as usize].kind {
+            for s in (IdRange { start: first, end: first.add(n) }).iter() {
+                if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                     let app = t.rcv.app.as_mut().expect("a modelled receiver");
                     app.reader = task;
                     app.poll = poll;
@@ -456,13 +458,13 @@ impl World {
             jiffies0,
             qdisc_hash_key: rng.gen(),
             seed,
-            hosts: Vec::new(),
-            tasks: Vec::new(),
-            devs: Vec::new(),
-            qdiscs: Vec::new(),
-            napis: Vec::new(),
-            socks: Vec::new(),
-            links: Vec::new(),
+            hosts: Table::from(Vec::new()),
+            tasks: Table::from(Vec::new()),
+            devs: Table::from(Vec::new()),
+            qdiscs: Table::from(Vec::new()),
+            napis: Table::from(Vec::new()),
+            socks: Table::from(Vec::new()),
+            links: Table::from(Vec::new()),
             path_delays: std::iter::once(0).chain(scn.traffic.iter().map(Traffic::path_delay_ns)).fold(Vec::new(), |mut v, d| {
                 if !v.contains(&d) {
                     v.push(d);
@@ -473,7 +475,7 @@ impl World {
             sock_traffic: Vec::new(),
             reply: ReplyPath::Constant,
             starts: Vec::new(),
-            near: Near { host: 0, cpu0: 0, dev: 0 },
+            near: Near { host: HostId(0), cpu0: CpuId(0), dev: DevId(0) },
         };
         b.host(scn.machine.cpus.max(2));
         match scn.device.driver {
@@ -492,20 +494,20 @@ impl World {
         b.far_hosts();
         b.wifi_stations();
         let starts = std::mem::take(&mut b.starts);
-        let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end) as usize;
-        let ksoftirqd_base = b.tasks.len() as TaskId;
+        let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end.idx());
+        let ksoftirqd_base = TaskId::from_index(b.tasks.len());
         for c in 0..ncpu {
-            b.task(TaskKind::Ksoftirqd, TaskState::Sleeping, c as CpuId);
+            b.task(TaskKind::Ksoftirqd, TaskState::Sleeping, CpuId::from_index(c));
         }
         // A router's traffic leaves dev 0 from the CPU of its LAN NIC's NAPI.
-        let forward_cpu = scn.lan.as_ref().map(|_| b.irq_cpu(0) as usize);
+        let forward_cpu = scn.lan.as_ref().map(|_| b.irq_cpu(0).idx());
         let measured_txq = match scn.wifi {
             // The radio's traffic is best effort: AC BE, queue 2.
-            Some(_) => (0, 2),
-            None => (0, measured_queue(scn, &b.devs[0].xps, forward_cpu)),
+            Some(_) => (DevId(0), 2),
+            None => (DevId(0), measured_queue(scn, &b.devs[DevId(0)].xps, forward_cpu)),
         };
         let ntasks = b.tasks.len();
-        let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.clone().map(move |_| Cpu::new(h as HostId, ntasks)));
+        let cpus = b.hosts.iter().enumerate().flat_map(|(h, host)| host.cpus.iter().map(move |_| Cpu::new(HostId::from_index(h), ntasks)));
         let profile_noise = profile.noise;
         for q in &mut b.qdiscs {
             q.measured = q.dev == measured_txq.0;
@@ -517,12 +519,12 @@ impl World {
             cpus: cpus.collect(),
             ksoftirqd_base,
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
-            tasks: b.tasks.into(),
+            tasks: b.tasks,
             hosts: b.hosts,
-            devs: b.devs.into(),
-            qdiscs: b.qdiscs.into(),
-            napis: b.napis.into(),
-            socks: b.socks.into(),
+            devs: b.devs,
+            qdiscs: b.qdiscs,
+            napis: b.napis,
+            socks: b.socks,
             links: b.links,
             sock_link: b.sock_link,
             forwarding: scn.lan.is_some(),
@@ -530,7 +532,7 @@ impl World {
             deferred: Vec::new(),
             pkts: Arena::with_capacity(4096),
             measured_txq,
-            current_cpu: 0,
+            current_cpu: CpuId(0),
             metrics: Metrics::default(),
             rng,
             path_rng: crate::path::path_rng(seed, scn.path.as_ref()),
@@ -553,7 +555,7 @@ impl World {
             #[cfg(test)]
             drop_bursts: true,
         };
-        w.metrics.bql_txq = vec![Default::default(); w.devs[measured_txq.0 as usize].txqs.len()];
+        w.metrics.bql_txq = vec![Default::default(); w.devs[measured_txq.0].txqs.len()];
         w.check_ids();
         w.start(&pingers);
         for (at, task) in starts {
@@ -565,15 +567,15 @@ impl World {
     /// Time 0: runnable processes start in task order on their CPUs, and the first
     /// events are queued.
     fn start(&mut self, pingers: &[(SockId, u64)]) {
-        for ti in 0..self.tasks.len() {
+        for ti in self.tasks.ids() {
             let t = self.tasks[ti];
             if t.state == TaskState::Runnable {
-                self.cpus[t.cpu as usize].runnable.push_back(ti as TaskId);
+                self.cpus[t.cpu].runnable.push_back(ti);
             }
         }
-        for c in 0..self.cpus.len() {
+        for c in self.cpus.ids() {
             if !self.cpus[c].runnable.is_empty() {
-                self.cpu_kick(c as CpuId, 0);
+                self.cpu_kick(c, 0);
             }
         }
         self.events.push(self.cfg.start, Event::Warmup);
@@ -589,7 +591,7 @@ impl World {
         // with different seeds sample differently (and pingers are not in step).
         for &(s, interval) in pingers {
             let phase = self.rng.gen_range(0..interval);
-            let task = self.socks[s as usize].task;
+            let task = self.socks[s].task;
             self.events.push(phase, Event::TaskTimer(task));
         }
     }

@@ -3,7 +3,9 @@
 //! When pending softirqs run (at the end of a task's unit, `local_bh_enable()`) and
 //! when they are deferred to ksoftirqd is the executor's (`sched.rs`).
 
-use crate::cpu::{CpuId, Frame, NapiId, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ, TASKLET_SOFTIRQ};
+use crate::cpu::{Frame, PollPhase, Step, NET_RX_SOFTIRQ, NET_TX_SOFTIRQ, TASKLET_SOFTIRQ};
+
+use crate::id::{CpuId, NapiId};
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::world::World;
 use std::collections::VecDeque;
@@ -21,13 +23,13 @@ fn list_splice_tail_init<T>(src: &mut VecDeque<T>, dst: &mut VecDeque<T>) {
 impl World {
     /// `raise_softirq()` on `cpu` (always the CPU executing the caller).
     pub fn raise_softirq(&mut self, cpu: CpuId, bit: u8) {
-        self.cpus[cpu as usize].softirq_pending |= bit;
+        self.cpus[cpu].softirq_pending |= bit;
     }
 
     /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
     /// before NET_RX, and NET_RX before TASKLET, by softirq number).
     pub fn push_softirqs(&mut self, cpu: CpuId) {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         let pending = std::mem::take(&mut c.softirq_pending);
         if pending & TASKLET_SOFTIRQ != 0 {
             c.frames.push(Frame::SockWork { started: false });
@@ -43,14 +45,14 @@ impl World {
     /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
     #[inline(never)]
     pub fn net_tx_action(&mut self, cpu: CpuId, started: &mut bool) -> Step {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         if !*started {
             *started = true;
             list_splice_tail_init(&mut c.output_queue, &mut c.tx_local);
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         let Some(qi) = c.tx_local.pop_front() else { return Step::Done(0) };
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         q.sched = false;
         if q.running {
             // Another CPU runs it and will drain it (qdisc_run_begin() fails).
@@ -65,10 +67,10 @@ impl World {
     /// leftovers and repolls go back on the list and re-raise NET_RX.
     #[inline(never)]
     pub fn net_rx_action(&mut self, cpu: CpuId, started: &mut bool, awaiting: &mut Option<NapiId>) -> Step {
-        let ci = cpu as usize;
+        let ci = cpu;
         if !*started {
             *started = true;
-            let host = &self.hosts[self.cpus[ci].host as usize];
+            let host = &self.hosts[self.cpus[ci].host];
             let (budget, budget_jiffies) = (host.netdev_budget, host.netdev_budget_jiffies);
             let time_limit = self.jiffies() + budget_jiffies;
             let c = &mut self.cpus[ci];
@@ -99,7 +101,7 @@ impl World {
     }
 
     fn net_rx_action_end(&mut self, cpu: CpuId) -> Step {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         // poll_list = unpolled ++ newly scheduled ++ repoll.
         let mut newly = std::mem::take(&mut c.poll_list);
         let mut list = std::mem::take(&mut c.rx_local);

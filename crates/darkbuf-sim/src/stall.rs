@@ -17,7 +17,7 @@
 //! Stalls draw from their own seeded stream (not `World::rng`), one Poisson process
 //! per CPU: with or without stalls, every cost draw of the model is the same draw.
 
-use crate::cpu::CpuId;
+use crate::id::CpuId;
 use crate::event::Event;
 use darkbuf_measure::profile::Stall;
 use crate::world::World;
@@ -77,7 +77,7 @@ impl World {
         }
         for c in 0..self.cpus.len() {
             let at = self.stalls.next_gap();
-            self.events.push(at, Event::Stall(c as CpuId));
+            self.events.push(at, Event::Stall(CpuId::from_index(c)));
         }
     }
 
@@ -87,7 +87,7 @@ impl World {
     pub(crate) fn cpu_stall(&mut self, cpu: CpuId) {
         let d = self.stalls.length();
         if !self.events.postpone_cpu(cpu, d) {
-            self.stalls.until[cpu as usize] = self.now + d;
+            self.stalls.until[cpu.idx()] = self.now + d;
         }
         if self.measuring() {
             self.stalls.total_ns += d;

@@ -1,5 +1,6 @@
-//! The world's tables (CPUs, tasks, devices, qdiscs, NAPI instances, sockets), indexed
-//! by the ids `setup` hands out, without a bounds check per access.
+//! The world's tables (CPUs, tasks, devices, qdiscs, NAPI instances, sockets, hosts,
+//! links), each indexed by its own id type (`id.rs`) as `setup` hands them out, without
+//! a bounds check per access.
 //!
 //! Why: a delivered packet of a UDP flood touches these tables about 40 times (the
 //! socket, its device, the TX queue's qdisc, the CPU's run queue, the peer's NAPI...).
@@ -8,8 +9,8 @@
 //! here; a table of fixed length indexed by validated ids is the same guarantee.
 //!
 //! Safety rests on two rules, both enforced here or at construction:
-//! - a table's length never changes after `World::new` (it derefs to a slice, which
-//!   cannot grow or shrink, and has no `push`);
+//! - a table never shrinks: `setup` only `push`es, and there is no `Deref` to a `Vec`
+//!   or slice through which it could shrink or a `usize` could index it;
 //! - every id is checked against its table once, where it is made:
 //!   `World::check_ids()` walks every id the world stores (a task's socket, a NAPI's
 //!   device, a device's qdiscs, a queue's IRQ CPU...) before the first event runs, and
@@ -18,75 +19,138 @@
 //! Builds with debug assertions (`cargo test`, see the workspace's `[profile.test]`)
 //! check every access as well.
 
-use std::ops::{Deref, DerefMut, Index, IndexMut};
+use crate::id::{Id, IdRange};
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
 
-pub struct Table<T>(Vec<T>);
+/// A table of fixed length, indexed by its own id type `I` only (no `usize`, no other
+/// table's id): smoltcp's `SocketSet` indexed by `SocketHandle`.
+pub struct Table<I, T> {
+    v: Vec<T>,
+    id: PhantomData<fn(I) -> I>,
+}
 
-impl<T> Table<T> {
+impl<I: Id, T> Table<I, T> {
     /// Panics unless `id` indexes this table: for `World::check_ids()`.
-    pub fn check(&self, id: usize, what: &str) {
-        assert!(id < self.0.len(), "{what} {id} is not in its table of {}", self.0.len());
+    pub fn check(&self, id: I, what: &str) {
+        assert!(id.index() < self.v.len(), "{what} {id:?} is not in its table of {}", self.v.len());
+    }
+
+    /// Appends an entry and returns its id: for `setup` only. A table only grows, so
+    /// an id once valid stays valid.
+    pub fn push(&mut self, t: T) -> I {
+        self.v.push(t);
+        I::from_index(self.v.len() - 1)
+    }
+
+    /// The entry with the highest id.
+    pub fn last(&self) -> Option<&T> {
+        self.v.last()
+    }
+
+    /// The entries from id `first` on (`setup`: the qdiscs one call made).
+    pub fn from_mut(&mut self, first: I) -> &mut [T] {
+        &mut self.v[first.index()..]
+    }
+
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.v.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.v.iter_mut()
+    }
+
+    /// Every id of the table, in order.
+    pub fn ids(&self) -> impl Iterator<Item = I> + Clone {
+        (0..self.v.len()).map(I::from_index)
+    }
+
+    /// `(id, entry)` for every entry, in order.
+    pub fn iter_ids(&self) -> impl Iterator<Item = (I, &T)> {
+        self.v.iter().enumerate().map(|(i, t)| (I::from_index(i), t))
+    }
+
+    /// `(id, entry)` for every entry, in order, mutable.
+    pub fn iter_ids_mut(&mut self) -> impl Iterator<Item = (I, &mut T)> {
+        self.v.iter_mut().enumerate().map(|(i, t)| (I::from_index(i), t))
+    }
+
+    /// The entry of an id that may be out of the table (an id from outside the world,
+    /// such as a packet's).
+    pub fn get(&self, id: I) -> Option<&T> {
+        self.v.get(id.index())
+    }
+
+    /// The entries of two different ids at once (a veth pair's two ends).
+    pub fn pair_mut(&mut self, a: I, b: I) -> (&mut T, &mut T) {
+        let (a, b) = (a.index(), b.index());
+        assert!(a != b && a < self.v.len() && b < self.v.len(), "pair_mut({a}, {b}) of {}", self.v.len());
+        if a < b {
+            let (lo, hi) = self.v.split_at_mut(b);
+            (&mut lo[a], &mut hi[0])
+        } else {
+            let (lo, hi) = self.v.split_at_mut(a);
+            (&mut hi[0], &mut lo[b])
+        }
     }
 }
 
-impl<T> From<Vec<T>> for Table<T> {
+impl<I, T> From<Vec<T>> for Table<I, T> {
     fn from(v: Vec<T>) -> Self {
-        Table(v)
+        Table { v, id: PhantomData }
     }
 }
 
-impl<T> FromIterator<T> for Table<T> {
-    fn from_iter<I: IntoIterator<Item = T>>(it: I) -> Self {
-        Table(it.into_iter().collect())
+impl<I, T> FromIterator<T> for Table<I, T> {
+    fn from_iter<It: IntoIterator<Item = T>>(it: It) -> Self {
+        Table { v: it.into_iter().collect(), id: PhantomData }
     }
 }
 
-impl<T> Deref for Table<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        &self.0
-    }
-}
-
-impl<T> DerefMut for Table<T> {
-    fn deref_mut(&mut self) -> &mut [T] {
-        &mut self.0
-    }
-}
-
-impl<T> Index<usize> for Table<T> {
+impl<I: Id, T> Index<I> for Table<I, T> {
     type Output = T;
     #[inline(always)]
-    fn index(&self, id: usize) -> &T {
-        debug_assert!(id < self.0.len(), "id {id} out of a table of {}", self.0.len());
+    fn index(&self, id: I) -> &T {
+        let i = id.index();
+        debug_assert!(i < self.v.len(), "{id:?} out of a table of {}", self.v.len());
         // SAFETY: ids are checked against their table when made (module doc), and the
         // table's length is fixed.
-        unsafe { self.0.get_unchecked(id) }
+        unsafe { self.v.get_unchecked(i) }
     }
 }
 
-impl<T> IndexMut<usize> for Table<T> {
+impl<I: Id, T> IndexMut<I> for Table<I, T> {
     #[inline(always)]
-    fn index_mut(&mut self, id: usize) -> &mut T {
-        debug_assert!(id < self.0.len(), "id {id} out of a table of {}", self.0.len());
+    fn index_mut(&mut self, id: I) -> &mut T {
+        let i = id.index();
+        debug_assert!(i < self.v.len(), "{id:?} out of a table of {}", self.v.len());
         // SAFETY: as for `index`.
-        unsafe { self.0.get_unchecked_mut(id) }
+        unsafe { self.v.get_unchecked_mut(i) }
     }
 }
 
-impl<'a, T> IntoIterator for &'a Table<T> {
+impl<'a, I, T> IntoIterator for &'a Table<I, T> {
     type Item = &'a T;
     type IntoIter = std::slice::Iter<'a, T>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.v.iter()
     }
 }
 
-impl<'a, T> IntoIterator for &'a mut Table<T> {
+impl<'a, I, T> IntoIterator for &'a mut Table<I, T> {
     type Item = &'a mut T;
     type IntoIter = std::slice::IterMut<'a, T>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter_mut()
+        self.v.iter_mut()
     }
 }
 
@@ -96,61 +160,61 @@ impl crate::world::World {
     /// `World::new`; a failure is a bug in `setup`, reported as a panic there.
     pub(crate) fn check_ids(&self) {
         use crate::cpu::TaskKind;
-        use crate::cpu::DevId;
+        use crate::id::DevId;
         let ncpu = self.cpus.len();
         for h in &self.hosts {
-            assert!(h.cpus.end as usize <= ncpu, "host CPUs {:?} beyond {ncpu}", h.cpus);
+            assert!(h.cpus.end.idx() <= ncpu, "host CPUs {:?} beyond {ncpu}", h.cpus);
             for dev in h.fib.iter().flatten() {
-                self.devs.check(*dev as usize, "route device");
+                self.devs.check(*dev, "route device");
             }
         }
-        for c in 0..ncpu {
-            self.tasks.check(self.ksoftirqd(c as u16) as usize, "ksoftirqd task");
+        for c in self.cpus.ids() {
+            self.tasks.check(self.ksoftirqd(c), "ksoftirqd task");
         }
         for t in &self.tasks {
-            self.cpus.check(t.cpu as usize, "task CPU");
+            self.cpus.check(t.cpu, "task CPU");
             match t.kind {
-                TaskKind::Proc(s) => self.socks.check(s as usize, "task socket"),
-                TaskKind::NapiThread(n) => self.napis.check(n as usize, "task NAPI"),
-                TaskKind::DevWorker { dev, .. } => self.devs.check(dev as usize, "task device"),
+                TaskKind::Proc(s) => self.socks.check(s, "task socket"),
+                TaskKind::NapiThread(n) => self.napis.check(n, "task NAPI"),
+                TaskKind::DevWorker { dev, .. } => self.devs.check(dev, "task device"),
                 TaskKind::TcpReader { first, n } => {
-                    for s in first..first + n {
-                        self.socks.check(s as usize, "reader socket");
+                    for s in (IdRange { start: first, end: first.add(n) }).iter() {
+                        self.socks.check(s, "reader socket");
                     }
                 }
                 TaskKind::Ksoftirqd => {}
             }
         }
         for n in &self.napis {
-            self.tasks.check(n.task as usize, "NAPI task");
-            self.devs.check(n.dev as usize, "NAPI device");
+            self.tasks.check(n.task, "NAPI task");
+            self.devs.check(n.dev, "NAPI device");
         }
         for s in &self.socks {
-            self.tasks.check(s.task as usize, "socket task");
-            self.devs.check(s.dev as usize, "socket device");
+            self.tasks.check(s.task, "socket task");
+            self.devs.check(s.dev, "socket device");
             if let crate::sock::SockKind::Tcp(t) = &s.kind {
                 if let Some(dev) = t.ack_dev {
-                    self.devs.check(dev as usize, "TCP ACK device");
+                    self.devs.check(dev, "TCP ACK device");
                 }
                 if let Some(app) = &t.rcv.app {
-                    self.tasks.check(app.reader as usize, "TCP reader task");
+                    self.tasks.check(app.reader, "TCP reader task");
                 }
-                self.cpus.check(t.softirq_cpu as usize, "TCP softirq CPU");
+                self.cpus.check(t.softirq_cpu, "TCP softirq CPU");
             }
         }
         for q in &self.qdiscs {
-            self.devs.check(q.dev as usize, "qdisc device");
-            self.cpus.check(q.watchdog_cpu as usize, "qdisc watchdog CPU");
+            self.devs.check(q.dev, "qdisc device");
+            self.cpus.check(q.watchdog_cpu, "qdisc watchdog CPU");
         }
         for (dev, d) in self.devs.iter().enumerate() {
             for qi in d.txq_qdisc.iter().flatten() {
-                self.qdiscs.check(*qi as usize, "TX queue qdisc");
+                self.qdiscs.check(*qi, "TX queue qdisc");
             }
-            self.drv_check_ids(dev as DevId);
+            self.drv_check_ids(DevId::from_index(dev));
         }
         for l in &self.links {
-            self.devs.check(l.to as usize, "link device");
+            self.devs.check(l.to, "link device");
         }
-        self.devs.check(self.measured_txq.0 as usize, "measured device");
+        self.devs.check(self.measured_txq.0, "measured device");
     }
 }

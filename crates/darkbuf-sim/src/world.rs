@@ -4,7 +4,8 @@
 //! that runs the CPUs in `sched.rs`.
 
 use crate::arena::Arena;
-use crate::cpu::{Cpu, CpuId, DevId, SockId, Task, TaskId};
+use crate::cpu::{Cpu, Task};
+use crate::id::{CpuId, DevId, HostId, LinkId, NapiId, QdiscId, SockId, TaskId};
 use crate::dev::sch::QdiscInst;
 use crate::dev::NetDev;
 use crate::event::{Event, EventQueue};
@@ -39,18 +40,18 @@ pub struct World {
     pub cfg: Config,
     pub profile: Profile,
     pub events: EventQueue,
-    pub cpus: Table<Cpu>,
-    pub tasks: Table<Task>,
+    pub cpus: Table<CpuId, Cpu>,
+    pub tasks: Table<TaskId, Task>,
     /// `ksoftirqd/N` is task `ksoftirqd_base + N`.
     pub ksoftirqd_base: TaskId,
     /// `jiffies()`: start of the current tick (ns) and its jiffies value.
     pub(crate) jiffy_cache: std::cell::Cell<(u64, u64)>,
-    pub hosts: Vec<Host>,
-    pub devs: Table<NetDev>,
-    pub qdiscs: Table<QdiscInst>,
-    pub napis: Table<Napi>,
-    pub socks: Table<Sock>,
-    pub links: Vec<crate::path::Link>,
+    pub hosts: Table<HostId, Host>,
+    pub devs: Table<DevId, NetDev>,
+    pub qdiscs: Table<QdiscId, QdiscInst>,
+    pub napis: Table<NapiId, Napi>,
+    pub socks: Table<SockId, Sock>,
+    pub links: Table<LinkId, crate::path::Link>,
     /// Per socket, which of its wire's links its packets take (`[[traffic]]
     /// path_delay`): 0, the shared path, unless its entry adds a delay of its own.
     pub sock_link: Vec<u16>,
@@ -180,30 +181,12 @@ impl World {
     /// Snapshots the counters the measured window is reported against.
     fn warmup_done(&mut self) {
         self.run_qdisc_timers();
-        for q in &mut self.qdiscs {
-            q.base = q.tc_counters();
-            q.xbase = q.q.as_ref().map_or_else(Vec::new, |a| darkbuf_model::qdisc::Qdisc::xstats(a));
-        }
-        for s in 0..self.socks.len() {
-            if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
-                t.stats.retrans_base = t.total_retrans;
-                t.stats.reord_seen_base = t.reord_seen;
-                t.stats.dsack_dups_base = t.dsack_dups;
-                t.stats.undos_base = t.undos;
-                t.stats.backlog_acks_base = t.lock.backlog_acks;
-                t.stats.backlog_coalesce_base = t.lock.backlog_coalesce;
-                t.stats.deferred_work_base = t.lock.deferred_work;
-                t.stats.timeouts_base = t.timeouts;
-                t.stats.loss_probes_base = t.loss_probes;
-                t.stats.tlp_recoveries_base = t.tlp_recoveries;
-                t.stats.delivered_ce_base = t.delivered_ce;
-                self.tcp_stats_tick(s as SockId);
-            }
-        }
-        for d in &mut self.devs {
-            d.txq_base = d.txqs.iter().map(|q| q.stats.clone()).collect();
-            if let crate::drivers::Driver::Nic(n) = &mut d.driver {
-                n.base = n.stats;
+        // Each object snapshots its own counters; the time integrals start here too.
+        self.qdiscs.iter_mut().for_each(QdiscInst::start_window);
+        self.devs.iter_mut().for_each(NetDev::start_window);
+        for s in self.socks.ids() {
+            if self.socks[s].start_window() {
+                self.tcp_stats_tick(s);
             }
         }
         let (m, now) = (&mut self.metrics, self.now);
@@ -221,11 +204,11 @@ impl World {
 
     /// Makes an idle CPU start executing after `delay` ns.
     pub fn cpu_kick(&mut self, cpu: CpuId, delay: u64) {
-        let c = &mut self.cpus[cpu as usize];
+        let c = &mut self.cpus[cpu];
         if !c.busy {
             c.busy = true;
             // A CPU stalled while idle starts when the stall is over.
-            let at = (self.now + delay).max(self.stalls.until[cpu as usize]);
+            let at = (self.now + delay).max(self.stalls.until[cpu.idx()]);
             self.events.push(at, Event::Cpu(cpu));
         }
     }

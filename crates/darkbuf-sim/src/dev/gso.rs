@@ -17,8 +17,8 @@
 //!   truesizes and the GSO skb's (every segment has its own skb head).
 
 use crate::arena::{Destructor, PktInfo, Proto};
-use crate::cpu::DevId;
-use crate::sock::tcp::TCP_HDR;
+use crate::id::DevId;
+use crate::wire::TCP_HDR;
 use crate::world::World;
 use darkbuf_model::Skb;
 
@@ -33,7 +33,7 @@ impl World {
     /// buffer (no allocation in the steady state). Returns the segments added.
     #[inline(never)]
     pub fn validate_xmit_skb_list(&mut self, dev: DevId, list: &mut Vec<Skb>) -> usize {
-        if self.devs[dev as usize].tso || list.iter().all(|s| s.segs() <= 1) {
+        if self.devs[dev].tso || list.iter().all(|s| s.segs() <= 1) {
             return 0;
         }
         let mut scratch = std::mem::take(&mut self.gso_scratch);
@@ -89,7 +89,7 @@ impl World {
         }
         if copy_destructor {
             // The segments' truesizes replace the GSO skb's in sk_wmem_alloc.
-            let wmem = &mut self.socks[info.sock as usize].wmem_alloc;
+            let wmem = &mut self.socks[info.sock].wmem_alloc;
             *wmem = (*wmem + sum_truesize).saturating_sub(info.truesize as u64);
         }
         n as usize

@@ -10,7 +10,7 @@ pub mod gso;
 pub mod sch;
 pub mod stack_ops;
 
-use crate::cpu::{CpuId, DevId, QdiscId};
+use crate::id::{CpuId, DevId, QdiscId};
 use crate::drivers::{Driver, NetdevTx};
 use crate::world::World;
 use darkbuf_model::qdisc::{EnqueueVerdict, Qdisc};
@@ -70,7 +70,7 @@ pub struct NetDev {
     /// `dev->_tx`: the TX queues (`real_num_tx_queues` of them).
     pub txqs: Vec<NetdevQueue>,
     /// The qdisc attached to each TX queue (`txq->qdisc`); `None` = noqueue.
-    pub txq_qdisc: Vec<Option<crate::cpu::QdiscId>>,
+    pub txq_qdisc: Vec<Option<crate::id::QdiscId>>,
     /// TX queue counters at the start of the measured window.
     pub txq_base: Vec<TxqStats>,
     pub xps: Xps,
@@ -93,6 +93,15 @@ pub struct NetDev {
 }
 
 impl NetDev {
+    /// The measured window starts: each TX queue's counters and the driver's now are
+    /// its base.
+    pub fn start_window(&mut self) {
+        self.txq_base = self.txqs.iter().map(|q| q.stats.clone()).collect();
+        if let crate::drivers::Driver::Nic(n) = &mut self.driver {
+            n.base = n.stats;
+        }
+    }
+
     /// The BQL charge of a packet of `len` bytes.
     #[inline]
     pub fn bql_units(&self, len: u32) -> u32 {
@@ -126,11 +135,11 @@ impl World {
         if let Some(q) = self.ndo_select_queue(dev, skb) {
             return q;
         }
-        let d = &self.devs[dev as usize];
+        let d = &self.devs[dev];
         match &d.xps {
             Xps::Queue(q) => *q,
             Xps::Hash => d.skb_tx_hash(skb),
-            Xps::CpuMap(map) => match map[cpu as usize].as_slice() {
+            Xps::CpuMap(map) => match map[cpu.idx()].as_slice() {
                 [] => d.skb_tx_hash(skb),
                 [q] => *q,
                 qs => qs[darkbuf_model::skb::reciprocal_scale(flow_hash(skb.flow, d.txhash_key), qs.len() as u32) as usize],
@@ -151,13 +160,13 @@ impl World {
     pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<QdiscId>, EnqueueVerdict) {
         let id = skb.id;
         let txq = skb.queue_mapping as usize;
-        let Some(qi) = self.devs[dev as usize].txq_qdisc[txq] else {
+        let Some(qi) = self.devs[dev].txq_qdisc[txq] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.
-            if !self.devs[dev as usize].tso && skb.segs() > 1 {
+            if !self.devs[dev].tso && skb.segs() > 1 {
                 return self.noqueue_xmit_segments(cpu, dev, skb);
             }
-            let cost = self.cost(self.devs[dev as usize].xmit_ns);
-            if self.devs[dev as usize].txqs[txq].xmit_stopped()
+            let cost = self.cost(self.devs[dev].xmit_ns);
+            if self.devs[dev].txqs[txq].xmit_stopped()
                 || self.ndo_start_xmit(cpu, dev, skb, false) == NetdevTx::Busy
             {
                 if self.measuring() {
@@ -169,7 +178,7 @@ impl World {
             return (cost, None, EnqueueVerdict::Success);
         };
         let now = self.now;
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if q.can_bypass && q.qlen() == 0 && !q.running {
             // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
             q.running = true;
@@ -181,16 +190,16 @@ impl World {
             // Stamped like an enqueued packet: if the driver pushes it back, it joins
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
-            if !self.devs[dev as usize].tso {
+            if !self.devs[dev].tso {
                 self.validate_xmit_skb_list(dev, &mut list);
             }
-            let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
+            let cost = self.cost(self.devs[dev].xmit_ns * list.len() as f64);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
             self.bulk = list;
             if ok {
                 return (cost, Some(qi), EnqueueVerdict::Success);
             }
-            self.qdiscs[qi as usize].running = false;
+            self.qdiscs[qi].running = false;
             return (cost, None, EnqueueVerdict::Success);
         }
         let mut stamped = skb;
@@ -200,10 +209,10 @@ impl World {
         self.metrics.qdisc_enter(measured, now);
         let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
         self.free_drops(measured);
-        if self.qdiscs[qi as usize].stack_ops {
+        if self.qdiscs[qi].stack_ops {
             self.qdisc_stack_ops(qi);
         }
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if !q.running {
             q.running = true;
             return (0, Some(qi), verdict);
@@ -221,11 +230,11 @@ impl World {
         list.push(skb);
         self.validate_xmit_skb_list(dev, &mut list);
         let txq = skb.queue_mapping as usize;
-        let cost = self.cost(self.devs[dev as usize].xmit_ns * list.len() as f64);
+        let cost = self.cost(self.devs[dev].xmit_ns * list.len() as f64);
         let mut verdict = EnqueueVerdict::Success;
         for i in 0..list.len() {
             let seg = list[i];
-            let sent = !self.devs[dev as usize].txqs[txq].xmit_stopped()
+            let sent = !self.devs[dev].txqs[txq].xmit_stopped()
                 && self.ndo_start_xmit(cpu, dev, seg, i + 1 < list.len()) != NetdevTx::Busy;
             if !sent {
                 if self.measuring() {
@@ -338,7 +347,7 @@ impl World {
     /// retransmission), its skb freed without `tcp_wfree()` (the kernel never built its
     /// clone). A loop sends in sequence order (retransmissions, then new data), so
     /// "after" is a later sequence number, whatever the transmits' costs.
-    fn tcp_unsend_burst(&mut self, s: crate::cpu::SockId, burst: u32, seq: u32) {
+    fn tcp_unsend_burst(&mut self, s: crate::id::SockId, burst: u32, seq: u32) {
         let mut later = std::mem::take(&mut self.unsend_scratch);
         for (slot, d) in self.deferred.iter().enumerate() {
             if let Some(Deferred::Xmit { skb, tcp, .. }) = d {
@@ -354,7 +363,7 @@ impl World {
         for &(_, slot) in &later {
             let Some(Deferred::Xmit { skb, .. }) = self.deferred[slot].replace(Deferred::Cancelled) else { unreachable!() };
             let (seq, segs) = (self.pkts.get(skb.id).seq, self.pkts.get(skb.id).segs);
-            self.socks[s as usize].wmem_alloc -= skb.truesize as u64;
+            self.socks[s].wmem_alloc -= skb.truesize as u64;
             self.pkts.free(skb.id);
             self.created -= 1;
             self.tcp_unsend(s, seq, segs as u32);
@@ -368,7 +377,7 @@ impl World {
     fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
         let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         if let Some(q) = next {
-            self.qdiscs[q as usize].running = false;
+            self.qdiscs[q].running = false;
             self.netif_schedule(cpu, q);
             self.cpu_kick(cpu, 0);
         }
@@ -383,7 +392,7 @@ impl World {
             return;
         }
         let jiffies = self.jiffies();
-        match self.devs[dev as usize].txqs[txq as usize].netdev_tx_completed_queue(units, jiffies) {
+        match self.devs[dev].txqs[txq as usize].netdev_tx_completed_queue(units, jiffies) {
             Ok(schedule) => {
                 if self.measuring() {
                     self.metrics.bql_completions += 1;
@@ -393,7 +402,7 @@ impl World {
                 }
                 self.bql_sample(dev, txq as usize, true);
                 if schedule {
-                    if let Some(qi) = self.devs[dev as usize].txq_qdisc[txq as usize] {
+                    if let Some(qi) = self.devs[dev].txq_qdisc[txq as usize] {
                         self.netif_schedule(cpu, qi);
                     }
                 }
@@ -413,7 +422,7 @@ impl World {
         if dev != self.measured_txq.0 {
             return;
         }
-        let Some(dql) = self.devs[dev as usize].txqs[txq].dql.as_ref() else { return };
+        let Some(dql) = self.devs[dev].txqs[txq].dql.as_ref() else { return };
         let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
         let now = self.now;
         let m = &mut self.metrics;
@@ -463,7 +472,7 @@ impl World {
         if t_send >= self.cfg.start && proto == crate::arena::Proto::Icmp {
             self.ping_dropped(sock, t_send);
         }
-        if let crate::sock::SockKind::Irtt(_) = self.socks[sock as usize].kind {
+        if let crate::sock::SockKind::Irtt(_) = self.socks[sock].kind {
             let info = *self.pkts.get(id);
             self.irtt_dropped(&info);
         }
@@ -473,6 +482,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
+    use crate::id::{CpuId, DevId};
     use darkbuf_measure::Profile;
     use crate::world::World;
 
@@ -483,20 +493,21 @@ mod tests {
         let mut w = World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap();
         w.now = 12_345;
         // Nothing was queued on txq 0: completing 5 units is what dql_completed BUG()s on.
-        w.bql_complete(1, 0, 0, 5);
+        w.bql_complete(CpuId(1), DevId(0), 0, 5);
         let f = &w.metrics.findings;
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].time_ns, 12_345);
         assert!(f[0].invariant.contains("no more than was queued"), "{f:?}");
         assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
         // And the queue state is untouched.
-        assert_eq!(w.devs[0].txqs[0].dql.as_ref().unwrap().num_completed, 0);
+        assert_eq!(w.devs[DevId(0)].txqs[0].dql.as_ref().unwrap().num_completed, 0);
     }
 }
 
 /// `bql.*` over a device's TX queues and `bql.txq.N.*` per queue.
 #[cfg(test)]
 mod bql_tests {
+    use crate::id::DevId;
     use darkbuf_measure::Profile;
     use crate::world::World;
 
@@ -509,10 +520,10 @@ mod bql_tests {
     /// Sets queue `q`'s DQL to `limit` and `inflight` units at `t`, and samples it.
     fn at(w: &mut World, t: u64, q: usize, limit: u32, inflight: u32, completed: bool) {
         w.now = t;
-        let dql = w.devs[0].txqs[q].dql.as_mut().unwrap();
+        let dql = w.devs[DevId(0)].txqs[q].dql.as_mut().unwrap();
         dql.limit = limit;
         dql.num_queued = dql.num_completed + inflight;
-        w.bql_sample(0, q, completed);
+        w.bql_sample(DevId(0), q, completed);
     }
 
     /// By hand over the window 0..500: the device's limit is 0, 10, 30 (queue 1's),
@@ -568,6 +579,7 @@ mod bql_tests {
 
 #[cfg(test)]
 mod xps_tests {
+    use crate::id::{CpuId, DevId};
     use darkbuf_measure::Profile;
     use crate::world::World;
     use darkbuf_model::Skb;
@@ -587,7 +599,7 @@ mod xps_tests {
     fn xps_cpu_follows_the_sending_cpu() {
         let w = world("tx_queues = 2\nxps = \"cpu\"");
         for f in 0..8 {
-            let picked: Vec<u16> = (0..4).map(|cpu| w.netdev_pick_tx(0, &flow(f), cpu)).collect();
+            let picked: Vec<u16> = (0..4).map(|cpu| w.netdev_pick_tx(DevId(0), &flow(f), CpuId(cpu))).collect();
             assert_eq!(picked, [0, 1, 0, 1], "flow {f}");
         }
     }
@@ -600,9 +612,9 @@ mod xps_tests {
         let hashed = world("tx_queues = 3");
         let mut seen = std::collections::BTreeSet::new();
         for f in 0..64 {
-            assert_eq!(w.netdev_pick_tx(0, &flow(f), 0), hashed.netdev_pick_tx(0, &flow(f), 0), "CPU 0: no map");
-            assert_eq!(w.netdev_pick_tx(0, &flow(f), 2), 2);
-            let q = w.netdev_pick_tx(0, &flow(f), 1);
+            assert_eq!(w.netdev_pick_tx(DevId(0), &flow(f), CpuId(0)), hashed.netdev_pick_tx(DevId(0), &flow(f), CpuId(0)), "CPU 0: no map");
+            assert_eq!(w.netdev_pick_tx(DevId(0), &flow(f), CpuId(2)), 2);
+            let q = w.netdev_pick_tx(DevId(0), &flow(f), CpuId(1));
             assert!(q < 2, "CPU 1 is in tx-0 and tx-1 only: {q}");
             seen.insert(q);
         }

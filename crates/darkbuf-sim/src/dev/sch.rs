@@ -11,7 +11,9 @@
 //! whole bulk; a ONETXQUEUE qdisc (single-queue device, mq child) checks first and
 //! bulks by the BQL budget (`try_bulk_dequeue_skb`).
 
-use crate::cpu::{CpuId, DevId, QdiscId, Step, NET_TX_SOFTIRQ};
+use crate::cpu::{Step, NET_TX_SOFTIRQ};
+
+use crate::id::{CpuId, DevId, QdiscId};
 use crate::drivers::NetdevTx;
 use crate::event::Event;
 use crate::world::World;
@@ -86,6 +88,12 @@ pub struct QdiscInst {
 }
 
 impl QdiscInst {
+    /// The measured window starts: `tc -s`'s counters and the xstats now are its base.
+    pub fn start_window(&mut self) {
+        self.base = self.tc_counters();
+        self.xbase = self.q.as_ref().map_or_else(Vec::new, darkbuf_model::qdisc::Qdisc::xstats);
+    }
+
     pub fn new(q: Option<AnyQdisc>, dev: DevId, onetxqueue: bool, dev_queue: Option<u16>) -> Self {
         QdiscInst {
             can_bypass: q.as_ref().is_some_and(|q| q.can_bypass()),
@@ -105,7 +113,7 @@ impl QdiscInst {
             base: TcCounters::default(),
             xbase: Vec::new(),
             watchdog_at: None,
-            watchdog_cpu: 0,
+            watchdog_cpu: CpuId(0),
             pkt_ns: 0.0,
             measured: false,
         }
@@ -152,7 +160,7 @@ impl World {
     #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
         if self.requeued_head_waits(qi) {
-            self.qdiscs[qi as usize].running = false;
+            self.qdiscs[qi].running = false;
             return Step::Done(0);
         }
         self.qdisc_restart(cpu, qi, quota)
@@ -161,9 +169,9 @@ impl World {
     /// `dequeue_skb()` returns nothing: the requeued head's TX queue is stopped.
     #[inline(always)]
     pub(crate) fn requeued_head_waits(&self, qi: QdiscId) -> bool {
-        let q = &self.qdiscs[qi as usize];
+        let q = &self.qdiscs[qi];
         let head_txq = q.gso_head_txq;
-        head_txq != NO_TXQ && self.devs[q.dev as usize].txqs[head_txq as usize].xmit_frozen_or_stopped()
+        head_txq != NO_TXQ && self.devs[q.dev].txqs[head_txq as usize].xmit_frozen_or_stopped()
     }
 
     /// A run of qdisc `qi` would end at its first `qdisc_restart()`, with nothing
@@ -172,12 +180,12 @@ impl World {
     /// `TCQ_F_ONETXQUEUE` qdisc stopped (a NIC driver stops its queue before the ring
     /// is full, so nothing is requeued).
     pub(crate) fn qdisc_run_ends_at_once(&self, qi: QdiscId) -> bool {
-        let q = &self.qdiscs[qi as usize];
+        let q = &self.qdiscs[qi];
         if !q.gso_skb.is_empty() {
             return self.requeued_head_waits(qi);
         }
         match q.dev_queue {
-            Some(txq) if q.onetxqueue => self.devs[q.dev as usize].txqs[txq as usize].xmit_frozen_or_stopped(),
+            Some(txq) if q.onetxqueue => self.devs[q.dev].txqs[txq as usize].xmit_frozen_or_stopped(),
             _ => false,
         }
     }
@@ -192,17 +200,17 @@ impl World {
         let n = list.len();
         if n == 0 {
             self.bulk = list;
-            self.qdiscs[qi as usize].running = false;
+            self.qdiscs[qi].running = false;
             return Step::Done(0);
         }
-        let dev = self.qdiscs[qi as usize].dev;
-        if from_queue && !self.devs[dev as usize].tso {
+        let dev = self.qdiscs[qi].dev;
+        if from_queue && !self.devs[dev].tso {
             // sch_direct_xmit(..., validate = true): GSO segmentation for a driver
             // without TSO. Requeued skbs were validated when first dequeued.
             self.validate_xmit_skb_list(dev, &mut list);
         }
-        let q = &self.qdiscs[qi as usize];
-        let xmit_ns = self.devs[q.dev as usize].xmit_ns;
+        let q = &self.qdiscs[qi];
+        let xmit_ns = self.devs[q.dev].xmit_ns;
         let dequeue_ns = if from_queue { self.profile.costs.dequeue_ns + q.pkt_ns } else { 0.0 };
         // The driver's work is per segment (the added term is 0.0 with TSO).
         let ns = n as f64 * (xmit_ns + dequeue_ns) + (list.len() - n) as f64 * xmit_ns;
@@ -210,13 +218,13 @@ impl World {
         let ok = self.sch_direct_xmit(cpu, qi, &list);
         self.bulk = list;
         if !ok {
-            self.qdiscs[qi as usize].running = false;
+            self.qdiscs[qi].running = false;
             return Step::Done(cost);
         }
         *quota -= n as i32;
         if *quota <= 0 {
             self.netif_schedule(cpu, qi);
-            self.qdiscs[qi as usize].running = false;
+            self.qdiscs[qi].running = false;
             return Step::Done(cost);
         }
         Step::Continue(cost)
@@ -227,7 +235,7 @@ impl World {
     /// returned if the requeued head's queue is stopped (`qdisc_run_step`'s first check).
     fn dequeue_skb(&mut self, cpu: CpuId, qi: QdiscId, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         let measured = q.measured;
         if let Some(head) = q.gso_skb.pop_front() {
             q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
@@ -236,7 +244,7 @@ impl World {
             self.metrics.qdisc_leave(measured, now);
             return false;
         }
-        let dev = &self.devs[q.dev as usize];
+        let dev = &self.devs[q.dev];
         if q.onetxqueue {
             let txq = q.dev_queue.expect("ONETXQUEUE qdisc has its queue") as usize;
             if dev.txqs[txq].xmit_frozen_or_stopped() {
@@ -273,7 +281,7 @@ impl World {
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
-            if self.qdiscs[qi as usize].stack_ops {
+            if self.qdiscs[qi].stack_ops {
                 self.qdisc_stack_ops(qi);
             }
             return true;
@@ -312,7 +320,7 @@ impl World {
             }
         }
         self.free_drops(measured);
-        if self.qdiscs[qi as usize].stack_ops {
+        if self.qdiscs[qi].stack_ops {
             self.qdisc_stack_ops(qi);
         }
         true
@@ -321,9 +329,9 @@ impl World {
     /// `sch_direct_xmit()`: hands the list to the driver under the TX lock; whatever the
     /// driver does not take is requeued. Returns false to stop `__qdisc_run()`.
     pub fn sch_direct_xmit(&mut self, cpu: CpuId, qi: QdiscId, list: &[Skb]) -> bool {
-        let dev = self.qdiscs[qi as usize].dev;
+        let dev = self.qdiscs[qi].dev;
         let txq = list[0].queue_mapping as usize;
-        if self.devs[dev as usize].txqs[txq].xmit_frozen_or_stopped() {
+        if self.devs[dev].txqs[txq].xmit_frozen_or_stopped() {
             self.dev_requeue_skb(cpu, qi, list);
             return false;
         }
@@ -335,7 +343,7 @@ impl World {
                 self.dev_requeue_skb(cpu, qi, &list[i..]);
                 return false;
             }
-            if more && self.devs[dev as usize].txqs[txq].tx_queue_stopped() {
+            if more && self.devs[dev].txqs[txq].tx_queue_stopped() {
                 self.dev_requeue_skb(cpu, qi, &list[i + 1..]);
                 return false;
             }
@@ -345,7 +353,7 @@ impl World {
 
     /// `dev_requeue_skb()`: every skb of the list goes back to `gso_skb`, each counted.
     fn dev_requeue_skb(&mut self, cpu: CpuId, qi: QdiscId, skbs: &[Skb]) {
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if let (true, Some(first)) = (q.gso_skb.is_empty(), skbs.first()) {
             q.gso_head_txq = first.queue_mapping;
         }
@@ -361,10 +369,10 @@ impl World {
     /// `__netif_schedule()`: queue the qdisc on THIS CPU's output_queue and raise
     /// NET_TX there, unless it is already scheduled.
     pub fn netif_schedule(&mut self, cpu: CpuId, qi: QdiscId) {
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if !q.sched {
             q.sched = true;
-            self.cpus[cpu as usize].output_queue.push_back(qi);
+            self.cpus[cpu].output_queue.push_back(qi);
             self.raise_softirq(cpu, NET_TX_SOFTIRQ);
         }
     }
@@ -373,7 +381,7 @@ impl World {
     /// re-arming for the time already set is a no-op, as the kernel skips it.
     fn qdisc_watchdog_schedule(&mut self, cpu: CpuId, qi: QdiscId, at: u64) {
         let at = at.max(self.now);
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if q.watchdog_at == Some(at) {
             return;
         }
@@ -386,7 +394,7 @@ impl World {
     /// the timer was armed on (its TX softirq runs when that CPU next can). A timer
     /// re-armed or cancelled since this event was queued is stale and ignored.
     pub fn qdisc_watchdog(&mut self, qi: QdiscId) {
-        let q = &mut self.qdiscs[qi as usize];
+        let q = &mut self.qdiscs[qi];
         if q.watchdog_at != Some(self.now) {
             return;
         }

@@ -8,8 +8,8 @@
 
 use super::sch::QdiscInst;
 use crate::arena::{Destructor, PktInfo, Proto};
-use crate::cpu::QdiscId;
-use crate::sock::tcp::TCP_HDR;
+use crate::id::QdiscId;
+use crate::wire::TCP_HDR;
 use crate::world::World;
 use darkbuf_model::qdisc::{Qdisc, StackOp};
 use darkbuf_model::Skb;
@@ -25,7 +25,7 @@ impl World {
         let mut ops = std::mem::take(&mut self.stack_ops);
         loop {
             ops.clear();
-            self.qdiscs[qi as usize].q.as_mut().expect("qdisc").take_stack_ops(&mut ops);
+            self.qdiscs[qi].q.as_mut().expect("qdisc").take_stack_ops(&mut ops);
             if ops.is_empty() {
                 break;
             }
@@ -51,7 +51,7 @@ impl World {
     /// segment), its drops freed.
     fn root_enqueue(&mut self, qi: QdiscId, skb: Skb) {
         let now = self.now;
-        let q: &mut QdiscInst = &mut self.qdiscs[qi as usize];
+        let q: &mut QdiscInst = &mut self.qdiscs[qi];
         let measured = q.measured;
         let mut drops = std::mem::take(&mut self.drops);
         drops.clear();
@@ -66,7 +66,7 @@ impl World {
     /// through the root (the kernel enqueues them into the netem itself, which the
     /// root's classification reaches again).
     fn netem_segment(&mut self, qi: QdiscId, skb: Skb) {
-        let measured = self.qdiscs[qi as usize].measured;
+        let measured = self.qdiscs[qi].measured;
         self.metrics.qdisc_leave(measured, self.now);
         let mut segs = std::mem::take(&mut self.gso_scratch2);
         segs.clear();

@@ -17,7 +17,7 @@
 //! softirq, so it holds nothing a qdisc would not).
 
 use super::NetdevTx;
-use crate::cpu::{CpuId, DevId, HostId};
+use crate::id::{CpuId, DevId, HostId};
 use crate::world::World;
 use darkbuf_model::Skb;
 
@@ -42,8 +42,8 @@ impl World {
     /// is redirected to it at `t`. Returns whether it was.
     #[inline]
     pub(crate) fn ingress_redirect(&mut self, cpu: CpuId, id: u32, t: u64) -> bool {
-        let here = self.cpus[cpu as usize].host;
-        let Some((ifb, from)) = self.hosts[here as usize].ingress else { return false };
+        let here = self.cpus[cpu].host;
+        let Some((ifb, from)) = self.hosts[here].ingress else { return false };
         let info = *self.pkts.get(id);
         if info.from_ingress || self.source_host(id) != from {
             return false;
@@ -73,9 +73,9 @@ impl World {
     /// the far end's for what comes back.
     fn source_host(&self, id: u32) -> HostId {
         let info = self.pkts.get(id);
-        let sk = &self.socks[info.sock as usize];
+        let sk = &self.socks[info.sock];
         match info.dir {
-            crate::arena::Dir::Out => self.cpus[self.tasks[sk.task as usize].cpu as usize].host,
+            crate::arena::Dir::Out => self.cpus[self.tasks[sk.task].cpu].host,
             crate::arena::Dir::Back => sk.far_host,
         }
     }

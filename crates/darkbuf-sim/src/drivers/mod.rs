@@ -16,7 +16,9 @@ pub mod tun;
 pub mod veth;
 pub mod wifi;
 
-use crate::cpu::{CpuId, DevId, NapiId, Step};
+use crate::cpu::Step;
+
+use crate::id::{CpuId, DevId, NapiId};
 use crate::world::World;
 use darkbuf_model::Skb;
 
@@ -83,7 +85,7 @@ impl World {
     /// transmit: a call per packet was 1% of a tun flood (`tap_vhost`).
     #[inline(always)]
     pub fn ndo_start_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, more: bool) -> NetdevTx {
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => self.veth_xmit(cpu, dev, skb, more),
             Driver::Tun(_) => self.tun_net_xmit(dev, skb),
             Driver::Nic(_) => self.nic_xmit(dev, skb, more),
@@ -96,7 +98,7 @@ impl World {
     /// (tun's `tun_select_queue()` hashes the flow and never follows XPS).
     #[inline]
     pub fn ndo_select_queue(&self, dev: DevId, skb: &Skb) -> Option<u16> {
-        let d = &self.devs[dev as usize];
+        let d = &self.devs[dev];
         match d.driver {
             Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) => None,
             Driver::Tun(_) => Some(d.skb_tx_hash(skb)),
@@ -107,7 +109,7 @@ impl World {
     /// One step of the work item of a driver's worker task on `queue` (the tun reader,
     /// vhost-net).
     pub fn dev_work(&mut self, cpu: CpuId, dev: DevId, queue: u16, done: &mut u16) -> Step {
-        match &self.devs[dev as usize].driver {
+        match &self.devs[dev].driver {
             Driver::Tun(t) if t.vhost => self.vhost_handle_rx(cpu, dev, queue, done),
             Driver::Tun(_) => self.tun_read(cpu, dev, queue),
             Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) | Driver::Wifi(_) => unreachable!("no worker task"),
@@ -116,7 +118,7 @@ impl World {
 
     /// Whether a driver's worker task on `queue` has more work (stays runnable).
     pub fn dev_worker_wants_cpu(&mut self, dev: DevId, queue: u16) -> bool {
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Tun(_) => self.tun_consumer_wants_cpu(dev, queue),
             Driver::Veth(_) | Driver::Nic(_) | Driver::Ifb(_) | Driver::Wifi(_) => false,
         }
@@ -127,7 +129,7 @@ impl World {
     #[inline]
     pub fn drv_poll_begin(&mut self, cpu: CpuId, n: NapiId) -> f64 {
         let (dev, q) = self.napi_owner(n);
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => {
                 self.veth_poll_begin(dev, q);
                 0.0
@@ -142,7 +144,7 @@ impl World {
     #[inline(always)]
     pub fn drv_rx_one(&mut self, cpu: CpuId, n: NapiId) -> Option<(u32, f64)> {
         let (dev, q) = self.napi_owner(n);
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => self.veth_rcv_one(cpu, dev, q),
             Driver::Nic(_) | Driver::Wifi(_) => self.nic_rcv_one(dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
@@ -154,7 +156,7 @@ impl World {
     /// its TX budget): the poll then claims its whole budget and is polled again.
     pub fn drv_poll_rx_end(&mut self, cpu: CpuId, n: NapiId) -> bool {
         let (dev, q) = self.napi_owner(n);
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => {
                 self.veth_poll_rx_end(cpu, dev, q);
                 false
@@ -168,7 +170,7 @@ impl World {
     /// notifications (interrupts) and catches what arrived meanwhile.
     pub fn drv_napi_rearm(&mut self, cpu: CpuId, n: NapiId) {
         let (dev, q) = self.napi_owner(n);
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => self.veth_napi_rearm(cpu, dev, q),
             Driver::Nic(_) | Driver::Wifi(_) => self.nic_rearm(dev, q),
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
@@ -179,7 +181,7 @@ impl World {
     /// used its whole budget.
     pub fn drv_poll_end(&mut self, cpu: CpuId, n: NapiId) {
         let (dev, q) = self.napi_owner(n);
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Veth(_) => self.veth_wake_peer_txq(cpu, dev, q),
             Driver::Nic(_) | Driver::Wifi(_) => {}
             Driver::Tun(_) | Driver::Ifb(_) => unreachable!("tun and ifb have no NAPI poll here"),
@@ -189,7 +191,7 @@ impl World {
     /// Packets in the ring that TX queue `q` of `dev` feeds (what `ring.occupancy`
     /// samples; a NIC's: posted and not yet sent).
     pub fn drv_ring_len(&self, dev: DevId, q: u16) -> usize {
-        match &self.devs[dev as usize].driver {
+        match &self.devs[dev].driver {
             Driver::Veth(v) => v.peer_rqs.get(q as usize).map_or(0, |r| r.ring.len()),
             Driver::Tun(t) => t.queues.get(q as usize).map_or(0, |t| t.ring.len()),
             Driver::Nic(n) => n.unsent(q as usize),
@@ -200,7 +202,7 @@ impl World {
 
     /// Packets the driver holds (rings, private batches), for the conservation check.
     pub fn drv_held(&self, dev: DevId) -> u64 {
-        match &self.devs[dev as usize].driver {
+        match &self.devs[dev].driver {
             Driver::Veth(v) => v.peer_rqs.iter().map(|r| r.ring.len() as u64).sum(),
             Driver::Tun(t) => t.queues.iter().map(|q| (q.ring.len() + q.vhost_buf.len()) as u64).sum(),
             Driver::Nic(n) => n.held(),
@@ -212,7 +214,7 @@ impl World {
     /// The driver's own metrics for the results (the NIC's `ethtool -S` counters), over
     /// a measured window of `window_ns`.
     pub(crate) fn drv_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
-        match self.devs[self.measured_txq.0 as usize].driver {
+        match self.devs[self.measured_txq.0].driver {
             Driver::Nic(_) => self.nic_metrics(m, window_ns),
             Driver::Wifi(_) => self.wifi_metrics(m, window_ns),
             Driver::Veth(_) | Driver::Tun(_) | Driver::Ifb(_) => {}
@@ -222,16 +224,16 @@ impl World {
     /// `World::check_ids()` for the ids driver `dev` stores: its NAPI instances, its
     /// worker tasks, its IRQ CPUs.
     pub(crate) fn drv_check_ids(&self, dev: DevId) {
-        match &self.devs[dev as usize].driver {
-            Driver::Veth(v) => v.peer_rqs.iter().for_each(|rq| self.napis.check(rq.napi as usize, "veth NAPI")),
-            Driver::Tun(t) => t.queues.iter().for_each(|q| self.tasks.check(q.task as usize, "tun reader")),
+        match &self.devs[dev].driver {
+            Driver::Veth(v) => v.peer_rqs.iter().for_each(|rq| self.napis.check(rq.napi, "veth NAPI")),
+            Driver::Tun(t) => t.queues.iter().for_each(|q| self.tasks.check(q.task, "tun reader")),
             Driver::Nic(n) => n.chans.iter().for_each(|c| {
-                self.napis.check(c.napi as usize, "NIC channel NAPI");
-                self.cpus.check(c.irq_cpu as usize, "NIC IRQ CPU");
+                self.napis.check(c.napi, "NIC channel NAPI");
+                self.cpus.check(c.irq_cpu, "NIC IRQ CPU");
             }),
             Driver::Wifi(w) => w.nic.chans.iter().for_each(|c| {
-                self.napis.check(c.napi as usize, "radio channel NAPI");
-                self.cpus.check(c.irq_cpu as usize, "radio IRQ CPU");
+                self.napis.check(c.napi, "radio channel NAPI");
+                self.cpus.check(c.irq_cpu, "radio IRQ CPU");
             }),
             Driver::Ifb(_) => {}
         }
@@ -239,7 +241,7 @@ impl World {
 
     /// `Event::Wire`: a NIC's port finished an skb; a radio's exchange on the air is over.
     pub fn drv_wire_done(&mut self, dev: DevId) {
-        match self.devs[dev as usize].driver {
+        match self.devs[dev].driver {
             Driver::Wifi(_) => self.wifi_air_done(dev),
             _ => self.nic_wire_done(dev),
         }
@@ -247,7 +249,7 @@ impl World {
 
     #[inline(always)]
     fn napi_owner(&self, n: NapiId) -> (DevId, u16) {
-        let napi = &self.napis[n as usize];
+        let napi = &self.napis[n];
         (napi.dev, napi.queue)
     }
 }

@@ -37,11 +37,11 @@
 //! The CPU cost of the hard interrupt is charged at the start of the poll it schedules.
 
 use crate::arena::PktInfo;
-use crate::cpu::{CpuId, DevId, NapiId};
+use crate::id::{CpuId, DevId, HostId, LinkId, NapiId};
 use crate::dev::Xps;
 use crate::drivers::{Driver, NetdevTx};
 use crate::event::Event;
-use crate::path::{Link, LinkId};
+use crate::path::Link;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
 use crate::world::World;
@@ -57,10 +57,7 @@ pub const DESC_NEEDED: u32 = MAX_SKB_FRAGS + 4;
 pub const TX_WAKE_THRESHOLD: u32 = 2 * DESC_NEEDED;
 /// `MLX5E_TX_CQ_POLL_BUDGET`: completions one poll reclaims at most.
 pub const TX_CQ_POLL_BUDGET: usize = 128;
-/// Bytes on the wire per frame beyond the L2 frame: FCS 4, preamble + SFD 8, IFG 12.
-pub const WIRE_OVERHEAD: u32 = 24;
-/// `ETH_ZLEN`: frames are padded to 60 bytes (plus FCS: 64).
-pub const ETH_ZLEN: u32 = 60;
+use crate::wire::{ETH_ZLEN, WIRE_OVERHEAD};
 /// The rx ring size (ethtool -g rx): what the far end buffers before it drops.
 pub const RX_RING_SIZE: usize = 1024;
 
@@ -272,7 +269,7 @@ impl Nic {
 impl World {
     #[inline(always)]
     fn nic_mut(&mut self, dev: DevId) -> &mut Nic {
-        match self.devs[dev as usize].driver.rx_nic_mut() {
+        match self.devs[dev].driver.rx_nic_mut() {
             Some(n) => n,
             None => unreachable!("device {dev} is a NIC"),
         }
@@ -283,7 +280,7 @@ impl World {
         let q = skb.queue_mapping as usize;
         let jiffies = self.jiffies();
         let now = self.now;
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
         // A descriptor for the headers and one per 32 KB page fragment of the payload.
         let descs = 1 + (skb.segs() > 1) as u32 * skb.len.div_ceil(32768);
@@ -369,11 +366,11 @@ impl World {
         let (link, flow_links) = (nic.link, nic.flow_links);
         let (end_ps, rate_bps) = (nic.port.free_at_ps, nic.rate_bps);
         let copy: PktInfo = *self.pkts.get(id);
-        let link = if flow_links { link + self.sock_link.get(copy.sock as usize).copied().unwrap_or(0) } else { link };
+        let link = if flow_links { LinkId(link.0 + self.sock_link.get(copy.sock.idx()).copied().unwrap_or(0)) } else { link };
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
         self.pkts.copy_probe_times(id, rx_id);
         self.created += 1;
-        if copy.segs > 1 && copy.proto == crate::arena::Proto::Tcp && self.links[link as usize].sees_frames() {
+        if copy.segs > 1 && copy.proto == crate::arena::Proto::Tcp && self.links[link].sees_frames() {
             self.link_send_frames(link, rx_id, end_ps, rate_bps);
         } else {
             self.link_send(link, rx_id);
@@ -491,7 +488,7 @@ impl World {
     pub fn nic_rx(&mut self, dev: DevId, id: u32) {
         let now = self.now;
         let flow = self.pkts.get(id).flow;
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let hash = darkbuf_model::skb::flow_hash(flow, d.txhash_key);
         let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         // RSS: the flow's hash picks the RX queue.
@@ -548,7 +545,7 @@ impl World {
         nic.chans[ch as usize].tx_busy = n == TX_CQ_POLL_BUDGET;
         // One netdev_tx_completed_queue() per poll, with everything it reclaimed.
         self.bql_complete(cpu, dev, ch, bytes);
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         let txq = &mut d.txqs[ch as usize];
         if nic.chans[ch as usize].tx.free >= TX_WAKE_THRESHOLD && txq.tx_queue_stopped() && txq.tx_wake_queue() {
@@ -622,7 +619,7 @@ impl World {
     /// The NIC's counters as `ethtool -S` names them (this host's device), its wire's
     /// utilisation, and its TX interrupts.
     pub(crate) fn nic_metrics(&self, m: &mut BTreeMap<String, Option<f64>>, window_ns: u64) {
-        let Driver::Nic(nic) = &self.devs[self.measured_txq.0 as usize].driver else { return };
+        let Driver::Nic(nic) = &self.devs[self.measured_txq.0].driver else { return };
         let s = nic.stats.since(&nic.base);
         let secs = window_ns as f64 / 1e9;
         m.insert("nic.tx_packets".into(), Some(s.tx_packets as f64));
@@ -638,7 +635,7 @@ impl World {
         // ethtool -c's tx-usecs at the end of the run (adaptive moderation moves it).
         m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.measured_txq.1 as usize)));
         m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
-        if let Some(Driver::Nic(peer)) = self.devs.get(1).map(|d| &d.driver) {
+        if let Some(Driver::Nic(peer)) = self.devs.get(DevId(1)).map(|d| &d.driver) {
             let p = peer.stats.since(&peer.base);
             m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
             m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
@@ -691,35 +688,35 @@ impl Builder<'_> {
         let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
         let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
-        let peer_cpu0 = self.hosts[peer_host as usize].cpus.start;
+        let peer_cpu0 = self.hosts[peer_host].cpus.start;
         // This host: its traffic's device; its RX path receives the replies.
         let irq_cpus: Vec<CpuId> = (0..d.tx_queues).map(|i| self.irq_cpu(i)).collect();
-        let xps = self.xps(self.hosts[0].cpus.len());
+        let xps = self.xps(self.hosts[HostId(0)].cpus.len());
         let qdisc = self.scn.qdisc.clone();
-        self.nic_dev(rate_bps, 0, &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
+        self.nic_dev(rate_bps, LinkId(0), &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
         // The far host's NIC: where the consumer's rules apply and its polls are the
         // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
         let irq_cpus: Vec<CpuId> =
-            (0..peer.tx_queues).map(|i| peer_cpu0 + peer.irq_cpus[i as usize % peer.irq_cpus.len()] as CpuId).collect();
+            (0..peer.tx_queues).map(|i| peer_cpu0.add(peer.irq_cpus[i as usize % peer.irq_cpus.len()])).collect();
         // Each way a link per distinct `path_delay` (the first the shared path's).
         let k = self.path_delays.len() as u16;
-        self.nic_dev(rate_bps, k, &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
+        self.nic_dev(rate_bps, LinkId(k), &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         // A netem per link, each with its own state; their correlated streams start
         // from draws of their own.
         let mut init = crate::path::crnd_init_rng(self.seed);
-        for to in [1, 0] {
+        for to in [DevId(1), DevId(0)] {
             for extra in &self.path_delays {
                 self.links.push(Link::netem(to, path.delay_ns + extra, &path, &mut init));
             }
         }
         if k > 1 {
-            for dev in [0, 1] {
+            for dev in [DevId(0), DevId(1)] {
                 if let Driver::Nic(n) = &mut self.devs[dev].driver {
                     n.flow_links = true;
                 }
             }
         }
-        self.reply = ReplyPath::Modelled { dev: 1 };
+        self.reply = ReplyPath::Modelled { dev: DevId(1) };
         Ok(())
     }
 
@@ -731,7 +728,7 @@ impl Builder<'_> {
     pub(crate) fn nic_dev(
         &mut self,
         rate_bps: u64,
-        link: u16,
+        link: LinkId,
         irq_cpus: &[CpuId],
         consumer: bool,
         qdisc: &QdiscSpec,
@@ -741,7 +738,7 @@ impl Builder<'_> {
         let d = &self.scn.device;
         let spec = d.nic.clone().expect("driver = nic has its settings");
         let ring_size = d.ring_size;
-        let dev = self.devs.len() as DevId;
+        let dev = DevId::from_index(self.devs.len());
         let mut nic = Nic::new(rate_bps, link, spec.model, &spec.coalesce);
         let rx = self.rx_stack(consumer);
         for (i, &cpu) in irq_cpus.iter().enumerate() {

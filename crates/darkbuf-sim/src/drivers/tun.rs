@@ -16,7 +16,9 @@
 //! `cons_cnt` counts from the moment the queue was stopped; the series' exact wake body
 //! was not retrieved (kernel-txpath reference §6), this is its description.
 
-use crate::cpu::{CpuId, DevId, Step, TaskId, TaskKind, TaskState};
+use crate::cpu::{Step, TaskKind, TaskState};
+
+use crate::id::{CpuId, DevId, HostId, TaskId};
 use crate::drivers::{Driver, NetdevTx};
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
@@ -69,7 +71,7 @@ impl TunQueue {
 
 impl World {
     fn tun_mut(&mut self, dev: DevId) -> &mut Tun {
-        match &mut self.devs[dev as usize].driver {
+        match &mut self.devs[dev].driver {
             Driver::Tun(t) => t,
             _ => unreachable!("device {dev} is a tun"),
         }
@@ -82,7 +84,7 @@ impl World {
         let id = skb.id;
         // skb_orphan(): the sender's socket is credited now, not when the reader frees it.
         self.skb_orphan(id);
-        let d = &self.devs[dev as usize];
+        let d = &self.devs[dev];
         let backpressure = d.backpressure && d.txq_qdisc[qi].is_some();
         if self.tun_mut(dev).queues[qi].ring.produce(id).is_err() {
             // Stock: a full ring drops (tx_dropped, SKB_DROP_REASON_FULL_RING); with
@@ -102,7 +104,7 @@ impl World {
         if backpressure && !self.tun_mut(dev).queues[qi].ring.check_produce() {
             // The produce filled the ring: stop the queue until the consumer makes room.
             let jiffies = self.jiffies();
-            self.devs[dev as usize].txqs[qi].tx_stop_queue(jiffies);
+            self.devs[dev].txqs[qi].tx_stop_queue(jiffies);
             self.tun_mut(dev).queues[qi].cons_cnt = 0;
         }
         // Wake the reader (sk_data_ready / wake_up_interruptible_poll).
@@ -120,7 +122,7 @@ impl World {
     /// rescheduled on the consumer's CPU.
     fn tun_wake_queue(&mut self, cpu: CpuId, dev: DevId, q: u16, consumed: u32) {
         let qi = q as usize;
-        if !self.devs[dev as usize].txqs[qi].tx_queue_stopped() {
+        if !self.devs[dev].txqs[qi].tx_queue_stopped() {
             return;
         }
         let t = self.tun_mut(dev);
@@ -131,7 +133,7 @@ impl World {
         // released (ptr_ring's batching) mean fewer than ring-size entries may follow it.
         if (tq.cons_cnt >= wake_cnt && !tq.ring.full()) || tq.ring.is_empty() {
             tq.cons_cnt = 0;
-            let d = &mut self.devs[dev as usize];
+            let d = &mut self.devs[dev];
             if d.txqs[qi].tx_wake_queue() {
                 if let Some(qd) = d.txq_qdisc[qi] {
                     self.netif_schedule(cpu, qd);
@@ -214,18 +216,18 @@ impl Builder<'_> {
     pub(crate) fn tun(&mut self) -> Result<(), SetupError> {
         let d = &self.scn.device;
         let txqs = self.txqs(d.tx_queues);
-        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), DevId(0), d.tx_queues, d.num_tx_queues)?;
         let vhost = self.scn.consumer.kind == ConsumerKind::Vhost;
         let queues = (0..d.tx_queues)
             .map(|i| {
-                let task = self.task(TaskKind::DevWorker { dev: 0, queue: i as u16 }, TaskState::Sleeping, self.irq_cpu(i));
+                let task = self.task(TaskKind::DevWorker { dev: DevId(0), queue: i as u16 }, TaskState::Sleeping, self.irq_cpu(i));
                 TunQueue::new(d.ring_size as usize, task)
             })
             .collect();
         // wake_threshold 0 = on any free slot; 1 = only once the ring is empty.
         let wake_cnt = ((d.wake_threshold * d.ring_size as f64).ceil() as u32).clamp(1, d.ring_size.max(1));
         let tun = Tun { queues, vhost, wake_cnt, app_cost_ns: self.scn.consumer.app_cost_ns as f64 };
-        let xps = self.xps(self.hosts[0].cpus.len());
+        let xps = self.xps(self.hosts[HostId(0)].cpus.len());
         let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Tun(tun));
         self.devs.push(dev);
         Ok(())

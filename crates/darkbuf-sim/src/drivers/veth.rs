@@ -13,7 +13,7 @@
 //! per-packet path then touches one device. The peer end gets a device of its own
 //! when its TX path is modelled.
 
-use crate::cpu::{CpuId, DevId, NapiId};
+use crate::id::{CpuId, DevId, HostId, NapiId};
 use crate::dev::bql::CompletionBatch;
 use crate::dev::NetDev;
 use crate::drivers::{Driver, NetdevTx};
@@ -51,7 +51,7 @@ impl VethRq {
 impl World {
     #[inline(always)]
     fn veth_mut(&mut self, dev: DevId) -> &mut Veth {
-        match &mut self.devs[dev as usize].driver {
+        match &mut self.devs[dev].driver {
             Driver::Veth(v) => v,
             _ => unreachable!("device {dev} is a veth"),
         }
@@ -64,7 +64,7 @@ impl World {
         let txq = q as usize;
         let id = skb.id;
         let jiffies = self.jiffies();
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let has_qdisc = d.txq_qdisc[txq].is_some();
         let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
         // veth_xdp_rx(): produce under the producer lock, or report a full ring.
@@ -149,7 +149,7 @@ impl World {
         let measured_ring = self.is_measured_txq(dev, q);
         // One lookup of the device and its RX queue for the consume and the BQL count
         // (the packet's record is another table, so the two borrows are disjoint).
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let limit = d.txqs[q as usize].dql.as_ref().map_or(0, |d| d.limit);
         let unit_packet = d.bql_unit_packet;
         let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
@@ -190,7 +190,7 @@ impl World {
     /// End of `veth_poll()`: wake the sending TX queue the producer stopped on a full
     /// ring, and schedule its qdisc on this CPU.
     pub(super) fn veth_wake_peer_txq(&mut self, cpu: CpuId, dev: DevId, q: u16) {
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let txq = &mut d.txqs[q as usize];
         if txq.tx_queue_stopped() && txq.tx_wake_queue() {
             if let Some(qi) = d.txq_qdisc[q as usize] {
@@ -206,16 +206,16 @@ impl Builder<'_> {
     pub(crate) fn veth(&mut self) -> Result<(), SetupError> {
         let d = &self.scn.device;
         let txqs = self.txqs(d.tx_queues);
-        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), 0, d.tx_queues, d.num_tx_queues)?;
+        let txq_qdisc = self.qdiscs(&self.scn.qdisc.clone(), DevId(0), d.tx_queues, d.num_tx_queues)?;
         let rx = self.rx_stack(true);
         let peer_rqs = (0..d.tx_queues)
             .map(|i| {
-                let napi = self.napi(0, i as u16, self.irq_cpu(i), rx, true);
+                let napi = self.napi(DevId(0), i as u16, self.irq_cpu(i), rx, true);
                 let completion = CompletionBatch::new(d.bql.completion, d.bql.tx_usecs);
                 VethRq::new(d.ring_size as usize, napi, completion)
             })
             .collect();
-        let xps = self.xps(self.hosts[0].cpus.len());
+        let xps = self.xps(self.hosts[HostId(0)].cpus.len());
         let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs }));
         self.devs.push(dev);
         Ok(())

@@ -32,11 +32,10 @@
 //! over that NIC's wire to this radio's receive side, which is a NIC's (`nic.rs`). The
 //! stations' own transmissions do not use the air (uplink contention is not modelled).
 
-use crate::cpu::DevId;
+use crate::id::{DevId, LinkId};
 use crate::drivers::nic::Nic;
 use crate::drivers::{Driver, NetdevTx};
 use crate::event::Event;
-use crate::path::LinkId;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
 use crate::world::World;
@@ -313,14 +312,14 @@ pub fn hist_median_ms(h: &[u32]) -> Option<f64> {
 impl World {
     #[inline]
     pub(crate) fn wifi_mut(&mut self, dev: DevId) -> &mut Wifi {
-        match &mut self.devs[dev as usize].driver {
+        match &mut self.devs[dev].driver {
             Driver::Wifi(w) => w,
             _ => unreachable!("device {dev} is a radio"),
         }
     }
 
     pub(crate) fn wifi(&self, dev: DevId) -> &Wifi {
-        match &self.devs[dev as usize].driver {
+        match &self.devs[dev].driver {
             Driver::Wifi(w) => w,
             _ => unreachable!("device {dev} is a radio"),
         }
@@ -334,12 +333,12 @@ impl World {
     /// `ndo_start_xmit` (`ieee80211_subif_start_xmit()`).
     pub fn wifi_xmit(&mut self, dev: DevId, mut skb: Skb) -> NetdevTx {
         let now = self.now;
-        let sock = self.pkts.get(skb.id).sock as usize;
+        let sock = (self.pkts.get(skb.id).sock).idx();
         self.pkts.get_mut(skb.id).ecn = skb.ecn;
         self.pkts.stamp(skb.id, |p| &mut p.t_xmit, now);
         let jiffies = self.jiffies();
         let measuring = self.measuring();
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let Driver::Wifi(w) = &mut d.driver else { unreachable!("device {dev} is a radio") };
         if measuring && w.base.is_none() {
             w.base = Some(w.mac_counters().unwrap_or_default());
@@ -602,7 +601,7 @@ impl World {
     /// The old path: wake the netdev queue of `ac` once its driver queue is below its
     /// limit again (ath9k's `ath_txq_skb_done()`: `pending_frames < txq_max_pending`).
     fn wifi_wake_fifo(&mut self, dev: DevId, ac: usize) {
-        let d = &mut self.devs[dev as usize];
+        let d = &mut self.devs[dev];
         let Driver::Wifi(w) = &mut d.driver else { return };
         let Mac::Fifo { count, limit, .. } = &w.mac else { return };
         let txq = &mut d.txqs[ac];
@@ -672,14 +671,14 @@ impl Builder<'_> {
         // The radio is built as a NIC (its receive side, its channels' NAPIs), then
         // takes its place with mac80211 on top.
         self.nic()?;
-        let dev0 = std::mem::replace(&mut self.devs[0].driver, Driver::Ifb(crate::drivers::Ifb));
+        let dev0 = std::mem::replace(&mut self.devs[DevId(0)].driver, Driver::Ifb(crate::drivers::Ifb));
         let Driver::Nic(nic) = dev0 else { unreachable!("nic() built dev 0") };
         if self.path_delays.len() > 1 {
             return Err(SetupError::Unsupported("driver = \"wifi\": [[traffic]] path_delay is not supported (one air)".into()));
         }
-        let wifi = Wifi::new(&spec, nic, 0, self.seed);
-        self.devs[0].driver = Driver::Wifi(Box::new(wifi));
-        self.reply = ReplyPath::Modelled { dev: 1 };
+        let wifi = Wifi::new(&spec, nic, LinkId(0), self.seed);
+        self.devs[DevId(0)].driver = Driver::Wifi(Box::new(wifi));
+        self.reply = ReplyPath::Modelled { dev: DevId(1) };
         Ok(())
     }
 
@@ -687,7 +686,7 @@ impl Builder<'_> {
     pub(crate) fn wifi_stations(&mut self) {
         let Some(spec) = &self.scn.wifi else { return };
         let map: Vec<u16> = self.sock_traffic.iter().map(|&t| spec.traffic_station.get(t as usize).copied().unwrap_or(0)).collect();
-        if let Driver::Wifi(w) = &mut self.devs[0].driver {
+        if let Driver::Wifi(w) = &mut self.devs[DevId(0)].driver {
             w.sta_of_sock = map;
         }
     }

@@ -17,7 +17,7 @@
 //! times, or the leg on which it was dropped.
 
 use crate::arena::{Destructor, Dir, PktInfo, Proto};
-use crate::cpu::{CpuId, DevId, SockId, TaskId};
+use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::sock::ping::ReplyPath;
 use crate::sock::{Outgoing, Sock, SockKind};
@@ -65,13 +65,13 @@ impl IrttSock {
             reply,
             recs: Vec::with_capacity(slots as usize),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Irtt(irtt) }
+        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Irtt(irtt) }
     }
 }
 
 impl World {
     fn irtt(&mut self, s: SockId) -> &mut IrttSock {
-        match &mut self.socks[s as usize].kind {
+        match &mut self.socks[s].kind {
             SockKind::Irtt(p) => p,
             _ => unreachable!("socket {s} is an irtt prober's"),
         }
@@ -98,7 +98,7 @@ impl World {
     /// later while the schedule lasts.
     pub(super) fn irtt_timer(&mut self, s: SockId) {
         let now = self.now;
-        let task = self.socks[s as usize].task;
+        let task = self.socks[s].task;
         let p = self.irtt(s);
         p.due += 1;
         let next = now + p.interval_ns;

@@ -14,7 +14,8 @@ pub mod tcp;
 pub mod udp;
 
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, DevId, Frame, HostId, SockId, Step, TaskId};
+use crate::cpu::{Frame, Step};
+use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::dev::sch::DEV_TX_WEIGHT;
 use crate::world::World;
 use darkbuf_model::qdisc::EnqueueVerdict;
@@ -45,6 +46,20 @@ pub struct Sock {
     /// decide. A hint that keeps the checks off sends that are queued.
     pub last_send_dropped: bool,
     pub kind: SockKind,
+}
+
+impl Sock {
+    /// The measured window starts: the socket's counters now are its base. True for
+    /// a socket whose time integrals start here as well (TCP's, `tcp_stats_tick`).
+    pub fn start_window(&mut self) -> bool {
+        match &mut self.kind {
+            SockKind::Tcp(t) => {
+                t.start_window();
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// What a protocol's sendmsg built: the skb, its destructor, and the CPU time the
@@ -84,7 +99,7 @@ impl World {
     /// memory).
     #[inline(never)]
     pub fn send_msg(&mut self, cpu: CpuId, s: SockId) -> Step {
-        let out = match self.socks[s as usize].kind {
+        let out = match self.socks[s].kind {
             // The flood's path goes on in its own arm, so that its skb stays in
             // registers: merged with the other protocols' it was stored into one
             // shared slot field by field and read back whole (a store-forwarding stall).
@@ -139,7 +154,7 @@ impl World {
     #[inline(always)]
     fn sock_xmit_as(&mut self, cpu: CpuId, s: SockId, out: Outgoing, syn: bool) -> Step {
         let Outgoing { mut skb, proto, destructor, cost_ns, seq } = out;
-        let dev = self.socks[s as usize].dev;
+        let dev = self.socks[s].dev;
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(s, &mut skb, proto, destructor, Dir::Out, seq);
         if syn {
@@ -148,7 +163,7 @@ impl World {
         let send_cost = self.cost(cost_ns);
         let (xmit_cost, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         if !syn {
-            self.socks[s as usize].last_send_dropped = verdict != EnqueueVerdict::Success;
+            self.socks[s].last_send_dropped = verdict != EnqueueVerdict::Success;
             self.sock_xmit_verdict(s, verdict);
         }
         match next {
@@ -166,7 +181,7 @@ impl World {
         if verdict == EnqueueVerdict::Success {
             return;
         }
-        match &mut self.socks[s as usize].kind {
+        match &mut self.socks[s].kind {
             SockKind::Udp(u) => u.sndbuf_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             // ping.unsendable counts the measured window's.
             SockKind::Ping(p) => p.stats.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
@@ -180,7 +195,7 @@ impl World {
     /// one.
     #[inline]
     pub fn sock_wants_cpu(&mut self, s: SockId) -> bool {
-        let sk = &self.socks[s as usize];
+        let sk = &self.socks[s];
         match &sk.kind {
             SockKind::Udp(u) => {
                 if sk.blocked {
@@ -202,7 +217,7 @@ impl World {
 
     /// A timer of socket `s`'s process fired (before its task is woken).
     pub fn sock_timer(&mut self, s: SockId) {
-        match self.socks[s as usize].kind {
+        match self.socks[s].kind {
             SockKind::Ping(_) => self.ping_timer(s),
             SockKind::Irtt(_) => self.irtt_timer(s),
             _ => {}
@@ -214,7 +229,7 @@ impl World {
     #[inline(always)]
     pub fn sock_alloc_skb(&mut self, s: SockId, skb: &mut Skb, proto: crate::arena::Proto, destructor: Destructor, dir: Dir, seq: u32) {
         if destructor == Destructor::SockWfree {
-            self.socks[s as usize].wmem_alloc += skb.truesize as u64;
+            self.socks[s].wmem_alloc += skb.truesize as u64;
         }
         skb.id = self.pkts.alloc(PktInfo {
             len: skb.len,
@@ -247,7 +262,7 @@ impl World {
     pub fn sock_wfree(&mut self, id: u32) {
         let info = self.pkts.get_mut(id);
         info.destructor = Destructor::None;
-        let (s, truesize) = (info.sock as usize, info.truesize as u64);
+        let (s, truesize) = (info.sock, info.truesize as u64);
         let sk = &mut self.socks[s];
         sk.wmem_alloc -= truesize;
         if sk.blocked && sk.wmem_alloc < sk.sndbuf / 2 {
@@ -301,7 +316,7 @@ impl World {
             self.metrics.consumer_pkts += 1;
         }
         let mut extra = 0;
-        if let SockKind::Udp(u) = &mut self.socks[sock as usize].kind {
+        if let SockKind::Udp(u) = &mut self.socks[sock].kind {
             // The flood's sink (`udp_rcv()` on the far end).
             if in_window {
                 u.sink_pkts += 1;
@@ -309,7 +324,7 @@ impl World {
             }
         } else {
             let info = *self.pkts.get(id);
-            match (&self.socks[sock as usize].kind, dir) {
+            match (&self.socks[sock].kind, dir) {
                 (SockKind::Udp(_), _) => unreachable!("handled above"),
                 (SockKind::Ping(_), Dir::Out) => extra = self.ping_echo_rcv(cpu, id, &info, t),
                 (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
@@ -342,7 +357,7 @@ impl World {
             self.kfree_skb(id);
             return true;
         }
-        if matches!(self.socks[info.sock as usize].kind, SockKind::Ping(_) | SockKind::Irtt(_)) {
+        if matches!(self.socks[info.sock].kind, SockKind::Ping(_) | SockKind::Irtt(_)) {
             self.delivered += 1;
             self.pkts.free(id);
             return true;

@@ -9,7 +9,7 @@
 //! not modelled) the way back is the profile's constant `ping_reply_ns`.
 
 use crate::arena::{Destructor, Dir, PktInfo, Proto};
-use crate::cpu::{CpuId, DevId, SockId, TaskId};
+use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::metrics::{PingStats, ProbeSample};
 use crate::sock::{Outgoing, Sock, SockKind};
@@ -74,13 +74,13 @@ impl PingSock {
             echoes: Vec::new(),
             stats: Box::default(),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
+        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
     }
 }
 
 impl World {
     fn ping(&mut self, s: SockId) -> &mut PingSock {
-        match &mut self.socks[s as usize].kind {
+        match &mut self.socks[s].kind {
             SockKind::Ping(p) => p,
             _ => unreachable!("socket {s} is the pinger's"),
         }
@@ -115,7 +115,7 @@ impl World {
     pub fn ping_rearm(&mut self, s: SockId) {
         let at = self.now + self.ping(s).interval_ns;
         self.ping(s).next_timer = at;
-        let task = self.socks[s as usize].task;
+        let task = self.socks[s].task;
         self.events.push(at, Event::TaskTimer(task));
     }
 

@@ -11,7 +11,7 @@
 //! `SNDBUFERRORS`), and NET_XMIT_CN is success.
 
 use crate::arena::{Destructor, Proto};
-use crate::cpu::{SockId, TaskId};
+use crate::id::{HostId, SockId, TaskId};
 use crate::sock::{Outgoing, Sock, SockKind};
 use crate::world::World;
 use darkbuf_model::skb::truesize_for_len;
@@ -51,7 +51,7 @@ pub struct UdpSock {
 
 impl UdpSock {
     /// The socket of `[[traffic]]` entry `traffic_index`, owned by `task`, leaving by `dev`.
-    pub fn new_sock(traffic_index: u16, u: &UdpFlood, task: TaskId, dev: crate::cpu::DevId) -> Sock {
+    pub fn new_sock(traffic_index: u16, u: &UdpFlood, task: TaskId, dev: crate::id::DevId) -> Sock {
         let frame_len = udp_frame_len(u.size);
         let interval_ns = match u.rate {
             Rate::Max => 0.0,
@@ -79,7 +79,7 @@ impl UdpSock {
             sink_pkts: 0,
             sndbuf_errors: 0,
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Udp(udp) }
+        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Udp(udp) }
     }
 }
 
@@ -125,7 +125,7 @@ impl UdpSock {
 
 impl World {
     fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64, u64) {
-        let sk = &mut self.socks[s as usize];
+        let sk = &mut self.socks[s];
         let (wmem, sndbuf) = (sk.wmem_alloc, sk.sndbuf);
         match &mut sk.kind {
             SockKind::Udp(u) => (u, wmem, sndbuf),
@@ -141,7 +141,7 @@ impl World {
         let (u, wmem, sndbuf) = self.udp(s);
         if wmem >= sndbuf {
             // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.
-            self.socks[s as usize].blocked = true;
+            self.socks[s].blocked = true;
             return None;
         }
         let mut skb = u.next_skb();

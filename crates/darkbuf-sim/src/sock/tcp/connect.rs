@@ -20,9 +20,11 @@
 //! answered again when the client's SYN timer resends the SYN, as the kernel's listener
 //! does for a SYN it has a request for).
 
-use super::{Conn, PROTO, TCP_HDR};
+use super::{Conn, PROTO};
+use crate::wire::TCP_HDR;
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, SockId, Step};
+use crate::cpu::Step;
+use crate::id::{CpuId, SockId};
 use crate::sock::Outgoing;
 use crate::world::World;
 use darkbuf_model::skb::Skb;
@@ -65,7 +67,7 @@ impl World {
         tp.syn_rto_at = Some(at);
         let dscp = tp.dscp;
         self.events.push(at, crate::event::Event::TcpTimer(s, super::timer::SYN));
-        let skb = Skb { flow, sk: 0x1_0000 + s as u32, len: SYN_LEN, truesize: SYN_LEN + 768, dscp, priority: crate::forward::rt_tos2priority(dscp, 0), ..Skb::default() };
+        let skb = Skb { flow, sk: 0x1_0000 + s.0, len: SYN_LEN, truesize: SYN_LEN + 768, dscp, priority: crate::forward::rt_tos2priority(dscp, 0), ..Skb::default() };
         // The SYN's sequence field carries its send time in µs (its TSval, which the
         // SYN-ACK echoes).
         let seq = (now / 1000) as u32;
@@ -75,7 +77,7 @@ impl World {
 
     /// The SYN timer fired: while the SYN is unanswered, the task sends it again.
     pub(crate) fn tcp_syn_timer(&mut self, s: SockId) {
-        let task = self.socks[s as usize].task;
+        let task = self.socks[s].task;
         let t = self.tcp(s);
         t.syn_rto_at = None;
         if t.conn == Conn::SynSent {
@@ -91,7 +93,7 @@ impl World {
         let s = info.sock;
         let tp = self.tcp(s);
         let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
-        let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len: SYN_LEN, truesize: SYN_LEN + 768, ..Skb::default() };
+        let mut skb = Skb { flow, sk: 0x1_0000 + s.0, len: SYN_LEN, truesize: SYN_LEN + 768, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_rcv_ns + self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {
@@ -119,7 +121,7 @@ impl World {
     /// retransmitted, so Karn's rule leaves only the timestamp). Returns the CPU time.
     pub(crate) fn tcp_rcv_synack(&mut self, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
-        let task = self.socks[s as usize].task;
+        let task = self.socks[s].task;
         let tp = self.tcp(s);
         if tp.conn != Conn::SynSent {
             return self.cost(self.profile.costs.tcp_ack_ns); // a duplicate SYN-ACK

@@ -25,7 +25,7 @@ use super::rate::RateSample;
 use super::recv::AckRec;
 use super::{after, before, whole_jiffies, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
-use crate::cpu::{CpuId, SockId};
+use crate::id::{CpuId, SockId};
 use crate::world::World;
 
 /// `sysctl_tcp_reordering`: `tp->reordering`'s start, the DUPACK threshold.

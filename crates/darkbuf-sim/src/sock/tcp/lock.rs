@@ -40,7 +40,8 @@
 
 use super::recv::AckRec;
 use super::{before, work};
-use crate::cpu::{CpuId, SockId, Step};
+use crate::cpu::Step;
+use crate::id::{CpuId, SockId};
 use crate::world::World;
 
 /// The sender's socket lock and its backlog.

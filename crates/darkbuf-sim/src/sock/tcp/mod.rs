@@ -45,7 +45,8 @@ mod sndbuf;
 pub use reader::ReadPhase;
 
 use crate::arena::Proto;
-use crate::cpu::{CpuId, DevId, SockId, TaskId, TASKLET_SOFTIRQ};
+use crate::cpu::TASKLET_SOFTIRQ;
+use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::sock::{Sock, SockKind};
 use crate::world::World;
@@ -55,8 +56,6 @@ use darkbuf_model::units::Rate;
 use darkbuf_scenario::TcpFlow;
 use std::collections::VecDeque;
 
-/// Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12: the headers of every segment.
-pub const TCP_HDR: u32 = 66;
 /// `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u32 = 10;
 /// `TCP_RTO_MIN`, `TCP_TIMEOUT_INIT`, `TCP_RTO_MAX`.
@@ -430,6 +429,22 @@ pub struct IperfMark {
 }
 
 impl TcpSock {
+    /// The measured window starts: the counters the report takes differences of.
+    pub(crate) fn start_window(&mut self) {
+        let st = &mut self.stats;
+        st.retrans_base = self.total_retrans;
+        st.reord_seen_base = self.reord_seen;
+        st.dsack_dups_base = self.dsack_dups;
+        st.undos_base = self.undos;
+        st.backlog_acks_base = self.lock.backlog_acks;
+        st.backlog_coalesce_base = self.lock.backlog_coalesce;
+        st.deferred_work_base = self.lock.deferred_work;
+        st.timeouts_base = self.timeouts;
+        st.loss_probes_base = self.loss_probes;
+        st.tlp_recoveries_base = self.tlp_recoveries;
+        st.delivered_ce_base = self.delivered_ce;
+    }
+
     /// A connection of flow `f`; `seed` seeds what its congestion control draws
     /// (BBR's gain-cycle phase).
     #[allow(clippy::too_many_arguments)]
@@ -461,7 +476,7 @@ impl TcpSock {
             Some(v) => darkbuf_scenario::effective_sndbuf(v),
             None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
         };
-        Sock { task, dev, far_host: 0, wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
+        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// The connection's state before its first segment: the initial window, the RTO
@@ -573,7 +588,7 @@ impl TcpSock {
             },
             app_written: 0,
             ack_dev,
-            softirq_cpu: 0,
+            softirq_cpu: CpuId(0),
             lock: lock::SockLock::new(f.lock_sock),
             rcv,
             stats: TcpStats::default(),
@@ -664,7 +679,7 @@ impl TcpSock {
 impl World {
     #[inline]
     pub(crate) fn tcp(&mut self, s: SockId) -> &mut TcpSock {
-        match &mut self.socks[s as usize].kind {
+        match &mut self.socks[s].kind {
             SockKind::Tcp(t) => t,
             _ => unreachable!("socket {s} is TCP"),
         }
@@ -679,7 +694,7 @@ impl World {
         if self.tcp(s).app_written == 0 {
             self.tcp_init_cc(s);
         }
-        let (wmem_alloc, sndbuf) = (self.socks[s as usize].wmem_alloc, self.socks[s as usize].sndbuf);
+        let (wmem_alloc, sndbuf) = (self.socks[s].wmem_alloc, self.socks[s].sndbuf);
         // lock_sock(): the socket is the writer's until release_sock() (`lock.rs`),
         // which the caller runs after this step.
         let spin = self.tcp_lock_sock(s);
@@ -715,7 +730,7 @@ impl World {
     /// reproduced its queue flapping with `-b 50G`).
     fn tcp_app_room(&mut self, s: SockId) -> bool {
         let now = self.now;
-        let sndbuf = self.socks[s as usize].sndbuf;
+        let sndbuf = self.socks[s].sndbuf;
         let t = self.tcp(s);
         if now < t.start_ns || now >= t.stop_ns || t.conn != Conn::Established {
             return false;
@@ -735,8 +750,8 @@ impl World {
             return true;
         }
         let now = self.now;
-        let task = self.socks[s as usize].task;
-        let sndbuf = self.socks[s as usize].sndbuf;
+        let task = self.socks[s].task;
+        let sndbuf = self.socks[s].sndbuf;
         let t = self.tcp(s);
         let (start, stop, rate, room) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.tcp_sendmsg_would_take(sndbuf));
         if now < start {
@@ -758,7 +773,7 @@ impl World {
             self.events.push(due, Event::TaskTimer(task));
             return false;
         }
-        self.socks[s as usize].blocked = true;
+        self.socks[s].blocked = true;
         false
     }
 
@@ -769,7 +784,7 @@ impl World {
         let info = self.pkts.get_mut(id);
         info.destructor = crate::arena::Destructor::None;
         let (s, truesize) = (info.sock, info.truesize as u64);
-        self.socks[s as usize].wmem_alloc -= truesize;
+        self.socks[s].wmem_alloc -= truesize;
         let cpu = self.current_cpu;
         let t = self.tcp(s);
         if t.tsq_throttled {
@@ -784,7 +799,7 @@ impl World {
         let was = t.work;
         t.work |= bits;
         if was == 0 {
-            self.cpus[cpu as usize].sock_work.push_back(s);
+            self.cpus[cpu].sock_work.push_back(s);
             self.raise_softirq(cpu, TASKLET_SOFTIRQ);
             self.cpu_kick(cpu, 0);
         }
@@ -797,7 +812,7 @@ impl World {
             *started = true;
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
-        let Some(s) = self.cpus[cpu as usize].sock_work.pop_front() else { return Step::Done(0) };
+        let Some(s) = self.cpus[cpu].sock_work.pop_front() else { return Step::Done(0) };
         let now = self.now;
         let tp = self.tcp(s);
         let bits = std::mem::take(&mut tp.work);
@@ -1132,6 +1147,7 @@ pub const PROTO: Proto = Proto::Tcp;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::wire::TCP_HDR;
 
     /// A cubic socket with a 1448-byte MSS (MTU 1500) for unit tests of its parts.
     pub fn sock() -> TcpSock {
@@ -1159,7 +1175,7 @@ pub(crate) mod tests {
             max_pacing_rate: None,
             handshake: false,
         };
-        match TcpSock::new_sock(&f, 0, 0, 0, 0, None, 1500, 320, 1_000_000_000, 0).kind {
+        match TcpSock::new_sock(&f, 0, 0, TaskId(0), DevId(0), None, 1500, 320, 1_000_000_000, 0).kind {
             SockKind::Tcp(t) => *t,
             _ => unreachable!(),
         }
@@ -1215,7 +1231,7 @@ pub(crate) mod tests {
         );
         let scn = darkbuf_scenario::load_str("t.toml", &text, &[]).unwrap();
         let w = World::new(&scn, darkbuf_measure::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
-        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
+        let s = SockId::from_index(w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap());
         (w, s)
     }
 
@@ -1225,13 +1241,13 @@ pub(crate) mod tests {
     /// whether the qdisc dropped it.
     fn deferred_xmit(limit: u32, throttled_after_loop: bool, at_send: bool) -> (bool, u8, bool, World) {
         let (mut w, s) = tbf_world(limit);
-        let (cpu, dev) = (w.tasks[w.socks[s as usize].task as usize].cpu, w.socks[s as usize].dev);
-        let mut skb = darkbuf_model::Skb { sk: 0x1_0000 + s as u32, len: 1514, truesize: 1448 + 768, ..Default::default() };
+        let (cpu, dev) = (w.tasks[w.socks[s].task].cpu, w.socks[s].dev);
+        let mut skb = darkbuf_model::Skb { sk: 0x1_0000 + s.0, len: 1514, truesize: 1448 + 768, ..Default::default() };
         w.sock_alloc_skb(s, &mut skb, PROTO, crate::arena::Destructor::TcpWfree, crate::arena::Dir::Out, 0);
-        w.socks[s as usize].wmem_alloc += skb.truesize as u64;
+        w.socks[s].wmem_alloc += skb.truesize as u64;
         w.tcp(s).tsq_throttled = throttled_after_loop;
         // The CPU that ran the last step: the far host's, as it may be when the event pops.
-        w.current_cpu = w.cpus.len() as u16 - 1;
+        w.current_cpu = CpuId::from_index(w.cpus.len() - 1);
         let dropped = w.dropped;
         w.tcp_queue_xmit_at(0, cpu, dev, skb, crate::dev::TcpSent { tsq_throttled: at_send, burst: 0 });
         w.deferred(0);
@@ -1261,10 +1277,10 @@ pub(crate) mod tests {
         assert!(dropped);
         assert!(!flag);
         assert_eq!(work, work::TSQ);
-        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu as usize;
+        let s = SockId::from_index(w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap());
+        let cpu = w.tasks[w.socks[s].task].cpu;
         assert_eq!(w.cpus[cpu].sock_work.iter().copied().collect::<Vec<_>>(), [s]);
-        assert!(w.cpus.iter().enumerate().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
+        assert!(w.cpus.iter_ids().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
     }
 
     /// tcp_write_xmit() sends a burst into a qdisc that drops everything: the first
@@ -1274,7 +1290,7 @@ pub(crate) mod tests {
     #[test]
     fn a_local_drop_takes_back_the_rest_of_its_burst() {
         let (mut w, s) = tbf_world(1);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         // Two-segment skbs (a 2896-byte GSO limit), a TSQ limit of 64 KB (the pacing
         // rate's 1 ms) and a window of 20: a burst of ten skbs.
         let t = w.tcp(s);
@@ -1297,7 +1313,7 @@ pub(crate) mod tests {
         assert_eq!(cancelled, slots.len() - 1);
         assert_eq!(w.created, created - (slots.len() as u64 - 1), "the taken-back skbs were never built");
         assert_eq!(w.dropped, 1, "only the first reached the qdisc");
-        assert_eq!(w.socks[s as usize].wmem_alloc, 0);
+        assert_eq!(w.socks[s].wmem_alloc, 0);
         assert_eq!(w.pkts.live(), 0);
         let t = w.tcp(s);
         // data_segs_out counts the dropped skb's two segments, as __tcp_transmit_skb()
@@ -1341,7 +1357,7 @@ pub(crate) mod tests {
 
     /// The retransmit timer of `s` fires at `at` and its work runs on the socket's CPU.
     fn fire_xmit_timer(w: &mut World, s: SockId, at: u64) {
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         w.now = at;
         w.tcp_timer(s, timer::RTO);
         let mut started = false;
@@ -1358,7 +1374,7 @@ pub(crate) mod tests {
     #[test]
     fn a_dropped_flight_probes_with_one_mss_every_half_second() {
         let (mut w, s) = tbf_world(1);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         let t = w.tcp(s);
         t.w.cwnd = 10;
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
@@ -1392,7 +1408,7 @@ pub(crate) mod tests {
     #[test]
     fn a_closed_window_arms_the_probe_timer() {
         let (mut w, s) = tbf_world(100_000);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         let t = w.tcp(s);
         (t.snd_wnd, t.rto_ns) = (0, 250_000_000);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
@@ -1533,7 +1549,7 @@ pub(crate) mod tests {
     #[test]
     fn pacing_spaces_skbs_by_their_payload() {
         let (mut w, s) = tbf_world(100_000);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         let t = w.tcp(s);
         (t.gso_max_size, t.pacing_rate, t.w.cwnd, t.data_segs_out) = (2 * 1448, 1_000_000, 20, 10);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
@@ -1550,7 +1566,7 @@ pub(crate) mod tests {
     #[test]
     fn tsq_gives_a_retransmission_twice_the_limit() {
         let (mut w, s) = with_flight(3);
-        w.socks[s as usize].wmem_alloc = 5_000;
+        w.socks[s].wmem_alloc = 5_000;
         assert!(w.tcp_small_queue_check(s, 1448, false));
         w.tcp(s).tsq_throttled = false;
         assert!(!w.tcp_small_queue_check(s, 1448, true));
@@ -1613,12 +1629,12 @@ pub(crate) mod tests {
             (Tsq::Always, Pacing::None, true),
         ] {
             let (mut w, s) = with_flight(3);
-            w.socks[s as usize].wmem_alloc = 5_000_000;
+            w.socks[s].wmem_alloc = 5_000_000;
             let t = w.tcp(s);
             (t.tsq, t.limit_output_bytes, t.pacing, t.pacing_rate) = (tsq, tsq.default_limit_output_bytes(), pacing, 8_000_000_000);
             assert_eq!(w.tcp_small_queue_check(s, 1448, false), throttled, "{tsq:?} {pacing:?}");
             // Under 1 MiB (the paced-exempt kernels' default) every mode sends.
-            w.socks[s as usize].wmem_alloc = 1 << 19;
+            w.socks[s].wmem_alloc = 1 << 19;
             w.tcp(s).tsq_throttled = false;
             assert!(!w.tcp_small_queue_check(s, 1448, false), "{tsq:?} {pacing:?} at 512 KiB");
         }
@@ -1687,7 +1703,7 @@ pub(crate) mod tests {
     #[test]
     fn a_loss_probe_retransmits_the_tail_once() {
         let (mut w, s) = with_flight(3);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         w.tcp(s).srtt_us = 80_000;
         w.tcp_send_loss_probe(cpu, s, 0);
         let t = w.tcp(s);
@@ -1722,7 +1738,7 @@ pub(crate) mod tests {
     #[test]
     fn retransmitting_the_head_restarts_the_rto() {
         let (mut w, s) = with_flight(3);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         w.now = 1_000_000;
         let t = w.tcp(s);
         t.rtx[0].lost = true;
@@ -1753,13 +1769,13 @@ pub(crate) mod tests {
     fn an_ack_to_an_owned_socket_waits_for_release_sock() {
         use crate::arena::{Destructor, Dir, PktInfo};
         let (mut w, s) = with_flight(4);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         assert_eq!(w.tcp_lock_sock(s), 0);
         // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
         // coalesce; then one of two segments, added to the backlog by hand.
         let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, tcp_flags: 0, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false };
-        assert_eq!(w.tcp_ack(1, &info, 0), 0);
-        assert_eq!(w.tcp_ack(1, &PktInfo { seq: 1, ..info }, 0), 0);
+        assert_eq!(w.tcp_ack(CpuId(1), &info, 0), 0);
+        assert_eq!(w.tcp_ack(CpuId(1), &PktInfo { seq: 1, ..info }, 0), 0);
         w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });
         let t = w.tcp(s);
         assert_eq!((t.snd_una, t.packets_out, t.lock.backlog_acks, t.lock.backlog_coalesce), (0, 4, 3, 1));
@@ -1773,7 +1789,7 @@ pub(crate) mod tests {
         assert!(!t.lock.owned);
         assert!(t.lock.slock_until <= now);
         // Free again: the next ACK is processed where it arrives.
-        assert!(w.tcp_ack(1, &info, now) > 0);
+        assert!(w.tcp_ack(CpuId(1), &info, now) > 0);
     }
 
     /// TSQ's handler finds the socket owned: its work waits for `tcp_release_cb()`,
@@ -1784,11 +1800,11 @@ pub(crate) mod tests {
         let (mut w, s) = flight_in(100_000, 0);
         w.tcp(s).write_seq = 10 * 1448;
         w.tcp(s).write_queue.push_back(10 * 1448);
-        let cpu = w.tasks[w.socks[s as usize].task as usize].cpu;
+        let cpu = w.tasks[w.socks[s].task].cpu;
         w.tcp_lock_sock(s);
-        w.sock_work_queue(1, s, work::TSQ);
+        w.sock_work_queue(CpuId(1), s, work::TSQ);
         let mut started = true;
-        let crate::cpu::Step::Continue(0) = w.sock_work_step(1, &mut started) else { panic!("deferred, nothing done") };
+        let crate::cpu::Step::Continue(0) = w.sock_work_step(CpuId(1), &mut started) else { panic!("deferred, nothing done") };
         let t = w.tcp(s);
         assert_eq!((t.snd_nxt, t.lock.deferred, t.lock.deferred_work), (0, work::TSQ, 1));
         let crate::cpu::Step::Done(cost) = w.tcp_release_sock_step(cpu, s) else { panic!("no backlog: tcp_release_cb()") };
@@ -1806,17 +1822,17 @@ pub(crate) mod tests {
         let text = "[device]\ndriver = \"nic\"\nrate = \"100Mbit\"\n[[traffic]]\nkind = \"tcp\"\nreceiver = \"poll\"\n";
         let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
         let mut w = World::new(&scn, darkbuf_measure::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
-        let s = w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap() as SockId;
+        let s = SockId::from_index(w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap());
         for scheduled in [true, false] {
             let t = w.tcp(s);
             let wup = t.rcv.rcv_wup;
             t.rcv.rcv_nxt = wup + 1448;
             let app = t.rcv.app.as_mut().unwrap();
             (app.owned, app.ack_scheduled) = (true, scheduled);
-            w.sock_work_queue(1, s, work::DELACK);
-            let crate::cpu::Step::Continue(0) = w.sock_work_step(1, &mut true) else { panic!("deferred, nothing done") };
+            w.sock_work_queue(CpuId(1), s, work::DELACK);
+            let crate::cpu::Step::Continue(0) = w.sock_work_step(CpuId(1), &mut true) else { panic!("deferred, nothing done") };
             assert_eq!(w.tcp(s).rcv.rcv_wup, wup, "no ACK while the reader holds the socket");
-            let cost = w.tcp_release_sock(1, s, 0);
+            let cost = w.tcp_release_sock(CpuId(1), s, 0);
             let sent = w.tcp(s).rcv.rcv_wup != wup;
             assert_eq!((sent, cost > 0), (scheduled, scheduled), "scheduled: {scheduled}");
         }

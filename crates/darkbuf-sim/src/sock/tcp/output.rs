@@ -15,9 +15,10 @@
 //! `skb_still_in_host_queue()` (a probe retransmits the last segment even while its
 //! first transmission waits in a host queue).
 
-use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_HDR, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
+use crate::wire::TCP_HDR;
+use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, SockId};
+use crate::id::{CpuId, SockId};
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::Skb;
@@ -399,7 +400,7 @@ impl World {
     /// A retransmission gets twice the limit (`tcp_xmit_retransmit_queue()` calls it
     /// with `factor` 1: `limit <<= factor`).
     pub(super) fn tcp_small_queue_check(&mut self, s: SockId, payload: u32, retrans: bool) -> bool {
-        let wmem_alloc = self.socks[s as usize].wmem_alloc;
+        let wmem_alloc = self.socks[s].wmem_alloc;
         let tp = self.tcp(s);
         let truesize = payload as u64 + 768;
         // Before v6.16 a paced flow is exempt from the sysctl (c73e5807e4f6): at 100G
@@ -428,8 +429,8 @@ impl World {
     /// EDT stamp and `tcp_wfree` destructor, `ooo_okay`, the TX queue; the scoreboard
     /// and the pacing clock are updated. Returns its CPU cost.
     fn tcp_transmit_skb(&mut self, cpu: CpuId, s: SockId, start: u32, end: u32, retrans: bool, t: u64) -> u64 {
-        let dev = self.socks[s as usize].dev;
-        let wmem_alloc = self.socks[s as usize].wmem_alloc;
+        let dev = self.socks[s].dev;
+        let wmem_alloc = self.socks[s].wmem_alloc;
         let tp = self.tcp(s);
         let payload = end.wrapping_sub(start);
         let segs = payload.div_ceil(tp.mss).max(1);
@@ -449,7 +450,7 @@ impl World {
         let flow = tp.flow_id();
         let mut skb = Skb {
             flow,
-            sk: 0x1_0000 + s as u32,
+            sk: 0x1_0000 + s.0,
             len: payload + segs * TCP_HDR,
             truesize: payload + 768,
             gso_segs: segs as u16,
@@ -465,9 +466,9 @@ impl World {
         let cwr = tp.ecn && !retrans && std::mem::take(&mut tp.ecn_queue_cwr);
         skb.queue_mapping = self.tcp_pick_tx(s, dev, &skb, cpu, ooo_okay);
         self.sock_alloc_skb(s, &mut skb, super::PROTO, Destructor::TcpWfree, Dir::Out, start);
-        self.socks[s as usize].wmem_alloc += skb.truesize as u64;
-        let (wmem, mut bound) = (self.socks[s as usize].wmem_alloc, self.tcp(s).tsq_bound);
-        if !self.devs[dev as usize].tso {
+        self.socks[s].wmem_alloc += skb.truesize as u64;
+        let (wmem, mut bound) = (self.socks[s].wmem_alloc, self.tcp(s).tsq_bound);
+        if !self.devs[dev].tso {
             // Software GSO gives every segment its own skb head (tcp_gso_segment()'s
             // delta): at most (mss + head) / mss of what TSQ admitted.
             let mss = self.tcp(s).mss as u64;
@@ -532,7 +533,7 @@ impl World {
     /// pick (XPS from the sending CPU) only when there is none or the skb is
     /// `ooo_okay`, cached by `sk_tx_queue_set()`. A change is recorded as seed 001's
     /// bpftrace script sees it (`@queue_index_after_netdev_pick_tx[cpu, old]`).
-    fn tcp_pick_tx(&mut self, s: SockId, dev: crate::cpu::DevId, skb: &Skb, cpu: CpuId, ooo_okay: bool) -> u16 {
+    fn tcp_pick_tx(&mut self, s: SockId, dev: crate::id::DevId, skb: &Skb, cpu: CpuId, ooo_okay: bool) -> u16 {
         let cached = self.tcp(s).tx_queue;
         match cached {
             Some(q) if !ooo_okay => q,
@@ -543,7 +544,7 @@ impl World {
                     tp.tx_queue = Some(q);
                     tp.tx_queue_changes += 1;
                     let old = cached.map_or(-1, |c| c as i32);
-                    let n = self.metrics.queue_changes.entry((cpu, old, q)).or_default();
+                    let n = self.metrics.queue_changes.entry((cpu.0, old, q)).or_default();
                     n[0] += 1;
                     n[1] += ooo_okay as u64;
                 }

@@ -19,7 +19,9 @@
 //! The connections of one traffic entry are consecutive sockets, so a reader is the
 //! range `first..first + n`.
 
-use crate::cpu::{CpuId, Frame, SockId, Step};
+use crate::cpu::{Frame, Step};
+
+use crate::id::{CpuId, IdRange, SockId};
 use crate::world::World;
 
 /// One `read()`: iperf3's and the kernel backend's 128 KiB buffer.
@@ -43,7 +45,7 @@ impl World {
     /// The sockets `first..first + n` of the reader that reads socket `s`.
     fn tcp_reader_range(&mut self, s: SockId) -> (SockId, u32) {
         let reader = self.tcp(s).rcv.app.as_ref().expect("a modelled receiver").reader;
-        match self.tasks[reader as usize].kind {
+        match self.tasks[reader].kind {
             crate::cpu::TaskKind::TcpReader { first, n } => (first, n),
             _ => unreachable!("a reader task"),
         }
@@ -76,10 +78,10 @@ impl World {
                 // and its unit ends.
                 let cost = cost + self.tcp_release_sock(cpu, s, self.now + cost);
                 let (first, n) = self.tcp_reader_range(s);
-                if s + 1 >= first + n {
+                if s.add(1) >= first.add(n) {
                     *phase = ReadPhase::End;
                 } else {
-                    *at = s + 1;
+                    *at = s.add(1);
                 }
                 Step::Continue(cost)
             }
@@ -139,7 +141,7 @@ impl World {
     /// a blocked `read()` would not have slept).
     #[inline(never)]
     pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u32) -> bool {
-        (first..first + n).any(|s| {
+        (IdRange { start: first, end: first.add(n) }).iter().any(|s| {
             let r = &self.tcp(s).rcv;
             r.unread() > 0 || r.app.as_ref().is_some_and(|a| a.has_backlog())
         })

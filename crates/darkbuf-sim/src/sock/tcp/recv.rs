@@ -13,9 +13,10 @@
 
 use super::cc::{CaEvent, RcvEcn};
 use super::rcvbuf::RcvBuf;
-use super::{after, before, TCP_HDR};
+use super::{after, before};
+use crate::wire::TCP_HDR;
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::cpu::{CpuId, SockId, TaskId};
+use crate::id::{CpuId, SockId, TaskId};
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::skb::TcpHdr;
@@ -64,7 +65,7 @@ impl RcvApp {
             ack_deferred: false,
             delack_deferred: false,
             last_copied: 0,
-            reader: 0,
+            reader: TaskId(0),
             poll: false,
         }
     }
@@ -128,7 +129,7 @@ impl Receiver {
             quickack: TCP_MAX_QUICKACKS,
             ece: false,
             delack_at: None,
-            cpu: 0,
+            cpu: CpuId(0),
             ts_recent_ms: 0,
             app: None,
             ca: None,
@@ -399,7 +400,7 @@ impl World {
             tsecr: rec.tsecr_ms,
             sacks: rec.sacks,
         };
-        let mut skb = Skb { flow, sk: 0x1_0000 + s as u32, len, truesize: len + 768, tcp, ..Skb::default() };
+        let mut skb = Skb { flow, sk: 0x1_0000 + s.0, len, truesize: len + 768, tcp, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {
@@ -578,7 +579,7 @@ impl World {
             if after(app.buf.copied_seq, r.rcv_nxt) {
                 out.push(format!("{who}: copied_seq {} past rcv_nxt {}", app.buf.copied_seq, r.rcv_nxt));
             }
-            if r.unread() > 0 && self.tasks[app.reader as usize].state == crate::cpu::TaskState::Sleeping {
+            if r.unread() > 0 && self.tasks[app.reader].state == crate::cpu::TaskState::Sleeping {
                 out.push(format!("{who}: {} bytes unread and its reader asleep", r.unread()));
             }
         }

@@ -27,7 +27,7 @@
 
 use super::rcvbuf::TCP_MSS_DEFAULT;
 use super::TcpSock;
-use crate::cpu::SockId;
+use crate::id::SockId;
 use crate::sock::SockKind;
 use crate::world::World;
 
@@ -138,7 +138,7 @@ impl World {
     /// full gets it grown to the window (`tcp_new_space()`: not while the window is
     /// full), and is woken once a third of it is free (`sk_stream_write_space()`).
     pub(super) fn tcp_check_space(&mut self, s: SockId) {
-        let sk = &self.socks[s as usize];
+        let sk = &self.socks[s];
         let SockKind::Tcp(t) = &sk.kind else { return };
         if !sk.blocked {
             return;
@@ -146,7 +146,7 @@ impl World {
         // tcp_should_expand_sndbuf(): not with SO_SNDBUF, nor with the window full.
         let sndbuf = if t.sndbuf_lock || t.in_flight() >= t.w.cwnd { sk.sndbuf } else { t.tcp_sndbuf_expand(sk.sndbuf) };
         let queued = t.wmem_queued;
-        let sk = &mut self.socks[s as usize];
+        let sk = &mut self.socks[s];
         sk.sndbuf = sndbuf;
         if sndbuf.saturating_sub(queued) >= queued / 2 {
             sk.blocked = false;
