@@ -234,7 +234,7 @@ impl World {
     pub fn link_send_frames(&mut self, link: LinkId, id: u32, end_ps: u64, rate_bps: u64) {
         let info = *self.pkts.get(id);
         let n = info.segs as u32;
-        let mss = self.tcp(info.sock).mss;
+        let mss = self.tcp(info.sock).mss();
         let wire_ps = |bytes: u64| bytes * 8_000_000_000_000 / rate_bps;
         let start_ps = end_ps - wire_ps((info.len + n * WIRE_OVERHEAD) as u64);
         let singles = self.links[link].rate != 0 || self.links[link].delay.is_some();

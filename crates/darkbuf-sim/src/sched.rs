@@ -155,7 +155,7 @@ impl World {
             TaskKind::DevWorker { dev, queue } => Some(Frame::DevWork { dev, queue, done: 0 }),
             TaskKind::TcpReader { first, .. } => {
                 let poll = match &self.socks[first].kind {
-                    crate::sock::SockKind::Tcp(t) => t.rcv.app.as_ref().is_some_and(|a| a.poll),
+                    crate::sock::SockKind::Tcp(t) => t.reader_polls(),
                     _ => false,
                 };
                 let phase = if poll { ReadPhase::Poll } else { ReadPhase::Read };

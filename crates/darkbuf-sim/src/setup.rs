@@ -92,7 +92,40 @@ struct Near {
     dev: DevId,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    /// An empty world of `scn`: no host, device or socket yet; `qdisc_hash_key` is the
+    /// run's first draw (the qdiscs' `get_random_u32()` perturbation).
+    fn new(scn: &'a Scenario, profile: &'a Profile, seed: u64, qdisc_hash_key: u32) -> Self {
+        // The distinct `[[traffic]] path_delay`s, 0 (the shared path) first.
+        let mut path_delays = vec![0];
+        for d in scn.traffic.iter().map(Traffic::path_delay_ns) {
+            if !path_delays.contains(&d) {
+                path_delays.push(d);
+            }
+        }
+        Builder {
+            scn,
+            profile,
+            hz: scn.machine.hz,
+            jiffies0: initial_jiffies(scn.machine.hz),
+            qdisc_hash_key,
+            seed,
+            hosts: Table::default(),
+            tasks: Table::default(),
+            devs: Table::default(),
+            qdiscs: Table::default(),
+            napis: Table::default(),
+            socks: Table::default(),
+            links: Table::default(),
+            path_delays,
+            sock_link: Vec::new(),
+            sock_traffic: Vec::new(),
+            reply: ReplyPath::Constant,
+            starts: Vec::new(),
+            near: Near { host: HostId(0), cpu0: CpuId(0), dev: DevId(0) },
+        }
+    }
+
     pub(crate) fn task(&mut self, kind: TaskKind, state: TaskState, cpu: CpuId) -> TaskId {
         self.tasks.push(Task { kind, state, cpu, wake_preempt: false });
         TaskId::from_index(self.tasks.len() - 1)
@@ -379,7 +412,7 @@ impl Builder<'_> {
             let mut sock = crate::sock::tcp::TcpSock::new_sock(f, traffic_index, flow, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, sock_seed);
             if let crate::sock::SockKind::Tcp(t) = &mut sock.kind {
                 if fq {
-                    t.pacing = crate::sock::tcp::Pacing::Fq;
+                    t.set_pacing_fq();
                 }
             }
             self.socks.push(sock);
@@ -429,9 +462,7 @@ impl Builder<'_> {
             let task = self.task(TaskKind::TcpReader { first, n }, TaskState::Sleeping, cpu);
             for s in (IdRange { start: first, end: first.add(n) }).iter() {
                 if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
-                    let app = t.rcv.app.as_mut().expect("a modelled receiver");
-                    app.reader = task;
-                    app.poll = poll;
+                    t.set_reader(task, poll);
                 }
             }
         }
@@ -451,32 +482,7 @@ impl World {
             sample_interval: scn.sample_interval_ns,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut b = Builder {
-            scn,
-            profile: &profile,
-            hz,
-            jiffies0,
-            qdisc_hash_key: rng.gen(),
-            seed,
-            hosts: Table::from(Vec::new()),
-            tasks: Table::from(Vec::new()),
-            devs: Table::from(Vec::new()),
-            qdiscs: Table::from(Vec::new()),
-            napis: Table::from(Vec::new()),
-            socks: Table::from(Vec::new()),
-            links: Table::from(Vec::new()),
-            path_delays: std::iter::once(0).chain(scn.traffic.iter().map(Traffic::path_delay_ns)).fold(Vec::new(), |mut v, d| {
-                if !v.contains(&d) {
-                    v.push(d);
-                }
-                v
-            }),
-            sock_link: Vec::new(),
-            sock_traffic: Vec::new(),
-            reply: ReplyPath::Constant,
-            starts: Vec::new(),
-            near: Near { host: HostId(0), cpu0: CpuId(0), dev: DevId(0) },
-        };
+        let mut b = Builder::new(scn, &profile, seed, rng.gen());
         b.host(scn.machine.cpus.max(2));
         match scn.device.driver {
             DriverKind::Veth => b.veth()?,

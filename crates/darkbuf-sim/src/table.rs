@@ -104,6 +104,12 @@ impl<I: Id, T> Table<I, T> {
     }
 }
 
+impl<I, T> Default for Table<I, T> {
+    fn default() -> Self {
+        Table { v: Vec::new(), id: PhantomData }
+    }
+}
+
 impl<I, T> From<Vec<T>> for Table<I, T> {
     fn from(v: Vec<T>) -> Self {
         Table { v, id: PhantomData }
@@ -193,13 +199,7 @@ impl crate::world::World {
             self.tasks.check(s.task, "socket task");
             self.devs.check(s.dev, "socket device");
             if let crate::sock::SockKind::Tcp(t) = &s.kind {
-                if let Some(dev) = t.ack_dev {
-                    self.devs.check(dev, "TCP ACK device");
-                }
-                if let Some(app) = &t.rcv.app {
-                    self.tasks.check(app.reader, "TCP reader task");
-                }
-                self.cpus.check(t.softirq_cpu, "TCP softirq CPU");
+                self.tcp_check_ids(t);
             }
         }
         for q in &self.qdiscs {

@@ -62,7 +62,7 @@ impl World {
         let info = *self.pkts.get(skb.id);
         let n = skb.segs();
         // Only TCP skbs get here (validate_xmit_skb_list() checks the protocol).
-        let mss = self.tcp(info.sock).mss;
+        let mss = self.tcp(info.sock).mss();
         let copy_destructor = info.destructor == Destructor::TcpWfree;
         let mut sum_truesize = 0u64;
         for (i, (off, seg_payload)) in tcp_gso_cut(skb.len, n, mss).enumerate() {

@@ -315,31 +315,6 @@ impl World {
         self.current_cpu = stale;
     }
 
-    /// A TCP data segment's `__dev_queue_xmit()`, as it runs in the kernel: inside
-    /// `__tcp_transmit_skb()`, before `tcp_write_xmit()` checks TSQ for the next skb.
-    ///
-    /// The model's `tcp_write_xmit()` has already run its whole loop, and may have set
-    /// TSQ_THROTTLED at its end. The segment meets the socket's flag as it was when it
-    /// was sent (`sent.tsq_throttled`). If the qdisc drops it, `tcp_wfree()` sees that flag, and
-    /// the kernel's loop stops on NET_XMIT_DROP before its next TSQ check: the flag stays
-    /// as `tcp_wfree()` left it. Otherwise the loop went on, and the flag is the one its
-    /// end left. (Seeing the end's flag, each drop queued TSQ work that sent straight
-    /// back into a full shaper: a loop the kernel cannot enter.)
-    ///
-    /// The loop that stopped sent nothing after the dropped segment: the model's later
-    /// transmits of the same loop are taken back (`tcp_unsend_burst()`).
-    fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, info: &crate::arena::PktInfo, sent: TcpSent) {
-        let s = info.sock;
-        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, sent.tsq_throttled);
-        let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
-        if verdict != EnqueueVerdict::Dropped {
-            self.tcp(s).tsq_throttled = after_loop;
-        } else {
-            self.tcp_unsend_burst(s, sent.burst, info.seq);
-        }
-        // The sender learns the verdict (its local congestion signal).
-        self.tcp_xmit_verdict(s, info.seq, sent.burst, verdict);
-    }
 
     /// Takes back socket `s`'s transmits of `tcp_write_xmit()` call `burst` that the
     /// loop sent after the dropped segment at `seq` and that are not yet due, newest
@@ -347,7 +322,7 @@ impl World {
     /// retransmission), its skb freed without `tcp_wfree()` (the kernel never built its
     /// clone). A loop sends in sequence order (retransmissions, then new data), so
     /// "after" is a later sequence number, whatever the transmits' costs.
-    fn tcp_unsend_burst(&mut self, s: crate::id::SockId, burst: u32, seq: u32) {
+    pub(crate) fn tcp_unsend_burst(&mut self, s: crate::id::SockId, burst: u32, seq: u32) {
         let mut later = std::mem::take(&mut self.unsend_scratch);
         for (slot, d) in self.deferred.iter().enumerate() {
             if let Some(Deferred::Xmit { skb, tcp, .. }) = d {
@@ -374,7 +349,7 @@ impl World {
 
     /// `__dev_queue_xmit()` from softirq: a qdisc run it would start is left to
     /// NET_TX on `cpu` (the deferred event is not a step of that CPU).
-    fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
+    pub(crate) fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
         let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         if let Some(q) = next {
             self.qdiscs[q].running = false;

@@ -110,12 +110,12 @@ impl World {
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
             SockKind::Tcp(_) => {
-                if self.tcp(s).conn != tcp::Conn::Established {
+                if !self.tcp(s).established() {
                     return self.tcp_connect(cpu, s);
                 }
                 let cost = self.tcp_sendmsg(cpu, s);
                 // The write holds the socket: its release_sock() comes after it.
-                if self.tcp(s).lock.owned {
+                if self.tcp(s).owned_by_user() {
                     return self.call(cpu, cost, Frame::ReleaseSock(s));
                 }
                 return Step::Continue(cost);

@@ -39,6 +39,7 @@ mod output;
 mod rate;
 mod rcvbuf;
 mod reader;
+mod report;
 mod recv;
 mod sndbuf;
 
@@ -186,172 +187,172 @@ pub(super) fn whole_jiffies(ns: u64, jiffy_ns: u64) -> u64 {
 
 /// The sender's and the receiver's state of one connection.
 pub struct TcpSock {
-    pub flow_index: u32,
-    pub traffic_index: u16,
+    flow_index: u32,
+    traffic_index: u16,
     /// `icsk_ca_ops` with its private area (`inet_csk_ca()`): `None` only while one
     /// of its own methods runs (`TcpSock::with_ca()`).
     ca: Option<Box<dyn TcpCongestionOps>>,
-    pub w: Window,
-    pub ca_state: CaState,
+    w: Window,
+    ca_state: CaState,
     /// Segment size and the largest skb TSO may build (`sk_gso_max_size`).
-    pub mss: u32,
-    pub gso_max_size: u32,
-    pub snd_una: u32,
-    pub snd_nxt: u32,
-    pub write_seq: u32,
+    mss: u32,
+    gso_max_size: u32,
+    snd_una: u32,
+    snd_nxt: u32,
+    write_seq: u32,
     /// Bytes of the write and retransmit queues (`sk_wmem_queued`) against `sk_sndbuf`.
-    pub wmem_queued: u64,
+    wmem_queued: u64,
     /// The write queue's skbs (data not sent yet): each one's end, oldest first; the
     /// last ends at `write_seq`, the first starts at `snd_nxt` (`sndbuf.rs`).
-    pub write_queue: VecDeque<u32>,
+    write_queue: VecDeque<u32>,
     /// `tcp_wmem[2]`: where the send buffer's autotuning stops (the scenario's `sndbuf`).
-    pub sndbuf_max: u64,
+    sndbuf_max: u64,
     /// `tcp_sndbuf_expand()`'s charge per segment (`sndbuf::tcp_sndbuf_per_mss()`).
-    pub sndbuf_per_mss: u32,
+    sndbuf_per_mss: u32,
     /// `SOCK_SNDBUF_LOCK`: `SO_SNDBUF` fixed the buffer, autotuning leaves it.
-    pub sndbuf_lock: bool,
+    sndbuf_lock: bool,
     /// `max_window`: the largest window the receiver advertised, which bounds the
     /// write queue's skbs to half of it (`tcp_bound_to_half_wnd()`).
-    pub max_window: u32,
+    max_window: u32,
     /// What TSQ judges and whether TSO defers (`output.rs`).
-    pub write_xmit: darkbuf_scenario::WriteXmit,
-    pub packets_out: u32,
-    pub sacked_out: u32,
-    pub lost_out: u32,
-    pub retrans_out: u32,
+    write_xmit: darkbuf_scenario::WriteXmit,
+    packets_out: u32,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
     /// `tp->lost`: packets ever marked lost.
-    pub lost: u32,
+    lost: u32,
     /// Delivery-rate sampling (`tp->delivered`, ...).
-    pub rate: rate::RateState,
+    rate: rate::RateState,
     /// `tp->reordering`: the reordering degree seen, in segments (the DUPACK
     /// threshold, 3 until a reordering is measured; at most `tcp_max_reordering`).
-    pub reordering: u32,
+    reordering: u32,
     /// `tp->reord_seen`: reorderings detected (`tcp_check_sack_reordering()`). Once
     /// non-zero, RACK waits a reordering window before it marks a segment lost.
-    pub reord_seen: u32,
+    reord_seen: u32,
     /// RACK's state (`tp->rack`).
-    pub rack: input::Rack,
+    rack: input::Rack,
     /// Undo of a spurious recovery (`tcp_init_undo()`): `undo_marker` (`snd_una` when
     /// the recovery began; `None`: nothing to undo), `undo_retrans` (retransmissions
     /// not yet shown spurious by a D-SACK; -1: none made), `prior_ssthresh`.
-    pub undo_marker: Option<u32>,
-    pub undo_retrans: i32,
-    pub prior_ssthresh: u32,
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    prior_ssthresh: u32,
     /// `tp->dsack_dups`: segments D-SACKed so far.
-    pub dsack_dups: u64,
+    dsack_dups: u64,
     /// Window reductions undone (`TcpExtTCPFullUndo` + `TcpExtTCPDSACKUndo`).
-    pub undos: u64,
-    pub rtx: VecDeque<TxSeg>,
-    pub high_seq: u32,
-    pub prior_cwnd: u32,
-    pub prr_delivered: u32,
-    pub prr_out: u32,
+    undos: u64,
+    rtx: VecDeque<TxSeg>,
+    high_seq: u32,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
     /// The largest in flight since the last cwnd check, and whether cwnd limited it.
-    pub max_packets_out: u32,
-    pub is_cwnd_limited: bool,
+    max_packets_out: u32,
+    is_cwnd_limited: bool,
     /// `cwnd_usage_seq`: the window whose cwnd use the two fields above describe
     /// (they are kept for a round trip once cwnd limited a transmission).
-    pub cwnd_usage_seq: u32,
+    cwnd_usage_seq: u32,
     /// RTT estimator (`srtt_us` x 8, `mdev_us` x 4, `mdev_max_us`, `rttvar_us`, and
     /// `rtt_seq`, where its round trip ends), min RTT (µs), RTO (ns).
-    pub srtt_us: u32,
-    pub mdev_us: u32,
-    pub mdev_max_us: u32,
-    pub rttvar_us: u32,
-    pub rtt_seq: u32,
-    pub min_rtt_us: u32,
-    pub rto_ns: u64,
-    pub rto_at: Option<u64>,
-    pub xmit_timer: XmitTimer,
+    srtt_us: u32,
+    mdev_us: u32,
+    mdev_max_us: u32,
+    rttvar_us: u32,
+    rtt_seq: u32,
+    min_rtt_us: u32,
+    rto_ns: u64,
+    rto_at: Option<u64>,
+    xmit_timer: XmitTimer,
     /// Events pushed for the retransmit timer so far (`tcp_ack()` defers its own).
-    pub rto_pushes: u32,
-    pub backoff: u32,
+    rto_pushes: u32,
+    backoff: u32,
     /// `icsk_probes_out`: probes of the probe timer sent without an answer.
-    pub probes_out: u32,
+    probes_out: u32,
     /// When the probe timer is due while it is pending. A transmit the model has not
     /// yet heard the qdisc's verdict on leaves it standing: if the qdisc drops that
     /// transmit, the kernel never left the probe timer (`tcp_event_new_data_sent()`
     /// runs only after a transmit that went).
-    pub probe0_at: Option<u64>,
+    probe0_at: Option<u64>,
     /// The transmit loop (`xmit_burst`) a timer ran and which timer: the retransmit
     /// timer's retransmission of the head, or the probe timer's probe. If the qdisc
     /// drops it, that timer tries again after `TCP_RESOURCE_PROBE_INTERVAL`.
-    pub timer_xmit: Option<(u32, XmitTimer)>,
+    timer_xmit: Option<(u32, XmitTimer)>,
     /// Tail loss probe: `snd_nxt` when the outstanding probe went (`tlp_high_seq`),
     /// whether it retransmitted, and the probes sent (`TcpExtTCPLossProbes`).
-    pub tlp_high_seq: Option<u32>,
-    pub tlp_retrans: bool,
-    pub loss_probes: u64,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
+    loss_probes: u64,
     /// Probes whose ACK showed a repaired loss (`TcpExtTCPLossProbeRecovery`).
-    pub tlp_recoveries: u64,
-    pub pacing: Pacing,
+    tlp_recoveries: u64,
+    pacing: Pacing,
     /// `sk_pacing_rate` in bytes/s (0 until the first RTT sample) and `tcp_wstamp_ns`.
     /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`), bytes/s; `u64::MAX`: unset.
-    pub max_pacing_rate: u64,
-    pub pacing_rate: u64,
-    pub wstamp_ns: u64,
-    pub pace_at: Option<u64>,
-    pub data_segs_out: u64,
+    max_pacing_rate: u64,
+    pacing_rate: u64,
+    wstamp_ns: u64,
+    pace_at: Option<u64>,
+    data_segs_out: u64,
     /// Which `tcp_small_queue_check()`, and its `tcp_limit_output_bytes`.
-    pub tsq: darkbuf_scenario::Tsq,
-    pub limit_output_bytes: u64,
-    pub tsq_throttled: bool,
+    tsq: darkbuf_scenario::Tsq,
+    limit_output_bytes: u64,
+    tsq_throttled: bool,
     /// `tcp_write_xmit()` calls so far: the loop each transmit belongs to, so that a
     /// local drop takes back what the same loop sent after it.
-    pub xmit_burst: u32,
+    xmit_burst: u32,
     /// The largest TSQ limit (plus the skb it admitted) so far: `sk_wmem_alloc` never
     /// exceeds it (checked as an invariant).
-    pub tsq_bound: u64,
+    tsq_bound: u64,
     /// Deferred work bits queued on a CPU (`work::*`), and that CPU.
-    pub work: u8,
+    work: u8,
     /// The socket's cached TX queue (`sk_tx_queue_mapping`).
-    pub tx_queue: Option<u16>,
+    tx_queue: Option<u16>,
     /// Times `netdev_pick_tx()` changed it (the first pick included).
-    pub tx_queue_changes: u64,
+    tx_queue_changes: u64,
     /// `snd_wnd`: the receive window the far end advertises (bytes). Fixed at half of
     /// `rcvbuf` with the `instant` receiver; else from each ACK (`tcp_ack_update_window()`).
-    pub snd_wnd: u32,
+    snd_wnd: u32,
     /// `ts_recent`: the far end's timestamp (ms) on the last ACK taken, which new
     /// segments echo (`TSecr`), for the receiver's RTT estimate.
-    pub ts_recent_ms: u32,
+    ts_recent_ms: u32,
     /// ECN negotiated (`TCP_ECN_OK`): new data leaves ECT(0).
-    pub ecn: bool,
+    ecn: bool,
     /// `tp->delivered_ce`: packets delivered whose ACKs echoed CE
     /// (`tcp_count_delivered()`).
-    pub delivered_ce: u32,
+    delivered_ce: u32,
     /// `TCP_ECN_QUEUE_CWR`: a window reduction waits to be announced by CWR on the
     /// next new data segment.
-    pub ecn_queue_cwr: bool,
+    ecn_queue_cwr: bool,
     /// IP_TOS's DSCP on its data; `sk_priority` follows it (`rt_tos2priority()`).
-    pub dscp: u8,
+    dscp: u8,
     /// Retransmitted segments (not counting local drops), for `ss -ti`'s `retrans`.
-    pub total_retrans: u64,
+    total_retrans: u64,
     /// Retransmission timeouts (`TcpExtTCPTimeouts`: `tcp_retransmit_timer()` with
     /// data in flight; the probe timer of an empty flight is not one).
-    pub timeouts: u64,
+    timeouts: u64,
     /// The connection's state (`sk_state` as far as it matters here): the application
     /// writes once the handshake is done (`connect.rs`).
-    pub conn: Conn,
+    conn: Conn,
     /// The last SYN's send time, its retransmissions so far and its timer.
-    pub syn_sent_ns: u64,
-    pub syn_retries: u8,
-    pub syn_rto_at: Option<u64>,
+    syn_sent_ns: u64,
+    syn_retries: u8,
+    syn_rto_at: Option<u64>,
     /// The SYN timer fired: the task sends the SYN again.
-    pub syn_due: bool,
+    syn_due: bool,
     /// The application: when it starts and stops writing, and its rate cap.
-    pub start_ns: u64,
-    pub stop_ns: u64,
-    pub app_rate_bps: Option<u64>,
-    pub app_written: u64,
+    start_ns: u64,
+    stop_ns: u64,
+    app_rate_bps: Option<u64>,
+    app_written: u64,
     /// The device the ACKs leave the far end by (`None`: the way back is the profile's
     /// constant, veth and tun).
-    pub ack_dev: Option<DevId>,
+    ack_dev: Option<DevId>,
     /// The CPU its softirq work last ran on (the IRQ CPU for ACK processing).
-    pub softirq_cpu: CpuId,
+    softirq_cpu: CpuId,
     /// The writer's socket lock and the backlog of ACKs that wait for it.
-    pub lock: lock::SockLock,
-    pub rcv: recv::Receiver,
-    pub stats: TcpStats,
+    lock: lock::SockLock,
+    rcv: recv::Receiver,
+    pub(crate) stats: TcpStats,
 }
 
 /// What the report needs of a flow.
@@ -429,6 +430,40 @@ pub struct IperfMark {
 }
 
 impl TcpSock {
+    /// `tp->mss_cache`: the payload of a full segment.
+    pub(crate) fn mss(&self) -> u32 {
+        self.mss
+    }
+
+    /// The handshake is done (`TCP_ESTABLISHED`): a write sends data.
+    pub(crate) fn established(&self) -> bool {
+        self.conn == Conn::Established
+    }
+
+    /// `sock_owned_by_user()`: a process holds the socket lock.
+    pub(crate) fn owned_by_user(&self) -> bool {
+        self.lock.owned
+    }
+
+    /// sch_fq's `SK_PACING_FQ`: the qdisc paces this socket's packets (EDT), not TCP's
+    /// own timer.
+    pub(crate) fn set_pacing_fq(&mut self) {
+        self.pacing = Pacing::Fq;
+    }
+
+    /// The receiving application: its task, and whether it `poll()`s many sockets
+    /// (else it blocks in `read()` on this one).
+    pub(crate) fn set_reader(&mut self, task: TaskId, poll: bool) {
+        let app = self.rcv.app.as_mut().expect("a modelled receiver");
+        app.reader = task;
+        app.poll = poll;
+    }
+
+    /// The receiving application `poll()`s (see [`Self::set_reader`]).
+    pub(crate) fn reader_polls(&self) -> bool {
+        self.rcv.app.as_ref().is_some_and(|a| a.poll)
+    }
+
     /// The measured window starts: the counters the report takes differences of.
     pub(crate) fn start_window(&mut self) {
         let st = &mut self.stats;
@@ -1108,6 +1143,17 @@ impl World {
     /// Accumulates the flow's time averages up to now: in the measured window, while
     /// the connection is active (it has an RTT sample, and its application writes or
     /// data is still out), as `ss -ti` would be sampled on a live connection.
+    /// `check_ids()` for the ids a connection stores (`table.rs`).
+    pub(crate) fn tcp_check_ids(&self, t: &TcpSock) {
+        if let Some(dev) = t.ack_dev {
+            self.devs.check(dev, "TCP ACK device");
+        }
+        if let Some(app) = &t.rcv.app {
+            self.tasks.check(app.reader, "TCP reader task");
+        }
+        self.cpus.check(t.softirq_cpu, "TCP softirq CPU");
+    }
+
     pub(crate) fn tcp_stats_tick(&mut self, s: SockId) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
         let t = self.tcp(s);

@@ -18,7 +18,9 @@
 use crate::wire::TCP_HDR;
 use super::{after, before, whole_jiffies, CaState, Pacing, TxSeg, XmitTimer, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
 use crate::arena::{Destructor, Dir, PktInfo};
-use crate::id::{CpuId, SockId};
+use crate::dev::TcpSent;
+use crate::id::{CpuId, DevId, SockId};
+use darkbuf_model::qdisc::EnqueueVerdict;
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::Skb;
@@ -572,5 +574,33 @@ impl World {
     pub(super) fn tcp_seg_index(&mut self, s: SockId, seq: u32) -> usize {
         let tp = self.tcp(s);
         tp.rtx.partition_point(|g| before(g.start, seq))
+    }
+}
+
+impl World {
+    /// A TCP data segment's `__dev_queue_xmit()`, as it runs in the kernel: inside
+    /// `__tcp_transmit_skb()`, before `tcp_write_xmit()` checks TSQ for the next skb.
+    ///
+    /// The model's `tcp_write_xmit()` has already run its whole loop, and may have set
+    /// TSQ_THROTTLED at its end. The segment meets the socket's flag as it was when it
+    /// was sent (`sent.tsq_throttled`). If the qdisc drops it, `tcp_wfree()` sees that flag, and
+    /// the kernel's loop stops on NET_XMIT_DROP before its next TSQ check: the flag stays
+    /// as `tcp_wfree()` left it. Otherwise the loop went on, and the flag is the one its
+    /// end left. (Seeing the end's flag, each drop queued TSQ work that sent straight
+    /// back into a full shaper: a loop the kernel cannot enter.)
+    ///
+    /// The loop that stopped sent nothing after the dropped segment: the model's later
+    /// transmits of the same loop are taken back (`tcp_unsend_burst()`).
+    pub(crate) fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, info: &crate::arena::PktInfo, sent: TcpSent) {
+        let s = info.sock;
+        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, sent.tsq_throttled);
+        let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
+        if verdict != EnqueueVerdict::Dropped {
+            self.tcp(s).tsq_throttled = after_loop;
+        } else {
+            self.tcp_unsend_burst(s, sent.burst, info.seq);
+        }
+        // The sender learns the verdict (its local congestion signal).
+        self.tcp_xmit_verdict(s, info.seq, sent.burst, verdict);
     }
 }
