@@ -34,7 +34,7 @@ use crate::backend::{self, RunOpts};
 use crate::error::{KernelError, Result};
 use crate::rules::RuleScope;
 use darkbuf_report::Results;
-use darkbuf_measure::profile::{fit_consumer, FitPoint, Profile};
+use darkbuf_measure::profile::{fit_consumer, Costs, FitPoint, Profile};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -248,26 +248,87 @@ fn point(label: &str, nrules: u32, app: u64, r: &Results, secs: f64) -> Point {
     }
 }
 
-/// Measures the stalls, runs the matrix, fits, writes the profile to `out` and returns
-/// what was done. `progress` gets a line per run. On a busy machine
-/// ([`disturbed_steps`]) it stops with [`refusal`] (as soon as the stall step, which
-/// runs first, sees the load), unless `force`: then the profile is written with the
-/// disturbed steps in a warning at its top, and returned in
-/// [`Calibration::disturbed`].
-pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(&str)) -> Result<Calibration> {
-    let (dur, dur_s, runs) = if quick { ("1s", 1.0, 1) } else { ("3s", 3.0, 2) };
-    let opts = RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false };
-    let base = Profile::load("seed-vm").map_err(|e| KernelError::Internal(e.to_string()))?;
-    let mut points = Vec::new();
-    let mut notes = Vec::new();
-    // The machine's stalls first: every CPU busy at once, nothing else of ours running.
-    // A busy machine shows here, a few seconds in, rather than after the matrix.
-    progress("calibrate: stalls (a busy loop on every CPU)");
-    let stall = stall_step(if quick { 1.0 } else { 5.0 });
-    let early = disturbed_steps(Some(&stall), &[]);
-    if !early.is_empty() && !force {
-        return Err(KernelError::Unavailable(refusal(&early, &stall.busiest, out)));
+/// `napi_poll_ns` from two runs of different packets per poll (the saturated nrules-0
+/// run and the light one): the NAPI kthread's CPU time = polls x per-poll + packets x
+/// per-packet, two equations in two unknowns.
+fn fit_napi_poll_ns(c: &mut Costs, sat: &Point, light: &Point, fitted: &mut Vec<String>, notes: &mut Vec<String>) {
+    let eq = |p: &Point| -> Option<(f64, f64, f64)> {
+        Some((p.napi_cpu_pct? / 100.0 * 1e9, p.napi_polls_per_s?, p.consumer_pps?))
+    };
+    match (eq(sat), eq(light)) {
+        (Some((t1, p1, k1)), Some((t2, p2, k2))) => {
+            let det = p1 * k2 - p2 * k1;
+            if det.abs() > 1e-6 * (p1 * k2).abs().max(1.0) {
+                let x = (t1 * k2 - t2 * k1) / det;
+                let per_pkt = (p1 * t2 - p2 * t1) / det;
+                if x > 0.0 && per_pkt > 0.0 && x < 1e6 {
+                    c.napi_poll_ns = round2(x);
+                    fitted.push("napi_poll_ns".to_string());
+                    notes.push(format!(
+                        "napi_poll_ns: kthread CPU = polls x {:.0} ns + packets x {:.0} ns (saturated: {:.0} polls/s, {:.0} pps, {:.1}% CPU; light: {:.0} polls/s, {:.0} pps, {:.1}% CPU)",
+                        x, per_pkt, p1, k1, t1 / 1e7, p2, k2, t2 / 1e7
+                    ));
+                } else {
+                    notes.push(format!("napi_poll_ns kept assumed: the solved per-poll cost {x:.0} ns / per-packet {per_pkt:.0} ns is not plausible"));
+                }
+            } else {
+                notes.push("napi_poll_ns kept assumed: the two runs had the same packets per poll".into());
+            }
+        }
+        _ => notes.push("napi_poll_ns kept assumed: the NAPI kthread's CPU time or the poll count was not measured".into()),
     }
+}
+
+/// `send_ns`, `ping_reply_ns` and `tun_read_ns` from one run each: the max-rate send
+/// run's time per packet, the idle round trip's residual over the other costs, and a
+/// saturated tap reader's time per frame.
+fn fit_from_rates(c: &mut Costs, send: &Point, idle: &Point, tap: &Point, fitted: &mut Vec<String>, notes: &mut Vec<String>) {
+    // send_ns.
+    match send.flood_pps {
+        Some(pps) if pps > 0.0 => {
+            let v = 1e9 / pps - c.xmit_ns;
+            if v > 0.0 {
+                c.send_ns = round2(v);
+                fitted.push("send_ns".into());
+            } else {
+                notes.push(format!("send_ns kept assumed: 1e9/{pps:.0} pps is below xmit_ns"));
+            }
+        }
+        _ => notes.push("send_ns kept assumed: the send run's rate was not measured".into()),
+    }
+
+    // ping_reply_ns as the idle round trip's residual.
+    if let Some(rtt) = idle.rtt_p50_ms {
+        let others = c.ping_send_ns + c.xmit_ns + c.wakeup_ns + c.napi_poll_ns + c.consume_ns + c.consumer_base_ns;
+        let v = rtt * 1e6 - others;
+        if v > 0.0 {
+            c.ping_reply_ns = round2(v);
+            fitted.push("ping_reply_ns".into());
+        } else {
+            notes.push(format!("ping_reply_ns kept assumed: the idle RTT {rtt:.3} ms is below the other costs ({:.0} ns)", others));
+        }
+    } else {
+        notes.push("ping_reply_ns kept assumed: the idle ping was not measured".into());
+    }
+
+    // tun_read_ns: the saturated reader's time per frame (its ring never runs dry under a
+    // max-rate flood, so it reads back to back).
+    match tap.consumer_pps {
+        Some(pps) if pps > 0.0 => {
+            c.tun_read_ns = round2(1e9 / pps);
+            fitted.push("tun_read_ns".into());
+            notes.push(format!("tun_read_ns: 1e9 / {pps:.0} frames/s of a tap reader with no application cost under a max-rate flood"));
+        }
+        _ => notes.push("tun_read_ns kept assumed: the tap reader's rate was not measured".into()),
+    }
+}
+
+/// The calibration's runs of the kernel backend: the consumer matrix (`NRULES` x
+/// `APP_COST_NS`, `runs` runs of `dur` each), then one run each of a max-rate send
+/// into noqueue, a light flood, an idle ping and a tap reader.
+fn run_steps(dur: &str, dur_s: f64, runs: u32, progress: &mut dyn FnMut(&str)) -> Result<(Vec<Point>, [Point; 4])> {
+    let opts = RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false };
+    let mut points = Vec::new();
     let run = |label: &str, text: String, runs: u32, progress: &mut dyn FnMut(&str)| -> Result<Results> {
         progress(&format!("calibrate: {label}"));
         let mut scn = darkbuf_scenario::load_str(&format!("calibrate-{label}.toml"), &text, &[])
@@ -280,15 +341,15 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
         for &app in &APP_COST_NS {
             let label = format!("n{n}-app{app}");
             let text = scenario_text(&label, dur, "kind = \"pfifo\"\nlimit = 1000", n, app, Some("max"), false);
-            let r = run(&label, text, runs, &mut progress)?;
+            let r = run(&label, text, runs, progress)?;
             points.push(point(&label, n, app, &r, dur_s));
         }
     }
-    let send = run("send", scenario_text("send", dur, "kind = \"noqueue\"", 0, 0, Some("max"), false), 1, &mut progress)?;
+    let send = run("send", scenario_text("send", dur, "kind = \"noqueue\"", 0, 0, Some("max"), false), 1, progress)?;
     let send_p = point("send", 0, 0, &send, dur_s);
-    let light = run("light", scenario_text("light", dur, "kind = \"pfifo\"\nlimit = 1000", 0, 0, Some("20kpps"), true), 1, &mut progress)?;
+    let light = run("light", scenario_text("light", dur, "kind = \"pfifo\"\nlimit = 1000", 0, 0, Some("20kpps"), true), 1, progress)?;
     let light_p = point("light", 0, 0, &light, dur_s);
-    let idle = run("idle", scenario_text("idle", dur, "kind = \"pfifo\"\nlimit = 1000", 0, 0, None, true), 1, &mut progress)?;
+    let idle = run("idle", scenario_text("idle", dur, "kind = \"pfifo\"\nlimit = 1000", 0, 0, None, true), 1, progress)?;
     let idle_p = point("idle", 0, 0, &idle, dur_s);
     // A tap read by a reader with no application cost: the reader's own per-frame cost.
     let tap_text = format!(
@@ -296,8 +357,30 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
          [device]\ndriver = \"tun\"\ntxqueuelen = 1000\nbackpressure = false\n\n[qdisc]\nkind = \"pfifo_fast\"\n\n\
          [consumer]\nkind = \"reader\"\napp_cost = \"0ns\"\n\n[[traffic]]\nkind = \"udp\"\nsize = 64\nrate = \"max\"\n"
     );
-    let tap = run("tap", tap_text, 1, &mut progress)?;
+    let tap = run("tap", tap_text, 1, progress)?;
     let tap_p = point("tap", 0, 0, &tap, dur_s);
+    Ok((points, [send_p, light_p, idle_p, tap_p]))
+}
+
+/// Measures the stalls, runs the matrix, fits, writes the profile to `out` and returns
+/// what was done. `progress` gets a line per run. On a busy machine
+/// ([`disturbed_steps`]) it stops with [`refusal`] (as soon as the stall step, which
+/// runs first, sees the load), unless `force`: then the profile is written with the
+/// disturbed steps in a warning at its top, and returned in
+/// [`Calibration::disturbed`].
+pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(&str)) -> Result<Calibration> {
+    let (dur, dur_s, runs) = if quick { ("1s", 1.0, 1) } else { ("3s", 3.0, 2) };
+    let base = Profile::load("seed-vm").map_err(|e| KernelError::Internal(e.to_string()))?;
+    let mut notes = Vec::new();
+    // The machine's stalls first: every CPU busy at once, nothing else of ours running.
+    // A busy machine shows here, a few seconds in, rather than after the matrix.
+    progress("calibrate: stalls (a busy loop on every CPU)");
+    let stall = stall_step(if quick { 1.0 } else { 5.0 });
+    let early = disturbed_steps(Some(&stall), &[]);
+    if !early.is_empty() && !force {
+        return Err(KernelError::Unavailable(refusal(&early, &stall.busiest, out)));
+    }
+    let (points, [send_p, light_p, idle_p, tap_p]) = run_steps(dur, dur_s, runs, &mut progress)?;
 
     let disturbed = disturbed_steps(Some(&stall), &[&points[..], &[send_p.clone(), light_p.clone(), idle_p.clone(), tap_p.clone()]].concat());
     if !disturbed.is_empty() && !force {
@@ -317,33 +400,8 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
     let mut fitted = Vec::new();
 
     // napi_poll_ns from the saturated nrules-0 run and the light run.
-    let sat = points.iter().find(|p| p.nrules == 0 && p.app_cost_ns == 0).cloned();
-    if let Some(sat) = &sat {
-        let eq = |p: &Point| -> Option<(f64, f64, f64)> {
-            Some((p.napi_cpu_pct? / 100.0 * 1e9, p.napi_polls_per_s?, p.consumer_pps?))
-        };
-        match (eq(sat), eq(&light_p)) {
-            (Some((t1, p1, k1)), Some((t2, p2, k2))) => {
-                let det = p1 * k2 - p2 * k1;
-                if det.abs() > 1e-6 * (p1 * k2).abs().max(1.0) {
-                    let x = (t1 * k2 - t2 * k1) / det;
-                    let per_pkt = (p1 * t2 - p2 * t1) / det;
-                    if x > 0.0 && per_pkt > 0.0 && x < 1e6 {
-                        c.napi_poll_ns = round2(x);
-                        fitted.push("napi_poll_ns".to_string());
-                        notes.push(format!(
-                            "napi_poll_ns: kthread CPU = polls x {:.0} ns + packets x {:.0} ns (saturated: {:.0} polls/s, {:.0} pps, {:.1}% CPU; light: {:.0} polls/s, {:.0} pps, {:.1}% CPU)",
-                            x, per_pkt, p1, k1, t1 / 1e7, p2, k2, t2 / 1e7
-                        ));
-                    } else {
-                        notes.push(format!("napi_poll_ns kept assumed: the solved per-poll cost {x:.0} ns / per-packet {per_pkt:.0} ns is not plausible"));
-                    }
-                } else {
-                    notes.push("napi_poll_ns kept assumed: the two runs had the same packets per poll".into());
-                }
-            }
-            _ => notes.push("napi_poll_ns kept assumed: the NAPI kthread's CPU time or the poll count was not measured".into()),
-        }
+    if let Some(sat) = points.iter().find(|p| p.nrules == 0 && p.app_cost_ns == 0) {
+        fit_napi_poll_ns(&mut c, sat, &light_p, &mut fitted, &mut notes);
     }
 
     // Consumer costs.
@@ -375,44 +433,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
         )));
     }
 
-    // send_ns.
-    match send_p.flood_pps {
-        Some(pps) if pps > 0.0 => {
-            let v = 1e9 / pps - c.xmit_ns;
-            if v > 0.0 {
-                c.send_ns = round2(v);
-                fitted.push("send_ns".into());
-            } else {
-                notes.push(format!("send_ns kept assumed: 1e9/{pps:.0} pps is below xmit_ns"));
-            }
-        }
-        _ => notes.push("send_ns kept assumed: the send run's rate was not measured".into()),
-    }
-
-    // ping_reply_ns as the idle round trip's residual.
-    if let Some(rtt) = idle_p.rtt_p50_ms {
-        let others = c.ping_send_ns + c.xmit_ns + c.wakeup_ns + c.napi_poll_ns + c.consume_ns + c.consumer_base_ns;
-        let v = rtt * 1e6 - others;
-        if v > 0.0 {
-            c.ping_reply_ns = round2(v);
-            fitted.push("ping_reply_ns".into());
-        } else {
-            notes.push(format!("ping_reply_ns kept assumed: the idle RTT {rtt:.3} ms is below the other costs ({:.0} ns)", others));
-        }
-    } else {
-        notes.push("ping_reply_ns kept assumed: the idle ping was not measured".into());
-    }
-
-    // tun_read_ns: the saturated reader's time per frame (its ring never runs dry under a
-    // max-rate flood, so it reads back to back).
-    match tap_p.consumer_pps {
-        Some(pps) if pps > 0.0 => {
-            c.tun_read_ns = round2(1e9 / pps);
-            fitted.push("tun_read_ns".into());
-            notes.push(format!("tun_read_ns: 1e9 / {pps:.0} frames/s of a tap reader with no application cost under a max-rate flood"));
-        }
-        _ => notes.push("tun_read_ns kept assumed: the tap reader's rate was not measured".into()),
-    }
+    fit_from_rates(&mut c, &send_p, &idle_p, &tap_p, &mut fitted, &mut notes);
 
     let all = [
         "send_ns", "ping_send_ns", "dequeue_ns", "xmit_ns", "softirq_ns", "napi_poll_ns", "consume_ns", "consumer_base_ns",

@@ -264,23 +264,7 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
     } else {
         let _ = ipn(&["link", "set", &s, "up"]);
         let _ = ipn(&["link", "set", &r, "up"]);
-        // Qdiscs.
-        for k in darkbuf_model::qdisc::ALL_KINDS.iter().chain(KERNEL_ONLY_KINDS) {
-            let at: &[&str] = if matches!(*k, "ingress" | "clsact") { &[] } else { &["root"] };
-            let mut args = vec!["-n", ns.as_str(), "qdisc", "replace", "dev", s.as_str()];
-            args.extend_from_slice(at);
-            args.push(k);
-            args.extend_from_slice(probe_params(k));
-            let p = match cmd::run("tc", &args) {
-                Ok(o) if o.ok() && KERNEL_ONLY_KINDS.contains(k) => Probe::yes("the kernel has it; the simulator does not model it"),
-                Ok(o) if o.ok() => Probe::yes(""),
-                Ok(o) => Probe::no(first_line(&o.stderr)),
-                Err(e) => Probe::unknown(format!("cannot run tc: {e}")),
-            };
-            caps.qdiscs.insert(k.to_string(), p);
-            let del: &str = if matches!(*k, "ingress" | "clsact") { k } else { "root" };
-            let _ = cmd::run("tc", &["-n", &ns, "qdisc", "del", "dev", &s, del]);
-        }
+        probe_qdiscs(&mut caps.qdiscs, &ns, &s);
         // An ifb device, which ingress shaping redirects to (sqm-scripts' setup).
         let ifb = format!("{}i", &s[..s.len() - 1]);
         let p = match ipn(&["link", "add", "name", &ifb, "type", "ifb"]) {
@@ -298,45 +282,7 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
             Err(e) => Probe::unknown(e.to_string()),
         };
         f.insert("bql.veth".into(), p);
-        // ethtool toggles and the NAPI recipe.
-        if cmd::which("ethtool").is_none() {
-            for k in ["ethtool.gro", "ethtool.tso", "ethtool.channels", "ethtool.tx_usecs", "napi.threaded"] {
-                f.insert(k.into(), Probe::unknown("ethtool is not installed"));
-            }
-        } else {
-            let et = |args: &[&str]| cmd::run_in(&ns, "ethtool", args, None);
-            let res = |o: std::io::Result<cmd::Output>, yes: &str| match o {
-                Ok(o) if o.ok() => Probe::yes(yes),
-                Ok(o) => Probe::no(first_line(&format!("{}{}", o.stderr, o.stdout))),
-                Err(e) => Probe::unknown(e.to_string()),
-            };
-            f.insert("ethtool.gro".into(), res(et(&["-K", &r, "gro", "on"]), "ethtool -K gro on (selects veth's NAPI path)"));
-            f.insert("ethtool.tso".into(), res(et(&["-K", &s, "tso", "off"]), "ethtool -K tso off"));
-            let ch = match et(&["-l", &s]) {
-                Ok(o) if o.ok() => {
-                    let max_tx = parse_channels_max_tx(&o.stdout);
-                    Probe::yes(format!("ethtool -L: up to {} TX queues", max_tx.map_or("?".into(), |m| m.to_string())))
-                }
-                Ok(o) => Probe::no(first_line(&o.stderr)),
-                Err(e) => Probe::unknown(e.to_string()),
-            };
-            f.insert("ethtool.channels".into(), ch);
-            f.insert("ethtool.tx_usecs".into(), res(et(&["-C", &s, "tx-usecs", "10"]), "ethtool -C tx-usecs"));
-            let threaded = format!("/sys/class/net/{r}/threaded");
-            let p = match cmd::write_file_in(&ns, &threaded, "1") {
-                Ok(()) => {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                    let threads = names::napi_threads_of(&r);
-                    if threads.is_empty() {
-                        Probe::no(format!("{threaded} accepted 1 but no napi/{r}-* kthread appeared"))
-                    } else {
-                        Probe::yes(format!("{threaded}: kthread napi/{r}-* (pid {})", threads[0]))
-                    }
-                }
-                Err(e) => Probe::no(e.to_string()),
-            };
-            f.insert("napi.threaded".into(), p);
-        }
+        probe_ethtool(f, &ns, &s, &r);
     }
     // BQL on tap.
     let tp = match ipn(&["tuntap", "add", "dev", &tap, "mode", "tap"]) {
@@ -352,9 +298,80 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
         Err(e) => Probe::unknown(e.to_string()),
     };
     f.insert("bql.tap".into(), tp);
+    probe_rules_and_trace(f, &ns);
+    r
+}
+
+/// Each qdisc kind, the simulator's and the kernel-only ones: does `tc qdisc replace`
+/// take it on device `s` of namespace `ns`?
+fn probe_qdiscs(qdiscs: &mut BTreeMap<String, Probe>, ns: &str, s: &str) {
+    for k in darkbuf_model::qdisc::ALL_KINDS.iter().chain(KERNEL_ONLY_KINDS) {
+        let at: &[&str] = if matches!(*k, "ingress" | "clsact") { &[] } else { &["root"] };
+        let mut args = vec!["-n", ns, "qdisc", "replace", "dev", s];
+        args.extend_from_slice(at);
+        args.push(k);
+        args.extend_from_slice(probe_params(k));
+        let p = match cmd::run("tc", &args) {
+            Ok(o) if o.ok() && KERNEL_ONLY_KINDS.contains(k) => Probe::yes("the kernel has it; the simulator does not model it"),
+            Ok(o) if o.ok() => Probe::yes(""),
+            Ok(o) => Probe::no(first_line(&o.stderr)),
+            Err(e) => Probe::unknown(format!("cannot run tc: {e}")),
+        };
+        qdiscs.insert(k.to_string(), p);
+        let del: &str = if matches!(*k, "ingress" | "clsact") { k } else { "root" };
+        let _ = cmd::run("tc", &["-n", ns, "qdisc", "del", "dev", s, del]);
+    }
+}
+
+/// The ethtool toggles (`-K gro/tso`, `-L`, `-C`) on veth `s`/`r` in namespace `ns`, and
+/// the threaded-NAPI recipe (`/sys/class/net/R/threaded` and its `napi/R-*` kthread).
+fn probe_ethtool(f: &mut BTreeMap<String, Probe>, ns: &str, s: &str, r: &str) {
+    if cmd::which("ethtool").is_none() {
+        for k in ["ethtool.gro", "ethtool.tso", "ethtool.channels", "ethtool.tx_usecs", "napi.threaded"] {
+            f.insert(k.into(), Probe::unknown("ethtool is not installed"));
+        }
+    } else {
+        let et = |args: &[&str]| cmd::run_in(ns, "ethtool", args, None);
+        let res = |o: std::io::Result<cmd::Output>, yes: &str| match o {
+            Ok(o) if o.ok() => Probe::yes(yes),
+            Ok(o) => Probe::no(first_line(&format!("{}{}", o.stderr, o.stdout))),
+            Err(e) => Probe::unknown(e.to_string()),
+        };
+        f.insert("ethtool.gro".into(), res(et(&["-K", r, "gro", "on"]), "ethtool -K gro on (selects veth's NAPI path)"));
+        f.insert("ethtool.tso".into(), res(et(&["-K", s, "tso", "off"]), "ethtool -K tso off"));
+        let ch = match et(&["-l", s]) {
+            Ok(o) if o.ok() => {
+                let max_tx = parse_channels_max_tx(&o.stdout);
+                Probe::yes(format!("ethtool -L: up to {} TX queues", max_tx.map_or("?".into(), |m| m.to_string())))
+            }
+            Ok(o) => Probe::no(first_line(&o.stderr)),
+            Err(e) => Probe::unknown(e.to_string()),
+        };
+        f.insert("ethtool.channels".into(), ch);
+        f.insert("ethtool.tx_usecs".into(), res(et(&["-C", s, "tx-usecs", "10"]), "ethtool -C tx-usecs"));
+        let threaded = format!("/sys/class/net/{r}/threaded");
+        let p = match cmd::write_file_in(ns, &threaded, "1") {
+            Ok(()) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let threads = names::napi_threads_of(r);
+                if threads.is_empty() {
+                    Probe::no(format!("{threaded} accepted 1 but no napi/{r}-* kthread appeared"))
+                } else {
+                    Probe::yes(format!("{threaded}: kthread napi/{r}-* (pid {})", threads[0]))
+                }
+            }
+            Err(e) => Probe::no(e.to_string()),
+        };
+        f.insert("napi.threaded".into(), p);
+    }
+}
+
+/// nft and iptables-restore loading rules in namespace `ns`, and tracefs with the
+/// `napi:napi_poll` tracepoint.
+fn probe_rules_and_trace(f: &mut BTreeMap<String, Probe>, ns: &str) {
     // Netfilter.
     let nft = if cmd::which("nft").is_some() {
-        match cmd::run_in(&ns, "nft", &["-f", "-"], Some(&crate::rules::nft_script(1, crate::rules::RuleScope::All, &[]))) {
+        match cmd::run_in(ns, "nft", &["-f", "-"], Some(&crate::rules::nft_script(1, crate::rules::RuleScope::All, &[]))) {
             Ok(o) if o.ok() => Probe::yes("nft -f loads rules in a namespace"),
             Ok(o) => Probe::no(first_line(&o.stderr)),
             Err(e) => Probe::unknown(e.to_string()),
@@ -364,7 +381,7 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
     };
     f.insert("rules.nft".into(), nft);
     let ipt = if cmd::which("iptables-restore").is_some() {
-        match cmd::run_in(&ns, "iptables-restore", &[], Some(&crate::rules::iptables_script(1, crate::rules::RuleScope::All, &[]))) {
+        match cmd::run_in(ns, "iptables-restore", &[], Some(&crate::rules::iptables_script(1, crate::rules::RuleScope::All, &[]))) {
             Ok(o) if o.ok() => Probe::yes("iptables-restore loads rules in a namespace"),
             Ok(o) => Probe::no(first_line(&o.stderr)),
             Err(e) => Probe::unknown(e.to_string()),
@@ -390,7 +407,6 @@ fn probe_as_root(caps: &mut Capabilities, _kv: KernelVersion) -> String {
             f.insert("tracepoint.napi_poll".into(), Probe::unknown("tracefs unavailable"));
         }
     }
-    r
 }
 
 /// "TX:" under "Pre-set maximums" of `ethtool -l`.

@@ -377,6 +377,39 @@ fn info_series(f: &SenderFlow, t0: u64, duration_ns: u64, unit: &str, pick: impl
     TimeSeries { unit: unit.into(), t_ms, values }
 }
 
+/// `m[k]` is null, with reason `r` unless it has one.
+fn null_why(m: &mut BTreeMap<String, Option<f64>>, why: &mut BTreeMap<String, String>, k: String, r: &str) {
+    m.insert(k.clone(), None);
+    why.entry(k).or_insert_with(|| r.to_string());
+}
+
+/// Flow `n`'s receiving socket (of `traffic.{i}`) as `ss -tmi` shows it at the end:
+/// rb, rcv_ssthresh and rcv_space; `rf` is its connection on the receiver, if the
+/// receiver saw it, and `receiver_failed` says why it may not have.
+fn rcv_metrics(
+    m: &mut BTreeMap<String, Option<f64>>,
+    why: &mut BTreeMap<String, String>,
+    n: usize,
+    i: usize,
+    rf: Option<&ReceiverFlow>,
+    receiver_failed: bool,
+) {
+    let rcv: std::result::Result<RcvBuf, String> = match rf.map(|rf| &rf.end) {
+        Some(Some(Ok(b))) => Ok(*b),
+        Some(Some(Err(e))) => Err(format!("reading the receiving socket before closing it failed: {e}")),
+        Some(None) => Err("the receiver closed this connection without reading its buffers".into()),
+        None if receiver_failed => Err(format!("the receiver of traffic.{i} failed (see the run's notes)")),
+        None => Err("the receiver did not see this connection".into()),
+    };
+    let rcv = rcv.map(|b| [b.rcvbuf, b.rcv_ssthresh, b.rcv_space]);
+    for (k, name) in ["rcvbuf_bytes", "rcv_ssthresh_bytes", "rcv_space_bytes"].into_iter().enumerate() {
+        match &rcv {
+            Ok(v) => _ = m.insert(format!("tcp.flow.{n}.{name}"), Some(v[k] as f64)),
+            Err(e) => null_why(m, why, format!("tcp.flow.{n}.{name}"), e),
+        }
+    }
+}
+
 /// The metrics of every flow and their aggregates.
 pub fn metrics(
     j: &Joined,
@@ -396,16 +429,12 @@ pub fn metrics(
     let mut retrans = Some(0u64);
     let (mut reord_seen, mut dsack_dups) = (Some(0u64), Some(0u64));
     let mut means: [Vec<f64>; 4] = Default::default();
-    let mut null_why = |m: &mut BTreeMap<String, Option<f64>>, k: String, r: &str| {
-        m.insert(k.clone(), None);
-        why.entry(k).or_insert_with(|| r.to_string());
-    };
     for (i, s, r) in &j.entries {
         let Some(s) = s else {
             total = None;
             retrans = None;
             (reord_seen, dsack_dups) = (None, None);
-            null_why(m, "tcp.goodput_mbps".into(), &format!("the sender of traffic.{i} failed (see the run's notes)"));
+            null_why(m, why, "tcp.goodput_mbps".into(), &format!("the sender of traffic.{i} failed (see the run's notes)"));
             continue;
         };
         for f in &s.flows {
@@ -419,46 +448,32 @@ pub fn metrics(
                 }
                 None => {
                     total = None;
-                    null_why(m, format!("tcp.flow.{n}.goodput_mbps"), "the receiver did not see this connection");
+                    null_why(m, why, format!("tcp.flow.{n}.goodput_mbps"), "the receiver did not see this connection");
                 }
             }
-            // The receiving socket as ss -tmi shows it at the end.
-            let rcv: std::result::Result<RcvBuf, String> = match rf.map(|rf| &rf.end) {
-                Some(Some(Ok(b))) => Ok(*b),
-                Some(Some(Err(e))) => Err(format!("reading the receiving socket before closing it failed: {e}")),
-                Some(None) => Err("the receiver closed this connection without reading its buffers".into()),
-                None if r.is_none() => Err(format!("the receiver of traffic.{i} failed (see the run's notes)")),
-                None => Err("the receiver did not see this connection".into()),
-            };
-            let rcv = rcv.map(|b| [b.rcvbuf, b.rcv_ssthresh, b.rcv_space]);
-            for (k, name) in ["rcvbuf_bytes", "rcv_ssthresh_bytes", "rcv_space_bytes"].into_iter().enumerate() {
-                match &rcv {
-                    Ok(v) => _ = m.insert(format!("tcp.flow.{n}.{name}"), Some(v[k] as f64)),
-                    Err(e) => null_why(m, format!("tcp.flow.{n}.{name}"), e),
-                }
-            }
+            rcv_metrics(m, why, n, *i, rf, r.is_none());
             match f.sndbuf {
                 Some(b) => _ = m.insert(format!("tcp.flow.{n}.sndbuf_bytes"), Some(b as f64)),
-                None => null_why(m, format!("tcp.flow.{n}.sndbuf_bytes"), "the sending socket had failed before the end (see the run's notes)"),
+                None => null_why(m, why, format!("tcp.flow.{n}.sndbuf_bytes"), "the sending socket had failed before the end (see the run's notes)"),
             }
             let rt = retrans_in(f, t0, t1);
             m.insert(format!("tcp.flow.{n}.retrans"), rt.map(|v| v as f64));
             retrans = retrans.zip(rt).map(|(a, b)| a + b);
             match timeouts_in(f, t0, t1) {
                 Some(v) => _ = m.insert(format!("tcp.flow.{n}.timeouts"), Some(v as f64)),
-                None => null_why(m, format!("tcp.flow.{n}.timeouts"), "TCP_INFO has no tcpi_total_rto before 6.7 (tcp.timeouts counts the namespace)"),
+                None => null_why(m, why, format!("tcp.flow.{n}.timeouts"), "TCP_INFO has no tcpi_total_rto before 6.7 (tcp.timeouts counts the namespace)"),
             }
             // ss -ti's reordering: at the end, reord_seen: and the D-SACKed segments over
             // the window (4.19+).
             match sample_at_end(f, t1) {
                 Some(s) => _ = m.insert(format!("tcp.flow.{n}.reordering"), Some(s.info.reordering as f64)),
-                None => null_why(m, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
+                None => null_why(m, why, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
             }
             let no_reord = "TCP_INFO has no tcpi_reord_seen and tcpi_dsack_dups before 4.19, or no sample";
             let seen = counter_in(f, t0, t1, 32, |i| i.reord_seen.map(u64::from));
             match seen {
                 Some(v) => _ = m.insert(format!("tcp.flow.{n}.reord_seen"), Some(v as f64)),
-                None => null_why(m, format!("tcp.flow.{n}.reord_seen"), no_reord),
+                None => null_why(m, why, format!("tcp.flow.{n}.reord_seen"), no_reord),
             }
             reord_seen = reord_seen.zip(seen).map(|(a, b)| a + b);
             dsack_dups = dsack_dups.zip(counter_in(f, t0, t1, 32, |i| i.dsack_dups.map(u64::from))).map(|(a, b)| a + b);
@@ -484,13 +499,13 @@ pub fn metrics(
     for (k, v) in [("tcp.reord_seen", reord_seen), ("tcp.dsack_dups", dsack_dups)] {
         match v {
             Some(v) => _ = m.insert(k.into(), Some(v as f64)),
-            None => null_why(m, k.into(), "a flow's TCP_INFO has no tcpi_reord_seen or tcpi_dsack_dups (before 4.19), or a sender failed"),
+            None => null_why(m, why, k.into(), "a flow's TCP_INFO has no tcpi_reord_seen or tcpi_dsack_dups (before 4.19), or a sender failed"),
         }
     }
     let names = ["tcp.cwnd_avg_pkts", "tcp.srtt_avg_ms", "tcp.pacing_rate_mbps", "tcp.delivery_rate_mbps"];
     for (k, v) in names.iter().zip(means.iter()) {
         if v.is_empty() {
-            null_why(m, k.to_string(), if *k == "tcp.delivery_rate_mbps" { "TCP_INFO has no tcpi_delivery_rate before 4.9, or no sample" } else { no_sample });
+            null_why(m, why, k.to_string(), if *k == "tcp.delivery_rate_mbps" { "TCP_INFO has no tcpi_delivery_rate before 4.9, or no sample" } else { no_sample });
         } else {
             m.insert(k.to_string(), Some(v.iter().sum::<f64>() / v.len() as f64));
         }
