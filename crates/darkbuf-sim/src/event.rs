@@ -48,8 +48,11 @@ pub enum Event {
     Stall(CpuId),
 }
 
-/// The TCP timer kinds: a socket's timers take lanes `2 * (s * TCP_TIMER_KINDS + kind)`.
-const TCP_TIMER_KINDS: usize = 3;
+/// The timer kinds a socket has (TCP's `sock::tcp::timer`, which asserts it fits): a
+/// socket's timers take lanes `2 * (s * SOCK_TIMER_KINDS + kind)`, one per kind. A lane
+/// holds only the keys of its arms and pops each as the event of the one before, so
+/// two timers must never share one.
+pub const SOCK_TIMER_KINDS: usize = 4;
 
 impl Event {
     /// The lane of a timer's arms (see the module docs), or `None` for an event that
@@ -58,7 +61,7 @@ impl Event {
     #[inline]
     fn lane(self) -> Option<usize> {
         match self {
-            Event::TcpTimer(s, kind) => Some(2 * (s.idx() * TCP_TIMER_KINDS + kind as usize)),
+            Event::TcpTimer(s, kind) => Some(2 * (s.idx() * SOCK_TIMER_KINDS + kind as usize)),
             Event::LinkArrival(link) => Some(2 * link.idx() + 1),
             _ => None,
         }
@@ -341,6 +344,23 @@ mod tests {
         assert!(q.lanes.iter().all(VecDeque::is_empty));
     }
 
+    /// Socket 0's SYN timer and socket 1's RTO have lanes of their own: each arm pops
+    /// as the event it was pushed as. (With three kinds per socket, the SYN timer
+    /// (kind 3) shared socket 1's RTO lane, and the RTO arms behind a SYN arm popped
+    /// as socket 0's SYN timer: socket 1 never timed out.)
+    #[test]
+    fn each_timer_kind_of_each_socket_has_its_own_lane() {
+        let syn0 = Event::TcpTimer(SockId(0), 3);
+        let rto1 = Event::TcpTimer(SockId(1), 0);
+        let pushes = [(1_000, syn0), (1_200, rto1), (1_300, rto1)];
+        let mut q = EventQueue::new(1);
+        for &(t, e) in &pushes {
+            q.push(t, e);
+        }
+        let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(popped, pushes);
+    }
+
     /// A stall moves a CPU's pending step later, past a timer and another CPU's step
     /// it came before; a CPU without a pending step is left alone.
     #[test]
@@ -419,6 +439,8 @@ mod tests {
                         Event::Cpu(CpuId(c as u16))
                     }
                     6 => Event::LinkArrival(LinkId(0)),
+                    // Socket 0's SYN timer, the highest kind: its lane is its own.
+                    7 => Event::TcpTimer(SockId(0), 3),
                     _ => Event::Sample,
                 };
                 seq += 1;

@@ -139,6 +139,8 @@ pub mod timer {
     pub const DELACK: u8 = 2;
     /// The SYN's retransmission timer (`connect.rs`).
     pub const SYN: u8 = 3;
+    // Each kind has its own event lane (`event.rs`).
+    const _: () = assert!((SYN as usize) < crate::event::SOCK_TIMER_KINDS);
 }
 
 /// The states of an active open that the model tells apart (`TCP_CLOSE`,
