@@ -63,6 +63,21 @@ pub enum TaskState {
     Running { woken: bool },
 }
 
+/// Phases of a TCP receiving application's unit of work (`Frame::TcpRead`,
+/// `sock/tcp/reader.rs`): where a reader's unit of work is.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPhase {
+    /// `poll()` over the connections (the `poll` reader's unit starts here).
+    Poll,
+    /// A `read()` of connection `conn`.
+    Read,
+    /// The same read after its copy: `tcp_cleanup_rbuf()` and `release_sock()`.
+    Release,
+    /// Past its last connection: the unit ends.
+    End,
+}
+
 /// Phases of a NAPI poll (`__napi_poll` -> `veth_poll`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PollPhase {
@@ -108,7 +123,7 @@ pub enum Frame {
     /// A TCP receiving application's unit: a `poll()`, then `read()`s of its sockets,
     /// `s` the one it is at (its range is its task's, `TaskKind::TcpReader`;
     /// `crate::sock::tcp::reader`).
-    TcpRead { phase: crate::sock::tcp::ReadPhase, s: SockId },
+    TcpRead { phase: ReadPhase, s: SockId },
 }
 
 /// What a step did.

@@ -5,11 +5,10 @@
 //! The executor knows tasks, frames and ids; what a socket, a driver or a NAPI does is
 //! dispatched to their modules.
 
-use crate::cpu::{Frame, PollPhase, Step, TaskKind, TaskState};
+use crate::cpu::{Frame, PollPhase, ReadPhase, Step, TaskKind, TaskState};
 
 use crate::id::{CpuId, TaskId};
 use crate::cpu::{MAX_SOFTIRQ_RESTART, MAX_SOFTIRQ_TIME_NS};
-use crate::sock::tcp::ReadPhase;
 use crate::world::World;
 
 impl World {

@@ -11,7 +11,7 @@ pub mod sch;
 pub mod stack_ops;
 
 use crate::id::{CpuId, DevId, QdiscId};
-use crate::drivers::{Driver, NetdevTx};
+use crate::drivers::Driver;
 use crate::world::World;
 use darkbuf_model::qdisc::{EnqueueVerdict, Qdisc};
 use darkbuf_model::skb::flow_hash;
@@ -63,6 +63,16 @@ pub struct TcpSent {
     pub tsq_throttled: bool,
     /// The `tcp_write_xmit()` call that sent it (`TcpSock::xmit_burst`).
     pub burst: u32,
+}
+
+/// `netdev_tx_t` (include/linux/netdevice.h): what a driver's `ndo_start_xmit`
+/// returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetdevTx {
+    /// `NETDEV_TX_OK`: the driver took the skb.
+    Ok,
+    /// `NETDEV_TX_BUSY`: the driver's queue was full; the skb is requeued.
+    Busy,
 }
 
 /// One network device.

@@ -14,7 +14,7 @@
 use crate::cpu::{Step, NET_TX_SOFTIRQ};
 
 use crate::id::{CpuId, DevId, QdiscId};
-use crate::drivers::NetdevTx;
+use crate::dev::NetdevTx;
 use crate::event::Event;
 use crate::world::World;
 use darkbuf_model::qdisc::{AnyQdisc, Qdisc};

@@ -16,7 +16,7 @@
 //! the ifb's rq (`tx_queue_len` 32 stops its queue; the tasklet empties it in the same
 //! softirq, so it holds nothing a qdisc would not).
 
-use super::NetdevTx;
+use crate::dev::NetdevTx;
 use crate::id::{CpuId, DevId, HostId};
 use crate::world::World;
 use darkbuf_model::Skb;

@@ -18,6 +18,7 @@ pub mod wifi;
 
 use crate::cpu::Step;
 
+use crate::dev::NetdevTx;
 use crate::id::{CpuId, DevId, NapiId};
 use crate::world::World;
 use darkbuf_model::Skb;
@@ -27,13 +28,6 @@ pub use nic::Nic;
 pub use tun::Tun;
 pub use veth::Veth;
 pub use wifi::Wifi;
-
-/// What `ndo_start_xmit` returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NetdevTx {
-    Ok,
-    Busy,
-}
 
 /// A device's driver and its private state (`netdev_priv()`). `repr(u8)`: a tag byte
 /// of its own, not a niche each `match` decodes (see `SockKind`).

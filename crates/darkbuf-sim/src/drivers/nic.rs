@@ -39,7 +39,8 @@
 use crate::arena::PktInfo;
 use crate::id::{CpuId, DevId, HostId, LinkId, NapiId};
 use crate::dev::Xps;
-use crate::drivers::{Driver, NetdevTx};
+use crate::dev::NetdevTx;
+use crate::drivers::Driver;
 use crate::event::Event;
 use crate::path::Link;
 use crate::setup::{Builder, SetupError};

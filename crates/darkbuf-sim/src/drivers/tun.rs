@@ -19,7 +19,8 @@
 use crate::cpu::{Step, TaskKind, TaskState};
 
 use crate::id::{CpuId, DevId, HostId, TaskId};
-use crate::drivers::{Driver, NetdevTx};
+use crate::dev::NetdevTx;
+use crate::drivers::Driver;
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
 use darkbuf_model::ptr_ring::PtrRing;

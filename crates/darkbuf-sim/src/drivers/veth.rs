@@ -16,7 +16,8 @@
 use crate::id::{CpuId, DevId, HostId, NapiId};
 use crate::dev::bql::CompletionBatch;
 use crate::dev::NetDev;
-use crate::drivers::{Driver, NetdevTx};
+use crate::dev::NetdevTx;
+use crate::drivers::Driver;
 use crate::setup::{Builder, SetupError};
 use crate::world::World;
 use darkbuf_model::ptr_ring::PtrRing;

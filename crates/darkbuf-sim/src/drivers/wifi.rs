@@ -34,7 +34,8 @@
 
 use crate::id::{DevId, LinkId};
 use crate::drivers::nic::Nic;
-use crate::drivers::{Driver, NetdevTx};
+use crate::dev::NetdevTx;
+use crate::drivers::Driver;
 use crate::event::Event;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;

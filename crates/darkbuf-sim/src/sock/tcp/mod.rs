@@ -43,7 +43,6 @@ mod report;
 mod recv;
 mod sndbuf;
 
-pub use reader::ReadPhase;
 
 use crate::arena::Proto;
 use crate::cpu::TASKLET_SOFTIRQ;

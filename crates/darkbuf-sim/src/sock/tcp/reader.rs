@@ -19,27 +19,13 @@
 //! The connections of one traffic entry are consecutive sockets, so a reader is the
 //! range `first..first + n`.
 
-use crate::cpu::{Frame, Step};
+use crate::cpu::{Frame, ReadPhase, Step};
 
 use crate::id::{CpuId, IdRange, SockId};
 use crate::world::World;
 
 /// One `read()`: iperf3's and the kernel backend's 128 KiB buffer.
 pub const APP_READ: u32 = 128 * 1024;
-
-/// Where a reader's unit of work is.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadPhase {
-    /// `poll()` over the connections (the `poll` reader's unit starts here).
-    Poll,
-    /// A `read()` of connection `conn`.
-    Read,
-    /// The same read after its copy: `tcp_cleanup_rbuf()` and `release_sock()`.
-    Release,
-    /// Past its last connection: the unit ends.
-    End,
-}
 
 impl World {
     /// The sockets `first..first + n` of the reader that reads socket `s`.
