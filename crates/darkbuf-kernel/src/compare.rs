@@ -60,24 +60,25 @@ pub fn is_percentage(metric: &str) -> bool {
 /// Rows for every metric either backend measured.
 pub fn rows(sim: &Results, kernel: &Results) -> Vec<Row> {
     let mut names: Vec<String> = ORDER.iter().map(|s| s.to_string()).collect();
-    let rest: BTreeSet<String> = sim.summary.keys().chain(kernel.summary.keys()).filter(|k| !ORDER.contains(&k.as_str())).cloned().collect();
+    let rest: BTreeSet<String> = sim.summary.keys().chain(kernel.summary.keys()).filter(|k| !ORDER.contains(&&***k)).map(|k| k.to_string()).collect();
     names.extend(rest);
     let mut out = Vec::new();
     for m in names {
-        let s = sim.metric(&m).map(|x| x.mean);
-        let k = kernel.metric(&m).map(|x| x.mean);
-        let in_either = sim.summary.contains_key(&m) || kernel.summary.contains_key(&m);
+        let m = m.as_str();
+        let s = sim.metric(m).map(|x| x.mean);
+        let k = kernel.metric(m).map(|x| x.mean);
+        let in_either = sim.summary.contains_key(m) || kernel.summary.contains_key(m);
         if !in_either {
             continue;
         }
         let note = match (s, k) {
-            (Some(_), None) => kernel.unavailable.get(&m).map(|r| format!("kernel: {r}")),
-            (None, Some(_)) => sim.unavailable.get(&m).map(|r| format!("sim: {r}")),
-            (None, None) => kernel.unavailable.get(&m).or(sim.unavailable.get(&m)).map(|r| r.to_string()),
+            (Some(_), None) => kernel.unavailable.get(m).map(|r| format!("kernel: {r}")),
+            (None, Some(_)) => sim.unavailable.get(m).map(|r| format!("sim: {r}")),
+            (None, None) => kernel.unavailable.get(m).or(sim.unavailable.get(m)).map(|r| r.to_string()),
             _ => None,
         };
-        let (rel, pts) = if is_percentage(&m) { (None, s.zip(k).map(|(s, k)| s - k)) } else { (rel_error(s, k), None) };
-        out.push(Row { rel_error: rel, diff_pts: pts, metric: m, sim: s, kernel: k, note });
+        let (rel, pts) = if is_percentage(m) { (None, s.zip(k).map(|(s, k)| s - k)) } else { (rel_error(s, k), None) };
+        out.push(Row { rel_error: rel, diff_pts: pts, metric: m.to_string(), sim: s, kernel: k, note });
     }
     out
 }

@@ -117,7 +117,7 @@ fn veth_napi_mode_builds_a_qdisc_queue_and_leaves_nothing() {
     // Every null has a reason.
     for (k, v) in &r.runs[0].metrics {
         if v.is_none() {
-            assert!(r.unavailable.contains_key(k), "{k} is null without a reason");
+            assert!(r.unavailable.contains_key(k.as_str()), "{k} is null without a reason");
         }
     }
     assert!(r.metric("consumer.pps").unwrap().mean > 0.0);
@@ -429,7 +429,7 @@ fn tcp_through_htb(receiver: &str) {
     for n in 0..2 {
         let get = |k: &str| {
             let k = format!("tcp.flow.{n}.{k}");
-            m.get(&k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(&k), r.unavailable.get(&k)))
+            m.get(&k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(&k), r.unavailable.get(k.as_str())))
         };
         let (rb, ssthresh, space) = (get("rcvbuf_bytes"), get("rcv_ssthresh_bytes"), get("rcv_space_bytes"));
         eprintln!("{receiver:?} flow {n}: rb {rb} rcv_ssthresh {ssthresh} rcv_space {space}");

@@ -17,6 +17,51 @@ use crate::results::{Environment, Provenance, Results, RunRecord, SweepResults};
 use crate::table::{default_rows, metric_names, note, sweep_metric_names};
 use std::fmt::Write;
 
+/// Where a page goes as it is made: a file (through a `BufWriter`) or a `Vec`. The
+/// page of a 10,000-point sweep is over 100 MB, which as one `String` was the largest
+/// part of the sweep's peak memory (issue 48); written as it is made it is never held.
+/// The first write error is kept and returned by [`Page::finish`], and later writes
+/// are skipped.
+pub struct Page<'a> {
+    w: &'a mut dyn std::io::Write,
+    err: Option<std::io::Error>,
+}
+
+impl<'a> Page<'a> {
+    pub fn new(w: &'a mut dyn std::io::Write) -> Page<'a> {
+        Page { w, err: None }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        if self.err.is_none() {
+            if let Err(e) = self.w.write_all(s.as_bytes()) {
+                self.err = Some(e);
+            }
+        }
+    }
+
+    /// The first write error, if any.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.err.map_or(Ok(()), Err)
+    }
+}
+
+impl Write for Page<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
+}
+
+/// A page made in memory.
+fn page_string(make: impl FnOnce(&mut Page<'_>)) -> String {
+    let mut v = Vec::new();
+    let mut page = Page::new(&mut v);
+    make(&mut page);
+    page.finish().expect("writing to a Vec cannot fail");
+    String::from_utf8(v).expect("the page is made of str")
+}
+
 /// Escape text for HTML element content and attribute values.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -62,7 +107,7 @@ th.col{font-weight:600;font-size:.85rem}
 ";
 
 /// The page's head and the opening of its body.
-fn head(out: &mut String, title: &str) {
+fn head(out: &mut Page<'_>, title: &str) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -73,7 +118,7 @@ fn head(out: &mut String, title: &str) {
     );
 }
 
-fn nav(out: &mut String, sections: &[(&str, &str)]) {
+fn nav(out: &mut Page<'_>, sections: &[(&str, &str)]) {
     out.push_str("<nav>");
     for (id, name) in sections {
         let _ = write!(out, "<a href=\"#{id}\">{}</a>", escape(name));
@@ -97,14 +142,14 @@ pub fn inline_svg(plot: &Plot) -> String {
     }
 }
 
-fn figure(out: &mut String, p: &Plot) {
+fn figure(out: &mut Page<'_>, p: &Plot) {
     let _ = write!(out, "<figure id=\"plot-{}\">\n{}</figure>\n", escape(&p.name), inline_svg(p));
 }
 
 /// The plots: the main ones ([`crate::plot::is_main_plot`]) shown, the other time
 /// series folded under one `<details>`, so a run with many flows or probers does not
 /// make the page tens of thousands of pixels tall.
-fn plots_section(out: &mut String, plots: &[Plot]) {
+fn plots_section(out: &mut Page<'_>, plots: &[Plot]) {
     out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     if plots.is_empty() {
         out.push_str("<p>No plots: the results have no probes, waits or time series.</p>\n");
@@ -130,7 +175,7 @@ fn plots_section(out: &mut String, plots: &[Plot]) {
     out.push_str("</section>\n");
 }
 
-fn environment_table(out: &mut String, backend: &str, e: &Environment) {
+fn environment_table(out: &mut Page<'_>, backend: &str, e: &Environment) {
     out.push_str("<table class=\"environment\">\n");
     for (k, v) in [
         ("backend", backend),
@@ -144,7 +189,7 @@ fn environment_table(out: &mut String, backend: &str, e: &Environment) {
     out.push_str("</table>\n");
 }
 
-fn scenario_pre(out: &mut String, scenario: &serde_json::Value) {
+fn scenario_pre(out: &mut Page<'_>, scenario: &serde_json::Value) {
     let text = serde_json::to_string_pretty(scenario).unwrap_or_default();
     let _ = writeln!(
         out,
@@ -153,7 +198,7 @@ fn scenario_pre(out: &mut String, scenario: &serde_json::Value) {
     );
 }
 
-fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
+fn histograms_pre(out: &mut Page<'_>, runs: &[RunRecord]) -> bool {
     let hists = merged_histograms(runs);
     if hists.is_empty() {
         return false;
@@ -171,7 +216,7 @@ fn histograms_pre(out: &mut String, runs: &[RunRecord]) -> bool {
 
 /// The first run's printouts: each tool's output under its command line, as a user
 /// would paste it into a report.
-fn printouts_section(out: &mut String, run: &RunRecord, scenario: &serde_json::Value) {
+fn printouts_section(out: &mut Page<'_>, run: &RunRecord, scenario: &serde_json::Value) {
     out.push_str("<section id=\"printouts\">\n<h2>Printouts</h2>\n");
     let window = crate::table::printouts_window(scenario);
     let _ = writeln!(
@@ -187,7 +232,7 @@ fn printouts_section(out: &mut String, run: &RunRecord, scenario: &serde_json::V
     out.push_str("</section>\n");
 }
 
-fn findings_list(out: &mut String, label: &str, runs: &[RunRecord]) {
+fn findings_list(out: &mut Page<'_>, label: &str, runs: &[RunRecord]) {
     for run in runs {
         for f in &run.findings {
             let _ = writeln!(
@@ -205,7 +250,7 @@ fn findings_list(out: &mut String, label: &str, runs: &[RunRecord]) {
 
 /// How to reproduce the results: the exact command line, the darkbuf version and
 /// commit, and the scenario file as written (the resolved form is under Scenario).
-fn provenance_section(out: &mut String, p: Option<&Provenance>) {
+fn provenance_section(out: &mut Page<'_>, p: Option<&Provenance>) {
     out.push_str("<section id=\"reproduce\">\n<h2>Reproduce</h2>\n");
     let Some(p) = p else {
         out.push_str("<p>These results do not record how they were made (they predate the provenance record).</p>\n</section>\n");
@@ -223,7 +268,7 @@ fn provenance_section(out: &mut String, p: Option<&Provenance>) {
     out.push_str("</section>\n");
 }
 
-fn warnings_list(out: &mut String, label: &str, warnings: &[String]) {
+fn warnings_list(out: &mut Page<'_>, label: &str, warnings: &[String]) {
     for w in warnings {
         let _ = writeln!(out, "<p class=\"warning\">{}warning: {}</p>", escape(label), escape(w));
     }
@@ -240,7 +285,7 @@ fn index_range(ix: &[u64]) -> String {
 
 /// Meaning and unit of every metric and time series in the results, each indexed
 /// family (`tcp.flow.N.cwnd_avg_pkts`) once with the indices it has, folded.
-fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a str>) {
+fn glossary_section<'a>(out: &mut Page<'_>, names: impl IntoIterator<Item = &'a str>) {
     // (row name, a metric it stands for, its indices) in the names' order.
     let mut rows: Vec<(String, &str, std::collections::BTreeSet<u64>)> = Vec::new();
     for name in names {
@@ -278,14 +323,14 @@ fn glossary_section<'a>(out: &mut String, names: impl IntoIterator<Item = &'a st
 
 /// Metric and time-series names of `results`, in display order, each once.
 fn glossary_names<'a>(results: impl IntoIterator<Item = &'a Results>) -> Vec<String> {
-    let mut set = std::collections::BTreeSet::new();
+    let mut set: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for r in results {
-        set.extend(r.summary.keys().chain(r.unavailable.keys()).cloned());
+        set.extend(r.summary.keys().chain(r.unavailable.keys()).map(|k| &**k));
         for run in &r.runs {
-            set.extend(run.timeseries.keys().cloned());
+            set.extend(run.timeseries.keys().map(String::as_str));
         }
     }
-    let mut v: Vec<String> = set.into_iter().collect();
+    let mut v: Vec<String> = set.into_iter().map(str::to_string).collect();
     crate::format::sort_metrics(&mut v);
     v
 }
@@ -296,7 +341,7 @@ fn num_cell(format: CellFormat, v: f64) -> String {
 
 /// A summary table of `names` in `r`: `metric | mean ± ci95 | min | max | n`, and a
 /// `note` column (why a metric is null) when any of them has one.
-fn run_summary_table(out: &mut String, r: &Results, class: &str, names: &[String]) {
+fn run_summary_table(out: &mut Page<'_>, r: &Results, class: &str, names: &[String]) {
     let notes: Vec<String> = names.iter().map(|m| note(r, m)).collect();
     let with_note = notes.iter().any(|n| !n.is_empty());
     let _ = write!(out, "<div class=\"wide\"><table class=\"{class}\">\n<thead><tr><th>metric</th><th>mean ± ci95</th><th>min</th><th>max</th><th>n</th>");
@@ -342,7 +387,7 @@ fn column_head(c: &str) -> String {
 /// One indexed family of `r` as a table, folded: a row per index (its label: a TCP
 /// flow's traffic entry), a column per metric of the family, mean ± ci95 in each cell;
 /// the reasons of its null cells under it.
-fn family_table(out: &mut String, r: &Results, f: &crate::families::Family) {
+fn family_table(out: &mut Page<'_>, r: &Results, f: &crate::families::Family) {
     let rows = f.indices.len().min(crate::families::MAX_FAMILY_ROWS as usize);
     let _ = writeln!(
         out,
@@ -389,7 +434,7 @@ fn family_table(out: &mut String, r: &Results, f: &crate::families::Family) {
 
 /// The summary of one results: the headline metrics it has, then, folded, every
 /// metric outside an indexed family, and each family as a table of its own.
-fn run_summary(out: &mut String, r: &Results) {
+fn run_summary(out: &mut Page<'_>, r: &Results) {
     let names = metric_names(r);
     // The headline metrics these results measured (one absent by design, such as
     // sink.pps without a flood, is in the full table with its reason).
@@ -408,14 +453,18 @@ fn run_summary(out: &mut String, r: &Results) {
 
 /// The report of one `darkbuf run`.
 pub fn run_html(r: &Results, plots: &[Plot]) -> String {
+    page_string(|out| write_run_html(out, r, plots))
+}
+
+/// [`run_html`] written to `out`.
+pub fn write_run_html(out: &mut Page<'_>, r: &Results, plots: &[Plot]) {
     let name = r
         .scenario
         .get("name")
         .and_then(|v| v.as_str())
         .unwrap_or("darkbuf results")
         .to_string();
-    let mut out = String::new();
-    head(&mut out, &format!("darkbuf: {name}"));
+    head(out, &format!("darkbuf: {name}"));
     let _ = writeln!(out, "<h1>{}</h1>", escape(&name));
     let n = r.runs.len();
     let _ = writeln!(
@@ -433,10 +482,10 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
         sections.push(("printouts", "Printouts"));
     }
     sections.extend([("reproduce", "Reproduce"), ("glossary", "Glossary"), ("environment", "Environment"), ("scenario", "Scenario")]);
-    nav(&mut out, &sections);
+    nav(out, &sections);
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
-    findings_list(&mut out, "", &r.runs);
-    warnings_list(&mut out, "", &r.warnings);
+    findings_list(out, "", &r.runs);
+    warnings_list(out, "", &r.warnings);
     let _ = writeln!(
         out,
         "<p>Mean over {n} run{}{}; ± is the half-width of the 95% confidence interval of the mean (Student t over the runs).</p>",
@@ -447,27 +496,26 @@ pub fn run_html(r: &Results, plots: &[Plot]) -> String {
             ""
         }
     );
-    run_summary(&mut out, r);
+    run_summary(out, r);
     out.push_str("</section>\n");
-    plots_section(&mut out, plots);
+    plots_section(out, plots);
     out.push_str("<section id=\"histograms\">\n<h2>Histograms</h2>\n");
-    if histograms_pre(&mut out, &r.runs) {
+    if histograms_pre(out, &r.runs) {
         let _ = writeln!(out, "<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over the {n} run{}.</p>", if n == 1 { "" } else { "s" });
     } else {
         out.push_str("<p>No histograms in these results.</p>\n");
     }
     out.push_str("</section>\n");
     if printouts {
-        printouts_section(&mut out, &r.runs[0], &r.scenario);
+        printouts_section(out, &r.runs[0], &r.scenario);
     }
-    provenance_section(&mut out, r.provenance.as_ref());
-    glossary_section(&mut out, glossary_names([r]).iter().map(String::as_str));
+    provenance_section(out, r.provenance.as_ref());
+    glossary_section(out, glossary_names([r]).iter().map(String::as_str));
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
-    environment_table(&mut out, &r.backend, &r.environment);
+    environment_table(out, &r.backend, &r.environment);
     out.push_str("</section>\n<section id=\"scenario\">\n<h2>Scenario</h2>\n");
-    scenario_pre(&mut out, &r.scenario);
+    scenario_pre(out, &r.scenario);
     out.push_str("</section>\n</body>\n</html>\n");
-    out
 }
 
 fn seeds(runs: &[RunRecord]) -> String {
@@ -488,7 +536,7 @@ fn sweep_cell(r: &Results, metric: &str, f: CellFormat) -> String {
 }
 
 fn sweep_table_html(
-    out: &mut String,
+    out: &mut Page<'_>,
     s: &SweepResults,
     class: &str,
     rows: impl Iterator<Item = (String, String, CellFormat)>,
@@ -524,14 +572,18 @@ fn breakable(s: &str) -> String {
 
 /// The report of one `darkbuf sweep`.
 pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
+    page_string(|out| write_sweep_html(out, s, plots))
+}
+
+/// [`sweep_html`] written to `out`.
+pub fn write_sweep_html(out: &mut Page<'_>, s: &SweepResults, plots: &[Plot]) {
     let name = if s.name.is_empty() {
         "darkbuf sweep"
     } else {
         &s.name
     };
     let first = s.points.first().map(|p| &p.results);
-    let mut out = String::new();
-    head(&mut out, &format!("darkbuf: {name}"));
+    head(out, &format!("darkbuf: {name}"));
     let _ = writeln!(out, "<h1>{}</h1>", escape(name));
     let backend = first.map_or("", |r| r.backend.as_str());
     let runs: Vec<usize> = s.points.iter().map(|p| p.results.runs.len()).collect();
@@ -550,27 +602,25 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
         s.points.len(),
         if s.points.len() == 1 { "" } else { "s" },
     );
-    nav(
-        &mut out,
-        &[
-            ("summary", "Summary"),
-            ("plots", "Plots"),
-            ("points", "Points"),
-            ("histograms", "Histograms"),
-            ("reproduce", "Reproduce"),
-            ("glossary", "Glossary"),
-            ("environment", "Environment"),
-            ("scenario", "Scenario"),
-        ],
-    );
+    let sections = [
+        ("summary", "Summary"),
+        ("plots", "Plots"),
+        ("points", "Points"),
+        ("histograms", "Histograms"),
+        ("reproduce", "Reproduce"),
+        ("glossary", "Glossary"),
+        ("environment", "Environment"),
+        ("scenario", "Scenario"),
+    ];
+    nav(out, &sections);
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     for p in &s.points {
-        findings_list(&mut out, &format!("{}: ", p.label), &p.results.runs);
-        warnings_list(&mut out, &format!("{}: ", p.label), &p.results.warnings);
+        findings_list(out, &format!("{}: ", p.label), &p.results.runs);
+        warnings_list(out, &format!("{}: ", p.label), &p.results.warnings);
     }
     out.push_str("<p>One column per point: the mean over its runs, ± the 95% confidence interval (Student t) when a point has more than one run.</p>\n<h3>The seed report’s rows</h3>\n");
     sweep_table_html(
-        &mut out,
+        out,
         s,
         "sweep",
         default_rows()
@@ -580,7 +630,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
     let every = sweep_metric_names(s);
     let _ = writeln!(out, "<details id=\"every-metric\"><summary>Every metric: {} rows</summary>", every.len());
     sweep_table_html(
-        &mut out,
+        out,
         s,
         "sweep-all",
         every.into_iter().map(|m| {
@@ -589,7 +639,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
         }),
     );
     out.push_str("</details>\n</section>\n");
-    plots_section(&mut out, plots);
+    plots_section(out, plots);
     out.push_str("<section id=\"points\">\n<h2>Points</h2>\n<div class=\"wide\"><table class=\"points\">\n<thead><tr><th>point</th><th>set</th><th>seeds</th><th>unavailable</th></tr></thead>\n<tbody>\n");
     for p in &s.points {
         let unavailable: Vec<String> = p
@@ -610,10 +660,9 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
     out.push_str("</tbody>\n</table></div>\n</section>\n<section id=\"histograms\">\n<h2>Histograms</h2>\n<p>log2 buckets as bpftrace’s <code>hist()</code> prints them, summed over each point’s runs.</p>\n");
     let mut any = false;
     for p in &s.points {
-        let mut h = String::new();
-        if histograms_pre(&mut h, &p.results.runs) {
+        if !merged_histograms(&p.results.runs).is_empty() {
             let _ = writeln!(out, "<h3>{}</h3>", escape(&p.label));
-            out.push_str(&h);
+            histograms_pre(out, &p.results.runs);
             any = true;
         }
     }
@@ -621,11 +670,11 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
         out.push_str("<p>No histograms in these results.</p>\n");
     }
     out.push_str("</section>\n");
-    provenance_section(&mut out, s.provenance.as_ref());
-    glossary_section(&mut out, glossary_names(s.points.iter().map(|p| &p.results)).iter().map(String::as_str));
+    provenance_section(out, s.provenance.as_ref());
+    glossary_section(out, glossary_names(s.points.iter().map(|p| &p.results)).iter().map(String::as_str));
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n");
     if let Some(r) = first {
-        environment_table(&mut out, &r.backend, &r.environment);
+        environment_table(out, &r.backend, &r.environment);
     }
     out.push_str("</section>\n<section id=\"scenario\">\n<h2>Scenario</h2>\n");
     if let Some(r) = first {
@@ -633,8 +682,7 @@ pub fn sweep_html(s: &SweepResults, plots: &[Plot]) -> String {
             out,
             "<p>The first point’s resolved scenario; the others differ by their <code>set</code> keys (see Points).</p>"
         );
-        scenario_pre(&mut out, &r.scenario);
+        scenario_pre(out, &r.scenario);
     }
     out.push_str("</section>\n</body>\n</html>\n");
-    out
 }

@@ -31,7 +31,7 @@ pub mod stats;
 pub mod table;
 
 pub use cdf::{ecdf, ping_prefixes, probe_rtts_ms};
-pub use csv::{csv_field, run_csv, runs_csv, sweep_csv};
+pub use csv::{csv_field, run_csv, runs_csv, sweep_csv, write_sweep_csv};
 pub use flent::{flent_gz, flent_point, flent_run, flent_sweep};
 pub use format::{fmt_human, fmt_mean_ci, format_for_metric, CellFormat};
 pub use hist::{

@@ -74,6 +74,11 @@ pub struct TimeSeries {
     pub values: Vec<Option<f64>>,
 }
 
+/// A metric's name or a null's reason in [`Results`]: shared, so a 10,000-point sweep
+/// keeps one copy of each of its few hundred names and handful of reasons instead of a
+/// `String` per point (issue 48: 30 KB per point). Written and read as a JSON string.
+pub type Shared = std::sync::Arc<str>;
+
 /// `{mean, ci95, min, max, n}` of one metric over the runs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -90,7 +95,7 @@ pub struct Summary {
 /// reader can take `summary[m]["n"]` of any metric. Results written as `null` before
 /// are read too.
 mod summary_json {
-    use super::Summary;
+    use super::{Shared, Summary};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::BTreeMap;
 
@@ -109,21 +114,37 @@ mod summary_json {
         n: u32,
     }
 
-    pub fn serialize<S: Serializer>(m: &BTreeMap<String, Option<Summary>>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(m: &BTreeMap<Shared, Option<Summary>>, s: S) -> Result<S::Ok, S::Error> {
         let entry = |v: &Option<Summary>| match *v {
             Some(Summary { mean, ci95, min, max, n }) => Entry { mean: Some(mean), ci95: Some(ci95), min: Some(min), max: Some(max), n },
             None => Entry { mean: None, ci95: None, min: None, max: None, n: 0 },
         };
-        s.collect_map(m.iter().map(|(k, v)| (k, entry(v))))
+        s.collect_map(m.iter().map(|(k, v)| (&**k, entry(v))))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Option<Summary>>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<Shared, Option<Summary>>, D::Error> {
         let raw: BTreeMap<String, Option<Entry>> = BTreeMap::deserialize(d)?;
         let summary = |e: Entry| match e {
             Entry { mean: Some(mean), ci95: Some(ci95), min: Some(min), max: Some(max), n } if n > 0 => Some(Summary { mean, ci95, min, max, n }),
             _ => None,
         };
-        Ok(raw.into_iter().map(|(k, e)| (k, e.and_then(summary))).collect())
+        Ok(raw.into_iter().map(|(k, e)| (k.into(), e.and_then(summary))).collect())
+    }
+}
+
+/// `unavailable` in JSON: an object of strings.
+mod shared_map {
+    use super::Shared;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<Shared, Shared>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (&**k, &**v)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<Shared, Shared>, D::Error> {
+        let raw: BTreeMap<String, String> = BTreeMap::deserialize(d)?;
+        Ok(raw.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
     }
 }
 
@@ -214,9 +235,10 @@ pub struct Results {
     /// `None` where no run measured the metric; in JSON every entry is an object, that
     /// one `{mean: null, ci95: null, min: null, max: null, n: 0}` (see [`summary_json`]).
     #[serde(with = "summary_json")]
-    pub summary: BTreeMap<String, Option<Summary>>,
+    pub summary: BTreeMap<Shared, Option<Summary>>,
     /// Metric name -> why it is `null`.
-    pub unavailable: BTreeMap<String, String>,
+    #[serde(with = "shared_map")]
+    pub unavailable: BTreeMap<Shared, Shared>,
     /// What a reader of these numbers must know (e.g. RTT statistics from very few
     /// probes); see [`probe_warnings`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -296,14 +318,14 @@ impl Results {
         backend: impl Into<String>,
         environment: Environment,
         runs: Vec<RunRecord>,
-        mut unavailable: BTreeMap<String, String>,
+        unavailable: BTreeMap<String, String>,
     ) -> Results {
         let (summary, _nulls) = crate::stats::summarize_runs(&runs);
+        let summary: BTreeMap<Shared, Option<Summary>> = summary.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        let mut unavailable: BTreeMap<Shared, Shared> = unavailable.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         for (name, s) in &summary {
             if s.is_none() {
-                unavailable
-                    .entry(name.clone())
-                    .or_insert_with(|| NO_REASON_GIVEN.to_string());
+                unavailable.entry(name.clone()).or_insert_with(|| NO_REASON_GIVEN.into());
             }
         }
         let warnings = probe_warnings(&runs);

@@ -15,15 +15,15 @@ use std::collections::BTreeSet;
 /// Every metric named in `r`'s summary or `unavailable`, in display order
 /// (grouped by prefix, see [`crate::format::metric_sort_key`]).
 pub fn metric_names(r: &Results) -> Vec<String> {
-    let set: BTreeSet<&String> = r.summary.keys().chain(r.unavailable.keys()).collect();
-    let mut v: Vec<String> = set.into_iter().cloned().collect();
+    let set: BTreeSet<&str> = r.summary.keys().chain(r.unavailable.keys()).map(|k| &**k).collect();
+    let mut v: Vec<String> = set.into_iter().map(str::to_string).collect();
     v.sort_by(|a, b| metric_sort_key(a).cmp(&metric_sort_key(b)));
     v
 }
 
 /// The note for a metric: why it is null, or in how many runs it was null.
 pub(crate) fn note(r: &Results, metric: &str) -> String {
-    let reason = r.unavailable.get(metric).map(String::as_str).unwrap_or("");
+    let reason = r.unavailable.get(metric).map(|r| &**r).unwrap_or("");
     let runs = r.runs.len() as u32;
     match r.summary.get(metric).copied().flatten() {
         None => reason.to_string(),
@@ -70,7 +70,7 @@ pub fn run_table(r: &Results) -> String {
         .iter()
         .zip(&notes)
         .map(|(m, note)| {
-            let s = r.summary.get(m).copied().flatten();
+            let s = r.summary.get(m.as_str()).copied().flatten();
             let mut row = vec![md_escape(m)];
             match (s, multi) {
                 // One run measured it: no interval, the value as a single run shows it.
@@ -276,12 +276,13 @@ pub fn sweep_table_all_fit(s: &SweepResults, width: Option<usize>) -> String {
 
 /// Every metric named at any point of a sweep, in display order.
 pub fn sweep_metric_names(s: &SweepResults) -> Vec<String> {
-    let set: BTreeSet<&String> = s
-        .points
-        .iter()
-        .flat_map(|p| p.results.summary.keys().chain(p.results.unavailable.keys()))
-        .collect();
-    let mut v: Vec<String> = set.into_iter().cloned().collect();
+    // Inserted one at a time: `collect()` gathers every point's names into a Vec first
+    // (10,000 points of 250 metrics: 40 MB).
+    let mut set: BTreeSet<&str> = BTreeSet::new();
+    for p in &s.points {
+        set.extend(p.results.summary.keys().chain(p.results.unavailable.keys()).map(|k| &**k));
+    }
+    let mut v: Vec<String> = set.into_iter().map(str::to_string).collect();
     v.sort_by(|a, b| metric_sort_key(a).cmp(&metric_sort_key(b)));
     v
 }

@@ -258,7 +258,8 @@ pub fn calibration_line(c: &VmCalibration) -> String {
 pub fn annotate(mut r: Results, env: &VmEnvironment) -> Results {
     let accuracy = env.calibration.as_ref().and_then(|c| c.rate_accuracy);
     let mut warnings = std::mem::take(&mut r.warnings);
-    let mut unavailable = std::mem::take(&mut r.unavailable);
+    let mut unavailable: std::collections::BTreeMap<String, String> =
+        std::mem::take(&mut r.unavailable).into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let scenario = r.scenario.clone();
     let mut runs = std::mem::take(&mut r.runs);
     for run in &mut runs {

@@ -115,8 +115,8 @@ pub fn judge(case: &Case, sim: &Results, kernel: &Results) -> Vec<Verdict> {
                 _ => None,
             };
             let note = match (s, k) {
-                (_, None) => kernel.unavailable.get(m).map(|r| format!("kernel: {r}")).or_else(|| Some("kernel: not reported".into())),
-                (None, _) => sim.unavailable.get(m).map(|r| format!("sim: {r}")).or_else(|| Some("sim: not reported".into())),
+                (_, None) => kernel.unavailable.get(m.as_str()).map(|r| format!("kernel: {r}")).or_else(|| Some("kernel: not reported".into())),
+                (None, _) => sim.unavailable.get(m.as_str()).map(|r| format!("sim: {r}")).or_else(|| Some("sim: not reported".into())),
                 _ => None,
             };
             Verdict { case: case.name.clone(), metric: m.clone(), sim: s, kernel: k, error, tolerance: *tol, within, note }

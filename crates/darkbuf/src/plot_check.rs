@@ -96,7 +96,7 @@ pub(crate) fn check_plot_metrics_measured(plot: &[String], s: &SweepResults) -> 
         let measured: std::collections::BTreeSet<&str> = s
             .points
             .iter()
-            .flat_map(|p| p.results.summary.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k.as_str()))
+            .flat_map(|p| p.results.summary.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| &**k))
             .collect();
         let pattern = darkbuf_report::glossary::lookup(m).map(|e| e.name);
         let same: Vec<&str> = measured.iter().copied().filter(|k| pattern.is_some() && darkbuf_report::glossary::lookup(k).map(|e| e.name) == pattern).collect();

@@ -595,11 +595,16 @@ impl AnyResults {
         r.map_err(|e| Failure::Internal(format!("plotting failed: {e}")))
     }
 
-    pub(crate) fn html(&self, plots: &[darkbuf_report::Plot]) -> String {
-        match self {
-            AnyResults::Run(r) => darkbuf_report::run_html(r, plots),
-            AnyResults::Sweep(s) => darkbuf_report::sweep_html(s, plots),
-        }
+    /// Writes the report page to `path` as it is made.
+    pub(crate) fn write_html(&self, path: &Path, plots: &[darkbuf_report::Plot]) -> Result<(), Failure> {
+        write_streamed(path, |w| {
+            let mut page = darkbuf_report::html::Page::new(w);
+            match self {
+                AnyResults::Run(r) => darkbuf_report::html::write_run_html(&mut page, r, plots),
+                AnyResults::Sweep(s) => darkbuf_report::html::write_sweep_html(&mut page, s, plots),
+            }
+            page.finish()
+        })
     }
 }
 
@@ -620,6 +625,16 @@ pub(crate) fn now_unix_s() -> f64 {
 /// kind is what a long run can still meet.
 pub(crate) fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
     std::fs::write(path, body).map_err(|e| write_failure(path, &e))
+}
+
+/// Writes `path` through a `BufWriter` as `make` produces it, so a large output (the
+/// page of a 10,000-point sweep is over 100 MB) is never held whole; errors as
+/// [`write_file`]'s.
+pub(crate) fn write_streamed(path: &Path, make: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let f = std::fs::File::create(path).map_err(|e| write_failure(path, &e))?;
+    let mut w = std::io::BufWriter::new(f);
+    make(&mut w).and_then(|()| w.flush()).map_err(|e| write_failure(path, &e))
 }
 
 /// [`write_file`]'s failure for an error `e` writing `path`.
@@ -664,7 +679,7 @@ pub(crate) fn write_artifacts(dir: &Path, results: &AnyResults, sweep_metrics: &
     for p in &plots {
         write_file(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
     }
-    write_file(&dir.join("report.html"), results.html(&plots).as_bytes())
+    results.write_html(&dir.join("report.html"), &plots)
 }
 
 fn gz(v: &serde_json::Value) -> Result<Vec<u8>, Failure> {
@@ -696,7 +711,11 @@ pub(crate) fn write_sweep_artifacts(dir: &Path, s: &SweepResults, sweep_metrics:
     for p in &plots {
         write_file(&dir.join(format!("{}.svg", p.name)), p.svg.as_bytes())?;
     }
-    write_file(&dir.join("report.html"), darkbuf_report::sweep_html(s, &plots).as_bytes())
+    write_streamed(&dir.join("report.html"), |w| {
+        let mut page = darkbuf_report::html::Page::new(w);
+        darkbuf_report::html::write_sweep_html(&mut page, s, &plots);
+        page.finish()
+    })
 }
 
 /// Writes `dir/<backend>.flent.gz`: `r` as flent's data file, its title naming the
@@ -952,11 +971,10 @@ pub fn report(path: &Path, html: Option<&Path>, plot: &[String]) -> Result<(), F
     }
     if let Some(out) = html {
         let plots = results.plots(plot)?;
-        let page = results.html(&plots);
         if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| Failure::Input(format!("cannot create {}: {e}", parent.display())))?;
         }
-        return write_file(out, page.as_bytes());
+        return results.write_html(out, &plots);
     }
     crate::output::stdout(&match &results {
         AnyResults::Run(r) => run_table_text(r, false),

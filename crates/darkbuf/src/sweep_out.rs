@@ -11,7 +11,7 @@ use crate::output::outln;
 use crate::run::{self, Failure};
 use crate::Common;
 use crate::Format;
-use darkbuf_report::{Provenance, Results, SweepPoint, SweepResults};
+use darkbuf_report::{Provenance, Results, Shared, SweepPoint, SweepResults};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -84,7 +84,7 @@ pub(crate) struct Keep {
 /// The maps kept are rebuilt from their sorted entries, which packs their nodes (built
 /// an insert at a time they are about half full), and the reasons lose their spare
 /// capacity.
-pub(crate) fn slim(mut r: Results, keep: &Keep) -> Results {
+pub(crate) fn slim(mut r: Results, keep: &Keep, names: &mut Names) -> Results {
     if !keep.scenario {
         let duration = r.scenario.get("duration_ns").cloned().unwrap_or(serde_json::Value::Null);
         r.scenario = serde_json::json!({ "duration_ns": duration });
@@ -98,31 +98,53 @@ pub(crate) fn slim(mut r: Results, keep: &Keep) -> Results {
         if !keep.out {
             run.findings = Vec::new();
             run.timeseries = Default::default();
-        } else if i > 0 {
-            for (name, ts) in run.timeseries.iter_mut() {
-                if name != darkbuf_report::cdf::PING_RTT_SERIES {
-                    // The name stays (the glossary lists every series of every run).
-                    ts.t_ms = Vec::new();
-                    ts.values = Vec::new();
-                }
-            }
+        } else {
+            run.timeseries = std::mem::take(&mut run.timeseries)
+                .into_iter()
+                .map(|(name, mut ts)| {
+                    if i > 0 && name != darkbuf_report::cdf::PING_RTT_SERIES {
+                        // The name stays (the glossary lists every series of every run).
+                        ts.t_ms = Vec::new();
+                        ts.values = Vec::new();
+                    }
+                    ts.t_ms.shrink_to_fit();
+                    ts.values.shrink_to_fit();
+                    ts.unit.shrink_to_fit();
+                    (name, ts)
+                })
+                .collect();
         }
     }
     if !keep.out {
         r.warnings = Vec::new();
     }
+    r.summary = std::mem::take(&mut r.summary).into_iter().map(|(name, s)| (names.get(&name), s)).collect();
     r.unavailable = std::mem::take(&mut r.unavailable)
         .into_iter()
-        .map(|(name, mut why)| {
-            if keep.out || keep.plot.contains(&name) {
-                why.shrink_to_fit();
-            } else {
-                why = String::new();
-            }
-            (name, why)
+        .map(|(name, why)| {
+            let why = if keep.out || keep.plot.iter().any(|p| **p == *name) { names.get(&why) } else { names.get("") };
+            (names.get(&name), why)
         })
         .collect();
     r
+}
+
+/// One copy of each metric name and null reason the kept points share (a
+/// [`darkbuf_report::Shared`] each): a 10,000-point rrul sweep has about 250 names and
+/// a handful of reasons, which were a `String` per point each (issue 48).
+#[derive(Default)]
+pub(crate) struct Names(std::collections::HashSet<Shared>);
+
+impl Names {
+    /// The shared copy of `s`.
+    pub(crate) fn get(&mut self, s: &str) -> Shared {
+        if let Some(k) = self.0.get(s) {
+            return k.clone();
+        }
+        let k: Shared = s.into();
+        self.0.insert(k.clone());
+        k
+    }
 }
 
 /// The sweep's outputs while it runs, and what it keeps for the end.
@@ -140,6 +162,8 @@ pub(crate) struct SweepSink<'a> {
     pub(crate) sweep: SweepResults,
     /// (point label, warning) of every point, printed folded at the end.
     warnings: Vec<(String, String)>,
+    /// The kept points' metric names and reasons.
+    names: Names,
 }
 
 impl<'a> SweepSink<'a> {
@@ -153,6 +177,7 @@ impl<'a> SweepSink<'a> {
             keep,
             sweep: SweepResults { provenance, name: name.to_string(), points: Vec::new() },
             warnings: Vec::new(),
+            names: Names::default(),
         };
         if let Some(dir) = &c.out {
             let partial = dir.join("results.json.partial");
@@ -200,7 +225,7 @@ impl<'a> SweepSink<'a> {
         self.sweep.name = std::mem::take(&mut one.name);
         written?;
         if let Some(SweepPoint { label, set, results }) = one.points.pop() {
-            self.sweep.points.push(SweepPoint { label, set, results: slim(results, &keep) });
+            self.sweep.points.push(SweepPoint { label, set, results: slim(results, &keep, &mut self.names) });
         }
         Ok(())
     }
@@ -221,9 +246,8 @@ impl<'a> SweepSink<'a> {
             let final_path = dir.join("results.json");
             std::fs::rename(&partial, &final_path).map_err(|e| run::write_failure(&final_path, &e))?;
         }
-        let csv = darkbuf_report::sweep_csv(&self.sweep);
         if let Some(dir) = &self.c.out {
-            run::write_file(&dir.join("results.csv"), csv.as_bytes())?;
+            run::write_streamed(&dir.join("results.csv"), |w| darkbuf_report::write_sweep_csv(w, &self.sweep))?;
             run::write_sweep_artifacts(dir, &self.sweep, sweep_metrics, self.now)?;
         }
         match self.c.format {
@@ -234,7 +258,7 @@ impl<'a> SweepSink<'a> {
                 };
                 crate::output::stdout(&(head + &json.end(None)?))?;
             }
-            Format::Csv => crate::output::stdout(&csv)?,
+            Format::Csv => crate::output::stdout(&darkbuf_report::sweep_csv(&self.sweep))?,
             Format::Table => crate::output::stdout(&table(&self.sweep))?,
         }
         Ok(std::mem::replace(&mut self.sweep, SweepResults { name: String::new(), points: Vec::new(), provenance: None }))
@@ -320,17 +344,33 @@ mod tests {
     fn slim_keeps_what_the_sweep_outputs_read() {
         let full = results(7, 3);
         let out = Keep { out: true, histograms: true, ..Default::default() };
-        let kept = slim(full.clone(), &out);
+        let kept = slim(full.clone(), &out, &mut Names::default());
         assert_eq!(kept.summary, full.summary);
         assert_eq!(kept.unavailable, full.unavailable);
         assert_eq!(kept.warnings, full.warnings);
         assert_eq!(kept.scenario, serde_json::json!({"duration_ns": 1000000}));
-        assert_eq!(slim(full.clone(), &Keep { scenario: true, ..out.clone() }).scenario, full.scenario);
+        assert_eq!(slim(full.clone(), &Keep { scenario: true, ..out.clone() }, &mut Names::default()).scenario, full.scenario);
         assert!(kept.runs.iter().all(|r| r.metrics.is_empty() && r.printouts.is_empty()));
         assert_eq!(kept.runs.iter().map(|r| r.seed).collect::<Vec<_>>(), vec![7, 8, 9]);
         assert_eq!(kept.runs[0].timeseries, full.runs[0].timeseries);
         assert_eq!(kept.runs[2].timeseries["ping.rtt_ms"], full.runs[2].timeseries["ping.rtt_ms"]);
         assert!(kept.runs[2].timeseries["bql.limit"].values.is_empty());
+    }
+
+    /// Two kept points share one copy of each metric name and reason (issue 48: a
+    /// `String` per point was 30 KB of each rrul point).
+    #[test]
+    fn slim_shares_names_and_reasons_between_points() {
+        let mut names = Names::default();
+        let keep = Keep { out: true, ..Default::default() };
+        let (a, b) = (slim(results(1, 1), &keep, &mut names), slim(results(2, 1), &keep, &mut names));
+        assert_eq!(a.summary, results(1, 1).summary);
+        for ((ka, _), (kb, _)) in a.summary.iter().zip(&b.summary) {
+            assert!(std::sync::Arc::ptr_eq(ka, kb), "{ka}");
+        }
+        let (ra, rb) = (&a.unavailable["consumer.pps"], &b.unavailable["consumer.pps"]);
+        assert!(std::sync::Arc::ptr_eq(ra, rb));
+        assert_eq!(&**ra, "why \"quoted\"\nnewline");
     }
 
     /// Without `--out` (and `--hist`) a point keeps its summary, the names of its null
@@ -340,11 +380,11 @@ mod tests {
     fn slim_without_out_keeps_what_the_table_reads() {
         let mut full = results(7, 2);
         full.unavailable.insert("tcp.retrans".into(), "no TCP flow".into());
-        let kept = slim(full.clone(), &Keep { plot: vec!["consumer.pps".into()], ..Default::default() });
+        let kept = slim(full.clone(), &Keep { plot: vec!["consumer.pps".into()], ..Default::default() }, &mut Names::default());
         assert_eq!(kept.summary, full.summary);
         assert_eq!(kept.unavailable.len(), 2);
         assert_eq!(kept.unavailable["consumer.pps"], full.unavailable["consumer.pps"]);
-        assert_eq!(kept.unavailable["tcp.retrans"], "");
+        assert_eq!(&*kept.unavailable["tcp.retrans"], "");
         assert_eq!(kept.runs.iter().map(|r| r.seed).collect::<Vec<_>>(), vec![7, 8]);
         assert!(kept.runs.iter().all(|r| r.timeseries.is_empty() && r.histograms.is_empty() && r.findings.is_empty()));
         assert!(kept.warnings.is_empty());
