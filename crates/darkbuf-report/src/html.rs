@@ -149,11 +149,12 @@ fn figure(out: &mut Page<'_>, p: &Plot) {
 /// The plots: the main ones ([`crate::plot::is_main_plot`]) shown, the other time
 /// series folded under one `<details>`, so a run with many flows or probers does not
 /// make the page tens of thousands of pixels tall.
+/// Nothing when there are no plots (the nav has no link to it then).
 fn plots_section(out: &mut Page<'_>, plots: &[Plot]) {
-    out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     if plots.is_empty() {
-        out.push_str("<p>No plots: the results have no probes, waits or time series.</p>\n");
+        return;
     }
+    out.push_str("<section id=\"plots\">\n<h2>Plots</h2>\n");
     let with_test = plots.iter().any(|p| p.name.starts_with("flent_"));
     let (main, more): (Vec<&Plot>, Vec<&Plot>) = plots.iter().partition(|p| crate::plot::is_main_plot(&p.name, with_test));
     for p in &main {
@@ -476,7 +477,11 @@ pub fn write_run_html(out: &mut Page<'_>, r: &Results, plots: &[Plot]) {
         escape(&seeds(&r.runs)),
         escape(&r.environment.profile)
     );
-    let mut sections = vec![("summary", "Summary"), ("plots", "Plots"), ("histograms", "Histograms")];
+    let mut sections = vec![("summary", "Summary")];
+    if !plots.is_empty() {
+        sections.push(("plots", "Plots"));
+    }
+    sections.push(("histograms", "Histograms"));
     let printouts = r.runs.first().is_some_and(|run| !run.printouts.is_empty());
     if printouts {
         sections.push(("printouts", "Printouts"));
@@ -612,6 +617,7 @@ pub fn write_sweep_html(out: &mut Page<'_>, s: &SweepResults, plots: &[Plot]) {
         ("environment", "Environment"),
         ("scenario", "Scenario"),
     ];
+    let sections: Vec<(&str, &str)> = sections.into_iter().filter(|(id, _)| *id != "plots" || !plots.is_empty()).collect();
     nav(out, &sections);
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     for p in &s.points {

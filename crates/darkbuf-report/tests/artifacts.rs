@@ -545,7 +545,8 @@ fn html_without_plots_or_series_still_renders() {
     let plots = run_plots(&r).unwrap();
     assert!(plots.is_empty());
     let html = run_html(&r, &plots);
-    assert!(html.contains("No plots") && html.contains("No histograms"));
+    // No plots: no Plots section and no link to one (wifi-anomaly's page had both).
+    assert!(!html.contains("id=\"plots\"") && !html.contains("href=\"#plots\"") && html.contains("No histograms"));
     assert_self_contained(&html);
     let empty = SweepResults {
         provenance: None,
