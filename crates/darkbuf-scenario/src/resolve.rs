@@ -1212,7 +1212,13 @@ fn check_profile(m: &Sec<'_>, profile: &str, file: Option<&Path>) -> Result<(), 
     }
     let bound = format!("; a profile file has at most {} bytes", thousands(limits::MAX_FILE_BYTES));
     let (problem, bound) = match std::fs::metadata(file) {
-        Err(e) => (format!("cannot be read: {e}"), ""),
+        // The system's words without its " (os error 2)" (issue 48).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (format!("does not exist: there is no file {}", file.display()), ""),
+        Err(e) => {
+            let text = e.to_string();
+            let reason = text.rsplit_once(" (os error ").map_or(text.as_str(), |(r, _)| r);
+            (format!("cannot be read: {}: {reason}", file.display()), "")
+        }
         Ok(meta) if !meta.is_file() => ("is not a regular file".to_string(), bound.as_str()),
         Ok(meta) if meta.len() > limits::MAX_FILE_BYTES => {
             (format!("is {} bytes, larger than any profile", thousands(meta.len())), bound.as_str())

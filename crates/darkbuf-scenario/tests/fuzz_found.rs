@@ -181,7 +181,7 @@ fn an_unknown_profile_name_is_an_error_at_its_key_listing_the_built_ins() {
 fn an_unreadable_profile_path_is_an_error_at_its_key() {
     let d = err(&PROFILE.replace("banana", "/nonexistent/p.toml"));
     assert_eq!((d.key.as_str(), at(&d)), ("machine.profile", (Some(3), Some(11))), "{d}");
-    assert!(d.message.contains("`machine.profile` = \"/nonexistent/p.toml\" cannot be read: "), "{d}");
+    assert_eq!(d.message, "`machine.profile` = \"/nonexistent/p.toml\" does not exist: there is no file /nonexistent/p.toml", "{d}");
     assert!(d.help.as_deref().unwrap().contains("seed-vm, baremetal-100g"), "{d}");
 }
 
