@@ -79,28 +79,10 @@ impl<I: Id, T> Table<I, T> {
         self.v.iter().enumerate().map(|(i, t)| (I::from_index(i), t))
     }
 
-    /// `(id, entry)` for every entry, in order, mutable.
-    pub fn iter_ids_mut(&mut self) -> impl Iterator<Item = (I, &mut T)> {
-        self.v.iter_mut().enumerate().map(|(i, t)| (I::from_index(i), t))
-    }
-
     /// The entry of an id that may be out of the table (an id from outside the world,
     /// such as a packet's).
     pub fn get(&self, id: I) -> Option<&T> {
         self.v.get(id.index())
-    }
-
-    /// The entries of two different ids at once (a veth pair's two ends).
-    pub fn pair_mut(&mut self, a: I, b: I) -> (&mut T, &mut T) {
-        let (a, b) = (a.index(), b.index());
-        assert!(a != b && a < self.v.len() && b < self.v.len(), "pair_mut({a}, {b}) of {}", self.v.len());
-        if a < b {
-            let (lo, hi) = self.v.split_at_mut(b);
-            (&mut lo[a], &mut hi[0])
-        } else {
-            let (lo, hi) = self.v.split_at_mut(a);
-            (&mut hi[0], &mut lo[b])
-        }
     }
 }
 
