@@ -50,7 +50,7 @@ use crate::load::{self, FloodSpec, FloodStats, ProbeKind, ProbeOpts, ProbeResult
 use crate::names::Names;
 use crate::probe_trace::{match_probes, FarEndEvent, ProbeTrace, StampedProbe};
 use crate::rules::RuleScope;
-use crate::session::{Batch, Shell};
+use crate::session::{Batch, NsThread};
 use crate::signals;
 use crate::topo::{self, Options, Topology};
 use crate::trace::{NapiPollCounter, PollCounts};
@@ -727,6 +727,14 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         _ => unreachable!("preflight refuses every driver but veth and tun"),
     };
     notes.append(&mut topo.report.notes);
+    let t_devices = Instant::now();
+    // NAPI poll counting (veth only): its tracing instances are made while the rest is
+    // set up (they take a tenth of a second or more in a TCG guest). A thread left
+    // behind by an early return drops the counter, which removes them.
+    let poll_counter_start = (scn.device.driver == Driver::Veth).then(|| {
+        let (dev, tag) = (names.dev_rx.clone(), names.tag.clone());
+        std::thread::spawn(move || NapiPollCounter::start(&dev, &tag, topo::VETH_NAPI_WEIGHT))
+    });
     if let Some(e) = interrupted() {
         return Err(e);
     }
@@ -741,9 +749,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         rx_addr: topo::VETH_RX_ADDR,
         rx_cpu: o.consumer_cpu,
     };
-    // The reader's batches start here, and answer once before the load (so their first
-    // answer in the window is not their start-up). A snapshot then costs one exec
-    // (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
+    // The reader's batches are the topology's (started with the namespaces, and the
+    // setup went through them); they answer once more before the load. A snapshot then
+    // costs one exec (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
     let reader = Reader::new(&topo, scn.device.driver, &tx_dev);
     reader.warm();
     let run_for = total + MAX_LOAD_TAIL;
@@ -757,7 +765,10 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
     let poll_counter = match scn.device.driver {
-        Driver::Veth => match NapiPollCounter::start(&names.dev_rx, &names.tag, topo::VETH_NAPI_WEIGHT) {
+        Driver::Veth => match poll_counter_start.map_or_else(
+            || Err("not started".to_string()),
+            |h| h.join().unwrap_or_else(|_| Err("the thread that set it up panicked".into())),
+        ) {
             Ok(c) => Some(c),
             Err(e) => {
                 for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
@@ -918,9 +929,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if !others.is_empty() {
         notes.push(another_run_note(&others, "during this run"));
     }
+    // The tracing instances go while the tools stop.
+    let counter_gone = std::thread::spawn(move || drop(poll_counter));
     let mut joined = guard.tools.stop_and_join(&stop);
     joined.far_end = probe_trace.map(|t| t.and_then(ProbeTrace::finish));
-    drop(poll_counter);
+    let _ = counter_gone.join();
     for e in &joined.errors {
         notes.push(e.clone());
     }
@@ -932,8 +945,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if std::env::var_os(TIMING_ENV).is_some() {
         let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
         notes.push(format!(
-            "timing: setup {:.2} s, warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
+            "timing: setup {:.2} s (namespaces and devices {:.2} s), warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
             s(t_start, t_setup),
+            s(t_start, t_devices),
             s(t_setup, t_window),
             s(t_window, t_b),
             s(t_b, t_join),
@@ -963,7 +977,7 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
         all.push((true, k.clone(), v.clone()));
         all.push((false, k.clone(), v.clone()));
     }
-    // Written by the namespaces' shells (no exec: an exec is a fifth of a second in an
+    // Written by the namespaces' threads (no exec: an exec is a fifth of a second in an
     // emulated guest).
     for (ns, sender) in [(&names.ns_tx, true), (&names.ns_rx, false)] {
         let files: Vec<(String, String)> =
@@ -971,19 +985,19 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
         if files.is_empty() {
             continue;
         }
-        topo.shell(ns)?
+        topo.ns_thread(ns)?
             .write_files(&files)
             .map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
     }
     if opts.sender_tso {
-        topo.shell(&names.ns_tx)?
+        topo.ns_thread(&names.ns_tx)?
             .must("ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"])
             .map_err(|e| KernelError::Unavailable(format!("TSO on at the sender: {}", e.message())))?;
     }
     Ok(())
 }
 
-/// Reads counters of one run's devices: through the namespaces' shells and one `tc` and
+/// Reads counters of one run's devices: through the namespaces' threads and one `tc` and
 /// `ip` batch per namespace kept open for the run ([`crate::session`]), so a snapshot
 /// costs two execs (a `tc -s -batch` of the text printouts, `ethtool -S`) and a sample
 /// none. A batch that fails is given up for a plain exec of the same command.
@@ -992,11 +1006,11 @@ struct Reader {
     driver: Driver,
     tx_dev: String,
     napi_pids: Vec<u32>,
-    tx_shell: Option<Arc<Shell>>,
-    rx_shell: Option<Arc<Shell>>,
-    tc_tx: Option<Batch>,
-    ip_tx: Option<Batch>,
-    ip_rx: Option<Batch>,
+    tx_thread: Option<Arc<NsThread>>,
+    rx_thread: Option<Arc<NsThread>>,
+    tc_tx: Option<Arc<Batch>>,
+    ip_tx: Option<Arc<Batch>>,
+    ip_rx: Option<Arc<Batch>>,
 }
 
 impl Reader {
@@ -1008,11 +1022,11 @@ impl Reader {
             driver,
             tx_dev: tx_dev.to_string(),
             napi_pids: topo.report.napi_pids.clone(),
-            tx_shell: topo.tx_shell.clone(),
-            rx_shell: topo.rx_shell.clone(),
-            tc_tx: Batch::start("tc", &n.ns_tx),
-            ip_tx: Batch::start("ip", &n.ns_tx),
-            ip_rx: if veth { Batch::start("ip", &n.ns_rx) } else { None },
+            tx_thread: topo.tx_thread.clone(),
+            rx_thread: topo.rx_thread.clone(),
+            tc_tx: topo.tc_tx.clone(),
+            ip_tx: topo.ip_tx.clone(),
+            ip_rx: if veth { topo.ip_rx.clone() } else { None },
         }
     }
 
@@ -1032,13 +1046,12 @@ impl Reader {
 
     /// The helpers' pids: their CPU time is the run's own, not another process's.
     fn helper_pids(&self) -> Vec<u32> {
-        let shells = [&self.tx_shell, &self.rx_shell].into_iter().flatten().filter_map(|s| s.pid());
-        let batches = [&self.tc_tx, &self.ip_tx, &self.ip_rx].into_iter().flatten().filter_map(|b| b.pid());
-        shells.chain(batches).collect()
+        // (The namespaces' threads are this process's own.)
+        [&self.tc_tx, &self.ip_tx, &self.ip_rx].into_iter().flatten().filter_map(|b| b.pid()).collect()
     }
 
     /// `prog -n NS -s -j ARGS` through the batch, or with one exec when it has failed.
-    fn json(batch: &Option<Batch>, prog: &str, ns: &str, args: &str) -> Option<String> {
+    fn json(batch: &Option<Arc<Batch>>, prog: &str, ns: &str, args: &str) -> Option<String> {
         if let Some(out) = batch.as_ref().and_then(|b| b.query(args)) {
             return Some(out);
         }
@@ -1047,15 +1060,14 @@ impl Reader {
         cmd::run(prog, &v).ok().filter(|o| o.ok()).map(|o| o.stdout)
     }
 
-    /// A file of the namespace's /proc/net, read by its shell's builtins.
-    fn proc_net(sh: &Option<Arc<Shell>>, file: &str) -> Option<String> {
-        let path = format!("/proc/net/{file}");
-        sh.as_ref()?.script(&crate::session::cat_builtin(&path)).ok().filter(|o| o.ok()).map(|o| o.stdout)
+    /// A file of the namespace's /proc/net, read by its thread.
+    fn proc_net(sh: &Option<Arc<NsThread>>, file: &str) -> Option<String> {
+        sh.as_ref()?.read_proc_net(file)
     }
 
     /// The sender's side: every qdisc (JSON), its link, UDP and TcpExt counters, and
-    /// the qdiscs' and classes' printouts.
-    fn snapshot_tx(&self, s: &mut Snapshot, printout: bool) {
+    /// the classes' printout.
+    fn snapshot_tx(&self, s: &mut Snapshot) {
         let (n, dev) = (&self.names, &self.tx_dev);
         let t_tx = Instant::now();
         // The classes (text: tc has no JSON for them) and the qdiscs (JSON) in one query.
@@ -1067,15 +1079,9 @@ impl Reader {
             }
         };
         let link = Self::json(&self.ip_tx, "ip", &n.ns_tx, &format!("link show dev {dev}"));
-        let snmp = Self::proc_net(&self.tx_shell, "snmp");
-        let netstat = Self::proc_net(&self.tx_shell, "netstat");
+        let snmp = Self::proc_net(&self.tx_thread, "snmp");
+        let netstat = Self::proc_net(&self.tx_thread, "netstat");
         s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
-        // The qdiscs' printout for the report (snapshot B's only): an exec, after the reads.
-        let qdisc_text = if printout {
-            cmd::run("tc", &["-n", &n.ns_tx, "-s", "qdisc", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout)
-        } else {
-            None
-        };
         s.xstats = tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
         s.htb_classes = class_text.as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
         s.qdisc = tc_json.as_deref().and_then(counters::parse_tc_root);
@@ -1086,7 +1092,6 @@ impl Reader {
             // root from the children, so that they describe one instant.
             s.qdisc = Some(counters::mq_root_of_children(&s.mq_children));
         }
-        s.tc_text = qdisc_text;
         s.tx_link = link.as_deref().and_then(counters::parse_ip_link);
         s.snmp_tx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
         s.tcpext_tx = netstat.as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
@@ -1096,9 +1101,9 @@ impl Reader {
     fn snapshot_rx(&self, s: &mut Snapshot) {
         let n = &self.names;
         let t_rx = Instant::now();
-        let ethtool = self.rx_shell.as_ref().and_then(|sh| sh.run("ethtool", &["-S", &n.dev_rx]).ok().filter(|o| o.ok()));
+        let ethtool = self.rx_thread.as_ref().and_then(|sh| sh.run("ethtool", &["-S", &n.dev_rx]).ok().filter(|o| o.ok()));
         let link = Self::json(&self.ip_rx, "ip", &n.ns_rx, &format!("link show dev {}", n.dev_rx));
-        let snmp = Self::proc_net(&self.rx_shell, "snmp");
+        let snmp = Self::proc_net(&self.rx_thread, "snmp");
         s.rx_at = Some(t_rx + t_rx.elapsed() / 2);
         s.rx_ethtool = ethtool.map(|o| counters::parse_ethtool_stats(&o.stdout)).unwrap_or_default();
         s.rx_link = link.as_deref().and_then(counters::parse_ip_link);
@@ -1111,12 +1116,22 @@ impl Reader {
         let start = Instant::now();
         // Both namespaces at once: each side's counters are rated between its own reads.
         let mut rx = Snapshot::default();
+        let mut qdisc_text = None;
         std::thread::scope(|sc| {
             if self.driver == Driver::Veth {
                 sc.spawn(|| self.snapshot_rx(&mut rx));
             }
-            self.snapshot_tx(&mut s, printout);
+            // The qdiscs' printout for the report (snapshot B's only): an exec, beside
+            // the reads.
+            if printout {
+                sc.spawn(|| {
+                    let (ns, dev) = (&self.names.ns_tx, &self.tx_dev);
+                    qdisc_text = cmd::run("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout);
+                });
+            }
+            self.snapshot_tx(&mut s);
         });
+        s.tc_text = qdisc_text;
         if self.driver == Driver::Veth {
             s.rx_at = rx.rx_at;
             s.rx_ethtool = rx.rx_ethtool;
@@ -1151,13 +1166,17 @@ impl Reader {
         s.qlen = root.as_ref().map(|q| q.qlen);
         s.sent = root.as_ref().map(|q| q.packets);
         if bql {
-            // The shell's builtins read sysfs: no exec per sample.
-            let cmds: Vec<String> = (0..txqs).map(|q| crate::bql::read_cmd(&self.tx_dev, q)).collect();
-            let r = match &self.tx_shell {
-                Some(sh) => sh.sections(&cmds).unwrap_or_default(),
-                None => cmd::sections_in(&self.names.ns_tx, &cmds).unwrap_or_default(),
+            // The namespace's thread reads sysfs: no exec per sample.
+            let dev = self.tx_dev.clone();
+            let read = move || (0..txqs).map(|q| crate::bql::read_queue(&dev, q)).collect::<Option<Vec<_>>>();
+            s.bql = match &self.tx_thread {
+                Some(t) => t.call(read).ok().flatten(),
+                None => {
+                    let cmds: Vec<String> = (0..txqs).map(|q| crate::bql::read_cmd(&self.tx_dev, q)).collect();
+                    let r = cmd::sections_in(&self.names.ns_tx, &cmds).unwrap_or_default();
+                    (0..txqs as usize).map(|i| r.get(i).cloned().flatten().as_deref().and_then(crate::bql::parse_queue)).collect()
+                }
             };
-            s.bql = (0..txqs as usize).map(|i| r.get(i).cloned().flatten().as_deref().and_then(crate::bql::parse_queue)).collect();
         }
         s
     }

@@ -25,6 +25,18 @@ pub fn read_cmd(dev: &str, q: u32) -> String {
     format!("for f in limit inflight limit_min limit_max; do read -r v < {d}/$f && echo \"$v\"; done")
 }
 
+/// Reads queue `q` of `dev` in the calling thread's view of /sys (a namespace's
+/// [`crate::session::NsThread`]): the four files of [`read_cmd`], parsed.
+pub fn read_queue(dev: &str, q: u32) -> Option<BqlQueue> {
+    let d = format!("/sys/class/net/{dev}/queues/tx-{q}/byte_queue_limits");
+    let mut text = String::new();
+    for f in ["limit", "inflight", "limit_min", "limit_max"] {
+        text.push_str(std::fs::read_to_string(format!("{d}/{f}")).ok()?.trim());
+        text.push('\n');
+    }
+    parse_queue(&text)
+}
+
 /// Parses [`read_cmd`]'s output: four numbers, one a line.
 pub fn parse_queue(text: &str) -> Option<BqlQueue> {
     let v: Vec<u64> = text.split_whitespace().map(str::parse).collect::<Result<_, _>>().ok()?;

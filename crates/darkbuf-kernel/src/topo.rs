@@ -33,7 +33,7 @@
 
 use crate::cmd;
 use crate::error::{KernelError, Result};
-use crate::session::{self, Shell};
+use crate::session::{self, Batch, NsThread};
 use std::sync::Arc;
 use crate::names::Names;
 use crate::rules::{RuleBackend, RuleScope};
@@ -100,10 +100,16 @@ pub struct Topology {
     namespaces: Vec<String>,
     torn_down: bool,
     pub report: SetupReport,
-    /// One shell per namespace for the run's sysfs and procfs reads and writes and its
+    /// One thread per namespace for the run's sysfs and procfs reads and writes and its
     /// ethtool calls ([`crate::session`]); the sender's first.
-    pub tx_shell: Option<Arc<Shell>>,
-    pub rx_shell: Option<Arc<Shell>>,
+    pub tx_thread: Option<Arc<NsThread>>,
+    pub rx_thread: Option<Arc<NsThread>>,
+    /// One `tc -n NS -s -j -batch -` (the sender's) and `ip -n NS -s -j -batch -` per
+    /// namespace for the whole run ([`Batch`]): the setup's commands go through them, and
+    /// the run's reads after (None where one could not be started: one exec per use).
+    pub tc_tx: Option<Arc<Batch>>,
+    pub ip_tx: Option<Arc<Batch>>,
+    pub ip_rx: Option<Arc<Batch>>,
 }
 
 /// The veth pair's MAC addresses, set at creation, so the permanent neighbour entries
@@ -121,17 +127,24 @@ impl Lines {
         self.0.push((line, what));
     }
 
-    /// Runs them with one exec of `prog -n ns -batch -`; a failure names its line.
-    fn run(&mut self, prog: &str, ns: &str) -> Result<()> {
+    /// Runs them through the run's `ip` batch of namespace `ns` (no exec), or with one
+    /// exec of `ip -n ns -batch -` when there is none; a failure names its line.
+    fn run(&mut self, batch: Option<&Batch>, ns: &str) -> Result<()> {
         if self.0.is_empty() {
             return Ok(());
         }
         let lines: Vec<String> = self.0.iter().map(|(l, _)| l.clone()).collect();
-        let r = session::batch_once(prog, Some(ns), &lines).map_err(|e| cmd::not_installed(prog, e))?;
         let done = std::mem::take(&mut self.0);
-        if let Err((i, o)) = r {
+        let failed = match batch {
+            Some(b) => b.exec(&lines, "link show dev lo").err(),
+            None => match session::batch_once("ip", Some(ns), &lines).map_err(|e| cmd::not_installed("ip", e))? {
+                Ok(_) => None,
+                Err((i, o)) => Some((i, format!("{}: {}", o.ended(), session::batch_reason(&o)))),
+            },
+        };
+        if let Some((i, why)) = failed {
             let (line, what) = &done[i];
-            let e = KernelError::Internal(format!("`{prog} -n {ns} {line}` failed ({}): {}", o.ended(), session::batch_reason(&o)));
+            let e = KernelError::Internal(format!("`ip -n {ns} {line}` failed: {why}"));
             return Err(if what.is_empty() { e } else { unavailable(what, e) });
         }
         Ok(())
@@ -293,7 +306,7 @@ pub fn pin(pid: u32, cpu: usize) -> std::io::Result<()> {
 
 impl Topology {
     /// Creates the namespaces (both for veth, the sender's for tun), with loopback up,
-    /// and starts a shell in each.
+    /// and starts a thread in each ([`NsThread`]).
     pub fn create(names: Names, driver: Driver) -> Result<Topology> {
         let mut t = Topology {
             names,
@@ -301,48 +314,54 @@ impl Topology {
             namespaces: Vec::new(),
             torn_down: false,
             report: SetupReport::default(),
-            tx_shell: None,
-            rx_shell: None,
+            tx_thread: None,
+            rx_thread: None,
+            tc_tx: None,
+            ip_tx: None,
+            ip_rx: None,
         };
         let mut list = vec![t.names.ns_tx.clone()];
         if driver == Driver::Veth {
             list.push(t.names.ns_rx.clone());
         }
-        // One exec for both: teardown tolerates a namespace that was never made.
+        // Through the process's `ip -batch` (no exec after the first run): teardown
+        // tolerates a namespace that was never made.
         let add: Vec<String> = list.iter().map(|ns| format!("netns add {ns}")).collect();
         t.namespaces = list.clone();
-        match session::batch_once("ip", None, &add).map_err(|e| cmd::not_installed("ip", e))? {
-            Ok(_) => {}
-            Err((i, o)) => {
-                let e = KernelError::Internal(format!("`ip {}` failed ({}): {}", add[i], o.ended(), session::batch_reason(&o)));
-                return Err(unavailable("creating a network namespace", e));
-            }
+        if let Err((i, why)) = session::process_ip(&add).map_err(|e| cmd::not_installed("ip", e))? {
+            let e = KernelError::Internal(format!("`ip {}` failed: {why}", add[i]));
+            return Err(unavailable("creating a network namespace", e));
         }
+        // The batches start now (an exec each, in parallel), so that their start-up is
+        // paid once, by the setup, which goes through them.
+        t.tc_tx = Batch::start("tc", &list[0]).map(Arc::new);
+        t.ip_tx = Batch::start("ip", &list[0]).map(Arc::new);
+        t.ip_rx = list.get(1).and_then(|ns| Batch::start("ip", ns)).map(Arc::new);
         for (k, ns) in list.iter().enumerate() {
-            let sh = Arc::new(Shell::start(ns)?);
+            let sh = Arc::new(NsThread::start(ns)?);
             if k == 0 {
-                t.tx_shell = Some(sh);
+                t.tx_thread = Some(sh);
             } else {
-                t.rx_shell = Some(sh);
+                t.rx_thread = Some(sh);
             }
         }
         Ok(t)
     }
 
-    /// The shell of namespace `ns` (one of this run's).
-    pub fn shell(&self, ns: &str) -> Result<&Shell> {
-        [&self.tx_shell, &self.rx_shell]
+    /// The thread of namespace `ns` (one of this run's).
+    pub fn ns_thread(&self, ns: &str) -> Result<&NsThread> {
+        [&self.tx_thread, &self.rx_thread]
             .into_iter()
             .flatten()
             .find(|s| s.ns() == ns)
             .map(|s| s.as_ref())
-            .ok_or_else(|| KernelError::Internal(format!("no shell in namespace {ns}")))
+            .ok_or_else(|| KernelError::Internal(format!("no thread in namespace {ns}")))
     }
 
     /// Sets up the veth pair and everything on it (steps 1-7 of the module docs). The
     /// addresses, links and neighbours are one `ip -n NS -batch -` per namespace, the
     /// qdisc one `tc -n NS -batch -`, sysfs writes and ethtool go through the
-    /// namespaces' shells.
+    /// namespaces' threads.
     pub fn setup_veth(&mut self, scn: &Scenario, opt: &Options, kv: KernelVersion) -> Result<()> {
         let n = self.names.clone();
         let (tx, rx) = (n.ns_tx.as_str(), n.ns_rx.as_str());
@@ -350,9 +369,9 @@ impl Topology {
         let d = &scn.device;
         self.report.tx_dev = a.to_string();
         self.report.rx_dev = b.to_string();
-        let (txs, rxs) = match (self.tx_shell.clone(), self.rx_shell.clone()) {
+        let (txs, rxs) = match (self.tx_thread.clone(), self.rx_thread.clone()) {
             (Some(t), Some(r)) => (t, r),
-            _ => return Err(KernelError::Internal("the run's namespaces have no shells".into())),
+            _ => return Err(KernelError::Internal("the run's namespaces have no threads".into())),
         };
         // veth allocates num_possible_cpus() queues unless told otherwise; the scenario's
         // device.num_tx_queues defaults to that. Given explicitly, numtxqueues also sets the
@@ -364,7 +383,7 @@ impl Topology {
         txl.push(format!("link add {a} address {VETH_TX_MAC}{nq} type veth peer name {b} address {VETH_RX_MAC}{nq} netns {rx}"), "creating a veth pair");
         // 1. TX queues.
         if d.tx_queues > 1 || (explicit && d.num_tx_queues > 1) {
-            txl.run("ip", tx)?;
+            txl.run(self.ip_tx.as_deref(), tx)?;
             let q = d.tx_queues.to_string();
             for (sh, dev) in [(&txs, a), (&rxs, b)] {
                 sh.must("ethtool", &["-L", dev, "rx", &q, "tx", &q]).map_err(|e| {
@@ -380,17 +399,21 @@ impl Topology {
         txl.push(format!("addr add {VETH_TX_ADDR}/24 dev {a}"), "");
         txl.push(format!("link set {a} up"), "");
         txl.push(format!("neigh replace {VETH_RX_ADDR} lladdr {VETH_RX_MAC} dev {a} nud permanent"), "");
-        txl.run("ip", tx)?;
+        txl.run(self.ip_tx.as_deref(), tx)?;
         let mut rxl = Lines::default();
         rxl.push("link set lo up".into(), "");
         rxl.push(format!("addr add {VETH_RX_ADDR}/24 dev {b}"), "");
         rxl.push(format!("link set {b} up"), "");
         rxl.push(format!("neigh replace {VETH_TX_ADDR} lladdr {VETH_TX_MAC} dev {b} nud permanent"), "");
-        rxl.run("ip", rx)?;
-        // 3. The NAPI recipe.
-        rxs.must("ethtool", &["-K", b, "gro", "on"]).map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
-        txs.must("ethtool", &["-K", a, "tso", "off", "gso", "off"])
-            .map_err(|e| unavailable("veth NAPI mode (ethtool -K tso off gso off on the sender)", e))?;
+        rxl.run(self.ip_rx.as_deref(), rx)?;
+        // 3. The NAPI recipe: the two ends' ethtool at once.
+        let (rx_gro, tx_tso) = std::thread::scope(|sc| {
+            let tx_tso = sc.spawn(|| txs.must("ethtool", &["-K", a, "tso", "off", "gso", "off"]));
+            let rx_gro = rxs.must("ethtool", &["-K", b, "gro", "on"]);
+            (rx_gro, tx_tso.join().unwrap_or_else(|_| Err(KernelError::Internal("the ethtool thread panicked".into()))))
+        });
+        rx_gro.map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
+        tx_tso.map_err(|e| unavailable("veth NAPI mode (ethtool -K tso off gso off on the sender)", e))?;
         let threaded = format!("/sys/class/net/{b}/threaded");
         match d.napi {
             NapiMode::Threaded => {
@@ -466,7 +489,7 @@ impl Topology {
         l.push(format!("addr add {TAP_ADDR}/24 dev {t}"), "");
         l.push(format!("link set {t} up"), "");
         l.push(format!("neigh replace {TAP_PEER_ADDR} lladdr {} dev {t} nud permanent", tap_peer_mac()), "");
-        l.run("ip", tx)?;
+        l.run(self.ip_tx.as_deref(), tx)?;
         let mut spec = scn.clone();
         if d.ring_size != d.txqueuelen {
             // The device has one tx_queue_len for both the ring and the qdisc's default
@@ -504,13 +527,18 @@ impl Topology {
             )));
         }
         let cmds = crate::tcargs::qdisc_commands(dev, &scn.qdisc, scn.device.tx_queues, kv)?;
-        // One `tc -n NS -batch -` for the whole tree; tc stops at the first line it
-        // rejects and names it.
+        // The whole tree through the run's `tc` batch (or one `tc -n NS -batch -`); tc
+        // stops at the first line it rejects and names it.
         let lines: Vec<String> = cmds.iter().map(|c| c.iter().map(|a| session::sh_quote(a)).collect::<Vec<_>>().join(" ")).collect();
-        let r = session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))?;
-        if let Err((i, o)) = r {
+        let failed = match self.tc_tx.as_deref().filter(|_| ns == self.names.ns_tx) {
+            Some(b) => b.exec(&lines, "qdisc show dev lo").err(),
+            None => match session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))? {
+                Ok(_) => None,
+                Err((i, o)) => Some((i, session::batch_reason(&o))),
+            },
+        };
+        if let Some((i, err)) = failed {
             let c = &cmds[i];
-            let err = session::batch_reason(&o);
             let kind = if c.first().map(|s| s.as_str()) == Some("class") { "class of" } else { "qdisc" };
             let what = if err.contains("Specified qdisc kind is unknown") || err.contains("qdisc kind is unknown") {
                 format!("qdisc `{}` is not available in kernel {kv} (not built in, and no module can be loaded)", qdisc_kind_of(c))
@@ -522,7 +550,7 @@ impl Topology {
         Ok(())
     }
 
-    fn configure_bql(&mut self, sh: &Shell, dev: &str, scn: &Scenario) -> Result<()> {
+    fn configure_bql(&mut self, sh: &NsThread, dev: &str, scn: &Scenario) -> Result<()> {
         let b = &scn.device.bql;
         let dir0 = format!("/sys/class/net/{dev}/queues/tx-0/byte_queue_limits");
         let present = sh.is_dir(&dir0);
@@ -587,28 +615,38 @@ impl Topology {
             return Vec::new();
         }
         self.torn_down = true;
-        // The shells first: a process left in a namespace keeps it alive.
-        for sh in [self.tx_shell.take(), self.rx_shell.take()].into_iter().flatten() {
+        // The threads and batches first (close() joins them): a thread or process left in
+        // a namespace keeps it alive.
+        for sh in [self.tx_thread.take(), self.rx_thread.take()].into_iter().flatten() {
             sh.close();
+        }
+        for b in [self.tc_tx.take(), self.ip_tx.take(), self.ip_rx.take()].into_iter().flatten() {
+            b.close();
         }
         let mut errors = Vec::new();
         if self.namespaces.is_empty() {
             return errors;
         }
-        // One exec for every namespace (-force: go on past one that is gone).
-        let del: Vec<String> = self.namespaces.iter().rev().map(|ns| format!("netns del {ns}")).collect();
-        let mut input = del.join("\n");
-        input.push('\n');
-        match cmd::run_with("ip", &["-force", "-batch", "-"], Some(&input)) {
-            Ok(o) if o.ok() => {}
-            Ok(o) => {
-                for l in o.stderr.lines().map(str::trim) {
-                    if !l.is_empty() && !l.contains("No such file") && !l.starts_with("Command failed -:") {
-                        errors.push(format!("ip netns del: {l}"));
+        // Through the process's `ip -batch`, one namespace at a time (a failure ends that
+        // batch; the next line gets a new one), going on past one that is gone.
+        for ns in self.namespaces.iter().rev() {
+            let del = [format!("netns del {ns}")];
+            let mut r = session::process_ip(&del);
+            if !matches!(r, Ok(Ok(()))) {
+                // Once more with a new batch (the old one may have been killed).
+                r = session::process_ip(&del);
+            }
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err((_, why))) => {
+                    for l in why.lines().map(str::trim) {
+                        if !l.is_empty() && !l.contains("No such file") {
+                            errors.push(format!("ip netns del {ns}: {l}"));
+                        }
                     }
                 }
+                Err(e) => errors.push(format!("ip netns del {ns}: {e}")),
             }
-            Err(e) => errors.push(format!("ip netns del: {e}")),
         }
         errors
     }

@@ -236,9 +236,13 @@ impl NapiPollCounter {
         if !fs.root.join("instances").is_dir() {
             return Err("tracefs has no instances directory".into());
         }
-        let all = Counter::create(&fs, &format!("{tag}-polls"), &format!("dev_name == \"{dev}\""))?;
-        let full = Counter::create(&fs, &format!("{tag}-full"), &format!("dev_name == \"{dev}\" && work >= {budget}"))?;
-        Ok(NapiPollCounter { all, full, _fs: fs })
+        // Both instances at once (each is a directory of ring buffers and a reaper's exec).
+        let (all, full) = std::thread::scope(|sc| {
+            let all = sc.spawn(|| Counter::create(&fs, &format!("{tag}-polls"), &format!("dev_name == \"{dev}\"")));
+            let full = Counter::create(&fs, &format!("{tag}-full"), &format!("dev_name == \"{dev}\" && work >= {budget}"));
+            (all.join().unwrap_or_else(|_| Err("the thread that made a tracing instance panicked".into())), full)
+        });
+        Ok(NapiPollCounter { all: all?, full: full?, _fs: fs })
     }
 
     pub fn counts(&self) -> Result<PollCounts, String> {
