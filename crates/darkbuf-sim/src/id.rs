@@ -103,6 +103,12 @@ impl SockId {
     pub fn add(self, n: u32) -> SockId {
         SockId(self.0 + n)
     }
+
+    /// The `n` sockets from this one on (`TaskKind::TcpReader { first, n }`).
+    #[inline]
+    pub fn run(self, n: u32) -> IdRange<SockId> {
+        IdRange { start: self, end: self.add(n) }
+    }
 }
 
 /// A run of consecutive ids, `start..end` (a host's CPUs, a TCP reader's sockets):

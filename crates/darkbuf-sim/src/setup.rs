@@ -457,10 +457,10 @@ impl<'a> Builder<'a> {
             None => napi_cpu.unwrap_or_else(|| cpu0.add(self.irq_cpu(0).0 as u32)),
         };
         let n = f.flows;
-        let readers: Vec<(SockId, u32)> = if poll { vec![(first, n)] } else { IdRange { start: first, end: first.add(n) }.iter().map(|s| (s, 1)).collect() };
+        let readers: Vec<(SockId, u32)> = if poll { vec![(first, n)] } else { first.run(n).iter().map(|s| (s, 1)).collect() };
         for (first, n) in readers {
             let task = self.task(TaskKind::TcpReader { first, n }, TaskState::Sleeping, cpu);
-            for s in (IdRange { start: first, end: first.add(n) }).iter() {
+            for s in first.run(n).iter() {
                 if let crate::sock::SockKind::Tcp(t) = &mut self.socks[s].kind {
                     t.set_reader(task, poll);
                 }

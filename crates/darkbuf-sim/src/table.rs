@@ -19,7 +19,7 @@
 //! Builds with debug assertions (`cargo test`, see the workspace's `[profile.test]`)
 //! check every access as well.
 
-use crate::id::{Id, IdRange};
+use crate::id::Id;
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
@@ -166,7 +166,7 @@ impl crate::world::World {
                 TaskKind::NapiThread(n) => self.napis.check(n, "task NAPI"),
                 TaskKind::DevWorker { dev, .. } => self.devs.check(dev, "task device"),
                 TaskKind::TcpReader { first, n } => {
-                    for s in (IdRange { start: first, end: first.add(n) }).iter() {
+                    for s in first.run(n).iter() {
                         self.socks.check(s, "reader socket");
                     }
                 }

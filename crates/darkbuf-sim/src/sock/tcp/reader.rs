@@ -21,7 +21,7 @@
 
 use crate::cpu::{Frame, ReadPhase, Step};
 
-use crate::id::{CpuId, IdRange, SockId};
+use crate::id::{CpuId, SockId};
 use crate::world::World;
 
 /// One `read()`: iperf3's and the kernel backend's 128 KiB buffer.
@@ -127,7 +127,7 @@ impl World {
     /// a blocked `read()` would not have slept).
     #[inline(never)]
     pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u32) -> bool {
-        (IdRange { start: first, end: first.add(n) }).iter().any(|s| {
+        first.run(n).iter().any(|s| {
             let r = &self.tcp(s).rcv;
             r.unread() > 0 || r.app.as_ref().is_some_and(|a| a.has_backlog())
         })
