@@ -858,26 +858,8 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
         return Err(Failure::interrupted(s, "; no point had finished"));
     }
     let sweep = sink.finish(plot, |sweep| {
-        let mut s = crate::sweep_out::heading(&name, sweep.points.len(), planned, signal.is_some(), backend);
-        let width = stdout_width();
-        s.push_str(&match rows {
-            Rows::Seed => match width {
-                Some(w) => darkbuf_report::sweep_table_fit(sweep, &darkbuf_report::default_rows(), w),
-                None => darkbuf_report::sweep_table(sweep, &darkbuf_report::default_rows()),
-            },
-            Rows::All => darkbuf_report::sweep_table_all_fit(sweep, width),
-        });
-        if hist {
-            for p in &sweep.points {
-                let merged = darkbuf_report::merged_histograms(&p.results.runs);
-                if !merged.is_empty() {
-                    let n = p.results.runs.len();
-                    outln!(s, "\nhistograms, {} ({n} run{} summed):", p.label, if n == 1 { "" } else { "s" });
-                    s.push_str(&darkbuf_report::hists_text(&merged));
-                }
-            }
-        }
-        s
+        let heading = crate::sweep_out::heading(&name, sweep.points.len(), planned, signal.is_some(), backend);
+        heading + &sweep_text(sweep, rows, hist)
     })?;
     if let Some(f) = late_error {
         let kept = format!("; kept the {} of {planned} points that finished", sweep.points.len());
@@ -904,6 +886,30 @@ pub fn sweep(path: &Path, c: &Common, rows: Rows, plot: &[String], hist: bool) -
             })
         }),
     }
+}
+
+/// A sweep's table as stdout shows it (fitted to the terminal's width when there is one)
+/// and, with `--hist`, each point's histograms summed over its runs.
+fn sweep_text(sweep: &SweepResults, rows: Rows, hist: bool) -> String {
+    let width = stdout_width();
+    let mut s = match rows {
+        Rows::Seed => match width {
+            Some(w) => darkbuf_report::sweep_table_fit(sweep, &darkbuf_report::default_rows(), w),
+            None => darkbuf_report::sweep_table(sweep, &darkbuf_report::default_rows()),
+        },
+        Rows::All => darkbuf_report::sweep_table_all_fit(sweep, width),
+    };
+    if hist {
+        for p in &sweep.points {
+            let merged = darkbuf_report::merged_histograms(&p.results.runs);
+            if !merged.is_empty() {
+                let n = p.results.runs.len();
+                outln!(s, "\nhistograms, {} ({n} run{} summed):", p.label, if n == 1 { "" } else { "s" });
+                s.push_str(&darkbuf_report::hists_text(&merged));
+            }
+        }
+    }
+    s
 }
 
 /// `--plot METRIC`s must be metrics darkbuf knows (checked before the sweep runs, so a
