@@ -56,18 +56,35 @@ pub fn unmount(root: &Path) {
     }
 }
 
-/// A tracefs mount, ours (unmounted on drop) or pre-existing.
+/// A hold on the process's tracefs mount, ours or pre-existing. Every `Tracefs` of the
+/// process shares one mount: a mount of ours goes when the last holder drops (a run's
+/// NAPI poll counter is dropped on a thread of its own while the probe trace is still
+/// read, and an unmount under the reader was "No such file or directory").
 pub struct Tracefs {
     pub root: PathBuf,
     mounted_by_us: bool,
 }
 
+/// The process's mount: its holders, its root, and whether this process mounted it.
+static MOUNT: std::sync::Mutex<(usize, Option<(PathBuf, bool)>)> = std::sync::Mutex::new((0, None));
+
 impl Tracefs {
     /// The existing mount, or a new one at /sys/kernel/tracing.
     pub fn get() -> Result<Tracefs, String> {
-        if let Some(root) = tracefs_mount() {
-            return Ok(Tracefs { root, mounted_by_us: false });
+        let mut m = MOUNT.lock().unwrap_or_else(|p| p.into_inner());
+        if let (n, Some((root, ours))) = &mut *m {
+            *n += 1;
+            return Ok(Tracefs { root: root.clone(), mounted_by_us: *ours });
         }
+        let (root, ours) = match tracefs_mount() {
+            Some(root) => (root, false),
+            None => (Self::mount()?, true),
+        };
+        *m = (1, Some((root.clone(), ours)));
+        Ok(Tracefs { root, mounted_by_us: ours })
+    }
+
+    fn mount() -> Result<PathBuf, String> {
         let target = std::ffi::CString::new(DEFAULT_MOUNT).map_err(|e| e.to_string())?;
         let src = std::ffi::CString::new("nodev").map_err(|e| e.to_string())?;
         let fstype = std::ffi::CString::new("tracefs").map_err(|e| e.to_string())?;
@@ -77,7 +94,7 @@ impl Tracefs {
             return Err(format!("cannot mount tracefs at {DEFAULT_MOUNT}: {}", std::io::Error::last_os_error()));
         }
         let _ = std::fs::write(format!("{MOUNT_MARKER_PREFIX}{}", std::process::id()), DEFAULT_MOUNT);
-        Ok(Tracefs { root: PathBuf::from(DEFAULT_MOUNT), mounted_by_us: true })
+        Ok(PathBuf::from(DEFAULT_MOUNT))
     }
 
     pub fn has_event(&self, system: &str, event: &str) -> bool {
@@ -91,6 +108,12 @@ impl Tracefs {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
+        let mut m = MOUNT.lock().unwrap_or_else(|p| p.into_inner());
+        m.0 = m.0.saturating_sub(1);
+        if m.0 > 0 {
+            return;
+        }
+        m.1 = None;
         if self.mounted_by_us {
             unmount(&self.root);
             let _ = std::fs::remove_file(format!("{MOUNT_MARKER_PREFIX}{}", std::process::id()));
@@ -266,6 +289,27 @@ mod tests {
         drop(reaper);
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// As root: every holder shares the process's mount, and a mount of ours stays
+    /// while any holder does (a run drops its NAPI counter while the probe trace reads).
+    #[test]
+    fn tracefs_stays_mounted_while_a_holder_remains() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let (Ok(a), Ok(b)) = (Tracefs::get(), Tracefs::get()) else { return };
+        assert_eq!(a.root, b.root);
+        assert_eq!(a.mounted_by_us(), b.mounted_by_us());
+        let ours = a.mounted_by_us();
+        drop(a);
+        assert!(b.root.join("instances").is_dir(), "the mount went with the first holder");
+        let root = b.root.clone();
+        drop(b);
+        if ours && MOUNT.lock().unwrap().0 == 0 {
+            assert!(tracefs_mount().is_none_or(|r| r != root), "our mount outlived its last holder");
+        }
     }
 
     #[test]
