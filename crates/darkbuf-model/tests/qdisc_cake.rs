@@ -878,3 +878,34 @@ fn tc_xstats_table() {
     assert_eq!(lines[15], "  bytes            1000");
     assert_eq!(lines.len(), 7 + 20);
 }
+
+/// split-gso (`cake_init()`'s default): a GSO skb is not queued as one packet; its
+/// length goes into `max_skblen` and the skb to the stack to be cut
+/// (`StackOp::GsoSegment`), whose segments then queue one by one. With
+/// `no-split-gso` it queues whole.
+#[test]
+fn split_gso_hands_a_gso_skb_to_the_stack_and_queues_its_segments() {
+    use darkbuf_model::qdisc::StackOp;
+    let gso = Skb { gso_segs: 3, ..pkt(7, 1, 3 * 1514) };
+    let mut q = cake(&[("bandwidth", s("20mbit"))]);
+    assert!(q.has_stack_ops());
+    let mut drops = Vec::new();
+    assert_eq!(q.enqueue(gso, 0, &mut drops), EnqueueVerdict::Success);
+    assert_eq!((q.qlen(), q.backlog(), drops.len()), (0, 0, 0));
+    let mut ops = Vec::new();
+    q.take_stack_ops(&mut ops);
+    assert_eq!(ops, [StackOp::GsoSegment(gso)]);
+    for i in 0..3 {
+        assert_eq!(q.enqueue(pkt(7 + i * 100, 1, 1514), 0, &mut drops), EnqueueVerdict::Success);
+    }
+    q.take_stack_ops(&mut ops);
+    assert_eq!(ops.len(), 1, "segments are not cut again");
+    assert_eq!((q.qlen(), q.backlog()), (3, 3 * 1514));
+    assert_eq!(xstat(&q, "tin1_max_pkt_len"), 3 * 1514, "max_skblen is the GSO skb's length");
+    assert_eq!(xstat(&q, "max_network_size"), 1514, "cake_calc_overhead() saw the segments, not the GSO skb");
+
+    let mut whole = cake(&[("bandwidth", s("20mbit")), ("split_gso", ParamValue::Bool(false))]);
+    assert!(!whole.has_stack_ops());
+    assert_eq!(whole.enqueue(gso, 0, &mut drops), EnqueueVerdict::Success);
+    assert_eq!((whole.qlen(), whole.backlog()), (1, 3 * 1514));
+}

@@ -570,7 +570,7 @@ impl World {
         if self.links.iter().any(|l| l.limit != u32::MAX) {
             out.set("path.limit_drops", mt.path_limit_drops as f64);
         }
-        if self.qdiscs.iter().any(|q| q.stack_ops) {
+        if self.qdiscs.iter().any(|q| q.netem) {
             out.set("netem.corrupt_drops", mt.netem_corrupt_drops as f64);
         }
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.

@@ -1384,6 +1384,10 @@ impl Qdisc for Htb {
         self.classes.iter().filter_map(|c| c.leaf.as_ref()).any(|l| l.has_stack_ops())
     }
 
+    fn has_netem(&self) -> bool {
+        self.classes.iter().filter_map(|c| c.leaf.as_ref()).any(|l| l.has_netem())
+    }
+
     fn take_stack_ops(&mut self, ops: &mut Vec<super::StackOp>) {
         for leaf in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
             leaf.take_stack_ops(ops);

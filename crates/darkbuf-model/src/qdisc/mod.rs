@@ -82,6 +82,9 @@ pub enum StackOp {
     /// first re-enters the qdisc tree marked [`Skb::NETEM_CORRUPT_SEG`], the others as
     /// new packets.
     SegmentCorrupt(Skb),
+    /// `skb_gso_segment()` in the qdisc's enqueue (cake's split-gso): this GSO skb,
+    /// not queued, is cut into its segments, each enqueued through the root.
+    GsoSegment(Skb),
 }
 
 /// Properties of the device a qdisc is attached to, which tc's defaults depend on.
@@ -176,6 +179,11 @@ pub trait Qdisc {
     /// Moves the [`StackOp`]s of the last enqueue or dequeue (its own and its
     /// children's) to `ops`, in the order they arose.
     fn take_stack_ops(&mut self, _ops: &mut Vec<StackOp>) {}
+    /// Whether a netem is in this qdisc's tree (it, or a child of it): a netem's corrupted
+    /// packets are then counted where the receivers drop them (`netem.corrupt_drops`).
+    fn has_netem(&self) -> bool {
+        false
+    }
 }
 
 /// Every qdisc kind the scenario may name (tc's names), implemented or not.
@@ -341,6 +349,9 @@ impl Qdisc for AnyQdisc {
     }
     fn has_stack_ops(&self) -> bool {
         dispatch!(self, q => q.has_stack_ops())
+    }
+    fn has_netem(&self) -> bool {
+        dispatch!(self, q => q.has_netem())
     }
     fn take_stack_ops(&mut self, ops: &mut Vec<StackOp>) {
         dispatch!(self, q => q.take_stack_ops(ops))

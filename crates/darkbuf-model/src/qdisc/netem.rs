@@ -612,6 +612,10 @@ impl Qdisc for Netem {
         true
     }
 
+    fn has_netem(&self) -> bool {
+        true
+    }
+
     fn take_stack_ops(&mut self, ops: &mut Vec<StackOp>) {
         ops.append(&mut self.ops);
         if let Some(c) = self.child.as_mut() {

@@ -83,8 +83,11 @@ pub struct QdiscInst {
     /// `qdisc.backlog_avg_pkts`, the peer's (ACKs, echo replies) do not.
     pub measured: bool,
     /// The algorithm asks for work of the stack (`Qdisc::has_stack_ops()`: a netem in
-    /// the tree), set once at construction, so the hot path tests one flag.
+    /// the tree, cake's split-gso), set once at construction, so the hot path tests one
+    /// flag.
     pub stack_ops: bool,
+    /// A netem is in the tree (`Qdisc::has_netem()`).
+    pub netem: bool,
 }
 
 impl QdiscInst {
@@ -98,6 +101,7 @@ impl QdiscInst {
         QdiscInst {
             can_bypass: q.as_ref().is_some_and(|q| q.can_bypass()),
             stack_ops: q.as_ref().is_some_and(|q| q.has_stack_ops()),
+            netem: q.as_ref().is_some_and(|q| q.has_netem()),
             q,
             dev,
             gso_skb: VecDeque::with_capacity(MAX_BULK),

@@ -4,7 +4,8 @@
 //! duplicate and `rootq->enqueue()` of the clone, `netem_segment()` of a GSO skb chosen
 //! for corruption (`skb_gso_segment()`, here `tcp_gso_segment()`), and the flipped bit
 //! (`skb->data[get_random_u32_below(skb_headlen(skb))] ^= 1 << ...`), whose effect the
-//! receiving stack decides.
+//! receiving stack decides; and cake's split-gso (`skb_gso_segment()` in
+//! net/sched/sch_cake.c's `cake_enqueue()`).
 
 use super::sch::QdiscInst;
 use crate::arena::{Destructor, PktInfo, Proto};
@@ -40,7 +41,8 @@ impl World {
                         let id = self.pkts.alloc(PktInfo { destructor: Destructor::None, bql_charged: false, netem_clone: true, ..info });
                         self.root_enqueue(qi, Skb { id, ..skb });
                     }
-                    StackOp::SegmentCorrupt(skb) => self.netem_segment(qi, skb),
+                    StackOp::SegmentCorrupt(skb) => self.segment_through_root(qi, skb, Skb::NETEM_CORRUPT_SEG),
+                    StackOp::GsoSegment(skb) => self.segment_through_root(qi, skb, 0),
                 }
             }
         }
@@ -61,18 +63,20 @@ impl World {
         self.free_drops(measured);
     }
 
-    /// `netem_segment()`: the GSO skb leaves the qdisc as its segments; the first
-    /// re-enters marked to be corrupted where it was, the others as new packets, each
-    /// through the root (the kernel enqueues them into the netem itself, which the
-    /// root's classification reaches again).
-    fn netem_segment(&mut self, qi: QdiscId, skb: Skb) {
+    /// A GSO skb a qdisc cut in its enqueue leaves the qdisc as its segments, each
+    /// through the root (the kernel enqueues them into that qdisc itself, which the
+    /// root's classification reaches again):
+    /// - `netem_segment()`: the first segment is marked `first_mark`
+    ///   ([`Skb::NETEM_CORRUPT_SEG`]) to be corrupted where it was;
+    /// - cake's split-gso (`skb_gso_segment()` in `cake_enqueue()`): no mark.
+    fn segment_through_root(&mut self, qi: QdiscId, skb: Skb, first_mark: u8) {
         let measured = self.qdiscs[qi].measured;
         self.metrics.qdisc_leave(measured, self.now);
         let mut segs = std::mem::take(&mut self.gso_scratch2);
         segs.clear();
         self.tcp_gso_segment(skb, &mut segs);
         for (i, &seg) in segs.iter().enumerate() {
-            let mark = if i == 0 { Skb::NETEM_CORRUPT_SEG } else { 0 };
+            let mark = if i == 0 { first_mark } else { 0 };
             self.root_enqueue(qi, Skb { netem_mark: seg.netem_mark | mark, ..seg });
         }
         self.gso_scratch2 = segs;

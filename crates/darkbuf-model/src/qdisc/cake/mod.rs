@@ -26,7 +26,7 @@
 //! | `memlimit` | size (0 = computed) | `memlimit LIMIT` |
 //! | `wash` | `false`, `true` | `nowash` / `wash` |
 //! | `ingress` | `false`, `true` | `egress` / `ingress` |
-//! | `split_gso` | `true`, `false` (accepted, no effect: the model has no GSO packets) | `split-gso` / `no-split-gso` |
+//! | `split_gso` | `true` (`cake_init()`'s default), `false` | `split-gso` / `no-split-gso` |
 //! | `nat` | `false` only: the model has no NAT (no addresses, no conntrack) | `nonat` |
 //! | `ack_filter` | `"no-ack-filter"`, `"ack-filter"`, `"ack-filter-aggressive"` | the keyword ([`ack_filter`]) |
 //!
@@ -73,8 +73,14 @@
 //! - **ACK filter** (`cake_ack_filter()`, [`ack_filter`]) on the ACKs whose sender
 //!   describes their TCP header (the simulator's TCP receivers); `ack_drops` per tin,
 //!   and summed as `ack_drops` when the filter is on.
+//! - GSO splitting (`split_gso`, on by default): `cake_enqueue()` records a GSO skb's
+//!   length in `max_skblen` and then cuts it with `skb_gso_segment()`, each segment a
+//!   packet of its own in the flow. The model holds only descriptors, so it hands the
+//!   skb to the stack ([`StackOp::GsoSegment`]), which cuts it and enqueues each
+//!   segment through the root; each then takes cake's whole enqueue (the kernel adds
+//!   them to the flow in one pass, with one overflow check after the last).
 //! - Not modelled: NAT (conntrack lookup: the model has no addresses), autorate-ingress,
-//!   fwmark, GSO splitting (no GSO packets), tc filters, class stats.
+//!   fwmark, tc filters, class stats.
 //! - The network header offset used by the overhead compensation is `ETH_HLEN` (14):
 //!   the model's devices are Ethernet-type. A frame shorter than that, or a negative
 //!   overhead bigger than the frame, saturates at 0 where the kernel's `u32` would wrap.
@@ -112,7 +118,7 @@ pub use cobalt::{
     REC_INV_SQRT_CACHE,
 };
 
-use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats};
+use super::{DevInfo, EnqueueVerdict, Qdisc, QdiscStats, StackOp};
 use crate::params::{ParamError, ParamValue, Params};
 use crate::skb::flow_hash;
 use crate::units;
@@ -799,6 +805,8 @@ pub struct Cake {
     watchdog: Option<Ktime>,
     /// State of the model's `get_random_u32()` / `get_random_u16()` (splitmix64).
     rng: u64,
+    /// GSO skbs to cut (split-gso), for the stack.
+    ops: Vec<StackOp>,
 }
 
 /// One step of splitmix64: the model's kernel RNG, deterministic per hash key.
@@ -905,6 +913,7 @@ impl Cake {
             backlog: 0,
             stats: QdiscStats::default(),
             watchdog: None,
+            ops: Vec::new(),
             rng,
         };
         q.reconfigure(dev.mtu_l2);
@@ -1424,7 +1433,11 @@ impl Cake {
             self.tins[tin].max_skblen = len;
         }
 
-        // Not splitting (no GSO in the model).
+        if skb.segs() > 1 && self.cfg.split_gso {
+            // skb_gso_segment(): the stack cuts it; its segments come back one by one.
+            self.ops.push(StackOp::GsoSegment(skb));
+            return EnqueueVerdict::Success;
+        }
         skb.tstamp = now_ns;
         let adjusted_len = self.cake_overhead(len);
         let truesize = skb.truesize as u64;
@@ -1956,6 +1969,14 @@ impl Qdisc for Cake {
         }
         self.watchdog
             .map(|t| t.wrapping_sub(KTIME_BOOT_OFFSET).max(0) as u64)
+    }
+
+    fn has_stack_ops(&self) -> bool {
+        self.cfg.split_gso
+    }
+
+    fn take_stack_ops(&mut self, ops: &mut Vec<StackOp>) {
+        ops.append(&mut self.ops);
     }
 }
 
