@@ -539,6 +539,10 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let (dst, tx_ns, tx_dev) = match scn.device.driver {
         Driver::Veth => {
             topo.setup_veth(scn, &o, kv)?;
+            // [lan]: a client namespace behind this one, which now routes.
+            if let Some(lan) = &scn.lan {
+                topo.setup_lan(scn, lan, kv)?;
+            }
             for (k, (i, _)) in floods.iter().enumerate() {
                 let spec = SinkSpec {
                     netns: names.ns_rx.clone(),
@@ -554,7 +558,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
                 }
                 guard.tools.sinks.push((*i, h));
             }
-            (topo::VETH_RX_ADDR, names.ns_tx.clone(), names.dev_tx.clone())
+            (topo::VETH_RX_ADDR, topo.near_ns(), names.dev_tx.clone())
         }
         Driver::Tun => {
             let spec = TapReaderSpec {
@@ -590,9 +594,9 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     apply_netns_settings(scn, opts, &topo)?;
     notes.extend(crate::tcp::notes(scn, KernelVersion::running()));
     let tcp_ep = crate::tcp::Endpoints {
-        tx_ns: names.ns_tx.clone(),
+        tx_ns: topo.near_ns(),
         rx_ns: names.ns_rx.clone(),
-        tx_addr: topo::VETH_TX_ADDR,
+        tx_addr: topo.near_addr(),
         rx_addr: topo::VETH_RX_ADDR,
         rx_cpu: o.consumer_cpu,
     };
@@ -826,7 +830,8 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
     }
     // Written by the namespaces' threads (no exec: an exec is a fifth of a second in an
     // emulated guest).
-    for (ns, sender) in [(&names.ns_tx, true), (&names.ns_rx, false)] {
+    // The sending namespace is the near end's (a [lan] client's, behind the router).
+    for (ns, sender) in [(&topo.near_ns(), true), (&names.ns_rx, false)] {
         let files: Vec<(String, String)> =
             all.iter().filter(|(s, _, _)| *s == sender).map(|(_, k, v)| (format!("/proc/sys/{}", k.replace('.', "/")), v.clone())).collect();
         if files.is_empty() {
@@ -837,8 +842,8 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
             .map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
     }
     if opts.sender_tso {
-        topo.ns_thread(&names.ns_tx)?
-            .must("ethtool", &["-K", &names.dev_tx, "tso", "on", "gso", "on"])
+        topo.ns_thread(&topo.near_ns())?
+            .must("ethtool", &["-K", &topo.near_dev(), "tso", "on", "gso", "on"])
             .map_err(|e| KernelError::Unavailable(format!("TSO on at the sender: {}", e.message())))?;
     }
     Ok(())
@@ -855,6 +860,9 @@ struct Reader {
     napi_pids: Vec<u32>,
     tx_thread: Option<Arc<NsThread>>,
     rx_thread: Option<Arc<NsThread>>,
+    /// The thread of the namespace the sending sockets live in (a `[lan]` client's),
+    /// for their UDP and TcpExt counters.
+    sock_thread: Option<Arc<NsThread>>,
     tc_tx: Option<Arc<Batch>>,
     ip_tx: Option<Arc<Batch>>,
     ip_rx: Option<Arc<Batch>>,
@@ -871,6 +879,7 @@ impl Reader {
             napi_pids: topo.report.napi_pids.clone(),
             tx_thread: topo.tx_thread.clone(),
             rx_thread: topo.rx_thread.clone(),
+            sock_thread: topo.lan_thread.clone().or_else(|| topo.tx_thread.clone()),
             tc_tx: topo.tc_tx.clone(),
             ip_tx: topo.ip_tx.clone(),
             ip_rx: if veth { topo.ip_rx.clone() } else { None },
@@ -926,8 +935,8 @@ impl Reader {
             }
         };
         let link = Self::json(&self.ip_tx, "ip", &n.ns_tx, &format!("link show dev {dev}"));
-        let snmp = Self::proc_net(&self.tx_thread, "snmp");
-        let netstat = Self::proc_net(&self.tx_thread, "netstat");
+        let snmp = Self::proc_net(&self.sock_thread, "snmp");
+        let netstat = Self::proc_net(&self.sock_thread, "netstat");
         s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
         s.xstats = tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
         s.htb_classes = class_text.as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();

@@ -1,7 +1,8 @@
 //! Names of everything the backend creates, and finding what a killed run left behind.
 //!
-//! Namespaces are `dkb-<pid>-<seq>-tx` / `-rx`; devices `dkb<pid36><seq36><role>` (role
-//! `s` sender veth, `r` receiving peer, `t` tap). Device names are kept to 10 characters
+//! Namespaces are `dkb-<pid>-<seq>-tx` / `-rx` (and `-lan`, a `[lan]` client's); devices
+//! `dkb<pid36><seq36><role>` (role `s` sender veth, `r` receiving peer, `t` tap, `c` the
+//! `[lan]` client's veth, `l` the router's end of it). Device names are kept to 10 characters
 //! so that the threaded-NAPI kthread's name, `napi/<dev>-<napi id>` cut to the 15
 //! characters of `TASK_COMM_LEN`, still contains the whole device name. Tracing
 //! instances are `dkb-<pid>-<seq>-<what>`. The pid makes names unique between
@@ -39,6 +40,11 @@ pub struct Names {
     pub dev_tx: String,
     pub dev_rx: String,
     pub tap: String,
+    /// `[lan]` on veth: the client's namespace, its veth and the router's (`ns_tx`'s)
+    /// end of that pair.
+    pub ns_lan: String,
+    pub dev_lan_client: String,
+    pub dev_lan_router: String,
 }
 
 impl Names {
@@ -51,6 +57,9 @@ impl Names {
             dev_tx: format!("{dev}s"),
             dev_rx: format!("{dev}r"),
             tap: format!("{dev}t"),
+            ns_lan: format!("{tag}-lan"),
+            dev_lan_client: format!("{dev}c"),
+            dev_lan_router: format!("{dev}l"),
             tag,
         }
     }

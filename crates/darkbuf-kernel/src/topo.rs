@@ -21,6 +21,15 @@
 //!    `byte_queue_limits` directory, `ethtool -C tx-usecs` for coalesced completion;
 //! 7. the rules ([`crate::rules`]) in `<tag>-rx`.
 //!
+//! `[lan]` on veth ([`Topology::setup_lan`]): a third namespace `<tag>-lan`, the client,
+//! joined to `<tag>-tx` (now the router) by a second veth pair `dev_lan_client`
+//! 10.202.0.2 <-> `dev_lan_router` 10.202.0.1, one queue each, TSO, GSO and GRO off (so
+//! a frame crosses it by `veth_xmit()` -> `__netif_rx()`, is never merged by GRO, and
+//! the router's pfifo counts frames), `[lan.qdisc]` on both ends, `ip_forward = 1` in
+//! the router and a route each way (client -> 10.200.0.0/24 via the router, peer ->
+//! 10.202.0.0/24 via the router). The traffic's near end then runs in `<tag>-lan`, and
+//! the measured device is still `dev_tx`, the router's egress toward the peer.
+//!
 //! tun (`driver = "tun"`): namespace `<tag>-tx` only; the tap is created there by the
 //! tap reader ([`crate::load::spawn_tap_reader`], which holds its only file descriptor),
 //! then [`Topology::configure_tap`] sets its txqueuelen (tun's ptr_ring size),
@@ -47,6 +56,9 @@ pub const VETH_RX_ADDR: Ipv4Addr = Ipv4Addr::new(10, 200, 0, 2);
 pub const TAP_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
 /// The address behind the tap: the tap reader answers ARP and ICMP echo for it.
 pub const TAP_PEER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 2);
+/// `[lan]` on veth: the router's LAN address and the client's.
+pub const LAN_ROUTER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 202, 0, 1);
+pub const LAN_CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 202, 0, 2);
 
 /// The tap reader's MAC ([`crate::load::TAP_PEER_MAC`]) as `ip neigh` takes it.
 pub fn tap_peer_mac() -> String {
@@ -110,6 +122,9 @@ pub struct Topology {
     pub tc_tx: Option<Arc<Batch>>,
     pub ip_tx: Option<Arc<Batch>>,
     pub ip_rx: Option<Arc<Batch>>,
+    /// `[lan]` on veth: the client namespace's thread (set once [`Topology::setup_lan`]
+    /// has made it).
+    pub lan_thread: Option<Arc<NsThread>>,
 }
 
 /// The veth pair's MAC addresses, set at creation, so the permanent neighbour entries
@@ -117,6 +132,9 @@ pub struct Topology {
 /// namespaces).
 pub const VETH_TX_MAC: &str = "02:64:6b:62:00:01";
 pub const VETH_RX_MAC: &str = "02:64:6b:62:00:02";
+/// The `[lan]` pair's: the router's end and the client's.
+pub const LAN_ROUTER_MAC: &str = "02:64:6b:62:00:03";
+pub const LAN_CLIENT_MAC: &str = "02:64:6b:62:00:04";
 
 /// Lines for one `ip -n NS -batch -` (or `tc`), each with what it is for in errors.
 #[derive(Default)]
@@ -319,6 +337,7 @@ impl Topology {
             tc_tx: None,
             ip_tx: None,
             ip_rx: None,
+            lan_thread: None,
         };
         let mut list = vec![t.names.ns_tx.clone()];
         if driver == Driver::Veth {
@@ -350,7 +369,7 @@ impl Topology {
 
     /// The thread of namespace `ns` (one of this run's).
     pub fn ns_thread(&self, ns: &str) -> Result<&NsThread> {
-        [&self.tx_thread, &self.rx_thread]
+        [&self.tx_thread, &self.rx_thread, &self.lan_thread]
             .into_iter()
             .flatten()
             .find(|s| s.ns() == ns)
@@ -526,7 +545,12 @@ impl Topology {
                 i.ifb, i.qdisc.kind
             )));
         }
-        let cmds = crate::tcargs::qdisc_commands(dev, &scn.qdisc, scn.device.tx_queues, kv)?;
+        self.install_qdisc_spec(ns, dev, &scn.qdisc, scn.device.tx_queues, kv)
+    }
+
+    /// The qdisc tree `spec` as `dev`'s root, in namespace `ns`.
+    fn install_qdisc_spec(&mut self, ns: &str, dev: &str, spec: &darkbuf_scenario::QdiscSpec, tx_queues: u32, kv: KernelVersion) -> Result<()> {
+        let cmds = crate::tcargs::qdisc_commands(dev, spec, tx_queues, kv)?;
         // The whole tree through the run's `tc` batch (or one `tc -n NS -batch -`); tc
         // stops at the first line it rejects and names it.
         let lines: Vec<String> = cmds.iter().map(|c| c.iter().map(|a| session::sh_quote(a)).collect::<Vec<_>>().join(" ")).collect();
@@ -548,6 +572,74 @@ impl Topology {
             return Err(KernelError::Unavailable(format!("{what}: `tc {}`: {err}", c.join(" "))));
         }
         Ok(())
+    }
+
+    /// `[lan]` on veth (the module docs): the client namespace, the LAN veth pair, the
+    /// routes and forwarding, `[lan.qdisc]` on both ends. After [`Self::setup_veth`].
+    pub fn setup_lan(&mut self, scn: &Scenario, lan: &darkbuf_scenario::LanSpec, kv: KernelVersion) -> Result<()> {
+        let n = self.names.clone();
+        let (tx, rx, cl) = (n.ns_tx.as_str(), n.ns_rx.as_str(), n.ns_lan.as_str());
+        let (l, c) = (n.dev_lan_router.as_str(), n.dev_lan_client.as_str());
+        // The namespace is listed before it is made: teardown tolerates one never made.
+        self.namespaces.push(cl.to_string());
+        let add = [format!("netns add {cl}")];
+        if let Err((_, why)) = session::process_ip(&add).map_err(|e| cmd::not_installed("ip", e))? {
+            return Err(unavailable("creating the [lan] client's network namespace", KernelError::Internal(format!("`ip {}` failed: {why}", add[0]))));
+        }
+        let cls = Arc::new(NsThread::start(cl)?);
+        self.lan_thread = Some(cls.clone());
+        let txs = self.tx_thread.clone().ok_or_else(|| KernelError::Internal("the router's namespace has no thread".into()))?;
+        let qlen = scn.device.txqueuelen;
+        let mut rl = Lines::default();
+        rl.push(format!("link add {l} address {LAN_ROUTER_MAC} numtxqueues 1 numrxqueues 1 type veth peer name {c} address {LAN_CLIENT_MAC} numtxqueues 1 numrxqueues 1 netns {cl}"), "creating the [lan] veth pair");
+        rl.push(format!("link set {l} txqueuelen {qlen}"), "");
+        rl.push(format!("addr add {LAN_ROUTER_ADDR}/24 dev {l}"), "");
+        rl.push(format!("link set {l} up"), "");
+        rl.push(format!("neigh replace {LAN_CLIENT_ADDR} lladdr {LAN_CLIENT_MAC} dev {l} nud permanent"), "");
+        rl.run(self.ip_tx.as_deref(), tx)?;
+        let mut cll = Lines::default();
+        cll.push("link set lo up".into(), "");
+        cll.push(format!("link set {c} txqueuelen {qlen}"), "");
+        cll.push(format!("addr add {LAN_CLIENT_ADDR}/24 dev {c}"), "");
+        cll.push(format!("link set {c} up"), "");
+        cll.push(format!("neigh replace {LAN_ROUTER_ADDR} lladdr {LAN_ROUTER_MAC} dev {c} nud permanent"), "");
+        cll.push(format!("route add {}/24 via {LAN_ROUTER_ADDR} dev {c}", net24(VETH_RX_ADDR)), "a route from the [lan] client to the peer");
+        cll.run(None, cl)?;
+        let mut pl = Lines::default();
+        pl.push(format!("route add {}/24 via {VETH_TX_ADDR} dev {}", net24(LAN_CLIENT_ADDR), n.dev_rx), "a route from the peer back to the [lan] client");
+        pl.run(self.ip_rx.as_deref(), rx)?;
+        // ip_forward() runs only with forwarding on (ip_rcv_finish() -> ip_route_input()
+        // hands a packet for another host to ip_forward() only then).
+        txs.write_file("/proc/sys/net/ipv4/ip_forward", "1").map_err(|e| unavailable("net.ipv4.ip_forward = 1 in the router", e))?;
+        // No GRO on either end: veth_xmit() then has no NAPI to feed and takes
+        // __netif_rx() (the per-CPU backlog), as the simulator's LAN pair does.
+        let off = ["tso", "off", "gso", "off", "gro", "off"];
+        let (rr, cr) = std::thread::scope(|sc| {
+            let cr = sc.spawn(|| cls.must("ethtool", &[&["-K", c][..], &off[..]].concat()));
+            let rr = txs.must("ethtool", &[&["-K", l][..], &off[..]].concat());
+            (rr, cr.join().unwrap_or_else(|_| Err(KernelError::Internal("the ethtool thread panicked".into()))))
+        });
+        rr.map_err(|e| unavailable("[lan] veth offloads (ethtool -K tso off gso off gro off)", e))?;
+        cr.map_err(|e| unavailable("[lan] veth offloads (ethtool -K tso off gso off gro off)", e))?;
+        self.install_qdisc_spec(tx, l, &lan.qdisc, 1, kv)?;
+        self.install_qdisc_spec(cl, c, &lan.qdisc, 1, kv)?;
+        Ok(())
+    }
+
+    /// The namespace the traffic's near end runs in: the `[lan]` client's once it is
+    /// set up, else the sender's.
+    pub fn near_ns(&self) -> String {
+        if self.lan_thread.is_some() { self.names.ns_lan.clone() } else { self.names.ns_tx.clone() }
+    }
+
+    /// The near end's address (see [`Self::near_ns`]).
+    pub fn near_addr(&self) -> Ipv4Addr {
+        if self.lan_thread.is_some() { LAN_CLIENT_ADDR } else { VETH_TX_ADDR }
+    }
+
+    /// The near end's device: the `[lan]` client's veth, else the sender's.
+    pub fn near_dev(&self) -> String {
+        if self.lan_thread.is_some() { self.names.dev_lan_client.clone() } else { self.names.dev_tx.clone() }
     }
 
     fn configure_bql(&mut self, sh: &NsThread, dev: &str, scn: &Scenario) -> Result<()> {
@@ -617,7 +709,7 @@ impl Topology {
         self.torn_down = true;
         // The threads and batches first (close() joins them): a thread or process left in
         // a namespace keeps it alive.
-        for sh in [self.tx_thread.take(), self.rx_thread.take()].into_iter().flatten() {
+        for sh in [self.tx_thread.take(), self.rx_thread.take(), self.lan_thread.take()].into_iter().flatten() {
             sh.close();
         }
         for b in [self.tc_tx.take(), self.ip_tx.take(), self.ip_rx.take()].into_iter().flatten() {
@@ -683,6 +775,12 @@ impl Drop for Topology {
             let _ = writeln!(std::io::stderr(), "darkbuf: teardown: {e}");
         }
     }
+}
+
+/// The /24 network `a` is in.
+fn net24(a: Ipv4Addr) -> Ipv4Addr {
+    let o = a.octets();
+    Ipv4Addr::new(o[0], o[1], o[2], 0)
 }
 
 fn qdisc_kind_of(c: &[String]) -> String {

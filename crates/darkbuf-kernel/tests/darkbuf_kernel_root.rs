@@ -501,3 +501,41 @@ fn tcp_over_mq_reports_each_queue() {
         assert_nothing_left();
     }
 }
+
+/// `[lan]` on veth: one cubic flow from a client namespace, forwarded by the router
+/// namespace into htb 20 Mbit over a 5-packet pfifo on its egress veth. What tells the
+/// forwarded flow from a local one is structural, not a time: a forwarded packet has no
+/// socket at the router, so the full pfifo drops it after the sender let it go, and
+/// each such drop is retransmitted (a local sender's drops are refused at enqueue and
+/// resent without a retransmission: validation/tcp-small-fifo.toml). The probes come
+/// from the client and are answered, the sender's counters are the client's, and
+/// nothing is left, the client's namespace included.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn a_lan_client_is_forwarded_through_the_router_namespace() {
+    if !root_or_skip("lan run") {
+        return;
+    }
+    let text = format!(
+        "duration = \"2s\"\nwarmup = \"1s\"\n\
+         [device]\ndriver = \"veth\"\ntx_queues = 1\ntxqueuelen = 5\nbackpressure = {}\n\
+         [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+         [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
+         [lan]\n[lan.qdisc]\nkind = \"pfifo\"\nlimit = 1000\n\
+         [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n",
+        has_backpressure()
+    );
+    let scn = scenario(&text);
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    eprintln!("notes: {notes:?}");
+    let m = &r.runs[0].metrics;
+    let get = |k: &str| m.get(k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k)));
+    let (g, drops, retrans) = (get("tcp.goodput_mbps"), get("qdisc.drops"), get("tcp.retrans"));
+    eprintln!("goodput {g} Mbit/s, pfifo drops {drops}, retransmissions {retrans}, ping {} ms", get("ping.rtt_avg_ms"));
+    assert!(g > 0.0 && g < 20.0, "goodput {g}");
+    assert!(drops > 0.0 && retrans > 0.0, "drops {drops}, retransmissions {retrans}: the flow was not forwarded");
+    assert!(get("ping.loss_pct") < 100.0);
+    assert!(get("tcp.flow.0.sndbuf_bytes") > 0.0);
+    assert_nothing_left();
+}

@@ -132,30 +132,43 @@ fn line_rate(d: &Sec<'_>, default: u64) -> Result<u64, Diagnostic> {
     }
 }
 
-/// `[lan]`: the client behind this host when it forwards; only with a NIC.
-pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, hz: u32) -> Result<Option<LanSpec>, Diagnostic> {
+/// `[lan]`: the client behind this host when it forwards; with a NIC (a client host
+/// behind a second NIC pair) or a veth (a client namespace behind a second veth pair).
+pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, machine: &Machine) -> Result<Option<LanSpec>, Diagnostic> {
     if top.entry("lan").is_none() {
         return Ok(None);
     }
-    if driver != Driver::Nic {
+    if !matches!(driver, Driver::Nic | Driver::Veth) {
         return Err(top.value_err(
             "lan",
-            format!("[lan] puts a client behind this host's NIC, and this host routes for it: the {} driver has no wire to route to", driver.name()),
-            Some("set device.driver = \"nic\", or remove the section".into()),
+            format!("[lan] puts a client behind this host's NIC or veth, and this host routes for it: the {} driver has no link to route to", driver.name()),
+            Some("set device.driver = \"nic\" or \"veth\", or remove the section".into()),
         ));
     }
     let l = top.sub("lan")?;
     l.check_keys(LAN_KEYS, None)?;
+    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz: machine.hz };
+    if driver == Driver::Veth {
+        for (key, why) in [
+            ("cpus", "the client is a network namespace on this machine and shares its CPUs (machine.cpus)"),
+            ("rate", "a veth pair has no line rate"),
+            ("delay", "a veth pair has no wire delay"),
+        ] {
+            if l.entry(key).is_some() {
+                return Err(l.value_err(key, format!("`lan.{key}` with device.driver = \"veth\": {why}"), Some("remove the key; [lan] on veth takes only [lan.qdisc]".into())));
+            }
+        }
+        let qdisc = resolve_qdisc_spec(&l.sub("qdisc")?, "pfifo_fast", &info)?;
+        return Ok(Some(LanSpec { driver, cpus: machine.cpus, rate_bps: 0, delay_ns: 0, qdisc }));
+    }
     let cpus = l.u32("cpus", 2, 1, 64)?;
     let rate_bps = line_rate(&l, 1_000_000_000)?;
     let delay_ns = l.duration("delay", 0, false)?;
     if delay_ns > 10_000_000_000 {
         return Err(l.value_err("delay", "`lan.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
     }
-    let q = l.sub("qdisc")?;
-    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
-    let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
-    Ok(Some(LanSpec { cpus, rate_bps, delay_ns, qdisc }))
+    let qdisc = resolve_qdisc_spec(&l.sub("qdisc")?, "pfifo_fast", &info)?;
+    Ok(Some(LanSpec { driver, cpus, rate_bps, delay_ns, qdisc }))
 }
 
 /// `[path]` (the wire's far side, each direction) and `[peer]` (the far host); both

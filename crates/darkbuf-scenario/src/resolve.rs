@@ -124,7 +124,7 @@ fn resolve_doc(
     let consumer = resolve_consumer(&top, driver)?;
 
     let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, machine.hz)?;
-    let lan = crate::nic::resolve_lan(&top, driver, &device, machine.hz)?;
+    let lan = crate::nic::resolve_lan(&top, driver, &device, &machine)?;
 
     // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
     let traffic_cpus = lan.as_ref().map_or(machine.cpus, |l| l.cpus);

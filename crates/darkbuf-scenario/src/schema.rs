@@ -358,14 +358,21 @@ pub struct PeerSpec {
 /// and the measured device (`ip_forward()`), as the routers, modems and access points
 /// of the bufferbloat tests do. Both LAN NICs mirror the device's NIC (model, MTU,
 /// TSO, ring, coalescing, BQL) at their own line rate, with one TX queue each.
+///
+/// With `driver = "veth"` the client is a network namespace on this machine, joined to
+/// this host's namespace (the router) by a second veth pair; the router forwards onto
+/// the measured veth toward the peer namespace. The three namespaces share the
+/// machine's CPUs, and a veth pair has no line rate and no delay.
 #[derive(Clone, Debug, Serialize)]
 pub struct LanSpec {
+    /// The LAN link's driver: the device's (`nic` or `veth`).
+    pub driver: Driver,
     /// The client's CPUs; `[[traffic]] cpu` numbers them (a download's sender runs on
-    /// the far host, and numbers its CPUs).
+    /// the far host, and numbers its CPUs). veth: the machine's, which it shares.
     pub cpus: u32,
-    /// The LAN link's line rate, bit/s.
+    /// The LAN link's line rate, bit/s (0 on veth: none).
     pub rate_bps: u64,
-    /// The LAN link's one-way delay, ns.
+    /// The LAN link's one-way delay, ns (0 on veth).
     pub delay_ns: u64,
     /// The root qdisc of both LAN NICs (the client's uploads, this host's forwarding
     /// of downloads and ACKs toward the client).

@@ -759,10 +759,29 @@ fn lan_puts_a_client_behind_a_nic() {
     assert!(d.help.unwrap().contains("10Mbit to 400Gbit"));
     let d = err(&format!("{NIC}[lan]\nspeed = \"1Gbit\"\n{UDP}"));
     assert_eq!(d.key, "lan.speed");
-    let d = err(&format!("[lan]\n{UDP}"));
-    assert_eq!(d.key, "lan");
-    assert!(d.message.contains("routes"), "{d}");
-    assert!(d.help.unwrap().contains("driver = \"nic\""));
+    let d = err(&format!("[device]\ndriver = \"tun\"\n[lan]\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("lan", Some(3)));
+    assert!(d.message.contains("routes") && d.message.contains("tun"), "{d}");
+    assert!(d.help.unwrap().contains("driver = \"nic\" or \"veth\""));
+}
+
+/// `[lan]` on veth: a client namespace behind a second veth pair. It shares the
+/// machine's CPUs (`[[traffic]] cpu` numbers them) and takes only `[lan.qdisc]`: a
+/// veth pair has no rate or delay, and the client no CPUs of its own.
+#[test]
+fn lan_on_veth_is_a_client_namespace() {
+    let scn = ok_set(&format!("[machine]\ncpus = 4\n[lan]\n[lan.qdisc]\nkind = \"pfifo\"\nlimit = 7\n{UDP}cpu = 3\n"), &[]);
+    let lan = scn.lan.expect("[lan]");
+    assert_eq!((lan.driver, lan.cpus, lan.rate_bps, lan.delay_ns, lan.qdisc.kind.as_str()), (Driver::Veth, 4, 0, 0, "pfifo"));
+    let scn = ok_set(&format!("[lan]\n{UDP}"), &[]);
+    assert_eq!(scn.lan.expect("[lan]").qdisc.kind, "pfifo_fast");
+    for (key, line, what) in [("rate = \"1Gbit\"", 2, "no line rate"), ("delay = \"1ms\"", 2, "no wire delay"), ("cpus = 2", 2, "shares its CPUs")] {
+        let d = err(&format!("[lan]\n{key}\n{UDP}"));
+        assert_eq!(d.line, Some(line), "{d}");
+        assert!(d.key.starts_with("lan.") && d.message.contains(what), "{d}");
+    }
+    let d = err(&format!("[lan]\n{UDP}cpu = 2\n"));
+    assert_eq!(d.key, "traffic.0.cpu");
 }
 
 /// `[[traffic]] path_delay`: every kind takes it on a NIC; elsewhere there is no wire.

@@ -305,6 +305,9 @@ impl<'a> Builder<'a> {
     /// traffic's near end moves to the client. Both NICs mirror the device's (model,
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
+        if lan.driver != DriverKind::Nic {
+            return Err(SetupError::Unsupported("[lan] on veth: the simulator models a router only with driver = \"nic\" so far; run it on the kernel backend".into()));
+        }
         let client = self.host(lan.cpus);
         let client_cpu0 = self.hosts[client].cpus.start;
         let (to_router, to_client) = (LinkId::from_index(self.links.len()), LinkId::from_index(self.links.len() + 1));

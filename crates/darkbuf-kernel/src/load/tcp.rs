@@ -547,15 +547,25 @@ fn run_sender(spec: &TcpSenderSpec, stop: &AtomicBool) -> io::Result<TcpSenderSt
                 if !closed_at_stop {
                     st.errors.push(format!("flow {i}: {e}"));
                 }
+                // Its send buffer as it ended (a forwarded flow's RST can come back
+                // before this loop sees the stop).
+                st.flows[i].sndbuf = sndbuf_of(&socks[i]);
                 socks[i] = None;
             }
         }
     }
     sample_all(&socks, &mut st.flows, sys::mono_ns());
     for (s, f) in socks.iter().zip(st.flows.iter_mut()) {
-        f.sndbuf = s.as_ref().and_then(|s| sys::getsockopt_int(s, libc::SOL_SOCKET, libc::SO_SNDBUF).ok()).map(|v| v.max(0) as u32);
+        if s.is_some() {
+            f.sndbuf = sndbuf_of(s);
+        }
     }
     Ok(st)
+}
+
+/// `SO_SNDBUF` of a sender's socket (`sk_sndbuf` as autotuned).
+fn sndbuf_of(s: &Option<OwnedFd>) -> Option<u32> {
+    s.as_ref().and_then(|s| sys::getsockopt_int(s, libc::SOL_SOCKET, libc::SO_SNDBUF).ok()).map(|v| v.max(0) as u32)
 }
 
 /// Writes blocks until the send buffer is full (EAGAIN), at most 64 per call.
