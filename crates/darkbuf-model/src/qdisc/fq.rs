@@ -432,6 +432,73 @@ fn take_flag_pair(params: &mut Params, positive: &str, negative: &str, default: 
     }
 }
 
+/// The model's `version` ("6.7" default, "6.6"; a number from `--set` too), and
+/// 6.7's keys refused for 6.6.
+fn fq_version(params: &mut Params) -> Result<FqVersion, ParamError> {
+    // `--set qdisc.version=6.6` arrives as a number: accept 6.6 and 6.7 as numbers too.
+    let numeric = params.iter().find(|(k, _)| k.as_str() == "version").and_then(|(_, v)| match v {
+        ParamValue::Float(f) if *f == 6.6 => Some(FqVersion::V6_6),
+        ParamValue::Float(f) if *f == 6.7 => Some(FqVersion::V6_7),
+        _ => None,
+    });
+    let version = match numeric {
+        Some(v) => {
+            *params = Params::new(
+                params.iter().filter(|(k, _)| k.as_str() != "version").map(|(k, v)| (k.clone(), v.clone())).collect(),
+            );
+            v
+        }
+        None => match params.take_choice("version", "6.7", &["6.7", "6.6"])? {
+            "6.6" => FqVersion::V6_6,
+            _ => FqVersion::V6_7,
+        },
+    };
+    if version == FqVersion::V6_6 {
+        if let Some(k) = FQ_KEYS_6_7_ONLY.iter().find(|k| params.iter().any(|(p, _)| p == *k)) {
+            return Err(invalid(
+                k,
+                format!("`{k}` does not exist before Linux 6.7"),
+                "version = \"6.7\", or none of bands, priomap, weights, offload_horizon and fastpath_when_behind",
+            ));
+        }
+    }
+    Ok(version)
+}
+
+/// Linux 6.7's band keys (`fq_change()`'s `TCA_FQ_PRIOMAP` and `TCA_FQ_WEIGHTS`):
+/// `fastpath_when_behind` (the model's), `bands` (3 only), `priomap`, `weights` and
+/// `offload_horizon`.
+fn fq_6_7_params(params: &mut Params) -> Result<([u8; 16], [u32; FQ_BANDS], u64, bool), ParamError> {
+    let mut prio2band = FQ_DEFAULT_PRIO2BAND;
+    let mut weights = FQ_DEFAULT_WEIGHTS;
+    let fastpath_when_behind = params.take_bool("fastpath_when_behind", false)?;
+    params.take_u32("bands", FQ_BANDS as u32, FQ_BANDS as u32, FQ_BANDS as u32)?;
+    if let Some(map) = params.take_list_u32("priomap", 16, FQ_BANDS as u32 - 1)? {
+        for (d, s) in prio2band.iter_mut().zip(map) {
+            *d = s as u8;
+        }
+    }
+    if let Some(w) = params.take_list_u32("weights", FQ_BANDS, i32::MAX as u32)? {
+        if let Some(bad) = w.iter().find(|&&x| x < FQ_MIN_WEIGHT) {
+            return Err(invalid(
+                "weights",
+                format!("weight {bad} is less than the minimum {FQ_MIN_WEIGHT}"),
+                "3 integers in 16384..=2147483647, space separated",
+            ));
+        }
+        weights.copy_from_slice(&w);
+    }
+    let offload_horizon_ns = params.take_time_ns("offload_horizon", 0, 0, u64::MAX)?;
+    if offload_horizon_ns != 0 {
+        return Err(invalid(
+            "offload_horizon",
+            "the device has no EDT offload (max_pacing_offload_horizon is 0)".into(),
+            "0us",
+        ));
+    }
+    Ok((prio2band, weights, offload_horizon_ns, fastpath_when_behind))
+}
+
 impl Fq {
     /// Mirrors `fq_init()` + `fq_change()`, with tc's parameter names and units:
     /// `limit` and `flow_limit` in packets; `quantum` (1..=1 MiB) and `initial_quantum`
@@ -450,33 +517,7 @@ impl Fq {
     /// orphan_mask 1023, low_rate_threshold 550 kbit, timer_slack 10 us, horizon 10 s
     /// with drop, ce_threshold `~0U` us (off), weights 589824 196608 65536.
     pub fn from_params(mut params: Params, dev: &DevInfo) -> Result<Self, ParamError> {
-        // `--set qdisc.version=6.6` arrives as a number: accept 6.6 and 6.7 as numbers too.
-        let numeric = params.iter().find(|(k, _)| k.as_str() == "version").and_then(|(_, v)| match v {
-            ParamValue::Float(f) if *f == 6.6 => Some(FqVersion::V6_6),
-            ParamValue::Float(f) if *f == 6.7 => Some(FqVersion::V6_7),
-            _ => None,
-        });
-        let version = match numeric {
-            Some(v) => {
-                params = Params::new(
-                    params.iter().filter(|(k, _)| k.as_str() != "version").map(|(k, v)| (k.clone(), v.clone())).collect(),
-                );
-                v
-            }
-            None => match params.take_choice("version", "6.7", &["6.7", "6.6"])? {
-                "6.6" => FqVersion::V6_6,
-                _ => FqVersion::V6_7,
-            },
-        };
-        if version == FqVersion::V6_6 {
-            if let Some(k) = FQ_KEYS_6_7_ONLY.iter().find(|k| params.iter().any(|(p, _)| p == *k)) {
-                return Err(invalid(
-                    k,
-                    format!("`{k}` does not exist before Linux 6.7"),
-                    "version = \"6.7\", or none of bands, priomap, weights, offload_horizon and fastpath_when_behind",
-                ));
-            }
-        }
+        let version = fq_version(&mut params)?;
         let hz = dev.hz;
         if hz == 0 {
             return Err(invalid(
@@ -531,37 +572,10 @@ impl Fq {
         let ce_threshold_ns = take_usecs(&mut params, "ce_threshold", u32::MAX)? as u64 * NSEC_PER_USEC;
         let horizon_ns = take_usecs(&mut params, "horizon", 10_000_000)? as u64 * NSEC_PER_USEC;
         let horizon_drop = take_flag_pair(&mut params, "horizon_drop", "horizon_cap", true)?;
-        let mut prio2band = FQ_DEFAULT_PRIO2BAND;
-        let mut weights = FQ_DEFAULT_WEIGHTS;
-        let mut offload_horizon_ns = 0;
-        let mut fastpath_when_behind = false;
-        if version == FqVersion::V6_7 {
-            fastpath_when_behind = params.take_bool("fastpath_when_behind", false)?;
-            params.take_u32("bands", FQ_BANDS as u32, FQ_BANDS as u32, FQ_BANDS as u32)?;
-            if let Some(map) = params.take_list_u32("priomap", 16, FQ_BANDS as u32 - 1)? {
-                for (d, s) in prio2band.iter_mut().zip(map) {
-                    *d = s as u8;
-                }
-            }
-            if let Some(w) = params.take_list_u32("weights", FQ_BANDS, i32::MAX as u32)? {
-                if let Some(bad) = w.iter().find(|&&x| x < FQ_MIN_WEIGHT) {
-                    return Err(invalid(
-                        "weights",
-                        format!("weight {bad} is less than the minimum {FQ_MIN_WEIGHT}"),
-                        "3 integers in 16384..=2147483647, space separated",
-                    ));
-                }
-                weights.copy_from_slice(&w);
-            }
-            offload_horizon_ns = params.take_time_ns("offload_horizon", 0, 0, u64::MAX)?;
-            if offload_horizon_ns != 0 {
-                return Err(invalid(
-                    "offload_horizon",
-                    "the device has no EDT offload (max_pacing_offload_horizon is 0)".into(),
-                    "0us",
-                ));
-            }
-        }
+        let (prio2band, weights, offload_horizon_ns, fastpath_when_behind) = match version {
+            FqVersion::V6_7 => fq_6_7_params(&mut params)?,
+            FqVersion::V6_6 => (FQ_DEFAULT_PRIO2BAND, FQ_DEFAULT_WEIGHTS, 0, false),
+        };
         params.finish(&match version {
             FqVersion::V6_7 => [FQ_PARAMS_6_6, FQ_KEYS_6_7_ONLY].concat(),
             FqVersion::V6_6 => FQ_PARAMS_6_6.to_vec(),

@@ -307,6 +307,172 @@ const TBF_PARAMS: &[&str] = &[
     "qdisc",
 ];
 
+/// What tc's `tbf_parse_opt()` sends the kernel: the rates in bytes/s, the burst, the
+/// limit (given, or computed from `latency` as tc does), and the size table's inputs.
+struct TbfOpt {
+    rate64: u64,
+    buffer64: u64,
+    /// The key the burst was given under (`burst`, `buffer` or `maxburst`), for errors.
+    burst_key: &'static str,
+    limit: u32,
+    /// `qopt->buffer`: the burst's transmit time at the rate, in psched ticks.
+    opt_buffer: u32,
+    prate64: u64,
+    mtu: u32,
+    mpu: u16,
+    overhead: u16,
+    linklayer: LinkLayer,
+    /// `qdisc` (model only): the child's kind instead of the default bfifo.
+    child_kind: Option<String>,
+}
+
+/// tc's `tbf_parse_opt()`: the parameters, and tc's checks in its order.
+fn tbf_parse_opt(mut params: Params) -> Result<TbfOpt, ParamError> {
+    let rate64 = tc_rate_bytes(params.take_rate_bps("rate", None)?.unwrap_or(0));
+    let burst_key = which_alias(&params, &["burst", "buffer", "maxburst"])?.unwrap_or("burst");
+    let buffer64 = params.take_size(burst_key, 0, 0, u64::MAX)?;
+    let limit_given = params.take_size("limit", 0, 0, u32::MAX as u64)? as u32;
+    let latency_us = params.take_time_ns("latency", 0, 0, u32::MAX as u64 * 1000)? / 1000;
+    let prate64 = tc_rate_bytes(params.take_rate_bps("peakrate", None)?.unwrap_or(0));
+    let mtu_key = which_alias(&params, &["mtu", "minburst"])?.unwrap_or("mtu");
+    let mtu = params.take_size(mtu_key, 0, 0, u32::MAX as u64)? as u32;
+    let mpu = params.take_size("mpu", 0, 0, u16::MAX as u64)? as u16;
+    let overhead = params.take_u32("overhead", 0, 0, u16::MAX as u32)? as u16;
+    let linklayer = LinkLayer::from_tc(params.take_choice(
+        "linklayer",
+        "ethernet",
+        &["ethernet", "atm", "adsl"],
+    )?);
+    let child_kind = params.take_str("qdisc")?;
+    params.finish(TBF_PARAMS)?;
+
+    // tc's checks, in its order.
+    if rate64 == 0 {
+        return Err(invalid(
+            "rate",
+            "the \"rate\" parameter is mandatory",
+            "a rate of at least 8bit",
+        ));
+    }
+    if buffer64 == 0 {
+        return Err(invalid(
+            burst_key,
+            "the \"burst\" parameter is mandatory",
+            "a size in bytes, e.g. \"15kb\"",
+        ));
+    }
+    if prate64 != 0 && mtu == 0 {
+        return Err(invalid(
+            "mtu",
+            "when \"peakrate\" is specified, \"mtu\" must also be specified",
+            "the peak bucket's size in bytes, e.g. 1514",
+        ));
+    }
+    if limit_given != 0 && latency_us != 0 {
+        return Err(invalid(
+            "latency",
+            "specifying both \"latency\" and \"limit\" is not allowed",
+            "one of limit, latency",
+        ));
+    }
+    if limit_given == 0 && latency_us == 0 {
+        return Err(invalid(
+            "limit",
+            "either \"limit\" or \"latency\" is required",
+            "limit = bytes, or latency = \"50ms\"",
+        ));
+    }
+    let limit = if limit_given != 0 {
+        limit_given
+    } else {
+        // tc: lim = rate * latency / TIME_UNITS_PER_SEC + burst, in doubles.
+        let mut lim =
+            rate64 as f64 * latency_us as f64 / TC_TIME_UNITS_PER_SEC + buffer64 as f64;
+        if prate64 != 0 {
+            let lim2 = prate64 as f64 * latency_us as f64 / TC_TIME_UNITS_PER_SEC + mtu as f64;
+            if lim2 < lim {
+                lim = lim2;
+            }
+        }
+        if lim >= 4_294_967_296.0 {
+            return Err(invalid(
+                "latency",
+                format!("the limit it implies ({lim:.0} bytes) does not fit 32 bits"),
+                "a shorter latency",
+            ));
+        }
+        lim as u32
+    };
+    let opt_buffer = tc_calc_xmittime(rate64, buffer64);
+    if opt_buffer == u32::MAX {
+        return Err(invalid(
+            burst_key,
+            "burst out of range",
+            "a burst that takes less than 274 s at the rate",
+        ));
+    }
+
+    Ok(TbfOpt { rate64, buffer64, burst_key, limit, opt_buffer, prate64, mtu, mpu, overhead, linklayer, child_kind })
+}
+
+/// The kernel's `tbf_change()`: the rate tables, the bucket sizes in ns, the peak rate
+/// and `max_size`, with the warning `tbf_change()` prints for a burst below the MTU.
+fn tbf_change(opt: &TbfOpt, dev: &DevInfo) -> Result<(TbfConfig, Vec<String>), ParamError> {
+    let TbfOpt { rate64, buffer64, burst_key, limit, opt_buffer, prate64, mtu, mpu, overhead, linklayer, .. } = *opt;
+    let rate = PschedRatecfg::precompute(rate64, overhead, mpu, linklayer);
+    let (mut max_size, buffer) = if buffer64 < (1 << 32) {
+        // TCA_TBF_BURST.
+        (buffer64, rate.l2t_ns(buffer64 as u32) as i64)
+    } else {
+        let b = (psched_ticks2ns(opt_buffer) as u64).min(u32::MAX as u64);
+        (
+            rate.ns_t2l(b).min(u32::MAX as u64),
+            psched_ticks2ns(opt_buffer),
+        )
+    };
+    let (peak, q_mtu) = if prate64 != 0 {
+        let peak = PschedRatecfg::precompute(prate64, overhead, mpu, linklayer);
+        if peak.rate_bytes_ps <= rate.rate_bytes_ps {
+            return Err(invalid(
+                "peakrate",
+                format!(
+                    "peakrate {} B/s is lower than or equal to rate {} B/s",
+                    peak.rate_bytes_ps, rate.rate_bytes_ps
+                ),
+                "a peakrate above the rate",
+            ));
+        }
+        // tc always sends TCA_TBF_PBURST = mtu, so the kernel ignores qopt->mtu.
+        max_size = max_size.min(mtu as u64);
+        (Some(peak), peak.l2t_ns(mtu) as i64)
+    } else {
+        (None, 0)
+    };
+    let mut warnings = Vec::new();
+    if max_size < dev.mtu_l2 as u64 {
+        warnings.push(format!(
+            "sch_tbf: burst {max_size} is lower than device mtu ({}) !",
+            dev.mtu_l2
+        ));
+    }
+    if max_size == 0 {
+        return Err(invalid(
+            burst_key,
+            "the burst allows no packet at all",
+            "a burst of at least one byte",
+        ));
+    }
+    let cfg = TbfConfig {
+        limit,
+        max_size: max_size as u32,
+        buffer,
+        mtu: q_mtu,
+        rate,
+        peak,
+    };
+    Ok((cfg, warnings))
+}
+
 impl Tbf {
     /// Mirrors tc's `tbf_parse_opt()` then the kernel's `tbf_init()` / `tbf_change()`.
     ///
@@ -316,136 +482,11 @@ impl Tbf {
     /// (ethernet, atm, adsl). `qdisc` (model only) replaces the default bfifo child by a
     /// qdisc of that kind with its default parameters. As in tc, a zero value of
     /// `rate`, `burst`, `limit`, `latency`, `peakrate` or `mtu` counts as not given.
-    pub fn from_params(mut params: Params, dev: &DevInfo) -> Result<Self, ParamError> {
-        let rate64 = tc_rate_bytes(params.take_rate_bps("rate", None)?.unwrap_or(0));
-        let burst_key = which_alias(&params, &["burst", "buffer", "maxburst"])?.unwrap_or("burst");
-        let buffer64 = params.take_size(burst_key, 0, 0, u64::MAX)?;
-        let limit_given = params.take_size("limit", 0, 0, u32::MAX as u64)? as u32;
-        let latency_us = params.take_time_ns("latency", 0, 0, u32::MAX as u64 * 1000)? / 1000;
-        let prate64 = tc_rate_bytes(params.take_rate_bps("peakrate", None)?.unwrap_or(0));
-        let mtu_key = which_alias(&params, &["mtu", "minburst"])?.unwrap_or("mtu");
-        let mtu = params.take_size(mtu_key, 0, 0, u32::MAX as u64)? as u32;
-        let mpu = params.take_size("mpu", 0, 0, u16::MAX as u64)? as u16;
-        let overhead = params.take_u32("overhead", 0, 0, u16::MAX as u32)? as u16;
-        let linklayer = LinkLayer::from_tc(params.take_choice(
-            "linklayer",
-            "ethernet",
-            &["ethernet", "atm", "adsl"],
-        )?);
-        let child_kind = params.take_str("qdisc")?;
-        params.finish(TBF_PARAMS)?;
-
-        // tc's checks, in its order.
-        if rate64 == 0 {
-            return Err(invalid(
-                "rate",
-                "the \"rate\" parameter is mandatory",
-                "a rate of at least 8bit",
-            ));
-        }
-        if buffer64 == 0 {
-            return Err(invalid(
-                burst_key,
-                "the \"burst\" parameter is mandatory",
-                "a size in bytes, e.g. \"15kb\"",
-            ));
-        }
-        if prate64 != 0 && mtu == 0 {
-            return Err(invalid(
-                "mtu",
-                "when \"peakrate\" is specified, \"mtu\" must also be specified",
-                "the peak bucket's size in bytes, e.g. 1514",
-            ));
-        }
-        if limit_given != 0 && latency_us != 0 {
-            return Err(invalid(
-                "latency",
-                "specifying both \"latency\" and \"limit\" is not allowed",
-                "one of limit, latency",
-            ));
-        }
-        if limit_given == 0 && latency_us == 0 {
-            return Err(invalid(
-                "limit",
-                "either \"limit\" or \"latency\" is required",
-                "limit = bytes, or latency = \"50ms\"",
-            ));
-        }
-        let limit = if limit_given != 0 {
-            limit_given
-        } else {
-            // tc: lim = rate * latency / TIME_UNITS_PER_SEC + burst, in doubles.
-            let mut lim =
-                rate64 as f64 * latency_us as f64 / TC_TIME_UNITS_PER_SEC + buffer64 as f64;
-            if prate64 != 0 {
-                let lim2 = prate64 as f64 * latency_us as f64 / TC_TIME_UNITS_PER_SEC + mtu as f64;
-                if lim2 < lim {
-                    lim = lim2;
-                }
-            }
-            if lim >= 4_294_967_296.0 {
-                return Err(invalid(
-                    "latency",
-                    format!("the limit it implies ({lim:.0} bytes) does not fit 32 bits"),
-                    "a shorter latency",
-                ));
-            }
-            lim as u32
-        };
-        let opt_buffer = tc_calc_xmittime(rate64, buffer64);
-        if opt_buffer == u32::MAX {
-            return Err(invalid(
-                burst_key,
-                "burst out of range",
-                "a burst that takes less than 274 s at the rate",
-            ));
-        }
-
-        // Kernel: tbf_change().
-        let rate = PschedRatecfg::precompute(rate64, overhead, mpu, linklayer);
-        let (mut max_size, buffer) = if buffer64 < (1 << 32) {
-            // TCA_TBF_BURST.
-            (buffer64, rate.l2t_ns(buffer64 as u32) as i64)
-        } else {
-            let b = (psched_ticks2ns(opt_buffer) as u64).min(u32::MAX as u64);
-            (
-                rate.ns_t2l(b).min(u32::MAX as u64),
-                psched_ticks2ns(opt_buffer),
-            )
-        };
-        let (peak, q_mtu) = if prate64 != 0 {
-            let peak = PschedRatecfg::precompute(prate64, overhead, mpu, linklayer);
-            if peak.rate_bytes_ps <= rate.rate_bytes_ps {
-                return Err(invalid(
-                    "peakrate",
-                    format!(
-                        "peakrate {} B/s is lower than or equal to rate {} B/s",
-                        peak.rate_bytes_ps, rate.rate_bytes_ps
-                    ),
-                    "a peakrate above the rate",
-                ));
-            }
-            // tc always sends TCA_TBF_PBURST = mtu, so the kernel ignores qopt->mtu.
-            max_size = max_size.min(mtu as u64);
-            (Some(peak), peak.l2t_ns(mtu) as i64)
-        } else {
-            (None, 0)
-        };
-        let mut warnings = Vec::new();
-        if max_size < dev.mtu_l2 as u64 {
-            warnings.push(format!(
-                "sch_tbf: burst {max_size} is lower than device mtu ({}) !",
-                dev.mtu_l2
-            ));
-        }
-        if max_size == 0 {
-            return Err(invalid(
-                burst_key,
-                "the burst allows no packet at all",
-                "a burst of at least one byte",
-            ));
-        }
-        let child = match child_kind {
+    pub fn from_params(params: Params, dev: &DevInfo) -> Result<Self, ParamError> {
+        let opt = tbf_parse_opt(params)?;
+        let (cfg, warnings) = tbf_change(&opt, dev)?;
+        let limit = cfg.limit;
+        let child = match opt.child_kind {
             None => TbfChild::Bfifo {
                 q: VecDeque::with_capacity((limit / dev.mtu_l2.max(64)).clamp(16, 4096) as usize),
                 backlog: 0,
@@ -456,18 +497,10 @@ impl Tbf {
                 stash: None,
             },
         };
-        let cfg = TbfConfig {
-            limit,
-            max_size: max_size as u32,
-            buffer,
-            mtu: q_mtu,
-            rate,
-            peak,
-        };
         Ok(Tbf {
+            tokens: cfg.buffer,
+            ptokens: cfg.mtu,
             cfg,
-            tokens: buffer,
-            ptokens: q_mtu,
             t_c: 0,
             child,
             stats: QdiscStats::default(),

@@ -346,6 +346,110 @@ fn take_raw(params: Params, key: &str) -> (Params, Option<ParamValue>) {
     (Params::new(map), v)
 }
 
+/// `bandwidth`: tc's `get_rate64()` of the value, or `unlimited` (0), in bytes/s.
+fn cake_bandwidth(cfg: &mut CakeConfig, bw: Option<ParamValue>) -> Result<(), ParamError> {
+    const BW_EXPECTED: &str =
+        "\"unlimited\", a bit rate such as \"20mbit\", or an integer bit/s";
+    match bw {
+        None => {}
+        Some(ParamValue::Str(s)) if s.trim().eq_ignore_ascii_case("unlimited") => {
+            cfg.rate_bps = 0
+        }
+        Some(ParamValue::Str(s)) => match units::parse_rate(&s) {
+            Ok(units::Rate::Bps(bits)) => cfg.rate_bps = bits / 8,
+            Ok(_) => {
+                return Err(invalid(
+                    "bandwidth",
+                    format!("\"{s}\" is not a bit rate"),
+                    BW_EXPECTED,
+                ))
+            }
+            Err(e) => return Err(invalid("bandwidth", e.message, BW_EXPECTED)),
+        },
+        Some(ParamValue::Int(v)) if v >= 0 => cfg.rate_bps = v as u64 / 8,
+        Some(other) => {
+            return Err(invalid(
+                "bandwidth",
+                format!("{other} is not valid"),
+                BW_EXPECTED,
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `rtt`: one of tc-cake's presets, or a duration: the interval, and the target at
+/// interval / 20 (at least 1 us), as tc sends them.
+fn cake_rtt(cfg: &mut CakeConfig, rtt: Option<ParamValue>) -> Result<(), ParamError> {
+    const RTT_EXPECTED: &str = "a duration such as \"100ms\" (up to 4294s) or one of datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary";
+    match rtt {
+        None => {}
+        Some(ParamValue::Str(s)) => {
+            if let Some(&(_, target, interval)) = RTT_PRESETS
+                .iter()
+                .find(|(n, _, _)| n.eq_ignore_ascii_case(s.trim()))
+            {
+                cfg.target_us = target;
+                cfg.interval_us = interval;
+            } else {
+                let ns = units::parse_duration_ns(&s)
+                    .map_err(|e| invalid("rtt", e.message, RTT_EXPECTED))?;
+                let us = ns / 1000;
+                if ns < 0 || us > u32::MAX as i128 {
+                    return Err(invalid(
+                        "rtt",
+                        format!("\"{s}\" is out of range"),
+                        RTT_EXPECTED,
+                    ));
+                }
+                let interval = us as u32;
+                // tc: target = interval / 20, at least 1; interval sent only if non-zero.
+                cfg.target_us = (interval / 20).max(1);
+                if interval != 0 {
+                    cfg.interval_us = interval;
+                }
+            }
+        }
+        Some(other) => {
+            return Err(invalid(
+                "rtt",
+                format!("{other} is not valid"),
+                RTT_EXPECTED,
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `overhead`: bytes added per packet (-64..=256), which also turns on the overhead
+/// compensation (`CAKE_FLAG_OVERHEAD`).
+fn cake_overhead_param(cfg: &mut CakeConfig, overhead: Option<ParamValue>) -> Result<(), ParamError> {
+    const OVERHEAD_EXPECTED: &str = "an integer in -64..=256 (bytes added per packet)";
+    match overhead {
+        None => {}
+        Some(ParamValue::Int(v)) if (-64..=256).contains(&v) => {
+            cfg.rate_overhead = v as i32;
+            cfg.overhead_flag = true;
+        }
+        Some(ParamValue::Str(s))
+            if s.trim()
+                .parse::<i64>()
+                .is_ok_and(|v| (-64..=256).contains(&v)) =>
+        {
+            cfg.rate_overhead = s.trim().parse::<i32>().unwrap_or(0);
+            cfg.overhead_flag = true;
+        }
+        Some(other) => {
+            return Err(invalid(
+                "overhead",
+                format!("{other} is not valid"),
+                OVERHEAD_EXPECTED,
+            ))
+        }
+    }
+    Ok(())
+}
+
 impl CakeConfig {
     /// Parses tc-cake's parameters (see the module docs) the way `cake_parse_opt()`
     /// builds the netlink attributes and `cake_change()` applies them.
@@ -353,97 +457,13 @@ impl CakeConfig {
         let mut cfg = CakeConfig::default();
 
         let (params, bw) = take_raw(params, "bandwidth");
-        const BW_EXPECTED: &str =
-            "\"unlimited\", a bit rate such as \"20mbit\", or an integer bit/s";
-        match bw {
-            None => {}
-            Some(ParamValue::Str(s)) if s.trim().eq_ignore_ascii_case("unlimited") => {
-                cfg.rate_bps = 0
-            }
-            Some(ParamValue::Str(s)) => match units::parse_rate(&s) {
-                Ok(units::Rate::Bps(bits)) => cfg.rate_bps = bits / 8,
-                Ok(_) => {
-                    return Err(invalid(
-                        "bandwidth",
-                        format!("\"{s}\" is not a bit rate"),
-                        BW_EXPECTED,
-                    ))
-                }
-                Err(e) => return Err(invalid("bandwidth", e.message, BW_EXPECTED)),
-            },
-            Some(ParamValue::Int(v)) if v >= 0 => cfg.rate_bps = v as u64 / 8,
-            Some(other) => {
-                return Err(invalid(
-                    "bandwidth",
-                    format!("{other} is not valid"),
-                    BW_EXPECTED,
-                ))
-            }
-        }
+        cake_bandwidth(&mut cfg, bw)?;
 
         let (params, rtt) = take_raw(params, "rtt");
-        const RTT_EXPECTED: &str = "a duration such as \"100ms\" (up to 4294s) or one of datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary";
-        match rtt {
-            None => {}
-            Some(ParamValue::Str(s)) => {
-                if let Some(&(_, target, interval)) = RTT_PRESETS
-                    .iter()
-                    .find(|(n, _, _)| n.eq_ignore_ascii_case(s.trim()))
-                {
-                    cfg.target_us = target;
-                    cfg.interval_us = interval;
-                } else {
-                    let ns = units::parse_duration_ns(&s)
-                        .map_err(|e| invalid("rtt", e.message, RTT_EXPECTED))?;
-                    let us = ns / 1000;
-                    if ns < 0 || us > u32::MAX as i128 {
-                        return Err(invalid(
-                            "rtt",
-                            format!("\"{s}\" is out of range"),
-                            RTT_EXPECTED,
-                        ));
-                    }
-                    let interval = us as u32;
-                    // tc: target = interval / 20, at least 1; interval sent only if non-zero.
-                    cfg.target_us = (interval / 20).max(1);
-                    if interval != 0 {
-                        cfg.interval_us = interval;
-                    }
-                }
-            }
-            Some(other) => {
-                return Err(invalid(
-                    "rtt",
-                    format!("{other} is not valid"),
-                    RTT_EXPECTED,
-                ))
-            }
-        }
+        cake_rtt(&mut cfg, rtt)?;
 
         let (mut params, overhead) = take_raw(params, "overhead");
-        const OVERHEAD_EXPECTED: &str = "an integer in -64..=256 (bytes added per packet)";
-        match overhead {
-            None => {}
-            Some(ParamValue::Int(v)) if (-64..=256).contains(&v) => {
-                cfg.rate_overhead = v as i32;
-                cfg.overhead_flag = true;
-            }
-            Some(ParamValue::Str(s))
-                if s.trim()
-                    .parse::<i64>()
-                    .is_ok_and(|v| (-64..=256).contains(&v)) =>
-            {
-                cfg.rate_overhead = s.trim().parse::<i32>().unwrap_or(0);
-                cfg.overhead_flag = true;
-            }
-            Some(other) => {
-                return Err(invalid(
-                    "overhead",
-                    format!("{other} is not valid"),
-                    OVERHEAD_EXPECTED,
-                ))
-            }
-        }
+        cake_overhead_param(&mut cfg, overhead)?;
 
         cfg.rate_mpu = params.take_u32("mpu", 0, 0, 256)?;
         let diffserv = params.take_choice("diffserv", "diffserv3", DIFFSERV_NAMES)?;
