@@ -26,7 +26,6 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         "down" => Direction::Down,
         _ => Direction::Up,
     };
-    crate::wifi::check_tcp_direction(s, driver, direction)?;
     if direction == Direction::Down && !driver.has_far_host() {
         return Err(s.value_err(
             "direction",
@@ -36,7 +35,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     }
     let flows = s.u32("flows", 1, 1, crate::limits::MAX_TCP_FLOWS)?;
     // A download's sender is on the far host (a WiFi download: on this host, the AP).
-    let far_sends = direction == Direction::Down && driver != Driver::Wifi;
+    let far_sends = crate::wifi::far_sends(driver, direction);
     let sender_cpus = if far_sends { far_cpus } else { cpus };
     let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
     let (start_ns, stop_ns) = start_stop(s, "send", total_ns)?;

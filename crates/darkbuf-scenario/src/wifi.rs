@@ -15,7 +15,7 @@ pub const WIFI_KEYS: &[&str] = &[
     "band", "queueing", "airtime_fairness", "aql", "aql_limit_low_us", "aql_limit_high_us", "aql_threshold_us",
     "txq_limit", "txq_memory_limit", "txq_quantum", "codel_target", "codel_interval", "codel_ecn", "codel_slow_station",
     "driver_queue_frames", "hw_aggregates_per_ac", "ampdu_max_subframes", "ampdu_max_bytes", "ampdu_max_us", "ba_rate",
-    "retry_limit",
+    "retry_limit", "airtime_flags", "uplink_queue_frames",
 ];
 pub const STATION_KEYS: &[&str] = &["name", "rate", "airtime_weight", "per"];
 /// At most this many stations (mac80211 allows 2007 associations; the simulator's
@@ -71,6 +71,11 @@ pub struct WifiSpec {
     pub ampdu_max_us: u32,
     pub ba_rate: String,
     pub retry_limit: u32,
+    /// debugfs `airtime_flags`: 1 charges TX airtime to the deficits, 2 RX airtime
+    /// (`AIRTIME_USE_TX`, `AIRTIME_USE_RX`); the kernel's default is both, 3.
+    pub airtime_flags: u32,
+    /// Frames a station holds for the air before it drops (its own driver queue).
+    pub uplink_queue_frames: u32,
     pub stations: Vec<StationSpec>,
     /// Per `[[traffic]]` entry, the index of the station it serves.
     pub traffic_station: Vec<u16>,
@@ -139,6 +144,9 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>, driver: Driver) -> Result<Option<WifiS
         ampdu_max_us: w.u32("ampdu_max_us", 4000, 100, 5484)?,
         ba_rate,
         retry_limit: w.u32("retry_limit", 10, 0, 30)?,
+        airtime_flags: w.u32("airtime_flags", 3, 0, 3)?,
+        // A station's queue for the air: a txqueuelen's 1000 frames (pfifo_fast).
+        uplink_queue_frames: w.u32("uplink_queue_frames", 1000, 1, 65536)?,
         stations,
         traffic_station,
     }))
@@ -252,15 +260,12 @@ pub(crate) fn default_qdisc(w: &WifiSpec) -> &'static str {
     }
 }
 
-/// A WiFi TCP flow is a download (the AP sends to its station); uploads from stations
-/// (their own contention for the air) are not modelled.
-pub(crate) fn check_tcp_direction(s: &Sec<'_>, driver: Driver, direction: Direction) -> Result<(), Diagnostic> {
-    if driver == Driver::Wifi && direction == Direction::Up {
-        return Err(s.value_err(
-            "direction",
-            format!("`{}` = \"up\": a station's own transmissions (uplink contention) are not modelled", s.kp("direction")),
-            Some("use direction = \"down\" (the AP sends to the station), the default with driver = \"wifi\"".into()),
-        ));
+/// Whether a TCP flow's sender is on the far host: a download over a NIC; over a
+/// radio, where the AP is this host and the stations the far host, an upload
+/// (`direction = "up"`: the station sends, its frames contend for the air).
+pub fn far_sends(driver: Driver, direction: Direction) -> bool {
+    match driver {
+        Driver::Wifi => direction == Direction::Up,
+        _ => direction == Direction::Down,
     }
-    Ok(())
 }

@@ -314,7 +314,7 @@ impl World {
         debug_assert!(at <= self.now, "every packet on a link arrives at its time to send or later");
         let to = l.to;
         l.frames -= (self.pkts.get(id).segs as u32).max(1);
-        self.nic_rx(to, id);
+        self.drv_link_rx(to, id);
     }
 }
 

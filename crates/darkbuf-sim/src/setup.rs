@@ -427,9 +427,10 @@ impl<'a> Builder<'a> {
     }
 
     /// Whether a TCP flow's sender is on the far host: a download, except over a radio,
-    /// where a download is the AP (this host) sending to its station.
+    /// where a download is the AP (this host) sending to its station and an upload the
+    /// station sending.
     fn sends_from_far(&self, f: &darkbuf_scenario::TcpFlow) -> bool {
-        f.direction == darkbuf_scenario::Direction::Down && self.scn.device.driver != DriverKind::Wifi
+        darkbuf_scenario::wifi::far_sends(self.scn.device.driver, f.direction)
     }
 
     /// The receiving application of a flow's connections `first..`, with a modelled

@@ -202,6 +202,16 @@ pub const AP_EDCA: [Edca; 4] = [
     Edca { aifsn: 7, cw_min: 15, cw_max: 1023 },
 ];
 
+/// The EDCA parameters an AP advertises for its stations (hostapd's `wmm_ac_*`
+/// defaults, IEEE 802.11-2020 Table 9-155): what a station contends with, in mac80211's
+/// AC order. Best effort: AIFSN 3, CW 15..1023.
+pub const STA_EDCA: [Edca; 4] = [
+    Edca { aifsn: 2, cw_min: 3, cw_max: 7 },
+    Edca { aifsn: 2, cw_min: 7, cw_max: 15 },
+    Edca { aifsn: 3, cw_min: 15, cw_max: 1023 },
+    Edca { aifsn: 7, cw_min: 15, cw_max: 1023 },
+];
+
 /// The airtime of one exchange without its backoff, ns: AIFS, the data PPDU of `psdu`
 /// bytes, SIFS and the BlockAck (`ampdu`) or ACK at `ctrl`.
 pub fn exchange_ns(t: &Timing, edca: &Edca, rate: PhyRate, psdu: u32, ampdu: bool, ctrl: PhyRate) -> u64 {

@@ -34,6 +34,10 @@ pub const IEEE80211_DEFAULT_AQL_TXQ_LIMIT_H: u32 = 12000;
 pub const IEEE80211_AQL_THRESHOLD: u32 = 24000;
 /// `AIRTIME_ACTIVE_DURATION` (HZ / 10), ns.
 pub const AIRTIME_ACTIVE_DURATION_NS: u64 = 100_000_000;
+/// debugfs `airtime_flags` bits (sta_info.h): charge TX airtime, RX airtime to the
+/// deficits. `ieee80211_alloc_hw_nm()` sets both.
+pub const AIRTIME_USE_TX: u16 = 1 << 0;
+pub const AIRTIME_USE_RX: u16 = 1 << 1;
 
 /// `struct airtime_info`: a station's airtime on one AC.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,8 +77,11 @@ pub struct AirtimeSched {
     schedule_round: [u32; IEEE80211_NUM_ACS],
     pub aql_ac_pending: [u32; IEEE80211_NUM_ACS],
     pub aql_total_pending: u32,
-    /// `NL80211_EXT_FEATURE_AIRTIME_FAIRNESS` with `AIRTIME_USE_TX`.
+    /// `NL80211_EXT_FEATURE_AIRTIME_FAIRNESS`: deficits are charged and checked.
     pub fairness: bool,
+    /// `local->airtime_flags`: which airtime (`AIRTIME_USE_TX`, `AIRTIME_USE_RX`) a
+    /// deficit is charged.
+    pub airtime_flags: u16,
     /// `NL80211_EXT_FEATURE_AQL` and `aql_enable`.
     pub aql: bool,
     pub aql_threshold: u32,
@@ -96,6 +103,7 @@ impl AirtimeSched {
             aql_ac_pending: [0; IEEE80211_NUM_ACS],
             aql_total_pending: 0,
             fairness,
+            airtime_flags: AIRTIME_USE_TX | AIRTIME_USE_RX,
             aql,
             aql_threshold: threshold,
             aql_limit_low: low,
@@ -210,14 +218,24 @@ impl AirtimeSched {
         }
     }
 
-    /// `ieee80211_sta_register_airtime()` with `AIRTIME_USE_TX`: TX airtime (µs) of a
-    /// station's AC, charged to its deficit while it is active.
-    pub fn register_airtime(&mut self, sta: u32, ac: usize, tx_us: u32, now: u64) {
+    /// `ieee80211_sta_register_airtime()`: TX airtime (µs, at TX status) and RX airtime
+    /// (µs, of a frame received from the station) on a station's AC. Both totals are
+    /// kept; the deficit is charged what `airtime_flags` selects, while the station
+    /// is active (scheduled in the last 100 ms).
+    pub fn register_airtime(&mut self, sta: u32, ac: usize, tx_us: u32, rx_us: u32, now: u64) {
+        let mut airtime = 0i32;
+        if self.airtime_flags & AIRTIME_USE_TX != 0 {
+            airtime += tx_us as i32;
+        }
+        if self.airtime_flags & AIRTIME_USE_RX != 0 {
+            airtime += rx_us as i32;
+        }
         let active = self.sta_keep_active(sta, ac, now);
         let a = &mut self.stas[sta as usize].airtime[ac];
         a.tx_airtime += tx_us as u64;
+        a.rx_airtime += rx_us as u64;
         if active && self.fairness {
-            a.deficit -= tx_us as i32;
+            a.deficit -= airtime;
         }
     }
 
@@ -264,7 +282,7 @@ mod tests {
         assert_eq!(s.active(BE).collect::<Vec<_>>(), vec![1, 0]);
         s.txq_schedule_start(BE);
         assert_eq!(s.next_txq(BE, 0), Some(1));
-        s.register_airtime(1, BE, 1000, 1);
+        s.register_airtime(1, BE, 1000, 0, 1);
         assert_eq!(s.stas[1].airtime[BE].deficit, -1000);
         s.return_txq(1, true, 1);
         // 1 is at the head with -1000: +256 and to the tail, then 0 is served.
@@ -316,11 +334,36 @@ mod tests {
             s.txq_schedule_start(BE);
             while let Some(t) = s.next_txq(BE, 0) {
                 order.push(t);
-                s.register_airtime(t, BE, 4000, 0);
+                s.register_airtime(t, BE, 4000, 0, 0);
                 s.return_txq(t, true, 0);
             }
         }
         assert_eq!(order, vec![0, 1, 2, 0, 1, 2]);
         assert_eq!(s.stas[0].airtime[BE].deficit, 0);
+    }
+
+    /// RX airtime (a station's own frames the AP received) is charged with
+    /// `AIRTIME_USE_RX`, TX airtime with `AIRTIME_USE_TX`; both totals are kept either
+    /// way, and an inactive station (not scheduled in the last 100 ms) is not charged.
+    #[test]
+    fn rx_airtime_is_charged_by_the_flags() {
+        let mut s = sched(1, true);
+        s.return_txq(0, true, 0);
+        s.txq_schedule_start(BE);
+        assert_eq!(s.next_txq(BE, 0), Some(0));
+        s.register_airtime(0, BE, 1000, 300, 10);
+        assert_eq!(s.stas[0].airtime[BE].deficit, -1300);
+        s.airtime_flags = AIRTIME_USE_TX;
+        s.register_airtime(0, BE, 1000, 300, 20);
+        assert_eq!(s.stas[0].airtime[BE].deficit, -2300);
+        s.airtime_flags = AIRTIME_USE_RX;
+        s.register_airtime(0, BE, 1000, 300, 30);
+        assert_eq!(s.stas[0].airtime[BE].deficit, -2600);
+        assert_eq!((s.stas[0].airtime[BE].tx_airtime, s.stas[0].airtime[BE].rx_airtime), (3000, 900));
+        // 100 ms after it was scheduled the station is no longer active.
+        s.airtime_flags = AIRTIME_USE_TX | AIRTIME_USE_RX;
+        s.register_airtime(0, BE, 0, 500, AIRTIME_ACTIVE_DURATION_NS);
+        assert_eq!(s.stas[0].airtime[BE].deficit, -2600);
+        assert_eq!(s.stas[0].airtime[BE].rx_airtime, 1400);
     }
 }

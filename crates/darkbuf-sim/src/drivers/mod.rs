@@ -233,6 +233,15 @@ impl World {
         }
     }
 
+    /// A frame off a link arrives at device `dev`: a NIC's port receives it; a radio's
+    /// comes from its stations' side and first contends for the air.
+    pub fn drv_link_rx(&mut self, dev: DevId, id: u32) {
+        match self.devs[dev].driver {
+            Driver::Wifi(_) => self.wifi_link_rx(dev, id),
+            _ => self.nic_rx(dev, id),
+        }
+    }
+
     /// `Event::Wire`: a NIC's port finished an skb; a radio's exchange on the air is over.
     pub fn drv_wire_done(&mut self, dev: DevId) {
         match self.devs[dev].driver {

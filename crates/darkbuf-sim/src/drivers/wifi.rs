@@ -27,10 +27,23 @@
 //!   which stops the netdev queue when full and wakes it below; TIDs are served round
 //!   robin, with no notion of airtime.
 //!
-//! The stations are the far host (`[peer]`) behind a gigabit NIC: delivered frames
-//! reach it as a NIC's frames would, and its replies (echo replies, TCP ACKs) come back
-//! over that NIC's wire to this radio's receive side, which is a NIC's (`nic.rs`). The
-//! stations' own transmissions do not use the air (uplink contention is not modelled).
+//! - The uplink: the stations are the far host (`[peer]`) behind a gigabit NIC, which
+//!   stands for their own stacks. What they send (echo replies, TCP ACKs, uploads)
+//!   reaches its station's queue for the air (`uplink_queue_frames`, tail drop), and
+//!   each station with a frame contends for the air with the AP by EDCA: best effort
+//!   (AIFSN 3, CW 15..1023, the parameters an AP advertises), its own backoff counter
+//!   drawn from the radio's seeded stream and frozen while another transmits, its own
+//!   PHY rate, an A-MPDU of what it has queued within the same limits as the AP's (a
+//!   single frame for a non-HT station), answered by the AP's BlockAck/ACK. The AP's
+//!   receive side (a NIC's, `nic.rs`) takes the delivered frames, and the RX airtime
+//!   (the PPDU) is charged to the station (`ieee80211_sta_register_airtime()` with
+//!   `rx_airtime`, counted in the deficit with `AIRTIME_USE_RX` in `airtime_flags`).
+//! - One transmission on the air at a time: contention is settled when the air falls
+//!   idle (or a frame reaches an idle air) between the contenders present then; the
+//!   smallest AIFS + backoff wins, the others count their backoff down by the slots
+//!   that passed. A tie, which is a collision on a real medium, goes to the AP, then
+//!   the lower station; collisions are not modelled. A frame that arrives during the
+//!   winner's AIFS and backoff waits for the next round.
 
 use crate::id::{DevId, LinkId};
 use crate::drivers::nic::Nic;
@@ -40,7 +53,7 @@ use crate::event::Event;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
 use crate::world::World;
-use darkbuf_model::mac80211::airtime::{self, PhyRate, Timing, AP_EDCA};
+use darkbuf_model::mac80211::airtime::{self, PhyRate, Timing, AP_EDCA, STA_EDCA};
 use darkbuf_model::mac80211::fq::{Fq, FQ_FLOWS_CNT};
 use darkbuf_model::mac80211::sched::{AirtimeSched, IEEE80211_NUM_ACS};
 use darkbuf_model::mac80211::{ac_from_tid, tid_from_priority};
@@ -57,6 +70,8 @@ pub const TIDS: u32 = 8;
 pub const BA_WINDOW_HT: u32 = 64;
 /// `IEEE80211_AC_VO`: never aggregated.
 const AC_VO: usize = 0;
+/// `IEEE80211_AC_BE`: the stations' own data (TID 0).
+const AC_BE: usize = 2;
 /// The key the radio hashes flows with (`skb_get_hash()`), fixed across seeds.
 const FQ_HASH_KEY: u32 = 0x8021_1;
 
@@ -82,6 +97,28 @@ pub struct Station {
     pub rate: PhyRate,
     pub per: f64,
     pub stats: StaStats,
+    /// Its own transmit side.
+    pub up: Uplink,
+}
+
+/// A station's own transmit side: the frames it holds for the air and its EDCA state
+/// (best effort).
+pub struct Uplink {
+    /// Its frames (arena ids) with their retries, oldest first.
+    pub queue: VecDeque<(u32, u8)>,
+    /// Its backoff counter, slots (`None`: none drawn since it last transmitted).
+    pub backoff: Option<u32>,
+    pub cw: u32,
+}
+
+/// What is on the air.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Air {
+    Idle,
+    /// The AP's head aggregate of an AC.
+    Ap(usize),
+    /// A station's first `n` frames, a PPDU of `ppdu_us`.
+    Sta { sta: u16, n: u16, ppdu_us: u32 },
 }
 
 /// A station's counters in the measured window.
@@ -102,6 +139,15 @@ pub struct StaStats {
     pub mac_wait_ns: u64,
     pub hw_wait_ns: u64,
     pub aql_pending_max_us: u32,
+    /// The station's own frames the AP received: IP bytes, frames, PPDUs.
+    pub up_bytes: u64,
+    pub up_frames: u64,
+    pub up_ampdus: u64,
+    /// RX airtime (the PPDUs), µs (`rx_airtime`).
+    pub rx_airtime_us: u64,
+    /// Its frames dropped at its full queue, and after `retry_limit` attempts.
+    pub up_drops: u64,
+    pub up_failed: u64,
 }
 
 /// Where the queues above the hardware are.
@@ -121,9 +167,15 @@ pub struct Wifi {
     /// Per socket, the station it talks to.
     pub sta_of_sock: Vec<u16>,
     pub hw: [VecDeque<Ampdu>; IEEE80211_NUM_ACS],
-    /// The AC whose head aggregate is on the air.
-    pub air_busy: Option<usize>,
+    pub air: Air,
+    /// The AP's backoff counter (its highest AC with an aggregate contends), slots.
+    pub ap_backoff: Option<u32>,
     pub cw: [u32; IEEE80211_NUM_ACS],
+    /// Frames in the stations' queues.
+    pub uplink_frames: u64,
+    pub uplink_queue_frames: u32,
+    /// Lost uplink frames on their way back to the head of their queue.
+    up_lost: Vec<(u32, u8)>,
     pub timing: Timing,
     pub ctrl_rate: PhyRate,
     pub link: LinkId,
@@ -166,7 +218,12 @@ impl Wifi {
         let stations: Vec<Station> = spec
             .stations
             .iter()
-            .map(|s| Station { rate: PhyRate::parse(&s.rate).expect("validated"), per: s.per, stats: StaStats::default() })
+            .map(|s| Station {
+                rate: PhyRate::parse(&s.rate).expect("validated"),
+                per: s.per,
+                stats: StaStats::default(),
+                up: Uplink { queue: VecDeque::new(), backoff: None, cw: STA_EDCA[AC_BE].cw_min },
+            })
             .collect();
         let n = stations.len() as u32;
         let dsss = stations.iter().any(|s| matches!(s.rate, PhyRate::Dsss(_)));
@@ -175,7 +232,8 @@ impl Wifi {
             Queueing::FqMac => {
                 let weights: Vec<u32> = spec.stations.iter().map(|s| s.airtime_weight).collect();
                 let txqs: Vec<(Option<u32>, u8)> = (0..n * TIDS).map(|t| (Some(t / TIDS), ac_from_tid((t % TIDS) as u8) as u8)).collect();
-                let sched = AirtimeSched::new(&weights, &txqs, spec.airtime_fairness, spec.aql, spec.aql_limit_low_us, spec.aql_limit_high_us, spec.aql_threshold_us);
+                let mut sched = AirtimeSched::new(&weights, &txqs, spec.airtime_fairness, spec.aql, spec.aql_limit_low_us, spec.aql_limit_high_us, spec.aql_threshold_us);
+                sched.airtime_flags = spec.airtime_flags as u16;
                 let fq = Box::new(Fq::new(FQ_FLOWS_CNT, n * TIDS, spec.txq_quantum, spec.txq_limit, spec.txq_memory_limit));
                 let cparams = CodelParams {
                     target: us_to_codel_time((spec.codel_target_ns / 1000) as u32),
@@ -207,7 +265,11 @@ impl Wifi {
             stations,
             sta_of_sock: Vec::new(),
             hw: Default::default(),
-            air_busy: None,
+            air: Air::Idle,
+            ap_backoff: None,
+            uplink_frames: 0,
+            uplink_queue_frames: spec.uplink_queue_frames,
+            up_lost: Vec::with_capacity(BA_WINDOW_HT as usize),
             cw: [AP_EDCA[0].cw_min, AP_EDCA[1].cw_min, AP_EDCA[2].cw_min, AP_EDCA[3].cw_min],
             timing,
             ctrl_rate: PhyRate::parse(&spec.ba_rate).expect("validated"),
@@ -268,7 +330,7 @@ impl Wifi {
             Mac::Fifo { count, .. } => count.iter().map(|&c| c as u64).sum(),
         };
         let hw: usize = self.hw.iter().flat_map(|q| q.iter()).map(|a| a.frames.len()).sum();
-        mac + hw as u64 + self.nic.held()
+        mac + hw as u64 + self.uplink_frames + self.nic.held()
     }
 
     /// The fq's and CoDel's counters now (`None` on the old path).
@@ -472,25 +534,36 @@ impl World {
         true
     }
 
-    /// The air is idle: the highest AC with an aggregate sends it.
+    /// The air is idle: EDCA between the AP and the stations with frames
+    /// ([`Wifi::edca_contend`]) picks who sends.
     fn wifi_air_start(&mut self, dev: DevId) {
-        let now = self.now;
         let w = self.wifi_mut(dev);
-        if w.air_busy.is_some() {
+        if w.air != Air::Idle {
             return;
         }
-        let Some(ac) = (0..IEEE80211_NUM_ACS).find(|&ac| !w.hw[ac].is_empty()) else { return };
+        match w.edca_contend() {
+            Some((Air::Ap(ac), wait_ns)) => self.wifi_ap_start(dev, ac, wait_ns),
+            Some((Air::Sta { sta, .. }, wait_ns)) => self.wifi_uplink_start(dev, sta, wait_ns),
+            Some((Air::Idle, _)) | None => {}
+        }
+    }
+
+    /// The AP won the air after `wait_ns` of AIFS and backoff: its head aggregate of
+    /// `ac` goes out.
+    fn wifi_ap_start(&mut self, dev: DevId, ac: usize, wait_ns: u64) {
+        let now = self.now;
+        let w = self.wifi_mut(dev);
         let a = &w.hw[ac][0];
         let sta = a.sta;
         let agg = w.aggregates(sta, ac);
         let psdu = Wifi::psdu(&a.frames, agg);
         let rate = w.stations[sta as usize].rate;
         let edca = AP_EDCA[ac];
-        let backoff = w.rng.gen_range(0..=w.cw[ac]) as u64 * w.timing.slot_ns;
         let ctrl = w.ctrl_rate_for(sta);
-        let exchange = airtime::exchange_ns(&w.timing, &edca, rate, psdu, agg, ctrl) + backoff;
-        w.air_busy = Some(ac);
-        let start = now + w.timing.aifs_ns(edca.aifsn) + backoff;
+        let aifs = w.timing.aifs_ns(edca.aifsn);
+        let exchange = airtime::exchange_ns(&w.timing, &edca, rate, psdu, agg, ctrl) - aifs + wait_ns;
+        w.air = Air::Ap(ac);
+        let start = now + wait_ns;
         for i in 0..self.wifi(dev).hw[ac][0].frames.len() {
             let id = self.wifi(dev).hw[ac][0].frames[i].skb.id;
             if self.pkts.get(id).proto == crate::arena::Proto::Icmp {
@@ -511,17 +584,25 @@ impl World {
     /// go to the stations' host, lost ones wait for another attempt; TX status charges
     /// the airtime and refunds AQL; the driver refills the AC and the air goes on.
     pub fn wifi_air_done(&mut self, dev: DevId) {
+        match std::mem::replace(&mut self.wifi_mut(dev).air, Air::Idle) {
+            Air::Ap(ac) => self.wifi_ap_done(dev, ac),
+            Air::Sta { sta, n, ppdu_us } => self.wifi_uplink_done(dev, sta, n, ppdu_us),
+            Air::Idle => unreachable!("the air was busy"),
+        }
+    }
+
+    /// The AP's exchange on `ac` is over.
+    fn wifi_ap_done(&mut self, dev: DevId, ac: usize) {
         let now = self.now;
         let measuring = self.measuring();
         let w = self.wifi_mut(dev);
-        let ac = w.air_busy.take().expect("the air was busy");
         let mut a = w.hw[ac].pop_front().expect("the aggregate on the air");
         let sta = a.sta;
         let (rate, per) = (w.stations[sta as usize].rate, w.stations[sta as usize].per);
         let agg = w.aggregates(sta, ac);
         let ppdu_us = (w.timing.ppdu_ns(rate, Wifi::psdu(&a.frames, agg)) / 1000) as u32;
         if let Mac::FqMac { sched, .. } = &mut w.mac {
-            sched.register_airtime(sta as u32, ac, ppdu_us, now);
+            sched.register_airtime(sta as u32, ac, ppdu_us, 0, now);
         }
         if measuring {
             let s = &mut w.stations[sta as usize].stats;
@@ -615,7 +696,170 @@ impl World {
     }
 }
 
+/// A contender that lost counts its backoff down by the slots that passed after its
+/// AIFS until the winner's transmission began, `t` ns into the idle air.
+fn edca_count_down(backoff: &mut Option<u32>, aifs_ns: u64, t: u64, slot_ns: u64) {
+    if let Some(b) = backoff {
+        let slots = (t.saturating_sub(aifs_ns) / slot_ns).min(*b as u64) as u32;
+        *b -= slots;
+    }
+}
+
+/// The stations' own transmissions.
+impl World {
+    /// A frame from the stations' host for the air: it joins its station's queue, or
+    /// is dropped when that is full.
+    pub fn wifi_link_rx(&mut self, dev: DevId, id: u32) {
+        let sock = self.pkts.get(id).sock.idx();
+        let measuring = self.measuring();
+        let w = self.wifi_mut(dev);
+        let sta = w.sta_of_sock.get(sock).copied().unwrap_or(0) as usize;
+        if w.stations[sta].up.queue.len() >= w.uplink_queue_frames as usize {
+            if measuring {
+                w.stations[sta].stats.up_drops += 1;
+            }
+            self.kfree_skb(id);
+            return;
+        }
+        w.stations[sta].up.queue.push_back((id, 0));
+        w.uplink_frames += 1;
+        self.wifi_air_start(dev);
+    }
+
+    /// Station `sta` won the air after `wait_ns` of AIFS and backoff: an A-MPDU of the
+    /// frames at the head of its queue within the A-MPDU limits (a single frame for a
+    /// non-HT station) at its own rate, then the AP's BlockAck or ACK.
+    fn wifi_uplink_start(&mut self, dev: DevId, sta: u16, wait_ns: u64) {
+        let now = self.now;
+        let measuring = self.measuring();
+        let Driver::Wifi(w) = &mut self.devs[dev].driver else { unreachable!("device {dev} is a radio") };
+        let rate = w.stations[sta as usize].rate;
+        let agg = w.aggregates(sta, AC_BE);
+        let (mut n, mut padded, mut last) = (0u32, 0u32, 0u32);
+        for &(id, _) in &w.stations[sta as usize].up.queue {
+            let len = self.pkts.get(id).len - 14;
+            if !w.fits(agg, n, padded, len, rate) {
+                break;
+            }
+            padded += airtime::ampdu_subframe_len(len);
+            (n, last) = (n + 1, len);
+            if !agg {
+                break;
+            }
+        }
+        let psdu = if agg { padded - airtime::ampdu_subframe_len(last) + last + airtime::AMPDU_SUBFRAME_OVERHEAD } else { last + airtime::MPDU_OVERHEAD };
+        let edca = STA_EDCA[AC_BE];
+        let ctrl = w.ctrl_rate_for(sta);
+        let exchange = airtime::exchange_ns(&w.timing, &edca, rate, psdu, agg, ctrl) - w.timing.aifs_ns(edca.aifsn) + wait_ns;
+        let ppdu_ns = w.timing.ppdu_ns(rate, psdu);
+        w.air = Air::Sta { sta, n: n as u16, ppdu_us: (ppdu_ns / 1000) as u32 };
+        self.events.push(now + exchange, Event::Wire(dev));
+        if measuring {
+            let w = self.wifi_mut(dev);
+            w.busy_ns += exchange;
+            let s = &mut w.stations[sta as usize].stats;
+            s.air_ns += exchange;
+            s.rx_airtime_us += ppdu_ns / 1000;
+            s.up_ampdus += 1;
+        }
+    }
+
+    /// Station `sta`'s exchange of `n` frames is over: the AP charges the RX airtime
+    /// (`ieee80211_sta_register_airtime(sta, tid, 0, rx_airtime)`), the delivered
+    /// frames go up its receive side, lost ones go back to the head of the station's
+    /// queue (up to `retry_limit` attempts), and the air goes on.
+    fn wifi_uplink_done(&mut self, dev: DevId, sta: u16, n: u16, ppdu_us: u32) {
+        let now = self.now;
+        let measuring = self.measuring();
+        let w = self.wifi_mut(dev);
+        if let Mac::FqMac { sched, .. } = &mut w.mac {
+            sched.register_airtime(sta as u32, AC_BE, 0, ppdu_us, now);
+        }
+        let per = w.stations[sta as usize].per;
+        let mut lost = std::mem::take(&mut w.up_lost);
+        for _ in 0..n {
+            let Driver::Wifi(w) = &mut self.devs[dev].driver else { unreachable!("device {dev} is a radio") };
+            let (id, retries) = w.stations[sta as usize].up.queue.pop_front().expect("the frames on the air");
+            let ok = per <= 0.0 || w.rng.gen::<f64>() >= per;
+            if !ok && retries < w.retry_limit {
+                lost.push((id, retries + 1));
+                continue;
+            }
+            w.uplink_frames -= 1;
+            let s = &mut w.stations[sta as usize].stats;
+            if !ok {
+                s.up_failed += measuring as u64;
+                self.kfree_skb(id);
+                continue;
+            }
+            if measuring {
+                s.up_bytes += (self.pkts.get(id).len - 14) as u64;
+                s.up_frames += 1;
+            }
+            self.nic_rx(dev, id);
+        }
+        let w = self.wifi_mut(dev);
+        let up = &mut w.stations[sta as usize].up;
+        let e = STA_EDCA[AC_BE];
+        up.cw = if lost.len() == n as usize && n > 0 { (2 * up.cw + 1).min(e.cw_max) } else { e.cw_min };
+        for &f in lost.iter().rev() {
+            up.queue.push_front(f);
+        }
+        lost.clear();
+        w.up_lost = lost;
+        self.wifi_air_start(dev);
+    }
+}
+
 impl Wifi {
+    /// EDCA on an idle air between the AP (its highest AC with an aggregate) and each
+    /// station with a frame (best effort): each has a backoff counter, drawn from
+    /// `[0, CW]` when it has none; the one whose AIFS + backoff ends first wins and
+    /// draws anew next time, the others keep what is left of theirs. Returns the
+    /// winner and its AIFS + backoff, ns.
+    fn edca_contend(&mut self) -> Option<(Air, u64)> {
+        let slot = self.timing.slot_ns;
+        let ap_ac = (0..IEEE80211_NUM_ACS).find(|&ac| !self.hw[ac].is_empty());
+        let mut best: Option<(Air, u64)> = None;
+        if let Some(ac) = ap_ac {
+            let cw = self.cw[ac];
+            let bo = *self.ap_backoff.get_or_insert_with(|| self.rng.gen_range(0..=cw));
+            best = Some((Air::Ap(ac), self.timing.aifs_ns(AP_EDCA[ac].aifsn) + bo as u64 * slot));
+        }
+        let sta_aifs = self.timing.aifs_ns(STA_EDCA[AC_BE].aifsn);
+        if self.uplink_frames > 0 {
+            for (i, st) in self.stations.iter_mut().enumerate() {
+                if st.up.queue.is_empty() {
+                    continue;
+                }
+                let cw = st.up.cw;
+                let bo = *st.up.backoff.get_or_insert_with(|| self.rng.gen_range(0..=cw));
+                let t = sta_aifs + bo as u64 * slot;
+                if best.is_none_or(|(_, b)| t < b) {
+                    best = Some((Air::Sta { sta: i as u16, n: 0, ppdu_us: 0 }, t));
+                }
+            }
+        }
+        let (win, t) = best?;
+        if let Some(ac) = ap_ac {
+            if win == Air::Ap(ac) {
+                self.ap_backoff = None;
+            } else {
+                edca_count_down(&mut self.ap_backoff, self.timing.aifs_ns(AP_EDCA[ac].aifsn), t, slot);
+            }
+        }
+        if self.uplink_frames > 0 {
+            for (i, st) in self.stations.iter_mut().enumerate() {
+                if matches!(win, Air::Sta { sta, .. } if sta as usize == i) {
+                    st.up.backoff = None;
+                } else if !st.up.queue.is_empty() {
+                    edca_count_down(&mut st.up.backoff, sta_aifs, t, slot);
+                }
+            }
+        }
+        Some((win, t))
+    }
+
     /// `ieee80211_tx_dequeue()` from TXQ `txq` into `frames` within the A-MPDU limits;
     /// a frame that does not fit is held for the TXQ's next aggregate. Each frame is
     /// charged its AQL estimate.
@@ -706,7 +950,7 @@ pub fn jain(x: &[f64]) -> Option<f64> {
 /// The results' `wifi.*` metrics.
 impl World {
     /// Per station (`wifi.sta.N.*`, N in [[station]] order) and for the radio: what was
-    /// delivered, the air used, the waits above and below mac80211, the aggregates,
+    /// delivered each way, the air used (both ways), the waits above and below mac80211, the aggregates,
     /// AQL's pending airtime and the fq's and CoDel's counters.
     pub(crate) fn wifi_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
         let w = self.wifi(self.measured_txq.0);
@@ -724,6 +968,9 @@ impl World {
             set(format!("wifi.sta.{i}.tx_mbps"), mbps);
             set(format!("wifi.sta.{i}.airtime_pct"), 100.0 * s.air_ns as f64 / busy);
             set(format!("wifi.sta.{i}.tx_airtime_ms"), s.tx_airtime_us as f64 / 1000.0);
+            set(format!("wifi.sta.{i}.rx_mbps"), s.up_bytes as f64 * 8.0 / secs / 1e6);
+            set(format!("wifi.sta.{i}.rx_airtime_ms"), s.rx_airtime_us as f64 / 1000.0);
+            set(format!("wifi.sta.{i}.uplink_drops"), (s.up_drops + s.up_failed) as f64);
             set(format!("wifi.sta.{i}.ampdu_avg_subframes"), if s.ampdus == 0 { 0.0 } else { s.subframes as f64 / s.ampdus as f64 });
             set(format!("wifi.sta.{i}.tx_retries"), s.retries as f64);
             set(format!("wifi.sta.{i}.tx_failed"), s.failed as f64);
@@ -741,6 +988,7 @@ impl World {
                 air.push(s.air_ns as f64);
             }
             tot.rx_bytes += s.rx_bytes;
+            tot.up_bytes += s.up_bytes;
             tot.rx_frames += s.rx_frames;
             tot.ampdus += s.ampdus;
             tot.subframes += s.subframes;
@@ -748,6 +996,7 @@ impl World {
             tot.hw_wait_ns += s.hw_wait_ns;
         }
         set("wifi.tx_mbps".into(), tot.rx_bytes as f64 * 8.0 / secs / 1e6);
+        set("wifi.rx_mbps".into(), tot.up_bytes as f64 * 8.0 / secs / 1e6);
         set("wifi.busy_pct".into(), 100.0 * w.busy_ns as f64 / window_ns as f64);
         if let Some(j) = jain(&tput) {
             set("wifi.jain_throughput".into(), j);
