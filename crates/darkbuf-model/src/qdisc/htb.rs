@@ -410,6 +410,30 @@ struct ClassOpt {
     qdisc_params: Option<Params>,
 }
 
+/// tc's refusal of a rate that was given but is too low: below 8 bit/s it is 0
+/// bytes/s, which tc refuses as if no rate were given ("HTB: rate must be specified");
+/// and with the default burst (`default_burst`: none given), `rate / PSCHED_HZ + mtu`
+/// must take less than 274 s at the rate, or tc says "burst out of range" about a
+/// burst never written.
+fn check_given_rate(bits: u64, rate64: u64, default_burst: bool, mtu: u32) -> Result<(), ParamError> {
+    let min = if default_burst { min_rate_for_default_burst(mtu as u64) } else { 1 };
+    let too_low = rate64 == 0 || (default_burst && rate64 < min);
+    if too_low {
+        let why = if rate64 == 0 {
+            "below 1 byte/s, and tc keeps rates in bytes per second".to_string()
+        } else {
+            format!("the default burst (rate / {TC_PSCHED_HZ} + mtu = {} bytes) would take over 274 s to send", rate64 / TC_PSCHED_HZ + mtu as u64)
+        };
+        let with = if default_burst { format!(" with mtu = {mtu} and no burst") } else { String::new() };
+        return Err(invalid(
+            "rate",
+            format!("{bits}bit is too low: {why}"),
+            format!("a rate of at least {}bit{with}, e.g. \"10mbit\"", min * 8),
+        ));
+    }
+    Ok(())
+}
+
 /// `htb_parse_class_opt()`.
 fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
     let classid_s = p.take_str("classid")?;
@@ -469,26 +493,7 @@ fn parse_class(mut p: Params) -> Result<ClassOpt, ParamError> {
         }
     };
     if let Some(bits) = rate_bits {
-        // A rate that was given but is too low for tc: below 8 bit/s it is 0 bytes/s,
-        // which tc refuses as if no rate were given ("HTB: rate must be specified"); and
-        // without a burst, the default one (rate / PSCHED_HZ + mtu) must take less than
-        // 274 s at the rate, or tc says "burst out of range" about a burst never written.
-        let default_burst = buffer64 == 0;
-        let min = if default_burst { min_rate_for_default_burst(mtu as u64) } else { 1 };
-        let too_low = rate64 == 0 || (default_burst && rate64 < min);
-        if too_low {
-            let why = if rate64 == 0 {
-                "below 1 byte/s, and tc keeps rates in bytes per second".to_string()
-            } else {
-                format!("the default burst (rate / {TC_PSCHED_HZ} + mtu = {} bytes) would take over 274 s to send", rate64 / TC_PSCHED_HZ + mtu as u64)
-            };
-            let with = if default_burst { format!(" with mtu = {mtu} and no burst") } else { String::new() };
-            return Err(invalid(
-                "rate",
-                format!("{bits}bit is too low: {why}"),
-                format!("a rate of at least {}bit{with}, e.g. \"10mbit\"", min * 8),
-            ));
-        }
+        check_given_rate(bits, rate64, buffer64 == 0, mtu)?;
     }
     if rate64 == 0 {
         return Err(invalid(
