@@ -488,55 +488,187 @@ fn check_open_files(scn: &Scenario) -> Result<()> {
     )))
 }
 
-/// Runs `scn` once.
-pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> {
-    signals::install();
-    check_placement(scn)?;
-    check_open_files(scn)?;
-    let kv = KernelVersion::running();
-    if let Some(e) = interrupted() {
-        return Err(e);
+/// What every load tool of a run shares: the sending namespace, the far end's address,
+/// how long the load may run, and the stop flag.
+struct LoadCtx<'a> {
+    netns: String,
+    dst: std::net::Ipv4Addr,
+    run_for: Duration,
+    stop: &'a Arc<AtomicBool>,
+}
+
+/// The UDP floods, each pinned where the scenario puts its sending process.
+fn start_floods(floods: &[(usize, &darkbuf_scenario::UdpFlood)], ports: &[u16], l: &LoadCtx<'_>, tools: &mut Tools) {
+    let (run_for, stop) = (l.run_for, l.stop);
+    for (k, (i, u)) in floods.iter().enumerate() {
+        let rate = rate_pps(&u.rate, u.size);
+        let batch = match rate {
+            None => 32,
+            Some(r) => ((r / 1000.0) as usize).clamp(1, 32),
+        };
+        let max_packets = match rate {
+            Some(r) => (r * run_for.as_secs_f64() * 1.2) as u64 + 1000,
+            None => (5e6 * run_for.as_secs_f64()) as u64 + 1000,
+        };
+        let spec = FloodSpec {
+            netns: l.netns.clone(),
+            dst: l.dst,
+            dst_port: ports[k],
+            payload: u.size as usize,
+            rate_pps: rate,
+            flows: u.flows.max(1),
+            sndbuf: Some((u.sndbuf / 2).min(i32::MAX as u64 / 2) as u32),
+            priority: u.priority,
+            tos: (u.dscp << 2) | (u.ecn & 3),
+            max_packets,
+            duration: run_for,
+            batch,
+            max_pacing_rate: u.max_pacing_rate.map(|b| b / 8),
+        };
+        // Pinned where the scenario puts the sending process (traffic.N.cpu, default 0).
+        tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(u.cpu as usize), stop.clone())));
     }
-    let t_start = Instant::now();
-    let seq = RUN_SEQ.fetch_add(1, Ordering::SeqCst);
-    let names = Names::for_run(seq);
-    let floods: Vec<(usize, &darkbuf_scenario::UdpFlood)> = scn
-        .traffic
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| match t {
-            Traffic::Udp(u) => Some((i, u)),
-            _ => None,
-        })
-        .collect();
-    let pings: Vec<&darkbuf_scenario::Ping> = scn
-        .traffic
-        .iter()
-        .filter_map(|t| match t {
-            Traffic::Ping(p) => Some(p),
-            _ => None,
-        })
-        .collect();
-    let ports: Vec<u16> = (0..floods.len()).map(|k| FLOOD_PORT_BASE + k as u16).collect();
-    let o = Options::for_machine(opts.rule_scope, ports.clone());
-    let mut notes = Vec::new();
-    if crate::online_cpus() < 2 {
-        notes.push("one CPU: producer and consumer share it".into());
+}
+
+/// One prober per ping entry, pinned to its CPU; over veth with `--probe-trace`, the far
+/// end's tracepoints for the first one's probes.
+fn start_probers(
+    scn: &Scenario,
+    opts: &RunOpts,
+    pings: &[&darkbuf_scenario::Ping],
+    names: &Names,
+    l: &LoadCtx<'_>,
+    tools: &mut Tools,
+    notes: &mut Vec<String>,
+) -> Option<std::result::Result<ProbeTrace, String>> {
+    let (run_for, stop, dst) = (l.run_for, l.stop, l.dst);
+    let mut probe_trace: Option<std::result::Result<ProbeTrace, String>> = None;
+    for (n, p) in pings.iter().enumerate() {
+        let interval = Duration::from_nanos(p.interval_ns.max(1_000));
+        let count = (run_for.as_nanos() / interval.as_nanos()).max(1) as u64;
+        let spec = ProbeSpec {
+            netns: l.netns.clone(),
+            dst,
+            kind: ProbeKind::Icmp,
+            interval,
+            count,
+            timeout: PROBE_TIMEOUT,
+            payload: p.size as usize,
+        };
+        // Pinned to the ping's CPU, as the simulator's pinger is: which CPU the prober runs
+        // on decides who wins a slot a full qdisc frees (docs/ping-loss-full-pfifo.md).
+        let probe_opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
+        // Over veth the far end's kernel answers: its tracepoints say when the first
+        // pinger's requests left the ring and when the replies were sent (probe_trace.rs).
+        if n == 0 && scn.device.driver == Driver::Veth && opts.probe_trace {
+            let ip_len = 20 + 8 + (spec.payload as u32).max(16);
+            probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
+            // The trace tells pinger 0's requests by their length: another pinger's of
+            // the same length are strays among them.
+            let same: Vec<String> = (1..pings.len()).filter(|&k| pings[k].size.max(16) == p.size.max(16)).map(|k| format!("ping.{k}")).collect();
+            if !same.is_empty() {
+                notes.push(format!(
+                    "--probe-trace follows ping.0's requests by their length, and {} send the same length: give ping.0 a size of its own",
+                    same.join(", ")
+                ));
+            }
+        }
+        tools.probers.push(load::spawn_prober_with(spec, probe_opts, stop.clone()));
+    }
+    probe_trace
+}
+
+/// irtt: a stamping server in the receiving namespace (over a tap, the tap's reader
+/// answers) and a client where the scenario puts it, per entry; their start and stop
+/// are run times, as the floods'.
+fn start_irtt(scn: &Scenario, names: &Names, l: &LoadCtx<'_>, server_cpu: usize, load_t0: u64, tool_bound: Duration, tools: &mut Tools) -> Result<()> {
+    let (run_for, stop, dst) = (l.run_for, l.stop, l.dst);
+    for r in scn.traffic.iter().filter_map(|t| if let Traffic::Irtt(r) = t { Some(r) } else { None }) {
+        let tos = r.dscp << 2;
+        let (port, sh) = if scn.device.driver == Driver::Tun {
+            (TAP_IRTT_PORT, None)
+        } else {
+            let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: tool_bound + PROBE_TIMEOUT * 2 };
+            let (port, sh) = load::spawn_irtt_server(server, Some(server_cpu), tools.irtt_stop.clone());
+            let Some(port) = port else {
+                let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+                return Err(KernelError::Internal(format!("the irtt server: {e}")));
+            };
+            (port, Some(sh))
+        };
+        let client = load::IrttClientSpec {
+            netns: l.netns.clone(),
+            dst,
+            port,
+            interval: Duration::from_nanos(r.interval_ns),
+            payload: (r.length.max(darkbuf_scenario::IRTT_MIN_LENGTH)) as usize,
+            tos,
+            start_mono_ns: load_t0 + r.start_ns,
+            stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(run_for.as_nanos() as u64).min(run_for.as_nanos() as u64),
+            timeout: PROBE_TIMEOUT,
+        };
+        let ch = load::spawn_irtt_client(client, Some(r.cpu as usize), stop.clone());
+        tools.irtt.push((ch, sh));
     }
 
-    let mut topo = Topology::create(names.clone(), scn.device.driver)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
-    let warmup = Duration::from_nanos(scn.warmup_ns);
+    Ok(())
+}
+
+/// The measured window after snapshot `a`: the samples every `sample_interval`, until
+/// `duration` has passed; a queue that holds packets but sends none for
+/// [`STALL_AFTER`] is an error, and so is a signal.
+fn sample_window(scn: &Scenario, reader: &Reader, a: &Snapshot, bql: bool, stop: &Arc<AtomicBool>) -> Result<Vec<Sample>> {
     let duration = Duration::from_nanos(scn.duration_ns);
-    let total = warmup + duration;
-    // Tools that wait for the stop flag get `total + MAX_LOAD_TAIL` as their bound; the
-    // load itself runs for `run_for` (below), past snapshot B.
-    let tool_bound = total + MAX_LOAD_TAIL;
-    let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
+    let t_a = a.at.unwrap_or_else(Instant::now);
+    let interval = if scn.sample_interval_ns > 0 { Duration::from_nanos(scn.sample_interval_ns) } else { DEFAULT_SAMPLE };
+    let mut samples: Vec<Sample> = Vec::new();
+    let end = t_a + duration;
+    // A queue that holds packets but sends none for STALL_AFTER is stuck.
+    let mut progress = (t_a, a.qdisc.as_ref().map(|q| q.packets));
+    let mut next = t_a + interval.min(duration);
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        let wait = next.min(end).saturating_duration_since(now);
+        if !signals::sleep_unless_signalled(wait, stop) {
+            return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped".into())));
+        }
+        if Instant::now() >= end {
+            break;
+        }
+        let mut s = reader.sample(bql, scn.device.tx_queues);
+        s.t_ms = t_a.elapsed().as_secs_f64() * 1e3;
+        if s.sent != progress.1 || s.qlen == Some(0) {
+            progress = (Instant::now(), s.sent);
+        } else if progress.0.elapsed() >= STALL_AFTER && s.qlen.is_some() {
+            return Err(stall_error(scn, s.qlen.unwrap_or(0), progress.0.elapsed()));
+        }
+        samples.push(s);
+        next += interval;
+    }
+    Ok(samples)
+}
 
-    // Devices, and the consumer side.
-    let (dst, tx_ns, tx_dev) = match scn.device.driver {
+/// The devices and the consumer side: the veth pair (and `[lan]`'s client) with a sink
+/// per flood in the receiving namespace, or the tap with its reader. Returns the far
+/// end's address, the sending namespace and the measured device.
+#[allow(clippy::too_many_arguments)]
+fn setup_devices(
+    scn: &Scenario,
+    o: &Options,
+    kv: KernelVersion,
+    topo: &mut Topology,
+    floods: &[(usize, &darkbuf_scenario::UdpFlood)],
+    ports: &[u16],
+    tool_bound: Duration,
+    stop: &Arc<AtomicBool>,
+    tools: &mut Tools,
+) -> Result<(std::net::Ipv4Addr, String, String)> {
+    let names = topo.names.clone();
+    let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
+    Ok(match scn.device.driver {
         Driver::Veth => {
             topo.setup_veth(scn, &o, kv)?;
             // [lan]: a client namespace behind this one, which now routes.
@@ -556,7 +688,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
                     let e = h.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
                     return Err(KernelError::Internal(format!("starting the sink: {e}")));
                 }
-                guard.tools.sinks.push((*i, h));
+                tools.sinks.push((*i, h));
             }
             (topo::VETH_RX_ADDR, topo.near_ns(), names.dev_tx.clone())
         }
@@ -572,11 +704,107 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
             let reader = load::create_tap_reader_with(spec, load::TapOpts { cpu: Some(o.consumer_cpu), persist: false }, stop.clone())
                 .map_err(|e| KernelError::Unavailable(format!("creating the tap (/dev/net/tun): {e}")))?;
             topo.configure_tap(scn, kv)?;
-            guard.tools.tap = Some(reader.start());
+            tools.tap = Some(reader.start());
             (topo::TAP_PEER_ADDR, names.ns_tx.clone(), names.tap.clone())
         }
         _ => unreachable!("preflight refuses every driver but veth and tun"),
-    };
+    })
+}
+
+/// The NAPI poll counter started beside the setup (veth only), or why `napi.*` are null.
+fn join_poll_counter(
+    start: Option<JoinHandle<std::result::Result<NapiPollCounter, String>>>,
+    unavailable: &mut BTreeMap<String, String>,
+) -> Option<NapiPollCounter> {
+    match start?.join().unwrap_or_else(|_| Err("the thread that set it up panicked".into())) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
+                unavailable.insert(k.into(), format!("napi:napi_poll tracepoint unavailable: {e}"));
+            }
+            None
+        }
+    }
+}
+
+/// After snapshot B: a note if another run was active, the tools stopped and joined
+/// (the NAPI counter's tracing instances dropped meanwhile, the probe trace read), the
+/// topology torn down, and with `DARKBUF_TIMING` each phase's seconds (`t`: the run's
+/// start, devices made, setup done, window over, snapshot B taken).
+fn stop_and_teardown(
+    guard: &mut StopGuard,
+    poll_counter: Option<NapiPollCounter>,
+    probe_trace: Option<std::result::Result<ProbeTrace, String>>,
+    topo: &mut Topology,
+    t: [Instant; 5],
+    notes: &mut Vec<String>,
+) -> Joined {
+    let [t_start, t_devices, t_setup, t_window, t_b] = t;
+    let others = crate::names::other_active_runs();
+    if !others.is_empty() {
+        notes.push(another_run_note(&others, "during this run"));
+    }
+    // The tracing instances go while the tools stop.
+    let counter_gone = std::thread::spawn(move || drop(poll_counter));
+    let mut joined = guard.tools.stop_and_join(&guard.stop);
+    joined.far_end = probe_trace.map(|t| t.and_then(ProbeTrace::finish));
+    let _ = counter_gone.join();
+    for e in &joined.errors {
+        notes.push(e.clone());
+    }
+    let t_join = Instant::now();
+    let teardown_errors = topo.teardown();
+    for e in teardown_errors {
+        notes.push(format!("teardown: {e}"));
+    }
+    if std::env::var_os(TIMING_ENV).is_some() {
+        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+        notes.push(format!(
+            "timing: setup {:.2} s (namespaces and devices {:.2} s), warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
+            s(t_start, t_setup),
+            s(t_start, t_devices),
+            s(t_setup, t_window),
+            s(t_window, t_b),
+            s(t_b, t_join),
+            s(t_join, Instant::now())
+        ));
+    }
+    joined
+}
+
+/// Runs `scn` once.
+pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> {
+    signals::install();
+    check_placement(scn)?;
+    check_open_files(scn)?;
+    let kv = KernelVersion::running();
+    if let Some(e) = interrupted() {
+        return Err(e);
+    }
+    let t_start = Instant::now();
+    let seq = RUN_SEQ.fetch_add(1, Ordering::SeqCst);
+    let names = Names::for_run(seq);
+    let floods: Vec<(usize, &darkbuf_scenario::UdpFlood)> =
+        scn.traffic.iter().enumerate().filter_map(|(i, t)| if let Traffic::Udp(u) = t { Some((i, u)) } else { None }).collect();
+    let pings: Vec<&darkbuf_scenario::Ping> = scn.traffic.iter().filter_map(|t| if let Traffic::Ping(p) = t { Some(p) } else { None }).collect();
+    let ports: Vec<u16> = (0..floods.len()).map(|k| FLOOD_PORT_BASE + k as u16).collect();
+    let o = Options::for_machine(opts.rule_scope, ports.clone());
+    let mut notes = Vec::new();
+    if crate::online_cpus() < 2 {
+        notes.push("one CPU: producer and consumer share it".into());
+    }
+
+    let mut topo = Topology::create(names.clone(), scn.device.driver)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
+    let warmup = Duration::from_nanos(scn.warmup_ns);
+    let duration = Duration::from_nanos(scn.duration_ns);
+    let total = warmup + duration;
+    // Tools that wait for the stop flag get `total + MAX_LOAD_TAIL` as their bound; the
+    // load itself runs for `run_for` (below), past snapshot B.
+    let tool_bound = total + MAX_LOAD_TAIL;
+    // Devices, and the consumer side.
+    let (dst, tx_ns, tx_dev) = setup_devices(scn, &o, kv, &mut topo, &floods, &ports, tool_bound, &stop, &mut guard.tools)?;
     notes.append(&mut topo.report.notes);
     let t_devices = Instant::now();
     // NAPI poll counting (veth only): its tracing instances are made while the rest is
@@ -615,121 +843,18 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
-    let poll_counter = match scn.device.driver {
-        Driver::Veth => match poll_counter_start.map_or_else(
-            || Err("not started".to_string()),
-            |h| h.join().unwrap_or_else(|_| Err("the thread that set it up panicked".into())),
-        ) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                for k in ["napi.polls", "napi.avg_work", "napi.full_budget_polls"] {
-                    unavailable.insert(k.into(), format!("napi:napi_poll tracepoint unavailable: {e}"));
-                }
-                None
-            }
-        },
-        Driver::Tun => None,
-        _ => unreachable!("preflight refuses every driver but veth and tun"),
-    };
+    let poll_counter = join_poll_counter(poll_counter_start, &mut unavailable);
 
     // Load.
-    for (k, (i, u)) in floods.iter().enumerate() {
-        let rate = rate_pps(&u.rate, u.size);
-        let batch = match rate {
-            None => 32,
-            Some(r) => ((r / 1000.0) as usize).clamp(1, 32),
-        };
-        let max_packets = match rate {
-            Some(r) => (r * run_for.as_secs_f64() * 1.2) as u64 + 1000,
-            None => (5e6 * run_for.as_secs_f64()) as u64 + 1000,
-        };
-        let spec = FloodSpec {
-            netns: tx_ns.clone(),
-            dst,
-            dst_port: ports[k],
-            payload: u.size as usize,
-            rate_pps: rate,
-            flows: u.flows.max(1),
-            sndbuf: Some((u.sndbuf / 2).min(i32::MAX as u64 / 2) as u32),
-            priority: u.priority,
-            tos: (u.dscp << 2) | (u.ecn & 3),
-            max_packets,
-            duration: run_for,
-            batch,
-            max_pacing_rate: u.max_pacing_rate.map(|b| b / 8),
-        };
-        // Pinned where the scenario puts the sending process (traffic.N.cpu, default 0).
-        let _ = o.producer_cpu;
-        guard.tools.floods.push((*i, load::spawn_flood_pinned(spec, Some(u.cpu as usize), stop.clone())));
-    }
+    let lc = LoadCtx { netns: tx_ns.clone(), dst, run_for, stop: &stop };
+    start_floods(&floods, &ports, &lc, &mut guard.tools);
     // TCP senders: their clocks start with the other load's (start/stop are run times).
     if has_tcp {
         load::sleep_until_ns(load_t0);
     }
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, run_for, grid_t0, &stop);
-    let mut probe_trace: Option<std::result::Result<ProbeTrace, String>> = None;
-    for (n, p) in pings.iter().enumerate() {
-        let interval = Duration::from_nanos(p.interval_ns.max(1_000));
-        let count = (run_for.as_nanos() / interval.as_nanos()).max(1) as u64;
-        let spec = ProbeSpec {
-            netns: tx_ns.clone(),
-            dst,
-            kind: ProbeKind::Icmp,
-            interval,
-            count,
-            timeout: PROBE_TIMEOUT,
-            payload: p.size as usize,
-        };
-        // Pinned to the ping's CPU, as the simulator's pinger is: which CPU the prober runs
-        // on decides who wins a slot a full qdisc frees (docs/ping-loss-full-pfifo.md).
-        let probe_opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
-        // Over veth the far end's kernel answers: its tracepoints say when the first
-        // pinger's requests left the ring and when the replies were sent (probe_trace.rs).
-        if n == 0 && scn.device.driver == Driver::Veth && opts.probe_trace {
-            let ip_len = 20 + 8 + (spec.payload as u32).max(16);
-            probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
-            // The trace tells pinger 0's requests by their length: another pinger's of
-            // the same length are strays among them.
-            let same: Vec<String> = (1..pings.len()).filter(|&k| pings[k].size.max(16) == p.size.max(16)).map(|k| format!("ping.{k}")).collect();
-            if !same.is_empty() {
-                notes.push(format!(
-                    "--probe-trace follows ping.0's requests by their length, and {} send the same length: give ping.0 a size of its own",
-                    same.join(", ")
-                ));
-            }
-        }
-        guard.tools.probers.push(load::spawn_prober_with(spec, probe_opts, stop.clone()));
-    }
-    // irtt: a stamping server in the receiving namespace (over a tap, the tap's reader
-    // answers) and a client where the scenario puts it, per entry; their start and stop
-    // are run times, as the floods'.
-    for r in scn.traffic.iter().filter_map(|t| if let Traffic::Irtt(r) = t { Some(r) } else { None }) {
-        let tos = r.dscp << 2;
-        let (port, sh) = if scn.device.driver == Driver::Tun {
-            (TAP_IRTT_PORT, None)
-        } else {
-            let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: tool_bound + PROBE_TIMEOUT * 2 };
-            let (port, sh) = load::spawn_irtt_server(server, Some(o.consumer_cpu), guard.tools.irtt_stop.clone());
-            let Some(port) = port else {
-                let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
-                return Err(KernelError::Internal(format!("the irtt server: {e}")));
-            };
-            (port, Some(sh))
-        };
-        let client = load::IrttClientSpec {
-            netns: tx_ns.clone(),
-            dst,
-            port,
-            interval: Duration::from_nanos(r.interval_ns),
-            payload: (r.length.max(darkbuf_scenario::IRTT_MIN_LENGTH)) as usize,
-            tos,
-            start_mono_ns: load_t0 + r.start_ns,
-            stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(run_for.as_nanos() as u64).min(run_for.as_nanos() as u64),
-            timeout: PROBE_TIMEOUT,
-        };
-        let ch = load::spawn_irtt_client(client, Some(r.cpu as usize), stop.clone());
-        guard.tools.irtt.push((ch, sh));
-    }
+    let probe_trace = start_probers(scn, opts, &pings, &names, &lc, &mut guard.tools, &mut notes);
+    start_irtt(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
 
     // Warmup, then the measured window.
     let t_setup = Instant::now();
@@ -737,36 +862,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
     let a = reader.snapshot(poll_counter.as_ref(), false);
-    let t_a = a.at.unwrap_or_else(Instant::now);
-    let interval = if scn.sample_interval_ns > 0 { Duration::from_nanos(scn.sample_interval_ns) } else { DEFAULT_SAMPLE };
     let bql = topo.report.bql_present;
-    let mut samples: Vec<Sample> = Vec::new();
-    let end = t_a + duration;
-    // A queue that holds packets but sends none for STALL_AFTER is stuck.
-    let mut progress = (t_a, a.qdisc.as_ref().map(|q| q.packets));
-    let mut next = t_a + interval.min(duration);
-    loop {
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        let wait = next.min(end).saturating_duration_since(now);
-        if !signals::sleep_unless_signalled(wait, &stop) {
-            return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped".into())));
-        }
-        if Instant::now() >= end {
-            break;
-        }
-        let mut s = reader.sample(bql, scn.device.tx_queues);
-        s.t_ms = t_a.elapsed().as_secs_f64() * 1e3;
-        if s.sent != progress.1 || s.qlen == Some(0) {
-            progress = (Instant::now(), s.sent);
-        } else if progress.0.elapsed() >= STALL_AFTER && s.qlen.is_some() {
-            return Err(stall_error(scn, s.qlen.unwrap_or(0), progress.0.elapsed()));
-        }
-        samples.push(s);
-        next += interval;
-    }
+    let samples = sample_window(scn, &reader, &a, bql, &stop)?;
     let t_window = Instant::now();
     let b = reader.snapshot(poll_counter.as_ref(), true);
     let t_b = Instant::now();
@@ -776,35 +873,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let qlen = b.qdiscs.iter().filter(|(h, _)| stalled.contains(h)).map(|(_, q)| q.qlen).max().unwrap_or(0);
         return Err(stall_error(scn, qlen, held));
     }
-    let others = crate::names::other_active_runs();
-    if !others.is_empty() {
-        notes.push(another_run_note(&others, "during this run"));
-    }
-    // The tracing instances go while the tools stop.
-    let counter_gone = std::thread::spawn(move || drop(poll_counter));
-    let mut joined = guard.tools.stop_and_join(&stop);
-    joined.far_end = probe_trace.map(|t| t.and_then(ProbeTrace::finish));
-    let _ = counter_gone.join();
-    for e in &joined.errors {
-        notes.push(e.clone());
-    }
-    let t_join = Instant::now();
-    let teardown_errors = topo.teardown();
-    for e in teardown_errors {
-        notes.push(format!("teardown: {e}"));
-    }
-    if std::env::var_os(TIMING_ENV).is_some() {
-        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
-        notes.push(format!(
-            "timing: setup {:.2} s (namespaces and devices {:.2} s), warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
-            s(t_start, t_setup),
-            s(t_start, t_devices),
-            s(t_setup, t_window),
-            s(t_window, t_b),
-            s(t_b, t_join),
-            s(t_join, Instant::now())
-        ));
-    }
+    let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, &mut topo, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
     if let Some(e) = interrupted() {
         return Err(e);
     }
