@@ -9,6 +9,10 @@ use crate::dev::sch::QdiscInst;
 use crate::sock::tcp::IPERF_INTERVAL_NS;
 use crate::sock::SockKind;
 use crate::world::World;
+use crate::drivers::wifi::{Mac, TIDS};
+use darkbuf_model::mac80211::airtime::PhyRate;
+use darkbuf_model::mac80211::fq::Fq;
+use darkbuf_model::mac80211::sched::{AirtimeSched, AIRTIME_USE_RX, AIRTIME_USE_TX};
 use darkbuf_model::qdisc::Qdisc;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -31,6 +35,7 @@ impl World {
         if !self.metrics.queue_changes.is_empty() {
             out.insert("bpftrace count_queue_index_changes.bt (seed 001)".to_string(), self.queue_change_maps());
         }
+        self.drv_printouts(DevId(0), &mut out);
         out
     }
 
@@ -215,6 +220,195 @@ fn adaptive(mut v: f64, base: f64, units: [&str; 5]) -> String {
         format!("{v:4.0}")
     };
     format!("{n} {}", units[i])
+}
+
+/// The radio's printouts (`driver = "wifi"`): `iw dev wlan0 station dump` (iw's
+/// station.c `print_sta_handler()`) and mac80211's debugfs files (net/mac80211/debugfs.c
+/// and debugfs_sta.c), in their exact layouts, from the counters at the end of the run
+/// (since the radio came up, as the kernel keeps them). Station N's address is the
+/// locally administered `02:00:00:00:00:NN`.
+impl World {
+    pub(crate) fn wifi_printouts(&self, dev: DevId, out: &mut BTreeMap<String, String>) {
+        let w = self.wifi(dev);
+        let name = self.dev_name(dev);
+        out.insert(format!("iw dev {name} station dump"), self.iw_station_dump(dev));
+        let phy = "/sys/kernel/debug/ieee80211/phy0";
+        let Mac::FqMac { fq, sched, .. } = &w.mac else { return };
+        out.insert(format!("cat {phy}/aqm"), debugfs_aqm(fq));
+        out.insert(format!("cat {phy}/airtime_flags"), debugfs_airtime_flags(sched.airtime_flags));
+        out.insert(format!("cat {phy}/aql_txq_limit"), debugfs_aql_txq_limit(sched));
+        out.insert(format!("cat {phy}/aql_pending"), debugfs_aql_pending(sched));
+        out.insert(format!("cat {phy}/aql_threshold"), format!("{}\n", sched.aql_threshold));
+        out.insert(format!("cat {phy}/aql_enable"), format!("{}\n", sched.aql as u8));
+        for file in ["aqm", "airtime", "aql"] {
+            let mut s = String::new();
+            for i in 0..w.stations.len() {
+                let body = match file {
+                    "aqm" => self.debugfs_sta_aqm(dev, i),
+                    "airtime" => debugfs_sta_airtime(sched, i),
+                    _ => debugfs_sta_aql(sched, i),
+                };
+                // tail -n +1 FILE...: a header per file, a blank line between files.
+                let sep = if i == 0 { "" } else { "\n" };
+                let _ = write!(s, "{sep}==> {phy}/netdev:{name}/stations/{}/{file} <==\n{body}", sta_mac(i));
+            }
+            out.insert(format!("tail -n +1 {phy}/netdev:{name}/stations/*/{file}"), s);
+        }
+    }
+
+    /// `iw dev wlan0 station dump`: the attributes mac80211's `sta_set_sinfo()` fills
+    /// for what the model has (no signal, no beacons, no rate control's expected
+    /// throughput); iw prints only the attributes present. `tx duration` / `rx duration`
+    /// are the airtime sums mac80211 keeps for airtime fairness (absent on the old path).
+    fn iw_station_dump(&self, dev: DevId) -> String {
+        let w = self.wifi(dev);
+        let now_ms = self.now / 1_000_000;
+        let mut s = String::new();
+        for (i, st) in w.stations.iter().enumerate() {
+            let c = &st.total;
+            let rate = iw_bitrate(st.rate);
+            let _ = write!(s, "Station {} (on {})", sta_mac(i), self.dev_name(dev));
+            for (k, v) in [("authorized", "yes"), ("authenticated", "yes"), ("associated", "yes"), ("preamble", "long"), ("WMM/WME", "yes"), ("MFP", "no"), ("TDLS peer", "no")] {
+                let tab = if k == "MFP" { "\t\t" } else { "\t" };
+                let _ = write!(s, "\n\t{k}:{tab}{v}");
+            }
+            let inactive = c.last_active_ns.map_or(now_ms, |t| (self.now - t) / 1_000_000);
+            let _ = write!(s, "\n\tinactive time:\t{inactive} ms");
+            let _ = write!(s, "\n\trx bytes:\t{}\n\trx packets:\t{}", c.rx_bytes, c.rx_packets);
+            let _ = write!(s, "\n\ttx bytes:\t{}\n\ttx packets:\t{}", c.tx_bytes, c.tx_packets);
+            let _ = write!(s, "\n\ttx retries:\t{}\n\ttx failed:\t{}", c.tx_retries, c.tx_failed);
+            // The AP drops nothing it receives (rx_stats.dropped): always 0.
+            let _ = write!(s, "\n\trx drop misc:\t0");
+            let _ = write!(s, "\n\ttx bitrate:\t{rate}");
+            let airtime = match &w.mac {
+                Mac::FqMac { sched, .. } => Some(&sched.stas[i]),
+                Mac::Fifo { .. } => None,
+            };
+            if let Some(a) = airtime {
+                let _ = write!(s, "\n\ttx duration:\t{} us", a.airtime.iter().map(|x| x.tx_airtime).sum::<u64>());
+            }
+            let _ = write!(s, "\n\trx bitrate:\t{rate}");
+            if let Some(a) = airtime {
+                let _ = write!(s, "\n\trx duration:\t{} us", a.airtime.iter().map(|x| x.rx_airtime).sum::<u64>());
+                let _ = write!(s, "\n\tairtime weight: {}", a.airtime_weight);
+            }
+            let _ = write!(s, "\n\tconnected time:\t{} seconds", self.now / 1_000_000_000);
+            let _ = writeln!(s, "\n\tcurrent time:\t{now_ms} ms");
+        }
+        s
+    }
+
+    /// debugfs `stations/<mac>/aqm` (`sta_aqm_read()`): a line per TXQ, data TIDs 0-15
+    /// (the model's frames use 0-7). The CoDel parameter line exists while stations had
+    /// their own (`codel_slow_station`, 2016-2025); flags: RUN, and AMPDU once an HT
+    /// station's TID has a BlockAck session (from its first frame, not on VO). NO-AMSDU
+    /// depends on the station's ADDBA response and is left out.
+    fn debugfs_sta_aqm(&self, dev: DevId, sta: usize) -> String {
+        let w = self.wifi(dev);
+        let Mac::FqMac { fq, cparams, slow_cparams, .. } = &w.mac else { return String::new() };
+        let rate = w.stations[sta].rate;
+        let mut s = String::new();
+        if let Some(slow) = slow_cparams {
+            let p = if rate.kbps() < 6000 * w.stations.len() as u64 { slow } else { cparams };
+            let us = |t: u32| darkbuf_model::qdisc::codel::codel_time_to_us(t);
+            let _ = writeln!(s, "target {}us interval {}us ecn {}", us(p.target), us(p.interval), if p.ecn { "yes" } else { "no" });
+        }
+        let _ = writeln!(s, "tid ac backlog-bytes backlog-packets new-flows drops marks overlimit collisions tx-bytes tx-packets flags");
+        for tid in 0..16u32 {
+            let ac = darkbuf_model::mac80211::ac_from_tid((tid & 7) as u8);
+            let t = (tid < TIDS).then(|| &fq.tins[(sta as u32 * TIDS + tid) as usize]);
+            let (bb, bp, fl, dr, mk, ol, co, tb, tp) = t.map_or((0, 0, 0, 0, 0, 0, 0, 0, 0), |t| {
+                (t.backlog_bytes, t.backlog_packets, t.flows, t.codel_drops as u32, t.cstats.ecn_mark, t.overlimit, t.collisions, t.tx_bytes, t.tx_packets)
+            });
+            // IEEE80211_AC_VO (0) is never aggregated.
+            let ampdu = rate.is_ht() && ac != 0 && tp > 0;
+            let flags = if ampdu { 1u32 << IEEE80211_TXQ_AMPDU } else { 0 };
+            let _ = writeln!(s, "{tid} {ac} {bb} {bp} {fl} {dr} {mk} {ol} {co} {tb} {tp} 0x{flags:x}(RUN{})", if ampdu { " AMPDU" } else { "" });
+        }
+        s
+    }
+}
+
+/// `IEEE80211_TXQ_AMPDU`: the bit of `txq_info.flags` set while the TID has a TX
+/// BlockAck session.
+const IEEE80211_TXQ_AMPDU: u32 = 1;
+
+/// Station `i`'s MAC address.
+fn sta_mac(i: usize) -> String {
+    format!("02:00:00:00:{:02x}:{:02x}", (i >> 8) & 0xff, i & 0xff)
+}
+
+/// iw's `parse_bitrate()`: the rate in units of 100 kbit/s (`cfg80211_calculate_bitrate()`),
+/// then the MCS, the width and the guard interval.
+fn iw_bitrate(rate: PhyRate) -> String {
+    let r = rate.kbps() / 100;
+    let mut s = format!("{}.{} MBit/s", r / 10, r % 10);
+    if let PhyRate::Ht { mcs, ht40, sgi } = rate {
+        let _ = write!(s, " MCS {mcs}");
+        if ht40 {
+            s += " 40MHz";
+        }
+        if sgi {
+            s += " short GI";
+        }
+    }
+    s
+}
+
+/// debugfs `phyN/aqm` (`aqm_read()`). The kernel passes `fq->overmemory` for the line
+/// it labels `fq_overlimit` and `fq->overlimit` for `fq_overmemory`, and so does this.
+fn debugfs_aqm(fq: &Fq) -> String {
+    format!(
+        "access name value\nR fq_flows_cnt {}\nR fq_backlog {}\nR fq_overlimit {}\nR fq_overmemory {}\nR fq_collisions {}\nR fq_memory_usage {}\nRW fq_memory_limit {}\nRW fq_limit {}\nRW fq_quantum {}\n",
+        fq.flows_cnt, fq.backlog, fq.overmemory, fq.overlimit, fq.collisions, fq.memory_usage, fq.memory_limit, fq.limit, fq.quantum
+    )
+}
+
+/// debugfs `phyN/airtime_flags` (`airtime_flags_read()`).
+fn debugfs_airtime_flags(flags: u16) -> String {
+    let mut s = String::new();
+    if flags & AIRTIME_USE_TX != 0 {
+        let _ = writeln!(s, "AIRTIME_TX\t({AIRTIME_USE_TX:x})");
+    }
+    if flags & AIRTIME_USE_RX != 0 {
+        let _ = writeln!(s, "AIRTIME_RX\t({AIRTIME_USE_RX:x})");
+    }
+    s
+}
+
+/// debugfs `phyN/aql_txq_limit` (`aql_txq_limit_read()`): the same limits on every AC.
+fn debugfs_aql_txq_limit(sched: &AirtimeSched) -> String {
+    let mut s = "AC\tAQL limit low\tAQL limit high\n".to_string();
+    for ac in ["VO", "VI", "BE", "BK"] {
+        let _ = writeln!(s, "{ac}\t{}\t\t{}", sched.aql_limit_low, sched.aql_limit_high);
+    }
+    s
+}
+
+/// debugfs `phyN/aql_pending` (`aql_pending_read()`).
+fn debugfs_aql_pending(sched: &AirtimeSched) -> String {
+    let p = &sched.aql_ac_pending;
+    format!("AC     AQL pending\nVO     {} us\nVI     {} us\nBE     {} us\nBK     {} us\ntotal  {} us\n", p[0], p[1], p[2], p[3], sched.aql_total_pending)
+}
+
+/// debugfs `stations/<mac>/airtime` (`sta_airtime_read()`, the deficit round robin's).
+fn debugfs_sta_airtime(sched: &AirtimeSched, sta: usize) -> String {
+    let a = &sched.stas[sta];
+    let rx: u64 = a.airtime.iter().map(|x| x.rx_airtime).sum();
+    let tx: u64 = a.airtime.iter().map(|x| x.tx_airtime).sum();
+    let d = |ac: usize| a.airtime[ac].deficit;
+    format!("RX: {rx} us\nTX: {tx} us\nWeight: {}\nDeficit: VO: {} us VI: {} us BE: {} us BK: {} us\n", a.airtime_weight, d(0), d(1), d(2), d(3))
+}
+
+/// debugfs `stations/<mac>/aql` (`sta_aql_read()`).
+fn debugfs_sta_aql(sched: &AirtimeSched, sta: usize) -> String {
+    let a = &sched.stas[sta].airtime;
+    format!(
+        "Q depth: VO: {} us VI: {} us BE: {} us BK: {} us\nQ limit[low/high]: VO: {}/{} VI: {}/{} BE: {}/{} BK: {}/{}\n",
+        a[0].aql_tx_pending, a[1].aql_tx_pending, a[2].aql_tx_pending, a[3].aql_tx_pending,
+        a[0].aql_limit_low, a[0].aql_limit_high, a[1].aql_limit_low, a[1].aql_limit_high,
+        a[2].aql_limit_low, a[2].aql_limit_high, a[3].aql_limit_low, a[3].aql_limit_high
+    )
 }
 
 #[cfg(test)]

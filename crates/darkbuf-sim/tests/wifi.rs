@@ -217,3 +217,73 @@ proptest! {
         prop_assert!(busy == 0.0 || (share - 100.0).abs() < 1e-6, "shares {share} for\n{text}");
     }
 }
+
+/// The radio's printouts in the kernel's and iw's layouts: `iw dev wlan0 station dump`
+/// (iw's print_sta_handler()), debugfs's phy0 files (debugfs.c) and the stations' files
+/// (debugfs_sta.c), for the ping scenario of `rx_airtime_of_an_echo_reply_by_hand`
+/// with a second, 1 Mbit/s station on 2.4 GHz.
+#[test]
+fn printouts_have_the_kernels_layout() {
+    let text = "name = \"wifi-print\"\nduration = \"1s\"\nwarmup = \"50ms\"\nsample_interval = \"0s\"\n\
+        [device]\ndriver = \"wifi\"\n[wifi]\nband = \"2.4GHz\"\n\
+        [[station]]\nname = \"a\"\nrate = \"MCS15-HT20-SGI\"\n[[station]]\nname = \"b\"\nrate = \"1Mbit\"\n\
+        [[traffic]]\nkind = \"ping\"\ninterval = \"100ms\"\nstation = \"a\"\n";
+    let r = run_text(text, &[]);
+    let p = |k: &str| r.printouts.get(k).unwrap_or_else(|| panic!("no printout {k}: {:?}", r.printouts.keys().collect::<Vec<_>>())).clone();
+    let phy = "/sys/kernel/debug/ieee80211/phy0";
+    assert_eq!(p(&format!("cat {phy}/airtime_flags")), "AIRTIME_TX\t(1)\nAIRTIME_RX\t(2)\n");
+    assert_eq!(p(&format!("cat {phy}/aql_txq_limit")), "AC\tAQL limit low\tAQL limit high\nVO\t5000\t\t12000\nVI\t5000\t\t12000\nBE\t5000\t\t12000\nBK\t5000\t\t12000\n");
+    assert_eq!(p(&format!("cat {phy}/aql_threshold")), "24000\n");
+    assert_eq!(digits(&p(&format!("cat {phy}/aql_pending"))), "AC     AQL pending\nVO     N us\nVI     N us\nBE     N us\nBK     N us\ntotal  N us\n");
+    let aqm = p(&format!("cat {phy}/aqm"));
+    assert!(aqm.starts_with("access name value\nR fq_flows_cnt 4096\nR fq_backlog 0\n"), "{aqm}");
+    assert!(aqm.ends_with("RW fq_memory_limit 4194304\nRW fq_limit 8192\nRW fq_quantum 300\n"), "{aqm}");
+    let dump = p("iw dev wlan0 station dump");
+    assert!(dump.starts_with("Station 02:00:00:00:00:00 (on wlan0)\n\tauthorized:\tyes\n"), "{dump}");
+    assert!(dump.contains("\n\ttx bitrate:\t144.4 MBit/s MCS 15 short GI\n"), "{dump}");
+    assert!(dump.contains("Station 02:00:00:00:00:01 (on wlan0)"), "{dump}");
+    assert!(dump.contains("\n\ttx bitrate:\t1.0 MBit/s\n"), "{dump}");
+    assert!(dump.contains("\n\tairtime weight: 256\n"), "{dump}");
+    // Every echo request and reply is a single 84-byte IP packet: 98 bytes as 802.3.
+    let field = |name: &str| -> u64 {
+        let l = dump.lines().find(|l| l.starts_with(&format!("\t{name}:"))).expect(name);
+        l.split('\t').nth(2).unwrap().split(' ').next().unwrap().parse().unwrap()
+    };
+    let (rx_p, tx_p) = (field("rx packets"), field("tx packets"));
+    assert!(rx_p >= 5 && tx_p >= rx_p, "{dump}");
+    assert_eq!((field("rx bytes"), field("tx bytes")), (98 * rx_p, 98 * tx_p));
+    // MCS15 SGI, 126 bytes: (16 + 1008 + 6) / 520 -> 2 symbols of 3.6 us = 7.2 -> 8 us,
+    // + 40 us of preamble + 6 us of 2.4 GHz signal extension: 54 us a frame each way.
+    assert_eq!((field("rx duration"), field("tx duration")), (54 * rx_p, 54 * tx_p));
+    let airtime = p(&format!("tail -n +1 {phy}/netdev:wlan0/stations/*/airtime"));
+    let head = format!("==> {phy}/netdev:wlan0/stations/02:00:00:00:00:00/airtime <==\nRX: {} us\nTX: {} us\nWeight: 256\nDeficit: VO: ", 54 * rx_p, 54 * tx_p);
+    assert!(airtime.starts_with(&head), "{airtime}");
+    assert!(airtime.contains(&format!("\n\n==> {phy}/netdev:wlan0/stations/02:00:00:00:00:01/airtime <==\nRX: 0 us\nTX: 0 us\nWeight: 256\nDeficit: VO: 0 us VI: 0 us BE: 0 us BK: 0 us\n")), "{airtime}");
+    let aql = p(&format!("tail -n +1 {phy}/netdev:wlan0/stations/*/aql"));
+    assert!(aql.contains("/aql <==\nQ depth: VO: 0 us VI: 0 us BE: 0 us BK: 0 us\nQ limit[low/high]: VO: 5000/12000 VI: 5000/12000 BE: 5000/12000 BK: 5000/12000\n"), "{aql}");
+    let aqm = p(&format!("tail -n +1 {phy}/netdev:wlan0/stations/*/aqm"));
+    assert!(aqm.contains("/aqm <==\ntid ac backlog-bytes backlog-packets new-flows drops marks overlimit collisions tx-bytes tx-packets flags\n"), "{aqm}");
+    // Station a's TID 0 (BE, AC 2): every 98-byte request went through it, with a
+    // BlockAck session; station b's never carried a frame.
+    let be: Vec<u64> = aqm.lines().find(|l| l.starts_with("0 2 ")).unwrap().split(' ').take(11).map(|x| x.parse().unwrap()).collect();
+    assert_eq!((be[2], be[5], be[6], be[7], be[8], be[9]), (0, 0, 0, 0, 0, 98 * be[10]));
+    assert!(be[10] >= tx_p && aqm.contains(" 0x2(RUN AMPDU)\n"), "{aqm}");
+    assert!(aqm.contains("\n0 2 0 0 0 0 0 0 0 0 0 0x0(RUN)\n"), "{aqm}");
+    assert!(aqm.contains("\n15 0 0 0 0 0 0 0 0 0 0 0x0(RUN)\n"), "{aqm}");
+}
+
+/// `text` with every run of digits as `N`: a printout's layout without its values.
+fn digits(text: &str) -> String {
+    let mut out = String::new();
+    let mut prev = false;
+    for c in text.chars() {
+        let d = c.is_ascii_digit();
+        if !d {
+            out.push(c);
+        } else if !prev {
+            out.push('N');
+        }
+        prev = d;
+    }
+    out
+}

@@ -215,6 +215,15 @@ impl World {
         }
     }
 
+    /// The driver's own printouts at the end of the run (a radio's `iw station dump`
+    /// and mac80211's debugfs files), by the command line that prints them.
+    pub(crate) fn drv_printouts(&self, dev: DevId, out: &mut std::collections::BTreeMap<String, String>) {
+        match self.devs[dev].driver {
+            Driver::Wifi(_) => self.wifi_printouts(dev, out),
+            Driver::Veth(_) | Driver::Tun(_) | Driver::Nic(_) | Driver::Ifb(_) => {}
+        }
+    }
+
     /// `World::check_ids()` for the ids driver `dev` stores: its NAPI instances, its
     /// worker tasks, its IRQ CPUs.
     pub(crate) fn drv_check_ids(&self, dev: DevId) {

@@ -97,8 +97,24 @@ pub struct Station {
     pub rate: PhyRate,
     pub per: f64,
     pub stats: StaStats,
+    /// Its counters since the radio came up (what `iw station dump` reads).
+    pub total: StaTotals,
     /// Its own transmit side.
     pub up: Uplink,
+}
+
+/// A station's counters over the whole run (mac80211's `sta->deflink.rx_stats`,
+/// `tx_stats`, `status_stats`), frame lengths as 802.3 frames (IP + 14).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StaTotals {
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_retries: u64,
+    pub tx_failed: u64,
+    /// When a frame last went to or came from it, ns.
+    pub last_active_ns: Option<u64>,
 }
 
 /// A station's own transmit side: the frames it holds for the air and its EDCA state
@@ -222,6 +238,7 @@ impl Wifi {
                 rate: PhyRate::parse(&s.rate).expect("validated"),
                 per: s.per,
                 stats: StaStats::default(),
+                total: StaTotals::default(),
                 up: Uplink { queue: VecDeque::new(), backoff: None, cw: STA_EDCA[AC_BE].cw_min },
             })
             .collect();
@@ -618,11 +635,13 @@ impl World {
             if ok {
                 self.wifi_tx_status(dev, ac, sta, f, true, measuring);
             } else if f.retries >= w.retry_limit {
+                w.stations[sta as usize].total.tx_failed += 1;
                 if measuring {
                     w.stations[sta as usize].stats.failed += 1;
                 }
                 self.wifi_tx_status(dev, ac, sta, f, false, measuring);
             } else {
+                w.stations[sta as usize].total.tx_retries += 1;
                 if measuring {
                     w.stations[sta as usize].stats.retries += 1;
                 }
@@ -658,6 +677,10 @@ impl World {
             return;
         }
         let link = w.link;
+        let t = &mut w.stations[sta as usize].total;
+        t.tx_bytes += f.skb.len as u64;
+        t.tx_packets += 1;
+        t.last_active_ns = Some(now);
         if measuring {
             let mac_ns = f.t_dequeue.saturating_sub(f.skb.tstamp);
             let hw_ns = now - f.t_dequeue;
@@ -792,10 +815,15 @@ impl World {
                 self.kfree_skb(id);
                 continue;
             }
+            let len = self.pkts.get(id).len as u64;
             if measuring {
-                s.up_bytes += (self.pkts.get(id).len - 14) as u64;
+                s.up_bytes += len - 14;
                 s.up_frames += 1;
             }
+            let t = &mut w.stations[sta as usize].total;
+            t.rx_bytes += len;
+            t.rx_packets += 1;
+            t.last_active_ns = Some(now);
             self.nic_rx(dev, id);
         }
         let w = self.wifi_mut(dev);
