@@ -38,15 +38,14 @@ impl World {
         let sk = &self.socks[sock];
         match dir {
             Dir::Out => sk.far_host,
-            Dir::Back => self.cpus[self.tasks[sk.task].cpu].host,
+            Dir::Back => sk.host,
         }
     }
 
-    /// `ip_route_input()` on the host of `cpu`: the device to forward packet `id` by,
-    /// or `None` when the packet is for this host.
+    /// `ip_route_input()` on host (network namespace) `here`: the device to forward
+    /// packet `id` by, or `None` when the packet is for this host.
     #[inline]
-    pub(crate) fn ip_route_input(&self, cpu: CpuId, id: u32) -> Option<DevId> {
-        let here = self.cpus[cpu].host;
+    pub(crate) fn ip_route_input(&self, here: HostId, id: u32) -> Option<DevId> {
         let info = self.pkts.get(id);
         let dest = self.destination(info.sock, info.dir);
         if dest == here {

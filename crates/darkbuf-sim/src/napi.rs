@@ -56,6 +56,9 @@ pub struct Napi {
     pub rx_stack: RxStack,
     /// Its polls count in the `napi.*` metrics (the measured device's receive side).
     pub measured: bool,
+    /// The host (network namespace) whose stack it delivers into: a router's decides
+    /// by it whether a packet is its own (`ip_route_input()`).
+    pub host: crate::id::HostId,
 }
 
 impl World {
@@ -228,14 +231,14 @@ impl World {
     pub fn gro_flush(&mut self, cpu: CpuId, n: NapiId) -> u64 {
         let ni = n;
         let mut list = std::mem::take(&mut self.napis[ni].gro_list);
-        let rx = self.napis[ni].rx_stack;
+        let (rx, here) = (self.napis[ni].rx_stack, self.napis[ni].host);
         let mut t = self.now;
         for &id in &list {
             // ip_rcv_core() orphans the skb: the sender's sndbuf is released here.
             self.skb_orphan(id);
             let per_pkt = rx.cost_ns(self.pkts.get(id).proto);
             t += self.cost(per_pkt);
-            t += self.deliver(cpu, id, t);
+            t += self.deliver(cpu, here, id, t);
         }
         list.clear();
         self.napis[ni].gro_list = list;

@@ -80,16 +80,16 @@ pub(crate) struct Builder<'a> {
     starts: Vec<(u64, TaskId)>,
     /// Where the near end of the traffic runs: its host, its first CPU and the device
     /// it sends by (this host and dev 0; the client and its NIC with `[lan]`).
-    near: Near,
+    pub(crate) near: Near,
 }
 
 /// The near end of the traffic: the host, CPU numbering and device of the senders of
 /// uploads, the pinger and the receivers of downloads.
 #[derive(Clone, Copy)]
-struct Near {
-    host: HostId,
-    cpu0: CpuId,
-    dev: DevId,
+pub(crate) struct Near {
+    pub(crate) host: HostId,
+    pub(crate) cpu0: CpuId,
+    pub(crate) dev: DevId,
 }
 
 impl<'a> Builder<'a> {
@@ -169,6 +169,7 @@ impl<'a> Builder<'a> {
         let n = NapiId::from_index(self.napis.len());
         let task = self.task(TaskKind::NapiThread(n), TaskState::Sleeping, cpu);
         let gro_batch = d.gro_normal_batch.max(1) as usize;
+        let host = self.host_of(cpu);
         self.napis.push(Napi {
             sched: false,
             missed: false,
@@ -181,8 +182,33 @@ impl<'a> Builder<'a> {
             gro_batch,
             rx_stack,
             measured,
+            host,
         });
         n
+    }
+
+    /// The host whose CPUs include `cpu`.
+    fn host_of(&self, cpu: CpuId) -> HostId {
+        HostId::from_index(self.hosts.iter().position(|h| h.cpus.contains(cpu)).expect("every CPU has its host"))
+    }
+
+    /// `softnet_data.backlog`, the per-CPU NAPI instance of `process_backlog()` that
+    /// `__netif_rx()` schedules on the CPU it runs on, for receive queue `queue` of
+    /// `dev` (kept in its driver state): always polled by NET_RX there, never
+    /// threaded, with `dev_rx_weight` as its quota; delivering into host `host`.
+    pub(crate) fn backlog_napi(&mut self, dev: DevId, queue: u16, cpu: CpuId, host: HostId) -> NapiId {
+        let rx = self.rx_stack(false);
+        let n = self.napi(dev, queue, cpu, rx, false);
+        let napi = &mut self.napis[n];
+        napi.threaded = false;
+        napi.weight = crate::drivers::veth::DEV_RX_WEIGHT;
+        napi.host = host;
+        n
+    }
+
+    /// Sets the host that NAPI `n` delivers into.
+    pub(crate) fn set_napi_host(&mut self, n: NapiId, host: HostId) {
+        self.napis[n].host = host;
     }
 
     /// `tx_queues` TX queues, with DQL as the BQL series sets it up (`dql_init(HZ)`,
@@ -305,8 +331,8 @@ impl<'a> Builder<'a> {
     /// traffic's near end moves to the client. Both NICs mirror the device's (model,
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
-        if lan.driver != DriverKind::Nic {
-            return Err(SetupError::Unsupported("[lan] on veth: the simulator models a router only with driver = \"nic\" so far; run it on the kernel backend".into()));
+        if lan.driver == DriverKind::Veth {
+            return self.veth_lan(lan);
         }
         let client = self.host(lan.cpus);
         let client_cpu0 = self.hosts[client].cpus.start;
@@ -331,15 +357,20 @@ impl<'a> Builder<'a> {
 
     /// Each socket's far end: the far host for what the near end sends, the near end
     /// for what the far host sends (downloads); one host on veth and tun.
+    /// With `[lan]` on veth the near end is the client namespace and the far end the
+    /// peer namespace, which share this host's CPUs.
     fn far_hosts(&mut self) {
         let nic = self.scn.device.nic.is_some();
-        for sk in &mut self.socks {
-            let cpu = self.tasks[sk.task].cpu;
-            let host = HostId::from_index(self.hosts.iter().position(|h| h.cpus.contains(cpu)).expect("every CPU has its host"));
-            sk.far_host = match (nic, host) {
-                (false, _) => host,
-                (true, HostId(1)) => self.near.host,
-                (true, _) => HostId(1),
+        let veth_lan = self.scn.lan.as_ref().is_some_and(|l| l.driver == DriverKind::Veth);
+        let ids: Vec<SockId> = self.socks.ids().collect();
+        for k in ids {
+            let host = self.host_of(self.tasks[self.socks[k].task].cpu);
+            let sk = &mut self.socks[k];
+            (sk.host, sk.far_host) = match (veth_lan, nic, host) {
+                (true, _, _) => (self.near.host, crate::drivers::veth::LAN_PEER_HOST),
+                (false, false, _) => (host, host),
+                (false, true, HostId(1)) => (host, self.near.host),
+                (false, true, _) => (host, HostId(1)),
             };
         }
     }
@@ -510,7 +541,9 @@ impl World {
             b.task(TaskKind::Ksoftirqd, TaskState::Sleeping, CpuId::from_index(c));
         }
         // A router's traffic leaves dev 0 from the CPU of its LAN NIC's NAPI.
-        let forward_cpu = scn.lan.as_ref().map(|_| b.irq_cpu(0).idx());
+        // (On veth the router forwards from the backlog of the CPU that sent into its
+        // LAN veth: the sender's, as on a host.)
+        let forward_cpu = scn.lan.as_ref().filter(|l| l.driver == DriverKind::Nic).map(|_| b.irq_cpu(0).idx());
         let measured_txq = match scn.wifi {
             // The radio's traffic is best effort: AC BE, queue 2.
             Some(_) => (DevId(0), 2),

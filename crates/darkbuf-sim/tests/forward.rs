@@ -137,3 +137,29 @@ fn pie_holds_the_routers_queue_near_its_target() {
     assert!((8.0..=20.0).contains(&wait(&dark)), "pie without BQL {}", wait(&dark));
     assert!(m(&dark, "ping.rtt_avg_ms") > m(&pie, "ping.rtt_avg_ms") + 0.5 * ring_ms);
 }
+
+/// `[lan]` on veth (drivers/veth.rs, `Builder::veth_lan`): one cubic flow from the client
+/// namespace crosses the LAN veth pair (`__netif_rx()`), and the router forwards it into
+/// htb 20 Mbit over a 5-packet pfifo on the measured veth. There the skb has no socket,
+/// so a drop at the full pfifo is a loss the sender retransmits; the same flow sent from
+/// the router itself is refused at enqueue (a local drop: CWR, no retransmission). The
+/// probes and the ACKs come back through the router to the client, and every packet is
+/// accounted for (`run_text` fails on an invariant finding).
+#[test]
+fn a_veth_routers_small_fifo_drops_what_it_forwards() {
+    let text = "duration = \"3s\"\nwarmup = \"1s\"\n\
+         [device]\ndriver = \"veth\"\ntx_queues = 1\ntxqueuelen = 5\nbackpressure = true\n\
+         [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+         [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
+         [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"10ms\"\n";
+    let local = run_text(text, &[]);
+    let fwd = run_text(&format!("{text}[lan]\n[lan.qdisc]\nkind = \"pfifo\"\nlimit = 1000\n"), &[]);
+    for r in [&local, &fwd] {
+        assert!(m(r, "tcp.goodput_mbps") > 0.0 && m(r, "tcp.goodput_mbps") < 20.0);
+        assert!(m(r, "qdisc.drops") > 0.0);
+        assert!(m(r, "ping.loss_pct") < 100.0, "no probe came back");
+    }
+    assert_eq!(m(&local, "tcp.retrans"), 0.0, "a local sender's drops are refused at enqueue");
+    assert!(m(&fwd, "tcp.retrans") > 0.0, "the router's drops are losses the client retransmits");
+}

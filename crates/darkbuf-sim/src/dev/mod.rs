@@ -318,7 +318,8 @@ impl World {
                 self.dev_queue_xmit_softirq(cpu, dev, skb);
             }
             Deferred::Deliver { cpu, id } => {
-                self.deliver(cpu, id, self.now);
+                let here = self.cpus[cpu].host;
+                self.deliver(cpu, here, id, self.now);
             }
             Deferred::Cancelled => unreachable!("returned above"),
         }

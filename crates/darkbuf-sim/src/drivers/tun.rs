@@ -163,7 +163,7 @@ impl World {
         self.tun_wake_queue(cpu, dev, q, 1);
         let app = self.tun_mut(dev).app_cost_ns;
         let cost = self.cost(self.profile.costs.tun_read_ns + app);
-        self.deliver(cpu, id, self.now + cost);
+        self.deliver(cpu, self.cpus[cpu].host, id, self.now + cost);
         Step::Done(cost)
     }
 
@@ -192,7 +192,7 @@ impl World {
         let id = self.tun_mut(dev).queues[qi].vhost_buf.pop_front().expect("refilled");
         let app = self.tun_mut(dev).app_cost_ns;
         cost += self.cost(self.profile.costs.vhost_pkt_ns + app);
-        self.deliver(cpu, id, self.now + cost);
+        self.deliver(cpu, self.cpus[cpu].host, id, self.now + cost);
         *done += 1;
         if *done as u32 >= VHOST_NET_PKT_WEIGHT {
             // vhost_exceeds_weight(): requeue the work; the task stays runnable.

@@ -12,6 +12,15 @@
 //! its driver state (`peer_rqs`), with the NAPI instances that poll them: the
 //! per-packet path then touches one device. The peer end gets a device of its own
 //! when its TX path is modelled.
+//!
+//! Without a NAPI on the peer (GRO and XDP off: `rq->napi` is NULL), `veth_xmit()`
+//! takes `veth_forward_skb()` -> `__dev_forward_skb()` -> `__netif_rx()`:
+//! `enqueue_to_backlog()` puts the skb on the backlog of the CPU that sends (no RPS),
+//! dropping it past `netdev_max_backlog`, and `process_backlog()` takes it up the
+//! peer's stack in that CPU's NET_RX softirq; the txq is never stopped. Such a
+//! device ([`Veth::netif_rx`]) keeps one backlog per CPU of its host as its
+//! `peer_rqs`. `[lan]` on veth joins the client namespace to this host (the router)
+//! by two of them ([`Builder::veth_lan`]), as the kernel backend sets that pair up.
 
 use crate::id::{CpuId, DevId, HostId, NapiId};
 use crate::dev::bql::CompletionBatch;
@@ -26,10 +35,26 @@ use darkbuf_model::Skb;
 /// `SMP_CACHE_BYTES` on x86_64: sets ptr_ring's consumer batch (16 pointers).
 const SMP_CACHE_BYTES: usize = 64;
 
+/// `net.core.netdev_max_backlog` (default 1000): `enqueue_to_backlog()` takes a
+/// packet while the backlog holds at most this many.
+pub const NETDEV_MAX_BACKLOG: usize = 1000;
+/// `net.core.dev_weight` (64) as `dev_rx_weight`: `process_backlog()`'s quota.
+pub const DEV_RX_WEIGHT: u32 = 64;
+/// `[lan]` on veth: the client namespace's host and the peer namespace's (neither
+/// has CPUs of its own: they share this host's, as the kernel's namespaces do).
+pub const LAN_CLIENT_HOST: HostId = HostId(1);
+pub const LAN_PEER_HOST: HostId = HostId(2);
+
 /// The sending end of a veth pair (`struct veth_priv`).
 pub struct Veth {
-    /// The peer's RX queues (`peer_priv->rq`) that this end's `veth_xmit()` fills.
+    /// The peer's RX queues (`peer_priv->rq`) that this end's `veth_xmit()` fills;
+    /// with [`Veth::netif_rx`], the backlogs of the host's CPUs, by CPU.
     pub peer_rqs: Vec<VethRq>,
+    /// The peer has no NAPI (`rq->napi` NULL: GRO and XDP off): `veth_xmit()` goes
+    /// through `__netif_rx()`.
+    pub netif_rx: bool,
+    /// The host's first CPU (the backlogs are indexed from it).
+    pub cpu0: CpuId,
 }
 
 /// One RX queue (`struct veth_rq`) with its NAPI instance.
@@ -68,6 +93,9 @@ impl World {
         let d = &mut self.devs[dev];
         let has_qdisc = d.txq_qdisc[txq].is_some();
         let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
+        if v.netif_rx {
+            return self.veth_netif_rx(cpu, dev, skb);
+        }
         // veth_xdp_rx(): produce under the producer lock, or report a full ring.
         if v.peer_rqs[txq].ring.full() {
             if d.backpressure && has_qdisc {
@@ -115,6 +143,31 @@ impl World {
         NetdevTx::Ok
     }
 
+    /// `veth_forward_skb()` without a peer NAPI: `__netif_rx()` ->
+    /// `enqueue_to_backlog()` on this CPU's backlog, whose NAPI (`process_backlog()`)
+    /// is scheduled here unless it already is; a full backlog drops the skb
+    /// (`priv->dropped`) and veth still returns NETDEV_TX_OK.
+    #[inline(never)]
+    fn veth_netif_rx(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> NetdevTx {
+        let id = skb.id;
+        let v = self.veth_mut(dev);
+        let q = (cpu.idx() - v.cpu0.idx()) as u16;
+        let rq = &mut v.peer_rqs[q as usize];
+        if rq.ring.len() > NETDEV_MAX_BACKLOG {
+            self.kfree_skb(id);
+            return NetdevTx::Ok;
+        }
+        rq.ring.produce(id).expect("the backlog has a slot past netdev_max_backlog");
+        let (masked, napi) = (rq.rx_notify_masked, rq.napi);
+        let info = self.pkts.get_mut(id);
+        info.bql_charged = false;
+        info.ecn = skb.ecn;
+        if !masked {
+            self.veth_rq_schedule(cpu, dev, q, napi);
+        }
+        NetdevTx::Ok
+    }
+
     /// `__veth_xdp_flush()` on the peer's RX queue `q`: schedule its NAPI unless
     /// notifications are masked.
     #[inline(always)]
@@ -151,7 +204,9 @@ impl World {
         // One lookup of the device and its RX queue for the consume and the BQL count
         // (the packet's record is another table, so the two borrows are disjoint).
         let d = &mut self.devs[dev];
-        let limit = d.txqs[q as usize].dql.as_ref().map_or(0, |d| d.limit);
+        // (A backlog's queue index is a CPU's, not a TX queue's: nothing it carries
+        // was charged to BQL.)
+        let limit = d.txqs.get(q as usize).and_then(|t| t.dql.as_ref()).map_or(0, |d| d.limit);
         let unit_packet = d.bql_unit_packet;
         let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
         let rq = &mut v.peer_rqs[q as usize];
@@ -172,6 +227,9 @@ impl World {
     /// End of `veth_poll()`'s receive loop: the per-poll completion, and the
     /// coalescing window's time check.
     pub(super) fn veth_poll_rx_end(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        if self.veth_mut(dev).netif_rx {
+            return;
+        }
         let now = self.now;
         let n = self.veth_mut(dev).peer_rqs[q as usize].bql.poll_end(now);
         self.bql_complete(cpu, dev, q, n);
@@ -191,6 +249,9 @@ impl World {
     /// End of `veth_poll()`: wake the sending TX queue the producer stopped on a full
     /// ring, and schedule its qdisc on this CPU.
     pub(super) fn veth_wake_peer_txq(&mut self, cpu: CpuId, dev: DevId, q: u16) {
+        if self.veth_mut(dev).netif_rx {
+            return; // __netif_rx() never stops a txq
+        }
         let d = &mut self.devs[dev];
         let txq = &mut d.txqs[q as usize];
         if txq.tx_queue_stopped() && txq.tx_wake_queue() {
@@ -217,8 +278,62 @@ impl Builder<'_> {
             })
             .collect();
         let xps = self.xps(self.hosts[HostId(0)].cpus.len());
-        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs }));
+        let cpu0 = self.hosts[HostId(0)].cpus.start;
+        let dev = self.netdev(txqs, txq_qdisc, xps, self.profile.costs.xmit_ns, Driver::Veth(Veth { peer_rqs, netif_rx: false, cpu0 }));
         self.devs.push(dev);
         Ok(())
+    }
+
+    /// `[lan]` on veth: this host (namespace) routes between the client namespace
+    /// (host 1) and the peer namespace (host 2), all three on this host's CPUs, as
+    /// the kernel backend's `<tag>-tx` routes between `<tag>-lan` and `<tag>-rx`.
+    /// dev 1 is this host's end of the LAN pair (toward the client), dev 2 the
+    /// client's end (the near end's device); both carry `[lan.qdisc]`, one TX queue,
+    /// no BQL, and no NAPI on their peers (GRO off): `__netif_rx()`. The packets of
+    /// dev 0 are for the peer namespace, whose NAPI delivers there; what the peer
+    /// answers comes back by the profile's constant, as on a host, to this host,
+    /// which forwards it to the client by dev 1. Echo replies come back that way too.
+    pub(crate) fn veth_lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
+        let client = self.host(0);
+        let peer = self.host(0);
+        debug_assert_eq!((client, peer), (LAN_CLIENT_HOST, LAN_PEER_HOST));
+        let measured: Vec<NapiId> = match &self.devs[DevId(0)].driver {
+            Driver::Veth(v) => v.peer_rqs.iter().map(|rq| rq.napi).collect(),
+            _ => unreachable!("dev 0 is the veth"),
+        };
+        for n in measured {
+            self.set_napi_host(n, peer);
+        }
+        let router_dev = self.veth_netif_rx_dev(lan, client)?;
+        let client_dev = self.veth_netif_rx_dev(lan, HostId(0))?;
+        let mut fib = vec![None; self.hosts.len()];
+        fib[peer.idx()] = Some(DevId(0));
+        fib[client.idx()] = Some(router_dev);
+        self.hosts[HostId(0)].fib = fib;
+        self.reply = crate::sock::ping::ReplyPath::Forwarded;
+        self.near = crate::setup::Near { host: client, cpu0: self.hosts[HostId(0)].cpus.start, dev: client_dev };
+        Ok(())
+    }
+
+    /// A veth end whose peer, in host `peer_host`, has no NAPI: one TX queue with
+    /// `[lan.qdisc]`, no BQL, a backlog per CPU.
+    fn veth_netif_rx_dev(&mut self, lan: &darkbuf_scenario::LanSpec, peer_host: HostId) -> Result<DevId, SetupError> {
+        let dev = DevId::from_index(self.devs.len());
+        let txq_qdisc = self.qdiscs(&lan.qdisc, dev, 1, 1)?;
+        let cpus = self.hosts[HostId(0)].cpus;
+        let completion = CompletionBatch::new(self.scn.device.bql.completion, self.scn.device.bql.tx_usecs);
+        let peer_rqs = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, cpu)| {
+                let napi = self.backlog_napi(dev, i as u16, cpu, peer_host);
+                VethRq { ring: PtrRing::new(NETDEV_MAX_BACKLOG + 1, 0), rx_notify_masked: false, napi, bql: completion.clone() }
+            })
+            .collect();
+        let driver = Driver::Veth(Veth { peer_rqs, netif_rx: true, cpu0: cpus.start });
+        let mut netdev = self.netdev(vec![darkbuf_model::txq::NetdevQueue::new(None)], txq_qdisc, crate::dev::Xps::Hash, self.profile.costs.xmit_ns, driver);
+        netdev.bql = false;
+        self.devs.push(netdev);
+        Ok(dev)
     }
 }

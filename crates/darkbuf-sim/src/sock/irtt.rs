@@ -65,7 +65,7 @@ impl IrttSock {
             reply,
             recs: Vec::with_capacity(slots as usize),
         };
-        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Irtt(irtt) }
+        Sock { task, dev, far_host: HostId(0), host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Irtt(irtt) }
     }
 }
 
@@ -114,7 +114,9 @@ impl World {
         let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
         rec.t_server = t;
         match reply {
-            ReplyPath::Constant => {
+            // (Forwarded: the reply's way back through the router is not modelled for
+            // irtt; it comes back by the constant, as on a host.)
+            ReplyPath::Constant | ReplyPath::Forwarded => {
                 let back = self.cost(self.profile.costs.ping_reply_ns);
                 let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
                 rec.t_recv = t + back;

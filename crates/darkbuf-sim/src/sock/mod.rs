@@ -35,6 +35,9 @@ pub struct Sock {
     /// receiver): where a packet sent on it is delivered, and whether a router on the
     /// way forwards it. Set by the world's construction.
     pub far_host: HostId,
+    /// The host (network namespace) the socket lives in: where what its far end
+    /// answers is delivered. Set by the world's construction.
+    pub host: HostId,
     /// `sk_wmem_alloc`: truesize of this socket's skbs not yet freed or orphaned.
     pub wmem_alloc: u64,
     /// `sk_sndbuf`.
@@ -283,13 +286,14 @@ impl World {
         }
     }
 
-    /// The packet went up the stack at time `t`, on `cpu`: a router forwards it if it
+    /// The packet went up the stack of host (namespace) `here` at time `t`, on `cpu`: a
+    /// router forwards it if it
     /// is for another host; otherwise it reached its destination socket: the far end's
     /// receive handler (the flood's sink, the echo responder) or the socket's own (the
     /// echo reply), then the skb is consumed. Returns CPU time the handler spent
     /// beyond the receive path's (building an echo reply), ns.
     #[inline(always)]
-    pub(crate) fn deliver(&mut self, cpu: CpuId, id: u32, t: u64) -> u64 {
+    pub(crate) fn deliver(&mut self, cpu: CpuId, here: HostId, id: u32, t: u64) -> u64 {
         // __netif_receive_skb_core()'s ingress hook: ingress shaping sends what
         // arrives from the far host through the ifb first.
         if self.ingress && self.ingress_redirect(cpu, id, t) {
@@ -297,7 +301,7 @@ impl World {
         }
         // ip_rcv_finish(): a router forwards what is not for it.
         if self.forwarding {
-            if let Some(dev) = self.ip_route_input(cpu, id) {
+            if let Some(dev) = self.ip_route_input(here, id) {
                 self.ip_forward(cpu, id, dev, t);
                 return 0;
             }

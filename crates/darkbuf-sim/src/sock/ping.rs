@@ -29,6 +29,10 @@ pub enum ReplyPath {
     Constant,
     /// Sent by the far host on its device `dev`.
     Modelled { dev: DevId },
+    /// `[lan]` on veth: sent back to the router that forwarded the request, by the
+    /// profile's constant (the peer's own TX path, as for [`ReplyPath::Constant`]),
+    /// and forwarded by it to the client.
+    Forwarded,
 }
 
 /// Where one probe's request spent its time, recorded when the far end echoes it.
@@ -74,7 +78,7 @@ impl PingSock {
             echoes: Vec::new(),
             stats: Box::default(),
         };
-        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
+        Sock { task, dev, far_host: HostId(0), host: HostId(0), wmem_alloc: 0, sndbuf: u64::MAX, blocked: false, last_send_dropped: false, kind: SockKind::Ping(ping) }
     }
 }
 
@@ -129,7 +133,31 @@ impl World {
                 0
             }
             ReplyPath::Modelled { dev } => self.ping_send_reply(cpu, dev, id, info, t),
+            ReplyPath::Forwarded => {
+                self.ping_forward_reply(cpu, id, info, t);
+                0
+            }
         }
+    }
+
+    /// [`ReplyPath::Forwarded`]: record where the request's time went (its last
+    /// veth's ring and the peer's stack), then the reply reaches the router after the
+    /// profile's constant, on this CPU, which forwards it.
+    fn ping_forward_reply(&mut self, cpu: CpuId, id: u32, req: &PktInfo, t: u64) {
+        let w = self.pkts.probe_times(id);
+        let times = EchoTimes { qdisc: w.t_xmit - req.t_send, ring: w.t_consume - w.t_xmit, wire: 0, peer: t - w.t_consume, t_echo: t };
+        let p = self.ping(req.sock);
+        let seq = req.seq as usize;
+        if p.echoes.len() <= seq {
+            p.echoes.resize(seq + 1, EchoTimes::default());
+        }
+        p.echoes[seq] = times;
+        let (len, flow) = (p.frame_len, p.flow);
+        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
+        self.sock_alloc_skb(req.sock, &mut skb, Proto::Icmp, Destructor::None, Dir::Back, req.seq);
+        self.pkts.get_mut(skb.id).t_send = req.t_send;
+        let back = self.cost(self.profile.costs.ping_reply_ns);
+        self.deliver_at(t + back, cpu, skb.id);
     }
 
     fn ping_constant_reply(&mut self, id: u32, info: &PktInfo, t: u64) {

@@ -79,7 +79,7 @@ impl UdpSock {
             sink_pkts: 0,
             sndbuf_errors: 0,
         };
-        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Udp(udp) }
+        Sock { task, dev, far_host: HostId(0), host: HostId(0), wmem_alloc: 0, sndbuf: u.sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Udp(udp) }
     }
 }
 

@@ -512,7 +512,7 @@ impl TcpSock {
             Some(v) => darkbuf_scenario::effective_sndbuf(v),
             None => tcp.tcp_sndbuf_expand(sndbuf::TCP_WMEM_DEFAULT.min(f.sndbuf)),
         };
-        Sock { task, dev, far_host: HostId(0), wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
+        Sock { task, dev, far_host: HostId(0), host: HostId(0), wmem_alloc: 0, sndbuf, blocked: false, last_send_dropped: false, kind: SockKind::Tcp(Box::new(tcp)) }
     }
 
     /// The connection's state before its first segment: the initial window, the RTO
