@@ -140,12 +140,9 @@ impl World {
         }
     }
 
-    /// [`ReplyPath::Forwarded`]: record where the request's time went (its last
-    /// veth's ring and the peer's stack), then the reply reaches the router after the
-    /// profile's constant, on this CPU, which forwards it.
-    fn ping_forward_reply(&mut self, cpu: CpuId, id: u32, req: &PktInfo, t: u64) {
-        let w = self.pkts.probe_times(id);
-        let times = EchoTimes { qdisc: w.t_xmit - req.t_send, ring: w.t_consume - w.t_xmit, wire: 0, peer: t - w.t_consume, t_echo: t };
+    /// Records where request `req`'s time went (`times`, by its sequence number) and
+    /// returns its echo reply: a frame of the pinger's length and flow, not yet allocated.
+    fn ping_record_echo(&mut self, req: &PktInfo, times: EchoTimes) -> Skb {
         let p = self.ping(req.sock);
         let seq = req.seq as usize;
         if p.echoes.len() <= seq {
@@ -153,7 +150,16 @@ impl World {
         }
         p.echoes[seq] = times;
         let (len, flow) = (p.frame_len, p.flow);
-        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
+        Skb { flow, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() }
+    }
+
+    /// [`ReplyPath::Forwarded`]: record where the request's time went (its last
+    /// veth's ring and the peer's stack), then the reply reaches the router after the
+    /// profile's constant, on this CPU, which forwards it.
+    fn ping_forward_reply(&mut self, cpu: CpuId, id: u32, req: &PktInfo, t: u64) {
+        let w = self.pkts.probe_times(id);
+        let times = EchoTimes { qdisc: w.t_xmit - req.t_send, ring: w.t_consume - w.t_xmit, wire: 0, peer: t - w.t_consume, t_echo: t };
+        let mut skb = self.ping_record_echo(req, times);
         self.sock_alloc_skb(req.sock, &mut skb, Proto::Icmp, Destructor::None, Dir::Back, req.seq);
         self.pkts.get_mut(skb.id).t_send = req.t_send;
         let back = self.cost(self.profile.costs.ping_reply_ns);
@@ -189,14 +195,7 @@ impl World {
             peer: t - w.t_arrive,
             t_echo: t,
         };
-        let p = self.ping(req.sock);
-        let seq = req.seq as usize;
-        if p.echoes.len() <= seq {
-            p.echoes.resize(seq + 1, EchoTimes::default());
-        }
-        p.echoes[seq] = times;
-        let (len, flow) = (p.frame_len, p.flow);
-        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), ..Skb::default() };
+        let mut skb = self.ping_record_echo(req, times);
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(req.sock, &mut skb, Proto::Icmp, Destructor::None, Dir::Back, req.seq);
         // The reply carries the probe's send time: its RTT, and its loss if dropped.
