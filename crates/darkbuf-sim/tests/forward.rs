@@ -163,3 +163,28 @@ fn a_veth_routers_small_fifo_drops_what_it_forwards() {
     assert_eq!(m(&local, "tcp.retrans"), 0.0, "a local sender's drops are refused at enqueue");
     assert!(m(&fwd, "tcp.retrans") > 0.0, "the router's drops are losses the client retransmits");
 }
+
+/// irtt behind a veth router (`[lan]`): the server's reply comes back to the router by
+/// the far end's constant, as a pinger's echo reply does, and the router forwards it
+/// to the client through `[lan.qdisc]`. Its down leg is then longer than a local
+/// prober's, whose reply ends at the constant; before the reply crossed the router the
+/// two were the same.
+#[test]
+fn an_irtt_reply_crosses_the_router_on_its_way_back() {
+    let text = "duration = \"2s\"\nwarmup = \"500ms\"\n\
+         [device]\ndriver = \"veth\"\ntx_queues = 1\n\
+         [qdisc]\nkind = \"pfifo\"\n\
+         [[traffic]]\nkind = \"irtt\"\ninterval = \"10ms\"\n";
+    let local = run_text(text, &[]);
+    let fwd = run_text(&format!("{text}[lan]\n[lan.qdisc]\nkind = \"pfifo\"\nlimit = 1000\n"), &[]);
+    for r in [&local, &fwd] {
+        assert!(m(r, "irtt.packets") >= 140.0, "{} requests", m(r, "irtt.packets"));
+        assert_eq!(m(r, "irtt.loss_up_pct"), 0.0);
+        assert_eq!(m(r, "irtt.loss_down_pct"), 0.0);
+    }
+    let (down_local, down_fwd) = (m(&local, "irtt.owd_down_avg_ms"), m(&fwd, "irtt.owd_down_avg_ms"));
+    assert!(down_fwd > down_local, "down leg: forwarded {down_fwd} ms, local {down_local} ms");
+    // The router's forwarding and the LAN pair's backlog are microseconds on an idle
+    // path, not another constant.
+    assert!(down_fwd < down_local + 1.0, "down leg: forwarded {down_fwd} ms, local {down_local} ms");
+}

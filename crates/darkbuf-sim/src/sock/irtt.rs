@@ -6,7 +6,8 @@
 //!
 //! The reply comes back as the pinger's does (see [`super::ping`]): through the far
 //! host's qdisc, BQL, ring and wire on a NIC, or the profile's constant
-//! `ping_reply_ns` on veth and tun. The simulator knows each packet's true times, so
+//! `ping_reply_ns` on veth and tun (behind a veth router, `[lan]`, that constant ends
+//! at the router, which forwards the reply to the client). The simulator knows each packet's true times, so
 //! the one-way delays need no clock synchronisation: up = server receive - client
 //! send, down = client receive - server receive (the reply is sent when the request
 //! is received; irtt's "server processing time" is the reply's build cost, which the
@@ -114,9 +115,7 @@ impl World {
         let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
         rec.t_server = t;
         match reply {
-            // (Forwarded: the reply's way back through the router is not modelled for
-            // irtt; it comes back by the constant, as on a host.)
-            ReplyPath::Constant | ReplyPath::Forwarded => {
+            ReplyPath::Constant => {
                 let back = self.cost(self.profile.costs.ping_reply_ns);
                 let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
                 rec.t_recv = t + back;
@@ -124,16 +123,38 @@ impl World {
                 0
             }
             ReplyPath::Modelled { dev } => self.irtt_send_reply(cpu, dev, req, t),
+            ReplyPath::Forwarded => {
+                self.irtt_forward_reply(cpu, req, t);
+                0
+            }
         }
+    }
+
+    /// The server's reply as a frame of the request's length, flow and DSCP, not yet
+    /// allocated.
+    fn irtt_reply_skb(&mut self, s: SockId) -> Skb {
+        let p = self.irtt(s);
+        let (len, flow, dscp) = (p.frame_len, p.flow, p.dscp);
+        let priority = crate::forward::rt_tos2priority(dscp, 0);
+        Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() }
+    }
+
+    /// [`ReplyPath::Forwarded`] (`[lan]` on veth): the reply reaches the router that
+    /// forwarded the request after the profile's constant (the peer's own TX path, as
+    /// for a pinger's echo reply in `ping_forward_reply()`), on this CPU, and the
+    /// router forwards it to the client through `[lan.qdisc]`.
+    fn irtt_forward_reply(&mut self, cpu: CpuId, req: &PktInfo, t: u64) {
+        let mut skb = self.irtt_reply_skb(req.sock);
+        self.sock_alloc_skb(req.sock, &mut skb, Proto::Udp, Destructor::None, Dir::Back, req.seq);
+        self.pkts.get_mut(skb.id).t_send = req.t_send;
+        let back = self.cost(self.profile.costs.ping_reply_ns);
+        self.deliver_at(t + back, cpu, skb.id);
     }
 
     /// The server's reply, same length and DSCP, sent at `t` through the far host's
     /// device `dev`.
     fn irtt_send_reply(&mut self, cpu: CpuId, dev: DevId, req: &PktInfo, t: u64) -> u64 {
-        let p = self.irtt(req.sock);
-        let (len, flow, dscp) = (p.frame_len, p.flow, p.dscp);
-        let priority = crate::forward::rt_tos2priority(dscp, 0);
-        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
+        let mut skb = self.irtt_reply_skb(req.sock);
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
         self.sock_alloc_skb(req.sock, &mut skb, Proto::Udp, Destructor::None, Dir::Back, req.seq);
         self.pkts.get_mut(skb.id).t_send = req.t_send;
