@@ -18,281 +18,326 @@ fn params(kv: Vec<(&'static str, ParamValue)>) -> Params {
 /// kernel's rules, e.g. an sfq limit that clamps to 1; such cases are skipped).
 fn valid_params(kind: &'static str) -> BoxedStrategy<Params> {
     match kind {
-        "pfifo" | "pfifo_head_drop" => prop::option::of(0i64..60)
-            .prop_map(|l| {
-                params(
-                    l.map(|l| ("limit", ParamValue::Int(l)))
-                        .into_iter()
-                        .collect(),
-                )
-            })
-            .boxed(),
-        "bfifo" => prop::option::of((0i64..30_000, any::<bool>()))
-            .prop_map(|l| {
-                params(
-                    l.map(|(l, s)| {
-                        let v = if s {
-                            ParamValue::Str(format!("{l}b"))
-                        } else {
-                            ParamValue::Int(l)
-                        };
-                        ("limit", v)
-                    })
-                    .into_iter()
-                    .collect(),
-                )
-            })
-            .boxed(),
-        "pfifo_fast" => prop::option::of(prop::sample::select(vec!["per-band", "total"]))
-            .prop_map(|m| {
-                params(
-                    m.map(|m| ("limit_mode", ParamValue::Str(m.into())))
-                        .into_iter()
-                        .collect(),
-                )
-            })
-            .boxed(),
-        "sfq" => (
-            prop::option::of(prop_oneof![Just(0i64), 2i64..300]),
-            prop::option::of(0i64..140),
-            prop::option::of(0i64..200),
-            prop::option::of(prop::sample::select(vec![0i64, 1, 2, 4, 16, 64, 1024])),
-            prop::option::of(prop_oneof![Just(0i64), 1i64..4000]),
-            (
-                prop::option::of(any::<bool>()),
-                prop::option::of(0i64..3),
-                prop::option::of(any::<bool>()),
-            ),
-        )
-            .prop_map(
-                |(limit, depth, flows, divisor, quantum, (headdrop, perturb, scaled))| {
-                    let mut kv = Vec::new();
-                    if let Some(v) = limit {
-                        kv.push(("limit", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = depth {
-                        kv.push(("depth", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = flows {
-                        kv.push(("flows", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = divisor {
-                        kv.push(("divisor", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = quantum {
-                        kv.push(("quantum", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = headdrop {
-                        kv.push(("headdrop", ParamValue::Bool(v)));
-                    }
-                    if let Some(v) = perturb {
-                        kv.push(("perturb", ParamValue::Int(v)));
-                    }
-                    if let Some(v) = scaled {
-                        let m = if v { "scaled" } else { "bytes" };
-                        kv.push(("allot_mode", ParamValue::Str(m.into())));
-                    }
-                    params(kv)
-                },
-            )
-            .boxed(),
-        "codel" => (
-            prop::option::of(0i64..60),
-            prop::option::of(0u64..20_000),
-            prop::option::of(0u64..200_000),
-            prop::option::of(any::<bool>()),
-            prop::option::of(0u64..10_000),
-        )
-            .prop_map(|(limit, target, interval, ecn, ce)| {
-                let mut kv = Vec::new();
-                if let Some(v) = limit {
-                    kv.push(("limit", ParamValue::Int(v)));
-                }
-                if let Some(v) = target {
-                    kv.push(("target", ParamValue::Str(format!("{v}us"))));
-                }
-                if let Some(v) = interval {
-                    kv.push(("interval", ParamValue::Str(format!("{v}us"))));
-                }
-                if let Some(v) = ecn {
-                    kv.push(("ecn", ParamValue::Bool(v)));
-                }
-                if let Some(v) = ce {
-                    kv.push(("ce_threshold", ParamValue::Str(format!("{v}us"))));
-                }
-                params(kv)
-            })
-            .boxed(),
-        "fq_codel" => (
-            prop::option::of(0i64..60),
-            prop::option::of(prop::sample::select(vec![0i64, 1, 2, 16, 1024])),
-            prop::option::of(prop_oneof![Just(0i64), 1i64..3000]),
-            prop::option::of(0i64..80),
-            prop::option::of(0i64..100_000),
-            prop::option::of(0u64..20_000),
-        )
-            .prop_map(|(limit, flows, quantum, drop_batch, memory_limit, target)| {
-                let mut kv = Vec::new();
-                if let Some(v) = limit {
-                    kv.push(("limit", ParamValue::Int(v)));
-                }
-                if let Some(v) = flows {
-                    kv.push(("flows", ParamValue::Int(v)));
-                }
-                if let Some(v) = quantum {
-                    kv.push(("quantum", ParamValue::Int(v)));
-                }
-                if let Some(v) = drop_batch {
-                    kv.push(("drop_batch", ParamValue::Int(v)));
-                }
-                if let Some(v) = memory_limit {
-                    kv.push(("memory_limit", ParamValue::Int(v)));
-                }
-                if let Some(v) = target {
-                    kv.push(("target", ParamValue::Str(format!("{v}us"))));
-                }
-                params(kv)
-            })
-            .boxed(),
-        "cake" => (
-            prop::option::of(prop::sample::select(vec!["unlimited", "20mbit", "1gbit"])),
-            prop::option::of(prop::sample::select(vec!["diffserv3", "besteffort", "diffserv4", "diffserv8", "precedence"])),
-            prop::option::of(prop::sample::select(vec!["triple-isolate", "flows", "flowblind", "dual-srchost", "hosts"])),
-            prop::option::of(0i64..100_000),
-        )
-            .prop_map(|(bw, ds, fm, mem)| {
-                let mut kv = Vec::new();
-                if let Some(v) = bw {
-                    kv.push(("bandwidth", ParamValue::Str(v.into())));
-                }
-                if let Some(v) = ds {
-                    kv.push(("diffserv", ParamValue::Str(v.into())));
-                }
-                if let Some(v) = fm {
-                    kv.push(("flow_mode", ParamValue::Str(v.into())));
-                }
-                if let Some(v) = mem {
-                    kv.push(("memlimit", ParamValue::Int(v)));
-                }
-                params(kv)
-            })
-            .boxed(),
-        "tbf" => (prop::sample::select(vec!["1mbit", "20mbit", "1gbit"]), 1514i64..40_000, 1i64..60_000)
-            .prop_map(|(r, b, l)| {
-                params(vec![
-                    ("rate", ParamValue::Str(r.into())),
-                    ("burst", ParamValue::Int(b)),
-                    ("limit", ParamValue::Int(l)),
-                ])
-            })
-            .boxed(),
-        "htb" => prop::sample::select(vec!["0", "10"])
-            .prop_map(|d| {
-                let c = |kv: Vec<(&str, ParamValue)>| Params::from_pairs(&kv);
-                params(vec![
-                    ("default", ParamValue::Str(d.into())),
-                    (
-                        "class",
-                        ParamValue::Tables(vec![
-                            c(vec![("classid", ParamValue::Str("1:1".into())), ("rate", ParamValue::Str("10mbit".into()))]),
-                            c(vec![
-                                ("classid", ParamValue::Str("1:10".into())),
-                                ("parent", ParamValue::Str("1:1".into())),
-                                ("rate", ParamValue::Str("2mbit".into())),
-                                ("ceil", ParamValue::Str("10mbit".into())),
-                            ]),
-                        ]),
-                    ),
-                ])
-            })
-            .boxed(),
-        "pie" | "fq_pie" => (
-            prop::option::of(0i64..60),
-            prop::option::of(0u64..40_000),
-            prop::option::of(0u64..40_000),
-            prop::option::of((0i64..=32, 0i64..=32)),
-            prop::option::of((any::<bool>(), any::<bool>(), any::<bool>())),
-            prop::option::of(prop::sample::select(vec![1i64, 2, 16, 1024, 4096])),
-        )
-            .prop_map(move |(limit, target, tupdate, ab, flags, flows)| {
-                let mut kv = Vec::new();
-                if let Some(v) = limit {
-                    kv.push(("limit", ParamValue::Int(v)));
-                }
-                if let Some(v) = target {
-                    kv.push(("target", ParamValue::Str(format!("{v}us"))));
-                }
-                if let Some(v) = tupdate {
-                    kv.push(("tupdate", ParamValue::Str(format!("{v}us"))));
-                }
-                if let Some((a, b)) = ab {
-                    kv.push(("alpha", ParamValue::Int(a)));
-                    kv.push(("beta", ParamValue::Int(b)));
-                }
-                if let Some((ecn, bytemode, est)) = flags {
-                    kv.push(("ecn", ParamValue::Bool(ecn)));
-                    kv.push(("bytemode", ParamValue::Bool(bytemode)));
-                    kv.push(("dq_rate_estimator", ParamValue::Bool(est)));
-                }
-                if let (Some(v), "fq_pie") = (flows, kind) {
-                    kv.push(("flows", ParamValue::Int(v)));
-                }
-                params(kv)
-            })
-            .boxed(),
-        // netem without duplication (its clones are the caller's to make): delay,
-        // jitter, loss, reordering, rate, corruption (linear packets: a flag only),
-        // slot, limit, and sometimes a child.
-        "netem" => (
-            prop::option::of(0i64..1500),
-            prop::option::of((0u64..20_000, 0u64..20_000)),
-            prop::option::of(prop::sample::select(vec!["1%", "30%", "random 10% 50%", "state 5% 30%", "gemodel 5% 40% 70% 1%"])),
-            prop::option::of((prop::sample::select(vec!["25%", "100% 50%"]), 1i64..5)),
-            prop::option::of(prop::sample::select(vec!["1mbit", "50mbit 20 48 5", "1gbit -4"])),
-            prop::option::of(prop::sample::select(vec!["5%", "1ms 3ms packets 3", "2ms bytes 3000"])),
-            prop::option::of(prop::sample::select(vec!["pfifo", "fq_codel", "tbf"])),
-        )
-            .prop_map(|(limit, delay, loss, reorder, rate, extra, child)| {
-                let mut kv = Vec::new();
-                if let Some(v) = limit {
-                    kv.push(("limit", ParamValue::Int(v)));
-                }
-                if let Some((d, j)) = delay {
-                    kv.push(("delay", ParamValue::Str(format!("{}us", d + 1))));
-                    kv.push(("jitter", ParamValue::Str(format!("{j}us"))));
-                    if let Some((p, g)) = reorder {
-                        kv.push(("reorder", ParamValue::Str(p.into())));
-                        kv.push(("gap", ParamValue::Int(g)));
-                    }
-                }
-                if let Some(v) = loss {
-                    kv.push(("loss", ParamValue::Str(v.into())));
-                }
-                if let Some(v) = rate {
-                    kv.push(("rate", ParamValue::Str(v.into())));
-                }
-                match extra {
-                    Some(c) if c.ends_with('%') => kv.push(("corrupt", ParamValue::Str(c.into()))),
-                    Some(slot) => kv.push(("slot", ParamValue::Str(slot.into()))),
-                    None => {}
-                }
-                let mut p = params(kv);
-                if let Some(kind) = child {
-                    let mut c = Params::default();
-                    if kind == "tbf" {
-                        c = Params::from_pairs(&[("rate", ParamValue::Str("20mbit".into())), ("burst", ParamValue::Int(3000)), ("limit", ParamValue::Int(30_000))]);
-                    }
-                    c.insert("kind", ParamValue::Str(kind.into()));
-                    p.insert("child", ParamValue::Table(c));
-                }
-                p
-            })
-            .boxed(),
+        "pfifo" | "pfifo_head_drop" => fifo_params(),
+        "bfifo" => bfifo_params(),
+        "pfifo_fast" => pfifo_fast_params(),
+        "sfq" => sfq_params(),
+        "codel" => codel_params(),
+        "fq_codel" => fq_codel_params(),
+        "cake" => cake_params(),
+        "tbf" => tbf_params(),
+        "htb" => htb_params(),
+        "pie" | "fq_pie" => pie_params(kind),
+        "netem" => netem_params(),
         // fq has its own parameter proptest in tests/qdisc_fq.rs: defaults here.
         "fq" => Just(Params::default()).boxed(),
         other => panic!("no parameter generator for buildable kind {other}; add one"),
     }
 }
+
+fn fifo_params() -> BoxedStrategy<Params> {
+    prop::option::of(0i64..60)
+        .prop_map(|l| {
+            params(
+                l.map(|l| ("limit", ParamValue::Int(l)))
+                    .into_iter()
+                    .collect(),
+            )
+        })
+        .boxed()
+}
+
+fn bfifo_params() -> BoxedStrategy<Params> {
+    prop::option::of((0i64..30_000, any::<bool>()))
+        .prop_map(|l| {
+            params(
+                l.map(|(l, s)| {
+                    let v = if s {
+                        ParamValue::Str(format!("{l}b"))
+                    } else {
+                        ParamValue::Int(l)
+                    };
+                    ("limit", v)
+                })
+                .into_iter()
+                .collect(),
+            )
+        })
+        .boxed()
+}
+
+fn pfifo_fast_params() -> BoxedStrategy<Params> {
+    prop::option::of(prop::sample::select(vec!["per-band", "total"]))
+        .prop_map(|m| {
+            params(
+                m.map(|m| ("limit_mode", ParamValue::Str(m.into())))
+                    .into_iter()
+                    .collect(),
+            )
+        })
+        .boxed()
+}
+
+fn sfq_params() -> BoxedStrategy<Params> {
+    (
+        prop::option::of(prop_oneof![Just(0i64), 2i64..300]),
+        prop::option::of(0i64..140),
+        prop::option::of(0i64..200),
+        prop::option::of(prop::sample::select(vec![0i64, 1, 2, 4, 16, 64, 1024])),
+        prop::option::of(prop_oneof![Just(0i64), 1i64..4000]),
+        (
+            prop::option::of(any::<bool>()),
+            prop::option::of(0i64..3),
+            prop::option::of(any::<bool>()),
+        ),
+    )
+        .prop_map(
+            |(limit, depth, flows, divisor, quantum, (headdrop, perturb, scaled))| {
+                let mut kv = Vec::new();
+                if let Some(v) = limit {
+                    kv.push(("limit", ParamValue::Int(v)));
+                }
+                if let Some(v) = depth {
+                    kv.push(("depth", ParamValue::Int(v)));
+                }
+                if let Some(v) = flows {
+                    kv.push(("flows", ParamValue::Int(v)));
+                }
+                if let Some(v) = divisor {
+                    kv.push(("divisor", ParamValue::Int(v)));
+                }
+                if let Some(v) = quantum {
+                    kv.push(("quantum", ParamValue::Int(v)));
+                }
+                if let Some(v) = headdrop {
+                    kv.push(("headdrop", ParamValue::Bool(v)));
+                }
+                if let Some(v) = perturb {
+                    kv.push(("perturb", ParamValue::Int(v)));
+                }
+                if let Some(v) = scaled {
+                    let m = if v { "scaled" } else { "bytes" };
+                    kv.push(("allot_mode", ParamValue::Str(m.into())));
+                }
+                params(kv)
+            },
+        )
+        .boxed()
+}
+
+fn codel_params() -> BoxedStrategy<Params> {
+    (
+        prop::option::of(0i64..60),
+        prop::option::of(0u64..20_000),
+        prop::option::of(0u64..200_000),
+        prop::option::of(any::<bool>()),
+        prop::option::of(0u64..10_000),
+    )
+        .prop_map(|(limit, target, interval, ecn, ce)| {
+            let mut kv = Vec::new();
+            if let Some(v) = limit {
+                kv.push(("limit", ParamValue::Int(v)));
+            }
+            if let Some(v) = target {
+                kv.push(("target", ParamValue::Str(format!("{v}us"))));
+            }
+            if let Some(v) = interval {
+                kv.push(("interval", ParamValue::Str(format!("{v}us"))));
+            }
+            if let Some(v) = ecn {
+                kv.push(("ecn", ParamValue::Bool(v)));
+            }
+            if let Some(v) = ce {
+                kv.push(("ce_threshold", ParamValue::Str(format!("{v}us"))));
+            }
+            params(kv)
+        })
+        .boxed()
+}
+
+fn fq_codel_params() -> BoxedStrategy<Params> {
+    (
+        prop::option::of(0i64..60),
+        prop::option::of(prop::sample::select(vec![0i64, 1, 2, 16, 1024])),
+        prop::option::of(prop_oneof![Just(0i64), 1i64..3000]),
+        prop::option::of(0i64..80),
+        prop::option::of(0i64..100_000),
+        prop::option::of(0u64..20_000),
+    )
+        .prop_map(|(limit, flows, quantum, drop_batch, memory_limit, target)| {
+            let mut kv = Vec::new();
+            if let Some(v) = limit {
+                kv.push(("limit", ParamValue::Int(v)));
+            }
+            if let Some(v) = flows {
+                kv.push(("flows", ParamValue::Int(v)));
+            }
+            if let Some(v) = quantum {
+                kv.push(("quantum", ParamValue::Int(v)));
+            }
+            if let Some(v) = drop_batch {
+                kv.push(("drop_batch", ParamValue::Int(v)));
+            }
+            if let Some(v) = memory_limit {
+                kv.push(("memory_limit", ParamValue::Int(v)));
+            }
+            if let Some(v) = target {
+                kv.push(("target", ParamValue::Str(format!("{v}us"))));
+            }
+            params(kv)
+        })
+        .boxed()
+}
+
+fn cake_params() -> BoxedStrategy<Params> {
+    (
+        prop::option::of(prop::sample::select(vec!["unlimited", "20mbit", "1gbit"])),
+        prop::option::of(prop::sample::select(vec!["diffserv3", "besteffort", "diffserv4", "diffserv8", "precedence"])),
+        prop::option::of(prop::sample::select(vec!["triple-isolate", "flows", "flowblind", "dual-srchost", "hosts"])),
+        prop::option::of(0i64..100_000),
+    )
+        .prop_map(|(bw, ds, fm, mem)| {
+            let mut kv = Vec::new();
+            if let Some(v) = bw {
+                kv.push(("bandwidth", ParamValue::Str(v.into())));
+            }
+            if let Some(v) = ds {
+                kv.push(("diffserv", ParamValue::Str(v.into())));
+            }
+            if let Some(v) = fm {
+                kv.push(("flow_mode", ParamValue::Str(v.into())));
+            }
+            if let Some(v) = mem {
+                kv.push(("memlimit", ParamValue::Int(v)));
+            }
+            params(kv)
+        })
+        .boxed()
+}
+
+fn tbf_params() -> BoxedStrategy<Params> {
+    (prop::sample::select(vec!["1mbit", "20mbit", "1gbit"]), 1514i64..40_000, 1i64..60_000)
+        .prop_map(|(r, b, l)| {
+            params(vec![
+                ("rate", ParamValue::Str(r.into())),
+                ("burst", ParamValue::Int(b)),
+                ("limit", ParamValue::Int(l)),
+            ])
+        })
+        .boxed()
+}
+
+fn htb_params() -> BoxedStrategy<Params> {
+    prop::sample::select(vec!["0", "10"])
+        .prop_map(|d| {
+            let c = |kv: Vec<(&str, ParamValue)>| Params::from_pairs(&kv);
+            params(vec![
+                ("default", ParamValue::Str(d.into())),
+                (
+                    "class",
+                    ParamValue::Tables(vec![
+                        c(vec![("classid", ParamValue::Str("1:1".into())), ("rate", ParamValue::Str("10mbit".into()))]),
+                        c(vec![
+                            ("classid", ParamValue::Str("1:10".into())),
+                            ("parent", ParamValue::Str("1:1".into())),
+                            ("rate", ParamValue::Str("2mbit".into())),
+                            ("ceil", ParamValue::Str("10mbit".into())),
+                        ]),
+                    ]),
+                ),
+            ])
+        })
+        .boxed()
+}
+
+fn pie_params(kind: &'static str) -> BoxedStrategy<Params> {
+    (
+        prop::option::of(0i64..60),
+        prop::option::of(0u64..40_000),
+        prop::option::of(0u64..40_000),
+        prop::option::of((0i64..=32, 0i64..=32)),
+        prop::option::of((any::<bool>(), any::<bool>(), any::<bool>())),
+        prop::option::of(prop::sample::select(vec![1i64, 2, 16, 1024, 4096])),
+    )
+        .prop_map(move |(limit, target, tupdate, ab, flags, flows)| {
+            let mut kv = Vec::new();
+            if let Some(v) = limit {
+                kv.push(("limit", ParamValue::Int(v)));
+            }
+            if let Some(v) = target {
+                kv.push(("target", ParamValue::Str(format!("{v}us"))));
+            }
+            if let Some(v) = tupdate {
+                kv.push(("tupdate", ParamValue::Str(format!("{v}us"))));
+            }
+            if let Some((a, b)) = ab {
+                kv.push(("alpha", ParamValue::Int(a)));
+                kv.push(("beta", ParamValue::Int(b)));
+            }
+            if let Some((ecn, bytemode, est)) = flags {
+                kv.push(("ecn", ParamValue::Bool(ecn)));
+                kv.push(("bytemode", ParamValue::Bool(bytemode)));
+                kv.push(("dq_rate_estimator", ParamValue::Bool(est)));
+            }
+            if let (Some(v), "fq_pie") = (flows, kind) {
+                kv.push(("flows", ParamValue::Int(v)));
+            }
+            params(kv)
+        })
+        .boxed()
+}
+
+/// netem without duplication (its clones are the caller's to make): delay,
+/// jitter, loss, reordering, rate, corruption (linear packets: a flag only),
+/// slot, limit, and sometimes a child.
+fn netem_params() -> BoxedStrategy<Params> {
+    (
+        prop::option::of(0i64..1500),
+        prop::option::of((0u64..20_000, 0u64..20_000)),
+        prop::option::of(prop::sample::select(vec!["1%", "30%", "random 10% 50%", "state 5% 30%", "gemodel 5% 40% 70% 1%"])),
+        prop::option::of((prop::sample::select(vec!["25%", "100% 50%"]), 1i64..5)),
+        prop::option::of(prop::sample::select(vec!["1mbit", "50mbit 20 48 5", "1gbit -4"])),
+        prop::option::of(prop::sample::select(vec!["5%", "1ms 3ms packets 3", "2ms bytes 3000"])),
+        prop::option::of(prop::sample::select(vec!["pfifo", "fq_codel", "tbf"])),
+    )
+        .prop_map(|(limit, delay, loss, reorder, rate, extra, child)| {
+            let mut kv = Vec::new();
+            if let Some(v) = limit {
+                kv.push(("limit", ParamValue::Int(v)));
+            }
+            if let Some((d, j)) = delay {
+                kv.push(("delay", ParamValue::Str(format!("{}us", d + 1))));
+                kv.push(("jitter", ParamValue::Str(format!("{j}us"))));
+                if let Some((p, g)) = reorder {
+                    kv.push(("reorder", ParamValue::Str(p.into())));
+                    kv.push(("gap", ParamValue::Int(g)));
+                }
+            }
+            if let Some(v) = loss {
+                kv.push(("loss", ParamValue::Str(v.into())));
+            }
+            if let Some(v) = rate {
+                kv.push(("rate", ParamValue::Str(v.into())));
+            }
+            match extra {
+                Some(c) if c.ends_with('%') => kv.push(("corrupt", ParamValue::Str(c.into()))),
+                Some(slot) => kv.push(("slot", ParamValue::Str(slot.into()))),
+                None => {}
+            }
+            let mut p = params(kv);
+            if let Some(kind) = child {
+                let mut c = Params::default();
+                if kind == "tbf" {
+                    c = Params::from_pairs(&[("rate", ParamValue::Str("20mbit".into())), ("burst", ParamValue::Int(3000)), ("limit", ParamValue::Int(30_000))]);
+                }
+                c.insert("kind", ParamValue::Str(kind.into()));
+                p.insert("child", ParamValue::Table(c));
+            }
+            p
+        })
+        .boxed()
+}
+
 
 #[derive(Clone, Debug)]
 enum Op {
