@@ -438,7 +438,11 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Ping(p) => p.cpu,
             Traffic::Tcp(t) => t.cpu,
             Traffic::Irtt(r) => r.cpu,
+            Traffic::Voip(v) => v.cpu,
         };
+        if let Traffic::Voip(_) = t {
+            return Err(KernelError::Unavailable(format!("traffic.{i}: kind = \"voip\" runs on the simulator only so far")));
+        }
         if cpu as usize >= crate::online_cpus() {
             return Err(KernelError::Unavailable(format!(
                 "traffic.{i}.cpu = {cpu}: this machine has {} CPUs",

@@ -6,6 +6,8 @@
 //!   [`darkbuf_report::Log2Hist`];
 //! - [`irtt`]: irtt(1)'s statistics (round trips, one-way delays, IPDV, loss per leg)
 //!   from per-request records, and the `irtt.*` metrics over them;
+//! - [`voip`]: voice quality (one-way delay, RFC 3550 jitter, loss, the G.107
+//!   E-model's MOS) from per-packet records, and the `voip.*` metrics over them;
 //! - [`profile`]: the machine cost profile, which the simulator runs on and
 //!   `darkbuf calibrate` (kernel backend) writes.
 //!
@@ -18,6 +20,7 @@ pub mod irtt;
 mod out;
 pub mod percentile;
 pub mod profile;
+pub mod voip;
 
 pub use hist::Hist;
 pub use out::Out;

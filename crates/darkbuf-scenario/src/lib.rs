@@ -25,6 +25,7 @@ mod section;
 pub mod schema;
 pub mod seeds;
 mod tcp;
+pub mod voip;
 pub mod sweep;
 mod sysctl;
 pub use sysctl::{Sysctl, SYSCTL_KEYS};
@@ -41,6 +42,7 @@ pub use nic::{COALESCE_KEYS, LAN_KEYS, MAX_SKB_FRAGS, NIC_KEYS, PEER_KEYS};
 pub use path::{negative_delay_share, path_warnings, PATH_KEYS};
 pub use schema::*;
 pub use irtt::IRTT_KEYS;
+pub use voip::{Codec, Voip, VoipDirection, VOIP_KEYS};
 pub use tcp::{CC_NAMES, TCP_KEYS};
 pub use sweep::{check_plan_entries, sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, PlanShape, SweepPlan, SweepPointSpec};
 

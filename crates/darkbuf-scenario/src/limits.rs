@@ -75,6 +75,11 @@ pub const MAX_TUN_RING: u32 = 524_288;
 /// near 300 MB per simulation, with one simulation per CPU at once.
 pub const MAX_INFLIGHT_PKTS: u64 = 2_000_000;
 
+/// Voice packets of one `[[traffic]] kind = "voip"` entry over a run (calls x
+/// directions x packets per stream): each has a 24-byte record of its fate, so the
+/// bound keeps an entry's records under 24 MB.
+pub const MAX_VOIP_PACKETS: u64 = 1_000_000;
+
 /// `what` with a thousands separator, for bounds in messages: `4,000,000`.
 #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; MSRV is 1.80
 pub fn thousands(v: u64) -> String {
@@ -103,6 +108,8 @@ pub fn points_per_run(scn: &crate::Scenario) -> u64 {
             crate::Traffic::Ping(p) => scn.duration_ns / p.interval_ns.max(1) + 1,
             crate::Traffic::Udp(_) => 0,
             crate::Traffic::Irtt(i) => scn.duration_ns / i.interval_ns.max(1) + 1,
+            // Voice keeps no time series.
+            crate::Traffic::Voip(_) => 0,
             // A flow's goodput series: one point per 200 ms step (none above
             // PER_FLOW_SERIES_MAX flows in the run).
             crate::Traffic::Tcp(f) if tcp_flows(scn) <= PER_FLOW_SERIES_MAX as u64 => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),

@@ -72,6 +72,9 @@ pub const TESTS: &[&str] = &[
     "rtt_fair_var_down",
     "cubic_bbr",
     "cubic_reno",
+    "voip",
+    "voip-1up",
+    "voip-rrul",
 ];
 
 /// flent's test parameters the presets read (`[test_parameters]`), and darkbuf's
@@ -205,6 +208,26 @@ fn udp_rtt(name: &str, dscp: i64) -> PresetEntry {
     }
 }
 
+/// flent's `voip` runner (flent/runners.py `VoipRunner`): irtt with `interval=0.02`
+/// and `data_size=172` "to emulate G711 VoIP" (160 bytes of audio + the 12-byte RTP
+/// header), its request and its echo a stream each way, for the whole run
+/// (`VOIP_LENGTH = TOTAL_LENGTH`), marked by the `voip_marking` test parameter, which
+/// defaults to none (DSCP 0). (Without irtt flent falls back to D-ITG's `VoIP`, G.711
+/// with 80 bytes every 10 ms, one way.)
+fn voip() -> PresetEntry {
+    PresetEntry {
+        name: "VoIP".into(),
+        keys: vec![
+            ("kind", Val::Str("voip".into())),
+            ("codec", Val::Str("g711".into())),
+            ("interval", dur(20_000_000)),
+            ("size", Val::Int(160)),
+            ("dscp", Val::Int(CS0)),
+            ("direction", Val::Str("both".into())),
+        ],
+    }
+}
+
 /// rrul's bulk flows, one per marking each way: (data-set suffix, DSCP).
 const RRUL_CLASSES: [(&str, i64); 4] = [("BE", CS0), ("BK", CS1), ("CS5", CS5), ("EF", EF)];
 
@@ -228,7 +251,8 @@ pub enum PresetError {
 /// factor * DELAY`).
 fn delay_factor(name: &str) -> u64 {
     match name {
-        "ping" | "tcp_1up_noping" => 0,
+        // voip.conf: TOTAL_LENGTH = LENGTH, the stream alone.
+        "ping" | "tcp_1up_noping" | "voip" => 0,
         // tcp_2up_delay.conf: TOTAL_LENGTH = LENGTH + DELAY.
         "tcp_2up_delay" => 1,
         "tcp_4up_squarewave" => 6,
@@ -307,11 +331,19 @@ pub fn entries_to_hosts(name: &str, total_ns: u64, delay_ns: u64, streams: &Stre
             v.extend(rrul_probes());
             v
         }
-        "rrul_be" => {
+        // voip-rrul.conf: include("rrul_be.conf"), then voip.inc's VoIP data set.
+        "rrul_be" | "voip-rrul" => {
             let mut v = both(&[("BE", CS0), ("BE2", CS0), ("BE3", CS0), ("BE4", CS0)]);
             v.extend([udp_rtt("Ping (ms) UDP BE1", CS0), udp_rtt("Ping (ms) UDP BE2", CS0), udp_rtt("Ping (ms) UDP BE3", CS0), icmp()]);
+            if name == "voip-rrul" {
+                v.push(voip());
+            }
             v
         }
+        // voip.conf: the VoIP stream alone; voip-1up.conf: with a netperf TCP_STREAM
+        // from DELAY for LENGTH (TOTAL_LENGTH = LENGTH + 2 * DELAY), no ping.
+        "voip" => vec![voip()],
+        "voip-1up" => vec![voip(), up("TCP upload".into(), CS0)],
         // One flow per class selector each way, and a UDP ping in each from CS7 down.
         "rrul_cs8" => {
             let classes = [("CS0_BE", cs(0)), ("CS1_BK", cs(1)), ("CS2", cs(2)), ("CS3", cs(3)), ("CS4", cs(4)), ("CS5", cs(5)), ("CS6", cs(6)), ("CS7", cs(7))];
@@ -893,7 +925,10 @@ mod tests {
                 "tcp_2up_delay",
                 "tcp_4up_squarewave",
                 "rtt_fair_up",
-                "rtt_fair_var_up"
+                "rtt_fair_var_up",
+                // No TCP download: the far end's voice stream is the voip entry's own.
+                "voip",
+                "voip-1up"
             ]
         );
     }

@@ -543,6 +543,7 @@ pub enum Traffic {
     Ping(Ping),
     Tcp(TcpFlow),
     Irtt(Irtt),
+    Voip(crate::voip::Voip),
 }
 
 /// Serde's `skip_serializing_if` for a switch that defaults to on.
@@ -567,6 +568,7 @@ impl Traffic {
             Traffic::Ping(p) => p.path_delay_ns,
             Traffic::Tcp(t) => t.path_delay_ns,
             Traffic::Irtt(i) => i.path_delay_ns,
+            Traffic::Voip(v) => v.path_delay_ns,
         }
     }
 
@@ -577,6 +579,7 @@ impl Traffic {
             Traffic::Ping(p) => &p.name,
             Traffic::Tcp(t) => &t.name,
             Traffic::Irtt(i) => &i.name,
+            Traffic::Voip(v) => &v.name,
         }
     }
 }

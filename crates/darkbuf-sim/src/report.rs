@@ -266,6 +266,7 @@ impl World {
         self.device_metrics(&mut out);
         self.tcp_metrics(&mut out);
         self.irtt_metrics(&mut out);
+        self.voip_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
         self.xps_metrics(&mut out);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();

@@ -396,6 +396,7 @@ impl<'a> Builder<'a> {
                 }
                 Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
                 Traffic::Irtt(p) => self.irtt(p),
+                Traffic::Voip(v) => self.voip(i as u16, v),
             }
             let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
             self.sock_link.resize(self.socks.len(), class);
@@ -414,6 +415,47 @@ impl<'a> Builder<'a> {
         let end = self.scn.warmup_ns + self.scn.duration_ns;
         self.socks.push(crate::sock::IrttSock::new_sock(p, index, task, self.near.dev, self.reply, end));
         self.starts.push((p.start_ns, task));
+    }
+
+    /// A voip entry's streams, each with its sending process, sleeping until its first
+    /// packet: call k starts `k * interval / calls` after `start` (independent phones
+    /// are not in phase). The far host's stream is sent from the far host's CPU `cpu`
+    /// (modulo its CPUs) through its device; where that path is not modelled the
+    /// stream's socket exists but never sends (`unmodelled`).
+    fn voip(&mut self, traffic_index: u16, v: &darkbuf_scenario::Voip) {
+        use crate::sock::voip::VoipSock;
+        use crate::sock::SockKind;
+        let entry = self.socks.iter().filter_map(|k| if let SockKind::Voip(x) = &k.kind { Some(x.entry + 1) } else { None }).max().unwrap_or(0);
+        let end = self.scn.warmup_ns + self.scn.duration_ns;
+        let driver = self.scn.device.driver;
+        for call in 0..v.calls {
+            let start = v.start_ns + (v.interval_ns as u128 * call as u128 / v.calls as u128) as u64;
+            for (down, sends) in [(false, v.direction.sends_up()), (true, v.direction.sends_down())] {
+                if !sends {
+                    continue;
+                }
+                let dir = if down { darkbuf_scenario::Direction::Down } else { darkbuf_scenario::Direction::Up };
+                let (cpu, dev, modelled) = match (darkbuf_scenario::wifi::far_sends(driver, dir), self.reply) {
+                    (false, _) => (self.near.cpu0.add(v.cpu), self.near.dev, true),
+                    (true, ReplyPath::Modelled { dev }) => {
+                        let far = self.hosts[HostId(1)].cpus;
+                        (far.start.add(v.cpu % (far.end.0 - far.start.0) as u32), dev, true)
+                    }
+                    (true, _) => (self.near.cpu0.add(v.cpu), self.near.dev, false),
+                };
+                let s = SockId::from_index(self.socks.len());
+                let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, cpu);
+                self.tasks[task].wake_preempt = true;
+                let mut sock = VoipSock::new_sock(v, traffic_index, entry, call, down, start, task, dev, end);
+                if let SockKind::Voip(x) = &mut sock.kind {
+                    x.unmodelled = !modelled;
+                }
+                self.socks.push(sock);
+                if modelled {
+                    self.starts.push((start, task));
+                }
+            }
+        }
     }
 
     /// A TCP flow's connections, each with its sending process: on this host for an

@@ -462,6 +462,10 @@ impl World {
             let info = *self.pkts.get(id);
             self.irtt_dropped(&info);
         }
+        if let crate::sock::SockKind::Voip(_) = self.socks[sock].kind {
+            let info = *self.pkts.get(id);
+            self.voip_dropped(&info);
+        }
         self.pkts.free(id);
     }
 }

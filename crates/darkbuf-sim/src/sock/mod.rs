@@ -12,6 +12,7 @@ pub mod irtt;
 pub mod ping;
 pub mod tcp;
 pub mod udp;
+pub mod voip;
 
 use crate::arena::{Destructor, Dir, PktInfo};
 use crate::cpu::{Frame, Step};
@@ -91,6 +92,8 @@ pub enum SockKind {
     Tcp(Box<tcp::TcpSock>),
     /// An irtt client (and the far end's irtt server).
     Irtt(IrttSock),
+    /// One direction of a voice call (and its receiver at the other end).
+    Voip(voip::VoipSock),
 }
 
 impl World {
@@ -112,6 +115,7 @@ impl World {
             },
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
+            SockKind::Voip(_) => self.voip_sendmsg(s),
             SockKind::Tcp(_) => {
                 if !self.tcp(s).established() {
                     return self.tcp_connect(cpu, s);
@@ -189,6 +193,7 @@ impl World {
             // ping.unsendable counts the measured window's.
             SockKind::Ping(p) => p.stats.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
             SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Voip(v) => v.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }
     }
@@ -214,6 +219,7 @@ impl World {
             }
             SockKind::Ping(p) => p.due > 0,
             SockKind::Irtt(p) => p.due > 0,
+            SockKind::Voip(v) => v.due > 0,
             SockKind::Tcp(_) => self.tcp_wants_cpu(s),
         }
     }
@@ -223,6 +229,7 @@ impl World {
         match self.socks[s].kind {
             SockKind::Ping(_) => self.ping_timer(s),
             SockKind::Irtt(_) => self.irtt_timer(s),
+            SockKind::Voip(_) => self.voip_timer(s),
             _ => {}
         }
     }
@@ -334,6 +341,7 @@ impl World {
                 (SockKind::Ping(_), Dir::Back) => self.ping_reply_rcv(&info, t),
                 (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
                 (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
+                (SockKind::Voip(_), _) => self.voip_rcv(&info, t),
                 (SockKind::Tcp(_), Dir::Out) if info.syn() => extra = self.tcp_rcv_syn(cpu, &info, t),
                 (SockKind::Tcp(_), Dir::Back) if info.syn() => extra = self.tcp_rcv_synack(&info, t),
                 (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
@@ -361,7 +369,7 @@ impl World {
             self.kfree_skb(id);
             return true;
         }
-        if matches!(self.socks[info.sock].kind, SockKind::Ping(_) | SockKind::Irtt(_)) {
+        if matches!(self.socks[info.sock].kind, SockKind::Ping(_) | SockKind::Irtt(_) | SockKind::Voip(_)) {
             self.delivered += 1;
             self.pkts.free(id);
             return true;
