@@ -439,7 +439,13 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Tcp(t) => t.cpu,
             Traffic::Irtt(r) => r.cpu,
             Traffic::Voip(v) => v.cpu,
+            Traffic::Rr(r) => r.cpu,
         };
+        if let Traffic::Rr(_) = t {
+            return Err(KernelError::Unavailable(format!(
+                "traffic.{i}: kind = \"rr\" runs on the simulator; the kernel backend's request/response generator is not built yet"
+            )));
+        }
         if let Traffic::Voip(_) = t {
             return Err(KernelError::Unavailable(format!("traffic.{i}: kind = \"voip\" runs on the simulator only so far")));
         }

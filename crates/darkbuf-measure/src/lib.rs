@@ -21,6 +21,7 @@ mod out;
 pub mod percentile;
 pub mod profile;
 pub mod voip;
+pub mod rr;
 
 pub use hist::Hist;
 pub use out::Out;

@@ -333,6 +333,27 @@ pub const GLOSSARY: &[Entry] = &[
     e("voip.N.down.owd_p99_ms", "ms", "voice: entry N's 99th percentile one-way delay of the far host's stream to this host (down)"),
     e("voip.N.down.jitter_ms", "ms", "voice: entry N's RFC 3550 jitter of the far host's stream to this host (down)"),
     e("voip.N.down.loss_pct", "%", "voice: entry N's loss to the decoder of the far host's stream to this host (down)"),
+    // Request/response ([[traffic]] kind = "rr"), as netperf's TCP_RR and UDP_RR report
+    // them (omni selectors TRANSACTION_RATE, MEAN/P50/P90/P99_LATENCY): a transaction
+    // counts when its response is read whole in the measured window.
+    e("rr.transactions", "transactions", "rr: transactions completed in the measured window, all connections of all rr entries"),
+    e("rr.transactions_per_s", "transactions/s", "rr: transactions completed per second of the measured window, all connections (netperf's TRANSACTION_RATE summed over its instances)"),
+    e("rr.timeouts", "timeouts", "rr: timer expiries on a transaction: UDP_RR's receive timeout (`timeout`, netperf -e; the transaction is lost and the next starts), TCP_RR's loss probe or retransmission timeout of a request or response (the transaction goes on)"),
+    e("rr.latency_mean_us", "us", "rr: mean transaction latency, from the request's send() to the response read whole (netperf's MEAN_LATENCY)"),
+    e("rr.latency_min_us", "us", "rr: shortest transaction latency (netperf's MIN_LATENCY)"),
+    e("rr.latency_p50_us", "us", "rr: median transaction latency (nearest rank; netperf's P50_LATENCY)"),
+    e("rr.latency_p90_us", "us", "rr: 90th percentile transaction latency (nearest rank; netperf's P90_LATENCY)"),
+    e("rr.latency_p99_us", "us", "rr: 99th percentile transaction latency (nearest rank; netperf's P99_LATENCY)"),
+    e("rr.latency_max_us", "us", "rr: longest transaction latency (netperf's MAX_LATENCY)"),
+    e("rr.N.transactions", "transactions", "with more than one rr entry: entry N's completed transactions (N counts the rr entries)"),
+    e("rr.N.transactions_per_s", "transactions/s", "rr entry N's transactions per second, all its connections"),
+    e("rr.N.timeouts", "timeouts", "rr entry N's timer expiries (see rr.timeouts)"),
+    e("rr.N.latency_mean_us", "us", "rr entry N's mean transaction latency"),
+    e("rr.N.latency_min_us", "us", "rr entry N's shortest transaction latency"),
+    e("rr.N.latency_p50_us", "us", "rr entry N's median transaction latency"),
+    e("rr.N.latency_p90_us", "us", "rr entry N's 90th percentile transaction latency"),
+    e("rr.N.latency_p99_us", "us", "rr entry N's 99th percentile transaction latency"),
+    e("rr.N.latency_max_us", "us", "rr entry N's longest transaction latency"),
     // driver = "wifi": the radio (N = the station's index in [[station]] order).
     e("wifi.tx_mbps", "Mbit/s", "wifi: IP bytes delivered to all stations over the air per second"),
     e("wifi.busy_pct", "%", "wifi: percent of the measured window the air was used by exchanges, the AP's and the stations' (AIFS, backoff, PPDU, SIFS, BlockAck or ACK)"),

@@ -19,6 +19,7 @@ mod irtt;
 mod nic;
 mod path;
 pub mod preset;
+pub mod rr;
 pub mod limits;
 mod resolve;
 mod section;
@@ -43,6 +44,7 @@ pub use path::{negative_delay_share, path_warnings, PATH_KEYS};
 pub use schema::*;
 pub use irtt::IRTT_KEYS;
 pub use voip::{Codec, Voip, VoipDirection, VOIP_KEYS};
+pub use rr::{Rr, RrProto, RR_KEYS};
 pub use tcp::{CC_NAMES, TCP_KEYS};
 pub use sweep::{check_plan_entries, sweep_plan, sweep_plan_fixed, sweep_plan_str, sweep_plan_str_fixed, PlanShape, SweepPlan, SweepPointSpec};
 

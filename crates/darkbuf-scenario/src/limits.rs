@@ -110,6 +110,7 @@ pub fn points_per_run(scn: &crate::Scenario) -> u64 {
             crate::Traffic::Irtt(i) => scn.duration_ns / i.interval_ns.max(1) + 1,
             // Voice keeps no time series.
             crate::Traffic::Voip(_) => 0,
+            crate::Traffic::Rr(_) => 0,
             // A flow's goodput series: one point per 200 ms step (none above
             // PER_FLOW_SERIES_MAX flows in the run).
             crate::Traffic::Tcp(f) if tcp_flows(scn) <= PER_FLOW_SERIES_MAX as u64 => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),

@@ -909,7 +909,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                 Some("set kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"".into()),
             ));
         };
-        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt", "voip"])?;
+        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt", "voip", "rr"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
             let f = crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?;
@@ -924,6 +924,8 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
             out.push(Traffic::Tcp(f));
         } else if kind == "voip" {
             out.push(Traffic::Voip(crate::voip::resolve_voip(&s, cpus, driver, total_ns, name)?));
+        } else if kind == "rr" {
+            out.push(Traffic::Rr(crate::rr::resolve_rr(&s, cpus, driver, total_ns, name)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {

@@ -544,6 +544,7 @@ pub enum Traffic {
     Tcp(TcpFlow),
     Irtt(Irtt),
     Voip(crate::voip::Voip),
+    Rr(crate::rr::Rr),
 }
 
 /// Serde's `skip_serializing_if` for a switch that defaults to on.
@@ -569,6 +570,7 @@ impl Traffic {
             Traffic::Tcp(t) => t.path_delay_ns,
             Traffic::Irtt(i) => i.path_delay_ns,
             Traffic::Voip(v) => v.path_delay_ns,
+            Traffic::Rr(r) => r.path_delay_ns,
         }
     }
 
@@ -580,6 +582,7 @@ impl Traffic {
             Traffic::Tcp(t) => &t.name,
             Traffic::Irtt(i) => &i.name,
             Traffic::Voip(v) => &v.name,
+            Traffic::Rr(r) => &r.name,
         }
     }
 }

@@ -27,7 +27,7 @@ fn has_key(text: &str, key: &str) -> bool {
 #[test]
 fn every_key_is_in_all_keys() {
     let text = read("scenarios/examples/all-keys.toml");
-    let sections: [(&str, &[&str]); 15] = [
+    let sections: [(&str, &[&str]); 16] = [
         ("top", TOP_KEYS),
         ("machine", MACHINE_KEYS),
         ("device", DEVICE_KEYS),
@@ -37,6 +37,7 @@ fn every_key_is_in_all_keys() {
         ("ping", PING_KEYS),
         ("tcp", TCP_KEYS),
         ("irtt", IRTT_KEYS),
+        ("rr", RR_KEYS),
         ("path", PATH_KEYS),
         ("peer", PEER_KEYS),
         ("lan", LAN_KEYS),

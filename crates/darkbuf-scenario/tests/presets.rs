@@ -21,6 +21,7 @@ fn summary(s: &Scenario) -> Vec<(&'static str, String, &'static str, u8, u64, u6
             Traffic::Ping(p) => ("ping", p.name.clone(), "-", 0, 0, 0),
             Traffic::Udp(u) => ("udp", u.name.clone(), "-", u.dscp, 0, 0),
             Traffic::Voip(v) => ("voip", v.name.clone(), "-", v.dscp, v.start_ns / 1_000_000, v.stop_ns.unwrap_or(0) / 1_000_000),
+            Traffic::Rr(r) => ("rr", r.name.clone(), "-", r.dscp, r.start_ns / 1_000_000, r.stop_ns.unwrap_or(0) / 1_000_000),
         })
         .collect()
 }

@@ -46,6 +46,8 @@ pub enum Event {
     Interval,
     /// CPU `n` stalls (`stall.rs`).
     Stall(CpuId),
+    /// A timer of request/response connection `n` (`sock/rr.rs`) may be due.
+    RrTimer(crate::id::SockId),
 }
 
 /// The timer kinds a socket has (TCP's `sock::tcp::timer`, which asserts it fits): a

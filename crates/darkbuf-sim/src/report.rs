@@ -267,6 +267,7 @@ impl World {
         self.tcp_metrics(&mut out);
         self.irtt_metrics(&mut out);
         self.voip_metrics(&mut out);
+        self.rr_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
         self.xps_metrics(&mut out);
         let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
@@ -586,6 +587,15 @@ impl World {
     /// prober's `irtt.N.*`; nothing when the scenario has no prober.
     fn irtt_metrics(&self, out: &mut Out) {
         let (values, why) = irtt_report(self.irtt_socks().map(|p| &p.recs[..]), self.cfg.start, self.cfg.end);
+        out.m.extend(values);
+        out.why.extend(why);
+    }
+
+    /// The request/response entries' `rr.*` (and, with several, `rr.N.*`) metrics;
+    /// nothing without an entry.
+    fn rr_metrics(&self, out: &mut Out) {
+        let logs = self.rr_logs();
+        let (values, why) = darkbuf_measure::rr::rr_report(logs.iter().map(|l| &l[..]), self.cfg.start, self.cfg.end);
         out.m.extend(values);
         out.why.extend(why);
     }

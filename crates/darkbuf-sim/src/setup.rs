@@ -397,6 +397,7 @@ impl<'a> Builder<'a> {
                 Traffic::Tcp(f) => self.tcp_flows(i as u16, f),
                 Traffic::Irtt(p) => self.irtt(p),
                 Traffic::Voip(v) => self.voip(i as u16, v),
+                Traffic::Rr(r) => self.rr_conns(i as u16, r),
             }
             let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
             self.sock_link.resize(self.socks.len(), class);
@@ -455,6 +456,19 @@ impl<'a> Builder<'a> {
                     self.starts.push((start, task));
                 }
             }
+        }
+    }
+
+    /// A request/response entry's connections, each a client process (netperf) on this
+    /// host sleeping until `start`; the far host's netserver answers in its softirq.
+    fn rr_conns(&mut self, index: u16, r: &darkbuf_scenario::Rr) {
+        let end = self.scn.warmup_ns + self.scn.duration_ns;
+        for conn in 0..r.connections {
+            let s = SockId::from_index(self.socks.len());
+            let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, self.near.cpu0.add(r.cpu));
+            self.tasks[task].wake_preempt = true;
+            self.socks.push(crate::sock::RrSock::new_sock(r, index, conn, task, self.near.dev, self.reply, end));
+            self.starts.push((r.start_ns, task));
         }
     }
 

@@ -161,6 +161,7 @@ impl World {
                 Event::TcpTimer(s, kind) => self.tcp_timer(s, kind),
                 Event::Interval => self.tcp_interval(),
                 Event::Stall(c) => self.cpu_stall(c),
+                Event::RrTimer(s) => self.rr_timer(s),
             }
         }
         self.now = self.cfg.end;

@@ -1,6 +1,7 @@
 //! Property test: for arbitrary small scenarios the simulator never panics, conserves
 //! packets (created = delivered + dropped + queued), never completes more BQL units
-//! than were queued, and never leaves a TX queue stopped for good.
+//! than were queued, and never leaves a TX queue stopped for good; with a flood, a
+//! pinger and a request/response connection.
 
 use darkbuf_scenario::load_str;
 use darkbuf_measure::Profile;
@@ -67,7 +68,12 @@ sndbuf = {sndbuf}
 [[traffic]]
 kind = "ping"
 interval = "5ms"
-"#
+[[traffic]]
+kind = "rr"
+proto = "{rr}"
+"#,
+        // A request/response connection beside them, TCP_RR or UDP_RR by the size drawn.
+        rr = if size < 1000 { "udp" } else { "tcp" },
     )
 }
 

@@ -10,6 +10,7 @@
 
 pub mod irtt;
 pub mod ping;
+pub mod rr;
 pub mod tcp;
 pub mod udp;
 pub mod voip;
@@ -24,6 +25,7 @@ use darkbuf_model::Skb;
 
 pub use irtt::IrttSock;
 pub use ping::PingSock;
+pub use rr::RrSock;
 pub use udp::UdpSock;
 
 /// One socket (`struct sock`) and its protocol state.
@@ -94,6 +96,8 @@ pub enum SockKind {
     Irtt(IrttSock),
     /// One direction of a voice call (and its receiver at the other end).
     Voip(voip::VoipSock),
+    /// A netperf TCP_RR / UDP_RR connection: its client and the far end's netserver.
+    Rr(Box<RrSock>),
 }
 
 impl World {
@@ -116,6 +120,7 @@ impl World {
             SockKind::Ping(_) => self.ping_sendmsg(s),
             SockKind::Irtt(_) => self.irtt_sendmsg(s),
             SockKind::Voip(_) => self.voip_sendmsg(s),
+            SockKind::Rr(_) => self.rr_sendmsg(s),
             SockKind::Tcp(_) => {
                 if !self.tcp(s).established() {
                     return self.tcp_connect(cpu, s);
@@ -194,6 +199,7 @@ impl World {
             SockKind::Ping(p) => p.stats.unsendable += (verdict == EnqueueVerdict::Dropped && self.now >= self.cfg.start) as u64,
             SockKind::Irtt(p) => p.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Voip(v) => v.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
+            SockKind::Rr(r) => r.send_errors += (verdict == EnqueueVerdict::Dropped) as u64,
             SockKind::Tcp(_) => {}
         }
     }
@@ -220,6 +226,7 @@ impl World {
             SockKind::Ping(p) => p.due > 0,
             SockKind::Irtt(p) => p.due > 0,
             SockKind::Voip(v) => v.due > 0,
+            SockKind::Rr(r) => r.wants_cpu(),
             SockKind::Tcp(_) => self.tcp_wants_cpu(s),
         }
     }
@@ -230,6 +237,7 @@ impl World {
             SockKind::Ping(_) => self.ping_timer(s),
             SockKind::Irtt(_) => self.irtt_timer(s),
             SockKind::Voip(_) => self.voip_timer(s),
+            SockKind::Rr(_) => self.rr_start(s),
             _ => {}
         }
     }
@@ -342,6 +350,8 @@ impl World {
                 (SockKind::Irtt(_), Dir::Out) => extra = self.irtt_server_rcv(cpu, &info, t),
                 (SockKind::Irtt(_), Dir::Back) => self.irtt_client_rcv(&info, t),
                 (SockKind::Voip(_), _) => self.voip_rcv(&info, t),
+                (SockKind::Rr(_), Dir::Out) => extra = self.rr_server_rcv(cpu, &info, t),
+                (SockKind::Rr(_), Dir::Back) => self.rr_client_rcv(&info, t),
                 (SockKind::Tcp(_), Dir::Out) if info.syn() => extra = self.tcp_rcv_syn(cpu, &info, t),
                 (SockKind::Tcp(_), Dir::Back) if info.syn() => extra = self.tcp_rcv_synack(&info, t),
                 (SockKind::Tcp(_), Dir::Out) => extra = self.tcp_data_rcv(cpu, &info, t),
