@@ -279,7 +279,15 @@ struct Tools {
     /// `irtt_stop`, after the clients have had their replies.
     irtt: Vec<IrttPair>,
     irtt_stop: Arc<AtomicBool>,
+    /// Per voip entry in scenario order: its directions. The receivers stop on
+    /// `voip_stop` (and a drain), after the senders.
+    voip: Vec<load::voip::VoipRunning>,
+    voip_stop: Arc<AtomicBool>,
 }
+
+/// One direction of a voip entry once joined: its records per call, or why there are
+/// none.
+type VoipJoined = std::result::Result<Vec<Vec<darkbuf_measure::voip::VoipRec>>, &'static str>;
 
 #[derive(Default)]
 struct Joined {
@@ -290,6 +298,8 @@ struct Joined {
     tap: Option<TapReaderStats>,
     /// Per irtt entry: its client's requests and its server's records (None: one failed).
     irtt: Vec<Option<(load::IrttClientResult, load::IrttServerStats)>>,
+    /// Per voip entry: up and down.
+    voip: Vec<[VoipJoined; 2]>,
     /// The far end's tracepoint events for the probes (veth), or why there are none.
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
@@ -318,6 +328,25 @@ fn join_by<T>(h: JoinHandle<io::Result<T>>, deadline: Instant, what: &str, error
 }
 
 impl Tools {
+    /// The voip senders, then (after `voip_stop` and their drain) the receivers.
+    fn join_voip(&mut self, deadline: Instant, j: &mut Joined) {
+        let running: Vec<_> = self.voip.drain(..).collect();
+        let sent: Vec<_> = running
+            .into_iter()
+            .map(|r| [r.up, r.down].map(|d| d.map(|d| (join_by(d.sender, deadline, "voip sender", &mut j.errors), d.receiver))))
+            .collect();
+        self.voip_stop.store(true, Ordering::SeqCst);
+        for dirs in sent {
+            j.voip.push(dirs.map(|d| match d {
+                None => Err("not sent"),
+                Some((s, rh)) => match (s, join_by(rh, deadline, "voip receiver", &mut j.errors)) {
+                    (Some(s), Some(r)) => Ok(load::voip::voip_records(&s, &r)),
+                    _ => Err("this voip entry's sender or receiver failed (see the run's notes)"),
+                },
+            }));
+        }
+    }
+
     /// Stops everything and waits (bounded) for the threads.
     fn stop_and_join(&mut self, stop: &AtomicBool) -> Joined {
         stop.store(true, Ordering::SeqCst);
@@ -350,6 +379,7 @@ impl Tools {
             };
             j.irtt.push(c.zip(s));
         }
+        self.join_voip(deadline, &mut j);
         for r in self.tcp.drain(..) {
             let what = format!("TCP sender of traffic.{}", r.index);
             let s = r.sender.and_then(|h| join_by(h, deadline, &what, &mut j.errors));
@@ -446,8 +476,17 @@ fn check_placement(scn: &Scenario) -> Result<()> {
                 "traffic.{i}: kind = \"rr\" runs on the simulator; the kernel backend's request/response generator is not built yet"
             )));
         }
-        if let Traffic::Voip(_) = t {
-            return Err(KernelError::Unavailable(format!("traffic.{i}: kind = \"voip\" runs on the simulator only so far")));
+        if let Traffic::Voip(v) = t {
+            if d.driver == Driver::Tun {
+                return Err(KernelError::Unavailable(format!("traffic.{i}: kind = \"voip\" over a tap: the tap's reader answers ping and irtt only; use device.driver = \"veth\"")));
+            }
+            if (v.udp_payload() as usize) < load::voip::VOIP_MIN_PAYLOAD {
+                return Err(KernelError::Unavailable(format!(
+                    "traffic.{i}: the kernel backend's voice packets carry a {}-byte stamp; size = {} + 12 RTP bytes is shorter",
+                    load::voip::VOIP_MIN_PAYLOAD,
+                    v.size
+                )));
+            }
         }
         if cpu as usize >= crate::online_cpus() {
             return Err(KernelError::Unavailable(format!(
@@ -586,6 +625,33 @@ fn start_probers(
         tools.probers.push(load::spawn_prober_with(spec, probe_opts, stop.clone()));
     }
     probe_trace
+}
+
+/// Voice: per entry and direction a receiver at the far end of the stream and a
+/// sender at its near end (the up stream from the near namespace to the far one on
+/// the entry's `cpu` and the consumer's; the down stream the other way); start and
+/// stop are run times, as the floods'.
+#[allow(clippy::too_many_arguments)]
+fn start_voip(scn: &Scenario, far_ns: &str, l: &LoadCtx<'_>, near: std::net::Ipv4Addr, far_cpu: usize, load_t0: u64, tool_bound: Duration, tools: &mut Tools) -> Result<()> {
+    let run_ns = l.run_for.as_nanos() as u64;
+    let bound = tool_bound + PROBE_TIMEOUT * 2;
+    for v in scn.traffic.iter().filter_map(|t| if let Traffic::Voip(v) = t { Some(v) } else { None }) {
+        let (start, stop) = (load_t0 + v.start_ns, load_t0 + v.stop_ns.unwrap_or(run_ns).min(run_ns));
+        let cpu = v.cpu as usize;
+        let up = (l.netns.as_str(), cpu, (far_ns, l.dst), far_cpu);
+        let down = (far_ns, far_cpu, (l.netns.as_str(), near), cpu);
+        let mut dirs = [None, None];
+        for (k, (sends, (tx_ns, tx_cpu, rx, rx_cpu))) in [(v.direction.sends_up(), up), (v.direction.sends_down(), down)].into_iter().enumerate() {
+            if sends {
+                let d = load::voip::start_voip_dir(v, tx_ns, tx_cpu, rx, rx_cpu, start, stop, bound, l.stop, &tools.voip_stop)
+                    .map_err(|e| KernelError::Internal(format!("the voip streams: {e}")))?;
+                dirs[k] = Some(d);
+            }
+        }
+        let [up, down] = dirs;
+        tools.voip.push(load::voip::VoipRunning { up, down });
+    }
+    Ok(())
 }
 
 /// irtt: a stamping server in the receiving namespace (over a tap, the tap's reader
@@ -865,6 +931,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, run_for, grid_t0, &stop);
     let probe_trace = start_probers(scn, opts, &pings, &names, &lc, &mut guard.tools, &mut notes);
     start_irtt(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
+    start_voip(scn, &names.ns_rx, &lc, topo.near_addr(), o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
 
     // Warmup, then the measured window.
     let t_setup = Instant::now();

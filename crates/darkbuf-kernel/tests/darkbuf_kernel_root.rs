@@ -189,6 +189,39 @@ fn irtt_measures_the_queue_on_the_way_up() {
 
 #[test]
 #[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn voip_streams_each_way_see_the_queue_on_their_way() {
+    if !root_or_skip("voip run") {
+        return;
+    }
+    // The call's way up waits in the flood's queue with the ping; its way down is idle.
+    let scn = scenario(&slow_consumer_text(has_backpressure(), "[[traffic]]\nkind = \"voip\"\ncalls = 2\ninterval = \"10ms\"\n"));
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("voip run");
+    let mean = |k: &str| r.metric(k).unwrap_or_else(|| panic!("{k}: {:?} (notes {notes:?})", r.unavailable.get(k))).mean;
+    let (up, down, ping) = (mean("voip.up.owd_p50_ms"), mean("voip.down.owd_p50_ms"), mean("ping.rtt_avg_ms"));
+    let (n_up, n_down) = (mean("voip.up.packets"), mean("voip.down.packets"));
+    eprintln!(
+        "voip: up p50 {up:.3} ms, down p50 {down:.3} ms, ping {ping:.3} ms; {n_up} / {n_down} packets; MOS up {:.2} down {:.2}; jitter up {:.3} down {:.3} ms; late up {:.1}%; mouth to ear up {:.1} down {:.1} ms",
+        mean("voip.up.mos"),
+        mean("voip.down.mos"),
+        mean("voip.up.jitter_ms"),
+        mean("voip.down.jitter_ms"),
+        mean("voip.up.late_pct"),
+        mean("voip.up.mouth_to_ear_ms"),
+        mean("voip.down.mouth_to_ear_ms")
+    );
+    assert!(n_up >= 250.0 && n_down >= 250.0, "2 calls x 1.5 s at 10 ms: {n_up} / {n_down}");
+    assert!(up > 10.0 * down, "the queue is on the way up: up {up} ms, down {down} ms");
+    assert!(mean("voip.down.loss_pct") == 0.0);
+    // The idle way down: mouth to ear is the 10 ms packet, the sender's lateness and the 60 ms buffer.
+    let m2e = mean("voip.down.mouth_to_ear_ms");
+    assert!((70.0..200.0).contains(&m2e), "down mouth to ear {m2e} ms");
+    assert!(mean("voip.down.mos") > 4.0, "{}", mean("voip.down.mos"));
+    assert!(mean("voip.mos") == mean("voip.up.mos").min(mean("voip.down.mos")));
+    assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn irtt_over_a_tap_counts_the_readers_time_on_the_way_up() {
     if !root_or_skip("irtt over a tap") {
         return;

@@ -6,8 +6,8 @@
 //! `CLOCK_MONOTONIC`). Both report through [`voip_report`], so every figure is defined
 //! once.
 //!
-//! Packet n of a stream carries the audio sampled at its RTP timestamp S(n) = the
-//! stream's first send time + n x interval (the schedule; a late `sendmsg()` delays
+//! Packet n of a stream carries the audio sampled at its RTP timestamp S(n) = t0 + n
+//! x interval, t0 the earliest schedule all its sends kept (a late `sendmsg()` delays
 //! the packet, not its audio). RFC 3550's jitter and the playout buffer work on S;
 //! the one-way delays are from each packet's own send time (the network's and the
 //! stacks' share), as irtt reports them.
@@ -231,8 +231,9 @@ impl DirStats {
         let mut arrivals: Vec<(u64, u64)> = Vec::new();
         for recs in streams {
             // The RTP timestamp: the packet's place in the schedule (its audio's
-            // sampling time), from the stream's first packet's send time.
-            let t0 = recs.first().map_or(0, |r| r.t_send);
+            // sampling time), on the earliest schedule every send kept (a sender
+            // that fell behind sent late, never early).
+            let t0 = recs.iter().enumerate().map(|(n, r)| r.t_send.saturating_sub(n as u64 * v.interval_ns)).min().unwrap_or(0);
             let rtp_ts = |seq: usize| t0 + seq as u64 * v.interval_ns;
             arrivals.clear();
             for (seq, r) in recs.iter().enumerate().filter(|(_, r)| (start..=end).contains(&r.t_send) && r.fate != VoipFate::InFlight) {
@@ -287,10 +288,10 @@ impl DirStats {
 /// and the mean playout delay P of those played, ns.
 pub fn playout(arrivals: &[(u64, u64)], jb: u64) -> (u64, f64) {
     let Some(&(r0, s0)) = arrivals.first() else { return (0, 0.0) };
-    let mut p = r0 - s0 + jb;
+    let mut p = r0.saturating_sub(s0) + jb;
     let (mut late, mut played, mut sum) = (0u64, 0u64, 0f64);
     for &(r, s) in arrivals {
-        let d = r - s;
+        let d = r.saturating_sub(s);
         if d > p {
             late += 1;
             p = d + jb;
@@ -522,6 +523,20 @@ mod tests {
         assert_eq!(s.ta, 35e6);
         let m = s.emodel(v.codec, v.plc).unwrap();
         assert!(close(m.ie_eff(), 95.0 * 50.0 / 75.1, 1e-9));
+    }
+
+    /// A stream whose first send was late: the schedule is the earliest all sends
+    /// kept, so no packet is earlier than its timestamp and Ta is the on-time
+    /// packets' delay + the buffer.
+    #[test]
+    fn a_late_first_send_does_not_skew_the_schedule() {
+        let v = spec(60);
+        let ms = 1_000_000;
+        let recs: Vec<VoipRec> = (0..10).map(|k| VoipRec { t_send: k * 20 * ms + if k == 0 { 7 * ms } else { 0 }, t_recv: k * 20 * ms + 9 * ms, fate: VoipFate::Received }).collect();
+        let s = DirStats::of(&v, &[&recs[..]], 0, 1000 * ms);
+        // Packet 0: sent at 7 ms, arrives at 9 ms, its audio from 0: d = 9 ms, as all.
+        assert_eq!((s.late, s.ta), (0, (20 + 9 + 60) as f64 * 1e6));
+        assert_eq!(s.owd[0], 2 * ms);
     }
 
     /// An underrun loses the packet and re-primes the buffer behind it; an overflow

@@ -328,6 +328,7 @@ pub(super) fn metrics(
     let mut out = MetricSet { m: BTreeMap::new(), why, timeseries: BTreeMap::new(), histograms: BTreeMap::new() };
     ping_metrics(&mut out, &w, j);
     irtt_metrics(&mut out, &w, j);
+    voip_metrics(&mut out, &w, j);
     if w.veth() {
         veth_receiver_metrics(&mut out, &w, j, notes);
     } else {
@@ -434,6 +435,37 @@ fn irtt_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
     for (n, r) in recs.iter().enumerate() {
         out.timeseries.insert(format!("irtt.{n}.rtt_ms"), darkbuf_measure::irtt::irtt_rtt_series(r, t0, t1));
     }
+}
+
+/// Voice: the shared report of the records (darkbuf-measure's voip), as the simulator's.
+fn voip_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
+    let specs: Vec<&darkbuf_scenario::Voip> = w.scn.traffic.iter().filter_map(|t| if let Traffic::Voip(v) = t { Some(v) } else { None }).collect();
+    if specs.is_empty() {
+        return;
+    }
+    let failed: [super::VoipJoined; 2] = [Err("this voip entry did not start"), Err("this voip entry did not start")];
+    let entries: Vec<darkbuf_measure::voip::VoipEntry<'_>> = specs
+        .iter()
+        .enumerate()
+        .map(|(n, v)| {
+            let dirs = j.voip.get(n).unwrap_or(&failed);
+            let why = |d: &super::VoipJoined, dir: &str| match d {
+                Ok(_) => None,
+                Err("not sent") => Some(format!("this entry sends no {dir} stream (direction = \"{}\")", format!("{:?}", v.direction).to_lowercase())),
+                Err(e) => Some((*e).to_string()),
+            };
+            darkbuf_measure::voip::VoipEntry { spec: v, up: voip_streams(&dirs[0]), down: voip_streams(&dirs[1]), up_why: why(&dirs[0], "up"), down_why: why(&dirs[1], "down") }
+        })
+        .collect();
+    let (vals, reasons) = darkbuf_measure::voip::voip_report(&entries, w.a.mono_ns, w.b.mono_ns);
+    for (k, v) in vals {
+        out.value_or(&k, v, reasons.get(&k).map_or("not measured", |r| r.as_str()));
+    }
+}
+
+/// A joined direction's streams (none when it failed or was not sent).
+fn voip_streams(d: &super::VoipJoined) -> Vec<&[darkbuf_measure::voip::VoipRec]> {
+    d.as_ref().map_or_else(|_| Vec::new(), |c| c.iter().map(|x| &x[..]).collect())
 }
 
 /// veth's far end: its NAPI consumer, the UDP sinks, the ring's drops, NAPI's polls

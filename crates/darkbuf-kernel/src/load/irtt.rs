@@ -266,7 +266,7 @@ fn le(b: &[u8]) -> u64 {
 
 /// A kernel receive stamp (CLOCK_REALTIME) as CLOCK_MONOTONIC, or `now_user` when it
 /// is missing or implausible (after `now_user`, or more than a second before it).
-fn mono_of_rx_stamp(stamp: Option<u64>, now_user: u64) -> u64 {
+pub(super) fn mono_of_rx_stamp(stamp: Option<u64>, now_user: u64) -> u64 {
     let off = sys::real_ns().wrapping_sub(sys::mono_ns());
     match stamp.map(|s| s.wrapping_sub(off)) {
         Some(m) if m <= now_user && now_user - m < 1_000_000_000 => m,

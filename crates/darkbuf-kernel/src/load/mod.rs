@@ -31,6 +31,7 @@ mod sink;
 pub(crate) mod sys;
 mod tap;
 mod tcp;
+pub mod voip;
 pub mod tcpinfo;
 
 pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};
