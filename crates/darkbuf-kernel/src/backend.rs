@@ -470,6 +470,7 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Irtt(r) => r.cpu,
             Traffic::Voip(v) => v.cpu,
             Traffic::Rr(r) => r.cpu,
+            Traffic::Web(_) => return Err(crate::load::web::unavailable(i)),
         };
         if let Traffic::Rr(_) = t {
             return Err(KernelError::Unavailable(format!(

@@ -15,6 +15,7 @@
 //! built-in profiles' names, bounded file reads), below the simulator and the kernel
 //! backend.
 
+pub mod fct;
 pub mod hist;
 pub mod irtt;
 mod out;

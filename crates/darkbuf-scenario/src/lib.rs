@@ -32,6 +32,7 @@ mod sysctl;
 pub use sysctl::{Sysctl, SYSCTL_KEYS};
 pub mod tc;
 mod tree;
+pub mod web;
 pub mod wifi;
 
 pub use diag::{Diagnostic, DiagnosticKind};

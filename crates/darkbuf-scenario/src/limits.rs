@@ -55,6 +55,12 @@ pub const MAX_FLOWS: u32 = 65_536;
 /// aggregates `tcp.flow_goodput_p*_mbps` and `tcp.flow_jain` describe them).
 pub const MAX_TCP_FLOWS: u32 = 100_000;
 
+/// Connections of one `kind = "web"` entry open at once in the simulator: each is a
+/// TCP socket (about 3 KiB idle, its queues growing with what it has in flight), a
+/// task and its timers' lanes, reused once closed (docs/web.md). A run whose arrivals
+/// outpace their completions so far stops with an error naming this bound.
+pub const MAX_WEB_OPEN: u32 = 100_000;
+
 /// TCP flows in a run up to which each flow has its time series (`tcp.flow.N.goodput_mbps`,
 /// `cwnd_pkts`, `srtt_ms`, `pacing_rate_mbps`, at flent's 0.2 s step).
 pub const PER_FLOW_SERIES_MAX: u32 = 1_000;
@@ -115,6 +121,7 @@ pub fn points_per_run(scn: &crate::Scenario) -> u64 {
             // PER_FLOW_SERIES_MAX flows in the run).
             crate::Traffic::Tcp(f) if tcp_flows(scn) <= PER_FLOW_SERIES_MAX as u64 => f.flows as u64 * (scn.duration_ns / 200_000_000 + 1),
             crate::Traffic::Tcp(_) => 0,
+            crate::Traffic::Web(_) => 0,
         })
         .max()
         .unwrap_or(0);

@@ -906,10 +906,10 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
                 &n.at,
                 &s.kp("kind"),
                 format!("[[traffic]] entry {i} has no `kind`"),
-                Some("set kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"".into()),
+                Some("set kind = \"udp\" (a UDP flood), \"tcp\", \"ping\", \"irtt\", \"voip\", \"rr\" or \"web\"".into()),
             ));
         };
-        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt", "voip", "rr"])?;
+        let kind = s.choice("kind", "udp", &["udp", "ping", "tcp", "irtt", "voip", "rr", "web"])?;
         let name = s.string("name", "")?;
         if kind == "tcp" {
             let f = crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?;
@@ -926,6 +926,8 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
             out.push(Traffic::Voip(crate::voip::resolve_voip(&s, cpus, driver, total_ns, name)?));
         } else if kind == "rr" {
             out.push(Traffic::Rr(crate::rr::resolve_rr(&s, cpus, driver, total_ns, name)?));
+        } else if kind == "web" {
+            out.push(Traffic::Web(crate::web::resolve_web(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {

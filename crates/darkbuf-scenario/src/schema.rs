@@ -545,6 +545,8 @@ pub enum Traffic {
     Irtt(Irtt),
     Voip(crate::voip::Voip),
     Rr(crate::rr::Rr),
+    /// Short TCP flows at Poisson arrivals (`web.rs`).
+    Web(crate::web::WebFlows),
 }
 
 /// Serde's `skip_serializing_if` for a switch that defaults to on.
@@ -571,6 +573,7 @@ impl Traffic {
             Traffic::Irtt(i) => i.path_delay_ns,
             Traffic::Voip(v) => v.path_delay_ns,
             Traffic::Rr(r) => r.path_delay_ns,
+            Traffic::Web(w) => w.tcp.path_delay_ns,
         }
     }
 
@@ -583,6 +586,7 @@ impl Traffic {
             Traffic::Irtt(i) => &i.name,
             Traffic::Voip(v) => &v.name,
             Traffic::Rr(r) => &r.name,
+            Traffic::Web(w) => &w.name,
         }
     }
 }

@@ -27,7 +27,7 @@ fn has_key(text: &str, key: &str) -> bool {
 #[test]
 fn every_key_is_in_all_keys() {
     let text = read("scenarios/examples/all-keys.toml");
-    let sections: [(&str, &[&str]); 16] = [
+    let sections: [(&str, &[&str]); 17] = [
         ("top", TOP_KEYS),
         ("machine", MACHINE_KEYS),
         ("device", DEVICE_KEYS),
@@ -44,6 +44,7 @@ fn every_key_is_in_all_keys() {
         ("device.coalesce", COALESCE_KEYS),
         ("wifi", wifi::WIFI_KEYS),
         ("station", wifi::STATION_KEYS),
+        ("web", web::WEB_KEYS),
     ];
     let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "wifi", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce", "sysctl"];
     let mut missing = Vec::new();

@@ -22,6 +22,7 @@ fn summary(s: &Scenario) -> Vec<(&'static str, String, &'static str, u8, u64, u6
             Traffic::Udp(u) => ("udp", u.name.clone(), "-", u.dscp, 0, 0),
             Traffic::Voip(v) => ("voip", v.name.clone(), "-", v.dscp, v.start_ns / 1_000_000, v.stop_ns.unwrap_or(0) / 1_000_000),
             Traffic::Rr(r) => ("rr", r.name.clone(), "-", r.dscp, r.start_ns / 1_000_000, r.stop_ns.unwrap_or(0) / 1_000_000),
+            Traffic::Web(w) => ("web", w.name.clone(), "-", w.tcp.dscp, 0, 0),
         })
         .collect()
 }
@@ -105,7 +106,7 @@ fn setting_a_key_of_an_entry_the_scenario_does_not_have() {
     // Without a test, the entry --set adds needs a kind, and the help names them all.
     let d = load_str("x.toml", "duration = \"1s\"\n", &["traffic.0.rate=1Mbit".to_string()]).unwrap_err();
     assert!(d.message.contains("has no `kind`"), "{}", d.message);
-    assert!(d.help.unwrap().contains("\"tcp\", \"ping\" or \"irtt\""));
+    assert!(d.help.unwrap().contains("\"tcp\", \"ping\", \"irtt\", \"voip\", \"rr\" or \"web\""));
 }
 
 #[test]

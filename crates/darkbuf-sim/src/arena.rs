@@ -114,6 +114,10 @@ pub struct Arena {
     /// The TCP ACKs' contents, each kept while a packet carries it: allocating and
     /// freeing an ACK (a TCP packet going `Back`) counts its packets.
     pub acks: AckRecs,
+    /// Each socket's TCP packets alive (data, ACKs, SYNs, copies): a closed web
+    /// connection's slot is reused only once none is left (`sock/tcp/web.rs`), so that
+    /// no old segment reaches the new connection.
+    tcp_pkts: Vec<u32>,
 }
 
 /// When an ICMP packet passed each point of its path (ns). Zeroed when an ICMP skb is
@@ -136,13 +140,20 @@ pub struct ProbeTimes {
 
 impl Arena {
     pub fn with_capacity(n: usize) -> Self {
-        Arena { slots: Vec::with_capacity(n), probe: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0, acks: AckRecs::default() }
+        Arena { slots: Vec::with_capacity(n), probe: Vec::with_capacity(n), free: Vec::with_capacity(n), live: 0, acks: AckRecs::default(), tcp_pkts: Vec::new() }
     }
 
     pub fn alloc(&mut self, info: PktInfo) -> u32 {
         self.live += 1;
         if info.is_ack() {
             self.acks.get_ref(info.sock, info.seq);
+        }
+        if info.proto == Proto::Tcp {
+            let i = info.sock.idx();
+            if self.tcp_pkts.len() <= i {
+                self.tcp_pkts.resize(i + 1, 0);
+            }
+            self.tcp_pkts[i] += 1;
         }
         if let Some(id) = self.free.pop() {
             self.slots[id as usize] = info;
@@ -161,7 +172,15 @@ impl Arena {
         if info.is_ack() {
             self.acks.put_ref(info.sock, info.seq);
         }
+        if info.proto == Proto::Tcp {
+            self.tcp_pkts[info.sock.idx()] -= 1;
+        }
         self.free.push(id);
+    }
+
+    /// Socket `s`'s TCP packets alive.
+    pub fn tcp_pkts_of(&self, s: SockId) -> u32 {
+        self.tcp_pkts.get(s.idx()).copied().unwrap_or(0)
     }
 
     pub fn get(&self, id: u32) -> &PktInfo {

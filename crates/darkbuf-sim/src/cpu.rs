@@ -246,6 +246,20 @@ impl RunQueue {
         self.len == 0
     }
 
+    /// Makes room for `ntasks` tasks (the world grew a task: a web connection's),
+    /// keeping the queued ones in order.
+    pub fn grow_to(&mut self, ntasks: usize) {
+        if ntasks <= self.buf.len() {
+            return;
+        }
+        let cap = ntasks.next_power_of_two();
+        let mut buf = vec![TaskId(0); cap].into_boxed_slice();
+        for (i, slot) in buf.iter_mut().enumerate().take(self.len) {
+            *slot = self.buf[(self.head + i) & self.mask];
+        }
+        (self.buf, self.mask, self.head) = (buf, cap - 1, 0);
+    }
+
     #[inline]
     pub fn front(&self) -> Option<TaskId> {
         (self.len > 0).then(|| self.buf[self.head])

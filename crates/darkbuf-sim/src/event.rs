@@ -48,6 +48,8 @@ pub enum Event {
     Stall(CpuId),
     /// A timer of request/response connection `n` (`sock/rr.rs`) may be due.
     RrTimer(crate::id::SockId),
+    /// The next connection of web generator `n` opens (`sock/tcp/web.rs`).
+    WebArrival(u16),
 }
 
 /// The timer kinds a socket has (TCP's `sock::tcp::timer`, which asserts it fits): a

@@ -99,6 +99,9 @@ impl World {
         let mut id = 5; // iperf3 numbers its streams by file descriptor, from 5.
         for sk in &self.socks {
             let SockKind::Tcp(t) = &sk.kind else { continue };
+            if t.is_web() {
+                continue;
+            }
             let marks = &t.stats.intervals;
             if marks.is_empty() {
                 continue;

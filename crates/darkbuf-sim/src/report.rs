@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 pub enum SimError {
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// The run reached a bound on what it holds (`limits.rs`) and stopped.
+    #[error("{0}")]
+    Limit(String),
 }
 
 /// Simulates `scn` once with `seed`. Returns the run's metrics and, for every metric
@@ -25,6 +28,9 @@ pub enum SimError {
 pub fn simulate(scn: &Scenario, profile: &Profile, seed: u64) -> Result<(RunRecord, BTreeMap<String, String>), SimError> {
     let mut w = World::new(scn, profile.clone(), seed)?;
     w.run();
+    if let Some(why) = w.web_overflow() {
+        return Err(SimError::Limit(why));
+    }
     Ok(w.finish(seed))
 }
 
@@ -169,7 +175,7 @@ impl World {
         }
         // Per TCP flow, goodput at flent's 0.2 s step (the step's end time), up to
         // PER_FLOW_SERIES_MAX flows in the run.
-        let tcp_flows = self.socks.iter().filter(|s| matches!(s.kind, crate::sock::SockKind::Tcp(_))).count();
+        let tcp_flows = self.socks.iter().filter(|s| matches!(&s.kind, crate::sock::SockKind::Tcp(t) if !t.is_web())).count();
         let per_flow = tcp_flows <= darkbuf_scenario::limits::PER_FLOW_SERIES_MAX as usize;
         let step = crate::sock::tcp::SERIES_STEP_NS;
         let steps = ((self.cfg.end - start) / step) as usize;
@@ -177,6 +183,9 @@ impl World {
         let mut n = 0;
         for sk in self.socks.iter().filter(|_| per_flow) {
             let crate::sock::SockKind::Tcp(t) = &sk.kind else { continue };
+            if t.is_web() {
+                continue;
+            }
             let g = &t.stats.goodput_steps;
             out.insert(
                 format!("tcp.flow.{n}.goodput_mbps"),
@@ -265,6 +274,7 @@ impl World {
         self.qdisc_metrics(&mut out);
         self.device_metrics(&mut out);
         self.tcp_metrics(&mut out);
+        self.web_metrics(&mut out);
         self.irtt_metrics(&mut out);
         self.voip_metrics(&mut out);
         self.rr_metrics(&mut out);

@@ -78,9 +78,20 @@ pub(crate) struct Builder<'a> {
     pub(crate) reply: ReplyPath,
     /// Processes that start later: (time, task).
     starts: Vec<(u64, TaskId)>,
+    /// The web entries' generators, each with its first (idle) connection slot.
+    web: Vec<crate::sock::tcp::web::WebGen>,
     /// Where the near end of the traffic runs: its host, its first CPU and the device
     /// it sends by (this host and dev 0; the client and its NIC with `[lan]`).
     pub(crate) near: Near,
+}
+
+/// Where a TCP entry's connections send from ([`Builder::tcp_route`]).
+struct TcpRoute {
+    dev: DevId,
+    ack_dev: Option<DevId>,
+    cpu0: CpuId,
+    mtu: u32,
+    fq: bool,
 }
 
 /// The near end of the traffic: the host, CPU numbering and device of the senders of
@@ -122,6 +133,7 @@ impl<'a> Builder<'a> {
             sock_traffic: Vec::new(),
             reply: ReplyPath::Constant,
             starts: Vec::new(),
+            web: Vec::new(),
             near: Near { host: HostId(0), cpu0: CpuId(0), dev: DevId(0) },
         }
     }
@@ -398,6 +410,7 @@ impl<'a> Builder<'a> {
                 Traffic::Irtt(p) => self.irtt(p),
                 Traffic::Voip(v) => self.voip(i as u16, v),
                 Traffic::Rr(r) => self.rr_conns(i as u16, r),
+                Traffic::Web(w) => self.web_flows(i as u16, w),
             }
             let class = self.path_delays.iter().position(|&d| d == t.path_delay_ns()).unwrap_or(0) as u16;
             self.sock_link.resize(self.socks.len(), class);
@@ -476,21 +489,8 @@ impl<'a> Builder<'a> {
     /// upload, on the far host for a download. The ACKs come back through the other
     /// host's device (a NIC), or by the profile's constant way back (veth, tun).
     fn tcp_flows(&mut self, traffic_index: u16, f: &darkbuf_scenario::TcpFlow) {
-        let nic = self.scn.device.nic.is_some();
-        let near = self.near;
-        let (dev, ack_dev, cpu0) = match self.sends_from_far(f) {
-            false => (near.dev, nic.then_some(DevId(1)), near.cpu0),
-            true => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
-        };
-        let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
+        let TcpRoute { dev, ack_dev, cpu0, mtu, fq } = self.tcp_route(f);
         let end = self.scn.warmup_ns + self.scn.duration_ns;
-        // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
-        let spec = match dev.0 {
-            1 => self.scn.peer.as_ref().map(|p| &p.qdisc),
-            0 => Some(&self.scn.qdisc),
-            _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
-        };
-        let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
         let first = SockId::from_index(self.socks.len());
         for flow in 0..f.flows {
             let s = SockId::from_index(self.socks.len());
@@ -511,6 +511,41 @@ impl<'a> Builder<'a> {
             }
         }
         self.tcp_readers(f, first);
+    }
+
+    /// Where a TCP flow's connections send from: the device, the device its ACKs come
+    /// back by, the sending host's first CPU, the MTU, and whether sch_fq paces them.
+    fn tcp_route(&self, f: &darkbuf_scenario::TcpFlow) -> TcpRoute {
+        let nic = self.scn.device.nic.is_some();
+        let near = self.near;
+        let (dev, ack_dev, cpu0) = match self.sends_from_far(f) {
+            false => (near.dev, nic.then_some(DevId(1)), near.cpu0),
+            true => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
+        };
+        let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
+        // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
+        let spec = match dev.0 {
+            1 => self.scn.peer.as_ref().map(|p| &p.qdisc),
+            0 => Some(&self.scn.qdisc),
+            _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
+        };
+        let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
+        TcpRoute { dev, ack_dev, cpu0, mtu, fq }
+    }
+
+    /// A web entry: its generator, and its first connection slot (idle, its task
+    /// asleep until the first arrival), from which later slots copy their hosts.
+    fn web_flows(&mut self, traffic_index: u16, w: &darkbuf_scenario::web::WebFlows) {
+        let route = self.tcp_route(&w.tcp);
+        let s = SockId::from_index(self.socks.len());
+        let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, route.cpu0.add(w.tcp.cpu));
+        let end = self.scn.warmup_ns + self.scn.duration_ns;
+        let mut sock = crate::sock::tcp::TcpSock::new_sock(&w.tcp, traffic_index, 0, task, route.dev, route.ack_dev, route.mtu, self.profile.max_tcp_header, end, self.seed);
+        crate::sock::tcp::web::mark_idle(&mut sock);
+        self.socks.push(sock);
+        let generator = self.web.len() as u16;
+        let ideal = crate::sock::tcp::web::IdealPath::of(self.scn, w, route.mtu);
+        self.web.push(crate::sock::tcp::web::WebGen::new(generator, traffic_index, w, route.fq, route.mtu, ideal, s, self.seed));
     }
 
     /// Whether a TCP flow's sender is on the far host: a download, except over a radio,
@@ -591,6 +626,7 @@ impl World {
         b.far_hosts();
         b.wifi_stations();
         let starts = std::mem::take(&mut b.starts);
+        let web = std::mem::take(&mut b.web);
         let ncpu = b.hosts.last().map_or(0, |h| h.cpus.end.idx());
         let ksoftirqd_base = TaskId::from_index(b.tasks.len());
         for c in 0..ncpu {
@@ -633,6 +669,7 @@ impl World {
             measured_txq,
             current_cpu: CpuId(0),
             metrics: Metrics::default(),
+            web,
             rng,
             path_rng: crate::path::path_rng(seed, scn.path.as_ref()),
             stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
@@ -660,6 +697,7 @@ impl World {
         for (at, task) in starts {
             w.events.push(at, Event::TaskTimer(task));
         }
+        w.web_start();
         Ok(w)
     }
 

@@ -69,6 +69,8 @@ pub struct World {
     /// `smp_processor_id()`).
     pub current_cpu: CpuId,
     pub metrics: Metrics,
+    /// The `kind = "web"` entries' connection generators (`sock/tcp/web.rs`).
+    pub(crate) web: Vec<crate::sock::tcp::web::WebGen>,
     pub rng: ChaCha8Rng,
     /// `path.loss`'s random stream (`None` on a lossless path).
     pub path_rng: Option<Box<ChaCha8Rng>>,
@@ -162,6 +164,7 @@ impl World {
                 Event::Interval => self.tcp_interval(),
                 Event::Stall(c) => self.cpu_stall(c),
                 Event::RrTimer(s) => self.rr_timer(s),
+                Event::WebArrival(g) => self.web_arrival(g),
             }
         }
         self.now = self.cfg.end;

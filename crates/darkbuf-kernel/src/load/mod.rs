@@ -32,6 +32,7 @@ pub(crate) mod sys;
 mod tap;
 mod tcp;
 pub mod voip;
+pub(crate) mod web;
 pub mod tcpinfo;
 
 pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};

@@ -42,6 +42,7 @@ mod reader;
 mod report;
 mod recv;
 mod sndbuf;
+pub mod web;
 
 
 use crate::arena::Proto;
@@ -354,6 +355,9 @@ pub struct TcpSock {
     lock: lock::SockLock,
     rcv: recv::Receiver,
     pub(crate) stats: TcpStats,
+    /// A `kind = "web"` connection: its size, which the application writes and then
+    /// closes, and its completion (`web.rs`). `None`: a bulk flow, writing until `stop`.
+    pub(crate) web: Option<Box<web::WebConn>>,
 }
 
 /// What the report needs of a flow.
@@ -434,6 +438,20 @@ impl TcpSock {
     /// `tp->mss_cache`: the payload of a full segment.
     pub(crate) fn mss(&self) -> u32 {
         self.mss
+    }
+
+    /// The application's next `write()`: iperf3's 128 KB block, or what is left of a
+    /// web connection's size (0 once it is all written).
+    fn app_write_len(&self) -> u32 {
+        match &self.web {
+            None => APP_WRITE,
+            Some(w) => w.size.saturating_sub(self.app_written).min(APP_WRITE as u64) as u32,
+        }
+    }
+
+    /// A `kind = "web"` connection (reported as `web.*`, not as a `tcp.flow.N`).
+    pub(crate) fn is_web(&self) -> bool {
+        self.web.is_some()
     }
 
     /// The handshake is done (`TCP_ESTABLISHED`): a write sends data.
@@ -628,6 +646,7 @@ impl TcpSock {
             lock: lock::SockLock::new(f.lock_sock),
             rcv,
             stats: TcpStats::default(),
+            web: None,
         }
     }
 
@@ -736,7 +755,7 @@ impl World {
         let spin = self.tcp_lock_sock(s);
         let t = self.tcp(s);
         t.tcp_rate_check_app_limited(wmem_alloc);
-        let n = t.tcp_sendmsg_locked(APP_WRITE, sndbuf);
+        let n = t.tcp_sendmsg_locked(t.app_write_len(), sndbuf);
         t.app_written += n as u64;
         let cost = spin + self.cost(self.profile.costs.send_ns + n as f64 * self.profile.costs.tcp_copy_ns_per_kb / 1024.0);
         let start = self.now + cost;
@@ -768,7 +787,7 @@ impl World {
         let now = self.now;
         let sndbuf = self.socks[s].sndbuf;
         let t = self.tcp(s);
-        if now < t.start_ns || now >= t.stop_ns || t.conn != Conn::Established {
+        if now < t.start_ns || now >= t.stop_ns || t.conn != Conn::Established || t.app_write_len() == 0 {
             return false;
         }
         if let Some(bps) = t.app_rate_bps {
@@ -802,6 +821,10 @@ impl World {
             Conn::Closed => return true,
             Conn::SynSent => return t.syn_due,
             Conn::Established => {}
+        }
+        if t.app_write_len() == 0 {
+            // A web connection wrote its size and closed: nothing more to wait for.
+            return false;
         }
         if let (Some(_), true) = (rate, room) {
             // Red light: the next tick of iperf3's pacing timer.

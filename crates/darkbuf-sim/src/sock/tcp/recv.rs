@@ -295,6 +295,9 @@ impl World {
         if read > 0 && t >= window.0 && t <= window.1 {
             tp.stats.goodput(read, (t - start) / super::SERIES_STEP_NS);
         }
+        if read > 0 && tp.web.is_some() {
+            self.web_read(s, t);
+        }
         let older = older_ack.map_or(0, |(ack, ece)| self.tcp_send_older_ack(cpu, s, t, ack, ece));
         let r = &mut self.tcp(s).rcv;
         // __tcp_ack_snd_check(): more than one full segment unacked, quick ACK mode,

@@ -82,7 +82,7 @@ impl World {
         let window = (end - start) as f64;
         let mut flows = Vec::new();
         for s in self.socks.ids() {
-            if matches!(self.socks[s].kind, crate::sock::SockKind::Tcp(_)) {
+            if matches!(&self.socks[s].kind, crate::sock::SockKind::Tcp(t) if !t.is_web()) {
                 self.tcp_stats_tick(s);
                 flows.push(s);
             }

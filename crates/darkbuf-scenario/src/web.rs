@@ -1,0 +1,367 @@
+//! `[[traffic]] kind = "web"`: short TCP flows (issue 54). Connections open at Poisson
+//! arrivals (`arrivals = "50/s"`), each writes a size drawn from `size_dist` and
+//! closes; the results are flow completion times (FCT) and slowdowns, overall and per
+//! size bucket (docs/web.md).
+//!
+//! The size distributions are pure functions of a uniform draw in (0, 1) (inverse
+//! transform sampling), so both backends draw the same sizes from the same stream:
+//! - `exponential`: mean `size_mean`;
+//! - `pareto`: shape `size_shape` (> 1, default 1.5) and scale `size_mean` x (shape - 1)
+//!   / shape, so that its mean is `size_mean`;
+//! - `lognormal`: sigma `size_shape` (default 1) and mu = ln(`size_mean`) - sigma^2 / 2;
+//! - `cdf`: a flow-size CDF file (`size_cdf`): lines of `SIZE CUMULATIVE` (bytes, a
+//!   probability in [0, 1] or a percentage in [0, 100], nondecreasing), interpolated
+//!   linearly between points, as ns-3's `EmpiricalRandomVariable` (and the pFabric,
+//!   HPCC and Homa simulators built on it) draw from the same files.
+
+use crate::diag::{Diagnostic, DiagnosticKind as K};
+use crate::schema::*;
+use crate::section::Sec;
+use crate::tree::{Table, V};
+use serde::Serialize;
+
+/// The keys of a web entry: its own, and the ones it shares with `kind = "tcp"`.
+pub const WEB_KEYS: &[&str] = &["kind", "name", "arrivals", "size_dist", "size_mean", "size_shape", "size_cdf", "size_buckets", "cc", "direction", "cpu", "start", "stop", "dscp", "ecn", "sndbuf", "rcvbuf", "path_delay"];
+/// The keys that are the web entry's alone (the rest resolve as a TCP entry's).
+const OWN_KEYS: &[&str] = &["arrivals", "size_dist", "size_mean", "size_shape", "size_cdf", "size_buckets"];
+/// The size distributions by name.
+pub const SIZE_DISTS: &[&str] = &["pareto", "exponential", "lognormal", "cdf"];
+/// The default size buckets' upper edges, bytes (the last bucket has none): 10 KB,
+/// 100 KB, 1 MB and 10 MB (powers of 1000, as the pFabric and Homa papers bucket).
+pub const DEFAULT_BUCKETS: &[u64] = &[10_000, 100_000, 1_000_000, 10_000_000];
+/// The largest flow a draw gives, bytes: a Pareto tail is cut here (1 GB, inside the
+/// 31 bits of TCP sequence space a connection's `before()`/`after()` compare).
+pub const MAX_FLOW_BYTES: u64 = 1_000_000_000;
+/// The largest arrival rate, flows per second.
+pub const MAX_ARRIVALS_PER_S: f64 = 1_000_000.0;
+
+/// A web entry, resolved.
+#[derive(Clone, Debug, Serialize)]
+pub struct WebFlows {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Mean connection arrivals per second (a Poisson process).
+    pub arrivals_per_s: f64,
+    pub size: SizeDist,
+    /// The size buckets' upper edges, bytes, ascending: bucket N holds the flows of
+    /// `edge[N-1] < size <= edge[N]`, the last one everything above the last edge.
+    pub size_buckets: Vec<u64>,
+    /// Each connection's TCP settings: a `kind = "tcp"` entry's (cc, direction, cpu,
+    /// start, stop, dscp, ecn, buffers, path_delay), one flow, with the handshake.
+    pub tcp: TcpFlow,
+}
+
+/// A flow-size distribution.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "dist", rename_all = "lowercase")]
+pub enum SizeDist {
+    Exponential { mean_bytes: f64 },
+    Pareto { mean_bytes: f64, shape: f64 },
+    Lognormal { mean_bytes: f64, sigma: f64 },
+    Cdf {
+        file: String,
+        /// (size in bytes, cumulative probability), both nondecreasing, the last at 1.
+        #[serde(skip)]
+        points: Vec<(f64, f64)>,
+        /// The distribution's mean (the piecewise-linear CDF's), bytes.
+        mean_bytes: f64,
+    },
+}
+
+impl SizeDist {
+    /// The size for uniform draw `u` in (0, 1), bytes: at least 1, at most
+    /// [`MAX_FLOW_BYTES`].
+    pub fn sample(&self, u: f64) -> u64 {
+        let u = u.clamp(f64::MIN_POSITIVE, 1.0 - f64::EPSILON);
+        let x = match self {
+            SizeDist::Exponential { mean_bytes } => -mean_bytes * (1.0 - u).ln(),
+            SizeDist::Pareto { mean_bytes, shape } => {
+                let scale = mean_bytes * (shape - 1.0) / shape;
+                scale / (1.0 - u).powf(1.0 / shape)
+            }
+            SizeDist::Lognormal { mean_bytes, sigma } => {
+                let mu = mean_bytes.ln() - sigma * sigma / 2.0;
+                (mu + sigma * inverse_normal(u)).exp()
+            }
+            SizeDist::Cdf { points, .. } => cdf_inverse(points, u),
+        };
+        (x.round() as u64).clamp(1, MAX_FLOW_BYTES)
+    }
+
+    /// The distribution's mean, bytes (before the cut at [`MAX_FLOW_BYTES`]).
+    pub fn mean_bytes(&self) -> f64 {
+        match self {
+            SizeDist::Exponential { mean_bytes } | SizeDist::Pareto { mean_bytes, .. } | SizeDist::Lognormal { mean_bytes, .. } | SizeDist::Cdf { mean_bytes, .. } => *mean_bytes,
+        }
+    }
+}
+
+/// The size bucket of a flow of `size` bytes.
+pub fn bucket_of(edges: &[u64], size: u64) -> usize {
+    edges.iter().position(|&e| size <= e).unwrap_or(edges.len())
+}
+
+/// The piecewise-linear CDF's inverse at `u` (ns-3's `EmpiricalRandomVariable` with
+/// interpolation).
+fn cdf_inverse(points: &[(f64, f64)], u: f64) -> f64 {
+    let i = points.partition_point(|&(_, c)| c < u);
+    match i {
+        0 => points[0].0,
+        i if i >= points.len() => points[points.len() - 1].0,
+        i => {
+            let ((x0, c0), (x1, c1)) = (points[i - 1], points[i]);
+            if c1 <= c0 {
+                x1
+            } else {
+                x0 + (x1 - x0) * (u - c0) / (c1 - c0)
+            }
+        }
+    }
+}
+
+/// The standard normal's quantile (Acklam's rational approximation, relative error
+/// below 1.2e-9): the lognormal's draw by inverse transform, one uniform per flow.
+fn inverse_normal(p: f64) -> f64 {
+    const A: [f64; 6] = [-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00];
+    const B: [f64; 5] = [-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01];
+    const C: [f64; 6] = [-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00];
+    const D: [f64; 4] = [7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00];
+    let tail = |q: f64| (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0);
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// One `[[traffic]]` table of kind "web": its own keys here, the TCP ones through
+/// `resolve_tcp()` (without the keys that make no sense per connection: `flows`,
+/// `rate`, `receiver`, ...).
+pub(crate) fn resolve_web(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<WebFlows, Diagnostic> {
+    s.check_keys(WEB_KEYS, Some("(a web entry's connections are one flow each: flows, rate and receiver belong to kind = \"tcp\")"))?;
+    let arrivals_per_s = arrivals(s)?;
+    let size = size_dist(s)?;
+    let size_buckets = buckets(s)?;
+    // The TCP keys, read as a tcp entry's.
+    let tcp_table = Table { entries: s.t.entries.iter().filter(|e| !OWN_KEYS.contains(&e.key.as_str())).cloned().collect() };
+    let ts = Sec { t: &tcp_table, path: s.path.clone(), at: s.at.clone(), ctx: s.ctx };
+    let mut tcp = crate::tcp::resolve_tcp(&ts, cpus, far_cpus, driver, total_ns, name.clone(), sysctl)?;
+    tcp.handshake = true;
+    tcp.flows = 1;
+    Ok(WebFlows { name, arrivals_per_s, size, size_buckets, tcp })
+}
+
+/// `arrivals = "50/s"` (or a number: per second).
+fn arrivals(s: &Sec<'_>) -> Result<f64, Diagnostic> {
+    let expected = format!("a mean arrival rate such as \"50/s\" (connections per second, > 0 and at most {MAX_ARRIVALS_PER_S})");
+    let Some(e) = s.entry("arrivals") else {
+        return Err(s.value_err("arrivals", format!("`{}` is required: how many connections open per second", s.kp("arrivals")), Some(expected)));
+    };
+    let v = match &e.node.v {
+        V::Int(i) => Some(*i as f64),
+        V::Float(f) => Some(*f),
+        V::Str(t) => {
+            let t = t.trim();
+            let num = t.strip_suffix("/s").or_else(|| t.strip_suffix("/sec")).unwrap_or(t);
+            num.trim().parse::<f64>().ok()
+        }
+        _ => return Err(s.type_err(e, "a rate string", Some(expected))),
+    };
+    match v {
+        Some(v) if v > 0.0 && v <= MAX_ARRIVALS_PER_S => Ok(v),
+        _ => Err(s.value_err("arrivals", format!("`{}` = {} is not a valid arrival rate", s.kp("arrivals"), e.node.v.show()), Some(expected))),
+    }
+}
+
+/// `size_dist` with `size_mean`, `size_shape` or `size_cdf`.
+fn size_dist(s: &Sec<'_>) -> Result<SizeDist, Diagnostic> {
+    let dist = s.choice("size_dist", "pareto", SIZE_DISTS)?;
+    if dist == "cdf" {
+        for k in ["size_mean", "size_shape"] {
+            if s.entry(k).is_some() {
+                return Err(s.value_err(k, format!("`{}` does not apply to size_dist = \"cdf\": the file gives the sizes", s.kp(k)), Some("remove it, or choose size_dist = \"pareto\", \"exponential\" or \"lognormal\"".into())));
+            }
+        }
+        let Some(e) = s.entry("size_cdf") else {
+            return Err(s.value_err("size_cdf", format!("size_dist = \"cdf\" needs `{}`, the CDF file", s.kp("size_cdf")), Some("e.g. size_cdf = \"cdf/websearch.txt\" (shipped in scenarios/cdf/)".into())));
+        };
+        let given = s.string("size_cdf", "")?;
+        let path = beside_scenario(s.ctx.file, &given);
+        let text = read_cdf_file(&path).map_err(|why| s.ctx.diag(K::Value, &e.node.at, &s.kp("size_cdf"), format!("`{}` = \"{given}\": {why}", s.kp("size_cdf")), Some("expected a readable text file of `SIZE CUMULATIVE` lines (scenarios/cdf/ has two)".into())))?;
+        let points = parse_cdf(&path.display().to_string(), &text)?;
+        let mean_bytes = cdf_mean(&points);
+        return Ok(SizeDist::Cdf { file: given, points, mean_bytes });
+    }
+    if s.entry("size_cdf").is_some() {
+        return Err(s.value_err("size_cdf", format!("`{}` needs size_dist = \"cdf\"", s.kp("size_cdf")), Some("set size_dist = \"cdf\", or remove size_cdf".into())));
+    }
+    let mean = s.size_bytes("size_mean", 100 * 1024, 1, MAX_FLOW_BYTES)? as f64;
+    Ok(match dist {
+        "exponential" => {
+            if s.entry("size_shape").is_some() {
+                return Err(s.value_err("size_shape", format!("`{}` does not apply to the exponential distribution", s.kp("size_shape")), Some("remove it, or choose size_dist = \"pareto\" or \"lognormal\"".into())));
+            }
+            SizeDist::Exponential { mean_bytes: mean }
+        }
+        "lognormal" => SizeDist::Lognormal { mean_bytes: mean, sigma: s.float("size_shape", 1.0, 0.01, 10.0)? },
+        _ => {
+            let shape = s.float("size_shape", 1.5, 1.0, 100.0)?;
+            if shape <= 1.0 {
+                return Err(s.value_err("size_shape", format!("`{}` = 1: a Pareto distribution of shape 1 has no mean", s.kp("size_shape")), Some("expected a shape above 1, e.g. 1.2 (heavy tail) or 1.5".into())));
+            }
+            SizeDist::Pareto { mean_bytes: mean, shape }
+        }
+    })
+}
+
+/// `size_buckets`: ascending upper edges (sizes), default [`DEFAULT_BUCKETS`].
+fn buckets(s: &Sec<'_>) -> Result<Vec<u64>, Diagnostic> {
+    let Some(e) = s.entry("size_buckets") else { return Ok(DEFAULT_BUCKETS.to_vec()) };
+    let expected = "an ascending array of at most 16 sizes, the buckets' upper edges, e.g. [\"10KB\", \"100KB\", \"1MB\"]";
+    let V::Array(items) = &e.node.v else { return Err(s.type_err(e, "an array of sizes", Some(expected.into()))) };
+    if items.is_empty() || items.len() > 16 {
+        return Err(s.value_err("size_buckets", format!("`{}` has {} edges", s.kp("size_buckets"), items.len()), Some(expected.into())));
+    }
+    let mut out = Vec::new();
+    for (i, n) in items.iter().enumerate() {
+        let v = match &n.v {
+            V::Int(i) if *i > 0 => Some(*i as u64),
+            V::Str(t) => darkbuf_model::units::parse_size_bytes(t).ok().filter(|&b| b > 0),
+            _ => None,
+        };
+        match v {
+            Some(v) if out.last().map_or(true, |&l| v > l) => out.push(v),
+            _ => return Err(s.ctx.diag(K::Value, &n.at, &format!("{}[{i}]", s.kp("size_buckets")), format!("`{}[{i}]` = {} is not a size above the edge before it", s.kp("size_buckets"), n.v.show()), Some(expected.into()))),
+        }
+    }
+    Ok(out)
+}
+
+/// Where a relative `size_cdf` is read from: next to the scenario file if it is there
+/// (as `machine.profile` is looked for), else from the working directory.
+fn beside_scenario(scenario: &str, given: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(given);
+    let beside = std::path::Path::new(scenario).parent().filter(|d| p.is_relative() && !d.as_os_str().is_empty()).map(|d| d.join(p));
+    beside.filter(|q| q.exists()).unwrap_or_else(|| p.to_path_buf())
+}
+
+/// Reads a CDF file of at most [`crate::limits::MAX_FILE_BYTES`].
+fn read_cdf_file(path: &std::path::Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("there is no file {}", path.display()),
+        _ => format!("{}: {e}", path.display()),
+    })?;
+    if !meta.is_file() || meta.len() > crate::limits::MAX_FILE_BYTES {
+        return Err(format!("{} is not a regular file of at most {} bytes", path.display(), crate::limits::MAX_FILE_BYTES));
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses a flow-size CDF: one point per line, `SIZE CUMULATIVE` (bytes, then a
+/// probability in [0, 1], or a percentage in [0, 100] when any value is above 1);
+/// `#` starts a comment, blank lines are skipped; both columns nondecreasing, and the
+/// last point at 1 (100). A bad line is an error at its file:line:column.
+pub fn parse_cdf(file: &str, text: &str) -> Result<Vec<(f64, f64)>, Diagnostic> {
+    let mut raw: Vec<(f64, f64, usize)> = Vec::new();
+    let mut offset = 0;
+    let bad = |at: usize, len: usize, msg: String| {
+        Diagnostic::at(K::Value, file, text, Some(at..at + len.max(1)), "size_cdf", msg, Some("expected lines of `SIZE CUMULATIVE`: a size in bytes and its cumulative probability (0..1, or a percentage 0..100), both nondecreasing; # starts a comment".into()))
+    };
+    for line in text.split_inclusive('\n') {
+        let body = line.split('#').next().unwrap_or("");
+        let mut fields = Vec::new();
+        let mut i = 0;
+        for tok in body.split(|c: char| c.is_whitespace() || c == ',') {
+            if !tok.is_empty() {
+                let at = body[i..].find(tok).map_or(i, |p| i + p);
+                fields.push((tok, offset + at));
+                i = at + tok.len();
+            }
+        }
+        offset += line.len();
+        if fields.is_empty() {
+            continue;
+        }
+        if fields.len() != 2 {
+            let (tok, at) = fields.get(2).copied().unwrap_or(fields[0]);
+            return Err(bad(at, tok.len(), format!("a CDF line has two numbers, SIZE and CUMULATIVE; this one has {}", fields.len())));
+        }
+        let num = |(tok, at): (&str, usize)| tok.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| bad(at, tok.len(), format!("\"{tok}\" is not a non-negative number")));
+        let (x, c) = (num(fields[0])?, num(fields[1])?);
+        if let Some(&(px, pc, _)) = raw.last() {
+            if x < px {
+                return Err(bad(fields[0].1, fields[0].0.len(), format!("size {x} is below the previous line's {px}: the sizes must not decrease")));
+            }
+            if c < pc {
+                return Err(bad(fields[1].1, fields[1].0.len(), format!("cumulative {c} is below the previous line's {pc}: a CDF does not decrease")));
+            }
+        }
+        raw.push((x, c, fields[1].1));
+    }
+    let Some(&(_, last, at)) = raw.last() else {
+        return Err(bad(0, 0, "the CDF file has no points".into()));
+    };
+    let scale = if last > 1.0 { 100.0 } else { 1.0 };
+    if (last - scale).abs() > 1e-9 * scale || (scale == 100.0 && raw.iter().any(|p| p.1 > 100.0)) {
+        return Err(bad(at, 1, format!("the last cumulative value is {last}: a CDF ends at 1 (or 100)")));
+    }
+    Ok(raw.into_iter().map(|(x, c, _)| (x, c / scale)).collect())
+}
+
+/// The mean of the piecewise-linear CDF: each segment's mass at its midpoint, and the
+/// first point's own mass at its size.
+fn cdf_mean(points: &[(f64, f64)]) -> f64 {
+    let mut m = points[0].0 * points[0].1;
+    for w in points.windows(2) {
+        m += (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cdf_parses_with_percentages_and_comments() {
+        let p = parse_cdf("x", "# web\n0 0\n1000 50 # half\n\n3000 100\n").unwrap();
+        assert_eq!(p, vec![(0.0, 0.0), (1000.0, 0.5), (3000.0, 1.0)]);
+        assert_eq!(cdf_mean(&p), 0.5 * 500.0 + 0.5 * 2000.0);
+        let d = SizeDist::Cdf { file: "x".into(), points: p, mean_bytes: 0.0 };
+        assert_eq!(d.sample(0.25), 500);
+        assert_eq!(d.sample(0.75), 2000);
+    }
+
+    #[test]
+    fn a_bad_cdf_line_is_an_error_at_its_line_and_column() {
+        let e = parse_cdf("w.txt", "0 0\n1000 0.5\n  2000 abc\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(8)), "{e:?}");
+        assert!(e.message.contains("\"abc\" is not a non-negative number"), "{}", e.message);
+        let e = parse_cdf("w.txt", "0 0\n1000 0.5\n900 0.7\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(1)));
+        let e = parse_cdf("w.txt", "0 0\n1000 0.5\n").unwrap_err();
+        assert!(e.message.contains("ends at 1"), "{}", e.message);
+        let e = parse_cdf("w.txt", "0 0 7\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(5)));
+    }
+
+    #[test]
+    fn the_parametric_distributions_have_their_mean() {
+        for d in [
+            SizeDist::Exponential { mean_bytes: 100_000.0 },
+            SizeDist::Lognormal { mean_bytes: 100_000.0, sigma: 1.0 },
+            SizeDist::Pareto { mean_bytes: 100_000.0, shape: 3.0 },
+        ] {
+            let n = 200_000;
+            let mean = (1..n).map(|i| d.sample(i as f64 / n as f64) as f64).sum::<f64>() / n as f64;
+            assert!((mean / 100_000.0 - 1.0).abs() < 0.02, "{d:?}: {mean}");
+        }
+        assert_eq!(bucket_of(DEFAULT_BUCKETS, 10_000), 0);
+        assert_eq!(bucket_of(DEFAULT_BUCKETS, 10_001), 1);
+        assert_eq!(bucket_of(DEFAULT_BUCKETS, 20_000_000), 4);
+    }
+}
