@@ -283,6 +283,8 @@ struct Tools {
     /// `voip_stop` (and a drain), after the senders.
     voip: Vec<load::voip::VoipRunning>,
     voip_stop: Arc<AtomicBool>,
+    /// Per rr entry in scenario order: its server and one client per connection.
+    rr: Vec<(JoinHandle<io::Result<()>>, Vec<JoinHandle<io::Result<darkbuf_measure::rr::RrLog>>>)>,
 }
 
 /// One direction of a voip entry once joined: its records per call, or why there are
@@ -300,6 +302,8 @@ struct Joined {
     irtt: Vec<Option<(load::IrttClientResult, load::IrttServerStats)>>,
     /// Per voip entry: up and down.
     voip: Vec<[VoipJoined; 2]>,
+    /// Per rr entry: its connections' logs (None: a client or the server failed).
+    rr: Vec<Option<Vec<darkbuf_measure::rr::RrLog>>>,
     /// The far end's tracepoint events for the probes (veth), or why there are none.
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
@@ -367,6 +371,11 @@ impl Tools {
         }
         if let Some(h) = self.tap.take() {
             j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
+        }
+        for (server, clients) in self.rr.drain(..) {
+            let logs: Vec<_> = clients.into_iter().map(|c| join_by(c, deadline, "rr client", &mut j.errors)).collect();
+            let server = join_by(server, deadline, "rr server", &mut j.errors);
+            j.rr.push(server.and(logs.into_iter().collect::<Option<Vec<_>>>()));
         }
         let irtt: Vec<_> = self.irtt.drain(..).collect();
         let clients: Vec<_> = irtt.into_iter().map(|(c, s)| (join_by(c, deadline, "irtt client", &mut j.errors), s)).collect();
@@ -472,9 +481,9 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Rr(r) => r.cpu,
             Traffic::Web(_) => return Err(crate::load::web::unavailable(i)),
         };
-        if let Traffic::Rr(_) = t {
+        if let (Traffic::Rr(_), Driver::Tun) = (t, scn.device.driver) {
             return Err(KernelError::Unavailable(format!(
-                "traffic.{i}: kind = \"rr\" runs on the simulator; the kernel backend's request/response generator is not built yet"
+                "traffic.{i}: kind = \"rr\" over tun/tap: the far end is darkbuf's tap reader, which answers no netperf; use driver = \"veth\" (or the simulator)"
             )));
         }
         if let Traffic::Voip(v) = t {
@@ -688,6 +697,37 @@ fn start_irtt(scn: &Scenario, names: &Names, l: &LoadCtx<'_>, server_cpu: usize,
         tools.irtt.push((ch, sh));
     }
 
+    Ok(())
+}
+
+/// Request/response: per rr entry a server in the receiving namespace and one client
+/// per connection where the scenario puts it; their start and stop are run times.
+fn start_rr(scn: &Scenario, names: &Names, l: &LoadCtx<'_>, server_cpu: usize, load_t0: u64, tool_bound: Duration, tools: &mut Tools) -> Result<()> {
+    let run_ns = l.run_for.as_nanos() as u64;
+    for r in scn.traffic.iter().filter_map(|t| if let Traffic::Rr(r) = t { Some(r) } else { None }) {
+        let proto = load::RrProtoSpec { tcp: r.proto == darkbuf_scenario::RrProto::Tcp, request: r.request as usize, response: r.response as usize, tos: r.dscp << 2, nodelay: r.nodelay };
+        let server = load::RrServerSpec { netns: names.ns_rx.clone(), bind: l.dst, proto, duration: tool_bound + PROBE_TIMEOUT * 2 };
+        let (port, sh) = load::spawn_rr_server(server, Some(server_cpu), l.stop.clone());
+        let Some(port) = port else {
+            let e = sh.join().ok().and_then(|r| r.err()).map_or("unknown error".into(), |e| e.to_string());
+            return Err(KernelError::Internal(format!("the rr server: {e}")));
+        };
+        let clients = (0..r.connections)
+            .map(|_| {
+                let spec = load::RrClientSpec {
+                    netns: l.netns.clone(),
+                    dst: l.dst,
+                    port,
+                    proto,
+                    start_mono_ns: load_t0 + r.start_ns,
+                    stop_mono_ns: load_t0 + r.stop_ns.unwrap_or(run_ns).min(run_ns),
+                    timeout: Duration::from_nanos(r.timeout_ns),
+                };
+                load::spawn_rr_client(spec, Some(r.cpu as usize), l.stop.clone())
+            })
+            .collect();
+        tools.rr.push((sh, clients));
+    }
     Ok(())
 }
 
@@ -933,6 +973,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let probe_trace = start_probers(scn, opts, &pings, &names, &lc, &mut guard.tools, &mut notes);
     start_irtt(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
     start_voip(scn, &names.ns_rx, &lc, topo.near_addr(), o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
+    start_rr(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
 
     // Warmup, then the measured window.
     let t_setup = Instant::now();

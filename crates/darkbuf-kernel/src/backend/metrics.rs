@@ -329,6 +329,7 @@ pub(super) fn metrics(
     ping_metrics(&mut out, &w, j);
     irtt_metrics(&mut out, &w, j);
     voip_metrics(&mut out, &w, j);
+    rr_metrics(&mut out, &w, j);
     if w.veth() {
         veth_receiver_metrics(&mut out, &w, j, notes);
     } else {
@@ -466,6 +467,25 @@ fn voip_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
 /// A joined direction's streams (none when it failed or was not sent).
 fn voip_streams(d: &super::VoipJoined) -> Vec<&[darkbuf_measure::voip::VoipRec]> {
     d.as_ref().map_or_else(|_| Vec::new(), |c| c.iter().map(|x| &x[..]).collect())
+}
+
+/// Request/response: the shared report of the clients' logs (darkbuf-measure), so both
+/// backends define every rr.* figure the same way.
+fn rr_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
+    if j.rr.is_empty() {
+        return;
+    }
+    let logs: Vec<Vec<darkbuf_measure::rr::RrLog>> = j.rr.iter().map(|x| x.clone().unwrap_or_default()).collect();
+    let (vals, reasons) = darkbuf_measure::rr::rr_report(logs.iter().map(|v| &v[..]), w.a.mono_ns, w.b.mono_ns);
+    let failed: Vec<String> = (0..j.rr.len()).filter(|&n| j.rr[n].is_none()).map(|n| format!("rr.{n}.")).collect();
+    let any_failed = !failed.is_empty();
+    for (k, v) in vals {
+        if any_failed && (failed.iter().any(|f| k.starts_with(f.as_str())) || k.matches('.').count() == 1) {
+            out.none(&k, "a client or the server of an rr entry failed (see the run's notes)");
+        } else {
+            out.value_or(&k, v, reasons.get(&k).map_or("not measured", |r| r.as_str()));
+        }
+    }
 }
 
 /// veth's far end: its NAPI consumer, the UDP sinks, the ring's drops, NAPI's polls

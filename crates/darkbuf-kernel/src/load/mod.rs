@@ -18,7 +18,8 @@
 //! flood's payload stamps give one-way delays at the sink and the tap reader.
 //!
 //! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
-//! `irtt` (isochronous UDP client and its stamping server), `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
+//! `irtt` (isochronous UDP client and its stamping server), `rr` (netperf's TCP_RR and
+//! UDP_RR: a server and one client per connection), `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
 //! (TCP_INFO), `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
 
 mod echo;
@@ -27,6 +28,7 @@ mod irtt;
 mod netns;
 pub mod payload;
 mod probe;
+mod rr;
 mod sink;
 pub(crate) mod sys;
 mod tap;
@@ -43,6 +45,7 @@ pub use irtt::{
 };
 pub use netns::{enter_netns, NETNS_RUN_DIR};
 pub use probe::{spawn_prober, spawn_prober_with, ProbeKind, ProbeOpts, ProbeResult, ProbeSample, ProbeSpec};
+pub use rr::{spawn_rr_client, spawn_rr_server, RrClientSpec, RrProtoSpec, RrServerSpec, RR_MAX_TRANSACTIONS};
 pub use sink::{spawn_sink, spawn_sink_bound, SinkSpec, SinkStats, SINK_BATCH, SINK_RCVTIMEO};
 pub use sys::{mono_ns, pin_to_cpu, sleep_until_ns};
 pub use tcp::{
