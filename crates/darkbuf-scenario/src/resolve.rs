@@ -845,7 +845,7 @@ pub(crate) fn opt_bit_rate(s: &Sec<'_>, key: &str, what: &str) -> Result<Option<
 /// `kind`, resolved by its kind (`MAX_TCP_FLOWS` TCP flows in all).
 fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, sysctl: &crate::sysctl::Sysctl) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
-        "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\" or \"irtt\"";
+        "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\", \"irtt\", \"voip\", \"rr\" or \"web\"";
     let Some(e) = top.entry("traffic") else {
         return Err(top.ctx.diag(
             K::Value,

@@ -27,7 +27,7 @@ fn has_key(text: &str, key: &str) -> bool {
 #[test]
 fn every_key_is_in_all_keys() {
     let text = read("scenarios/examples/all-keys.toml");
-    let sections: [(&str, &[&str]); 17] = [
+    let sections: [(&str, &[&str]); 18] = [
         ("top", TOP_KEYS),
         ("machine", MACHINE_KEYS),
         ("device", DEVICE_KEYS),
@@ -45,6 +45,7 @@ fn every_key_is_in_all_keys() {
         ("wifi", wifi::WIFI_KEYS),
         ("station", wifi::STATION_KEYS),
         ("web", web::WEB_KEYS),
+        ("voip", voip::VOIP_KEYS),
     ];
     let tables = ["machine", "device", "qdisc", "ingress", "consumer", "path", "peer", "lan", "wifi", "traffic", "sweep", "variant", "test_parameters", "bql", "coalesce", "sysctl"];
     let mut missing = Vec::new();
@@ -94,4 +95,25 @@ fn the_commented_nic_block_is_all_keys_nic_and_both_load() {
         let s = load_str(&format!("scenarios/examples/{name}"), text, &[]).unwrap_or_else(|d| panic!("{d}"));
         assert!(!s.traffic.is_empty());
     }
+}
+
+/// The commented voip block, uncommented after all-keys-nic.toml (a NIC: the far
+/// host's stream needs its transmit path), loads with the values it documents.
+#[test]
+fn the_commented_voip_block_loads_on_a_nic() {
+    let all = read("scenarios/examples/all-keys.toml");
+    let nic = read("scenarios/examples/all-keys-nic.toml");
+    let block: Vec<&str> = all
+        .lines()
+        .skip_while(|l| !l.starts_with("# ==== kind = \"voip\""))
+        .skip(1)
+        .take_while(|l| !l.starts_with("# ==== end"))
+        .map(|l| l.strip_prefix("# ").unwrap_or(l))
+        .collect();
+    assert!(block.len() > 10, "no voip block in all-keys.toml");
+    let text = format!("{nic}\n{}\n", block.join("\n"));
+    let s = load_str("scenarios/examples/all-keys-nic.toml", &text, &[]).unwrap_or_else(|d| panic!("{d}"));
+    let Some(Traffic::Voip(v)) = s.traffic.last() else { panic!("the last entry is not the voip block's: {:?}", s.traffic.last()) };
+    assert_eq!((v.codec, v.plc, v.interval_ns, v.size, v.dscp, v.calls), (voip::Codec::G711, true, 20_000_000, 160, 46, 1));
+    assert_eq!((v.direction, v.jitter_buffer_ns), (voip::VoipDirection::Both, 60_000_000));
 }
