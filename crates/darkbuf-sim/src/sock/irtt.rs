@@ -21,6 +21,7 @@ use crate::arena::{Destructor, Dir, PktInfo, Proto};
 use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::sock::ping::ReplyPath;
+use crate::sock::iso::{iso_dgram, IsoSchedule};
 use crate::sock::{Outgoing, Sock, SockKind};
 use crate::world::World;
 use darkbuf_model::skb::truesize_for_len;
@@ -34,14 +35,11 @@ const IRTT_FLOW: u32 = 0xfffe_0000;
 pub use darkbuf_measure::irtt::{Fate, IrttRec};
 
 pub struct IrttSock {
-    pub interval_ns: u64,
     pub frame_len: u32,
     pub dscp: u8,
     pub flow: u32,
-    /// No request is sent at or after this time (ns).
-    pub stop_ns: u64,
-    /// Requests whose timer fired and that are not sent yet.
-    pub due: u32,
+    /// When its packets fall due, and those due and not sent yet.
+    pub sched: IsoSchedule,
     /// `sendto()` failed with -ENOBUFS (the qdisc dropped the request).
     pub send_errors: u64,
     pub reply: ReplyPath,
@@ -56,12 +54,10 @@ impl IrttSock {
         let stop_ns = p.stop_ns.unwrap_or(end_ns).min(end_ns);
         let slots = stop_ns.saturating_sub(p.start_ns) / interval_ns + 1;
         let irtt = IrttSock {
-            interval_ns,
             frame_len: udp_frame_len(p.length),
             dscp: p.dscp,
             flow: IRTT_FLOW | index as u32,
-            stop_ns,
-            due: 0,
+            sched: IsoSchedule::new(interval_ns, stop_ns),
             send_errors: 0,
             reply,
             recs: Vec::with_capacity(slots as usize),
@@ -82,15 +78,12 @@ impl World {
     pub(super) fn irtt_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
         let p = self.irtt(s);
-        if p.due == 0 {
+        if !p.sched.take() {
             return None;
         }
-        p.due -= 1;
         let seq = p.recs.len() as u32;
         p.recs.push(IrttRec { t_send: now, ..IrttRec::default() });
-        let len = p.frame_len;
-        let priority = crate::forward::rt_tos2priority(p.dscp, 0);
-        let skb = Skb { flow: p.flow, sk: p.flow, len, truesize: truesize_for_len(len), dscp: p.dscp, priority, ..Skb::default() };
+        let skb = iso_dgram(p.frame_len, p.flow, p.dscp);
         let cost_ns = self.profile.costs.ping_send_ns;
         Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::None, cost_ns, seq })
     }
@@ -100,10 +93,7 @@ impl World {
     pub(super) fn irtt_timer(&mut self, s: SockId) {
         let now = self.now;
         let task = self.socks[s].task;
-        let p = self.irtt(s);
-        p.due += 1;
-        let next = now + p.interval_ns;
-        if next < p.stop_ns {
+        if let Some(next) = self.irtt(s).sched.fire(now) {
             self.events.push(next, Event::TaskTimer(task));
         }
     }

@@ -9,6 +9,7 @@
 //! dispatched here, in one place.
 
 pub mod irtt;
+pub mod iso;
 pub mod ping;
 pub mod rr;
 pub mod tcp;
@@ -224,8 +225,8 @@ impl World {
                 }
             }
             SockKind::Ping(p) => p.due > 0,
-            SockKind::Irtt(p) => p.due > 0,
-            SockKind::Voip(v) => v.due > 0,
+            SockKind::Irtt(p) => p.sched.due > 0,
+            SockKind::Voip(v) => v.sched.due > 0,
             SockKind::Rr(r) => r.wants_cpu(),
             SockKind::Tcp(_) => self.tcp_wants_cpu(s),
         }

@@ -20,11 +20,10 @@
 use crate::arena::{Destructor, PktInfo, Proto};
 use crate::event::Event;
 use crate::id::{DevId, HostId, SockId, TaskId};
+use crate::sock::iso::{iso_dgram, IsoSchedule};
 use crate::sock::{Outgoing, Sock, SockKind};
 use crate::world::World;
 use darkbuf_measure::voip::{voip_report, VoipEntry};
-use darkbuf_model::skb::truesize_for_len;
-use darkbuf_model::Skb;
 use darkbuf_scenario::{udp_frame_len, Voip};
 
 pub use darkbuf_measure::voip::{VoipFate, VoipRec};
@@ -43,14 +42,11 @@ pub struct VoipSock {
     pub unmodelled: bool,
     /// The entry (codec, interval, playout buffer) for the report.
     pub spec: Box<Voip>,
-    pub interval_ns: u64,
     pub frame_len: u32,
     pub dscp: u8,
     pub flow: u32,
-    /// No packet is sent at or after this time (ns).
-    pub stop_ns: u64,
-    /// Packets whose timer fired and that are not sent yet.
-    pub due: u32,
+    /// When its packets fall due, and those due and not sent yet.
+    pub sched: IsoSchedule,
     /// `sendmsg()` failed with -ENOBUFS (the qdisc dropped the packet).
     pub send_errors: u64,
     /// Per sequence number, the packet's record.
@@ -70,13 +66,11 @@ impl VoipSock {
             down,
             unmodelled: false,
             spec: Box::new(v.clone()),
-            interval_ns,
             frame_len: udp_frame_len(v.udp_payload()),
             dscp: v.dscp,
             // A flood's scheme: the traffic index from bit 16, the stream below it.
             flow: (traffic_index as u32) << 16 | (2 * call + down as u32),
-            stop_ns,
-            due: 0,
+            sched: IsoSchedule::new(interval_ns, stop_ns),
             send_errors: 0,
             recs: Vec::with_capacity(slots as usize),
         };
@@ -96,15 +90,12 @@ impl World {
     pub(super) fn voip_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
         let v = self.voip(s);
-        if v.due == 0 {
+        if !v.sched.take() {
             return None;
         }
-        v.due -= 1;
         let seq = v.recs.len() as u32;
         v.recs.push(VoipRec { t_send: now, ..VoipRec::default() });
-        let len = v.frame_len;
-        let priority = crate::forward::rt_tos2priority(v.dscp, 0);
-        let skb = Skb { flow: v.flow, sk: v.flow, len, truesize: truesize_for_len(len), dscp: v.dscp, priority, ..Skb::default() };
+        let skb = iso_dgram(v.frame_len, v.flow, v.dscp);
         let cost_ns = self.profile.costs.ping_send_ns;
         Some(Outgoing { skb, proto: Proto::Udp, destructor: Destructor::None, cost_ns, seq })
     }
@@ -114,10 +105,7 @@ impl World {
     pub(super) fn voip_timer(&mut self, s: SockId) {
         let now = self.now;
         let task = self.socks[s].task;
-        let v = self.voip(s);
-        v.due += 1;
-        let next = now + v.interval_ns;
-        if next < v.stop_ns {
+        if let Some(next) = self.voip(s).sched.fire(now) {
             self.events.push(next, Event::TaskTimer(task));
         }
     }
