@@ -550,10 +550,6 @@ pub enum Traffic {
 }
 
 /// Serde's `skip_serializing_if` for a switch that defaults to on.
-fn is_false(v: &bool) -> bool {
-    !*v
-}
-
 fn is_true(v: &bool) -> bool {
     *v
 }
@@ -730,11 +726,11 @@ pub struct TcpFlow {
     pub max_pacing_rate: Option<u64>,
     /// Whether each flow opens with the three-way handshake (`tcp_connect()`, SYN and
     /// SYN-ACK through the modelled path), whose round trip is the connection's first
-    /// RTT sample and its `tcp_min_rtt()`. `false` (default) is the simulator's earlier
-    /// model: flows start established and take their first sample from their first
-    /// data ACK. `docs/validation.md` (issue 51, item 9) says why it is not yet the
-    /// default.
-    #[serde(skip_serializing_if = "is_false")]
+    /// RTT sample and its `tcp_min_rtt()`: `true` (default), as every kernel
+    /// connection does. `false` is the simulator's earlier model: flows start
+    /// established and take their first sample from their first data ACK, behind the
+    /// other flows' initial windows (`docs/validation.md`, issue 51 item 9).
+    #[serde(skip_serializing_if = "is_true")]
     pub handshake: bool,
 }
 

@@ -94,7 +94,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         _ => WriteXmit::GoalTsq,
     };
     let lock_sock = s.boolean("lock_sock", true)?;
-    let handshake = s.boolean("handshake", false)?;
+    let handshake = s.boolean("handshake", true)?;
     let max_pacing_rate = crate::resolve::opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let path_delay_ns = crate::resolve::path_delay(s, driver)?;
     Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, write_xmit, lock_sock, max_pacing_rate, handshake })

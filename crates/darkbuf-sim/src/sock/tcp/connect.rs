@@ -134,6 +134,7 @@ impl World {
             (now_us / 1000).wrapping_sub(echoed_us / 1000).max(1) as u64 * 1_000_000
         };
         tp.conn = Conn::Established;
+        tp.established_ns = t;
         tp.syn_rto_at = None;
         tp.syn_due = false;
         self.tcp_rtt_estimator(s, rtt_ns.max(1_000));

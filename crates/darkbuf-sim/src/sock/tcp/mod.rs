@@ -335,6 +335,9 @@ pub struct TcpSock {
     /// The connection's state (`sk_state` as far as it matters here): the application
     /// writes once the handshake is done (`connect.rs`).
     conn: Conn,
+    /// When the connection became established: the SYN-ACK's arrival, or the flow's
+    /// start without the handshake.
+    established_ns: u64,
     /// The last SYN's send time, its retransmissions so far and its timer.
     syn_sent_ns: u64,
     syn_retries: u8,
@@ -630,6 +633,7 @@ impl TcpSock {
             total_retrans: 0,
             timeouts: 0,
             conn: if f.handshake { Conn::Closed } else { Conn::Established },
+            established_ns: f.start_ns,
             syn_sent_ns: 0,
             syn_retries: 0,
             syn_rto_at: None,
@@ -659,9 +663,11 @@ impl TcpSock {
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
-    /// has an RTT sample, and its application still writes or data is still out.
+    /// is established (after `t`'s instant: a step that ends as the SYN-ACK arrives
+    /// saw a connection in SYN_SENT), has an RTT sample, and its application still
+    /// writes or data is still out.
     fn active_at(&self, t: u64) -> bool {
-        self.srtt_us > 0 && (t < self.stop_ns || self.packets_out > 0)
+        self.srtt_us > 0 && t > self.established_ns && (t < self.stop_ns || self.packets_out > 0)
     }
 
     /// `tcp_packets_in_flight()`.
