@@ -10,6 +10,7 @@
 //! - `tcp.flow.N.retrans`, `tcp.retrans`: `tcpi_total_retrans` at the window's end minus
 //!   at its start (the kernel counts every retransmitted segment, also after a local
 //!   qdisc drop; the simulator sends those again as new data and does not count them);
+//! - `tcp.flow.N.min_rtt_ms`: `tcpi_min_rtt` at the window's end (4.6+);
 //! - `tcp.flow.N.reordering`: `tcpi_reordering` at the window's end; `tcp.flow.N.reord_seen`,
 //!   `tcp.reord_seen`, `tcp.dsack_dups`: `tcpi_reord_seen` and `tcpi_dsack_dups` at its
 //!   end minus at its start (4.19+);
@@ -469,6 +470,13 @@ pub fn metrics(
                 Some(s) => _ = m.insert(format!("tcp.flow.{n}.reordering"), Some(s.info.reordering as f64)),
                 None => null_why(m, why, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
             }
+            // ss -ti's minrtt: at the end (tcp_min_rtt(): what TSO autosizing uses).
+            match sample_at_end(f, t1).map(|s| s.info.min_rtt_us) {
+                Some(Some(us)) if us != u32::MAX => _ = m.insert(format!("tcp.flow.{n}.min_rtt_ms"), Some(us as f64 / 1e3)),
+                Some(Some(_)) => null_why(m, why, format!("tcp.flow.{n}.min_rtt_ms"), "the flow had no RTT sample"),
+                Some(None) => null_why(m, why, format!("tcp.flow.{n}.min_rtt_ms"), "TCP_INFO has no tcpi_min_rtt before 4.6"),
+                None => null_why(m, why, format!("tcp.flow.{n}.min_rtt_ms"), "no TCP_INFO sample of this flow"),
+            }
             let no_reord = "TCP_INFO has no tcpi_reord_seen and tcpi_dsack_dups before 4.19, or no sample";
             let seen = counter_in(f, t0, t1, 32, |i| i.reord_seen.map(u64::from));
             match seen {
@@ -633,7 +641,7 @@ mod tests {
 
     fn info(cwnd: u32, srtt_us: u32, retr: u32) -> TcpInfo {
         let (reordering, reord_seen, dsack_dups) = (3 + retr, Some(retr), Some(2 * retr));
-        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), total_rto: Some(retr as u16 / 2), reordering, reord_seen, dsack_dups, ..TcpInfo::default() }
+        TcpInfo { state: 1, snd_cwnd: cwnd, srtt_us, total_retrans: retr, pacing_rate: Some(12_500_000), delivery_rate: Some(11_250_000), total_rto: Some(retr as u16 / 2), reordering, reord_seen, dsack_dups, min_rtt_us: Some(900 + retr), ..TcpInfo::default() }
     }
 
     #[test]
@@ -671,6 +679,8 @@ mod tests {
         // ss -ti's reordering: at t0 + 0.8 s (3 + 5), and reord_seen: (= retrans here) and
         // the D-SACKed segments (2 x retrans) over the window.
         assert_eq!(m["tcp.flow.0.reordering"], Some(8.0));
+        // ss -ti's minrtt: of the sample at the window's end (k = 5).
+        assert_eq!(m["tcp.flow.0.min_rtt_ms"], Some(0.905));
         assert_eq!((m["tcp.flow.0.reord_seen"], m["tcp.reord_seen"], m["tcp.dsack_dups"]), (Some(4.0), Some(4.0), Some(8.0)));
         // The receiving socket at the end, as ss -tmi shows it.
         assert_eq!(m["tcp.flow.0.rcvbuf_bytes"], Some(131_072.0));

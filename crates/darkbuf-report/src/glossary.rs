@@ -256,6 +256,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("tcp.flow.N.goodput_mbps", "Mbit/s", "tcp: flow N's goodput (also a time series at flent's 0.2 s step, with at most 1,000 flows in the run; the tcp.flow.N.* metrics with at most 10,000)"),
     e("tcp.flow.N.retrans", "segments", "tcp: flow N's retransmitted segments"),
     e("tcp.flow.N.timeouts", "timeouts", "tcp: flow N's retransmission timeouts (kernel backend: TCP_INFO's tcpi_total_rto, 6.7+)"),
+    e("tcp.flow.N.min_rtt_ms", "ms", "tcp: flow N's tcp_min_rtt() at the end (ss -ti's minrtt:, tcpi_min_rtt): the windowed minimum RTT, which tcp_tso_autosize() sizes skbs by; with the handshake, the SYN's round trip on an idle path"),
     e("tcp.flow.N.reordering", "segments", "tcp: flow N's tp->reordering at the end (ss -ti's reordering:), the reordering degree measured; 3 until one is"),
     e("tcp.flow.N.reord_seen", "events", "tcp: reorderings flow N detected in the measured window (ss -ti's reord_seen:, tcp_check_sack_reordering())"),
     e("tcp.flow.N.tx_queue_changes", "changes", "tcp: times netdev_pick_tx() changed flow N's TX queue over the run"),

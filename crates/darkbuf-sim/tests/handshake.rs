@@ -65,3 +65,20 @@ fn handshake_runs_are_deterministic() {
     assert_eq!(format!("{:?}", a.metrics), format!("{:?}", b.metrics));
     assert!(m(&a, "tcp.goodput_mbps") > 18.0, "{}", m(&a, "tcp.goodput_mbps"));
 }
+
+/// `tcp.flow.N.min_rtt_ms` (ss -ti's minrtt:) is what sizes the skbs: with the
+/// handshake every flow's is the SYN's idle round trip on this veth (under 0.1 ms:
+/// `tcp_min_rtt() >> tcp_tso_rtt_log` is 0, the full 64 KB bonus); started
+/// established, the later flows' first sample waited behind the others' initial
+/// windows (milliseconds at 20 Mbit/s).
+#[test]
+fn min_rtt_is_the_syns_round_trip() {
+    let hs = run_text(&fifo(4, true), &[]);
+    let est = run_text(&fifo(4, false), &[]);
+    for f in 0..4 {
+        let v = m(&hs, &format!("tcp.flow.{f}.min_rtt_ms"));
+        assert!(v > 0.0 && v < 0.1, "flow {f}: min RTT {v} ms with the handshake");
+    }
+    let later = (1..4).map(|f| m(&est, &format!("tcp.flow.{f}.min_rtt_ms"))).fold(0.0, f64::max);
+    assert!(later > 1.0, "started established, the later flows' min RTT: {later} ms");
+}

@@ -12,7 +12,7 @@
 //! the last rate sample of `tcp_rate_gen()`), `tcpi_bytes_acked` 120,
 //! `tcpi_reordering` 88 (`tp->reordering`), `tcpi_dsack_dups` 216 and
 //! `tcpi_reord_seen` 220 (4.19+), `tcpi_total_rto` 240 (u16, 6.7+: the connection's
-//! retransmission timeouts).
+//! retransmission timeouts), `tcpi_min_rtt` 148 (µs, `tcp_min_rtt()`, 4.6+).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -50,6 +50,9 @@ pub struct TcpInfo {
     /// detected over the connection's life; None before 4.19.
     pub dsack_dups: Option<u32>,
     pub reord_seen: Option<u32>,
+    /// `tcpi_min_rtt`: `tcp_min_rtt()`, the windowed minimum RTT, µs (`~0` before the
+    /// first sample); None before 4.6. What `tcp_tso_autosize()` sizes skbs by.
+    pub min_rtt_us: Option<u32>,
 }
 
 /// Bytes darkbuf asks for: the whole uapi struct of 6.x (248 bytes from 6.7, 280 on
@@ -87,6 +90,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         reordering: u32_at(b, 88)?,
         dsack_dups: u32_at(b, 216),
         reord_seen: u32_at(b, 220),
+        min_rtt_us: u32_at(b, 148),
     })
 }
 
@@ -128,6 +132,7 @@ mod tests {
         b[216..220].copy_from_slice(&11u32.to_ne_bytes());
         b[220..224].copy_from_slice(&13u32.to_ne_bytes());
         b[240..242].copy_from_slice(&7u16.to_ne_bytes());
+        b[148..152].copy_from_slice(&41u32.to_ne_bytes());
         b.truncate(len);
         b
     }
@@ -153,6 +158,7 @@ mod tests {
                 reordering: 5,
                 dsack_dups: Some(11),
                 reord_seen: Some(13),
+                min_rtt_us: Some(41),
             }
         );
     }
@@ -165,9 +171,12 @@ mod tests {
         // 4.18 (up to tcpi_bytes_retrans, 216 bytes): no D-SACK or reordering counts.
         let i = parse_tcp_info(&image(216)).unwrap();
         assert_eq!((i.dsack_dups, i.reord_seen, i.reordering), (None, None, 5));
-        // 4.6 (up to tcpi_segs_in, 144 bytes): no delivery rate.
+        // 4.6 (up to tcpi_data_segs_out, 160 bytes): tcpi_min_rtt, no delivery rate.
+        let i = parse_tcp_info(&image(160)).unwrap();
+        assert_eq!((i.min_rtt_us, i.delivery_rate), (Some(41), None));
+        // Before 4.6 (up to tcpi_segs_in, 144 bytes): no min RTT, no delivery rate.
         let i = parse_tcp_info(&image(144)).unwrap();
-        assert_eq!((i.pacing_rate, i.bytes_acked, i.delivery_rate), (Some(15_000_000), Some(123_456_789), None));
+        assert_eq!((i.pacing_rate, i.bytes_acked, i.delivery_rate, i.min_rtt_us), (Some(15_000_000), Some(123_456_789), None, None));
         // 2.6 (104 bytes, up to tcpi_total_retrans): no pacing rate.
         let i = parse_tcp_info(&image(104)).unwrap();
         assert_eq!((i.total_retrans, i.pacing_rate), (9, None));
@@ -189,6 +198,7 @@ mod tests {
                     proptest::prop_assert!(bytes.len() >= 104);
                     proptest::prop_assert_eq!(i.pacing_rate.is_some(), bytes.len() >= 112);
                     proptest::prop_assert_eq!(i.delivery_rate.is_some(), bytes.len() >= 168);
+                    proptest::prop_assert_eq!(i.min_rtt_us.is_some(), bytes.len() >= 152);
                 }
             }
         }

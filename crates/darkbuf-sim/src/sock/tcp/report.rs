@@ -49,6 +49,12 @@ impl World {
         out.m.insert(format!("tcp.flow.{n}.tx_queue_changes"), Some(t.tx_queue_changes as f64));
         // ss -ti's reordering: and reord_seen:.
         out.m.insert(format!("tcp.flow.{n}.reordering"), Some(t.reordering as f64));
+        // ss -ti's minrtt: (tcp_min_rtt(), which TSO autosizing uses); null before the
+        // flow's first RTT sample.
+        match t.min_rtt_us {
+            u32::MAX => out.none(&format!("tcp.flow.{n}.min_rtt_ms"), "the flow had no RTT sample"),
+            us => out.set(&format!("tcp.flow.{n}.min_rtt_ms"), us as f64 / 1e3),
+        }
         out.m.insert(format!("tcp.flow.{n}.reord_seen"), Some((t.reord_seen - st.reord_seen_base) as f64));
         out.m.insert(format!("tcp.flow.{n}.timeouts"), Some((t.timeouts - st.timeouts_base) as f64));
         // The sending socket's sk_sndbuf at the end, as autotuned (ss -m's tb).
