@@ -59,14 +59,7 @@ impl ProbeTrace {
             }
         }
         let dir = fs.root.join("instances").join(format!("{tag}-probe"));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create tracing instance {}: {e}", dir.display()))?;
-        let reaper = match InstanceReaper::spawn(&dir) {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = std::fs::remove_dir(&dir);
-                return Err(e);
-            }
-        };
+        let reaper = InstanceReaper::create(&dir)?;
         let t = ProbeTrace { dir, _reaper: reaper, _fs: fs };
         let write = |rel: &str, v: &str| std::fs::write(t.dir.join(rel), v).map_err(|e| format!("{rel} = {v}: {e}"));
         write("trace_clock", "mono")?;

@@ -135,6 +135,26 @@ pub struct InstanceReaper {
 const REAPER_SCRIPT: &str = "read _ignored; cd \"$1\" 2>/dev/null || exit 0; echo 0 > tracing_on; echo 0 > events/enable; cd /; rmdir \"$1\"";
 
 impl InstanceReaper {
+    /// Creates the tracing instance `dir` with its reaper already watching it: the
+    /// reaper starts first, so a SIGKILL at any point leaves either no instance or one
+    /// that is watched (created first, a kill before the reaper's exec left it behind).
+    /// When the directory cannot be made, the reaper is stopped before it could act, so
+    /// an instance of that name that exists already is left alone.
+    pub fn create(dir: &Path) -> Result<InstanceReaper, String> {
+        let reaper = InstanceReaper::spawn(dir)?;
+        if let Err(e) = std::fs::create_dir(dir) {
+            reaper.disarm();
+            return Err(format!("cannot create tracing instance {}: {e}", dir.display()));
+        }
+        Ok(reaper)
+    }
+
+    /// Stops the reaper without letting it act (SIGKILL, then reaped).
+    fn disarm(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Watches instance `dir` for the life of this process.
     pub fn spawn(dir: &Path) -> Result<InstanceReaper, String> {
         use std::os::unix::process::CommandExt;
@@ -181,14 +201,7 @@ struct Counter {
 impl Counter {
     fn create(fs: &Tracefs, name: &str, filter: &str) -> Result<Counter, String> {
         let dir = fs.root.join("instances").join(name);
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create tracing instance {}: {e}", dir.display()))?;
-        let reaper = match InstanceReaper::spawn(&dir) {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = std::fs::remove_dir(&dir);
-                return Err(e);
-            }
-        };
+        let reaper = InstanceReaper::create(&dir)?;
         let c = Counter { dir, _reaper: reaper };
         // A small buffer: events are only counted, never read.
         let _ = std::fs::write(c.dir.join("buffer_size_kb"), "16");
@@ -288,6 +301,24 @@ mod tests {
         assert!(!dir.join("tracing_on").exists());
         drop(reaper);
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `create()` makes the directory with its reaper already watching it; when the
+    /// directory exists already, it fails and its reaper is stopped before it could
+    /// touch what is there (a plain directory stands in for the instance).
+    #[test]
+    fn create_watches_what_it_made_and_leaves_what_it_did_not() {
+        let dir = std::env::temp_dir().join(format!("darkbuf-reaper-create-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let reaper = InstanceReaper::create(&dir).unwrap();
+        assert!(dir.is_dir());
+        drop(reaper);
+        assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
+        std::fs::remove_file(dir.join("tracing_on")).unwrap();
+        let err = InstanceReaper::create(&dir).err().expect("the directory exists");
+        assert!(err.contains("cannot create tracing instance"), "{err}");
+        assert!(!dir.join("tracing_on").exists(), "the disarmed reaper wrote into an instance it did not make");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
