@@ -466,12 +466,13 @@ pub fn metrics(
             }
             // ss -ti's reordering: at the end, reord_seen: and the D-SACKed segments over
             // the window (4.19+).
-            match sample_at_end(f, t1) {
+            let end = sample_at_end(f, t1);
+            match end {
                 Some(s) => _ = m.insert(format!("tcp.flow.{n}.reordering"), Some(s.info.reordering as f64)),
                 None => null_why(m, why, format!("tcp.flow.{n}.reordering"), "no TCP_INFO sample of this flow"),
             }
             // ss -ti's minrtt: at the end (tcp_min_rtt(): what TSO autosizing uses).
-            match sample_at_end(f, t1).map(|s| s.info.min_rtt_us) {
+            match end.map(|s| s.info.min_rtt_us) {
                 Some(Some(us)) if us != u32::MAX => _ = m.insert(format!("tcp.flow.{n}.min_rtt_ms"), Some(us as f64 / 1e3)),
                 Some(Some(_)) => null_why(m, why, format!("tcp.flow.{n}.min_rtt_ms"), "the flow had no RTT sample"),
                 Some(None) => null_why(m, why, format!("tcp.flow.{n}.min_rtt_ms"), "TCP_INFO has no tcpi_min_rtt before 4.6"),
