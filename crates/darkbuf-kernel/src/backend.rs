@@ -233,6 +233,8 @@ struct Snapshot {
     /// Every qdisc's xstats, and htb's classes', by the simulator's names.
     xstats: Vec<crate::xstats::QdiscXstats>,
     htb_classes: Vec<(String, f64)>,
+    /// Ingress shaping: the ifb's qdiscs, as the device's above.
+    ifb: Option<Box<IfbSnapshot>>,
     tx_link: Option<LinkCounters>,
     rx_link: Option<LinkCounters>,
     /// Peer's `ethtool -S` (veth).
@@ -247,6 +249,14 @@ struct Snapshot {
     squeeze: Option<u64>,
     /// CPU ticks of every other user-space process (load that is not ours).
     other_ticks: u64,
+}
+
+/// The ifb's root qdisc, xstats and htb classes (`tc -s qdisc|class show dev IFB`).
+#[derive(Clone, Debug, Default)]
+struct IfbSnapshot {
+    qdisc: Option<QdiscCounters>,
+    xstats: Vec<crate::xstats::QdiscXstats>,
+    htb_classes: Vec<(String, f64)>,
 }
 
 /// One sample of the time series.
@@ -948,7 +958,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // The reader's batches are the topology's (started with the namespaces, and the
     // setup went through them); they answer once more before the load. A snapshot then
     // costs one exec (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
-    let reader = Reader::new(&topo, scn.device.driver, &tx_dev);
+    let reader = Reader::new(&topo, scn.device.driver, &tx_dev, scn.ingress.as_ref().map(|i| i.ifb.as_str()));
     reader.warm();
     let run_for = total + MAX_LOAD_TAIL;
 
@@ -1045,6 +1055,8 @@ struct Reader {
     names: Names,
     driver: Driver,
     tx_dev: String,
+    /// Ingress shaping's ifb, in the sender's namespace.
+    ifb: Option<String>,
     napi_pids: Vec<u32>,
     tx_thread: Option<Arc<NsThread>>,
     rx_thread: Option<Arc<NsThread>>,
@@ -1057,13 +1069,14 @@ struct Reader {
 }
 
 impl Reader {
-    fn new(topo: &Topology, driver: Driver, tx_dev: &str) -> Reader {
+    fn new(topo: &Topology, driver: Driver, tx_dev: &str, ifb: Option<&str>) -> Reader {
         let n = &topo.names;
         let veth = driver == Driver::Veth;
         Reader {
             names: n.clone(),
             driver,
             tx_dev: tx_dev.to_string(),
+            ifb: ifb.map(str::to_string),
             napi_pids: topo.report.napi_pids.clone(),
             tx_thread: topo.tx_thread.clone(),
             rx_thread: topo.rx_thread.clone(),
@@ -1139,6 +1152,24 @@ impl Reader {
         s.tx_link = link.as_deref().and_then(counters::parse_ip_link);
         s.snmp_tx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
         s.tcpext_tx = netstat.as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
+        s.ifb = self.ifb.as_deref().map(|ifb| Box::new(self.snapshot_ifb(ifb)));
+    }
+
+    /// The ifb's qdiscs and classes, through the same batch as the device's.
+    fn snapshot_ifb(&self, ifb: &str) -> IfbSnapshot {
+        let ns = &self.names.ns_tx;
+        let (class_text, tc_json) = match self.tc_tx.as_ref().and_then(|b| b.query_after_text(&format!("class show dev {ifb}\nqdisc show dev {ifb}"))) {
+            Some((c, q)) => (Some(c), Some(q)),
+            None => {
+                let c = cmd::run("tc", &["-n", ns, "-s", "class", "show", "dev", ifb]).ok().filter(|o| o.ok()).map(|o| o.stdout);
+                (c, Self::json(&None, "tc", ns, &format!("qdisc show dev {ifb}")))
+            }
+        };
+        IfbSnapshot {
+            qdisc: tc_json.as_deref().and_then(counters::parse_tc_root),
+            xstats: tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default(),
+            htb_classes: class_text.as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default(),
+        }
     }
 
     /// The receiver's side (veth): the peer's ethtool stats, its link, UDP counters.

@@ -540,12 +540,44 @@ impl Topology {
 
     fn install_qdisc(&mut self, ns: &str, dev: &str, scn: &Scenario, kv: KernelVersion) -> Result<()> {
         if let Some(i) = &scn.ingress {
-            return Err(KernelError::Unavailable(format!(
-                "ingress shaping (an ingress qdisc redirecting to {} with {}) is not set up by the kernel backend yet",
-                i.ifb, i.qdisc.kind
-            )));
+            self.install_ingress(ns, dev, i, kv)?;
         }
         self.install_qdisc_spec(ns, dev, &scn.qdisc, scn.device.tx_queues, kv)
+    }
+
+    /// Ingress shaping as SQM sets it up (sqm-scripts' `simple.qos`): an ifb in the
+    /// device's namespace, an `ingress` qdisc on the device whose filter redirects
+    /// every packet to it (`u32 match u32 0 0`, which every kernel with `cls_u32` has,
+    /// where `matchall` needs 4.8+ and a module; `act_mirred`), and the scenario's
+    /// tree as the ifb's root. The ifb goes with the namespace.
+    fn install_ingress(&mut self, ns: &str, dev: &str, ing: &darkbuf_scenario::IngressSpec, kv: KernelVersion) -> Result<()> {
+        let ifb = ing.ifb.as_str();
+        let mut l = Lines::default();
+        l.push(format!("link add {ifb} type ifb"), "ingress shaping: an ifb device (ip link add NAME type ifb: CONFIG_IFB)");
+        l.push(format!("link set {ifb} up"), "");
+        let ip = self.ip_tx.clone().filter(|_| ns == self.names.ns_tx);
+        l.run(ip.as_deref(), ns)?;
+        let lines = [
+            format!("qdisc add dev {dev} handle ffff: ingress"),
+            format!("filter add dev {dev} parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev {ifb}"),
+        ];
+        let what = ["the ingress qdisc (CONFIG_NET_SCH_INGRESS)", "the redirect to the ifb (CONFIG_NET_CLS_U32 and CONFIG_NET_ACT_MIRRED)"];
+        let failed = match self.tc_tx.as_deref().filter(|_| ns == self.names.ns_tx) {
+            Some(b) => b.exec(&lines, "qdisc show dev lo").err(),
+            None => match session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))? {
+                Ok(_) => None,
+                Err((i, o)) => Some((i, session::batch_reason(&o))),
+            },
+        };
+        if let Some((i, err)) = failed {
+            return Err(KernelError::Unavailable(format!(
+                "ingress shaping needs {} in kernel {kv}: `tc {}` failed: {}",
+                what[i.min(1)],
+                lines[i.min(1)],
+                err.trim()
+            )));
+        }
+        self.install_qdisc_spec(ns, ifb, &ing.qdisc, 1, kv)
     }
 
     /// The qdisc tree `spec` as `dev`'s root, in namespace `ns`.

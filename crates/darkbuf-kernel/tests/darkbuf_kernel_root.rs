@@ -599,3 +599,37 @@ fn a_lan_client_is_forwarded_through_the_router_namespace() {
     assert!(get("tcp.flow.0.sndbuf_bytes") > 0.0);
     assert_nothing_left();
 }
+
+/// Ingress shaping as SQM sets it up, on the veth's own end: an ifb in the sender's
+/// namespace, an ingress qdisc with a u32 redirect to it, and htb at 20 Mbit as its
+/// root. A download from the peer namespace then leaves the ifb at the class's rate:
+/// its goodput is at most 20 Mbit/s of 1514-byte frames' 1448 payload bytes (19.13),
+/// and the ifb's htb counts it under `ingress.qdisc.*` while the device's own qdisc
+/// sends only the ACKs and the pings. The ifb goes with the namespace.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn ingress_shaping_through_an_ifb_shapes_a_download() {
+    if !root_or_skip("ingress run") {
+        return;
+    }
+    let text = "duration = \"3s\"\nwarmup = \"1s\"\n[device]\ndriver = \"veth\"\n\
+         [qdisc]\nkind = \"pfifo\"\n\
+         [ingress]\nkind = \"htb\"\ndefault = \"10\"\n[[ingress.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
+         [[traffic]]\nkind = \"tcp\"\ndirection = \"down\"\nreceiver = \"poll\"\n\
+         [[traffic]]\nkind = \"ping\"\ninterval = \"20ms\"\n";
+    let scn = scenario(text);
+    let (r, _) = run_scenario(&scn, &opts(), |_| {}).expect("run");
+    let m = &r.runs[0].metrics;
+    let get = |k: &str| m.get(k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k)));
+    let g = get("tcp.goodput_mbps");
+    assert!(g > 0.5 * 19.13 && g < 1.05 * 19.13, "goodput {g} Mbit/s through a 20 Mbit htb on the ifb");
+    let (ingress, egress) = (get("ingress.qdisc.sent_pkts"), get("qdisc.sent_pkts"));
+    // 3 s at 19 Mbit/s is ~4,900 segments (htb counts a GSO skb's segments); the
+    // device's pfifo sends ACKs and 150 echo requests.
+    assert!(ingress > 3000.0, "ifb sent {ingress}");
+    assert!(egress < ingress, "device {egress} against ifb {ingress}");
+    assert!(get("ingress.qdisc.overlimits") > 0.0);
+    // The ping's replies wait behind the download in the ifb's pfifo.
+    assert!(get("ping.rtt_avg_ms") > 5.0, "{}", get("ping.rtt_avg_ms"));
+    assert_nothing_left();
+}

@@ -659,17 +659,19 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) 
     Ok(Some(doc))
 }
 
-/// Downloads need a far host that sends: only a NIC has one. `driver` is the checked
-/// `device.driver`.
+/// Downloads need a far end that sends: a NIC's far host, or veth's peer namespace
+/// (not through a `[lan]` router). `driver` is the checked `device.driver`.
 fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry], driver: Driver) -> Result<(), Diagnostic> {
     let downs = list.iter().filter(|p| p.keys.contains(&("direction", Val::Str("down".into())))).count();
-    if downs == 0 || driver == Driver::Nic {
+    let lan = top.entry("lan").is_some();
+    if downs == 0 || driver == Driver::Nic || (driver == Driver::Veth && !lan) {
         return Ok(());
     }
+    let why = if lan { " through the [lan] router" } else { "" };
     Err(top.value_err(
         "test",
-        format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{}\" does not send: only a NIC's far host ([peer]) is modelled", driver.name()),
-        Some(format!("use device.driver = \"nic\", or a test without downloads: {}", quoted(&upload_only_tests()))),
+        format!("test = \"{name}\" has {downs} TCP download flows, and the far end of device.driver = \"{}\"{why} does not send: a NIC's far host ([peer]) or veth's peer namespace does", driver.name()),
+        Some(format!("use device.driver = \"nic\" or \"veth\" without [lan], or a test without downloads: {}", quoted(&upload_only_tests()))),
     ))
 }
 

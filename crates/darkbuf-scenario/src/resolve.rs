@@ -131,7 +131,7 @@ fn resolve_doc(
     let far_cpus = peer.as_ref().map_or(machine.cpus, |p| p.cpus);
     let sysctl = crate::sysctl::resolve_sysctl(&top)?;
     let total_ns = run.warmup_ns.saturating_add(run.duration_ns);
-    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, total_ns, &sysctl)?;
+    let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, lan.is_some(), total_ns, &sysctl)?;
     check_inflight(&top, &top.sub("device")?, &traffic, driver, device.ring_size, device.tx_queues)?;
 
     // [sweep] and [[variant]]: not part of the scenario, but checked for shape.
@@ -446,7 +446,7 @@ fn resolve_bql(b: &Sec<'_>, driver: Driver) -> Result<Bql, Diagnostic> {
 }
 
 /// `[qdisc]` (the root, default as `attach_default_qdiscs()` picks it) and the ingress
-/// redirect, which only a NIC's far host feeds; BQL needs a qdisc.
+/// redirect, which a NIC's far host or veth's peer namespace feeds; BQL needs a qdisc.
 fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32, wifi: Option<&WifiSpec>) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
     let driver = device.driver;
     let q = top.sub("qdisc")?;
@@ -462,12 +462,15 @@ fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32, wifi: Option<&WifiSpe
         "pfifo_fast"
     };
     let (qdisc, ingress) = resolve_root_and_ingress(top, &q, default_kind, &dev_info, &device.name)?;
-    if let (Some(i), false) = (&ingress, driver == Driver::Nic) {
+    // What arrives from the far end: a NIC's far host, or on veth the peer namespace
+    // (not through a [lan] router, whose client's traffic is forwarded, not received).
+    let has_ingress = driver == Driver::Nic || (driver == Driver::Veth && top.entry("lan").is_none());
+    if let (Some(i), false) = (&ingress, has_ingress) {
         let key = if top.entry("ingress").is_some() { "ingress" } else { "qdisc" };
         return Err(top.value_err(
             key,
-            format!("ingress shaping (the redirect to {}) shapes what arrives from the far host: device.driver = \"{}\" has none", i.ifb, driver.name()),
-            Some("set device.driver = \"nic\" (with [peer] and [path]), or remove the ingress lines".into()),
+            format!("ingress shaping (the redirect to {}) shapes what arrives from the far end: device.driver = \"{}\"{} has none", i.ifb, driver.name(), if driver == Driver::Veth { " with [lan]" } else { "" }),
+            Some("set device.driver = \"nic\" (with [peer] and [path]) or \"veth\" without [lan], or remove the ingress lines".into()),
         ));
     }
     if device.bql.enabled && qdisc.kind == "noqueue" {
@@ -839,11 +842,24 @@ pub(crate) fn opt_bit_rate(s: &Sec<'_>, key: &str, what: &str) -> Result<Option<
     }
 }
 
+/// A download on veth comes from the peer namespace into this one; with `[lan]` this
+/// namespace is the router, and a download through it to the client is not built.
+fn veth_lan_download(s: &Sec<'_>, driver: Driver, lan: bool, direction: Direction) -> Result<(), Diagnostic> {
+    if driver == Driver::Veth && lan && direction == Direction::Down {
+        return Err(s.value_err(
+            "direction",
+            format!("`{}` = \"down\" with [lan] on veth: a download through the router to the client is not modelled", s.kp("direction")),
+            Some("use direction = \"up\", or remove [lan]".into()),
+        ));
+    }
+    Ok(())
+}
+
 /// `[[traffic]]`: `cpus` are the near end's (this host's, or the client's with
 /// `[lan]`); a download's sender runs on the far host, of `far_cpus`.
 /// `[[traffic]]`: at least one entry and at most `MAX_TRAFFIC`, each a table with a
 /// `kind`, resolved by its kind (`MAX_TCP_FLOWS` TCP flows in all).
-fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, sysctl: &crate::sysctl::Sysctl) -> Result<Vec<Traffic>, Diagnostic> {
+fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, lan: bool, total_ns: u64, sysctl: &crate::sysctl::Sysctl) -> Result<Vec<Traffic>, Diagnostic> {
     let example =
         "add e.g. a [[traffic]] section with kind = \"udp\" (a UDP flood), \"tcp\", \"ping\", \"irtt\", \"voip\", \"rr\" or \"web\"";
     let Some(e) = top.entry("traffic") else {
@@ -913,6 +929,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         let name = s.string("name", "")?;
         if kind == "tcp" {
             let f = crate::tcp::resolve_tcp(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?;
+            veth_lan_download(&s, driver, lan, f.direction)?;
             tcp_flows += f.flows as u64;
             if tcp_flows > limits::MAX_TCP_FLOWS as u64 {
                 return Err(s.value_err(
@@ -927,7 +944,9 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, tota
         } else if kind == "rr" {
             out.push(Traffic::Rr(crate::rr::resolve_rr(&s, cpus, driver, total_ns, name)?));
         } else if kind == "web" {
-            out.push(Traffic::Web(crate::web::resolve_web(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?));
+            let w = crate::web::resolve_web(&s, cpus, far_cpus, driver, total_ns, name, sysctl)?;
+            veth_lan_download(&s, driver, lan, w.tcp.direction)?;
+            out.push(Traffic::Web(w));
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {

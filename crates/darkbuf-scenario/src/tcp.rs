@@ -13,7 +13,8 @@ pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
 /// One `[[traffic]]` table of kind "tcp". `driver` decides whether a download (the
-/// far end sending) is possible: only a NIC has a modelled far host. `cpu` is the
+/// far end sending) is possible: a NIC's far host ([peer]), a radio's station, or a
+/// veth's peer namespace (not tun: its far end is a reader of the tap). `cpu` is the
 /// sending process's: one of the near end's `cpus` for an upload, of the far host's
 /// `far_cpus` for a download.
 pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, total_ns: u64, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<TcpFlow, Diagnostic> {
@@ -26,11 +27,11 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         "down" => Direction::Down,
         _ => Direction::Up,
     };
-    if direction == Direction::Down && !driver.has_far_host() {
+    if direction == Direction::Down && !driver.has_far_host() && driver != Driver::Veth {
         return Err(s.value_err(
             "direction",
-            format!("`{}` = \"down\": the far end sends, and only a NIC's far host ([peer]) is modelled", s.kp("direction")),
-            Some("use direction = \"up\", or device.driver = \"nic\"".into()),
+            format!("`{}` = \"down\": the far end sends, and device.driver = \"{}\" has no far end that sends (a tap's is the reader)", s.kp("direction"), driver.name()),
+            Some("use direction = \"up\", or device.driver = \"veth\" or \"nic\"".into()),
         ));
     }
     let flows = s.u32("flows", 1, 1, crate::limits::MAX_TCP_FLOWS)?;

@@ -140,13 +140,15 @@ fn an_unknown_test_is_an_error_at_its_position_with_the_valid_names() {
 }
 
 #[test]
-fn downloads_need_a_nic() {
-    let d = err("test = \"rrul\"\ntest_delay = \"1s\"\n");
+fn downloads_need_a_far_end_that_sends() {
+    // A tap's far end is its reader: it sends nothing.
+    let d = err("test = \"rrul\"\ntest_delay = \"1s\"\n[device]\ndriver = \"tun\"\n");
     assert_eq!((d.line, d.key.as_str()), (Some(1), "test"));
     assert!(d.message.contains("4 TCP download flows"), "{}", d.message);
-    assert!(d.help.unwrap().contains("device.driver = \"nic\""));
-    // Uploads only are fine on veth.
-    ok("test = \"tcp_1up\"\ntest_delay = \"1s\"\n", &[]);
+    assert!(d.help.unwrap().contains("device.driver = \"nic\" or \"veth\""));
+    // veth's peer namespace sends them (the default driver); uploads only are fine on tun.
+    ok("test = \"rrul\"\ntest_delay = \"1s\"\n", &[]);
+    ok("test = \"tcp_1up\"\ntest_delay = \"1s\"\n[device]\ndriver = \"tun\"\n", &[]);
 }
 
 #[test]
@@ -221,12 +223,12 @@ fn test_parameters_that_cannot_be_meant() {
 }
 
 #[test]
-fn download_tests_need_a_nic_and_say_which_tests_do_not() {
-    let d = err("test = \"tcp_ndown\"\ntest_delay = \"1s\"\n[test_parameters]\ndownload_streams = 3\n");
+fn download_tests_need_a_far_end_and_say_which_tests_do_not() {
+    let d = err("test = \"tcp_ndown\"\ntest_delay = \"1s\"\n[device]\ndriver = \"tun\"\n[test_parameters]\ndownload_streams = 3\n");
     assert!(d.message.contains("3 TCP download flows"), "{}", d.message);
     let help = d.help.unwrap();
     assert!(help.contains("\"tcp_nup\"") && help.contains("\"tcp_2up_delay\"") && !help.contains("\"tcp_bidirectional\""), "{help}");
-    ok("test = \"tcp_2up_delay\"\ntest_delay = \"1s\"\n", &[]);
+    ok("test = \"tcp_2up_delay\"\ntest_delay = \"1s\"\n[device]\ndriver = \"tun\"\n", &[]);
 }
 
 #[test]

@@ -17,7 +17,19 @@ pub struct Host {
     /// host, the device its route leaves by. Empty on a host that only sends and
     /// receives: every packet that reaches it is its own.
     pub fib: Vec<Option<DevId>>,
-    /// Ingress shaping: the ifb that what arrives from the host beside it is
-    /// redirected to.
-    pub ingress: Option<(DevId, crate::id::HostId)>,
+    /// Ingress shaping: the ifb that what arrives from the far end is redirected
+    /// to, and how to tell what arrives from it.
+    pub ingress: Option<(DevId, IngressFrom)>,
+}
+
+/// Where the packets that ingress shaping redirects come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngressFrom {
+    /// A NIC's far host: everything it sent arrives on this host's NIC.
+    Host(crate::id::HostId),
+    /// veth: the peer namespace, which shares this host (and the simulator's host
+    /// record) with this namespace. What arrives here from it is every reply to this
+    /// end (ACKs, echo replies, responses) and the data of the sockets that send by the
+    /// peer's end (`Some(dev)`: downloads).
+    VethPeer(Option<DevId>),
 }

@@ -83,6 +83,9 @@ pub(crate) struct Builder<'a> {
     /// Where the near end of the traffic runs: its host, its first CPU and the device
     /// it sends by (this host and dev 0; the client and its NIC with `[lan]`).
     pub(crate) near: Near,
+    /// On veth with downloads: the peer namespace's end of the pair, which the
+    /// downloads' senders send by ([`Builder::veth_peer`]).
+    veth_peer: Option<DevId>,
 }
 
 /// Where a TCP entry's connections send from ([`Builder::tcp_route`]).
@@ -135,6 +138,7 @@ impl<'a> Builder<'a> {
             starts: Vec::new(),
             web: Vec::new(),
             near: Near { host: HostId(0), cpu0: CpuId(0), dev: DevId(0) },
+            veth_peer: None,
         }
     }
 
@@ -319,7 +323,7 @@ impl<'a> Builder<'a> {
 
     /// Ingress shaping: an ifb (the next device) with one TX queue, no BQL and the
     /// ingress tree as its qdisc; what arrives on this host from the far host (host 1,
-    /// which `nic()` made) is redirected to it.
+    /// which `nic()` made), or on veth from the peer namespace, is redirected to it.
     pub(crate) fn ifb(&mut self, ing: &darkbuf_scenario::IngressSpec) -> Result<(), SetupError> {
         let dev = DevId::from_index(self.devs.len());
         let txq_qdisc = self.qdiscs_of(&ing.qdisc, dev, 1, 1, darkbuf_scenario::IFB_TX_QUEUE_LEN)?;
@@ -328,7 +332,16 @@ impl<'a> Builder<'a> {
         netdev.bql = false;
         netdev.tso = true;
         self.devs.push(netdev);
-        self.hosts[HostId(0)].ingress = Some((dev, HostId(1)));
+        let from = match self.scn.device.driver {
+            DriverKind::Veth => {
+                // The peer's replies must arrive as packets for the hook to meet them:
+                // after the constant, on this host (`ReplyPath::Forwarded`).
+                self.reply = ReplyPath::Forwarded;
+                crate::host::IngressFrom::VethPeer(self.veth_peer)
+            }
+            _ => crate::host::IngressFrom::Host(HostId(1)),
+        };
+        self.hosts[HostId(0)].ingress = Some((dev, from));
         Ok(())
     }
 
@@ -518,9 +531,11 @@ impl<'a> Builder<'a> {
     fn tcp_route(&self, f: &darkbuf_scenario::TcpFlow) -> TcpRoute {
         let nic = self.scn.device.nic.is_some();
         let near = self.near;
-        let (dev, ack_dev, cpu0) = match self.sends_from_far(f) {
-            false => (near.dev, nic.then_some(DevId(1)), near.cpu0),
-            true => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
+        let (dev, ack_dev, cpu0) = match (self.sends_from_far(f), self.veth_peer) {
+            (false, _) => (near.dev, nic.then_some(DevId(1)), near.cpu0),
+            // A download on veth: sent from the peer namespace, on this host's CPUs.
+            (true, Some(peer)) => (peer, Some(near.dev), near.cpu0),
+            (true, None) => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
         };
         let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
         // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
@@ -529,6 +544,7 @@ impl<'a> Builder<'a> {
             0 => Some(&self.scn.qdisc),
             _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
         };
+        let spec = if self.veth_peer == Some(dev) { None } else { spec };
         let fq = spec.is_some_and(|q| q.kind == "fq" || q.child.as_deref().is_some_and(|c| c.kind == "fq"));
         TcpRoute { dev, ack_dev, cpu0, mtu, fq }
     }
@@ -572,12 +588,16 @@ impl<'a> Builder<'a> {
         // on dev 0) or a [lan] client's NIC otherwise.
         let nic = self.scn.device.nic.is_some();
         let (cpu0, rx_dev) = match self.sends_from_far(f) {
-            false if nic => (self.hosts[HostId(1)].cpus.start, DevId(1)),
-            false => (self.near.cpu0, DevId(0)),
-            true => (self.near.cpu0, self.near.dev),
+            false if nic => (self.hosts[HostId(1)].cpus.start, Some(DevId(1))),
+            false => (self.near.cpu0, Some(DevId(0))),
+            // A download on veth arrives through the sending CPU's backlog (this end has
+            // no NAPI of its own): the reader sits on the IRQ CPU, where the kernel
+            // backend pins it.
+            true if self.veth_peer.is_some() => (self.near.cpu0, None),
+            true => (self.near.cpu0, Some(self.near.dev)),
         };
         // Its first queue's NAPI CPU as built (tun has no NAPI: its IRQ CPU).
-        let napi_cpu = self.napis.iter().find(|n| n.dev == rx_dev && n.queue == 0).map(|n| self.tasks[n.task].cpu);
+        let napi_cpu = self.napis.iter().find(|n| Some(n.dev) == rx_dev && n.queue == 0).map(|n| self.tasks[n.task].cpu);
         let cpu = match f.receiver_cpu {
             Some(c) => cpu0.add(c),
             None => napi_cpu.unwrap_or_else(|| cpu0.add(self.irq_cpu(0).0 as u32)),
@@ -618,6 +638,14 @@ impl World {
         }
         if let Some(lan) = &scn.lan {
             b.lan(lan)?;
+        }
+        let download = |t: &Traffic| match t {
+            Traffic::Tcp(f) => f.direction == darkbuf_scenario::Direction::Down,
+            Traffic::Web(w) => w.tcp.direction == darkbuf_scenario::Direction::Down,
+            _ => false,
+        };
+        if scn.device.driver == DriverKind::Veth && scn.traffic.iter().any(download) {
+            b.veth_peer = Some(b.veth_peer()?);
         }
         if let Some(i) = &scn.ingress {
             b.ifb(i)?;

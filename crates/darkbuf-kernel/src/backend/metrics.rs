@@ -172,21 +172,25 @@ fn veth_far_end_waits(
 /// The qdiscs' xstats over the window, as the simulator reports them (`qdisc.<name>`,
 /// summed over the device's qdiscs; see `darkbuf_model::qdisc::xstat`): for every xstat
 /// the model of each configured kind has, the kernel's value, or `null` with why.
+/// The xstats of one device's qdiscs (`a` and `b` its qdiscs' and htb classes' at the
+/// window's ends), as `PREFIX.NAME`: `qdisc` for the device's, `ingress.qdisc` for the
+/// ifb's.
 fn qdisc_xstat_metrics(
     scn: &Scenario,
-    a: &Snapshot,
-    b: &Snapshot,
+    prefix: &str,
+    (a_xstats, a_classes): (&[crate::xstats::QdiscXstats], &[(String, f64)]),
+    (b_xstats, b_classes): (&[crate::xstats::QdiscXstats], &[(String, f64)]),
     out: &mut MetricSet<'_>,
 ) {
     use darkbuf_model::qdisc::xstat::{xstat_kind, xstat_metric, XstatKind};
     let mut sums: BTreeMap<String, f64> = BTreeMap::new();
     let mut means: BTreeMap<String, (f64, u32)> = BTreeMap::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
-    for qb in &b.xstats {
-        let qa = a.xstats.iter().find(|q| q.handle == qb.handle && q.kind == qb.kind);
+    for qb in b_xstats {
+        let qa = a_xstats.iter().find(|q| q.handle == qb.handle && q.kind == qb.kind);
         let mut values: Vec<(String, f64)> = qb.values.clone();
         if qb.kind == "htb" {
-            values.extend(b.htb_classes.iter().cloned());
+            values.extend(b_classes.iter().cloned());
         }
         for name in model_xstat_names(scn, &qb.kind) {
             if !values.iter().any(|(n, _)| *n == name) {
@@ -198,7 +202,7 @@ fn qdisc_xstat_metrics(
             let v = match kind {
                 XstatKind::Counter => {
                     let va = if name.starts_with("class ") || matches!(name.as_str(), "lends" | "borrows" | "giants") {
-                        a.htb_classes.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+                        a_classes.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
                     } else {
                         qa.and_then(|q| q.get(&name))
                     };
@@ -206,7 +210,7 @@ fn qdisc_xstat_metrics(
                 }
                 XstatKind::Gauge | XstatKind::Mean => vb,
             };
-            let metric = format!("qdisc.{}", xstat_metric(&name));
+            let metric = format!("{prefix}.{}", xstat_metric(&name));
             if kind == XstatKind::Mean {
                 let e = means.entry(metric).or_default();
                 *e = (e.0 + v, e.1 + 1);
@@ -222,7 +226,7 @@ fn qdisc_xstat_metrics(
         out.set(k, v);
     }
     for (name, why) in missing {
-        let k = format!("qdisc.{}", xstat_metric(&name));
+        let k = format!("{prefix}.{}", xstat_metric(&name));
         if !out.m.contains_key(&k) {
             out.none(&k, &why);
         }
@@ -634,7 +638,8 @@ fn qdisc_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, samples: &[Sample], tx
         }
     }
     out.set("dev.noqueue_drops", 0.0);
-    qdisc_xstat_metrics(scn, a, b, out);
+    qdisc_xstat_metrics(scn, "qdisc", (&a.xstats, &a.htb_classes), (&b.xstats, &b.htb_classes), out);
+    ingress_metrics(out, w);
     // mq: each TX queue's own qdisc that saw traffic, as the simulator names them.
     for (txq, qb) in &b.mq_children {
         let qa = a.mq_children.iter().find(|(q, _)| q == txq).map(|(_, c)| c.clone()).unwrap_or_default();
@@ -657,6 +662,33 @@ fn qdisc_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, samples: &[Sample], tx
             TimeSeries { unit: "pkts".into(), t_ms: samples.iter().map(|s| s.t_ms).collect(), values: samples.iter().map(|s| s.qlen.map(|v| v as f64)).collect() },
         );
     }
+}
+
+/// Ingress shaping: the ifb's root qdisc, as `tc -s qdisc show dev IFB` shows it, under
+/// `ingress.qdisc.*` with the names `qdisc.*` uses (the simulator's `ingress_metrics()`).
+fn ingress_metrics(out: &mut MetricSet<'_>, w: &Window<'_>) {
+    let Some(ing) = &w.scn.ingress else { return };
+    let keys = ["ingress.qdisc.sent_pkts", "ingress.qdisc.drops", "ingress.qdisc.requeues", "ingress.qdisc.overlimits"];
+    let (Some(ia), Some(ib)) = (w.a.ifb.as_deref(), w.b.ifb.as_deref()) else {
+        for k in keys {
+            out.none(k, &format!("tc -s -j qdisc show dev {} could not be read", ing.ifb));
+        }
+        return;
+    };
+    match (&ia.qdisc, &ib.qdisc) {
+        (Some(qa), Some(qb)) => {
+            out.set(keys[0], qb.packets.saturating_sub(qa.packets) as f64);
+            out.set(keys[1], qb.drops.saturating_sub(qa.drops) as f64);
+            out.set(keys[2], qb.requeues.saturating_sub(qa.requeues) as f64);
+            out.set(keys[3], qb.overlimits.saturating_sub(qa.overlimits) as f64);
+        }
+        _ => {
+            for k in keys {
+                out.none(k, &format!("tc -s -j qdisc show dev {} could not be read", ing.ifb));
+            }
+        }
+    }
+    qdisc_xstat_metrics(w.scn, "ingress.qdisc", (&ia.xstats, &ia.htb_classes), (&ib.xstats, &ib.htb_classes), out);
 }
 
 /// BQL: the device (largest limit, summed in-flight) and, with several queues, each one.

@@ -9,6 +9,10 @@
 //! hands it back to `netif_receive_skb()` with `skb->from_ingress` set, so it goes up
 //! the stack without meeting the ingress hook again.
 //!
+//! On veth the far end is the peer namespace: what it sends (replies to this end's
+//! sockets, a download's data) arrives on this end and is redirected; the same
+//! host record also delivers what this end sends to the peer, which is not.
+//!
 //! Modelled: the redirect of what arrives from the far host (the ifb sees the packet
 //! as the receive path built it: a GRO'd TCP skb whole, no socket), the ifb's qdisc
 //! (its shaper, AQM and drops, a watchdog like any other), and the second trip up the
@@ -17,6 +21,7 @@
 //! softirq, so it holds nothing a qdisc would not).
 
 use crate::dev::NetdevTx;
+use crate::host::IngressFrom;
 use crate::id::{CpuId, DevId, HostId};
 use crate::world::World;
 use darkbuf_model::Skb;
@@ -45,7 +50,7 @@ impl World {
         let here = self.cpus[cpu].host;
         let Some((ifb, from)) = self.hosts[here].ingress else { return false };
         let info = *self.pkts.get(id);
-        if info.from_ingress || self.source_host(id) != from {
+        if info.from_ingress || !self.arrives_from(id, from) {
             return false;
         }
         let skb = Skb {
@@ -67,6 +72,22 @@ impl World {
 
     fn redirect_to(&mut self, t: u64, cpu: CpuId, ifb: DevId, skb: Skb) {
         self.dev_forward_at(t, cpu, ifb, skb);
+    }
+
+    /// Whether packet `id`, delivered on the host with ingress shaping, came in by its
+    /// device from the far end `from`.
+    fn arrives_from(&self, id: u32, from: IngressFrom) -> bool {
+        match from {
+            IngressFrom::Host(h) => self.source_host(id) == h,
+            // One host record holds both namespaces: what the peer sent is a reply
+            // (`Dir::Back`) to a socket of this end, or data of a socket that sends by
+            // the peer's end.
+            IngressFrom::VethPeer(peer) => {
+                let info = self.pkts.get(id);
+                let by_peer = Some(self.socks[info.sock].dev) == peer;
+                (info.dir == crate::arena::Dir::Out) == by_peer
+            }
+        }
     }
 
     /// The host packet `id` left on its way here: the socket's own for what it sends,

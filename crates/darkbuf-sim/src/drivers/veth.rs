@@ -304,8 +304,8 @@ impl Builder<'_> {
         for n in measured {
             self.set_napi_host(n, peer);
         }
-        let router_dev = self.veth_netif_rx_dev(lan, client)?;
-        let client_dev = self.veth_netif_rx_dev(lan, HostId(0))?;
+        let router_dev = self.veth_netif_rx_dev(&lan.qdisc, client)?;
+        let client_dev = self.veth_netif_rx_dev(&lan.qdisc, HostId(0))?;
         let mut fib = vec![None; self.hosts.len()];
         fib[peer.idx()] = Some(DevId(0));
         fib[client.idx()] = Some(router_dev);
@@ -315,11 +315,24 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// The peer namespace's end of the pair, for downloads (`direction = "down"`): its
+    /// sender's packets cross to this end, which has no NAPI (the kernel backend turns
+    /// GRO on at the peer only), so `veth_xmit()` takes `__netif_rx()` into the
+    /// backlog of the sending CPU, and `process_backlog()` delivers them here, where
+    /// ingress shaping meets them. The peer keeps veth's defaults: `noqueue`, one TX
+    /// queue, TSO and GSO on (the kernel backend turns them off at this end only).
+    pub(crate) fn veth_peer(&mut self) -> Result<DevId, SetupError> {
+        let noqueue = darkbuf_scenario::QdiscSpec { kind: "noqueue".into(), params: Default::default(), child: None };
+        let dev = self.veth_netif_rx_dev(&noqueue, HostId(0))?;
+        self.devs[dev].tso = true;
+        Ok(dev)
+    }
+
     /// A veth end whose peer, in host `peer_host`, has no NAPI: one TX queue with
-    /// `[lan.qdisc]`, no BQL, a backlog per CPU.
-    fn veth_netif_rx_dev(&mut self, lan: &darkbuf_scenario::LanSpec, peer_host: HostId) -> Result<DevId, SetupError> {
+    /// `qdisc`, no BQL, a backlog per CPU.
+    fn veth_netif_rx_dev(&mut self, qdisc: &darkbuf_scenario::QdiscSpec, peer_host: HostId) -> Result<DevId, SetupError> {
         let dev = DevId::from_index(self.devs.len());
-        let txq_qdisc = self.qdiscs(&lan.qdisc, dev, 1, 1)?;
+        let txq_qdisc = self.qdiscs(qdisc, dev, 1, 1)?;
         let cpus = self.hosts[HostId(0)].cpus;
         let completion = CompletionBatch::new(self.scn.device.bql.completion, self.scn.device.bql.tx_usecs);
         let peer_rqs = cpus

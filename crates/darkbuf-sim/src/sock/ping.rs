@@ -31,7 +31,8 @@ pub enum ReplyPath {
     Modelled { dev: DevId },
     /// `[lan]` on veth: sent back to the router that forwarded the request, by the
     /// profile's constant (the peer's own TX path, as for [`ReplyPath::Constant`]),
-    /// and forwarded by it to the client.
+    /// and forwarded by it to the client. On veth with ingress shaping: delivered
+    /// after the constant on this host, where the ingress hook redirects it.
     Forwarded,
 }
 
