@@ -323,7 +323,13 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
     let f = read_json(dir, "tc-filter-ingress.json").unwrap_or(Value::Null);
     let ifb = redirect_target(&f);
     let (iq, ic) = match &ifb {
-        Some(n) => (read_json(dir, &format!("tc-qdisc-{n}.json")).unwrap_or(Value::Null), read_json(dir, &format!("tc-class-{n}.json")).unwrap_or(Value::Null)),
+        Some(n) => {
+            // The ifb's classes as the device's: JSON, or the text tc prints where its
+            // class dump has no JSON.
+            let classes = format!("tc-class-{n}.json");
+            let c = read_json(dir, &classes).or_else(|| read(dir, &classes).map(|t| class_text(&t))).unwrap_or(Value::Null);
+            (read_json(dir, &format!("tc-qdisc-{n}.json")).unwrap_or(Value::Null), c)
+        }
         None => (empty.clone(), empty.clone()),
     };
     let imp = darkbuf_scenario::tc::import::tc_lines(dev, &q, &c, &f, ifb.as_deref().map(|n| (n, &iq, &ic)));

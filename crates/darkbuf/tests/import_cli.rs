@@ -93,3 +93,31 @@ fn import_reads_a_nics_vectors_and_coalescing() {
     assert_eq!(nic.coalesce.rx_usecs, 50);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// SQM's ingress shaping on a veth, as this project's 6.18 host's tc printed it: the
+/// ingress qdisc, a u32 match-all redirect to `ifb4v0` (tc lists u32's head and hash
+/// table before the node that acts: not filters of their own) and htb at 20 Mbit on
+/// the ifb, whose class dump is text (tc has no JSON for it). The scenario holds the
+/// ifb's class with its rate, and loads.
+#[test]
+fn import_reads_a_veths_ingress_ifb_and_its_classes() {
+    let dir = std::env::temp_dir().join(format!("darkbuf-import-ifb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write(&dir, "ip-link.json", r#"[{"ifname":"v0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
+    write(&dir, "tc-qdisc.json", r#"[{"kind":"pfifo","handle":"8010:","root":true,"refcnt":3,"options":{"limit":100},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"ingress","handle":"ffff:","parent":"ffff:fff1","options":{},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#);
+    write(&dir, "tc-filter-ingress.json", r#"[{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0},{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0,"options":{"fh":"800:","ht_divisor":1}},{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0,"options":{"fh":"800::800","order":2048,"key_ht":"800","bkt":"0","not_in_hw":true,"match":{"value":"0","mask":"0","offmask":"","off":0},"actions":[{"order":1,"kind":"mirred","mirred_action":"redirect","direction":"egress","to_dev":"ifb4v0","control_action":{"type":"stolen"},"index":1,"ref":1,"bind":1}]}}]"#);
+    write(&dir, "tc-qdisc-ifb4v0.json", r#"[{"kind":"htb","handle":"1:","root":true,"refcnt":2,"options":{"r2q":10,"default":"0x10","direct_packets_stat":0,"ver":"3.17","direct_qlen":32},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#);
+    write(&dir, "tc-class-ifb4v0.json", "class htb 1:10 root prio 0 quantum 200000 rate 20Mbit ceil 20Mbit linklayer ethernet burst 1600b/1 mpu 0b cburst 1600b/1 mpu 0b level 0\n");
+    let out = dir.join("host.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "v0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("tc class add dev ifb4v0 parent 1: classid 1:10 htb rate 20000000bit ceil 20000000bit"), "{text}");
+    assert!(!text.contains("without a mirred redirect"), "{text}");
+    let scn = darkbuf_scenario::load(&out, &[]).unwrap_or_else(|d| panic!("{d}\n{text}"));
+    let ing = scn.ingress.as_ref().expect("the ingress tree");
+    assert_eq!((ing.ifb.as_str(), ing.qdisc.kind.as_str()), ("ifb4v0", "htb"));
+    assert!(format!("{:?}", ing.qdisc.params).contains("20000000"), "{:?}", ing.qdisc.params);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

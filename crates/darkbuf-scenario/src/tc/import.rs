@@ -247,6 +247,14 @@ fn compact(v: &Value) -> String {
     }
 }
 
+/// A line of u32's own structure in `tc -j filter show`: the filter's head (no
+/// options) and its hash table (`fh 800:`, `ht_divisor`), printed before the node
+/// that matches and acts. Not filters of their own.
+fn u32_node(f: &Value) -> bool {
+    f.get("kind").and_then(Value::as_str) == Some("u32")
+        && f.get("options").map_or(true, |o| o.as_object().is_some_and(|m| m.keys().all(|k| k == "fh" || k == "ht_divisor")))
+}
+
 /// The ingress filters: one that redirects to an ifb (`mirred` with `to_dev`) becomes a
 /// `matchall` redirect, and the ifb's tree follows.
 fn ingress_filters(dev: &str, filters: &Value, ifb: Option<(&str, &Value, &Value)>, out: &mut Imported) {
@@ -257,7 +265,7 @@ fn ingress_filters(dev: &str, filters: &Value, ifb: Option<(&str, &Value, &Value
         if let Some(i) = s.find("\"to_dev\":\"") {
             let rest = &s[i + 10..];
             to = rest.split('"').next().map(str::to_string);
-        } else if f.get("kind").is_some() {
+        } else if f.get("kind").is_some() && !u32_node(f) {
             out.unmapped.push(format!("ingress filter on {dev} without a mirred redirect: {}", compact(f)));
         }
     }
