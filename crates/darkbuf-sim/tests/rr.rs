@@ -147,3 +147,26 @@ fn deterministic() {
     let b = run_text(&text, &[]);
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
 }
+
+/// On veth the server's response comes back as a packet where something on this side
+/// shapes it: through the ifb of ingress shaping, or forwarded by a `[lan]` router
+/// through `[lan.qdisc]` to the client. A 1 Mbit tbf there (tokens enough for one
+/// response) bounds TCP_RR by the response's frame: with 1 + 66 bytes, 1e6 / (8 x 67) =
+/// 1865.67 transactions/s, each response crossing it once.
+#[test]
+fn a_veth_response_crosses_ingress_shaping_and_the_lan_router() {
+    let tbf = "kind = \"tbf\"\nrate = \"1mbit\"\nburst = 3000\nlatency = \"100ms\"\n";
+    let bound = 1e6 / (8.0 * 67.0);
+    let rr = "[[traffic]]\nkind = \"rr\"\nproto = \"tcp\"\n";
+    let ingress = run_text(&format!("duration = \"3s\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"pfifo\"\n[ingress]\n{tbf}{rr}"), &[]);
+    let tps = m(&ingress, "rr.transactions_per_s");
+    assert!((tps - bound).abs() < 1.0, "{tps} against {bound}");
+    let (sent, txns) = (m(&ingress, "ingress.qdisc.sent_pkts"), m(&ingress, "rr.transactions"));
+    assert!((sent - txns).abs() <= 1.0, "ifb {sent}, transactions {txns}");
+    // Behind the router the request also crosses a tbf (the client's end carries
+    // [lan.qdisc] too): a 1000-byte response makes the response's the binding one,
+    // 1e6 / (8 x 1066) = 117.26/s, where the request's alone would allow 1865.
+    let lan = run_text(&format!("duration = \"3s\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"pfifo\"\n[lan]\n[lan.qdisc]\n{tbf}{rr}response = 1000\n"), &[]);
+    let (tps, bound) = (m(&lan, "rr.transactions_per_s"), 1e6 / (8.0 * 1066.0));
+    assert!((tps - bound).abs() < 1.0, "{tps} against {bound}");
+}

@@ -11,7 +11,9 @@
 //!   request, as irtt's server does ([`super::irtt`]): its wake-up and scheduling on the
 //!   far host are not modelled. The response comes back as the pinger's reply does
 //!   ([`ReplyPath`]): through the far host's qdisc, BQL, ring and wire on a NIC, or the
-//!   profile's constant `ping_reply_ns` on veth and tun.
+//!   profile's constant `ping_reply_ns` on veth and tun; behind a veth `[lan]` router, or
+//!   with ingress shaping on veth, the response is a packet that arrives after that
+//!   constant and is forwarded to the client, or crosses the ifb.
 //! - A message is one segment (TCP: `request` + 66 bytes of Ethernet, IP, TCP and
 //!   timestamp headers) or one datagram (UDP: + 42 bytes); the scenario keeps it within a
 //!   1500-byte MTU.
@@ -357,9 +359,7 @@ impl World {
         r.srv_sent = t;
         r.srv_timer = XmitTimer::default();
         match r.reply {
-            // (Forwarded: the way back through the router is not modelled for rr; it
-            // comes back by the constant, as on a host.)
-            ReplyPath::Constant | ReplyPath::Forwarded => {
+            ReplyPath::Constant => {
                 let back = self.cost(self.profile.costs.ping_reply_ns);
                 self.rr(req.sock).rsp_at = t + back;
                 self.rr_arm(req.sock);
@@ -372,18 +372,44 @@ impl World {
                 }
                 self.rr_send_response(cpu, dev, req.sock, t)
             }
+            ReplyPath::Forwarded => {
+                if r.proto == RrProto::Tcp {
+                    r.srv_timer.at = t + r.srv_rtt.probe_timeout_ns();
+                    self.rr_arm(req.sock);
+                }
+                self.rr_forward_response(cpu, req.sock, t);
+                0
+            }
         }
+    }
+
+    /// The server's response as a frame of its length, flow and DSCP, allocated on `s`
+    /// (`Dir::Back`, the answered transaction as its sequence number).
+    fn rr_response_skb(&mut self, s: SockId) -> Skb {
+        let r = self.rr(s);
+        let (len, flow, dscp, seq) = (r.rsp_len, r.flow, r.dscp, r.served.unwrap_or(0));
+        let priority = crate::forward::rt_tos2priority(dscp, 0);
+        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
+        self.sock_alloc_skb(s, &mut skb, Proto::Udp, Destructor::None, Dir::Back, seq);
+        skb
+    }
+
+    /// [`ReplyPath::Forwarded`]: the response reaches this host after the profile's
+    /// constant (the peer's own TX path), on `cpu`, as irtt's reply does in
+    /// `irtt_forward_reply()`: behind a veth `[lan]` router it is forwarded to the client
+    /// through `[lan.qdisc]`; with ingress shaping on veth it crosses the ifb.
+    fn rr_forward_response(&mut self, cpu: CpuId, s: SockId, t: u64) {
+        let skb = self.rr_response_skb(s);
+        self.pkts.get_mut(skb.id).t_send = t;
+        let back = self.cost(self.profile.costs.ping_reply_ns);
+        self.deliver_at(t + back, cpu, skb.id);
     }
 
     /// The server's response to the transaction it answered, sent at `t` from `cpu`
     /// through the far host's device `dev`. Returns its build cost, ns.
     fn rr_send_response(&mut self, cpu: CpuId, dev: DevId, s: SockId, t: u64) -> u64 {
-        let r = self.rr(s);
-        let (len, flow, dscp, seq) = (r.rsp_len, r.flow, r.dscp, r.served.unwrap_or(0));
-        let priority = crate::forward::rt_tos2priority(dscp, 0);
-        let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
+        let mut skb = self.rr_response_skb(s);
         skb.queue_mapping = self.netdev_pick_tx(dev, &skb, cpu);
-        self.sock_alloc_skb(s, &mut skb, Proto::Udp, Destructor::None, Dir::Back, seq);
         self.pkts.get_mut(skb.id).t_send = t;
         let build = self.cost(self.profile.costs.ping_send_ns);
         self.dev_queue_xmit_at(t + build, cpu, dev, skb);
@@ -394,8 +420,10 @@ impl World {
     /// response again, from the far host's first CPU, and the timer re-armed doubled.
     fn rr_server_resend(&mut self, s: SockId) {
         let now = self.now;
-        let ReplyPath::Modelled { dev } = self.rr(s).reply else { return };
-        let cpu = self.hosts[self.socks[s].far_host].cpus.start;
+        let reply = self.rr(s).reply;
+        if reply == ReplyPath::Constant {
+            return;
+        }
         let r = self.rr(s);
         r.srv_timer.backoff += 1;
         r.srv_timer.resent = true;
@@ -403,7 +431,17 @@ impl World {
         r.log.timeouts.push(now);
         r.srv_timer.at = now + r.srv_rtt.rto_ns(r.srv_timer.backoff - 1);
         self.rr_arm(s);
-        self.rr_send_response(cpu, dev, s, now);
+        match reply {
+            ReplyPath::Modelled { dev } => {
+                let cpu = self.hosts[self.socks[s].far_host].cpus.start;
+                self.rr_send_response(cpu, dev, s, now);
+            }
+            // The far end's namespace shares this host's CPUs: the client's.
+            _ => {
+                let cpu = self.tasks[self.socks[s].task].cpu;
+                self.rr_forward_response(cpu, s, now);
+            }
+        }
     }
 
     /// A response reached the client at `t` (through the client host's stack).
