@@ -1127,14 +1127,7 @@ impl Reader {
     fn snapshot_tx(&self, s: &mut Snapshot) {
         let (n, dev) = (&self.names, &self.tx_dev);
         let t_tx = Instant::now();
-        // The classes (text: tc has no JSON for them) and the qdiscs (JSON) in one query.
-        let (class_text, tc_json) = match self.tc_tx.as_ref().and_then(|b| b.query_after_text(&format!("class show dev {dev}\nqdisc show dev {dev}"))) {
-            Some((c, q)) => (Some(c), Some(q)),
-            None => {
-                let c = cmd::run("tc", &["-n", &n.ns_tx, "-s", "class", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout);
-                (c, Self::json(&None, "tc", &n.ns_tx, &format!("qdisc show dev {dev}")))
-            }
-        };
+        let (class_text, tc_json) = self.classes_and_qdiscs(dev);
         let link = Self::json(&self.ip_tx, "ip", &n.ns_tx, &format!("link show dev {dev}"));
         let snmp = Self::proc_net(&self.sock_thread, "snmp");
         let netstat = Self::proc_net(&self.sock_thread, "netstat");
@@ -1155,16 +1148,22 @@ impl Reader {
         s.ifb = self.ifb.as_deref().map(|ifb| Box::new(self.snapshot_ifb(ifb)));
     }
 
-    /// The ifb's qdiscs and classes, through the same batch as the device's.
-    fn snapshot_ifb(&self, ifb: &str) -> IfbSnapshot {
+    /// `dev`'s classes (text: tc has no JSON for them) and qdiscs (JSON), a device of
+    /// the sender's namespace, in one query of its `tc` batch.
+    fn classes_and_qdiscs(&self, dev: &str) -> (Option<String>, Option<String>) {
         let ns = &self.names.ns_tx;
-        let (class_text, tc_json) = match self.tc_tx.as_ref().and_then(|b| b.query_after_text(&format!("class show dev {ifb}\nqdisc show dev {ifb}"))) {
+        match self.tc_tx.as_ref().and_then(|b| b.query_after_text(&format!("class show dev {dev}\nqdisc show dev {dev}"))) {
             Some((c, q)) => (Some(c), Some(q)),
             None => {
-                let c = cmd::run("tc", &["-n", ns, "-s", "class", "show", "dev", ifb]).ok().filter(|o| o.ok()).map(|o| o.stdout);
-                (c, Self::json(&None, "tc", ns, &format!("qdisc show dev {ifb}")))
+                let c = cmd::run("tc", &["-n", ns, "-s", "class", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout);
+                (c, Self::json(&None, "tc", ns, &format!("qdisc show dev {dev}")))
             }
-        };
+        }
+    }
+
+    /// The ifb's qdiscs and classes, through the same batch as the device's.
+    fn snapshot_ifb(&self, ifb: &str) -> IfbSnapshot {
+        let (class_text, tc_json) = self.classes_and_qdiscs(ifb);
         IfbSnapshot {
             qdisc: tc_json.as_deref().and_then(counters::parse_tc_root),
             xstats: tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default(),
