@@ -295,6 +295,8 @@ struct Tools {
     voip_stop: Arc<AtomicBool>,
     /// Per rr entry in scenario order: its server and one client per connection.
     rr: Vec<(JoinHandle<io::Result<()>>, Vec<JoinHandle<io::Result<darkbuf_measure::rr::RrLog>>>)>,
+    /// Per web entry: its receiver and sender pool.
+    web: Vec<crate::web::Running>,
 }
 
 /// One direction of a voip entry once joined: its records per call, or why there are
@@ -314,6 +316,8 @@ struct Joined {
     voip: Vec<[VoipJoined; 2]>,
     /// Per rr entry: its connections' logs (None: a client or the server failed).
     rr: Vec<Option<Vec<darkbuf_measure::rr::RrLog>>>,
+    /// Per web entry: its senders' and receiver's records.
+    web: Vec<crate::web::JoinedEntry>,
     /// The far end's tracepoint events for the probes (veth), or why there are none.
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
@@ -399,6 +403,7 @@ impl Tools {
             j.irtt.push(c.zip(s));
         }
         self.join_voip(deadline, &mut j);
+        j.web = crate::web::join(std::mem::take(&mut self.web), deadline, &mut j.errors);
         for r in self.tcp.drain(..) {
             let what = format!("TCP sender of traffic.{}", r.index);
             let s = r.sender.and_then(|h| join_by(h, deadline, &what, &mut j.errors));
@@ -489,7 +494,7 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Irtt(r) => r.cpu,
             Traffic::Voip(v) => v.cpu,
             Traffic::Rr(r) => r.cpu,
-            Traffic::Web(_) => return Err(crate::load::web::unavailable(i)),
+            Traffic::Web(w) => w.tcp.cpu,
         };
         if let (Traffic::Rr(_), Driver::Tun) = (t, scn.device.driver) {
             return Err(KernelError::Unavailable(format!(
@@ -542,7 +547,9 @@ fn check_placement(scn: &Scenario) -> Result<()> {
 /// socket at each end) in this one process: refused (exit 3) before anything is set
 /// up when `RLIMIT_NOFILE` would not let them all open, with what to raise it to.
 fn check_open_files(scn: &Scenario) -> Result<()> {
-    let flows = darkbuf_scenario::limits::tcp_flows(scn);
+    // A web entry holds at most one connection per sender thread open at each end.
+    let web = (crate::web::entries(scn).len() * crate::load::web::WEB_POOL_THREADS) as u64;
+    let flows = darkbuf_scenario::limits::tcp_flows(scn) + web;
     // The flows' sockets, their listeners, and room for the floods, probes and files.
     let need = 2 * flows + 256;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -962,8 +969,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     reader.warm();
     let run_for = total + MAX_LOAD_TAIL;
 
-    let has_tcp = !crate::tcp::entries(scn).is_empty();
+    // Web: the receivers listen and the sender pools wait for the load's start.
+    guard.tools.web = crate::web::start(scn, &tcp_ep, seed, tool_bound, &stop)?;
+    let has_tcp = !crate::tcp::entries(scn).is_empty() || !guard.tools.web.is_empty();
     let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
+    crate::web::set_t0(&guard.tools.web, load_t0);
     let grid_t0 = load_t0 + warmup.as_nanos() as u64;
     // In the guard at once: an early return stops them too.
     guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, tool_bound, grid_t0, &stop)?;
@@ -1009,6 +1019,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
 
     let mut out = metrics::metrics(scn, seed, &a, &b, &samples, &joined, &topo.report, bql, &mut unavailable, &mut notes);
     crate::tcp::metrics(&joined.tcp, grid_t0, scn.duration_ns, &mut out.record.metrics, &mut out.record.timeseries, &mut unavailable);
+    crate::web::metrics(scn, &joined.web, load_t0, &mut out.record.metrics, &mut unavailable, &mut notes)?;
     out.unavailable = unavailable;
     out.notes = notes;
     Ok(out)

@@ -30,6 +30,7 @@ pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
 pub mod tcp_header;
+pub mod web;
 pub mod xstats;
 pub mod topo;
 pub mod trace;

@@ -76,19 +76,34 @@ pub fn entries(scn: &Scenario) -> Vec<(usize, &TcpFlow)> {
     scn.traffic.iter().enumerate().filter_map(|(i, t)| if let Traffic::Tcp(f) = t { Some((i, f)) } else { None }).collect()
 }
 
+/// Every entry that opens TCP connections, with its TCP settings: the `kind = "tcp"`
+/// entries and each web entry's connections (`WebFlows::tcp`).
+pub fn tcp_like(scn: &Scenario) -> Vec<(usize, &TcpFlow)> {
+    scn.traffic
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t {
+            Traffic::Tcp(f) => Some((i, f)),
+            Traffic::Web(w) => Some((i, &w.tcp)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What the kernel backend cannot do with TCP: a tap (its far end is darkbuf's reader,
 /// which has no TCP stack), or a congestion control this kernel has not loaded.
 /// `available` is the content of [`AVAILABLE_CC`].
 pub fn check(scn: &Scenario, available: &str) -> Result<()> {
-    let tcp = entries(scn);
+    let tcp = tcp_like(scn);
     if tcp.is_empty() {
         return Ok(());
     }
     if scn.device.driver == Driver::Tun {
         return Err(KernelError::Unavailable(format!(
-            "traffic.{}: kind = \"tcp\" with driver = \"tun\": the tap's far end is darkbuf's user-space reader, which has \
+            "traffic.{}: kind = \"{}\" with driver = \"tun\": the tap's far end is darkbuf's user-space reader, which has \
              no TCP stack to answer; use driver = \"veth\"",
-            tcp[0].0
+            tcp[0].0,
+            if matches!(scn.traffic[tcp[0].0], Traffic::Web(_)) { "web" } else { "tcp" }
         )));
     }
     let have: Vec<&str> = available.split_whitespace().collect();
@@ -106,7 +121,7 @@ pub fn check(scn: &Scenario, available: &str) -> Result<()> {
 
 /// [`check`] against the running kernel.
 pub fn preflight(scn: &Scenario) -> Result<()> {
-    if entries(scn).is_empty() {
+    if tcp_like(scn).is_empty() {
         return Ok(());
     }
     let available = std::fs::read_to_string(AVAILABLE_CC).unwrap_or_default();
@@ -115,7 +130,7 @@ pub fn preflight(scn: &Scenario) -> Result<()> {
 
 /// (namespace role, sysctl, value): role `true` is the sending namespace.
 pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
-    let tcp = entries(scn);
+    let tcp = tcp_like(scn);
     let Some(snd) = tcp.iter().map(|(_, f)| f.sndbuf).max() else { return Vec::new() };
     let rcv = tcp.iter().map(|(_, f)| f.rcvbuf).max().unwrap_or(6 << 20);
     // tcp_wmem / tcp_rmem defaults: min 4096, default 16384 / 131072 (net/ipv4/tcp.c tcp_init()).
@@ -129,6 +144,14 @@ pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
     }
     if let Some(lob) = tcp.iter().map(|(_, f)| f.limit_output_bytes).max() {
         out.push((true, "net.ipv4.tcp_limit_output_bytes".to_string(), lob.to_string()));
+    }
+    // Web: the senders close first, so their ports wait in TIME_WAIT (60 s); reusing
+    // them for new connections (with timestamps, 1 s after) keeps a long run at a high
+    // arrival rate from running out of ports. Both ends: a download's sender is the far one.
+    if !crate::web::entries(scn).is_empty() {
+        for sender in [true, false] {
+            out.push((sender, "net.ipv4.tcp_tw_reuse".to_string(), "1".into()));
+        }
     }
     out
 }

@@ -18,6 +18,8 @@ use crate::diag::{Diagnostic, DiagnosticKind as K};
 use crate::schema::*;
 use crate::section::Sec;
 use crate::tree::{Table, V};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// The keys of a web entry: its own, and the ones it shares with `kind = "tcp"`.
@@ -95,6 +97,124 @@ impl SizeDist {
         }
     }
 }
+
+/// One web entry's connections as the run's seed draws them, for both backends: the
+/// Poisson arrivals (exponential gaps of mean 1 / `arrivals`, each rounded to whole ns
+/// and at least 1) from `start`, and each connection's size ([`SizeDist::sample`]),
+/// from the entry's own ChaCha8 stream, so that adding an entry changes no other's
+/// draws. The draws come in the order the simulator's event loop makes them: the first
+/// gap at time 0, then at each arrival the gap to the next one, then this one's size.
+/// Arrivals stop at the entry's `stop` (default: the run's end), exclusive.
+#[derive(Clone, Debug)]
+pub struct Arrivals {
+    rng: ChaCha8Rng,
+    mean_gap_ns: f64,
+    size: SizeDist,
+    next_ns: u64,
+    stop_ns: u64,
+}
+
+impl Arrivals {
+    /// Entry `traffic_index` (its `[[traffic]]` index) of a run with seed `seed`;
+    /// [`Self::set_end`] cuts it at the run's end.
+    pub fn new(w: &WebFlows, traffic_index: u16, seed: u64) -> Arrivals {
+        let rng = ChaCha8Rng::seed_from_u64(seed ^ (0x7765_6200 + traffic_index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let stop_ns = w.tcp.stop_ns.unwrap_or(u64::MAX);
+        let mut a = Arrivals { rng, mean_gap_ns: 1e9 / w.arrivals_per_s, size: w.size.clone(), next_ns: 0, stop_ns };
+        a.next_ns = w.tcp.start_ns.saturating_add(a.gap());
+        a
+    }
+
+    /// No connection opens at or after `end_ns` (the run's end: warmup + duration).
+    pub fn set_end(&mut self, end_ns: u64) {
+        self.stop_ns = self.stop_ns.min(end_ns);
+    }
+
+    /// The same, by value.
+    pub fn until(mut self, end_ns: u64) -> Arrivals {
+        self.set_end(end_ns);
+        self
+    }
+
+    /// The next gap of the Poisson process, ns (exponential, from one draw).
+    fn gap(&mut self) -> u64 {
+        let u: f64 = self.rng.gen();
+        (-(1.0 - u).ln() * self.mean_gap_ns).round().max(1.0) as u64
+    }
+
+    /// When the next connection opens (run time, ns); `None` once that is past `stop`.
+    pub fn next_at(&self) -> Option<u64> {
+        (self.next_ns < self.stop_ns).then_some(self.next_ns)
+    }
+
+    /// The connection due at [`Self::next_at`] opens: (its time, its size). The gap to
+    /// the one after is drawn first, then the size.
+    pub fn open(&mut self) -> (u64, u64) {
+        let at = self.next_ns;
+        self.next_ns = at.saturating_add(self.gap());
+        (at, self.size.sample(self.rng.gen()))
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = (u64, u64);
+
+    /// (time, size) of each connection before `stop`.
+    fn next(&mut self) -> Option<(u64, u64)> {
+        self.next_at()?;
+        Some(self.open())
+    }
+}
+
+/// A SYN's and a SYN-ACK's frame, bytes with Ethernet: the timestamped header (66) plus
+/// the handshake's options (MSS 4, SACK permitted 2, window scale 3, one NOP).
+pub const SYN_FRAME_LEN: u64 = 74;
+/// A frame's bytes on the wire besides its TCP payload: IP 20 + TCP with timestamps 32
+/// + Ethernet 14 + FCS, preamble and inter-frame gap 24.
+pub const FRAME_EXTRA: u64 = 52 + 14 + 24;
+
+/// The idle path a flow's ideal FCT is computed on, from the scenario's mechanics (one
+/// definition for both backends, docs/web.md).
+#[derive(Clone, Copy, Debug)]
+pub struct IdealPath {
+    /// One-way propagation: `[path] delay` + the entry's `path_delay` (+ `[lan] delay`), ns.
+    pub one_way_ns: u64,
+    /// The bottleneck's rate, bit/s: the least of the NIC's line, `[path] rate` and the
+    /// LAN's line. `None` on veth and tun, which have no line rate.
+    pub rate_bps: Option<u64>,
+    /// Payload per full segment (MSS) and a frame's bytes on the wire besides it
+    /// ([`FRAME_EXTRA`]).
+    pub mss: u64,
+    pub frame_extra: u64,
+}
+
+impl IdealPath {
+    /// Entry `w`'s path in `scn`, with the route's `mtu` (IP bytes).
+    pub fn of(scn: &Scenario, w: &WebFlows, mtu: u32) -> IdealPath {
+        let lan = scn.lan.as_ref();
+        let path = scn.path.as_ref();
+        let one_way_ns = path.map_or(0, |p| p.delay_ns) + w.tcp.path_delay_ns + lan.map_or(0, |l| l.delay_ns);
+        let rates = [scn.device.nic.as_ref().map(|n| n.rate_bps), path.and_then(|p| p.rate_bps), lan.map(|l| l.rate_bps).filter(|&r| r > 0)];
+        let rate_bps = rates.into_iter().flatten().min();
+        IdealPath { one_way_ns, rate_bps, mss: (mtu - 52) as u64, frame_extra: FRAME_EXTRA }
+    }
+
+    /// The ideal FCT of `size` bytes: the SYN and SYN-ACK each serialized and
+    /// propagated (the handshake's round trip), then the data's frames back to back at
+    /// the bottleneck rate and the last one's propagation, with no host time, no
+    /// queueing and no window limit. `None` without a line rate (veth, tun).
+    pub fn ideal_ns(&self, size: u64) -> Option<u64> {
+        let rate = self.rate_bps?;
+        let ser = |bytes: u64| (bytes * 8 * 1_000_000_000).div_ceil(rate);
+        let syn = ser(SYN_FRAME_LEN + 24);
+        let segs = size.div_ceil(self.mss).max(1);
+        let data = ser(size + segs * self.frame_extra);
+        Some(2 * (syn + self.one_way_ns) + data + self.one_way_ns)
+    }
+}
+
+/// Why a slowdown is null when [`IdealPath::rate_bps`] is `None`.
+pub const NO_IDEAL: &str = "the path has no line rate (veth, tun): no ideal FCT to divide by";
 
 /// The size bucket of a flow of `size` bytes.
 pub fn bucket_of(edges: &[u64], size: u64) -> usize {
@@ -347,6 +467,51 @@ mod tests {
         assert!(e.message.contains("ends at 1"), "{}", e.message);
         let e = parse_cdf("w.txt", "0 0 7\n").unwrap_err();
         assert_eq!((e.line, e.column), (Some(1), Some(5)));
+    }
+
+    /// Seed 1, entry 0, 50/s from 1 s to 3 s, Pareto sizes of mean 100 KB: 102
+    /// connections, the first three these (ns, bytes).
+    const ARRIVALS_SEED1_0_50: usize = 102;
+    const ARRIVALS_SEED1_FIRST3: [(u64, u64); 3] = [(1_011_972_689, 37_603), (1_014_063_892, 74_697), (1_099_531_427, 117_162)];
+
+    fn web(arrivals: f64, start_ns: u64, stop_ns: Option<u64>) -> WebFlows {
+        let text = "[[traffic]]\nkind = \"web\"\narrivals = 1\n";
+        let scn = crate::load_str("t.toml", text, &[]).unwrap();
+        let Traffic::Web(w) = &scn.traffic[0] else { panic!() };
+        let mut w = w.clone();
+        w.arrivals_per_s = arrivals;
+        (w.tcp.start_ns, w.tcp.stop_ns) = (start_ns, stop_ns);
+        w
+    }
+
+    /// The draw is the seed's alone: the same seed, entry and window give the same
+    /// connections; the arrivals ascend from `start` and stop before `stop`; another
+    /// entry index or seed draws others. The first three of seed 1 (exact values, the
+    /// simulator's schedule: changing them changes every web result).
+    #[test]
+    fn arrivals_are_the_seeds_and_stop_at_stop() {
+        let w = web(50.0, 1_000_000_000, Some(3_000_000_000));
+        let a: Vec<(u64, u64)> = Arrivals::new(&w, 0, 1).until(10_000_000_000).collect();
+        assert_eq!(a, Arrivals::new(&w, 0, 1).until(10_000_000_000).collect::<Vec<_>>());
+        assert!(a.windows(2).all(|p| p[0].0 < p[1].0));
+        assert!(a[0].0 > 1_000_000_000 && a.last().unwrap().0 < 3_000_000_000);
+        assert_eq!(a.len(), ARRIVALS_SEED1_0_50);
+        assert_eq!(&a[..3], &ARRIVALS_SEED1_FIRST3);
+        assert_ne!(Arrivals::new(&w, 1, 1).until(10_000_000_000).next(), a.first().copied());
+        assert_ne!(Arrivals::new(&w, 0, 2).until(10_000_000_000).next(), a.first().copied());
+        // The run's end cuts them too.
+        let cut: Vec<(u64, u64)> = Arrivals::new(&w, 0, 1).until(2_000_000_000).collect();
+        assert_eq!(&a[..cut.len()], &cut[..]);
+        assert!(a[cut.len()].0 >= 2_000_000_000);
+    }
+
+    /// The ideal FCT of one initial window (14,480 bytes) at 100 Mbit, 5 ms each way:
+    /// 2 x (7,840 + 5,000,000) + 10 x 123,040 + 5,000,000 (docs/web.md).
+    #[test]
+    fn ideal_fct_of_one_initial_window() {
+        let p = IdealPath { one_way_ns: 5_000_000, rate_bps: Some(100_000_000), mss: 1448, frame_extra: FRAME_EXTRA };
+        assert_eq!(p.ideal_ns(14_480), Some(16_246_080));
+        assert_eq!(IdealPath { rate_bps: None, ..p }.ideal_ns(14_480), None);
     }
 
     #[test]

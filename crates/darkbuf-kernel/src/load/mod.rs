@@ -19,7 +19,8 @@
 //!
 //! Files: `netns` (setns, thread scaffolding), `flood`, `sink`, `probe`, `echo`,
 //! `irtt` (isochronous UDP client and its stamping server), `rr` (netperf's TCP_RR and
-//! UDP_RR: a server and one client per connection), `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `tcpinfo`
+//! UDP_RR: a server and one client per connection), `tap`, `tcp` (bulk TCP senders and their receiver, polling or blocking), `web`
+//! (short connections at Poisson arrivals from a pool of senders, and their reader), `tcpinfo`
 //! (TCP_INFO), `payload` (wire formats, checksum, sampling), `sys` (libc wrappers).
 
 mod echo;
@@ -34,7 +35,7 @@ pub(crate) mod sys;
 mod tap;
 mod tcp;
 pub mod voip;
-pub(crate) mod web;
+pub mod web;
 pub mod tcpinfo;
 
 pub use echo::{spawn_udp_echo, spawn_udp_echo_bound, EchoSpec, ECHO_MAX_LIFETIME};

@@ -183,7 +183,7 @@ fn next_tick(now: u64, t0: u64) -> u64 {
     t0 + ((now - t0) / step + 1) * step
 }
 
-fn set_nonblocking(fd: &impl AsRawFd) -> io::Result<()> {
+pub(super) fn set_nonblocking(fd: &impl AsRawFd) -> io::Result<()> {
     // SAFETY: fcntl on a valid descriptor.
     let fl = sys::cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
     // SAFETY: as above.
@@ -191,7 +191,7 @@ fn set_nonblocking(fd: &impl AsRawFd) -> io::Result<()> {
 }
 
 /// poll() over `fds` for at most `timeout_ns`; EINTR counts as a timeout.
-fn poll_all(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+pub(super) fn poll_all(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
     let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
     // SAFETY: fds is a valid array of its length; valid timespec; no signal mask.
     let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
@@ -212,7 +212,7 @@ pub fn spawn_tcp_receiver(spec: TcpReceiverSpec, cpu: Option<usize>, stop: Arc<A
     })
 }
 
-fn listen(bind: Ipv4Addr, backlog: u32, cc: &str) -> io::Result<OwnedFd> {
+pub(super) fn listen(bind: Ipv4Addr, backlog: u32, cc: &str) -> io::Result<OwnedFd> {
     let l = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0)?;
     sys::setsockopt_int(&l, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1, "SO_REUSEADDR")?;
     if !cc.is_empty() {
@@ -226,7 +226,7 @@ fn listen(bind: Ipv4Addr, backlog: u32, cc: &str) -> io::Result<OwnedFd> {
 }
 
 /// Accepts one connection if one is waiting; `nonblocking`: the new socket's O_NONBLOCK.
-fn accept(l: &OwnedFd, nonblocking: bool) -> io::Result<Option<(OwnedFd, u16)>> {
+pub(super) fn accept(l: &OwnedFd, nonblocking: bool) -> io::Result<Option<(OwnedFd, u16)>> {
     // SAFETY: zeroed sockaddr_in is valid; accept4 writes at most `len` bytes.
     let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
@@ -316,7 +316,7 @@ fn read_ready(conns: &mut [Option<OwnedFd>], flows: &mut [ReceiverFlow], buf: &m
 }
 
 /// What one `read()` of a receiving socket gave.
-enum ReadOutcome {
+pub(super) enum ReadOutcome {
     Bytes(u64),
     /// Nothing yet: EAGAIN (a non-blocking socket, or `SO_RCVTIMEO` passed) or EINTR.
     Nothing,
@@ -326,7 +326,7 @@ enum ReadOutcome {
 
 /// One `read()` of `fd` into `buf`; an error other than those [`ReadOutcome`] names is the
 /// receiver's.
-fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<ReadOutcome> {
+pub(super) fn read_once(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<ReadOutcome> {
     // SAFETY: buf is valid for its length.
     let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
     if r > 0 {
@@ -465,7 +465,7 @@ pub fn spawn_tcp_sender(spec: TcpSenderSpec, cpu: Option<usize>, stop: Arc<Atomi
 }
 
 /// `setsockopt(TCP_CONGESTION)` by the congestion control's name.
-fn set_congestion(s: &OwnedFd, name: &str) -> io::Result<()> {
+pub(super) fn set_congestion(s: &OwnedFd, name: &str) -> io::Result<()> {
     let cc = name.as_bytes();
     // SAFETY: cc is valid for its length; TCP_CONGESTION takes a name without NUL.
     sys::cvt(unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t) })

@@ -26,10 +26,8 @@ use crate::id::SockId;
 use crate::sock::{Sock, SockKind};
 use crate::world::World;
 use darkbuf_measure::fct::{Fct, FctCounts};
-use darkbuf_scenario::web::WebFlows;
-use darkbuf_scenario::{Scenario, TcpFlow};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use darkbuf_scenario::web::{Arrivals, WebFlows};
+use darkbuf_scenario::TcpFlow;
 
 /// A web connection's own state.
 #[derive(Clone, Debug)]
@@ -52,57 +50,23 @@ pub(crate) fn mark_idle(sock: &mut Sock) {
     }
 }
 
-/// The idle path a flow's ideal FCT is computed on, from the scenario's mechanics.
-#[derive(Clone, Copy, Debug)]
-pub struct IdealPath {
-    /// One-way propagation: `[path] delay` + the entry's `path_delay` (+ `[lan] delay`), ns.
-    pub one_way_ns: u64,
-    /// The bottleneck's rate, bit/s: the least of the NIC's line, `[path] rate` and the
-    /// LAN's line. `None` on veth and tun, which have no line rate.
-    pub rate_bps: Option<u64>,
-    /// Payload per full segment (MSS) and a frame's bytes on the wire besides it
-    /// (IP 20 + TCP 32 + Ethernet 14 + FCS, preamble and gap 24).
-    pub mss: u64,
-    pub frame_extra: u64,
-}
-
-impl IdealPath {
-    pub(crate) fn of(scn: &Scenario, w: &WebFlows, mtu: u32) -> IdealPath {
-        let lan = scn.lan.as_ref();
-        let path = scn.path.as_ref();
-        let one_way_ns = path.map_or(0, |p| p.delay_ns) + w.tcp.path_delay_ns + lan.map_or(0, |l| l.delay_ns);
-        let rates = [scn.device.nic.as_ref().map(|n| n.rate_bps), path.and_then(|p| p.rate_bps), lan.map(|l| l.rate_bps).filter(|&r| r > 0)];
-        let rate_bps = rates.into_iter().flatten().min();
-        IdealPath { one_way_ns, rate_bps, mss: (mtu - 52) as u64, frame_extra: 52 + 14 + 24 }
-    }
-
-    /// The ideal FCT of `size` bytes: the SYN and SYN-ACK each serialized and
-    /// propagated (the handshake's round trip), then the data's frames back to back at
-    /// the bottleneck rate and the last one's propagation, with no host time, no
-    /// queueing and no window limit. `None` without a line rate (veth, tun).
-    pub fn ideal_ns(&self, size: u64) -> Option<u64> {
-        let rate = self.rate_bps?;
-        let ser = |bytes: u64| (bytes * 8 * 1_000_000_000).div_ceil(rate);
-        let syn = ser(super::connect::SYN_LEN as u64 + 24);
-        let segs = size.div_ceil(self.mss).max(1);
-        let data = ser(size + segs * self.frame_extra);
-        Some(2 * (syn + self.one_way_ns) + data + self.one_way_ns)
-    }
-}
+/// The ideal FCT's path, one definition for both backends (darkbuf-scenario).
+pub use darkbuf_scenario::web::IdealPath;
+// The ideal FCT's SYN is the handshake's own frame.
+const _: () = assert!(super::connect::SYN_LEN as u64 == darkbuf_scenario::web::SYN_FRAME_LEN);
 
 /// One web entry's generator.
 pub struct WebGen {
     pub(crate) traffic_index: u16,
     index: u16,
     tcp: TcpFlow,
-    size: darkbuf_scenario::web::SizeDist,
     pub(crate) buckets: Vec<u64>,
-    mean_gap_ns: f64,
     fq: bool,
     pub(crate) ideal: IdealPath,
     /// The entry's first slot, whose hosts, device and CPU later slots copy.
     template: SockId,
-    rng: ChaCha8Rng,
+    /// The seeded arrivals and sizes (the kernel backend draws the same).
+    arrivals: Arrivals,
     free: Vec<SockId>,
     /// Done connections waiting for their last packets to leave.
     closing: Vec<SockId>,
@@ -121,19 +85,16 @@ pub struct WebGen {
 impl WebGen {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(index: u16, traffic_index: u16, w: &WebFlows, fq: bool, _mtu: u32, ideal: IdealPath, template: SockId, seed: u64) -> WebGen {
-        // Its own stream, from the run's seed: adding an entry changes no other's draws.
-        let rng = ChaCha8Rng::seed_from_u64(seed ^ (0x7765_6200 + traffic_index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         WebGen {
             traffic_index,
             index,
             tcp: w.tcp.clone(),
-            size: w.size.clone(),
             buckets: w.size_buckets.clone(),
-            mean_gap_ns: 1e9 / w.arrivals_per_s,
             fq,
             ideal,
             template,
-            rng,
+            // Its own stream, from the run's seed: adding an entry changes no other's draws.
+            arrivals: Arrivals::new(w, traffic_index, seed),
             free: vec![template],
             closing: Vec::new(),
             slots: 1,
@@ -145,17 +106,6 @@ impl WebGen {
             overflow: None,
         }
     }
-
-    /// The next gap of the Poisson process, ns (exponential, from one draw).
-    fn next_gap(&mut self) -> u64 {
-        let u: f64 = self.rng.gen();
-        (-(1.0 - u).ln() * self.mean_gap_ns).round().max(1.0) as u64
-    }
-
-    /// When its connections stop opening: `stop`, else the end of the run.
-    fn stop_ns(&self, end: u64) -> u64 {
-        self.tcp.stop_ns.unwrap_or(end).min(end)
-    }
 }
 
 impl World {
@@ -163,9 +113,8 @@ impl World {
     pub(crate) fn web_start(&mut self) {
         let end = self.cfg.end;
         for g in 0..self.web.len() {
-            let gen = &mut self.web[g];
-            let at = gen.tcp.start_ns + gen.next_gap();
-            if at < gen.stop_ns(end) {
+            self.web[g].arrivals.set_end(end);
+            if let Some(at) = self.web[g].arrivals.next_at() {
                 self.events.push(at, Event::WebArrival(g as u16));
             }
         }
@@ -176,11 +125,11 @@ impl World {
     pub(crate) fn web_arrival(&mut self, g: u16) {
         let (now, end) = (self.now, self.cfg.end);
         let gen = &mut self.web[g as usize];
-        let at = now + gen.next_gap();
-        if at < gen.stop_ns(end) {
+        gen.arrivals.set_end(end);
+        let (_, size) = gen.arrivals.open();
+        if let Some(at) = gen.arrivals.next_at() {
             self.events.push(at, Event::WebArrival(g));
         }
-        let size = gen.size.sample(gen.rng.gen());
         self.web_reclaim(g);
         let gen = &mut self.web[g as usize];
         if gen.open >= darkbuf_scenario::limits::MAX_WEB_OPEN {
@@ -332,7 +281,7 @@ impl World {
         // The connections started in the window and not done, counted from the
         // sockets themselves (the conservation check: started = completed + open).
         counts.open = self.web_open_in_window();
-        let no_ideal = "the path has no line rate (veth, tun): no ideal FCT to divide by";
+        let no_ideal = darkbuf_scenario::web::NO_IDEAL;
         darkbuf_measure::fct::web_metrics(out, &counts, &flows, &self.web[0].buckets, self.cfg.end - self.cfg.start, no_ideal);
         out.set("web.slots", self.web.iter().map(|g| g.slots as f64).sum());
     }
@@ -454,3 +403,4 @@ mod tests {
         assert_eq!(w.tcp(s).flow_index, 1, "the second connection is flow 1");
     }
 }
+
