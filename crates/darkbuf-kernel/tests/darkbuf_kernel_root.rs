@@ -636,3 +636,62 @@ fn ingress_shaping_through_an_ifb_shapes_a_download() {
     assert!(get("ping.rtt_avg_ms") > 5.0, "{}", get("ping.rtt_avg_ms"));
     assert_nothing_left();
 }
+
+/// Short flows (`kind = "web"`): Pareto sizes (mean 30 KB) at 20 connections/s through
+/// htb 20 Mbit with a pfifo leaf, 3 s measured after 1 s. Structure and counts, never
+/// timing: the connections started in the window are exactly those the shared seeded
+/// draw puts there (the simulator's), every one is completed or open, the FCT
+/// percentiles exist and are ordered, the buckets add up, the slowdowns are null for
+/// veth's lack of a line rate (as on the simulator), nothing is left.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn web_flows_open_at_the_shared_arrivals_and_report_fcts() {
+    if !root_or_skip("web run") {
+        return;
+    }
+    let text = format!(
+        "duration = \"3s\"\nwarmup = \"1s\"\nseed = 3\n\
+         [device]\ndriver = \"veth\"\nbackpressure = {}\n\
+         [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+         [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
+         [[traffic]]\nkind = \"web\"\narrivals = \"20/s\"\nsize_dist = \"pareto\"\nsize_mean = \"30KB\"\ncc = \"cubic\"\n",
+        has_backpressure()
+    );
+    let scn = scenario(&text);
+    let darkbuf_scenario::Traffic::Web(w) = &scn.traffic[0] else { unreachable!() };
+    let schedule = darkbuf_kernel::web::schedule(&scn, 0, w, scn.seed).unwrap();
+    let in_window = schedule.iter().filter(|(t, _)| *t >= scn.warmup_ns && *t < scn.warmup_ns + scn.duration_ns).count();
+    let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("web run");
+    eprintln!("web notes: {notes:?}");
+    let m = &r.runs[0].metrics;
+    let get = |k: &str| m.get(k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k)));
+    let (started, completed, open) = (get("web.flows_started"), get("web.flows_completed"), get("web.flows_open"));
+    eprintln!("web: {started} started, {completed} completed, {open} open; FCT p50 {} p99 {} ms", get("web.fct_p50_ms"), get("web.fct_p99_ms"));
+    assert_eq!(started, in_window as f64);
+    assert_eq!(started, completed + open);
+    assert!(completed > 0.0);
+    assert!(get("web.fct_p50_ms") > 0.0 && get("web.fct_p50_ms") <= get("web.fct_p99_ms"));
+    assert!(get("web.open_peak") >= 1.0 && get("web.offered_mbps") > 0.0);
+    let buckets: f64 = (0..5).map(|n| get(&format!("web.bucket.{n}.flows_completed"))).sum();
+    assert_eq!(buckets, completed);
+    for k in ["web.slowdown_p50", "web.slowdown_p99", "web.slots"] {
+        assert!(m[k].is_none() && r.unavailable.contains_key(k), "{k}: {:?}", m.get(k));
+    }
+    assert_eq!(&*r.unavailable["web.slowdown_p50"], darkbuf_scenario::web::NO_IDEAL);
+    assert_nothing_left();
+}
+
+/// A web entry over a tap is exit 3 (the tap's far end has no TCP stack), before
+/// anything is set up.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn web_over_a_tap_is_exit_3() {
+    if !root_or_skip("web tap") {
+        return;
+    }
+    let scn = scenario("[device]\ndriver = \"tun\"\nbackpressure = false\n[consumer]\nkind = \"reader\"\n[[traffic]]\nkind = \"web\"\narrivals = \"5/s\"\n");
+    let e = run_scenario(&scn, &opts(), |_| {}).unwrap_err();
+    assert_eq!(e.code(), 3, "{}", e.message());
+    assert!(e.message().starts_with("traffic.0: kind = \"web\" with driver = \"tun\""), "{}", e.message());
+    assert_nothing_left();
+}
