@@ -695,3 +695,28 @@ fn web_over_a_tap_is_exit_3() {
     assert!(e.message().starts_with("traffic.0: kind = \"web\" with driver = \"tun\""), "{}", e.message());
     assert_nothing_left();
 }
+
+/// Arrivals the generator cannot keep: 2,000 connections/s of 1 MB each into 20 Mbit
+/// (800 times the rate). Every sender thread is soon held by a connection that cannot
+/// finish, the due connections pile up past the pool's size, and the run is exit 3
+/// naming the limit (`WEB_POOL_THREADS`), not FCTs of the generator's own queue.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn web_arrivals_the_pool_cannot_keep_are_exit_3() {
+    if !root_or_skip("web overload") {
+        return;
+    }
+    let text = format!(
+        "duration = \"1s\"\nwarmup = \"200ms\"\n\
+         [device]\ndriver = \"veth\"\nbackpressure = {}\n\
+         [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+         [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
+         [[traffic]]\nkind = \"web\"\narrivals = \"2000/s\"\nsize_dist = \"exponential\"\nsize_mean = \"1MB\"\n",
+        has_backpressure()
+    );
+    let e = run_scenario(&scenario(&text), &opts(), |_| {}).unwrap_err();
+    eprintln!("web overload: {}", e.message());
+    assert_eq!(e.code(), 3, "{}", e.message());
+    assert!(e.message().contains("WEB_POOL_THREADS"), "{}", e.message());
+    assert_nothing_left();
+}

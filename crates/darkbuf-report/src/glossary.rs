@@ -275,7 +275,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("web.flows_completed", "flows", "web: of those, the flows whose last byte the receiver read before the window's end (flows_started = flows_completed + flows_open)"),
     e("web.flows_open", "flows", "web: connections opened in the measured window whose data the receiver had not all read at its end"),
     e("web.open_peak", "flows", "web: the most connections open at once over the run, warmup included (summed over web entries)"),
-    e("web.slots", "sockets", "web: sockets the simulator allocated for the web entries; a closed connection's slot is reused once its last packet has left, so this follows the connections open at once, not the arrivals"),
+    e("web.slots", "sockets", "web: sockets the simulator allocated for the web entries; a closed connection's slot is reused once its last packet has left, so this follows the connections open at once, not the arrivals; null on the kernel backend, where each connection is a new socket"),
     e("web.offered_mbps", "Mbit/s", "web: the bytes of the flows opened in the measured window x 8 / the window: the offered load"),
     e("web.fct_p50_ms", "ms", "web: median flow completion time (nearest rank), from connect() to the receiver having read the flow's last byte, handshake included"),
     e("web.fct_p99_ms", "ms", "web: 99th percentile flow completion time (nearest rank)"),
