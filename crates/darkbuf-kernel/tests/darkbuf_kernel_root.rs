@@ -642,19 +642,28 @@ fn ingress_shaping_through_an_ifb_shapes_a_download() {
 /// timing: the connections started in the window are exactly those the shared seeded
 /// draw puts there (the simulator's), every one is completed or open, the FCT
 /// percentiles exist and are ordered, the buckets add up, the slowdowns are null for
-/// veth's lack of a line rate (as on the simulator), nothing is left.
+/// veth's lack of a line rate (as on the simulator), nothing is left; uploads and
+/// downloads.
 #[test]
 #[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
 fn web_flows_open_at_the_shared_arrivals_and_report_fcts() {
     if !root_or_skip("web run") {
         return;
     }
+    // Uploads through the device's htb, and downloads (the peer's pool connects to the
+    // near end; the htb shapes only their ACKs).
+    for direction in ["up", "down"] {
+        web_run(direction);
+    }
+}
+
+fn web_run(direction: &str) {
     let text = format!(
         "duration = \"3s\"\nwarmup = \"1s\"\nseed = 3\n\
          [device]\ndriver = \"veth\"\nbackpressure = {}\n\
          [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
          [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"pfifo\"\n\
-         [[traffic]]\nkind = \"web\"\narrivals = \"20/s\"\nsize_dist = \"pareto\"\nsize_mean = \"30KB\"\ncc = \"cubic\"\n",
+         [[traffic]]\nkind = \"web\"\narrivals = \"20/s\"\nsize_dist = \"pareto\"\nsize_mean = \"30KB\"\ncc = \"cubic\"\ndirection = \"{direction}\"\n",
         has_backpressure()
     );
     let scn = scenario(&text);
@@ -662,11 +671,11 @@ fn web_flows_open_at_the_shared_arrivals_and_report_fcts() {
     let schedule = darkbuf_kernel::web::schedule(&scn, 0, w, scn.seed).unwrap();
     let in_window = schedule.iter().filter(|(t, _)| *t >= scn.warmup_ns && *t < scn.warmup_ns + scn.duration_ns).count();
     let (r, notes) = run_scenario(&scn, &opts(), |_| {}).expect("web run");
-    eprintln!("web notes: {notes:?}");
+    eprintln!("web {direction} notes: {notes:?}");
     let m = &r.runs[0].metrics;
     let get = |k: &str| m.get(k).copied().flatten().unwrap_or_else(|| panic!("{k}: {:?} ({:?})", m.get(k), r.unavailable.get(k)));
     let (started, completed, open) = (get("web.flows_started"), get("web.flows_completed"), get("web.flows_open"));
-    eprintln!("web: {started} started, {completed} completed, {open} open; FCT p50 {} p99 {} ms", get("web.fct_p50_ms"), get("web.fct_p99_ms"));
+    eprintln!("web {direction}: {started} started, {completed} completed, {open} open; FCT p50 {} p99 {} ms", get("web.fct_p50_ms"), get("web.fct_p99_ms"));
     assert_eq!(started, in_window as f64);
     assert_eq!(started, completed + open);
     assert!(completed > 0.0);
