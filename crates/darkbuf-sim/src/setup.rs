@@ -447,8 +447,9 @@ impl<'a> Builder<'a> {
     /// A voip entry's streams, each with its sending process, sleeping until its first
     /// packet: call k starts `k * interval / calls` after `start` (independent phones
     /// are not in phase). The far host's stream is sent from the far host's CPU `cpu`
-    /// (modulo its CPUs) through its device; where that path is not modelled the
-    /// stream's socket exists but never sends (`unmodelled`).
+    /// (modulo its CPUs) through its device, on veth from the peer namespace's end;
+    /// where that path is not modelled (a tap, a veth `[lan]` client) the stream's
+    /// socket exists but never sends (`unmodelled`).
     fn voip(&mut self, traffic_index: u16, v: &darkbuf_scenario::Voip) {
         use crate::sock::voip::VoipSock;
         use crate::sock::SockKind;
@@ -462,13 +463,15 @@ impl<'a> Builder<'a> {
                     continue;
                 }
                 let dir = if down { darkbuf_scenario::Direction::Down } else { darkbuf_scenario::Direction::Up };
-                let (cpu, dev, modelled) = match (darkbuf_scenario::wifi::far_sends(driver, dir), self.reply) {
-                    (false, _) => (self.near.cpu0.add(v.cpu), self.near.dev, true),
-                    (true, ReplyPath::Modelled { dev }) => {
+                let (cpu, dev, modelled) = match (darkbuf_scenario::wifi::far_sends(driver, dir), self.reply, self.veth_peer) {
+                    (false, _, _) => (self.near.cpu0.add(v.cpu), self.near.dev, true),
+                    (true, ReplyPath::Modelled { dev }, _) => {
                         let far = self.hosts[HostId(1)].cpus;
                         (far.start.add(v.cpu % (far.end.0 - far.start.0) as u32), dev, true)
                     }
-                    (true, _) => (self.near.cpu0.add(v.cpu), self.near.dev, false),
+                    // veth: the peer namespace sends by its end, on this host's CPUs.
+                    (true, _, Some(peer)) => (self.near.cpu0.add(v.cpu), peer, true),
+                    (true, _, None) => (self.near.cpu0.add(v.cpu), self.near.dev, false),
                 };
                 let s = SockId::from_index(self.socks.len());
                 let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, cpu);
@@ -642,9 +645,10 @@ impl World {
         let download = |t: &Traffic| match t {
             Traffic::Tcp(f) => f.direction == darkbuf_scenario::Direction::Down,
             Traffic::Web(w) => w.tcp.direction == darkbuf_scenario::Direction::Down,
+            Traffic::Voip(v) => v.direction.sends_down(),
             _ => false,
         };
-        if scn.device.driver == DriverKind::Veth && scn.traffic.iter().any(download) {
+        if scn.device.driver == DriverKind::Veth && scn.lan.is_none() && scn.traffic.iter().any(download) {
             b.veth_peer = Some(b.veth_peer()?);
         }
         if let Some(i) = &scn.ingress {

@@ -30,7 +30,7 @@ pub use darkbuf_measure::voip::{VoipFate, VoipRec};
 
 /// Why the far host's stream has no metrics where its transmit path is not modelled.
 pub const DOWN_UNMODELLED: &str =
-    "the far host's transmit path is not modelled on this device (veth, tun: replies come back by the profile's constant); device.driver = \"nic\" models it";
+    "the far end's transmit path is not modelled on this device (tun, or veth behind a [lan] router: replies come back by the profile's constant); device.driver = \"nic\" or \"veth\" models it";
 
 pub struct VoipSock {
     /// The entry's index among the scenario's voip entries, and whether this is the
@@ -226,10 +226,11 @@ mod tests {
         }
     }
 
-    /// veth: the far host's stream is not modelled; its metrics are null with why.
+    /// tun: the far end's stream is not modelled (the tap's far end is its reader); its
+    /// metrics are null with why. (veth's peer namespace sends it: tests/veth_download.rs.)
     #[test]
-    fn veth_has_no_far_stream() {
-        let w = world("duration = \"200ms\"\n[[traffic]]\nkind = \"voip\"\n", None);
+    fn a_tap_has_no_far_stream() {
+        let w = world("duration = \"200ms\"\n[device]\ndriver = \"tun\"\n[[traffic]]\nkind = \"voip\"\n", None);
         let mut out = darkbuf_measure::Out::default();
         w.voip_metrics(&mut out);
         assert_eq!(out.m["voip.down.mos"], None);
