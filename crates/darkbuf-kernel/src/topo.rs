@@ -562,14 +562,7 @@ impl Topology {
             format!("filter add dev {dev} parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev {ifb}"),
         ];
         let what = ["the ingress qdisc (CONFIG_NET_SCH_INGRESS)", "the redirect to the ifb (CONFIG_NET_CLS_U32 and CONFIG_NET_ACT_MIRRED)"];
-        let failed = match self.tc_tx.as_deref().filter(|_| ns == self.names.ns_tx) {
-            Some(b) => b.exec(&lines, "qdisc show dev lo").err(),
-            None => match session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))? {
-                Ok(_) => None,
-                Err((i, o)) => Some((i, session::batch_reason(&o))),
-            },
-        };
-        if let Some((i, err)) = failed {
+        if let Some((i, err)) = self.tc_batch(ns, &lines)? {
             return Err(KernelError::Unavailable(format!(
                 "ingress shaping needs {} in kernel {kv}: `tc {}` failed: {}",
                 what[i.min(1)],
@@ -580,20 +573,25 @@ impl Topology {
         self.install_qdisc_spec(ns, ifb, &ing.qdisc, 1, kv)
     }
 
+    /// `lines` through the run's `tc` batch of namespace `ns` (or one `tc -n NS -batch -`);
+    /// tc stops at the first line it rejects: its index and tc's reason.
+    fn tc_batch(&self, ns: &str, lines: &[String]) -> Result<Option<(usize, String)>> {
+        Ok(match self.tc_tx.as_deref().filter(|_| ns == self.names.ns_tx) {
+            Some(b) => b.exec(lines, "qdisc show dev lo").err(),
+            None => match session::batch_once("tc", Some(ns), lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))? {
+                Ok(_) => None,
+                Err((i, o)) => Some((i, session::batch_reason(&o))),
+            },
+        })
+    }
+
     /// The qdisc tree `spec` as `dev`'s root, in namespace `ns`.
     fn install_qdisc_spec(&mut self, ns: &str, dev: &str, spec: &darkbuf_scenario::QdiscSpec, tx_queues: u32, kv: KernelVersion) -> Result<()> {
         let cmds = crate::tcargs::qdisc_commands(dev, spec, tx_queues, kv)?;
         // The whole tree through the run's `tc` batch (or one `tc -n NS -batch -`); tc
         // stops at the first line it rejects and names it.
         let lines: Vec<String> = cmds.iter().map(|c| c.iter().map(|a| session::sh_quote(a)).collect::<Vec<_>>().join(" ")).collect();
-        let failed = match self.tc_tx.as_deref().filter(|_| ns == self.names.ns_tx) {
-            Some(b) => b.exec(&lines, "qdisc show dev lo").err(),
-            None => match session::batch_once("tc", Some(ns), &lines).map_err(|e| KernelError::Unavailable(format!("cannot run tc: {e}")))? {
-                Ok(_) => None,
-                Err((i, o)) => Some((i, session::batch_reason(&o))),
-            },
-        };
-        if let Some((i, err)) = failed {
+        if let Some((i, err)) = self.tc_batch(ns, &lines)? {
             let c = &cmds[i];
             let kind = if c.first().map(|s| s.as_str()) == Some("class") { "class of" } else { "qdisc" };
             let what = if err.contains("Specified qdisc kind is unknown") || err.contains("qdisc kind is unknown") {
