@@ -49,12 +49,13 @@ pub const WEB_POOL_THREADS: usize = 256;
 pub const WEB_MAX_ARRIVALS: usize = 1_000_000;
 /// Connections the receiver reads at once; more wait in the listener's backlog.
 pub const WEB_RX_MAX_OPEN: usize = 4096;
-/// One application write, as the simulator's web connections write.
-const WEB_WRITE: usize = 128 * 1024;
+/// One application write: the bulk flows' (the simulator's web connections write the same).
+const WEB_WRITE: usize = super::tcp::TCP_WRITE;
 /// What every write sends (the bytes' values do not matter).
 static ZEROS: [u8; WEB_WRITE] = [0; WEB_WRITE];
-/// The longest single wait in a connection or the receiver, so `stop` is noticed.
-pub const STEP: Duration = Duration::from_millis(20);
+/// The longest single wait in a connection or the receiver, so `stop` is noticed: the
+/// bulk flows' own.
+pub const STEP: Duration = super::tcp::POLL_MAX;
 /// The longest single sleep of a thread waiting for its connection's due time: the
 /// pool's idle threads wake this often to look at `stop` (256 threads: 2,560 wakeups/s
 /// on the entry's CPU, where 20 ms steps would make 12,800).
