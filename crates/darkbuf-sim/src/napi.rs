@@ -225,8 +225,9 @@ impl World {
     }
 
     /// `gro_normal_list()` -> `netif_receive_skb_list()`: each packet goes through
-    /// ip_rcv (where it is orphaned from the sender's socket), the netfilter rules and
-    /// the socket, one after another on this CPU. Returns the time that took (ns).
+    /// the ingress hook, ip_rcv (where it is orphaned from the sender's socket: see
+    /// [`World::deliver`]), the netfilter rules and the socket, one after another on
+    /// this CPU. Returns the time that took (ns).
     #[inline(never)]
     pub fn gro_flush(&mut self, cpu: CpuId, n: NapiId) -> u64 {
         let ni = n;
@@ -234,8 +235,14 @@ impl World {
         let (rx, here) = (self.napis[ni].rx_stack, self.napis[ni].host);
         let mut t = self.now;
         for &id in &list {
-            // ip_rcv_core() orphans the skb: the sender's sndbuf is released here.
-            self.skb_orphan(id);
+            // ip_rcv_core() orphans the skb: its sender's sndbuf is released here. With
+            // ingress shaping on some host, the ingress hook comes first, and
+            // `deliver()` orphans after it. (Orphaning here otherwise, before the
+            // receive cost is drawn, keeps the order of the noise draws, and so every
+            // earlier result, as it was.)
+            if !self.ingress {
+                self.skb_orphan(id);
+            }
             let per_pkt = rx.cost_ns(self.pkts.get(id).proto);
             t += self.cost(per_pkt);
             t += self.deliver(cpu, here, id, t);

@@ -14,7 +14,8 @@
 //! host record also delivers what this end sends to the peer, which is not.
 //!
 //! Modelled: the redirect of what arrives from the far host (the ifb sees the packet
-//! as the receive path built it: a GRO'd TCP skb whole, no socket), the ifb's qdisc
+//! as the receive path built it: a TCP skb whole, GRO'd or as the veth peer's TSO
+//! built it, and, after a veth, still owned by its sender's socket), the ifb's qdisc
 //! (its shaper, AQM and drops, a watchdog like any other), and the second trip up the
 //! stack at once. Not modelled: the CPU time of the redirect and of the tasklet, and
 //! the ifb's rq (`tx_queue_len` 32 stops its queue; the tasklet empties it in the same
@@ -53,13 +54,27 @@ impl World {
         if info.from_ingress || !self.arrives_from(id, from) {
             return false;
         }
+        // act_mirred redirects the skb itself at ingress, not a clone
+        // (`tcf_mirred_can_reinsert()`), and an skb that crossed a veth still holds its
+        // sender's socket: the ifb's qdisc sees it, fq keeps a flow per socket and, with
+        // the departure time that `skb_scrub_packet()` cleared between namespaces, paces
+        // it at the socket's `sk_pacing_rate` (a snapshot taken here; the model's fq
+        // never takes its 6.7+ fast path for it, which the kernel's may while the
+        // qdisc holds under 8 packets); TCP Small Queues counts it until
+        // `ip_rcv_core()` orphans it after the ifb ([`World::deliver`]). Only a TCP
+        // sender is named here: other skbs reach the qdisc with no socket (fq hashes
+        // their flow), though still charged to their sender.
+        let (sk, pacing_rate) = match (info.destructor, info.proto) {
+            (crate::arena::Destructor::TcpWfree, crate::arena::Proto::Tcp) => self.tcp_skb_owner(info.sock),
+            _ => (0, 0),
+        };
         let skb = Skb {
             id,
             flow: info.flow,
             len: info.len,
             truesize: info.truesize,
-            // The receive path orphaned it: no socket, as for any forwarded packet.
-            sk: 0,
+            sk,
+            pacing_rate,
             priority: crate::forward::rt_tos2priority(info.dscp, info.ecn),
             dscp: info.dscp,
             ecn: info.ecn,

@@ -315,6 +315,14 @@ impl World {
         if self.ingress && self.ingress_redirect(cpu, id, t) {
             return 0;
         }
+        // ip_rcv_core() orphans the skb: its sender's sk_wmem_alloc is released here,
+        // after the ingress hook. An skb that crossed a veth still holds its socket
+        // (`____dev_forward_skb()` has not orphaned since 5.4, 9c4c325252c5), so TCP
+        // Small Queues counts it until it reaches IP, after an ifb's qdisc too.
+        // (Without ingress shaping `gro_flush()` orphaned it already.)
+        if self.ingress {
+            self.skb_orphan(id);
+        }
         // ip_rcv_finish(): a router forwards what is not for it.
         if self.forwarding {
             if let Some(dev) = self.ip_route_input(here, id) {

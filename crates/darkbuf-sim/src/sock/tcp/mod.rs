@@ -737,6 +737,13 @@ impl TcpSock {
     }
 }
 
+/// `skb->sk` of socket `s`'s skbs as the qdiscs see it (fq's flow key): kept apart
+/// from the UDP and ICMP sockets' values, which are their flows'.
+#[inline]
+pub(crate) const fn tcp_skb_sk(s: SockId) -> u32 {
+    0x1_0000 + s.0
+}
+
 impl World {
     #[inline]
     pub(crate) fn tcp(&mut self, s: SockId) -> &mut TcpSock {
@@ -744,6 +751,12 @@ impl World {
             SockKind::Tcp(t) => t,
             _ => unreachable!("socket {s} is TCP"),
         }
+    }
+
+    /// `skb->sk` and its `sk_pacing_rate` (bytes/s) as a qdisc reads them of an skb of
+    /// socket `s` that its sender still owns (not yet orphaned).
+    pub(crate) fn tcp_skb_owner(&mut self, s: SockId) -> (u32, u64) {
+        (tcp_skb_sk(s), self.tcp(s).pacing_rate)
     }
 
     /// The application's next `write()` and the `tcp_push()` after it, from its process on
@@ -1318,7 +1331,7 @@ pub(crate) mod tests {
     fn deferred_xmit(limit: u32, throttled_after_loop: bool, at_send: bool) -> (bool, u8, bool, World) {
         let (mut w, s) = tbf_world(limit);
         let (cpu, dev) = (w.tasks[w.socks[s].task].cpu, w.socks[s].dev);
-        let mut skb = darkbuf_model::Skb { sk: 0x1_0000 + s.0, len: 1514, truesize: 1448 + 768, ..Default::default() };
+        let mut skb = darkbuf_model::Skb { sk: tcp_skb_sk(s), len: 1514, truesize: 1448 + 768, ..Default::default() };
         w.sock_alloc_skb(s, &mut skb, PROTO, crate::arena::Destructor::TcpWfree, crate::arena::Dir::Out, 0);
         w.socks[s].wmem_alloc += skb.truesize as u64;
         w.tcp(s).tsq_throttled = throttled_after_loop;

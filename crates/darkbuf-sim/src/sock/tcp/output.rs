@@ -452,7 +452,7 @@ impl World {
         let flow = tp.flow_id();
         let mut skb = Skb {
             flow,
-            sk: 0x1_0000 + s.0,
+            sk: super::tcp_skb_sk(s),
             len: payload + segs * TCP_HDR,
             truesize: payload + 768,
             gso_segs: segs as u16,
