@@ -177,7 +177,8 @@ impl World {
         };
         let sk = &self.socks[sock];
         let SockKind::Udp(u) = &sk.kind else { return None };
-        if !sk.last_send_dropped || sk.wmem_alloc >= sk.sndbuf {
+        // udp_sendmsg() would sleep on the next flow's full send buffer.
+        if !sk.last_send_dropped || u.flow_wmem[u.next_flow as usize] >= sk.sndbuf {
             return None;
         }
         // The skb udp_sendmsg() builds, as far as steering and the qdisc look at it.

@@ -151,3 +151,27 @@ fn unanswered_probes_are_lost_after_the_timeout() {
     assert_eq!(m(&r, "ping.loss_pct"), 100.0);
     assert!(m(&r, "ping.probes") >= 25.0, "{}", m(&r, "ping.probes"));
 }
+
+/// A flood's `flows` are sockets, each with its own send buffer, as the kernel
+/// backend's flood opens them (one `SO_SNDBUF` per socket): four flows keep four times
+/// one flow's skbs in a queue that only the send buffers bound. Each socket sends while
+/// `sk_wmem_alloc` < sndbuf (2 x 100,000 bytes = 87 skbs of truesize 2,304) and, once
+/// blocked, sleeps until it falls under half (`sock_writeable()`), so one socket keeps
+/// between 44 and 87 skbs in the qdisc; htb at 10 Mbit drains what a 20 Mbit/s flood
+/// asks to send. Before, the flows shared one send buffer and four kept what one keeps.
+#[test]
+fn each_flow_of_a_flood_has_its_own_send_buffer() {
+    let text = |flows: u32| {
+        format!(
+            "name = \"f\"\nduration = \"2s\"\nwarmup = \"1s\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+             [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"10mbit\"\nqdisc = \"pfifo\"\nqdisc_params = {{ limit = 10000 }}\n\
+             [[traffic]]\nkind = \"udp\"\nsize = 1400\nrate = \"20Mbit\"\nflows = {flows}\nsndbuf = 100000\n"
+        )
+    };
+    let one = m(&run_text(&text(1), &[]), "qdisc.backlog_avg_pkts");
+    let four = run_text(&text(4), &[]);
+    assert!((44.0..=87.0).contains(&one), "one socket: {one} skbs");
+    let b4 = m(&four, "qdisc.backlog_avg_pkts");
+    assert!((b4 / one - 4.0).abs() < 0.1, "four sockets: {b4} skbs, one: {one}");
+    assert_eq!(m(&four, "qdisc.drops"), 0.0);
+}

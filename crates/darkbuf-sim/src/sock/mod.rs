@@ -277,14 +277,21 @@ impl World {
 
     /// `sock_wfree()`: return the skb's truesize to its socket and wake a process
     /// blocked on a full sndbuf once it is writeable again (`sock_writeable()`:
-    /// wmem_alloc < sndbuf / 2).
+    /// wmem_alloc < sndbuf / 2). A UDP flood's socket is its flow's (`udp.rs`): the
+    /// process sleeps on the socket it was about to send on.
     pub fn sock_wfree(&mut self, id: u32) {
         let info = self.pkts.get_mut(id);
         info.destructor = Destructor::None;
-        let (s, truesize) = (info.sock, info.truesize as u64);
+        let (s, truesize, flow) = (info.sock, info.truesize as u64, info.flow);
         let sk = &mut self.socks[s];
         sk.wmem_alloc -= truesize;
-        if sk.blocked && sk.wmem_alloc < sk.sndbuf / 2 {
+        let mut wmem = sk.wmem_alloc;
+        if let SockKind::Udp(u) = &mut sk.kind {
+            let f = (flow & 0xffff) as usize;
+            u.flow_wmem[f] -= truesize;
+            wmem = if f == u.next_flow as usize { u.flow_wmem[f] } else { u64::MAX };
+        }
+        if sk.blocked && wmem < sk.sndbuf / 2 {
             sk.blocked = false;
             let task = sk.task;
             self.wake_task(task);

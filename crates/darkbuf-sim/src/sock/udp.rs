@@ -1,12 +1,14 @@
 //! The UDP flood, as the seed's selftest runs it: a process doing `sendmsg()` in a loop
 //! (`udp_sendmsg()` -> `ip_make_skb()` -> `udp_send_skb()`), and its sink on the far end.
 //!
-//! Each skb is charged to the socket (`sk_wmem_alloc += truesize`) until it is orphaned
-//! on the receive side or dropped; `sock_alloc_send_pskb()` lets the send through while
-//! wmem < sndbuf (overshooting by one skb) and otherwise sleeps until `sock_wfree()`
-//! brings wmem under half the sndbuf (`sock_writeable()`), which is what bounds a
-//! flood's in-flight packets when the default 212992-byte sndbuf holds fewer skbs than
-//! the ring. The enqueue verdict does not reach the sender: `udp_send_skb()` turns
+//! Each skb is charged to its flow's socket (`sk_wmem_alloc += truesize`) until it is
+//! orphaned on the receive side or dropped; `sock_alloc_send_pskb()` lets the send
+//! through while wmem < sndbuf (overshooting by one skb) and otherwise sleeps until
+//! `sock_wfree()` brings wmem under half the sndbuf (`sock_writeable()`), which is what
+//! bounds a flood's in-flight packets when the default 212992-byte sndbuf holds fewer
+//! skbs than the ring. With `flows = N` the process sends round robin on N sockets, as
+//! the kernel backend's flood does: each has its own send buffer, and the process
+//! sleeps on the next flow's when that one is full. The enqueue verdict does not reach the sender: `udp_send_skb()` turns
 //! NET_XMIT_DROP's -ENOBUFS into success unless IP_RECVERR is set (counting
 //! `SNDBUFERRORS`), and NET_XMIT_CN is success.
 
@@ -26,8 +28,10 @@ pub struct UdpSock {
     pub frame_len: u32,
     pub truesize: u32,
     /// Distinct 5-tuples, round robin: one socket per flow, as a multi-flow load
-    /// generator opens them (fq keys on `skb->sk`); they share one send buffer here.
+    /// generator opens them (fq keys on `skb->sk`), each with its own send buffer.
     pub flows: u32,
+    /// Each flow's socket's `sk_wmem_alloc` (bytes); the `Sock`'s own counts them all.
+    pub flow_wmem: Vec<u64>,
     pub next_flow: u32,
     /// ns between sends for a rate-limited flood (0 = as fast as possible).
     pub interval_ns: f64,
@@ -63,6 +67,7 @@ impl UdpSock {
             frame_len,
             truesize: truesize_for_len(frame_len),
             flows: u.flows.max(1),
+            flow_wmem: vec![0; u.flows.max(1) as usize],
             next_flow: 0,
             interval_ns,
             next_send: 0.0,
@@ -124,7 +129,7 @@ impl UdpSock {
 }
 
 impl World {
-    fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64, u64) {
+    pub(super) fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64, u64) {
         let sk = &mut self.socks[s];
         let (wmem, sndbuf) = (sk.wmem_alloc, sk.sndbuf);
         match &mut sk.kind {
@@ -133,17 +138,19 @@ impl World {
         }
     }
 
-    /// `udp_sendmsg()` of one datagram: blocks on a full send buffer, else builds the
-    /// skb of the next flow.
+    /// `udp_sendmsg()` of one datagram on the next flow's socket: blocks on its full
+    /// send buffer, else builds the skb.
     #[inline(always)]
     pub(super) fn udp_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let (u, wmem, sndbuf) = self.udp(s);
-        if wmem >= sndbuf {
+        let (u, _, sndbuf) = self.udp(s);
+        let flow_wmem = &mut u.flow_wmem[u.next_flow as usize];
+        if *flow_wmem >= sndbuf {
             // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.
             self.socks[s].blocked = true;
             return None;
         }
+        *flow_wmem += u.truesize as u64;
         let mut skb = u.next_skb();
         if u.txtime_ns_per_byte > 0.0 {
             skb.edt = u.txtime_stamp(now);
