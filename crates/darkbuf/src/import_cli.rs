@@ -284,9 +284,10 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
     };
     let cpus = read(dir, "nproc.txt").and_then(|s| s.trim().parse::<u32>().ok());
     let txq = link.get("num_tx_queues").and_then(Value::as_u64).unwrap_or(1);
-    t.push_str(&format!("name = \"import-{dev}\"\nduration = \"10s\"\nwarmup = \"1s\"\n\n[machine]\n"));
+    t.push_str(&format!("name = \"import-{dev}\"\nduration = \"10s\"\nwarmup = \"1s\"\n"));
+    // [machine] only with what was read: an empty section would say nothing.
     match cpus {
-        Some(c) => t.push_str(&format!("cpus = {}\n", c.clamp(1, 64))),
+        Some(c) => t.push_str(&format!("\n[machine]\ncpus = {}\n", c.clamp(1, 64))),
         None => notes.push("the CPU count (nproc) was not read: the default is used".into()),
     }
     t.push_str(&format!("\n[device]\nname = \"{dev}\"\ndriver = \"{driver}\"\ntx_queues = {}\n", txq.clamp(1, 64)));

@@ -43,6 +43,9 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
     // Noted: an rmem DEFAULT the model does not keep, and the default qdisc.
     assert!(text.contains("# not mapped: net.ipv4.tcp_rmem = 4096\t87380\t6291456"), "{text}");
     assert!(text.contains("# not mapped: net.core.default_qdisc = fq_codel"), "{text}");
+    // No nproc.txt: no [machine] section (the default CPU count), and a note says so.
+    assert!(!text.contains("[machine]"), "{text}");
+    assert!(text.contains("nproc) was not read"), "{text}");
     // It loads, and the traffic takes the host's sysctls.
     let scn = darkbuf_scenario::load(&out, &[]).unwrap_or_else(|d| panic!("{d}\n{text}"));
     match &scn.traffic[0] {
@@ -85,6 +88,7 @@ fn import_reads_a_nics_vectors_and_coalescing() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("irq_cpus = [1, 2]"), "{text}");
+    assert!(text.contains("\n[machine]\ncpus = 4\n"), "{text}");
     assert!(text.contains("[device.coalesce]\nadaptive_tx = true        # igb tx-usecs 3: its dynamic ITR\nrx_usecs = 50\n"), "{text}");
     let scn = darkbuf_scenario::load(&out, &[]).unwrap_or_else(|d| panic!("{d}\n{text}"));
     assert_eq!(scn.device.irq_cpus, vec![1, 2]);
