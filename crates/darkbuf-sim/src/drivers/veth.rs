@@ -306,6 +306,13 @@ impl Builder<'_> {
         }
         let router_dev = self.veth_netif_rx_dev(&lan.qdisc, client)?;
         let client_dev = self.veth_netif_rx_dev(&lan.qdisc, HostId(0))?;
+        // The LAN pair has TSO and GSO off, as the kernel backend sets it (`ethtool -K
+        // tso off gso off gro off` on both ends): the client's TCP skbs are cut into
+        // frames when they leave its qdisc (`validate_xmit_skb()`), so the router
+        // receives, forwards and queues frames, and a packet limit at the router
+        // counts frames.
+        self.devs[router_dev].tso = false;
+        self.devs[client_dev].tso = false;
         let mut fib = vec![None; self.hosts.len()];
         fib[peer.idx()] = Some(DevId(0));
         fib[client.idx()] = Some(router_dev);
