@@ -440,7 +440,7 @@ fn stall_error(scn: &Scenario, qlen: u64, held: Duration) -> KernelError {
         "the TX queue stalled: the qdisc held {qlen} packets and sent none for {:.1} s",
         held.as_secs_f64()
     );
-    if scn.device.driver == Driver::Veth && scn.device.tx_queues > 1 && scn.device.xps_txq != Some(0) {
+    if scn.device.driver() == Driver::Veth && scn.device.tx_queues > 1 && scn.device.xps_txq != Some(0) {
         m.push_str(
             ". With several TX queues, veth's ring backpressure (>= 6.16) wakes a stopped queue from veth_poll() \
              through the peer's rq->xdp_rxq.queue_index, which only XDP registers: in GRO mode it is 0 for every \
@@ -496,13 +496,13 @@ fn check_placement(scn: &Scenario) -> Result<()> {
             Traffic::Rr(r) => r.cpu,
             Traffic::Web(w) => w.tcp.cpu,
         };
-        if let (Traffic::Rr(_), Driver::Tun) = (t, scn.device.driver) {
+        if let (Traffic::Rr(_), Driver::Tun) = (t, scn.device.driver()) {
             return Err(KernelError::Unavailable(format!(
                 "traffic.{i}: kind = \"rr\" over tun/tap: the far end is darkbuf's tap reader, which answers no netperf; use driver = \"veth\" (or the simulator)"
             )));
         }
         if let Traffic::Voip(v) = t {
-            if d.driver == Driver::Tun {
+            if d.driver() == Driver::Tun {
                 return Err(KernelError::Unavailable(format!("traffic.{i}: kind = \"voip\" over a tap: the tap's reader answers ping and irtt only; use device.driver = \"veth\"")));
             }
             if (v.udp_payload() as usize) < load::voip::VOIP_MIN_PAYLOAD {
@@ -636,7 +636,7 @@ fn start_probers(
         let probe_opts = ProbeOpts { cpu: Some(p.cpu as usize), ..ProbeOpts::default() };
         // Over veth the far end's kernel answers: its tracepoints say when the first
         // pinger's requests left the ring and when the replies were sent (probe_trace.rs).
-        if n == 0 && scn.device.driver == Driver::Veth && opts.probe_trace {
+        if n == 0 && scn.device.driver() == Driver::Veth && opts.probe_trace {
             let ip_len = 20 + 8 + (spec.payload as u32).max(16);
             probe_trace = Some(ProbeTrace::start(&names.dev_rx, &names.tag, ip_len, count));
             // The trace tells pinger 0's requests by their length: another pinger's of
@@ -688,7 +688,7 @@ fn start_irtt(scn: &Scenario, names: &Names, l: &LoadCtx<'_>, server_cpu: usize,
     let (run_for, stop, dst) = (l.run_for, l.stop, l.dst);
     for r in scn.traffic.iter().filter_map(|t| if let Traffic::Irtt(r) = t { Some(r) } else { None }) {
         let tos = r.dscp << 2;
-        let (port, sh) = if scn.device.driver == Driver::Tun {
+        let (port, sh) = if scn.device.driver() == Driver::Tun {
             (TAP_IRTT_PORT, None)
         } else {
             let server = load::IrttServerSpec { netns: names.ns_rx.clone(), bind: dst, port: 0, tos, duration: tool_bound + PROBE_TIMEOUT * 2 };
@@ -802,7 +802,7 @@ fn setup_devices(
 ) -> Result<(std::net::Ipv4Addr, String, String)> {
     let names = topo.names.clone();
     let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
-    Ok(match scn.device.driver {
+    Ok(match scn.device.driver() {
         Driver::Veth => {
             topo.setup_veth(scn, &o, kv)?;
             // [lan]: a client namespace behind this one, which now routes.
@@ -928,7 +928,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         notes.push("one CPU: producer and consumer share it".into());
     }
 
-    let mut topo = Topology::create(names.clone(), scn.device.driver)?;
+    let mut topo = Topology::create(names.clone(), scn.device.driver())?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
     let warmup = Duration::from_nanos(scn.warmup_ns);
@@ -944,7 +944,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // NAPI poll counting (veth only): its tracing instances are made while the rest is
     // set up (they take a tenth of a second or more in a TCG guest). A thread left
     // behind by an early return drops the counter, which removes them.
-    let poll_counter_start = (scn.device.driver == Driver::Veth).then(|| {
+    let poll_counter_start = (scn.device.driver() == Driver::Veth).then(|| {
         let (dev, tag) = (names.dev_rx.clone(), names.tag.clone());
         std::thread::spawn(move || NapiPollCounter::start(&dev, &tag, topo::VETH_NAPI_WEIGHT))
     });
@@ -965,7 +965,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // The reader's batches are the topology's (started with the namespaces, and the
     // setup went through them); they answer once more before the load. A snapshot then
     // costs one exec (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
-    let reader = Reader::new(&topo, scn.device.driver, &tx_dev, scn.ingress.as_ref().map(|i| i.ifb.as_str()));
+    let reader = Reader::new(&topo, scn.device.driver(), &tx_dev, scn.ingress.as_ref().map(|i| i.ifb.as_str()));
     reader.warm();
     let run_for = total + MAX_LOAD_TAIL;
 
@@ -1029,7 +1029,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
 /// namespaces) and, with `opts.sender_tso`, TSO/GSO back on at the sender.
 fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Result<()> {
     let names = &topo.names;
-    if scn.device.driver != Driver::Veth {
+    if scn.device.driver() != Driver::Veth {
         return Ok(());
     }
     let mut all = crate::tcp::sysctls(scn);

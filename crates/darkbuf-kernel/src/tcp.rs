@@ -98,7 +98,7 @@ pub fn check(scn: &Scenario, available: &str) -> Result<()> {
     if tcp.is_empty() {
         return Ok(());
     }
-    if scn.device.driver == Driver::Tun {
+    if scn.device.driver() == Driver::Tun {
         return Err(KernelError::Unavailable(format!(
             "traffic.{}: kind = \"{}\" with driver = \"tun\": the tap's far end is darkbuf's user-space reader, which has \
              no TCP stack to answer; use driver = \"veth\"",

@@ -184,8 +184,8 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     crate::rules::check_count(scn.consumer.nrules)?;
     // The backend drives only the veth pairs and taps it creates: every other driver,
     // present or future, is the simulator's alone and stops here.
-    if !matches!(scn.device.driver, Driver::Veth | Driver::Tun) {
-        return Err(KernelError::Unavailable(match scn.device.driver {
+    if !matches!(scn.device.driver(), Driver::Veth | Driver::Tun) {
+        return Err(KernelError::Unavailable(match scn.device.driver() {
             Driver::Nic => "device.driver = \"nic\": the kernel backend drives only the veth pairs and taps it creates in its own \
                  namespaces, and this machine has no NIC it may take over (`darkbuf check` lists the NICs and their BQL, \
                  read-only); run the scenario on the simulator"
@@ -208,7 +208,7 @@ pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
         }
     }
     let d = &scn.device;
-    match scn.device.driver {
+    match scn.device.driver() {
         Driver::Veth => {
             if cmd::which("ethtool").is_none() {
                 return Err(KernelError::Unavailable(
@@ -682,7 +682,7 @@ impl Topology {
                 return Err(KernelError::Unavailable(format!(
                     "device.bql.enabled = true: kernel {} has no BQL on {} ({dir0} does not exist; veth BQL is the unmerged \"veth: BQL\" series); set device.bql.enabled = false",
                     crate::uname_release(),
-                    if scn.device.driver == Driver::Veth { "veth" } else { "tap" }
+                    if scn.device.driver() == Driver::Veth { "veth" } else { "tap" }
                 )));
             }
             return Ok(());

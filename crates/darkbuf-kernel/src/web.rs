@@ -251,7 +251,7 @@ pub fn metrics(
             continue;
         };
         let Traffic::Web(w) = &scn.traffic[j.index] else { continue };
-        let mtu = scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
+        let mtu = scn.device.mtu();
         let f = entry_figures(&j.schedule, tx, rx, &IdealPath::of(scn, w, mtu), t0, w0, w1);
         entry_notes(j.index, &f, tx, notes)?;
         counts.started += f.counts.started;

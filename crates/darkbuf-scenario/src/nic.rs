@@ -51,24 +51,39 @@ pub(crate) fn ring_size(d: &Sec<'_>, nic: &NicSpec) -> Result<u32, Diagnostic> {
     ))
 }
 
-/// `rate`, `mtu`, `tso` and `[device.coalesce]` of a NIC; these keys on another driver
-/// are an error.
-pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>, Diagnostic> {
-    if driver != Driver::Nic {
-        let wifi = driver == Driver::Wifi;
-        for k in NIC_KEYS {
-            if d.entry(k).is_some() {
-                return Err(d.value_err(
-                    k,
-                    format!("`device.{k}` is a NIC setting: the {} driver has no line rate or interrupt coalescing", driver.name()),
-                    Some(if wifi { "a station's rate is [[station]] rate; remove the key".into() } else { "set device.driver = \"nic\", or remove the key".into() }),
-                ));
-            }
-        }
-        // The radio's own receive side and the stations' side of the air are a
-        // gigabit igb's (the replies' way back); mac80211 segments GSO skbs (no TSO).
-        return Ok(wifi.then(|| NicSpec { model: NicModel::Igb, rate_bps: 1_000_000_000, mtu: 1500, tso: false, coalesce: Coalesce { tx_usecs: 250, tx_frames: 0, cqe_mode: false, adaptive_tx: false, rx_usecs: 0, rx_frames: 0 } }));
+/// A NIC's keys (`rate`, `mtu`, `tso`, `[device.coalesce]`) on another driver are an
+/// error.
+pub(crate) fn refuse_nic_keys(d: &Sec<'_>, driver: Driver) -> Result<(), Diagnostic> {
+    if driver == Driver::Nic {
+        return Ok(());
     }
+    let wifi = driver == Driver::Wifi;
+    for k in NIC_KEYS {
+        if d.entry(k).is_some() {
+            return Err(d.value_err(
+                k,
+                format!("`device.{k}` is a NIC setting: the {} driver has no line rate or interrupt coalescing", driver.name()),
+                Some(if wifi { "a station's rate is [[station]] rate; remove the key".into() } else { "set device.driver = \"nic\", or remove the key".into() }),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A radio's own receive side and the stations' side of the air: a gigabit igb's (the
+/// replies' way back); mac80211 segments GSO skbs (no TSO).
+pub(crate) fn radio_nic() -> NicSpec {
+    NicSpec {
+        model: NicModel::Igb,
+        rate_bps: 1_000_000_000,
+        mtu: 1500,
+        tso: false,
+        coalesce: Coalesce { tx_usecs: 250, tx_frames: 0, cqe_mode: false, adaptive_tx: false, rx_usecs: 0, rx_frames: 0 },
+    }
+}
+
+/// `rate`, `mtu`, `tso` and `[device.coalesce]` of a NIC (`driver = "nic"`).
+pub(crate) fn resolve_nic(d: &Sec<'_>) -> Result<NicSpec, Diagnostic> {
     let rate_bps = line_rate(d, 1_000_000_000)?;
     // A gigabit-class port is an Intel igb by default (the talk's "on intel"); faster
     // ones a Mellanox mlx5.
@@ -114,7 +129,7 @@ pub(crate) fn resolve_nic(d: &Sec<'_>, driver: Driver) -> Result<Option<NicSpec>
     let rx_usecs = c.u32("rx_usecs", 0, 0, 4095)?;
     let rx_frames = c.u32("rx_frames", 0, 0, 65535)?;
     let coalesce = Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx, rx_usecs, rx_frames };
-    Ok(Some(NicSpec { model, rate_bps, mtu, tso, coalesce }))
+    Ok(NicSpec { model, rate_bps, mtu, tso, coalesce })
 }
 
 /// A NIC's line rate at `rate` in section `d` (`device.rate`, `lan.rate`): 10 Mbit/s to
@@ -171,26 +186,24 @@ pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, machin
     Ok(Some(LanSpec { driver, cpus, rate_bps, delay_ns, qdisc }))
 }
 
-/// `[path]` (the wire's far side, each direction) and `[peer]` (the far host); both
-/// only with a NIC.
-pub(crate) fn resolve_far_end(
-    top: &Sec<'_>,
-    driver: Driver,
-    device: &Device,
-    hz: u32,
-) -> Result<(Option<PathSpec>, Option<PeerSpec>), Diagnostic> {
-    if !driver.has_far_host() {
-        for k in ["path", "peer"] {
-            if top.entry(k).is_some() {
-                return Err(top.value_err(
-                    k,
-                    format!("[{k}] describes what lies beyond a NIC's wire: the {} driver has none", driver.name()),
-                    Some("set device.driver = \"nic\", or remove the section".into()),
-                ));
-            }
+/// `[path]` and `[peer]` describe what lies beyond a wire: an error on a driver
+/// without one (veth, tun).
+pub(crate) fn refuse_far_end(top: &Sec<'_>, driver: Driver) -> Result<(), Diagnostic> {
+    for k in ["path", "peer"] {
+        if top.entry(k).is_some() {
+            return Err(top.value_err(
+                k,
+                format!("[{k}] describes what lies beyond a NIC's wire: the {} driver has none", driver.name()),
+                Some("set device.driver = \"nic\", or remove the section".into()),
+            ));
         }
-        return Ok((None, None));
     }
+    Ok(())
+}
+
+/// The NIC `nic` with `[path]` (the wire's far side, each direction) and `[peer]` (the
+/// far host), whose qdisc defaults by the device's `txqueuelen` and `nic`'s MTU.
+pub(crate) fn resolve_wire(top: &Sec<'_>, nic: NicSpec, txqueuelen: u32, hz: u32) -> Result<NicWire, Diagnostic> {
     let path = crate::path::resolve_path(&top.sub("path")?)?;
     let pe = top.sub("peer")?;
     pe.check_keys(PEER_KEYS, None)?;
@@ -198,7 +211,7 @@ pub(crate) fn resolve_far_end(
     let tx_queues = pe.u32("tx_queues", 1, 1, 64)?;
     let irq_cpus = pe.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| vec![(1 % cpus)]);
     let q = pe.sub("qdisc")?;
-    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
+    let info = DevInfo { tx_queue_len: txqueuelen, mtu_l2: mtu_l2(nic.mtu), hash_key: 0, hz };
     let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
-    Ok((Some(path), Some(PeerSpec { cpus, tx_queues, irq_cpus, qdisc })))
+    Ok(NicWire { nic, path, peer: PeerSpec { cpus, tx_queues, irq_cpus, qdisc } })
 }

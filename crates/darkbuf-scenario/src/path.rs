@@ -66,7 +66,7 @@ pub fn negative_delay_share(p: &PathSpec) -> f64 {
 /// that reaches below zero (the share of frames netem then sends with no delay, and
 /// what that does to the minimum RTT).
 pub fn path_warnings(scn: &Scenario) -> Vec<String> {
-    let Some(p) = &scn.path else { return Vec::new() };
+    let Some(p) = scn.device.wire().map(|w| &w.path) else { return Vec::new() };
     let share = negative_delay_share(p);
     if share == 0.0 {
         return Vec::new();

@@ -5,7 +5,6 @@ use crate::diag::{did_you_mean, suggest, Diagnostic, DiagnosticKind as K};
 use crate::limits::{self, thousands};
 use crate::schema::*;
 use crate::section::Sec;
-use crate::wifi::WifiSpec;
 use crate::tree::{Ctx, Node, Origin, V};
 use darkbuf_model::params::{ParamError, ParamValue, Params};
 use darkbuf_model::qdisc::{self, BuildError, DevInfo};
@@ -118,17 +117,15 @@ fn resolve_doc(
     let top = Sec::root(root, ctx);
     let run = resolve_run_keys(&top, default_name)?;
     let machine = resolve_machine(&top, ctx)?;
-    let (device, wifi) = resolve_device(&top, &machine)?;
-    let driver = device.driver;
-    let (qdisc, ingress) = resolve_qdiscs(&top, &device, machine.hz, wifi.as_ref())?;
+    let device = resolve_device(&top, &machine)?;
+    let driver = device.driver();
+    let (qdisc, ingress) = resolve_qdiscs(&top, &device, machine.hz)?;
     let consumer = resolve_consumer(&top, driver)?;
-
-    let (path, peer) = crate::nic::resolve_far_end(&top, driver, &device, machine.hz)?;
     let lan = crate::nic::resolve_lan(&top, driver, &device, &machine)?;
 
     // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
     let traffic_cpus = lan.as_ref().map_or(machine.cpus, |l| l.cpus);
-    let far_cpus = peer.as_ref().map_or(machine.cpus, |p| p.cpus);
+    let far_cpus = device.wire().map_or(machine.cpus, |w| w.peer.cpus);
     let sysctl = crate::sysctl::resolve_sysctl(&top)?;
     let total_ns = run.warmup_ns.saturating_add(run.duration_ns);
     let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, lan.is_some(), total_ns, &sysctl)?;
@@ -156,10 +153,7 @@ fn resolve_doc(
         qdisc,
         ingress,
         consumer,
-        path,
-        peer,
         lan,
-        wifi,
         traffic,
         test,
         sysctl: sysctl.given,
@@ -219,14 +213,15 @@ fn resolve_machine(top: &Sec<'_>, ctx: &Ctx<'_>) -> Result<Machine, Diagnostic> 
     Ok(Machine { profile, profile_file, cpus, hz, profile_at })
 }
 
-/// `[device]` with its `[device.bql]` (and, for a WiFi radio, `[wifi]`).
-fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<(Device, Option<WifiSpec>), Diagnostic> {
+/// `[device]` with its `[device.bql]` and what only its driver has: a NIC's line and far
+/// end (`[path]`, `[peer]`), a WiFi radio's `[wifi]` and stations.
+fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<Device, Diagnostic> {
     let (cpus, hz) = (machine.cpus, machine.hz);
     let d = top.sub("device")?;
     d.check_keys(DEVICE_KEYS, None)?;
     let driver = device_driver(&d)?;
-    let nic = crate::nic::resolve_nic(&d, driver)?;
-    let wifi = crate::wifi::resolve_wifi(top, driver)?;
+    crate::nic::refuse_nic_keys(&d, driver)?;
+    crate::wifi::refuse_wifi(top, driver)?;
     let tx_queues = crate::wifi::tx_queues(&d, driver)?;
     let (xps_txq, num_tx_queues, xps) = device_xps(&d, driver, cpus, tx_queues)?;
     // By default a queue's consumer (threaded NAPI kthread, tun reader) runs away from
@@ -242,7 +237,8 @@ fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<(Device, Option<Wi
         if driver == Driver::Tun { 1 } else { 0 },
         u32::MAX,
     )?;
-    let ring_size = device_ring_size(&d, driver, txqueuelen, nic.as_ref())?;
+    let settings = driver_settings(top, &d, driver, txqueuelen, hz)?;
+    let ring_size = device_ring_size(&d, &settings, txqueuelen)?;
     // A NIC's NAPI runs in NET_RX on its IRQ CPU unless threaded is asked for.
     let napi_default = if driver.has_far_host() { "softirq" } else { "threaded" };
     let napi = match d.choice("napi", napi_default, &["threaded", "softirq"])? {
@@ -267,7 +263,7 @@ fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<(Device, Option<Wi
     let bql = resolve_bql(&d.sub("bql")?, driver)?;
     let device = Device {
         name: device_name(&d)?,
-        driver,
+        settings,
         tx_queues,
         num_tx_queues,
         xps_txq,
@@ -283,9 +279,29 @@ fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<(Device, Option<Wi
         backpressure,
         wake_threshold,
         bql,
-        nic,
     };
-    Ok((device, wifi))
+    Ok(device)
+}
+
+/// What only the driver has: a NIC's line (`device.rate`, `mtu`, `tso`,
+/// `[device.coalesce]`), a radio's `[wifi]` and stations, and for both what lies beyond
+/// the wire (`[path]`, `[peer]`, whose qdisc defaults by `txqueuelen` and the MTU).
+fn driver_settings(top: &Sec<'_>, d: &Sec<'_>, driver: Driver, txqueuelen: u32, hz: u32) -> Result<DriverSettings, Diagnostic> {
+    Ok(match driver {
+        Driver::Veth => {
+            crate::nic::refuse_far_end(top, driver)?;
+            DriverSettings::Veth
+        }
+        Driver::Tun => {
+            crate::nic::refuse_far_end(top, driver)?;
+            DriverSettings::Tun
+        }
+        Driver::Nic => DriverSettings::Nic(crate::nic::resolve_wire(top, crate::nic::resolve_nic(d)?, txqueuelen, hz)?),
+        Driver::Wifi => {
+            let wifi = crate::wifi::resolve_wifi(top)?;
+            DriverSettings::Wifi(crate::nic::resolve_wire(top, crate::nic::radio_nic(), txqueuelen, hz)?, Box::new(wifi))
+        }
+    })
 }
 
 /// The device's queue selection: `xps_txq`, `num_tx_queues` and `xps` (a map or
@@ -343,9 +359,9 @@ fn device_xps(d: &Sec<'_>, driver: Driver, cpus: u32, tx_queues: u32) -> Result<
 
 /// The driver's ring: tun's from `txqueuelen` (or `ring_size`), veth's fixed
 /// `VETH_RING_SIZE`, a NIC's or radio's descriptors.
-fn device_ring_size(d: &Sec<'_>, driver: Driver, txqueuelen: u32, nic: Option<&NicSpec>) -> Result<u32, Diagnostic> {
-    Ok(match driver {
-        Driver::Tun => {
+fn device_ring_size(d: &Sec<'_>, settings: &DriverSettings, txqueuelen: u32) -> Result<u32, Diagnostic> {
+    Ok(match settings {
+        DriverSettings::Tun => {
             // tun's ring is sized by txqueuelen unless ring_size says otherwise; both
             // are bounded by what ptr_ring_init() accepts.
             let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
@@ -373,7 +389,7 @@ fn device_ring_size(d: &Sec<'_>, driver: Driver, txqueuelen: u32, nic: Option<&N
             }
             size as u32
         }
-        Driver::Veth => match d.int_any("ring_size", "256 (veth's ring is fixed at 256 entries, VETH_RING_SIZE in drivers/net/veth.c), or no ring_size")? {
+        DriverSettings::Veth => match d.int_any("ring_size", "256 (veth's ring is fixed at 256 entries, VETH_RING_SIZE in drivers/net/veth.c), or no ring_size")? {
             None => VETH_RING_SIZE,
             Some(256) => VETH_RING_SIZE,
             Some(r) => {
@@ -384,7 +400,7 @@ fn device_ring_size(d: &Sec<'_>, driver: Driver, txqueuelen: u32, nic: Option<&N
                 ))
             }
         },
-        Driver::Nic | Driver::Wifi => crate::nic::ring_size(d, nic.expect("a NIC's settings"))?,
+        DriverSettings::Nic(w) | DriverSettings::Wifi(w, _) => crate::nic::ring_size(d, &w.nic)?,
     })
 }
 
@@ -447,14 +463,14 @@ fn resolve_bql(b: &Sec<'_>, driver: Driver) -> Result<Bql, Diagnostic> {
 
 /// `[qdisc]` (the root, default as `attach_default_qdiscs()` picks it) and the ingress
 /// redirect, which a NIC's far host or veth's peer namespace feeds; BQL needs a qdisc.
-fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32, wifi: Option<&WifiSpec>) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
-    let driver = device.driver;
+fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
+    let driver = device.driver();
     let q = top.sub("qdisc")?;
     let dev_info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
     // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
     // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
     // noqueue").
-    let default_kind = if let Some(w) = wifi {
+    let default_kind = if let Some(w) = device.wifi() {
         crate::wifi::default_qdisc(w)
     } else if driver == Driver::Veth || device.txqueuelen == 0 {
         "noqueue"

@@ -22,6 +22,10 @@ pub struct Scenario {
     pub runs: u32,
     pub seed: u64,
     pub machine: Machine,
+    /// The device, with what only its driver has: serialized as `device` and, beside it
+    /// at the top as the scenario file has them, a NIC's or radio's `path` and `peer`
+    /// and a radio's `wifi` (see [`DriverSettings`]).
+    #[serde(flatten, serialize_with = "serialize_device")]
     pub device: Device,
     pub qdisc: QdiscSpec,
     pub consumer: Consumer,
@@ -29,16 +33,9 @@ pub struct Scenario {
     /// redirect): what arrives on the device passes this ifb's root qdisc first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingress: Option<IngressSpec>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<PathSpec>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peer: Option<PeerSpec>,
     /// `[lan]`: this host is a router and the traffic's near end is a client behind it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lan: Option<LanSpec>,
-    /// `driver = "wifi"`: the radio, its stations and the station of each traffic entry.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wifi: Option<crate::wifi::WifiSpec>,
     pub traffic: Vec<Traffic>,
     /// `[sysctl]` as given (the kernel's names and values as `sysctl` prints them); what
     /// they set is in the traffic entries' resolved keys (`sysctl.rs`).
@@ -159,7 +156,10 @@ pub enum NapiMode {
 pub struct Device {
     /// The name tc lines give this host's device (`dev eth0`): `device.name`.
     pub name: String,
-    pub driver: Driver,
+    /// `driver` with the settings only that driver has; read the kind with
+    /// [`Device::driver`], the settings by matching the variant.
+    #[serde(flatten)]
+    pub settings: DriverSettings,
     /// TX queues (veth channels); each feeds the peer's RX queue of the same index.
     pub tx_queues: u32,
     /// TX queues allocated (`ip link add ... numtxqueues N`; `dev->num_tx_queues`). A root
@@ -192,16 +192,118 @@ pub struct Device {
     /// tun backpressure: fraction of the ring consumed before the txq is woken.
     pub wake_threshold: f64,
     pub bql: Bql,
-    /// driver = "nic": the line, the offloads and the interrupt coalescing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nic: Option<NicSpec>,
 }
 
 impl Device {
+    /// `device.driver`: the kind, for the `match`es that only ask which driver it is.
+    pub fn driver(&self) -> Driver {
+        self.settings.driver()
+    }
+
+    /// A NIC's or a radio's line and what lies beyond its wire; `None` on veth and tun,
+    /// which have no wire.
+    pub fn wire(&self) -> Option<&NicWire> {
+        match &self.settings {
+            DriverSettings::Nic(w) | DriverSettings::Wifi(w, _) => Some(w),
+            DriverSettings::Veth | DriverSettings::Tun => None,
+        }
+    }
+
+    /// The NIC's line and offloads (a radio's: its receive side), if the device has one.
+    pub fn nic(&self) -> Option<&NicSpec> {
+        self.wire().map(|w| &w.nic)
+    }
+
+    /// `[wifi]`: the radio, its stations and the station of each traffic entry.
+    pub fn wifi(&self) -> Option<&crate::wifi::WifiSpec> {
+        match &self.settings {
+            DriverSettings::Wifi(_, w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The interface MTU (IP packet bytes): a NIC's `device.mtu`, else ether_setup()'s 1500.
+    pub fn mtu(&self) -> u32 {
+        self.nic().map_or(1500, |n| n.mtu)
+    }
+
     /// The L2 MTU (`psched_mtu()`: MTU + hard header), as qdiscs size quanta by it.
     pub fn mtu_l2(&self) -> u32 {
-        self.nic.as_ref().map_or(1500, |n| n.mtu) + 14
+        mtu_l2(self.mtu())
     }
+}
+
+/// `psched_mtu()`: the MTU plus the Ethernet header (ETH_HLEN).
+pub(crate) fn mtu_l2(mtu: u32) -> u32 {
+    mtu + 14
+}
+
+/// `device.driver` with the settings only that driver has. A NIC's line and far end,
+/// or a radio's stations, are reachable only through its variant, so a NIC scenario
+/// without them cannot be built and the code that drives a NIC gets them by matching,
+/// not by unwrapping an `Option`.
+///
+/// Serialized as the scenario file has it: `driver` and (NIC, radio) `nic` in
+/// `device`; `path`, `peer` and `wifi` at the top, by [`serialize_device`].
+#[derive(Clone, Debug)]
+pub enum DriverSettings {
+    Veth,
+    Tun,
+    /// A physical NIC: its line, the path beyond its wire and the far host.
+    Nic(NicWire),
+    /// An access point's radio: its receive side and the stations' side of the air (a
+    /// gigabit igb's), the far side, and mac80211 with its stations (`[wifi]`).
+    Wifi(NicWire, Box<crate::wifi::WifiSpec>),
+}
+
+impl DriverSettings {
+    pub fn driver(&self) -> Driver {
+        match self {
+            DriverSettings::Veth => Driver::Veth,
+            DriverSettings::Tun => Driver::Tun,
+            DriverSettings::Nic(_) => Driver::Nic,
+            DriverSettings::Wifi(..) => Driver::Wifi,
+        }
+    }
+}
+
+/// `device`'s keys: `driver` and, with a wire, `nic`.
+impl Serialize for DriverSettings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("driver", &self.driver())?;
+        if let DriverSettings::Nic(w) | DriverSettings::Wifi(w, _) = self {
+            m.serialize_entry("nic", &w.nic)?;
+        }
+        m.end()
+    }
+}
+
+/// The scenario's `device` and its far end beside it (`path`, `peer`, `wifi`), where
+/// the results JSON has always had them.
+fn serialize_device<S: Serializer>(d: &Device, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("device", d)?;
+    if let Some(w) = d.wire() {
+        m.serialize_entry("path", &w.path)?;
+        m.serialize_entry("peer", &w.peer)?;
+    }
+    if let Some(w) = d.wifi() {
+        m.serialize_entry("wifi", w)?;
+    }
+    m.end()
+}
+
+/// A NIC's line (`driver = "nic"`'s `device.rate`, `mtu`, `tso`, `[device.coalesce]`)
+/// and what lies beyond its wire: the path each way (`[path]`) and the far host
+/// (`[peer]`).
+#[derive(Clone, Debug)]
+pub struct NicWire {
+    pub nic: NicSpec,
+    pub path: PathSpec,
+    pub peer: PeerSpec,
 }
 
 /// Which driver's defaults and thresholds a NIC follows.

@@ -192,9 +192,9 @@ impl IdealPath {
     /// Entry `w`'s path in `scn`, with the route's `mtu` (IP bytes).
     pub fn of(scn: &Scenario, w: &WebFlows, mtu: u32) -> IdealPath {
         let lan = scn.lan.as_ref();
-        let path = scn.path.as_ref();
+        let path = scn.device.wire().map(|w| &w.path);
         let one_way_ns = path.map_or(0, |p| p.delay_ns) + w.tcp.path_delay_ns + lan.map_or(0, |l| l.delay_ns);
-        let rates = [scn.device.nic.as_ref().map(|n| n.rate_bps), path.and_then(|p| p.rate_bps), lan.map(|l| l.rate_bps).filter(|&r| r > 0)];
+        let rates = [scn.device.nic().map(|n| n.rate_bps), path.and_then(|p| p.rate_bps), lan.map(|l| l.rate_bps).filter(|&r| r > 0)];
         let rate_bps = rates.into_iter().flatten().min();
         IdealPath { one_way_ns, rate_bps, mss: (mtu - 52) as u64, frame_extra: FRAME_EXTRA }
     }

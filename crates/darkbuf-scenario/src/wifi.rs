@@ -81,30 +81,35 @@ pub struct WifiSpec {
     pub traffic_station: Vec<u16>,
 }
 
-/// `[wifi]`, `[[station]]` and the traffic's `station` keys; all are errors on another
-/// driver.
-pub(crate) fn resolve_wifi(top: &Sec<'_>, driver: Driver) -> Result<Option<WifiSpec>, Diagnostic> {
-    if driver != Driver::Wifi {
-        for k in ["wifi", "station"] {
-            if top.entry(k).is_some() {
-                return Err(top.value_err(
-                    k,
-                    format!("[{k}] describes an access point's radio: the {} driver has none", driver.name()),
-                    Some("set device.driver = \"wifi\", or remove the section".into()),
-                ));
-            }
-        }
-        for (s, _) in traffic_tables(top) {
-            if s.entry("station").is_some() {
-                return Err(s.value_err(
-                    "station",
-                    format!("`{}` names a WiFi station: the {} driver has none", s.kp("station"), driver.name()),
-                    Some("set device.driver = \"wifi\" with [[station]] entries, or remove the key".into()),
-                ));
-            }
-        }
-        return Ok(None);
+/// `[wifi]`, `[[station]]` and the traffic's `station` keys are errors on a driver other
+/// than wifi.
+pub(crate) fn refuse_wifi(top: &Sec<'_>, driver: Driver) -> Result<(), Diagnostic> {
+    if driver == Driver::Wifi {
+        return Ok(());
     }
+    for k in ["wifi", "station"] {
+        if top.entry(k).is_some() {
+            return Err(top.value_err(
+                k,
+                format!("[{k}] describes an access point's radio: the {} driver has none", driver.name()),
+                Some("set device.driver = \"wifi\", or remove the section".into()),
+            ));
+        }
+    }
+    for (s, _) in traffic_tables(top) {
+        if s.entry("station").is_some() {
+            return Err(s.value_err(
+                "station",
+                format!("`{}` names a WiFi station: the {} driver has none", s.kp("station"), driver.name()),
+                Some("set device.driver = \"wifi\" with [[station]] entries, or remove the key".into()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[wifi]`, `[[station]]` and the traffic's `station` keys (`driver = "wifi"`).
+pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
     let w = top.sub("wifi")?;
     w.check_keys(WIFI_KEYS, None)?;
     let band = w.choice("band", "5GHz", &["5GHz", "2.4GHz"])?.to_string();
@@ -119,7 +124,7 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>, driver: Driver) -> Result<Option<WifiS
         _ => return Err(w.value_err("ba_rate", format!("`wifi.ba_rate` = \"{ba_rate}\" is not a legacy basic rate"), Some("expected e.g. \"24Mbit\" or \"6Mbit\" (OFDM), \"1Mbit\" (DSSS)".into()))),
     }
     let traffic_station = traffic_stations(top, &stations)?;
-    Ok(Some(WifiSpec {
+    Ok(WifiSpec {
         band,
         queueing,
         airtime_fairness: w.boolean("airtime_fairness", true)?,
@@ -149,7 +154,7 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>, driver: Driver) -> Result<Option<WifiS
         uplink_queue_frames: w.u32("uplink_queue_frames", 1000, 1, 65536)?,
         stations,
         traffic_station,
-    }))
+    })
 }
 
 /// The `[[traffic]]` tables, with their index.

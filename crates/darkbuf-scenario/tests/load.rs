@@ -6,6 +6,14 @@ use darkbuf_model::units::Rate;
 use darkbuf_scenario::*;
 use std::path::PathBuf;
 
+/// A NIC's or radio's line and far end, which only those drivers have.
+fn wire(s: Scenario) -> NicWire {
+    match s.device.settings {
+        DriverSettings::Nic(w) | DriverSettings::Wifi(w, _) => w,
+        other => panic!("driver = {} has no wire", other.driver().name()),
+    }
+}
+
 const UDP: &str = "[[traffic]]\nkind = \"udp\"\n";
 /// A NIC device section, for the NIC-only keys.
 const NIC: &str = "[device]\ndriver = \"nic\"\n";
@@ -26,7 +34,7 @@ fn minimal_file_resolves_defaults() {
         ("seed-vm", 2, 250)
     );
     let d = &s.device;
-    assert_eq!(d.driver, Driver::Veth);
+    assert_eq!(d.driver(), Driver::Veth);
     assert_eq!(
         (d.tx_queues, d.xps_txq, d.ring_size, d.txqueuelen),
         (1, None, 256, 1000)
@@ -627,14 +635,14 @@ fn placement_keys_are_checked() {
 #[test]
 fn nic_keys_have_bounds() {
     let s = ok_set(&format!("{NIC}rate = \"1Gbit\"\n{UDP}"), &[]);
-    let n = s.device.nic.as_ref().unwrap();
+    let n = s.device.nic().unwrap();
     assert_eq!((n.model, n.rate_bps, n.mtu, n.coalesce.tx_usecs, n.coalesce.tx_frames), (NicModel::Igb, 1_000_000_000, 1500, 250, 0));
     assert_eq!((s.device.ring_size, s.device.txqueuelen, s.qdisc.kind.as_str()), (256, 1000, "pfifo_fast"));
     assert!(s.device.bql.enabled && s.device.bql.unit == BqlUnit::Byte);
     assert_eq!(s.device.napi, NapiMode::Softirq);
-    assert_eq!(s.peer.as_ref().unwrap().qdisc.kind, "pfifo_fast");
+    assert_eq!(s.device.wire().unwrap().peer.qdisc.kind, "pfifo_fast");
     let s = ok_set(&format!("{NIC}rate = \"100Gbit\"\nmtu = 9000\n{UDP}"), &[]);
-    let n = s.device.nic.as_ref().unwrap();
+    let n = s.device.nic().unwrap();
     assert_eq!((n.model, n.coalesce.tx_usecs, n.coalesce.tx_frames, s.device.ring_size), (NicModel::Mlx5, 16, 32, 1024));
     assert_eq!(s.device.mtu_l2(), 9014);
 
@@ -814,7 +822,7 @@ fn path_delay_is_a_nics_per_entry_wire_delay() {
 #[test]
 fn path_loss_is_netems_loss() {
     let nic = format!("{NIC}tso = false\n[path]\n");
-    let loss = |v: &str| ok_set(&format!("{nic}loss = {v}\n{UDP}"), &[]).path.unwrap().loss;
+    let loss = |v: &str| wire(ok_set(&format!("{nic}loss = {v}\n{UDP}"), &[])).path.loss;
     let random = |l: u32| Some(PathLoss::Random { loss: l, corr: 0 });
     assert_eq!(loss("\"1%\""), random(42_949_673));
     assert_eq!(loss("0.5"), random(21_474_836));
@@ -854,12 +862,12 @@ fn path_loss_is_netems_loss() {
     }
     let d = err(&format!("{nic}loss = true\n{UDP}"));
     assert_eq!(d.key, "path.loss");
-    let tso = ok_set(&format!("{NIC}[path]\nloss = \"1%\"\n{UDP}"), &[]);
-    assert_eq!((tso.device.nic.unwrap().tso, tso.path.unwrap().loss), (true, random(42_949_673)));
+    let tso = wire(ok_set(&format!("{NIC}[path]\nloss = \"1%\"\n{UDP}"), &[]));
+    assert_eq!((tso.nic.tso, tso.path.loss), (true, random(42_949_673)));
     // A lossless path serializes as it did before the key existed.
-    let json = serde_json::to_string(&ok_set(&format!("{nic}delay = \"5ms\"\n{UDP}"), &[]).path).unwrap();
+    let json = serde_json::to_string(&wire(ok_set(&format!("{nic}delay = \"5ms\"\n{UDP}"), &[])).path).unwrap();
     assert_eq!(json, r#"{"delay_ns":5000000}"#);
-    let json = serde_json::to_string(&ok_set(&format!("{nic}loss = \"gemodel 1%\"\n{UDP}"), &[]).path).unwrap();
+    let json = serde_json::to_string(&wire(ok_set(&format!("{nic}loss = \"gemodel 1%\"\n{UDP}"), &[])).path).unwrap();
     assert!(json.contains(r#""loss":{"model":"gemodel","p":42949673"#), "{json}");
 }
 
@@ -869,7 +877,7 @@ fn path_loss_is_netems_loss() {
 #[test]
 fn path_rate_is_a_netem_bottleneck() {
     let nic = format!("{NIC}tso = false\n[path]\n");
-    let path = |extra: &str| ok_set(&format!("{nic}{extra}{UDP}"), &[]).path.unwrap();
+    let path = |extra: &str| wire(ok_set(&format!("{nic}{extra}{UDP}"), &[])).path;
     let p = path("rate = \"20Mbit\"\n");
     assert_eq!((p.rate_bps, p.limit), (Some(20_000_000), Some(1000)));
     let p = path("rate = \"512kbit\"\nlimit = 50\n");
@@ -881,7 +889,7 @@ fn path_rate_is_a_netem_bottleneck() {
         let d = err(&format!("{nic}{bad}{UDP}"));
         assert_eq!((d.key.as_str(), d.line), (key, Some(5)), "{bad}: {d}");
     }
-    let p = ok_set(&format!("{NIC}[path]\nrate = \"20Mbit\"\n{UDP}"), &[]).path.unwrap();
+    let p = wire(ok_set(&format!("{NIC}[path]\nrate = \"20Mbit\"\n{UDP}"), &[])).path;
     assert_eq!((p.rate_bps, p.limit), (Some(20_000_000), Some(1000)));
 }
 
@@ -893,7 +901,7 @@ fn path_rate_is_a_netem_bottleneck() {
 fn path_netem_delay_keys() {
     use darkbuf_model::netem::Distribution;
     let nic = format!("{NIC}[path]\ndelay = \"10ms\"\n");
-    let path = |extra: &str| ok_set(&format!("{nic}{extra}{UDP}"), &[]).path.unwrap();
+    let path = |extra: &str| wire(ok_set(&format!("{nic}{extra}{UDP}"), &[])).path;
     let p = path("jitter = \"1ms\"\n");
     assert_eq!((p.jitter_ns, p.delay_corr, p.distribution, p.reorder), (1_000_000, 0, None, None));
     let p = path("jitter = \"2ms 25%\"\ndistribution = \"paretonormal\"\n");

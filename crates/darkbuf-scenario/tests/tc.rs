@@ -81,7 +81,7 @@ fn the_far_host_takes_tc_lines() {
         &format!("[device]\ndriver = \"nic\"\nrate = \"100mbit\"\n[peer.qdisc]\ntc = 'tc qdisc add dev eth1 root cake bandwidth 50mbit besteffort'\n{UDP}"),
         &[],
     );
-    let p = s.peer.expect("peer");
+    let p = &s.device.wire().expect("a NIC has a far host").peer;
     assert_eq!((p.qdisc.kind.as_str(), param(&p.qdisc.params, "diffserv")), ("cake", Some(&ParamValue::Str("besteffort".into()))));
 }
 

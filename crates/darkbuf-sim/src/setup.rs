@@ -35,7 +35,7 @@ use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
 use darkbuf_model::txq::NetdevQueue;
 use darkbuf_scenario::{
-    BqlUnit, Driver as DriverKind, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
+    BqlUnit, Driver as DriverKind, DriverSettings, NapiMode, QdiscSpec, RulesMatch, Scenario, Traffic, XpsSpec,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -303,7 +303,7 @@ impl<'a> Builder<'a> {
             backpressure: d.backpressure,
             xmit_ns,
             // Only a NIC can turn TSO off (`device.tso`); veth and tun keep it.
-            tso: d.nic.as_ref().map(|n| n.tso).unwrap_or(true),
+            tso: d.nic().map(|n| n.tso).unwrap_or(true),
             txhash_key: TXHASH_KEY,
             driver,
         }
@@ -332,7 +332,7 @@ impl<'a> Builder<'a> {
         netdev.bql = false;
         netdev.tso = true;
         self.devs.push(netdev);
-        let from = match self.scn.device.driver {
+        let from = match self.scn.device.driver() {
             DriverKind::Veth => {
                 // The peer's replies must arrive as packets for the hook to meet them:
                 // after the constant, on this host (`ReplyPath::Forwarded`).
@@ -356,19 +356,20 @@ impl<'a> Builder<'a> {
     /// traffic's near end moves to the client. Both NICs mirror the device's (model,
     /// MTU, TSO, ring, coalescing, BQL) at the LAN's rate, with one TX queue each.
     fn lan(&mut self, lan: &darkbuf_scenario::LanSpec) -> Result<(), SetupError> {
-        if lan.driver == DriverKind::Veth {
-            return self.veth_lan(lan);
-        }
+        // [lan] is of the device's driver: a NIC's (whose settings the LAN NICs mirror)
+        // or veth's.
+        let DriverSettings::Nic(wire) = &self.scn.device.settings else { return self.veth_lan(lan) };
+        let nic = &wire.nic;
         let client = self.host(lan.cpus);
         let client_cpu0 = self.hosts[client].cpus.start;
         let (to_router, to_client) = (LinkId::from_index(self.links.len()), LinkId::from_index(self.links.len() + 1));
         // The client's NIC, its interrupt on the client's CPU 1 (CPU 0 if it has only
         // one), as on the far host: the senders run on CPU 0 unless told otherwise.
         let cpu = client_cpu0.add(1 % lan.cpus);
-        let client_dev = self.nic_dev(lan.rate_bps, to_router, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
+        let client_dev = self.nic_dev(nic, lan.rate_bps, to_router, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
         // This host's LAN NIC: its interrupt where the device's queue 0 has its own.
         let cpu = self.irq_cpu(0);
-        let router_dev = self.nic_dev(lan.rate_bps, to_client, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
+        let router_dev = self.nic_dev(nic, lan.rate_bps, to_client, &[cpu], false, &lan.qdisc, 1, Xps::Hash)?;
         self.links.push(Link::new(router_dev, lan.delay_ns, None, 0, u32::MAX));
         self.links.push(Link::new(client_dev, lan.delay_ns, None, 0, u32::MAX));
         // This host's FIB: the far host by the measured device, the client by its LAN NIC.
@@ -385,7 +386,7 @@ impl<'a> Builder<'a> {
     /// With `[lan]` on veth the near end is the client namespace and the far end the
     /// peer namespace, which share this host's CPUs.
     fn far_hosts(&mut self) {
-        let nic = self.scn.device.nic.is_some();
+        let nic = self.scn.device.wire().is_some();
         let veth_lan = self.scn.lan.as_ref().is_some_and(|l| l.driver == DriverKind::Veth);
         let ids: Vec<SockId> = self.socks.ids().collect();
         for k in ids {
@@ -455,7 +456,7 @@ impl<'a> Builder<'a> {
         use crate::sock::SockKind;
         let entry = self.socks.iter().filter_map(|k| if let SockKind::Voip(x) = &k.kind { Some(x.entry + 1) } else { None }).max().unwrap_or(0);
         let end = self.scn.warmup_ns + self.scn.duration_ns;
-        let driver = self.scn.device.driver;
+        let driver = self.scn.device.driver();
         for call in 0..v.calls {
             let start = v.start_ns + (v.interval_ns as u128 * call as u128 / v.calls as u128) as u64;
             for (down, sends) in [(false, v.direction.sends_up()), (true, v.direction.sends_down())] {
@@ -532,7 +533,7 @@ impl<'a> Builder<'a> {
     /// Where a TCP flow's connections send from: the device, the device its ACKs come
     /// back by, the sending host's first CPU, the MTU, and whether sch_fq paces them.
     fn tcp_route(&self, f: &darkbuf_scenario::TcpFlow) -> TcpRoute {
-        let nic = self.scn.device.nic.is_some();
+        let nic = self.scn.device.wire().is_some();
         let near = self.near;
         let (dev, ack_dev, cpu0) = match (self.sends_from_far(f), self.veth_peer) {
             (false, _) => (near.dev, nic.then_some(DevId(1)), near.cpu0),
@@ -540,10 +541,10 @@ impl<'a> Builder<'a> {
             (true, Some(peer)) => (peer, Some(near.dev), near.cpu0),
             (true, None) => (DevId(1), Some(near.dev), self.hosts[HostId(1)].cpus.start),
         };
-        let mtu = self.scn.device.nic.as_ref().map_or(1500, |n| n.mtu);
+        let mtu = self.scn.device.mtu();
         // sch_fq sets SK_PACING_FQ on a socket's first packet: EDT pacing from there on.
         let spec = match dev.0 {
-            1 => self.scn.peer.as_ref().map(|p| &p.qdisc),
+            1 => self.scn.device.wire().map(|w| &w.peer.qdisc),
             0 => Some(&self.scn.qdisc),
             _ => self.scn.lan.as_ref().map(|l| &l.qdisc),
         };
@@ -571,7 +572,7 @@ impl<'a> Builder<'a> {
     /// where a download is the AP (this host) sending to its station and an upload the
     /// station sending.
     fn sends_from_far(&self, f: &darkbuf_scenario::TcpFlow) -> bool {
-        darkbuf_scenario::wifi::far_sends(self.scn.device.driver, f.direction)
+        darkbuf_scenario::wifi::far_sends(self.scn.device.driver(), f.direction)
     }
 
     /// The receiving application of a flow's connections `first..`, with a modelled
@@ -589,7 +590,7 @@ impl<'a> Builder<'a> {
         // The receiving host, and the device the data arrives at: the far host's NIC
         // for an upload over a NIC; this host's device (veth keeps its peer's rings
         // on dev 0) or a [lan] client's NIC otherwise.
-        let nic = self.scn.device.nic.is_some();
+        let nic = self.scn.device.wire().is_some();
         let (cpu0, rx_dev) = match self.sends_from_far(f) {
             false if nic => (self.hosts[HostId(1)].cpus.start, Some(DevId(1))),
             false => (self.near.cpu0, Some(DevId(0))),
@@ -633,11 +634,11 @@ impl World {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut b = Builder::new(scn, &profile, seed, rng.gen());
         b.host(scn.machine.cpus.max(2));
-        match scn.device.driver {
-            DriverKind::Veth => b.veth()?,
-            DriverKind::Tun => b.tun()?,
-            DriverKind::Nic => b.nic()?,
-            DriverKind::Wifi => b.wifi()?,
+        match &scn.device.settings {
+            DriverSettings::Veth => b.veth()?,
+            DriverSettings::Tun => b.tun()?,
+            DriverSettings::Nic(wire) => b.nic(wire)?,
+            DriverSettings::Wifi(wire, wifi) => b.wifi(wire, wifi)?,
         }
         if let Some(lan) = &scn.lan {
             b.lan(lan)?;
@@ -648,7 +649,7 @@ impl World {
             Traffic::Voip(v) => v.direction.sends_down(),
             _ => false,
         };
-        if scn.device.driver == DriverKind::Veth && scn.lan.is_none() && scn.traffic.iter().any(download) {
+        if scn.device.driver() == DriverKind::Veth && scn.lan.is_none() && scn.traffic.iter().any(download) {
             b.veth_peer = Some(b.veth_peer()?);
         }
         if let Some(i) = &scn.ingress {
@@ -668,7 +669,7 @@ impl World {
         // (On veth the router forwards from the backlog of the CPU that sent into its
         // LAN veth: the sender's, as on a host.)
         let forward_cpu = scn.lan.as_ref().filter(|l| l.driver == DriverKind::Nic).map(|_| b.irq_cpu(0).idx());
-        let measured_txq = match scn.wifi {
+        let measured_txq = match scn.device.wifi() {
             // The radio's traffic is best effort: AC BE, queue 2.
             Some(_) => (DevId(0), 2),
             None => (DevId(0), measured_queue(scn, &b.devs[DevId(0)].xps, forward_cpu)),
@@ -703,7 +704,7 @@ impl World {
             metrics: Metrics::default(),
             web,
             rng,
-            path_rng: crate::path::path_rng(seed, scn.path.as_ref()),
+            path_rng: crate::path::path_rng(seed, scn.device.wire().map(|w| &w.path)),
             stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
             noise_floor: 1.0 - profile_noise,
             noise_per_u32: 2.0 * profile_noise / 4294967296.0,

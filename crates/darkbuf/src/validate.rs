@@ -66,7 +66,7 @@ fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressu
         let mut overrides = case.set.clone();
         let probe = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         // veth's ring backpressure is the guest kernel's (6.16+), not a choice.
-        if probe.device.driver == darkbuf_scenario::Driver::Veth {
+        if probe.device.driver() == darkbuf_scenario::Driver::Veth {
             overrides.push(format!("device.backpressure={backpressure}"));
         }
         overrides.push(format!("runs={}", args.runs));

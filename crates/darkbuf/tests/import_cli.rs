@@ -92,7 +92,7 @@ fn import_reads_a_nics_vectors_and_coalescing() {
     assert!(text.contains("[device.coalesce]\nadaptive_tx = true        # igb tx-usecs 3: its dynamic ITR\nrx_usecs = 50\n"), "{text}");
     let scn = darkbuf_scenario::load(&out, &[]).unwrap_or_else(|d| panic!("{d}\n{text}"));
     assert_eq!(scn.device.irq_cpus, vec![1, 2]);
-    let nic = scn.device.nic.as_ref().expect("a NIC");
+    let nic = scn.device.nic().expect("a NIC");
     assert!(nic.coalesce.adaptive_tx);
     assert_eq!(nic.coalesce.rx_usecs, 50);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -298,7 +298,7 @@ struct Window<'a> {
 
 impl Window<'_> {
     fn veth(&self) -> bool {
-        self.scn.device.driver == Driver::Veth
+        self.scn.device.driver() == Driver::Veth
     }
 }
 
@@ -372,7 +372,7 @@ fn ping_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
         }
         return;
     }
-    let driver = w.scn.device.driver;
+    let driver = w.scn.device.driver();
     for (n, p) in j.probes.iter().enumerate() {
         let prefixes = darkbuf_report::ping_prefixes(n, pingers);
         let Some(p) = p else {

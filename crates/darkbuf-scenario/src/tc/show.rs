@@ -35,7 +35,7 @@ pub fn lines(spec: &QdiscSpec, dev: &str, tx_queues: u32, ingress: Option<(&str,
 pub fn scenario_lines(scn: &crate::schema::Scenario, peer: bool) -> Option<Vec<String>> {
     let dev = scn.device.name.as_str();
     if peer {
-        let p = scn.peer.as_ref()?;
+        let p = &scn.device.wire()?.peer;
         return Some(lines(&p.qdisc, dev, p.tx_queues, None));
     }
     let ing = scn.ingress.as_ref().map(|i| (i.ifb.as_str(), &i.qdisc));

@@ -47,7 +47,7 @@ use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
 use crate::world::World;
 use darkbuf_model::Skb;
-use darkbuf_scenario::QdiscSpec;
+use darkbuf_scenario::{NicSpec, NicWire, QdiscSpec};
 use std::collections::{BTreeMap, VecDeque};
 
 /// `MAX_SKB_FRAGS`.
@@ -681,12 +681,12 @@ pub fn rx_truesize(model: darkbuf_scenario::NicModel, len: u32, segs: u16) -> u3
 
 /// Building the device from the scenario (`World::new`).
 impl Builder<'_> {
-    /// nic: this host's NIC (dev 0), the far host and its NIC (dev 1), a link each way.
-    pub(crate) fn nic(&mut self) -> Result<(), SetupError> {
+    /// nic: this host's NIC (dev 0) with the line of `wire`, the far host and its NIC
+    /// (dev 1), a link each way.
+    pub(crate) fn nic(&mut self, wire: &NicWire) -> Result<(), SetupError> {
         let d = &self.scn.device;
-        let peer = self.scn.peer.clone().expect("driver = nic has a peer");
-        let path = self.scn.path.clone().unwrap_or_default();
-        let rate_bps = d.nic.as_ref().expect("driver = nic has its settings").rate_bps;
+        let NicWire { nic, path, peer } = wire;
+        let rate_bps = nic.rate_bps;
         let num_tx_queues = d.num_tx_queues;
         let peer_host = self.host(peer.cpus);
         let peer_cpu0 = self.hosts[peer_host].cpus.start;
@@ -694,20 +694,20 @@ impl Builder<'_> {
         let irq_cpus: Vec<CpuId> = (0..d.tx_queues).map(|i| self.irq_cpu(i)).collect();
         let xps = self.xps(self.hosts[HostId(0)].cpus.len());
         let qdisc = self.scn.qdisc.clone();
-        self.nic_dev(rate_bps, LinkId(0), &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
+        self.nic_dev(nic, rate_bps, LinkId(0), &irq_cpus, false, &qdisc, num_tx_queues, xps)?;
         // The far host's NIC: where the consumer's rules apply and its polls are the
         // napi.* metrics; its TX path (pfifo_fast unless [peer.qdisc]) sends the replies.
         let irq_cpus: Vec<CpuId> =
             (0..peer.tx_queues).map(|i| peer_cpu0.add(peer.irq_cpus[i as usize % peer.irq_cpus.len()])).collect();
         // Each way a link per distinct `path_delay` (the first the shared path's).
         let k = self.path_delays.len() as u16;
-        self.nic_dev(rate_bps, LinkId(k), &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
+        self.nic_dev(nic, rate_bps, LinkId(k), &irq_cpus, true, &peer.qdisc, peer.tx_queues, Xps::Hash)?;
         // A netem per link, each with its own state; their correlated streams start
         // from draws of their own.
         let mut init = crate::path::crnd_init_rng(self.seed);
         for to in [DevId(1), DevId(0)] {
             for extra in &self.path_delays {
-                self.links.push(Link::netem(to, path.delay_ns + extra, &path, &mut init));
+                self.links.push(Link::netem(to, path.delay_ns + extra, path, &mut init));
             }
         }
         if k > 1 {
@@ -721,13 +721,14 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// A NIC as the next device, mirroring the device's NIC settings at `rate_bps`: its
+    /// A NIC as the next device, with `spec`'s settings (the device's NIC) at `rate_bps`: its
     /// port sends on link `link`, channel i has its interrupt and NAPI on `irq_cpus[i]`
     /// (one TX queue each, under `qdisc`). The consumer's end (`consumer`) is where the
     /// consumer's rules apply and whose polls are the napi.* metrics. Returns its id.
-    #[allow(clippy::too_many_arguments)] // one per setting that differs between the NICs it builds (device, peer, LAN)
+    #[allow(clippy::too_many_arguments)] // the NIC settings, then one per setting that differs between the NICs it builds (device, peer, LAN)
     pub(crate) fn nic_dev(
         &mut self,
+        spec: &NicSpec,
         rate_bps: u64,
         link: LinkId,
         irq_cpus: &[CpuId],
@@ -736,9 +737,7 @@ impl Builder<'_> {
         num_tx_queues: u32,
         xps: Xps,
     ) -> Result<DevId, SetupError> {
-        let d = &self.scn.device;
-        let spec = d.nic.clone().expect("driver = nic has its settings");
-        let ring_size = d.ring_size;
+        let ring_size = self.scn.device.ring_size;
         let dev = DevId::from_index(self.devs.len());
         let mut nic = Nic::new(rate_bps, link, spec.model, &spec.coalesce);
         let rx = self.rx_stack(consumer);

@@ -60,6 +60,7 @@ use darkbuf_model::mac80211::{ac_from_tid, tid_from_priority};
 use darkbuf_model::qdisc::codel::{us_to_codel_time, CodelParams};
 use darkbuf_model::Skb;
 use darkbuf_scenario::wifi::{Queueing, WifiSpec};
+use darkbuf_scenario::NicWire;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -939,17 +940,16 @@ impl Wifi {
 impl Builder<'_> {
     /// wifi: the AP's radio (dev 0), the stations' host and its NIC (dev 1), the air
     /// to it (link 0) and the way back (link 1).
-    pub(crate) fn wifi(&mut self) -> Result<(), SetupError> {
-        let spec = self.scn.wifi.clone().expect("driver = wifi has [wifi]");
+    pub(crate) fn wifi(&mut self, wire: &NicWire, spec: &WifiSpec) -> Result<(), SetupError> {
         // The radio is built as a NIC (its receive side, its channels' NAPIs), then
         // takes its place with mac80211 on top.
-        self.nic()?;
+        self.nic(wire)?;
         let dev0 = std::mem::replace(&mut self.devs[DevId(0)].driver, Driver::Ifb(crate::drivers::Ifb));
         let Driver::Nic(nic) = dev0 else { unreachable!("nic() built dev 0") };
         if self.path_delays.len() > 1 {
             return Err(SetupError::Unsupported("driver = \"wifi\": [[traffic]] path_delay is not supported (one air)".into()));
         }
-        let wifi = Wifi::new(&spec, nic, LinkId(0), self.seed);
+        let wifi = Wifi::new(spec, nic, LinkId(0), self.seed);
         self.devs[DevId(0)].driver = Driver::Wifi(Box::new(wifi));
         self.reply = ReplyPath::Modelled { dev: DevId(1) };
         Ok(())
@@ -957,7 +957,7 @@ impl Builder<'_> {
 
     /// Each socket's station, from its `[[traffic]]` entry's `station`.
     pub(crate) fn wifi_stations(&mut self) {
-        let Some(spec) = &self.scn.wifi else { return };
+        let Some(spec) = self.scn.device.wifi() else { return };
         let map: Vec<u16> = self.sock_traffic.iter().map(|&t| spec.traffic_station.get(t as usize).copied().unwrap_or(0)).collect();
         if let Driver::Wifi(w) = &mut self.devs[DevId(0)].driver {
             w.sta_of_sock = map;
