@@ -8,9 +8,11 @@
 //! bounds a flood's in-flight packets when the default 212992-byte sndbuf holds fewer
 //! skbs than the ring. With `flows = N` the process sends round robin on N sockets, as
 //! the kernel backend's flood does: each has its own send buffer, and the process
-//! sleeps on the next flow's when that one is full. The enqueue verdict does not reach the sender: `udp_send_skb()` turns
-//! NET_XMIT_DROP's -ENOBUFS into success unless IP_RECVERR is set (counting
-//! `SNDBUFERRORS`), and NET_XMIT_CN is success.
+//! sleeps on the next flow's when that one is full.
+//!
+//! The enqueue verdict does not reach the sender: `udp_send_skb()` turns NET_XMIT_DROP's
+//! -ENOBUFS into success unless IP_RECVERR is set (counting `SNDBUFERRORS`), and
+//! NET_XMIT_CN is success.
 
 use crate::arena::{Destructor, Proto};
 use crate::id::{HostId, SockId, TaskId};
