@@ -304,15 +304,13 @@ impl Builder<'_> {
         for n in measured {
             self.set_napi_host(n, peer);
         }
-        let router_dev = self.veth_netif_rx_dev(&lan.qdisc, client)?;
-        let client_dev = self.veth_netif_rx_dev(&lan.qdisc, HostId(0))?;
         // The LAN pair has TSO and GSO off, as the kernel backend sets it (`ethtool -K
         // tso off gso off gro off` on both ends): the client's TCP skbs are cut into
         // frames when they leave its qdisc (`validate_xmit_skb()`), so the router
         // receives, forwards and queues frames, and a packet limit at the router
         // counts frames.
-        self.devs[router_dev].tso = false;
-        self.devs[client_dev].tso = false;
+        let router_dev = self.veth_netif_rx_dev(&lan.qdisc, client, false)?;
+        let client_dev = self.veth_netif_rx_dev(&lan.qdisc, HostId(0), false)?;
         let mut fib = vec![None; self.hosts.len()];
         fib[peer.idx()] = Some(DevId(0));
         fib[client.idx()] = Some(router_dev);
@@ -330,14 +328,12 @@ impl Builder<'_> {
     /// queue, TSO and GSO on (the kernel backend turns them off at this end only).
     pub(crate) fn veth_peer(&mut self) -> Result<DevId, SetupError> {
         let noqueue = darkbuf_scenario::QdiscSpec { kind: "noqueue".into(), params: Default::default(), child: None };
-        let dev = self.veth_netif_rx_dev(&noqueue, HostId(0))?;
-        self.devs[dev].tso = true;
-        Ok(dev)
+        self.veth_netif_rx_dev(&noqueue, HostId(0), true)
     }
 
     /// A veth end whose peer, in host `peer_host`, has no NAPI: one TX queue with
-    /// `qdisc`, no BQL, a backlog per CPU.
-    fn veth_netif_rx_dev(&mut self, qdisc: &darkbuf_scenario::QdiscSpec, peer_host: HostId) -> Result<DevId, SetupError> {
+    /// `qdisc`, no BQL, a backlog per CPU, and TSO/GSO as `tso` says (`ethtool -K`).
+    fn veth_netif_rx_dev(&mut self, qdisc: &darkbuf_scenario::QdiscSpec, peer_host: HostId, tso: bool) -> Result<DevId, SetupError> {
         let dev = DevId::from_index(self.devs.len());
         let txq_qdisc = self.qdiscs(qdisc, dev, 1, 1)?;
         let cpus = self.hosts[HostId(0)].cpus;
@@ -353,6 +349,7 @@ impl Builder<'_> {
         let driver = Driver::Veth(Veth { peer_rqs, netif_rx: true, cpu0: cpus.start });
         let mut netdev = self.netdev(vec![darkbuf_model::txq::NetdevQueue::new(None)], txq_qdisc, crate::dev::Xps::Hash, self.profile.costs.xmit_ns, driver);
         netdev.bql = false;
+        netdev.tso = tso;
         self.devs.push(netdev);
         Ok(dev)
     }

@@ -131,11 +131,12 @@ impl UdpSock {
 }
 
 impl World {
-    pub(super) fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64, u64) {
+    /// Socket `s`'s flood and its (every flow's) `sk_sndbuf`.
+    fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64) {
         let sk = &mut self.socks[s];
-        let (wmem, sndbuf) = (sk.wmem_alloc, sk.sndbuf);
+        let sndbuf = sk.sndbuf;
         match &mut sk.kind {
-            SockKind::Udp(u) => (u, wmem, sndbuf),
+            SockKind::Udp(u) => (u, sndbuf),
             _ => unreachable!("socket {s} is UDP"),
         }
     }
@@ -145,7 +146,7 @@ impl World {
     #[inline(always)]
     pub(super) fn udp_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let (u, _, sndbuf) = self.udp(s);
+        let (u, sndbuf) = self.udp(s);
         let flow_wmem = &mut u.flow_wmem[u.next_flow as usize];
         if *flow_wmem >= sndbuf {
             // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.
