@@ -54,7 +54,7 @@ use crate::load::tcpinfo::TcpInfo;
 use crate::load::{self, RcvBuf, ReceiverFlow, SenderFlow, TcpReceiverSpec, TcpReceiverStats, TcpSenderSpec, TcpSenderStats};
 use darkbuf_model::units::Rate;
 use darkbuf_report::TimeSeries;
-use darkbuf_scenario::{Cc, Direction, Driver, Scenario, TcpFlow, TcpReceiver, Traffic, Tsq};
+use darkbuf_scenario::{Cc, Direction, Drs, Driver, Scenario, TcpFlow, TcpReceiver, Traffic, Tsq};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Ipv4Addr;
@@ -165,6 +165,16 @@ pub fn kernel_tsq(kv: KernelVersion) -> Tsq {
     }
 }
 
+/// The receive autotuning that kernel `kv` runs: the v6.16 series "tcp: receive side
+/// improvements" changed it (v6.16 to v6.18 lack only `tcp_rcvbuf_low_rtt`, v6.19).
+pub fn kernel_drs(kv: KernelVersion) -> Drs {
+    if kv >= KernelVersion(6, 16, 0) {
+        Drs::V6_19
+    } else {
+        Drs::V6_15
+    }
+}
+
 /// Notes on what the scenario asked that the namespaces cannot hold per entry, or that
 /// kernel `kv` does not run.
 pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
@@ -184,6 +194,14 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
             "tcp: traffic.{i}.tsq = \"{}\", but kernel {kv} runs tsq = \"{}\" (c4221a8cc3a7, v6.16, caps paced flows too); the kernel's own applies",
             f.tsq.name(),
             running.name()
+        ));
+    }
+    let drs = kernel_drs(kv);
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.drs != drs && f.receiver != TcpReceiver::Instant) {
+        n.push(format!(
+            "tcp: traffic.{i}.drs = \"{}\", but kernel {kv} runs drs = \"{}\" (the v6.16 receive autotuning series); the kernel's own applies",
+            f.drs.name(),
+            drs.name()
         ));
     }
     if tcp.iter().any(|(_, f)| f.ecn) && tcp.iter().any(|(_, f)| !f.ecn) {

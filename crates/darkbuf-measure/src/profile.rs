@@ -71,9 +71,16 @@ pub struct Costs {
     pub tcp_rcv_ns: f64,
     /// TCP: one `recvmsg()` by a modelled receiving application, without its copy
     /// (the syscall, `lock_sock()`/`release_sock()`; an EAGAIN read costs this alone).
-    /// The copy is `tcp_copy_ns_per_kb`.
+    /// The copy is [`Costs::tcp_recv_copy_ns_per_kb`].
     #[serde(default = "default_tcp_recvmsg_ns")]
     pub tcp_recvmsg_ns: f64,
+    /// TCP: the receiving application's copy out of the receive queue
+    /// (`skb_copy_datagram_iter()` in `tcp_recvmsg_locked()`, with the skbs it frees),
+    /// per KiB. Data the NIC wrote by DMA is not in the reader's cache the way a
+    /// sender's own buffer is, so a profile may cost it apart from
+    /// `tcp_copy_ns_per_kb`; absent, it is `tcp_copy_ns_per_kb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_recv_copy_ns_per_kb: Option<f64>,
     /// TCP: the receiving application's `poll()`: per call, and per connection polled.
     #[serde(default = "default_tcp_poll_ns")]
     pub tcp_poll_ns: f64,
@@ -233,6 +240,14 @@ pub enum ProfileError {
     Invalid { path: String, msg: String, at: Option<(usize, usize)> },
 }
 
+impl Costs {
+    /// The receiving application's copy per KiB: `tcp_recv_copy_ns_per_kb`, or the
+    /// sender's `tcp_copy_ns_per_kb` when the profile does not cost it apart.
+    pub fn recv_copy_ns_per_kb(&self) -> f64 {
+        self.tcp_recv_copy_ns_per_kb.unwrap_or(self.tcp_copy_ns_per_kb)
+    }
+}
+
 impl Profile {
     /// A built-in profile by name, or a profile file by path.
     // A ProfileError is returned once, before anything runs; boxing it buys nothing.
@@ -291,6 +306,7 @@ impl Profile {
             ("tcp_copy_ns_per_kb", c.tcp_copy_ns_per_kb), ("tcp_xmit_ns", c.tcp_xmit_ns),
             ("tcp_ack_ns", c.tcp_ack_ns), ("tcp_rcv_ns", c.tcp_rcv_ns), ("fq_pkt_ns", c.fq_pkt_ns),
             ("tcp_recvmsg_ns", c.tcp_recvmsg_ns), ("tcp_poll_ns", c.tcp_poll_ns), ("tcp_poll_fd_ns", c.tcp_poll_fd_ns),
+            ("tcp_recv_copy_ns_per_kb", c.recv_copy_ns_per_kb()),
         ];
         for (k, v) in all {
             if !(v.is_finite() && (0.0..1e12).contains(&v)) {

@@ -811,6 +811,10 @@ pub struct TcpFlow {
     /// its consumer's CPU, the last one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver_cpu: Option<u32>,
+    /// The receiver's buffer autotuning (Dynamic Right-Sizing) of which kernel, for a
+    /// modelled receiver (`receiver` other than `instant`).
+    #[serde(skip_serializing_if = "Drs::is_default")]
+    pub drs: Drs,
     /// How `tcp_write_xmit()` sizes what TSQ judges, and whether it defers TSO.
     #[serde(skip_serializing_if = "WriteXmit::is_goal_tsq")]
     pub write_xmit: WriteXmit,
@@ -881,6 +885,43 @@ impl TcpReceiver {
 
     pub fn is_instant(&self) -> bool {
         *self == TcpReceiver::Instant
+    }
+}
+
+/// The receiver's Dynamic Right-Sizing (`tcp_rcv_space_adjust()`, its RTT estimate
+/// `tcp_rcv_rtt_update()`) of two kernel generations. They differ most on a path whose
+/// RTT is under a millisecond, where TCP timestamps (1 ms ticks) echo 0 ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Drs {
+    /// v6.7 to v6.15 (seed 001's kernel, February 2025): a 0 ms timestamp echo is a
+    /// 1 ms sample (`tcp_rtt_tsopt_us()`'s `if (!delta) delta = 1`), timestamp samples
+    /// are smoothed in with gain 1/8 whatever their size, and `tcp_rcv_space_adjust()`
+    /// sizes the buffer for `2 x copied + 16 x advmss` bytes per RTT, plus the growth.
+    /// So under a millisecond DRS measures what is read per millisecond.
+    #[serde(rename = "v6.15")]
+    V6_15,
+    /// The model's default: the v6.16 series "tcp: receive side improvements" (Eric
+    /// Dumazet, May 2025: "tcp: remove zero TCP TS samples for autotuning", "always seek
+    /// for minimal rtt in tcp_rcv_rtt_update()", "skip big rtt sample if receive queue
+    /// is not empty", the queue-aware `copied`, `tcp_rcvbuf_grow()` with out-of-order
+    /// data) and ecfea98b7d0d "tcp: add net.ipv4.tcp_rcvbuf_low_rtt" (v6.19).
+    #[serde(rename = "v6.19")]
+    V6_19,
+}
+
+impl Drs {
+    /// The names `drs` takes.
+    pub const NAMES: &'static [&'static str] = &["v6.15", "v6.19"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Drs::V6_15 => "v6.15",
+            Drs::V6_19 => "v6.19",
+        }
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Drs::V6_19
     }
 }
 

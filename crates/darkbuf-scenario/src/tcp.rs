@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "drs", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
@@ -90,6 +90,17 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         }
         Some(_) => Some(s.u32("receiver_cpu", 0, 0, receiver_cpus - 1)?),
     };
+    let drs = match s.choice("drs", "v6.19", Drs::NAMES)? {
+        "v6.15" => Drs::V6_15,
+        _ => Drs::V6_19,
+    };
+    if drs != Drs::V6_19 && receiver == TcpReceiver::Instant {
+        return Err(s.value_err(
+            "drs",
+            format!("`{}` tunes the receive buffer of a modelled receiver, and `receiver` = \"instant\" has none", s.kp("drs")),
+            Some("set receiver = \"poll\" or \"blocking\", or remove drs".into()),
+        ));
+    }
     let write_xmit = match s.choice("write_xmit", "goal-tsq", WriteXmit::NAMES)? {
         "kernel" => WriteXmit::Kernel,
         _ => WriteXmit::GoalTsq,
@@ -98,7 +109,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     let handshake = s.boolean("handshake", true)?;
     let max_pacing_rate = crate::resolve::opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let path_delay_ns = crate::resolve::path_delay(s, driver)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, write_xmit, lock_sock, max_pacing_rate, handshake })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, drs, write_xmit, lock_sock, max_pacing_rate, handshake })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

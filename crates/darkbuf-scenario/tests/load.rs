@@ -746,6 +746,25 @@ fn tcp_receiver_and_its_cpu() {
     assert_eq!(tcp(&nic, &[]), (TcpReceiver::Poll, Some(3)));
 }
 
+/// The receiver's autotuning by kernel: v6.19's by default, v6.15's by name; only for
+/// a modelled receiver, which has a buffer to tune.
+#[test]
+fn tcp_drs_names_its_kernel() {
+    let text = "[[traffic]]\nkind = \"tcp\"\nreceiver = \"blocking\"\n";
+    let drs = |set: &[&str]| match &ok_set(text, set).traffic[0] {
+        Traffic::Tcp(f) => f.drs,
+        _ => panic!("a tcp flow"),
+    };
+    assert_eq!(drs(&[]), Drs::V6_19);
+    assert_eq!(drs(&["traffic.0.drs=v6.15"]), Drs::V6_15);
+    let d = err(&format!("{text}drs = \"6.13\"\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.drs", Some(4)));
+    assert!(d.help.unwrap().contains("\"v6.15\", \"v6.19\""));
+    let d = err("[[traffic]]\nkind = \"tcp\"\ndrs = \"v6.15\"\n");
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.drs", Some(3)));
+    assert!(d.help.unwrap().contains("receiver = \"poll\""));
+}
+
 /// `[lan]`: a client behind this host, which routes. Its keys and bounds; only with a
 /// NIC; `[[traffic]] cpu` counts the client's CPUs.
 #[test]

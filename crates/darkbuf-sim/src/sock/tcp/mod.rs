@@ -521,7 +521,7 @@ impl TcpSock {
         }
         let mut tcp = TcpSock::new(f, (traffic_index, flow_index), ca, rcv, ack_dev, (mtu, max_tcp_header), end_ns);
         if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
-            let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32);
+            let app = recv::RcvApp::new(mss, f.rcvbuf.min(i32::MAX as u64) as u32, f.drs);
             // The SYN-ACK's window, which is never scaled.
             tcp.snd_wnd = app.buf.rcv_wnd.min(u16::MAX as u32);
             tcp.rcv.app = Some(Box::new(app));
@@ -1259,6 +1259,7 @@ pub(crate) mod tests {
             limit_output_bytes: 1 << 20,
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
+            drs: darkbuf_scenario::Drs::V6_19,
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
             lock_sock: true,
             max_pacing_rate: None,

@@ -12,6 +12,10 @@
 //! - at each read: `tcp_rcv_space_adjust()` with `tcp_rcvbuf_grow()` (DRS), and
 //!   `__tcp_cleanup_rbuf()`'s decision to send an ACK.
 //!
+//! DRS and its RTT estimate are those of v6.19 by default, or of v6.7-v6.15
+//! ([`Drs::V6_15`], the tcp_input.c of those releases: `tcp_rcv_rtt_update()`,
+//! `tcp_rtt_tsopt_us()`, `tcp_rcv_space_adjust()`).
+//!
 //! The sysctls are the kernel's defaults: `tcp_rmem[1]` = 131072 (the initial
 //! `sk_rcvbuf`), `tcp_app_win` = 31, `tcp_moderate_rcvbuf` = 1,
 //! `tcp_rcvbuf_low_rtt` = 1000 µs, `rmem_max` = 212992, no memory pressure.
@@ -45,6 +49,8 @@ const TCP_APP_WIN: u32 = 31;
 /// `tcp_rcvbuf_low_rtt` (µs).
 const TCP_RCVBUF_LOW_RTT_US: u64 = 1000;
 
+use darkbuf_scenario::Drs;
+
 /// The receiver's buffer and window state (`struct tcp_sock`'s and `struct sock`'s
 /// fields of the same names).
 #[derive(Clone, Debug)]
@@ -76,6 +82,8 @@ pub struct RcvBuf {
     rtt_seq: u32,
     rtt_time_us: u64,
     rtt_last_tsecr: Option<u32>,
+    /// Which kernel's DRS.
+    drs: Drs,
 }
 
 /// `__tcp_win_from_space()`.
@@ -93,7 +101,7 @@ impl RcvBuf {
     /// the SYN-ACK, then `tcp_init_buffer_space()` and `tcp_initialize_rcv_mss()`.
     /// `advmss` is the MSS the receiver announced, less the timestamp option (the
     /// sender's `mss_cache`); `rmem_max` is `tcp_rmem[2]`.
-    pub fn new(advmss: u32, rmem_max: u32) -> RcvBuf {
+    pub fn new(advmss: u32, rmem_max: u32, drs: Drs) -> RcvBuf {
         let rcvbuf = TCP_RMEM_DEFAULT;
         let ratio = TCP_DEFAULT_SCALING_RATIO;
         // tcp_select_initial_window(tcp_full_space(), mss, ...) with no clamp set.
@@ -140,6 +148,7 @@ impl RcvBuf {
             rtt_seq: 0,
             rtt_time_us: 0,
             rtt_last_tsecr: None,
+            drs,
         }
     }
 
@@ -207,10 +216,15 @@ impl RcvBuf {
     }
 
     /// `tcp_rcv_rtt_update()`: `sample_us` lowers the estimate, or (not `win_dep`, a
-    /// timestamp sample) is smoothed in with gain 1/8.
+    /// timestamp sample) is smoothed in with gain 1/8. v6.15 smooths every timestamp
+    /// sample in, a lower one too, and whatever the receive queue holds.
     fn rcv_rtt_update(&mut self, sample_us: u32, win_dep: bool, queue_empty: bool) {
         let old = self.rcv_rtt_us8;
         let m = sample_us.saturating_mul(8);
+        if self.drs == Drs::V6_15 && old != 0 {
+            self.rcv_rtt_us8 = if win_dep { m.min(old) } else { old - (old >> 3) + sample_us };
+            return;
+        }
         let new = if old == 0 || m < old {
             m
         } else {
@@ -239,14 +253,18 @@ impl RcvBuf {
     /// `tcp_rcv_rtt_measure_ts()`: a data skb of at least `rcv_mss` bytes echoing
     /// `tsecr` (the receiver's ms clock when it sent the ACK the sender had last seen)
     /// at `now_ms`: a sample of the RTT as the receiver sees it, in whole ms
-    /// (`TCP_TS_HZ` = 1000; 0 ms gives none).
+    /// (`TCP_TS_HZ` = 1000; 0 ms gives none, and a 1 ms sample before v6.16:
+    /// `tcp_rtt_tsopt_us()`'s `if (!delta) delta = 1`).
     pub fn rcv_rtt_measure_ts(&mut self, payload: u32, tsecr: u32, now_ms: u32, queue_empty: bool) {
         if self.rtt_last_tsecr == Some(tsecr) {
             return;
         }
         self.rtt_last_tsecr = Some(tsecr);
         if payload >= self.rcv_mss {
-            let delta = now_ms.wrapping_sub(tsecr);
+            let mut delta = now_ms.wrapping_sub(tsecr);
+            if delta == 0 && self.drs == Drs::V6_15 {
+                delta = 1;
+            }
             if delta > 0 && delta < i32::MAX as u32 / 1000 {
                 self.rcv_rtt_update(delta * 1000, false, queue_empty);
             }
@@ -361,13 +379,41 @@ impl RcvBuf {
         if time < (self.rcv_rtt_us8 >> 3) as u64 {
             return;
         }
-        let inq = rcv_nxt.wrapping_sub(self.copied_seq) as i64;
-        let copied = self.copied_seq.wrapping_sub(self.space_seq) as i64 - inq;
-        if copied > self.space as i64 {
-            self.rcvbuf_grow(copied as u32, 0);
+        let copied = self.copied_seq.wrapping_sub(self.space_seq) as i64;
+        match self.drs {
+            Drs::V6_19 => {
+                let inq = rcv_nxt.wrapping_sub(self.copied_seq) as i64;
+                if copied - inq > self.space as i64 {
+                    self.rcvbuf_grow((copied - inq) as u32, 0);
+                }
+            }
+            Drs::V6_15 if copied > self.space as i64 => self.rcv_space_grow_v6_15(copied as u32),
+            Drs::V6_15 => {}
         }
         self.space_seq = self.copied_seq;
         self.space_time_us = now_us;
+    }
+
+    /// v6.15's `tcp_rcv_space_adjust()` once `copied` bytes were read in an RTT, more
+    /// than `rcvq_space.space`: the buffer for `2 x copied + 16 x advmss`, grown by
+    /// twice the rate's relative increase, up to `tcp_rmem[2]`.
+    fn rcv_space_grow_v6_15(&mut self, copied: u32) {
+        let old = self.space.max(1) as u64;
+        let mut rcvwin = ((copied as u64) << 1) + 16 * self.advmss as u64;
+        let grow = rcvwin * (copied as u64 - old) / old;
+        rcvwin += grow << 1;
+        let rcvbuf = space_from_win(self.scaling_ratio, rcvwin).min(self.rmem_max as u64) as u32;
+        if rcvbuf > self.rcvbuf {
+            self.rcvbuf = rcvbuf;
+            self.window_clamp = win_from_space(self.scaling_ratio, rcvbuf as i64) as u32;
+        }
+        self.space = copied;
+    }
+
+    /// Whether out-of-order data grows the buffer (`tcp_data_queue_ofo()` calls
+    /// `tcp_rcvbuf_grow()` since v6.16).
+    pub fn grows_for_ooo(&self) -> bool {
+        self.drs == Drs::V6_19
     }
 
     /// `tcp_rcvbuf_grow()` to `newval` bytes per RTT, `ooo_span` bytes of
@@ -422,7 +468,7 @@ mod tests {
     /// rcv_ssthresh 64088, and the sender's snd_wnd 65160.
     #[test]
     fn the_initial_window_is_the_kernels() {
-        let b = RcvBuf::new(1448, 6 << 20);
+        let b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         assert_eq!(b.rcvbuf, 131_072);
         assert_eq!(b.rcv_wnd, 65_160); // rounddown(65536, 1448)
         assert_eq!(b.rcv_wscale, 7); // ilog2(6 MiB) - 15
@@ -437,7 +483,7 @@ mod tests {
     /// 124416, and rcv_ssthresh rises to the window last advertised (65160).
     #[test]
     fn a_full_sized_skb_sets_the_scaling_ratio_and_the_clamp() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.measure_rcv_mss(14_480, 1448, 14_480 + 768);
         assert_eq!(b.scaling_ratio, 243);
         assert_eq!(b.window_clamp, 124_416);
@@ -454,7 +500,7 @@ mod tests {
     /// window below the one advertised.
     #[test]
     fn the_window_grows_to_the_clamp_and_unread_data_would_shrink_it() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.measure_rcv_mss(14_480, 1448, 15_248);
         b.rmem_alloc = 15_248;
         // win_from_space(15248) = 14473 <= 14480: incr = max(2896, 28960).
@@ -486,7 +532,7 @@ mod tests {
     /// an MSS) the window is 0.
     #[test]
     fn a_full_buffer_closes_the_window() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.rmem_alloc = 80_000; // free (131072 - 80000) / 2 = 25536 < 64088 / 2
         assert_eq!(b.tcp_select_window_raw(), (25_472, true)); // 25536 rounded down to 199 x 128
         b.rmem_alloc = 127_000; // free 2036 < 65536 / 16
@@ -499,7 +545,7 @@ mod tests {
     /// division), and rcvbuf = 2562430 x 256 / 128 = 5124860 bytes.
     #[test]
     fn drs_grows_the_buffer_for_what_was_read_in_an_rtt() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.rcv_rtt_us8 = 10_000 * 8;
         b.space_time_us = 1;
         b.copied_seq = 100_000;
@@ -510,7 +556,7 @@ mod tests {
         assert_eq!(b.rcvbuf, 5_124_860);
         assert_eq!(b.window_clamp, 2_562_430);
         // Capped by tcp_rmem[2].
-        let mut c = RcvBuf::new(1448, 1 << 20);
+        let mut c = RcvBuf::new(1448, 1 << 20, Drs::V6_19);
         c.rcv_rtt_us8 = 80_000;
         c.copied_seq = 100_000;
         c.rcv_space_adjust(100_000, 20_000);
@@ -521,7 +567,7 @@ mod tests {
     /// the read at least doubled.
     #[test]
     fn cleanup_rbuf_acks_what_the_softirq_left() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.measure_rcv_mss(1448, 1448, 1448 + 768);
         assert!(b.cleanup_rbuf_wants_ack(4344, true, 0, 4344));
         assert!(!b.cleanup_rbuf_wants_ack(1448, true, 0, 1448));
@@ -535,7 +581,7 @@ mod tests {
     /// timestamp samples (whole ms) are smoothed in while the queue is empty.
     #[test]
     fn the_receivers_rtt_estimate() {
-        let mut b = RcvBuf::new(1448, 6 << 20);
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
         b.rcv_rtt_measure(0, 1_000); // starts a measurement to 65160
         b.rcv_rtt_measure(30_000, 2_000); // not there yet
         assert_eq!(b.rcv_rtt_us8, 0);
@@ -547,5 +593,50 @@ mod tests {
         assert_eq!(b.rcv_rtt_us8, 82_000);
         b.rcv_rtt_measure_ts(1448, 20, 20, true); // 0 ms: no sample
         assert_eq!(b.rcv_rtt_us8, 82_000);
+    }
+    /// v6.15's DRS, for the same read as above with 50,000 bytes still unread: `copied`
+    /// counts them (no queue-aware `copied`), and the window is 2 x 100000 + 16 x 1448
+    /// = 223168, grown by 2 x 223168 x (100000 - 14480) / 14480 = 2 x 1318047:
+    /// rcvwin = 2859262, rcvbuf = 2859262 x 256 / 128 = 5718524.
+    #[test]
+    fn v6_15_drs_sizes_for_twice_the_read_plus_16_segments() {
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_15);
+        b.rcv_rtt_us8 = 10_000 * 8;
+        b.space_time_us = 1;
+        b.copied_seq = 100_000;
+        b.rcv_space_adjust(150_000, 10_001);
+        assert_eq!(b.space, 100_000);
+        assert_eq!(b.rcvbuf, 5_718_524);
+        assert_eq!(b.window_clamp, 2_859_262);
+        // Reading no more than last time leaves the buffer, and starts a new measure.
+        b.copied_seq = 190_000;
+        b.rcv_space_adjust(190_000, 20_002);
+        assert_eq!((b.space, b.rcvbuf), (100_000, 5_718_524));
+        // v6.19 counts only what left the queue: 50000 here.
+        let mut c = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
+        c.rcv_rtt_us8 = 10_000 * 8;
+        c.space_time_us = 1;
+        c.copied_seq = 100_000;
+        c.rcv_space_adjust(150_000, 10_001);
+        assert_eq!(c.space, 50_000);
+    }
+
+    /// v6.15's receiver RTT: a 0 ms timestamp echo is a 1 ms sample, and a lower
+    /// timestamp sample is smoothed in rather than taken (v6.19 takes the minimum).
+    #[test]
+    fn v6_15_takes_a_zero_ms_echo_for_one_ms() {
+        let mut b = RcvBuf::new(1448, 6 << 20, Drs::V6_15);
+        b.rcv_rtt_measure_ts(1448, 20, 20, true);
+        assert_eq!(b.rcv_rtt_us8, 8_000);
+        b.rcv_rtt_measure_ts(1448, 21, 31, false); // 10 ms, queue not empty: smoothed in
+        assert_eq!(b.rcv_rtt_us8, 8_000 - 1_000 + 10_000);
+        b.rcv_rtt_measure_ts(1448, 40, 42, true); // 2 ms: smoothed in, not taken
+        assert_eq!(b.rcv_rtt_us8, 17_000 - 2_125 + 2_000);
+        let mut c = RcvBuf::new(1448, 6 << 20, Drs::V6_19);
+        c.rcv_rtt_measure_ts(1448, 20, 20, true);
+        assert_eq!(c.rcv_rtt_us8, 0);
+        c.rcv_rtt_measure_ts(1448, 21, 31, true);
+        c.rcv_rtt_measure_ts(1448, 40, 42, true);
+        assert_eq!(c.rcv_rtt_us8, 16_000);
     }
 }

@@ -110,7 +110,7 @@ impl World {
         // copies within the same syscall: its cost is the read's that follows.
         let cost = if copied > 0 || app.poll {
             let c = &self.profile.costs;
-            self.cost(c.tcp_recvmsg_ns + c.tcp_copy_ns_per_kb * copied as f64 / 1024.0)
+            self.cost(c.tcp_recvmsg_ns + c.recv_copy_ns_per_kb() * copied as f64 / 1024.0)
         } else {
             0
         };

@@ -55,9 +55,9 @@ pub struct RcvApp {
 }
 
 impl RcvApp {
-    pub fn new(advmss: u32, rmem_max: u32) -> RcvApp {
+    pub fn new(advmss: u32, rmem_max: u32, drs: darkbuf_scenario::Drs) -> RcvApp {
         RcvApp {
-            buf: RcvBuf::new(advmss, rmem_max),
+            buf: RcvBuf::new(advmss, rmem_max, drs),
             queue: VecDeque::new(),
             ack_scheduled: false,
             owned: false,
@@ -491,8 +491,10 @@ impl World {
             app.buf.rmem_alloc += info.truesize;
             app.ack_scheduled = true;
             app.buf.grow_window(payload, info.truesize);
-            let span = r.ooo.last().map_or(0, |&(_, e, _)| e.wrapping_sub(r.rcv_nxt));
-            app.buf.rcvbuf_grow(app.buf.space, span);
+            if app.buf.grows_for_ooo() {
+                let span = r.ooo.last().map_or(0, |&(_, e, _)| e.wrapping_sub(r.rcv_nxt));
+                app.buf.rcvbuf_grow(app.buf.space, span);
+            }
             r.quickack = r.quickack.max(1);
             now_ack = true;
         } else {
