@@ -417,6 +417,10 @@ impl World {
         // sk_wmem_alloc starts at, so two skbs of exactly the limit's truesize stop it.
         if wmem_alloc + 1 > limit {
             if tp.rtx.len() <= 1 {
+                // "This helps when TX completions are delayed too much": everything may
+                // be acknowledged while its completions are pending, and this skb goes
+                // on top of them. The host queues then hold what they held plus it.
+                tp.tsq_bound = tp.tsq_bound.max(wmem_alloc + truesize);
                 return false;
             }
             tp.tsq_throttled = true;
