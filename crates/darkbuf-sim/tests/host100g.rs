@@ -127,10 +127,13 @@ fn the_writers_socket_lock_keeps_one_flow_in_order() {
 /// `tp->reordering` has grown (the fix's "a lot of TCP retransmissions"). With the
 /// handshake's min RTT (microseconds), RACK's reordering window is too short to wait for
 /// any of them: every overtaken segment is retransmitted and D-SACKed. With the fix the
-/// flow stays in order. The rate is the cap either way.
+/// flow stays in order. The rate is the cap either way. With mlx5's TX DIM (the
+/// scenario's default) the model's capped flow shows no reordering from it (no
+/// retransmission, not traced further: docs/fq-100g.md), so the test runs the fixed
+/// EQE period, where it does.
 #[test]
 fn fq_fastpath_when_behind_reorders_a_throttled_flow() {
-    let capped = ["qdisc.child.kind=fq", "traffic.0.rate=50Gbit"];
+    let capped = ["qdisc.child.kind=fq", "traffic.0.rate=50Gbit", "device.coalesce.adaptive_tx=false"];
     let fixed = run("fq-100g.toml", &set(&capped));
     let before = run("fq-100g.toml", &set(&[&capped[..], &["qdisc.child.fastpath_when_behind=true"]].concat()));
     assert_eq!((m(&fixed, "tcp.reord_seen"), m(&fixed, "tcp.retrans")), (0.0, 0.0));
