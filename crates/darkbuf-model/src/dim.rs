@@ -2,7 +2,9 @@
 //! (`net_dim()`, `net_dim_decision()`, `net_dim_stats_compare()`, `net_dim_step()`,
 //! `dim_calc_stats()`, `dim_turn()`, `dim_park_on_top()`, `dim_park_tired()`) with the
 //! TX profiles of `tx_profile[]`, as mlx5e runs it per send queue
-//! (`mlx5e_handle_tx_dim()` at the end of each NAPI poll, `ethtool -C adaptive-tx on`).
+//! (`mlx5e_handle_tx_dim()` at the end of each NAPI poll, `ethtool -C adaptive-tx on`),
+//! and with the RX profiles of `rx_profile[]` per receive queue (`mlx5e_handle_rx_dim()`,
+//! `adaptive-rx on`).
 //!
 //! Every `DIM_NEVENTS` (64) completion events, DIM compares the traffic rate of the
 //! last measurement (bytes, then packets per ms, then fewer events per ms) with the
@@ -43,6 +45,33 @@ pub const TX_CQE_PROFILES: [CqModer; NUM_PROFILES] = [
     CqModer { usec: 32, pkts: 32 },
     CqModer { usec: 64, pkts: 32 },
 ];
+
+/// `NET_DIM_RX_EQE_PROFILES` and `NET_DIM_RX_CQE_PROFILES` (lib/dim/net_dim.c). mlx5e
+/// moderates RX from the CQE where the device can (`cq_period_start_from_cqe`,
+/// `mlx5e_build_nic_params()`), so it starts at 8 µs / 128 packets.
+pub const RX_EQE_PROFILES: [CqModer; NUM_PROFILES] = [
+    CqModer { usec: 1, pkts: 256 },
+    CqModer { usec: 8, pkts: 256 },
+    CqModer { usec: 64, pkts: 256 },
+    CqModer { usec: 128, pkts: 256 },
+    CqModer { usec: 256, pkts: 256 },
+];
+pub const RX_CQE_PROFILES: [CqModer; NUM_PROFILES] = [
+    CqModer { usec: 2, pkts: 256 },
+    CqModer { usec: 8, pkts: 128 },
+    CqModer { usec: 16, pkts: 64 },
+    CqModer { usec: 32, pkts: 64 },
+    CqModer { usec: 64, pkts: 64 },
+];
+
+/// `net_dim_get_rx_moderation()`.
+pub fn rx_moderation(cqe_mode: bool, ix: usize) -> CqModer {
+    if cqe_mode {
+        RX_CQE_PROFILES[ix]
+    } else {
+        RX_EQE_PROFILES[ix]
+    }
+}
 
 /// `net_dim_get_tx_moderation()`.
 pub fn tx_moderation(cqe_mode: bool, ix: usize) -> CqModer {
@@ -367,5 +396,14 @@ mod tests {
         let a = Sample { time_ns: 0, pkt_ctr: 0, byte_ctr: 0, event_ctr: 0 };
         let b = Sample { time_ns: 3_000_000, pkt_ctr: 10, byte_ctr: 15_000, event_ctr: 64 };
         assert_eq!(calc_stats(&a, &b), Some(Stats { ppms: 4, bpms: 5000, epms: 22 }));
+    }
+
+    /// The RX profiles of lib/dim/net_dim.c, and mlx5e's start: CQE mode, profile 1.
+    #[test]
+    fn rx_profiles_are_net_dims() {
+        assert_eq!(rx_moderation(true, DEF_PROFILE), CqModer { usec: 8, pkts: 128 });
+        assert_eq!(rx_moderation(true, 4), CqModer { usec: 64, pkts: 64 });
+        assert_eq!(rx_moderation(false, 2), CqModer { usec: 64, pkts: 256 });
+        assert_eq!(rx_moderation(false, 4), CqModer { usec: 256, pkts: 256 });
     }
 }

@@ -14,7 +14,7 @@ use darkbuf_model::qdisc::DevInfo;
 use darkbuf_model::units::{self, Rate};
 
 pub const NIC_KEYS: &[&str] = &["model", "rate", "mtu", "tso", "coalesce"];
-pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx", "rx_usecs", "rx_frames"];
+pub const COALESCE_KEYS: &[&str] = &["tx_usecs", "tx_frames", "cqe_mode", "adaptive_tx", "rx_usecs", "rx_frames", "adaptive_rx"];
 pub const PEER_KEYS: &[&str] = &["cpus", "tx_queues", "irq_cpus", "qdisc"];
 pub const LAN_KEYS: &[&str] = &["cpus", "rate", "delay", "qdisc"];
 
@@ -78,7 +78,7 @@ pub(crate) fn radio_nic() -> NicSpec {
         rate_bps: 1_000_000_000,
         mtu: 1500,
         tso: false,
-        coalesce: Coalesce { tx_usecs: 250, tx_frames: 0, cqe_mode: false, adaptive_tx: false, rx_usecs: 0, rx_frames: 0 },
+        coalesce: Coalesce { tx_usecs: 250, tx_frames: 0, cqe_mode: false, adaptive_tx: false, rx_usecs: 0, rx_frames: 0, adaptive_rx: false },
     }
 }
 
@@ -128,7 +128,28 @@ pub(crate) fn resolve_nic(d: &Sec<'_>) -> Result<NicSpec, Diagnostic> {
     // adaptive-rx) are not the default here: a frame interrupts at once unless set.
     let rx_usecs = c.u32("rx_usecs", 0, 0, 4095)?;
     let rx_frames = c.u32("rx_frames", 0, 0, 65535)?;
-    let coalesce = Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx, rx_usecs, rx_frames };
+    // mlx5e's RX DIM (`adaptive-rx on`, the driver's default where the device moderates
+    // CQs). igb has no adaptive-rx of its own: its dynamic ITR is one per vector.
+    let adaptive_rx = c.boolean("adaptive_rx", false)?;
+    if adaptive_rx {
+        if model == NicModel::Igb {
+            return Err(c.value_err(
+                "adaptive_rx",
+                "`device.coalesce.adaptive_rx` = true: igb has no adaptive-rx; its dynamic ITR serves both sides of a vector".into(),
+                Some("set adaptive_tx = true for igb's dynamic ITR, or model = \"mlx5\"".into()),
+            ));
+        }
+        for k in ["rx_usecs", "rx_frames"] {
+            if c.entry(k).is_some() {
+                return Err(c.value_err(
+                    k,
+                    format!("`device.coalesce.{k}` with adaptive_rx = true: RX DIM sets the period and count itself"),
+                    Some("remove the key, or set adaptive_rx = false (ethtool -C DEV adaptive-rx off rx-usecs N)".into()),
+                ));
+            }
+        }
+    }
+    let coalesce = Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx, rx_usecs, rx_frames, adaptive_rx };
     Ok(NicSpec { model, rate_bps, mtu, tso, coalesce })
 }
 

@@ -350,6 +350,11 @@ pub struct Coalesce {
     /// count trigger).
     #[serde(skip_serializing_if = "is_zero")]
     pub rx_frames: u32,
+    /// `ethtool -C adaptive-rx on` (mlx5): each receive queue's DIM sets its RX
+    /// period and count from the RX profiles (`mlx5e_handle_rx_dim()`), starting at
+    /// 8 µs / 128 packets.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive_rx: bool,
 }
 
 

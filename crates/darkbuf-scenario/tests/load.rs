@@ -674,6 +674,15 @@ fn nic_keys_have_bounds() {
     let d = err(&format!("{NIC}[device.coalesce]\nadaptive_tx = true\ntx_usecs = 50\n{UDP}"));
     assert_eq!((d.key.as_str(), d.line), ("device.coalesce.tx_usecs", Some(5)));
     assert!(d.message.contains("adaptive moderation sets the period"), "{d}");
+    // RX DIM: mlx5's, alone on the RX side.
+    let scn = ok_set(&format!("{NIC}model = \"mlx5\"\n[device.coalesce]\nadaptive_rx = true\n{UDP}"), &[]);
+    assert!(scn.device.nic().expect("a NIC").coalesce.adaptive_rx);
+    let d = err(&format!("{NIC}model = \"mlx5\"\n[device.coalesce]\nadaptive_rx = true\nrx_usecs = 8\n{UDP}"));
+    assert_eq!((d.key.as_str(), d.line), ("device.coalesce.rx_usecs", Some(6)));
+    assert!(d.message.contains("RX DIM sets the period"), "{d}");
+    let d = err(&format!("{NIC}model = \"igb\"\n[device.coalesce]\nadaptive_rx = true\n{UDP}"));
+    assert_eq!(d.key, "device.coalesce.adaptive_rx");
+    assert!(d.help.unwrap().contains("adaptive_tx = true"));
     let d = err(&format!("{NIC}[peer]\ncpus = 2\nirq_cpus = [3]\n{UDP}"));
     assert_eq!((d.key.as_str(), d.line), ("peer.irq_cpus.0", Some(5)));
     // NIC keys on another driver, and [path]/[peer] without a NIC.

@@ -72,3 +72,19 @@ fn a_routers_qdisc_is_charged_the_receive_buffers() {
     assert_eq!(used % 2304.0, 0.0, "memory_used {used} is not a whole number of 2304-byte buffers");
     assert_ne!(used % 2216.0, 0.0, "memory_used {used} is still the sender's truesize");
 }
+
+/// mlx5e's RX DIM (`adaptive_rx`): each receive queue starts at the CQE profile of 8 µs
+/// and walks the RX profiles; the far host receiving a 10 Gbit flow is moved to one of
+/// them (`peer.rx_usecs`), and without it the metric is absent. The same runs twice
+/// give the same figures.
+#[test]
+fn rx_dim_walks_the_rx_profiles() {
+    let on = run_text(LATE, &["device.coalesce.adaptive_rx=true"]);
+    let again = run_text(LATE, &["device.coalesce.adaptive_rx=true"]);
+    let off = run_text(LATE, &[]);
+    let us = m(&on, "peer.rx_usecs");
+    assert!([2.0, 8.0, 16.0, 32.0, 64.0].contains(&us), "peer.rx_usecs {us}");
+    assert_eq!(us, m(&again, "peer.rx_usecs"));
+    assert_eq!(m(&on, "tcp.goodput_mbps"), m(&again, "tcp.goodput_mbps"));
+    assert!(!off.metrics.contains_key("peer.rx_usecs"));
+}

@@ -27,6 +27,8 @@
 //! - Adaptive moderation (`adaptive_tx`): igb's dynamic ITR (`igb_update_ring_itr()`
 //!   after each poll, written at the next interrupt) and mlx5e's TX DIM (`net_dim()`
 //!   after each poll, applied at once) set each channel's period and count.
+//!   `adaptive_rx`: mlx5e's RX DIM (`mlx5e_handle_rx_dim()`) sets each channel's RX
+//!   period and count the same way, from the RX profiles in CQE mode.
 //! - The poll reclaims up to `MLX5E_TX_CQ_POLL_BUDGET` = 128 completions (the skb's
 //!   destructor runs here, on the IRQ CPU), calls `netdev_tx_completed_queue()` once
 //!   with their bytes, wakes a stopped queue once `2 * DESC_NEEDED` descriptors are
@@ -107,6 +109,22 @@ pub struct Channel {
     period_ns: u64,
     frames: u32,
     moder: Adaptive,
+    /// The RX side's moderation now: period from the first pending frame (ns) and
+    /// frame count (0 = none), and its DIM when `adaptive_rx` moves them.
+    rx_period_ns: u64,
+    rx_frames: u32,
+    rx_dim: Option<Box<RxDim>>,
+}
+
+/// mlx5e's RX DIM of one receive queue, with the queue's counters (`rq->stats`,
+/// `rq->cq.event_ctr`).
+pub struct RxDim {
+    dim: darkbuf_model::dim::Dim,
+    packets: u32,
+    bytes: u32,
+    events: u16,
+    /// Frames received over the run (which channel `peer.rx_usecs` reports).
+    total: u64,
 }
 
 /// A channel's adaptive moderation (`ethtool -C adaptive-tx on`).
@@ -182,8 +200,10 @@ pub struct Nic {
     pub tx_frames: u32,
     pub cqe_mode: bool,
     pub adaptive_tx: bool,
+    pub adaptive_rx: bool,
     /// `ethtool -C rx-usecs` (ns here) and `rx-frames`: the RX side of each channel's
-    /// interrupt; 0 ns = a frame interrupts at once.
+    /// interrupt, as set (RX DIM moves each channel's own); 0 ns = a frame interrupts at
+    /// once.
     pub rx_period_ns: u64,
     pub rx_frames: u32,
     pub model: darkbuf_scenario::NicModel,
@@ -203,6 +223,7 @@ impl Nic {
             tx_frames: c.tx_frames,
             cqe_mode: c.cqe_mode,
             adaptive_tx: c.adaptive_tx,
+            adaptive_rx: c.adaptive_rx,
             rx_period_ns: c.rx_usecs as u64 * 1000,
             rx_frames: c.rx_frames,
             model,
@@ -227,6 +248,14 @@ impl Nic {
                 (m.usec as u64 * 1000, m.pkts, Adaptive::Dim { dim: d, cqe_mode: self.cqe_mode, packets: 0, bytes: 0, events: 0 })
             }
         };
+        // RX DIM in CQE mode (cq_period_start_from_cqe), from its default profile.
+        let (rx_period_ns, rx_frames, rx_dim) = if self.adaptive_rx {
+            let m = dim::rx_moderation(true, dim::DEF_PROFILE);
+            let d = RxDim { dim: dim::Dim::new(dim::DEF_PROFILE), packets: 0, bytes: 0, events: 0, total: 0 };
+            (m.usec as u64 * 1000, m.pkts, Some(Box::new(d)))
+        } else {
+            (self.rx_period_ns, self.rx_frames, None)
+        };
         self.chans.push(Channel {
             tx: TxRing { free: ring_size, ring: VecDeque::with_capacity(ring_size as usize), done: 0, visible: 0 },
             rx: VecDeque::with_capacity(RX_RING_SIZE),
@@ -241,12 +270,22 @@ impl Nic {
             period_ns,
             frames,
             moder,
+            rx_period_ns,
+            rx_frames,
+            rx_dim,
         });
     }
 
     /// Channel `ch`'s moderation period now, µs (what `ethtool -c` shows).
     pub fn tx_usecs_now(&self, ch: usize) -> f64 {
         self.chans[ch].period_ns as f64 / 1000.0
+    }
+
+    /// With RX DIM (`adaptive_rx`), the RX period now of the channel that received the
+    /// most frames, µs (what `ethtool -c` shows for it); `None` without.
+    pub fn rx_usecs_now(&self) -> Option<f64> {
+        let busiest = self.chans.iter().filter_map(|c| c.rx_dim.as_ref().map(|d| (d.total, c.rx_period_ns))).max_by_key(|&(n, _)| n)?;
+        Some(busiest.1 as f64 / 1000.0)
     }
 
     /// Serialization time of an skb of `len` L2 bytes in `segs` frames (a TSO skb's
@@ -428,9 +467,8 @@ impl World {
     /// with RX moderation a returning ACK no longer reaps them at once.
     fn nic_rx_pending(&mut self, dev: DevId, ch: usize) {
         let now = self.now;
-        let nic = self.nic_mut(dev);
-        let (period, frames) = (nic.rx_period_ns, nic.rx_frames);
-        let c = &mut nic.chans[ch];
+        let c = &mut self.nic_mut(dev).chans[ch];
+        let (period, frames) = (c.rx_period_ns, c.rx_frames);
         if period == 0 || (frames > 0 && c.rx.len() >= frames as usize) {
             self.nic_irq(dev, ch);
             return;
@@ -474,6 +512,10 @@ impl World {
             // mlx5e_completion_event(): the CQ's event counter.
             Adaptive::Dim { events, .. } if tx => *events = events.wrapping_add(1),
             _ => {}
+        }
+        // The receive queue's CQ has its own event counter.
+        if let (Some(d), false) = (c.rx_dim.as_mut(), c.rx.is_empty()) {
+            d.events = d.events.wrapping_add(1);
         }
         let (napi, cpu) = (c.napi, c.irq_cpu);
         nic.stats.irqs += 1;
@@ -563,13 +605,17 @@ impl World {
     pub(super) fn nic_rcv_one(&mut self, dev: DevId, ch: u16) -> Option<(u32, f64)> {
         let c = &mut self.nic_mut(dev).chans[ch as usize];
         let id = c.rx.pop_front()?;
-        let is_igb = matches!(c.moder, Adaptive::Igb { .. });
-        if is_igb {
-            let len = self.pkts.get(id).len as u64;
-            if let Adaptive::Igb { itr, .. } = &mut self.nic_mut(dev).chans[ch as usize].moder {
-                itr.rx_bytes += len;
-                itr.rx_packets += 1;
-            }
+        let len = self.pkts.get(id).len;
+        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        if let Some(d) = c.rx_dim.as_mut() {
+            // rq->stats: packets and bytes as the CQEs report them.
+            d.packets = d.packets.wrapping_add(1);
+            d.bytes = d.bytes.wrapping_add(len);
+            d.total += 1;
+        }
+        if let Adaptive::Igb { itr, .. } = &mut c.moder {
+            itr.rx_bytes += len as u64;
+            itr.rx_packets += 1;
         }
         self.pkts.stamp(id, |p| &mut p.t_consume, self.now);
         Some((id, self.profile.costs.nic_rx_ns))
@@ -602,6 +648,17 @@ impl World {
                     c.period_ns = m.usec as u64 * 1000;
                     c.frames = m.pkts;
                 }
+            }
+        }
+        if let Some(d) = c.rx_dim.as_mut() {
+            // mlx5e_handle_rx_dim(), then mlx5e_rx_dim_work(): the new profile at once,
+            // and measurement restarts.
+            let sample = darkbuf_model::dim::Sample { time_ns: now, pkt_ctr: d.packets, byte_ctr: d.bytes, event_ctr: d.events };
+            if let Some(ix) = d.dim.net_dim(sample) {
+                let m = darkbuf_model::dim::rx_moderation(true, ix);
+                d.dim.net_dim(sample);
+                c.rx_period_ns = m.usec as u64 * 1000;
+                c.rx_frames = m.pkts;
             }
         }
         c.armed = true;
@@ -640,6 +697,13 @@ impl World {
             let p = peer.stats.since(&peer.base);
             m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
             m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));
+            // ethtool -c's rx-usecs at the end of the run, of the busiest receive queue.
+            if let Some(us) = peer.rx_usecs_now() {
+                m.insert("peer.rx_usecs".into(), Some(us));
+            }
+        }
+        if let Some(us) = nic.rx_usecs_now() {
+            m.insert("nic.rx_usecs".into(), Some(us));
         }
     }
 }
