@@ -147,6 +147,15 @@ impl Dim {
         }
     }
 
+    /// `net_dim()`, then the driver's work (`mlx5e_tx_dim_work()`,
+    /// `mlx5e_rx_dim_work()`) applying a new profile at once: measurement restarts from
+    /// the same sample (`DIM_START_MEASURE`). Returns the new profile index.
+    pub fn net_dim_applied(&mut self, s: Sample) -> Option<usize> {
+        let ix = self.net_dim(s)?;
+        self.net_dim(s);
+        Some(ix)
+    }
+
     /// `net_dim()`: feed the queue's counters; returns the new profile index when DIM
     /// decided to change it (the caller applies it: measurement restarts).
     pub fn net_dim(&mut self, end: Sample) -> Option<usize> {
@@ -341,10 +350,7 @@ mod tests {
             s.event_ctr = s.event_ctr.wrapping_add(DIM_NEVENTS);
             s.byte_ctr = s.byte_ctr.wrapping_add(r);
             s.pkt_ctr = s.pkt_ctr.wrapping_add(r / 1500);
-            if d.net_dim(*s).is_some() {
-                // The driver applied it; the next call starts a measurement.
-                d.net_dim(*s);
-            }
+            d.net_dim_applied(*s);
             out.push(d.profile_ix);
         }
         out

@@ -111,18 +111,11 @@ pub(crate) fn resolve_nic(d: &Sec<'_>) -> Result<NicSpec, Diagnostic> {
     // count itself, so fixed ones beside it are a contradiction.
     let adaptive_tx = c.boolean("adaptive_tx", false)?;
     if adaptive_tx {
-        for k in ["tx_usecs", "tx_frames"] {
-            if c.entry(k).is_some() {
-                return Err(c.value_err(
-                    k,
-                    format!("`device.coalesce.{k}` with adaptive_tx = true: adaptive moderation sets the period and count itself"),
-                    Some(match model {
-                        NicModel::Igb => "remove the key (igb: ethtool -C DEV tx-usecs 3 is the dynamic mode)".into(),
-                        NicModel::Mlx5 => "remove the key, or set adaptive_tx = false (ethtool -C DEV adaptive-tx off tx-usecs N)".into(),
-                    }),
-                ));
-            }
-        }
+        let help = match model {
+            NicModel::Igb => "remove the key (igb: ethtool -C DEV tx-usecs 3 is the dynamic mode)",
+            NicModel::Mlx5 => "remove the key, or set adaptive_tx = false (ethtool -C DEV adaptive-tx off tx-usecs N)",
+        };
+        no_fixed_beside_adaptive(&c, ["tx_usecs", "tx_frames"], "adaptive_tx = true: adaptive moderation", help)?;
     }
     // RX moderation. The drivers' own defaults (igb's dynamic ITR, mlx5's 8 us with
     // adaptive-rx) are not the default here: a frame interrupts at once unless set.
@@ -139,18 +132,21 @@ pub(crate) fn resolve_nic(d: &Sec<'_>) -> Result<NicSpec, Diagnostic> {
                 Some("set adaptive_tx = true for igb's dynamic ITR, or model = \"mlx5\"".into()),
             ));
         }
-        for k in ["rx_usecs", "rx_frames"] {
-            if c.entry(k).is_some() {
-                return Err(c.value_err(
-                    k,
-                    format!("`device.coalesce.{k}` with adaptive_rx = true: RX DIM sets the period and count itself"),
-                    Some("remove the key, or set adaptive_rx = false (ethtool -C DEV adaptive-rx off rx-usecs N)".into()),
-                ));
-            }
-        }
+        let help = "remove the key, or set adaptive_rx = false (ethtool -C DEV adaptive-rx off rx-usecs N)";
+        no_fixed_beside_adaptive(&c, ["rx_usecs", "rx_frames"], "adaptive_rx = true: RX DIM", help)?;
     }
     let coalesce = Coalesce { tx_usecs, tx_frames, cqe_mode, adaptive_tx, rx_usecs, rx_frames, adaptive_rx };
     Ok(NicSpec { model, rate_bps, mtu, tso, coalesce })
+}
+
+/// A fixed moderation key (`keys`, one side's period and count) set beside the flag
+/// that moves them (`what`: "adaptive_tx = true: adaptive moderation"): a contradiction,
+/// reported at the key.
+fn no_fixed_beside_adaptive(c: &Sec<'_>, keys: [&str; 2], what: &str, help: &str) -> Result<(), Diagnostic> {
+    match keys.into_iter().find(|k| c.entry(k).is_some()) {
+        Some(k) => Err(c.value_err(k, format!("`device.coalesce.{k}` with {what} sets the period and count itself"), Some(help.into()))),
+        None => Ok(()),
+    }
 }
 
 /// A NIC's line rate at `rate` in section `d` (`device.rate`, `lan.rate`): 10 Mbit/s to

@@ -641,22 +641,19 @@ impl World {
             }
             Adaptive::Dim { dim, cqe_mode, packets, bytes, events } => {
                 let sample = darkbuf_model::dim::Sample { time_ns: now, pkt_ctr: *packets, byte_ctr: *bytes, event_ctr: *events };
-                if let Some(ix) = dim.net_dim(sample) {
-                    // mlx5e_tx_dim_work(): the new profile, and measurement restarts.
+                // mlx5e_tx_dim_work(): the new profile.
+                if let Some(ix) = dim.net_dim_applied(sample) {
                     let m = darkbuf_model::dim::tx_moderation(*cqe_mode, ix);
-                    dim.net_dim(sample);
                     c.period_ns = m.usec as u64 * 1000;
                     c.frames = m.pkts;
                 }
             }
         }
         if let Some(d) = c.rx_dim.as_mut() {
-            // mlx5e_handle_rx_dim(), then mlx5e_rx_dim_work(): the new profile at once,
-            // and measurement restarts.
+            // mlx5e_handle_rx_dim(), then mlx5e_rx_dim_work(): the new profile.
             let sample = darkbuf_model::dim::Sample { time_ns: now, pkt_ctr: d.packets, byte_ctr: d.bytes, event_ctr: d.events };
-            if let Some(ix) = d.dim.net_dim(sample) {
+            if let Some(ix) = d.dim.net_dim_applied(sample) {
                 let m = darkbuf_model::dim::rx_moderation(true, ix);
-                d.dim.net_dim(sample);
                 c.rx_period_ns = m.usec as u64 * 1000;
                 c.rx_frames = m.pkts;
             }

@@ -402,12 +402,19 @@ impl RcvBuf {
         let mut rcvwin = ((copied as u64) << 1) + 16 * self.advmss as u64;
         let grow = rcvwin * (copied as u64 - old) / old;
         rcvwin += grow << 1;
+        self.rcvbuf_for_window(rcvwin);
+        self.space = copied;
+    }
+
+    /// Both generations' last step: `sk_rcvbuf` grows (never shrinks) to the buffer a
+    /// window of `rcvwin` bytes needs (`tcp_space_from_win()`), up to `tcp_rmem[2]`, and
+    /// the window clamp follows.
+    fn rcvbuf_for_window(&mut self, rcvwin: u64) {
         let rcvbuf = space_from_win(self.scaling_ratio, rcvwin).min(self.rmem_max as u64) as u32;
         if rcvbuf > self.rcvbuf {
             self.rcvbuf = rcvbuf;
             self.window_clamp = win_from_space(self.scaling_ratio, rcvbuf as i64) as u32;
         }
-        self.space = copied;
     }
 
     /// Whether out-of-order data grows the buffer (`tcp_data_queue_ofo()` calls
@@ -431,11 +438,7 @@ impl RcvBuf {
             (rcvwin << 1) * (newval as u64).saturating_sub(old as u64) / old.max(1) as u64
         };
         rcvwin += grow + ooo_span as u64;
-        let rcvbuf = space_from_win(self.scaling_ratio, rcvwin).min(self.rmem_max as u64) as u32;
-        if rcvbuf > self.rcvbuf {
-            self.rcvbuf = rcvbuf;
-            self.window_clamp = win_from_space(self.scaling_ratio, rcvbuf as i64) as u32;
-        }
+        self.rcvbuf_for_window(rcvwin);
     }
 
     /// `__tcp_cleanup_rbuf()`'s decision after a read of `copied` bytes, with an ACK
