@@ -14,9 +14,10 @@
 //! - made here: the scheduler's turn at the end of the previous send, as
 //!   `task_end_once()` leaves it (task states, the run queue's rotation when two
 //!   floods share the CPU); the flood's flow rotation, `sent` and `sndbuf_errors`;
-//!   `created` and `dropped`; the qdisc's drop ([`Qdisc::drop_arrival`]); the send's
-//!   cost, from the one random draw the full path takes, so every later draw is the
-//!   same; the clock and busy time, through `advance_inline()`;
+//!   the fates `created` and `dropped` (`Fates`); the qdisc's drop
+//!   ([`Qdisc::drop_arrival`]); the send's cost, from the one random draw the full
+//!   path takes, so every later draw is the same; the clock and busy time, through
+//!   `advance_inline()`;
 //! - cancelling out: the skb's arena slot (allocated and freed at once: the same id
 //!   comes back from the free list, so later packets' ids do not change);
 //!   `sk_wmem_alloc` (+truesize, -truesize; `sock_wfree()` wakes no one, the sender
@@ -82,23 +83,23 @@ impl World {
             let Frame::TaskEnd(ended) = *frame else { unreachable!("a TaskEnd frame") };
             // task_end_once(): the task alone on its CPU runs again, or the next one in
             // the run queue takes its turn.
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.sched.cpus[cpu];
             c.softirq_rounds = 0;
             if send.task != ended {
                 c.runnable.rotate(ended);
-                self.tasks[ended].state = TaskState::Runnable;
+                self.sched.tasks[ended].state = TaskState::Runnable;
             }
-            self.tasks[send.task].state = TaskState::Running { woken: false };
+            self.sched.tasks[send.task].state = TaskState::Running { woken: false };
             *frame = Frame::TaskEnd(send.task);
             // udp_sendmsg(), sock_alloc_skb(), __dev_queue_xmit(), kfree_skb().
             let SockKind::Udp(u) = &mut self.socks[send.sock].kind else { unreachable!("a flood") };
             u.sent_one();
             self.sock_xmit_verdict(send.sock, send.drop.verdict);
-            self.created += 1;
+            self.metrics.fate.created += 1;
             let cost = self.cost(self.profile.costs.send_ns);
-            let q = &mut self.qdiscs[send.qdisc];
+            let q = &mut self.net.qdiscs[send.qdisc];
             q.q.as_mut().expect("a qdisc").drop_arrival(send.drop);
-            self.dropped += 1;
+            self.metrics.fate.dropped += 1;
             #[cfg(test)]
             {
                 self.burst_sends += 1;
@@ -107,7 +108,7 @@ impl World {
                 if !send.starts_run {
                     return Some(Step::Continue(cost));
                 }
-                self.qdiscs[send.qdisc].running = true;
+                self.net.qdiscs[send.qdisc].running = true;
                 return Some(self.call(cpu, cost, Frame::QdiscRun { q: send.qdisc, quota: DEV_TX_WEIGHT }));
             }
             // Past the send, the run it started ends at once (`qdisc_run_step()`,
@@ -137,7 +138,7 @@ impl World {
     /// `arrival_dropped_again()` gives the new answer from that one.
     #[inline(always)]
     fn repeat_send(&self, cpu: CpuId, ended: TaskId, seen: &[Option<DroppedSend>; 2]) -> Option<Option<DroppedSend>> {
-        let task = self.cpus[cpu].runnable.front().unwrap_or(ended);
+        let task = self.sched.cpus[cpu].runnable.front().unwrap_or(ended);
         // A task in `seen` is a flood's: its socket is the one recorded with it.
         let mut same_task = seen.iter().flatten().filter(|s| s.task == task);
         let first = same_task.next()?;
@@ -145,7 +146,7 @@ impl World {
         let flow = u.next_skb().flow;
         let prev = if first.skb.flow == flow { first } else { same_task.find(|s| s.skb.flow == flow)? };
         let skb = Skb { tstamp: self.now, ..prev.skb };
-        let q = self.qdiscs[prev.qdisc].q.as_ref().expect("a qdisc");
+        let q = self.net.qdiscs[prev.qdisc].q.as_ref().expect("a qdisc");
         Some(q.arrival_dropped_again(&skb, self.now, prev.drop).map(|drop| DroppedSend { skb, drop, ..*prev }))
     }
 
@@ -155,11 +156,11 @@ impl World {
     fn next_dropped_send(&self, cpu: CpuId, ended: TaskId) -> Option<DroppedSend> {
         // First what fails soonest where no flood meets a full qdisc: a process whose
         // last send was queued.
-        let TaskKind::Proc(s) = self.tasks[ended].kind else { return None };
+        let TaskKind::Proc(s) = self.sched.tasks[ended].kind else { return None };
         if !self.socks[s].last_send_dropped {
             return None;
         }
-        let c = &self.cpus[cpu];
+        let c = &self.sched.cpus[cpu];
         if c.softirq_pending != 0 {
             return None;
         }
@@ -170,7 +171,7 @@ impl World {
         }
         let (task, sock) = match c.runnable.front() {
             None => (ended, s),
-            Some(next) => match self.tasks[next].kind {
+            Some(next) => match self.sched.tasks[next].kind {
                 TaskKind::Proc(s) if self.flood_at_full_speed(s) => (next, s),
                 _ => return None,
             },
@@ -185,8 +186,8 @@ impl World {
         let mut skb = u.next_skb();
         skb.queue_mapping = self.netdev_pick_tx(sk.dev, &skb, cpu);
         skb.tstamp = self.now;
-        let qdisc = self.devs[sk.dev].txq_qdisc[skb.queue_mapping as usize]?;
-        let q = &self.qdiscs[qdisc];
+        let qdisc = self.net.devs[sk.dev].txq_qdisc[skb.queue_mapping as usize]?;
+        let q = &self.net.qdiscs[qdisc];
         // __dev_xmit_skb(): an empty idle qdisc would hand the packet to the driver.
         if q.can_bypass && q.qlen() == 0 && !q.running {
             return None;

@@ -38,7 +38,7 @@ pub enum Event {
     NicIrqTimer(DevId, u16),
     /// The oldest packet on link `n` arrives at its far end.
     LinkArrival(LinkId),
-    /// The transmit or delivery in slot `n` of `World::deferred` is due.
+    /// The transmit or delivery in slot `n` of `Net::deferred` is due.
     Deferred(u32),
     /// Timer `kind` of TCP socket `n` (`sock::tcp::timer`) fired.
     TcpTimer(crate::id::SockId, u8),

@@ -51,7 +51,7 @@ impl World {
         if dest == here {
             return None;
         }
-        let out = self.hosts[here].fib.get(dest.idx()).copied().flatten();
+        let out = self.net.hosts[here].fib.get(dest.idx()).copied().flatten();
         debug_assert!(out.is_some(), "host {here} has no route to host {dest}");
         out
     }

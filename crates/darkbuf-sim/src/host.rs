@@ -7,7 +7,7 @@
 use crate::id::{CpuId, DevId, IdRange};
 
 pub struct Host {
-    /// The CPUs it owns (indices into `World::cpus`).
+    /// The CPUs it owns (indices into `Sched::cpus`).
     pub cpus: IdRange<CpuId>,
     /// `net.core.netdev_budget`: packets one `net_rx_action()` may poll.
     pub netdev_budget: i32,

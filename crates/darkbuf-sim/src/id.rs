@@ -68,24 +68,24 @@ macro_rules! ids {
 }
 
 ids! {
-    /// A schedulable entity: an index into `World::tasks` (a process, a NAPI kthread,
+    /// A schedulable entity: an index into `Sched::tasks` (a process, a NAPI kthread,
     /// `ksoftirqd/N`, a driver's worker).
     TaskId(u32);
-    /// A CPU: an index into `World::cpus`, numbered across hosts (a host's CPUs are a
+    /// A CPU: an index into `Sched::cpus`, numbered across hosts (a host's CPUs are a
     /// range of them, `Host::cpus`); the kernel's `smp_processor_id()` within its host.
     CpuId(u16);
-    /// A `struct net_device`: an index into `World::devs`.
+    /// A `struct net_device`: an index into `Net::devs`.
     DevId(u16);
-    /// A `struct napi_struct`: an index into `World::napis`.
+    /// A `struct napi_struct`: an index into `Net::napis`.
     NapiId(u16);
     /// A socket: an index into `World::socks`. Packets carry it as `Skb::sk` (a `u32`:
     /// the model crate knows no simulator ids).
     SockId(u32);
-    /// A qdisc instance (`struct Qdisc`): an index into `World::qdiscs`.
+    /// A qdisc instance (`struct Qdisc`): an index into `Net::qdiscs`.
     QdiscId(u16);
-    /// A host (a network namespace, or the far machine): an index into `World::hosts`.
+    /// A host (a network namespace, or the far machine): an index into `Net::hosts`.
     HostId(u16);
-    /// One direction of a wire and the path beyond it: an index into `World::links`.
+    /// One direction of a wire and the path beyond it: an index into `Net::links`.
     LinkId(u16);
 }
 

@@ -152,8 +152,35 @@ pub struct BqlTxq {
     pub completions: u64,
 }
 
+/// Every packet's fate since time 0, for the conservation check (`report.rs`): each
+/// one created is delivered, dropped, sent by a NIC (whose far end got a copy), or
+/// still inside.
+#[derive(Default)]
+pub struct Fates {
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub transmitted: u64,
+}
+
+impl Fates {
+    /// What breaks conservation with `inside` packets still in the system, if anything.
+    pub fn imbalance(&self, inside: u64) -> Option<String> {
+        (self.created != self.delivered + self.dropped + self.transmitted + inside).then(|| {
+            format!(
+                "created {} != delivered {} + dropped {} + sent by a NIC {} + queued {}",
+                self.created, self.delivered, self.dropped, self.transmitted, inside
+            )
+        })
+    }
+}
+
 #[derive(Default)]
 pub struct Metrics {
+    /// The TX queue (device, queue) the BQL and ring metrics describe.
+    pub measured_txq: (crate::id::DevId, u16),
+    /// Every packet's fate, the whole run.
+    pub fate: Fates,
     pub consumer_pkts: u64,
     /// Sum of the flood packets' one-way delays (send to delivery), ns.
     pub sink_owd_ns: u128,

@@ -64,7 +64,7 @@ pub struct Napi {
 impl World {
     /// `napi_schedule_prep()`: claim NAPI_STATE_SCHED, or note MISSED if it is taken.
     pub fn napi_schedule_prep(&mut self, n: NapiId) -> bool {
-        let napi = &mut self.napis[n];
+        let napi = &mut self.net.napis[n];
         if napi.sched {
             napi.missed = true;
             false
@@ -77,12 +77,12 @@ impl World {
     /// `__napi_schedule()`: wake the NAPI kthread (threaded) or put the NAPI on THIS
     /// CPU's poll list and raise NET_RX (softirq mode).
     pub fn napi_schedule(&mut self, cpu: CpuId, n: NapiId) {
-        let napi = &self.napis[n];
+        let napi = &self.net.napis[n];
         if napi.threaded {
             let task = napi.task;
             self.wake_task(task);
         } else {
-            self.cpus[cpu].poll_list.push_back(n);
+            self.sched.cpus[cpu].poll_list.push_back(n);
             self.raise_softirq(cpu, NET_RX_SOFTIRQ);
         }
     }
@@ -90,7 +90,7 @@ impl World {
     /// `napi_complete_done()`: with MISSED set the NAPI stays scheduled and is polled
     /// again (returns false); otherwise SCHED is cleared and the driver may re-arm.
     fn napi_complete_done(&mut self, cpu: CpuId, n: NapiId) -> bool {
-        let napi = &mut self.napis[n];
+        let napi = &mut self.net.napis[n];
         if napi.missed {
             napi.missed = false;
             self.napi_schedule(cpu, n);
@@ -120,10 +120,10 @@ impl World {
         loop {
             match *phase {
                 PollPhase::Start => {
-                    if !self.napis[ni].sched {
+                    if !self.net.napis[ni].sched {
                         // Woken without NAPI_STATE_SCHED: nothing to poll.
-                        self.cpus[cpu].ret_work = 0;
-                        self.cpus[cpu].ret_repoll = false;
+                        self.sched.cpus[cpu].ret_work = 0;
+                        self.sched.cpus[cpu].ret_repoll = false;
                         return Step::Done(0);
                     }
                     *phase = PollPhase::Rcv;
@@ -139,8 +139,8 @@ impl World {
                 }
                 PollPhase::AfterRcv => {
                     let work = *done as u32;
-                    let budget = self.napis[ni].weight;
-                    if self.measuring() && self.napis[ni].measured {
+                    let budget = self.net.napis[ni].weight;
+                    if self.measuring() && self.net.napis[ni].measured {
                         self.metrics.napi_polls += 1;
                         self.metrics.napi_work += work as u64;
                         self.metrics.hist_napi_work.record(work as u64);
@@ -152,7 +152,7 @@ impl World {
                     if work < budget && !busy {
                         // napi_complete_done(): pass the GRO list up first, then clear SCHED.
                         *phase = PollPhase::Complete;
-                        if !self.napis[ni].gro_list.is_empty() {
+                        if !self.net.napis[ni].gro_list.is_empty() {
                             return Step::Continue(self.gro_flush(cpu, n));
                         }
                     } else {
@@ -164,22 +164,22 @@ impl World {
                         self.drv_napi_rearm(cpu, n);
                     }
                     self.drv_poll_end(cpu, n);
-                    self.cpus[cpu].ret_work = *done as u32;
-                    self.cpus[cpu].ret_repoll = false;
+                    self.sched.cpus[cpu].ret_work = *done as u32;
+                    self.sched.cpus[cpu].ret_repoll = false;
                     return Step::Done(0);
                 }
                 PollPhase::FullBudget => {
                     // The driver's poll returns the budget after its tail.
                     self.drv_poll_end(cpu, n);
                     *phase = PollPhase::End;
-                    if !self.napis[ni].gro_list.is_empty() {
+                    if !self.net.napis[ni].gro_list.is_empty() {
                         // __napi_poll(): gro_normal_list() before the repoll.
                         return Step::Continue(self.gro_flush(cpu, n));
                     }
                 }
                 PollPhase::End => {
-                    self.cpus[cpu].ret_work = *done as u32;
-                    self.cpus[cpu].ret_repoll = true;
+                    self.sched.cpus[cpu].ret_work = *done as u32;
+                    self.sched.cpus[cpu].ret_repoll = true;
                     return Step::Done(0);
                 }
             }
@@ -203,7 +203,7 @@ impl World {
                 }
                 continue;
             }
-            if *done as u32 >= self.napis[ni].weight {
+            if *done as u32 >= self.net.napis[ni].weight {
                 *phase = PollPhase::AfterRcv;
                 return None;
             }
@@ -212,7 +212,7 @@ impl World {
                 return None;
             };
             *done += 1;
-            let napi = &mut self.napis[ni];
+            let napi = &mut self.net.napis[ni];
             napi.gro_list.push(id);
             if napi.gro_list.len() >= napi.gro_batch {
                 *flush_pending = true;
@@ -231,8 +231,8 @@ impl World {
     #[inline(never)]
     pub fn gro_flush(&mut self, cpu: CpuId, n: NapiId) -> u64 {
         let ni = n;
-        let mut list = std::mem::take(&mut self.napis[ni].gro_list);
-        let (rx, here) = (self.napis[ni].rx_stack, self.napis[ni].host);
+        let mut list = std::mem::take(&mut self.net.napis[ni].gro_list);
+        let (rx, here) = (self.net.napis[ni].rx_stack, self.net.napis[ni].host);
         let mut t = self.now;
         for &id in &list {
             // ip_rcv_core() orphans the skb: its sender's sndbuf is released here. With
@@ -240,7 +240,7 @@ impl World {
             // `deliver()` orphans after it. (Orphaning here otherwise, before the
             // receive cost is drawn, keeps the order of the noise draws, and so every
             // earlier result, as it was.)
-            if !self.ingress {
+            if !self.net.ingress {
                 self.skb_orphan(id);
             }
             let per_pkt = rx.cost_ns(self.pkts.get(id).proto);
@@ -248,7 +248,7 @@ impl World {
             t += self.deliver(cpu, here, id, t);
         }
         list.clear();
-        self.napis[ni].gro_list = list;
+        self.net.napis[ni].gro_list = list;
         t - self.now
     }
 }

@@ -128,7 +128,7 @@ enum Fate {
 impl World {
     /// The last bit of packet `id` left the port now: it meets the link's netem.
     pub fn link_send(&mut self, link: LinkId, id: u32) {
-        if self.links[link].loss.is_some() {
+        if self.net.links[link].loss.is_some() {
             let ecn = self.pkts.get(id).ecn;
             match self.path_fate(link, ecn) {
                 Fate::Lost => {
@@ -140,7 +140,7 @@ impl World {
             }
         }
         let frames = (self.pkts.get(id).segs as u32).max(1);
-        let l = &mut self.links[link];
+        let l = &mut self.net.links[link];
         if l.is_delay_line() {
             let at = self.now + l.delay_ns;
             l.frames += frames;
@@ -156,8 +156,8 @@ impl World {
     /// netem's loss draw for a frame with IP ECN bits `ecn`, counted in the metrics:
     /// `loss_event()`, then with `ecn` `INET_ECN_set_ce()`, which fails on Not-ECT.
     fn path_fate(&mut self, link: LinkId, ecn: u8) -> Fate {
-        let l = &mut self.links[link];
-        let (Some(rng), Some(loss)) = (self.path_rng.as_deref_mut(), l.loss.as_mut()) else {
+        let l = &mut self.net.links[link];
+        let (Some(rng), Some(loss)) = (self.rand.path.as_deref_mut(), l.loss.as_mut()) else {
             return Fate::Pass;
         };
         if !loss.loss_event(rng) {
@@ -182,7 +182,7 @@ impl World {
     #[inline]
     fn netem_enqueue(&mut self, link: LinkId, id: u32, frames: u32, t: u64) -> bool {
         let len = self.pkts.get(id).len as u64;
-        let l = &mut self.links[link];
+        let l = &mut self.net.links[link];
         if l.frames >= l.limit {
             // "sch->q.qlen >= sch->limit" drops the arrival.
             if self.measuring() {
@@ -193,7 +193,7 @@ impl World {
         l.frames += frames;
         let mut delay = l.delay_ns as i64;
         if let Some(d) = l.delay.as_deref_mut() {
-            let rng = self.path_rng.as_deref_mut().expect("a netem with a jitter or reordering has the path's stream");
+            let rng = self.rand.path.as_deref_mut().expect("a netem with a jitter or reordering has the path's stream");
             if d.reorder_now(rng) {
                 l.head.push_front((t, id));
                 if self.measuring() {
@@ -234,10 +234,10 @@ impl World {
     pub fn link_send_frames(&mut self, link: LinkId, id: u32, end_ps: u64, rate_bps: u64) {
         let info = *self.pkts.get(id);
         let n = info.segs as u32;
-        let mss = self.tcp(info.sock).mss();
+        let mss = self.socks.tcp(info.sock).mss();
         let wire_ps = |bytes: u64| bytes * 8_000_000_000_000 / rate_bps;
         let start_ps = end_ps - wire_ps((info.len + n * WIRE_OVERHEAD) as u64);
-        let singles = self.links[link].rate != 0 || self.links[link].delay.is_some();
+        let singles = self.net.links[link].rate != 0 || self.net.links[link].delay.is_some();
         // The run being merged: its first byte's offset, its frames, their ECN bits,
         // the end of its last frame (ns); and whether `id` has been used for a piece.
         let (mut run_off, mut run_frames, mut run_ecn, mut run_end) = (0u32, 0u32, info.ecn, 0u64);
@@ -248,7 +248,7 @@ impl World {
             let t = (start_ps + wire_ps(wire_bytes)).div_ceil(1000);
             let fate = self.path_fate(link, info.ecn);
             let ecn = if fate == Fate::Marked { Skb::ECN_CE } else { info.ecn };
-            let l = &self.links[link];
+            let l = &self.net.links[link];
             let full = fate != Fate::Lost && !singles && l.frames + run_frames >= l.limit;
             if full && self.measuring() {
                 self.metrics.path_limit_drops += 1;
@@ -294,7 +294,7 @@ impl World {
             ..*info
         };
         let pid = if *id_used {
-            self.created += 1;
+            self.metrics.fate.created += 1;
             self.pkts.alloc(p)
         } else {
             *id_used = true;
@@ -309,7 +309,7 @@ impl World {
     /// `Event::LinkArrival`: the packet netem dequeues next arrives at its device: one
     /// reordered to the head first, else the tfifo's earliest.
     pub fn link_arrival(&mut self, link: LinkId) {
-        let l = &mut self.links[link];
+        let l = &mut self.net.links[link];
         let (at, id) = l.head.pop_front().or_else(|| l.in_flight.pop()).expect("an arrival per packet sent");
         debug_assert!(at <= self.now, "every packet on a link arrives at its time to send or later");
         let to = l.to;

@@ -24,7 +24,7 @@ impl World {
     /// Every printout of this run, by the command line that prints it.
     pub(crate) fn printouts(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
-        if !self.qdiscs.is_empty() {
+        if !self.net.qdiscs.is_empty() {
             let name = self.dev_name(DevId(0));
             out.insert(format!("tc -s qdisc show dev {name}"), self.tc_qdisc_show(DevId(0)));
         }
@@ -41,14 +41,14 @@ impl World {
 
     /// The interface name a user would type for device `dev`.
     fn dev_name(&self, dev: DevId) -> &'static str {
-        self.devs[dev].driver.ifname()
+        self.net.devs[dev].driver.ifname()
     }
 
     /// `tc -s qdisc show dev DEV` at the end of the run: counters since the qdisc was
     /// created (the whole run, warmup included, as tc shows them). mq lists its children
     /// from the last TX queue down, as the kernel dumps them; packets count segments.
     fn tc_qdisc_show(&self, dev: DevId) -> String {
-        let d = &self.devs[dev];
+        let d = &self.net.devs[dev];
         let mut s = String::new();
         let mut children: Vec<(usize, QdiscId)> = Vec::new();
         for (txq, q) in d.txq_qdisc.iter().enumerate() {
@@ -60,7 +60,7 @@ impl World {
         }
         let mq = children.len() > 1;
         if mq {
-            let qs: Vec<&QdiscInst> = children.iter().map(|(_, q)| &self.qdiscs[*q]).collect();
+            let qs: Vec<&QdiscInst> = children.iter().map(|(_, q)| &self.net.qdiscs[*q]).collect();
             let sum = |f: &dyn Fn(&QdiscInst) -> u64| qs.iter().map(|q| f(q)).sum::<u64>();
             let _ = writeln!(s, "qdisc mq 0: root ");
             tc_counters(
@@ -74,7 +74,7 @@ impl World {
             );
         }
         for &(txq, qi) in children.iter().rev() {
-            let q = &self.qdiscs[qi];
+            let q = &self.net.qdiscs[qi];
             let Some(algo) = q.q.as_ref() else { continue };
             // A root on a single-queue device also shows its reference count.
             let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root refcnt 2".to_string() };
@@ -147,7 +147,7 @@ impl World {
     /// change whether `skb->ooo_okay` was set (`@ooo_okay_during_flip`). The old queue
     /// of a socket without one prints as 65535 (`NO_QUEUE_MAPPING`).
     fn queue_change_maps(&self) -> String {
-        let last = self.devs[DevId(0)].txqs.len().saturating_sub(1) as u16;
+        let last = self.net.devs[DevId(0)].txqs.len().saturating_sub(1) as u16;
         let old_name = |o: i32| if o < 0 { 65535 } else { o };
         let mut s = String::new();
         let mut by_key: BTreeMap<(u16, i32), Vec<(u16, u64)>> = BTreeMap::new();
@@ -232,7 +232,7 @@ fn adaptive(mut v: f64, base: f64, units: [&str; 5]) -> String {
 /// locally administered `02:00:00:00:00:NN`.
 impl World {
     pub(crate) fn wifi_printouts(&self, dev: DevId, out: &mut BTreeMap<String, String>) {
-        let w = self.wifi(dev);
+        let w = self.net.wifi(dev);
         let name = self.dev_name(dev);
         out.insert(format!("iw dev {name} station dump"), self.iw_station_dump(dev));
         let phy = "/sys/kernel/debug/ieee80211/phy0";
@@ -264,7 +264,7 @@ impl World {
     /// throughput); iw prints only the attributes present. `tx duration` / `rx duration`
     /// are the airtime sums mac80211 keeps for airtime fairness (absent on the old path).
     fn iw_station_dump(&self, dev: DevId) -> String {
-        let w = self.wifi(dev);
+        let w = self.net.wifi(dev);
         let now_ms = self.now / 1_000_000;
         let mut s = String::new();
         for (i, st) in w.stations.iter().enumerate() {
@@ -307,7 +307,7 @@ impl World {
     /// station's TID has a BlockAck session (from its first frame, not on VO). NO-AMSDU
     /// depends on the station's ADDBA response and is left out.
     fn debugfs_sta_aqm(&self, dev: DevId, sta: usize) -> String {
-        let w = self.wifi(dev);
+        let w = self.net.wifi(dev);
         let Mac::FqMac { fq, cparams, slow_cparams, .. } = &w.mac else { return String::new() };
         let rate = w.stations[sta].rate;
         let mut s = String::new();

@@ -2,7 +2,7 @@
 
 use crate::setup::SetupError;
 use crate::id::DevId;
-use crate::world::World;
+use crate::world::{Net, World};
 use crate::metrics::SERIES;
 use crate::dev::sch::TcCounters;
 use crate::dev::NetDev;
@@ -34,28 +34,39 @@ pub fn simulate(scn: &Scenario, profile: &Profile, seed: u64) -> Result<(RunReco
     Ok(w.finish(seed))
 }
 
+impl Net {
+    /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
+    pub fn in_system(&self) -> u64 {
+        let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
+        let d: u64 = self.devs.ids().map(|d| self.drv_held(d)).sum();
+        let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
+        let l: u64 = self.links.iter().map(|l| l.held() as u64).sum();
+        let x = self.deferred.iter().flatten().filter(|d| !matches!(d, crate::dev::Deferred::Cancelled)).count() as u64;
+        q + d + g + l + x
+    }
+}
 
 impl World {
     /// The device whose TX queue the BQL and ring metrics describe.
     fn measured_dev(&self) -> &NetDev {
-        &self.devs[self.measured_txq.0]
+        &self.net.devs[self.metrics.measured_txq.0]
     }
 
     /// Whether the measured path has a NAPI receive side (veth; a tun's consumer is
     /// its reader or vhost-net).
     fn has_measured_napi(&self) -> bool {
-        self.napis.iter().any(|n| n.measured)
+        self.net.napis.iter().any(|n| n.measured)
     }
 
     /// The qdiscs of this host's device (`tc -s qdisc show dev DEV` here), not the
     /// peer's.
     fn host_qdiscs(&self) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
-        self.dev_qdiscs(self.measured_txq.0)
+        self.dev_qdiscs(self.metrics.measured_txq.0)
     }
 
     /// The qdiscs of device `dev`.
     fn dev_qdiscs(&self, dev: crate::id::DevId) -> impl Iterator<Item = &crate::dev::sch::QdiscInst> {
-        self.qdiscs.iter().filter(move |q| q.dev == dev)
+        self.net.qdiscs.iter().filter(move |q| q.dev == dev)
     }
 
     /// The qdisc algorithms' xstats by tc's names, summed over this host's qdiscs
@@ -63,7 +74,7 @@ impl World {
     /// per-qdisc times of `XstatKind::Mean` averaged over the qdiscs that sent in the
     /// window (all of them if none did).
     fn qdisc_xstats(&self) -> BTreeMap<&'static str, f64> {
-        self.dev_qdisc_xstats(self.measured_txq.0)
+        self.dev_qdisc_xstats(self.metrics.measured_txq.0)
     }
 
     /// [`Self::qdisc_xstats`] of device `dev`'s qdiscs.
@@ -100,13 +111,13 @@ impl World {
 
     /// One sample of the time series (`Event::Sample`), re-armed every `sample_interval`.
     pub fn sample(&mut self) {
-        let (dev, txq) = self.measured_txq;
+        let (dev, txq) = self.metrics.measured_txq;
         // The device's BQL as `bql.*` defines it: the largest queue's limit, the
         // in-flight units of all its queues.
-        let dqls = self.devs[dev].txqs.iter().filter_map(|q| q.dql.as_ref());
+        let dqls = self.net.devs[dev].txqs.iter().filter_map(|q| q.dql.as_ref());
         let (limit, inflight) = dqls.fold((0, 0), |(l, i), d| (l.max(d.limit as u64), i + d.inflight() as u64));
         let backlog: u64 = self.host_qdiscs().map(|q| q.qlen() as u64).sum();
-        let ring = self.drv_ring_len(dev, txq) as u64;
+        let ring = self.net.drv_ring_len(dev, txq) as u64;
         self.sample_pie();
         let m = &mut self.metrics;
         m.series_t.push(self.now);
@@ -122,9 +133,9 @@ impl World {
     /// The pie series' sample: this host's pie qdiscs brought up to date (their timer
     /// runs lazily) and averaged. Nothing without pie.
     fn sample_pie(&mut self) {
-        let (dev, now) = (self.measured_txq.0, self.now);
+        let (dev, now) = (self.metrics.measured_txq.0, self.now);
         let (mut prob, mut delay, mut n) = (0.0, 0.0, 0u32);
-        for q in self.qdiscs.iter_mut().filter(|q| q.dev == dev) {
+        for q in self.net.qdiscs.iter_mut().filter(|q| q.dev == dev) {
             let Some(a) = q.q.as_mut() else { continue };
             if a.pie_vars().is_none() {
                 continue;
@@ -153,7 +164,7 @@ impl World {
             let t_ms: Vec<f64> = mt.series_t.iter().map(|&t| ms(t)).collect();
             for ((name, unit), values) in SERIES.iter().zip(&mt.series) {
                 let bql = name.starts_with("bql.");
-                if (bql && !self.measured_dev().bql) || (*name == "qdisc.backlog_pkts" && self.qdiscs.is_empty()) {
+                if (bql && !self.measured_dev().bql) || (*name == "qdisc.backlog_pkts" && self.net.qdiscs.is_empty()) {
                     continue;
                 }
                 out.insert(
@@ -220,23 +231,9 @@ impl World {
         out
     }
 
-    /// Packets still inside the modelled system (qdiscs, requeue slots, rings, GRO lists).
-    fn in_system(&self) -> u64 {
-        let q: u64 = self.qdiscs.iter().map(|q| q.qlen() as u64).sum();
-        let d: u64 = self.devs.ids().map(|d| self.drv_held(d)).sum();
-        let g: u64 = self.napis.iter().map(|n| n.gro_list.len() as u64).sum();
-        let l: u64 = self.links.iter().map(|l| l.held() as u64).sum();
-        let x = self.deferred.iter().flatten().filter(|d| !matches!(d, crate::dev::Deferred::Cancelled)).count() as u64;
-        q + d + g + l + x
-    }
-
     fn check_invariants(&mut self) {
-        let inside = self.in_system();
-        if self.created != self.delivered + self.dropped + self.transmitted + inside {
-            let detail = format!(
-                "created {} != delivered {} + dropped {} + sent by a NIC {} + queued {}",
-                self.created, self.delivered, self.dropped, self.transmitted, inside
-            );
+        let inside = self.net.in_system();
+        if let Some(detail) = self.metrics.fate.imbalance(inside) {
             self.finding("every packet is delivered, dropped or still queued", detail);
         }
         if self.pkts.live() != inside {
@@ -246,7 +243,7 @@ impl World {
         // dev_watchdog(): a queue stopped for longer than watchdog_timeo (5 s) is stuck.
         let timeo = 5 * self.cfg.hz as u64;
         let jiffies = self.jiffies();
-        let queues = self.devs.iter().flat_map(|d| d.txqs.iter().enumerate());
+        let queues = self.net.devs.iter().flat_map(|d| d.txqs.iter().enumerate());
         let stuck: Vec<String> = queues
             .filter(|(_, q)| q.xmit_stopped() && jiffies > q.trans_start + timeo)
             .map(|(i, q)| format!("txq {i} stopped (state {:#x}) since jiffy {}, now {jiffies}", q.state, q.trans_start))
@@ -280,12 +277,12 @@ impl World {
         self.rr_metrics(&mut out);
         let (start, end) = (self.cfg.start, self.cfg.end);
         self.xps_metrics(&mut out);
-        let squeeze: u64 = self.cpus.iter().map(|c| c.time_squeeze).sum();
+        let squeeze: u64 = self.sched.cpus.iter().map(|c| c.time_squeeze).sum();
         out.set("softnet.time_squeeze", squeeze as f64);
         self.cpu_metrics(&mut out);
-        if self.stalls.enabled() {
-            let window = (end - start) as f64 * self.cpus.len() as f64;
-            out.set("cpu.stalled_pct", 100.0 * self.stalls.total_ns as f64 / window);
+        if self.sched.stalls.enabled() {
+            let window = (end - start) as f64 * self.sched.cpus.len() as f64;
+            out.set("cpu.stalled_pct", 100.0 * self.sched.stalls.total_ns as f64 / window);
         }
         let mt = &self.metrics;
         let mut histograms = BTreeMap::new();
@@ -310,14 +307,14 @@ impl World {
     fn cpu_metrics(&self, out: &mut Out) {
         let (start, end) = (self.cfg.start, self.cfg.end);
         let pct = |ns: u64| 100.0 * ns as f64 / (end - start) as f64;
-        for (h, host) in self.hosts.iter().enumerate() {
+        for (h, host) in self.net.hosts.iter().enumerate() {
             let prefix = match h {
                 0 => "cpu",
                 1 => "peer.cpu",
                 _ => "lan.cpu",
             };
             for (n, i) in host.cpus.iter().enumerate() {
-                let c = &self.cpus[i];
+                let c = &self.sched.cpus[i];
                 let mut put = |what: &str, ns: u64| {
                     out.m.insert(format!("{prefix}.{n}.{what}"), Some(pct(ns)));
                 };
@@ -351,7 +348,7 @@ impl World {
 
     /// Where the way has a wire (a NIC, a link): its serialization and the way back.
     fn wire_keys(&self) -> &'static [&'static str] {
-        if self.links.is_empty() {
+        if self.net.links.is_empty() {
             &[]
         } else {
             &["wait_wire_ms", "wait_return_ms"]
@@ -381,7 +378,7 @@ impl World {
             out.set(&k("wait_ring_ms"), ms(avg(&|p| p.wait_ring)));
             out.set(&k("wait_consumer_ms"), ms(avg(&|p| p.wait_consumer)));
             // veth, tun: the way back is the profile's constant, and there is no wire.
-            if !self.links.is_empty() {
+            if !self.net.links.is_empty() {
                 out.set(&k("wait_wire_ms"), ms(avg(&|p| p.wait_wire)));
                 out.set(&k("wait_return_ms"), ms(avg(&|p| p.wait_return)));
             }
@@ -430,7 +427,7 @@ impl World {
 
     /// Qdisc counters, as `tc -s qdisc` shows the root (mq: the sum of its children).
     fn qdisc_metrics(&self, out: &mut Out) {
-        if self.qdiscs.is_empty() {
+        if self.net.qdiscs.is_empty() {
             for k in ["qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits", "qdisc.backlog_avg_pkts"] {
                 out.none(k, "no qdisc: the device runs noqueue");
             }
@@ -456,7 +453,7 @@ impl World {
     /// ingress shaping.
     fn ingress_metrics(&self, out: &mut Out) {
         // Host 0 is this host, whose device is measured (setup.rs's `ifb()`).
-        let Some((ifb, _)) = self.hosts.iter().next().and_then(|h| h.ingress) else { return };
+        let Some((ifb, _)) = self.net.hosts.iter().next().and_then(|h| h.ingress) else { return };
         let window: Vec<(TcCounters, TcCounters)> = self.dev_qdiscs(ifb).map(|q| (q.tc_counters(), q.base)).collect();
         let sum = |f: &dyn Fn(&TcCounters) -> u64| -> f64 { window.iter().map(|(now, base)| f(now) - f(base)).sum::<u64>() as f64 };
         out.set("ingress.qdisc.sent_pkts", sum(&|c| c.sent_pkts));
@@ -472,7 +469,7 @@ impl World {
     /// counters of each child that saw traffic in the window, as the seed reads them
     /// off `tc -s qdisc` queue by queue (`qdisc.txq.N.*`).
     fn qdisc_txq_metrics(&self, out: &mut Out) {
-        let d = &self.devs[DevId(0)];
+        let d = &self.net.devs[DevId(0)];
         let per_queue = d.txq_qdisc.len() > 1 && d.txq_qdisc.windows(2).all(|w| w[0] != w[1]);
         if !per_queue {
             return;
@@ -480,7 +477,7 @@ impl World {
         const PER_QUEUE_XSTATS: &[&str] = &["throttled", "flows_plimit", "unthrottle_latency_ns", "fastpath_packets"];
         for (txq, qi) in d.txq_qdisc.iter().enumerate() {
             let Some(qi) = qi else { continue };
-            let q = &self.qdiscs[*qi];
+            let q = &self.net.qdiscs[*qi];
             let (now, base) = (q.tc_counters(), q.base);
             let sent = now.sent_pkts - base.sent_pkts;
             let drops = now.drops - base.drops;
@@ -570,19 +567,19 @@ impl World {
             out.set("napi.full_budget_polls", mt.napi_full_budget as f64);
         }
         out.set("ring.drops", mt.ring_drops as f64);
-        if self.links.iter().any(|l| l.loss.is_some()) {
+        if self.net.links.iter().any(|l| l.loss.is_some()) {
             out.set("path.drops", mt.path_drops as f64);
         }
-        if self.links.iter().any(|l| l.ecn) {
+        if self.net.links.iter().any(|l| l.ecn) {
             out.set("path.marks", mt.path_marks as f64);
         }
-        if self.links.iter().any(|l| l.delay.as_ref().is_some_and(|d| d.gap != 0)) {
+        if self.net.links.iter().any(|l| l.delay.as_ref().is_some_and(|d| d.gap != 0)) {
             out.set("path.reordered", mt.path_reordered as f64);
         }
-        if self.links.iter().any(|l| l.limit != u32::MAX) {
+        if self.net.links.iter().any(|l| l.limit != u32::MAX) {
             out.set("path.limit_drops", mt.path_limit_drops as f64);
         }
-        if self.qdiscs.iter().any(|q| q.netem) {
+        if self.net.qdiscs.iter().any(|q| q.netem) {
             out.set("netem.corrupt_drops", mt.netem_corrupt_drops as f64);
         }
         // noqueue only: packets __dev_queue_xmit() dropped because the driver would not take them.

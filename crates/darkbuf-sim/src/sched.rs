@@ -15,12 +15,12 @@ impl World {
     /// `wake_up_process()`: make a sleeping task runnable on its CPU (a wake-up that
     /// arrives while it runs is remembered).
     pub fn wake_task(&mut self, ti: TaskId) {
-        let t = &mut self.tasks[ti];
+        let t = &mut self.sched.tasks[ti];
         match t.state {
             TaskState::Sleeping => {
                 t.state = TaskState::Runnable;
                 let (cpu, preempt) = (t.cpu, t.wake_preempt);
-                let c = &mut self.cpus[cpu];
+                let c = &mut self.sched.cpus[cpu];
                 if preempt {
                     c.runnable.push_front(ti);
                 } else {
@@ -34,15 +34,9 @@ impl World {
         }
     }
 
-    /// `ksoftirqd/<cpu>`'s task.
-    #[inline]
-    pub(crate) fn ksoftirqd(&self, cpu: CpuId) -> TaskId {
-        TaskId(self.ksoftirqd_base.0 + cpu.0 as u32)
-    }
-
     /// A task's timer fired (a socket's next send is due): wake it.
     pub(crate) fn task_timer(&mut self, ti: TaskId) {
-        if let TaskKind::Proc(s) = self.tasks[ti].kind {
+        if let TaskKind::Proc(s) = self.sched.tasks[ti].kind {
             self.sock_timer(s);
         }
         self.wake_task(ti);
@@ -55,11 +49,11 @@ impl World {
     /// the stack in memory.
     pub(crate) fn cpu_run(&mut self, cpu: CpuId) {
         let ci = cpu;
-        self.current_cpu = cpu;
+        self.sched.current_cpu = cpu;
         'idle: loop {
-            let Some(mut top) = self.cpus[ci].frames.pop() else {
+            let Some(mut top) = self.sched.cpus[ci].frames.pop() else {
                 if !self.pick_next(cpu) {
-                    self.cpus[ci].busy = false;
+                    self.sched.cpus[ci].busy = false;
                     return;
                 }
                 continue;
@@ -68,7 +62,7 @@ impl World {
                 let step = self.step(cpu, &mut top);
                 let (cost, empty) = match step {
                     Step::Continue(c) => (c, false),
-                    Step::Done(c) => match self.cpus[ci].frames.pop() {
+                    Step::Done(c) => match self.sched.cpus[ci].frames.pop() {
                         Some(f) => {
                             top = f;
                             (c, false)
@@ -76,23 +70,23 @@ impl World {
                         None => (c, true),
                     },
                     Step::Call(c) => {
-                        self.cpus[ci].frames.push(top);
-                        top = self.cpus[ci].call;
+                        self.sched.cpus[ci].frames.push(top);
+                        top = self.sched.cpus[ci].call;
                         (c, false)
                     }
                     Step::Softirqs => {
-                        self.cpus[ci].frames.push(top);
+                        self.sched.cpus[ci].frames.push(top);
                         self.push_softirqs(cpu);
-                        top = self.cpus[ci].frames.pop().expect("softirq frame");
+                        top = self.sched.cpus[ci].frames.pop().expect("softirq frame");
                         (0, false)
                     }
                 };
                 if !self.advance_inline(cpu, cost) {
                     if self.now >= self.cfg.start {
-                        self.cpus[ci].busy_ns += cost;
+                        self.sched.cpus[ci].busy_ns += cost;
                     }
                     if !empty {
-                        self.cpus[ci].frames.push(top);
+                        self.sched.cpus[ci].frames.push(top);
                     }
                     self.events.push(self.now + cost, crate::event::Event::Cpu(cpu));
                     return;
@@ -120,7 +114,7 @@ impl World {
             return false;
         }
         if self.now >= self.cfg.start {
-            self.cpus[cpu].busy_ns += cost;
+            self.sched.cpus[cpu].busy_ns += cost;
         }
         self.now = next;
         true
@@ -128,7 +122,7 @@ impl World {
 
     /// Nothing on the stack: run pending softirqs or the next runnable task.
     fn pick_next(&mut self, cpu: CpuId) -> bool {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if c.softirq_pending != 0 {
             self.push_softirqs(cpu);
             return true;
@@ -136,9 +130,9 @@ impl World {
         let Some(ti) = c.runnable.pop_front() else { return false };
         c.softirq_rounds = 0;
         c.frames.push(Frame::TaskEnd(ti));
-        self.tasks[ti].state = TaskState::Running { woken: false };
+        self.sched.tasks[ti].state = TaskState::Running { woken: false };
         if let Some(f) = self.unit_frame(ti) {
-            self.cpus[cpu].frames.push(f);
+            self.sched.cpus[cpu].frames.push(f);
         }
         true
     }
@@ -146,7 +140,7 @@ impl World {
     /// The first frame of a task's unit of work (ksoftirqd has none: its `TaskEnd` runs
     /// the pending softirqs).
     fn unit_frame(&self, ti: TaskId) -> Option<Frame> {
-        match self.tasks[ti].kind {
+        match self.sched.tasks[ti].kind {
             TaskKind::Proc(s) => Some(Frame::SendMsg(s)),
             TaskKind::NapiThread(n) => {
                 Some(Frame::NapiPoll { napi: n, phase: PollPhase::Start, done: 0, flush_pending: false })
@@ -181,7 +175,7 @@ impl World {
                 // A sendmsg that did not start the qdisc: TaskEnd again after it.
                 Step::Continue(c) => c,
                 Step::Call(c) => {
-                    let Frame::QdiscRun { q, mut quota } = self.cpus[cpu].call else {
+                    let Frame::QdiscRun { q, mut quota } = self.sched.cpus[cpu].call else {
                         return Step::Call(c);
                     };
                     if !self.advance_inline(cpu, c) {
@@ -205,7 +199,7 @@ impl World {
     /// start the next sendmsg in place when there is one.
     #[inline(always)]
     fn task_end_once(&mut self, cpu: CpuId, ti: TaskId, frame: &mut Frame) -> Step {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if c.softirq_pending != 0 {
             if c.softirq_rounds == 0 {
                 c.softirq_burst_start = self.now;
@@ -215,15 +209,15 @@ impl World {
                 return Step::Softirqs;
             }
             // Too long in softirq: leave the rest to ksoftirqd.
-            self.wake_task(self.ksoftirqd(cpu));
+            self.wake_task(self.sched.ksoftirqd(cpu));
         }
-        let kind = self.tasks[ti].kind;
+        let kind = self.sched.tasks[ti].kind;
         let runnable = self.task_wants_cpu(cpu, ti, kind);
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if runnable && c.runnable.is_empty() && c.softirq_pending == 0 && kind != TaskKind::Ksoftirqd {
             // Alone on its CPU: the scheduler would pick this task again at once, so
             // start its next unit here (what pick_next() would do, without the round trip).
-            self.tasks[ti].state = TaskState::Running { woken: false };
+            self.sched.tasks[ti].state = TaskState::Running { woken: false };
             c.softirq_rounds = 0;
             return self.start_unit(cpu, ti, frame);
         }
@@ -231,7 +225,7 @@ impl World {
         // process's next sendmsg, do it here, in place (the same effects at the same
         // time, one dispatch instead of three).
         let next = match c.runnable.front() {
-            Some(next) if c.softirq_pending == 0 => match self.tasks[next].kind {
+            Some(next) if c.softirq_pending == 0 => match self.sched.tasks[next].kind {
                 TaskKind::Proc(s) => Some((next, s)),
                 _ => None,
             },
@@ -244,10 +238,10 @@ impl World {
             (None, true) => c.runnable.push_back(ti),
             (None, false) => {}
         }
-        self.tasks[ti].state = if runnable { TaskState::Runnable } else { TaskState::Sleeping };
+        self.sched.tasks[ti].state = if runnable { TaskState::Runnable } else { TaskState::Sleeping };
         if let Some((next, s)) = next {
-            self.tasks[next].state = TaskState::Running { woken: false };
-            self.cpus[cpu].softirq_rounds = 0;
+            self.sched.tasks[next].state = TaskState::Running { woken: false };
+            self.sched.cpus[cpu].softirq_rounds = 0;
             *frame = Frame::TaskEnd(next);
             return self.send_msg(cpu, s);
         }
@@ -260,12 +254,12 @@ impl World {
         match kind {
             TaskKind::Proc(s) => self.sock_wants_cpu(s),
             TaskKind::NapiThread(_) => {
-                self.cpus[cpu].ret_repoll
-                    || matches!(self.tasks[ti].state, TaskState::Running { woken: true })
+                self.sched.cpus[cpu].ret_repoll
+                    || matches!(self.sched.tasks[ti].state, TaskState::Running { woken: true })
             }
             TaskKind::DevWorker { dev, queue } => self.dev_worker_wants_cpu(dev, queue),
             TaskKind::TcpReader { first, n } => self.tcp_reader_wants_cpu(first, n),
-            TaskKind::Ksoftirqd => self.cpus[cpu].softirq_pending != 0,
+            TaskKind::Ksoftirqd => self.sched.cpus[cpu].softirq_pending != 0,
         }
     }
 
@@ -284,7 +278,7 @@ impl World {
     /// dispatcher pushes it.
     #[inline(always)]
     pub(crate) fn call(&mut self, cpu: CpuId, cost: u64, frame: Frame) -> Step {
-        self.cpus[cpu].call = frame;
+        self.sched.cpus[cpu].call = frame;
         Step::Call(cost)
     }
 
@@ -298,7 +292,7 @@ impl World {
                 Step::Continue(c) => Step::Done(c),
                 Step::Call(c) => {
                     // A tail call: the qdisc run replaces the sendmsg.
-                    *frame = self.cpus[cpu].call;
+                    *frame = self.sched.cpus[cpu].call;
                     Step::Continue(c)
                 }
                 _ => unreachable!("a sendmsg continues or calls the qdisc run"),
@@ -342,7 +336,7 @@ impl World {
     #[inline]
     fn softirq_enter(&mut self, cpu: CpuId, started: bool) {
         if !started {
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.sched.cpus[cpu];
             c.softirq_mark = c.busy_ns;
         }
     }
@@ -350,7 +344,7 @@ impl World {
     #[inline]
     fn softirq_exit(&mut self, cpu: CpuId, step: Step, vector: usize) -> Step {
         if let Step::Done(cost) = step {
-            let c = &mut self.cpus[cpu];
+            let c = &mut self.sched.cpus[cpu];
             // The last step's own cost is booked after it returns.
             let spent = c.busy_ns - c.softirq_mark + if self.now >= self.cfg.start { cost } else { 0 };
             c.softirq_ns[vector] += spent;

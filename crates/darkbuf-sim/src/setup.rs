@@ -30,7 +30,7 @@ use crate::path::Link;
 use darkbuf_measure::Profile;
 use crate::sock::ping::ReplyPath;
 use crate::sock::{PingSock, UdpSock};
-use crate::world::{initial_jiffies, msecs_to_jiffies, usecs_to_jiffies, Config, World};
+use crate::world::{initial_jiffies, msecs_to_jiffies, usecs_to_jiffies, Config, Net, Rand, Sched, Scratch, Sockets, World};
 use darkbuf_model::dql::Dql;
 use darkbuf_model::qdisc::{self, DevInfo};
 use darkbuf_model::txq::NetdevQueue;
@@ -684,47 +684,36 @@ impl World {
             now: 0,
             cfg,
             events: EventQueue::new(ncpu),
-            cpus: cpus.collect(),
-            ksoftirqd_base,
             jiffy_cache: std::cell::Cell::new((0, jiffies0)),
-            tasks: b.tasks,
-            hosts: b.hosts,
-            devs: b.devs,
-            qdiscs: b.qdiscs,
-            napis: b.napis,
-            socks: b.socks,
-            links: b.links,
-            sock_link: b.sock_link,
-            forwarding: scn.lan.is_some(),
-            ingress: scn.ingress.is_some(),
-            deferred: Vec::new(),
+            sched: Sched {
+                cpus: cpus.collect(),
+                tasks: b.tasks,
+                ksoftirqd_base,
+                current_cpu: CpuId(0),
+                stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
+            },
+            net: Net {
+                hosts: b.hosts,
+                devs: b.devs,
+                qdiscs: b.qdiscs,
+                napis: b.napis,
+                links: b.links,
+                forwarding: scn.lan.is_some(),
+                ingress: scn.ingress.is_some(),
+                deferred: Vec::new(),
+            },
+            socks: Sockets::new(b.socks, b.sock_link, web),
             pkts: Arena::with_capacity(4096),
-            measured_txq,
-            current_cpu: CpuId(0),
-            metrics: Metrics::default(),
-            web,
-            rng,
-            path_rng: crate::path::path_rng(seed, scn.device.wire().map(|w| &w.path)),
-            stalls: crate::stall::Stalls::new(&profile.stalls, seed, ncpu),
-            noise_floor: 1.0 - profile_noise,
-            noise_per_u32: 2.0 * profile_noise / 4294967296.0,
+            metrics: Metrics { measured_txq, ..Metrics::default() },
+            rand: Rand::new(rng, crate::path::path_rng(seed, scn.device.wire().map(|w| &w.path)), profile_noise),
+            scratch: Scratch::new(MAX_BULK),
             profile,
-            drops: Vec::with_capacity(64),
-            bulk: Vec::with_capacity(MAX_BULK),
-            gso_scratch: Vec::with_capacity(MAX_BULK),
-            stack_ops: Vec::new(),
-            gso_scratch2: Vec::new(),
-            unsend_scratch: Vec::new(),
-            created: 0,
-            delivered: 0,
-            dropped: 0,
-            transmitted: 0,
             #[cfg(test)]
             burst_sends: 0,
             #[cfg(test)]
             drop_bursts: true,
         };
-        w.metrics.bql_txq = vec![Default::default(); w.devs[measured_txq.0].txqs.len()];
+        w.metrics.bql_txq = vec![Default::default(); w.net.devs[measured_txq.0].txqs.len()];
         w.check_ids();
         w.start(&pingers);
         for (at, task) in starts {
@@ -737,14 +726,14 @@ impl World {
     /// Time 0: runnable processes start in task order on their CPUs, and the first
     /// events are queued.
     fn start(&mut self, pingers: &[(SockId, u64)]) {
-        for ti in self.tasks.ids() {
-            let t = self.tasks[ti];
+        for ti in self.sched.tasks.ids() {
+            let t = self.sched.tasks[ti];
             if t.state == TaskState::Runnable {
-                self.cpus[t.cpu].runnable.push_back(ti);
+                self.sched.cpus[t.cpu].runnable.push_back(ti);
             }
         }
-        for c in self.cpus.ids() {
-            if !self.cpus[c].runnable.is_empty() {
+        for c in self.sched.cpus.ids() {
+            if !self.sched.cpus[c].runnable.is_empty() {
                 self.cpu_kick(c, 0);
             }
         }
@@ -760,7 +749,7 @@ impl World {
         // A pinger's first probe comes at a random phase within its interval, so runs
         // with different seeds sample differently (and pingers are not in step).
         for &(s, interval) in pingers {
-            let phase = self.rng.gen_range(0..interval);
+            let phase = self.rand.rng.gen_range(0..interval);
             let task = self.socks[s].task;
             self.events.push(phase, Event::TaskTimer(task));
         }

@@ -23,13 +23,13 @@ fn list_splice_tail_init<T>(src: &mut VecDeque<T>, dst: &mut VecDeque<T>) {
 impl World {
     /// `raise_softirq()` on `cpu` (always the CPU executing the caller).
     pub fn raise_softirq(&mut self, cpu: CpuId, bit: u8) {
-        self.cpus[cpu].softirq_pending |= bit;
+        self.sched.cpus[cpu].softirq_pending |= bit;
     }
 
     /// `__do_softirq()`: clear the pending bits and push their handlers (NET_TX runs
     /// before NET_RX, and NET_RX before TASKLET, by softirq number).
     pub fn push_softirqs(&mut self, cpu: CpuId) {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         let pending = std::mem::take(&mut c.softirq_pending);
         if pending & TASKLET_SOFTIRQ != 0 {
             c.frames.push(Frame::SockWork { started: false });
@@ -45,14 +45,14 @@ impl World {
     /// `net_tx_action()`: splice the output queue, then `qdisc_run()` each qdisc.
     #[inline(never)]
     pub fn net_tx_action(&mut self, cpu: CpuId, started: &mut bool) -> Step {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         if !*started {
             *started = true;
             list_splice_tail_init(&mut c.output_queue, &mut c.tx_local);
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         let Some(qi) = c.tx_local.pop_front() else { return Step::Done(0) };
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         q.sched = false;
         if q.running {
             // Another CPU runs it and will drain it (qdisc_run_begin() fails).
@@ -70,28 +70,28 @@ impl World {
         let ci = cpu;
         if !*started {
             *started = true;
-            let host = &self.hosts[self.cpus[ci].host];
+            let host = &self.net.hosts[self.sched.cpus[ci].host];
             let (budget, budget_jiffies) = (host.netdev_budget, host.netdev_budget_jiffies);
             let time_limit = self.jiffies() + budget_jiffies;
-            let c = &mut self.cpus[ci];
+            let c = &mut self.sched.cpus[ci];
             c.rx_budget = budget;
             c.rx_time_limit = time_limit;
             list_splice_tail_init(&mut c.poll_list, &mut c.rx_local);
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
         if let Some(n) = awaiting.take() {
-            let c = &mut self.cpus[ci];
+            let c = &mut self.sched.cpus[ci];
             c.rx_budget -= c.ret_work as i32;
             if c.ret_repoll {
                 c.rx_repoll.push_back(n);
             }
-            let c = &self.cpus[ci];
+            let c = &self.sched.cpus[ci];
             if c.rx_budget <= 0 || self.jiffies() >= c.rx_time_limit {
-                self.cpus[ci].time_squeeze += 1;
+                self.sched.cpus[ci].time_squeeze += 1;
                 return self.net_rx_action_end(cpu);
             }
         }
-        match self.cpus[ci].rx_local.pop_front() {
+        match self.sched.cpus[ci].rx_local.pop_front() {
             Some(n) => {
                 *awaiting = Some(n);
                 self.call(cpu, 0, Frame::NapiPoll { phase: PollPhase::Start, flush_pending: false, napi: n, done: 0 })
@@ -101,7 +101,7 @@ impl World {
     }
 
     fn net_rx_action_end(&mut self, cpu: CpuId) -> Step {
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.sched.cpus[cpu];
         // poll_list = unpolled ++ newly scheduled ++ repoll.
         let mut newly = std::mem::take(&mut c.poll_list);
         let mut list = std::mem::take(&mut c.rx_local);

@@ -14,7 +14,7 @@
 //! One cubic flow into htb at 100 Mbit sits on a half-cwnd plateau until a few
 //! milliseconds of delay let it be cwnd-limited once (docs/tcp-small-fifo.md).
 //!
-//! Stalls draw from their own seeded stream (not `World::rng`), one Poisson process
+//! Stalls draw from their own seeded stream (not `Rand::rng`), one Poisson process
 //! per CPU: with or without stalls, every cost draw of the model is the same draw.
 
 use crate::id::CpuId;
@@ -72,11 +72,11 @@ impl Stalls {
 impl World {
     /// Time 0: each CPU's first stall.
     pub(crate) fn stalls_start(&mut self) {
-        if !self.stalls.enabled() {
+        if !self.sched.stalls.enabled() {
             return;
         }
-        for c in 0..self.cpus.len() {
-            let at = self.stalls.next_gap();
+        for c in 0..self.sched.cpus.len() {
+            let at = self.sched.stalls.next_gap();
             self.events.push(at, Event::Stall(CpuId::from_index(c)));
         }
     }
@@ -85,15 +85,15 @@ impl World {
     /// stall's length; an idle CPU takes up work after it (`cpu_kick()`). The next
     /// stall is queued.
     pub(crate) fn cpu_stall(&mut self, cpu: CpuId) {
-        let d = self.stalls.length();
+        let d = self.sched.stalls.length();
         if !self.events.postpone_cpu(cpu, d) {
-            self.stalls.until[cpu.idx()] = self.now + d;
+            self.sched.stalls.until[cpu.idx()] = self.now + d;
         }
         if self.measuring() {
-            self.stalls.total_ns += d;
+            self.sched.stalls.total_ns += d;
         }
         // A rare class may put the next one past any run's end.
-        let at = self.now.saturating_add(self.stalls.next_gap());
+        let at = self.now.saturating_add(self.sched.stalls.next_gap());
         self.events.push(at, Event::Stall(cpu));
     }
 }

@@ -149,22 +149,22 @@ impl crate::world::World {
     pub(crate) fn check_ids(&self) {
         use crate::cpu::TaskKind;
         use crate::id::DevId;
-        let ncpu = self.cpus.len();
-        for h in &self.hosts {
+        let ncpu = self.sched.cpus.len();
+        for h in &self.net.hosts {
             assert!(h.cpus.end.idx() <= ncpu, "host CPUs {:?} beyond {ncpu}", h.cpus);
             for dev in h.fib.iter().flatten() {
-                self.devs.check(*dev, "route device");
+                self.net.devs.check(*dev, "route device");
             }
         }
-        for c in self.cpus.ids() {
-            self.tasks.check(self.ksoftirqd(c), "ksoftirqd task");
+        for c in self.sched.cpus.ids() {
+            self.sched.tasks.check(self.sched.ksoftirqd(c), "ksoftirqd task");
         }
-        for t in &self.tasks {
-            self.cpus.check(t.cpu, "task CPU");
+        for t in &self.sched.tasks {
+            self.sched.cpus.check(t.cpu, "task CPU");
             match t.kind {
                 TaskKind::Proc(s) => self.socks.check(s, "task socket"),
-                TaskKind::NapiThread(n) => self.napis.check(n, "task NAPI"),
-                TaskKind::DevWorker { dev, .. } => self.devs.check(dev, "task device"),
+                TaskKind::NapiThread(n) => self.net.napis.check(n, "task NAPI"),
+                TaskKind::DevWorker { dev, .. } => self.net.devs.check(dev, "task device"),
                 TaskKind::TcpReader { first, n } => {
                     for s in first.run(n).iter() {
                         self.socks.check(s, "reader socket");
@@ -173,30 +173,30 @@ impl crate::world::World {
                 TaskKind::Ksoftirqd => {}
             }
         }
-        for n in &self.napis {
-            self.tasks.check(n.task, "NAPI task");
-            self.devs.check(n.dev, "NAPI device");
+        for n in &self.net.napis {
+            self.sched.tasks.check(n.task, "NAPI task");
+            self.net.devs.check(n.dev, "NAPI device");
         }
         for s in &self.socks {
-            self.tasks.check(s.task, "socket task");
-            self.devs.check(s.dev, "socket device");
+            self.sched.tasks.check(s.task, "socket task");
+            self.net.devs.check(s.dev, "socket device");
             if let crate::sock::SockKind::Tcp(t) = &s.kind {
                 self.tcp_check_ids(t);
             }
         }
-        for q in &self.qdiscs {
-            self.devs.check(q.dev, "qdisc device");
-            self.cpus.check(q.watchdog_cpu, "qdisc watchdog CPU");
+        for q in &self.net.qdiscs {
+            self.net.devs.check(q.dev, "qdisc device");
+            self.sched.cpus.check(q.watchdog_cpu, "qdisc watchdog CPU");
         }
-        for (dev, d) in self.devs.iter().enumerate() {
+        for (dev, d) in self.net.devs.iter().enumerate() {
             for qi in d.txq_qdisc.iter().flatten() {
-                self.qdiscs.check(*qi, "TX queue qdisc");
+                self.net.qdiscs.check(*qi, "TX queue qdisc");
             }
             self.drv_check_ids(DevId::from_index(dev));
         }
-        for l in &self.links {
-            self.devs.check(l.to, "link device");
+        for l in &self.net.links {
+            self.net.devs.check(l.to, "link device");
         }
-        self.devs.check(self.measured_txq.0, "measured device");
+        self.net.devs.check(self.metrics.measured_txq.0, "measured device");
     }
 }

@@ -29,14 +29,14 @@ pub const SEGMENT_HEAD_TRUESIZE: u32 = 768;
 impl World {
     /// `validate_xmit_skb_list()` for a list about to go to `dev`'s driver: every GSO skb
     /// is replaced by its segments when the device lacks TSO (callers test `tso` first,
-    /// inline: this is off the hot path). Works through `World::gso_scratch`, a reused
+    /// inline: this is off the hot path). Works through `Scratch::gso`, a reused
     /// buffer (no allocation in the steady state). Returns the segments added.
     #[inline(never)]
     pub fn validate_xmit_skb_list(&mut self, dev: DevId, list: &mut Vec<Skb>) -> usize {
-        if self.devs[dev].tso || list.iter().all(|s| s.segs() <= 1) {
+        if self.net.devs[dev].tso || list.iter().all(|s| s.segs() <= 1) {
             return 0;
         }
-        let mut scratch = std::mem::take(&mut self.gso_scratch);
+        let mut scratch = std::mem::take(&mut self.scratch.gso);
         scratch.clear();
         scratch.extend_from_slice(list);
         list.clear();
@@ -50,7 +50,7 @@ impl World {
             }
             added += self.tcp_gso_segment(skb, list) - 1;
         }
-        self.gso_scratch = scratch;
+        self.scratch.gso = scratch;
         added
     }
 
@@ -62,7 +62,7 @@ impl World {
         let info = *self.pkts.get(skb.id);
         let n = skb.segs();
         // Only TCP skbs get here (validate_xmit_skb_list() checks the protocol).
-        let mss = self.tcp(info.sock).mss();
+        let mss = self.socks.tcp(info.sock).mss();
         let copy_destructor = info.destructor == Destructor::TcpWfree;
         let mut sum_truesize = 0u64;
         for (i, (off, seg_payload)) in tcp_gso_cut(skb.len, n, mss).enumerate() {
@@ -81,7 +81,7 @@ impl World {
                 *self.pkts.get_mut(skb.id) = seg_info;
                 skb.id
             } else {
-                self.created += 1;
+                self.metrics.fate.created += 1;
                 self.pkts.alloc(seg_info)
             };
             sum_truesize += truesize as u64;

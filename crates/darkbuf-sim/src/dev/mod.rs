@@ -145,7 +145,7 @@ impl World {
         if let Some(q) = self.ndo_select_queue(dev, skb) {
             return q;
         }
-        let d = &self.devs[dev];
+        let d = &self.net.devs[dev];
         match &d.xps {
             Xps::Queue(q) => *q,
             Xps::Hash => d.skb_tx_hash(skb),
@@ -170,13 +170,13 @@ impl World {
     pub fn dev_queue_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<QdiscId>, EnqueueVerdict) {
         let id = skb.id;
         let txq = skb.queue_mapping as usize;
-        let Some(qi) = self.devs[dev].txq_qdisc[txq] else {
+        let Some(qi) = self.net.devs[dev].txq_qdisc[txq] else {
             // noqueue: straight to the driver if the queue runs; a busy driver drops.
-            if !self.devs[dev].tso && skb.segs() > 1 {
+            if !self.net.devs[dev].tso && skb.segs() > 1 {
                 return self.noqueue_xmit_segments(cpu, dev, skb);
             }
-            let cost = self.cost(self.devs[dev].xmit_ns);
-            if self.devs[dev].txqs[txq].xmit_stopped()
+            let cost = self.cost(self.net.devs[dev].xmit_ns);
+            if self.net.devs[dev].txqs[txq].xmit_stopped()
                 || self.ndo_start_xmit(cpu, dev, skb, false) == NetdevTx::Busy
             {
                 if self.measuring() {
@@ -188,41 +188,41 @@ impl World {
             return (cost, None, EnqueueVerdict::Success);
         };
         let now = self.now;
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if q.can_bypass && q.qlen() == 0 && !q.running {
             // TCQ_F_CAN_BYPASS: an empty idle qdisc hands the packet straight to the driver.
             q.running = true;
             // bstats_update(): a GSO skb counts its segments, as tc shows them.
             q.sent_pkts += skb.segs() as u64;
             q.sent_bytes += skb.len as u64;
-            let mut list = std::mem::take(&mut self.bulk);
+            let mut list = std::mem::take(&mut self.scratch.bulk);
             list.clear();
             // Stamped like an enqueued packet: if the driver pushes it back, it joins
             // the backlog from now.
             list.push(Skb { tstamp: now, ..skb });
-            if !self.devs[dev].tso {
+            if !self.net.devs[dev].tso {
                 self.validate_xmit_skb_list(dev, &mut list);
             }
-            let cost = self.cost(self.devs[dev].xmit_ns * list.len() as f64);
+            let cost = self.cost(self.net.devs[dev].xmit_ns * list.len() as f64);
             let ok = self.sch_direct_xmit(cpu, qi, &list);
-            self.bulk = list;
+            self.scratch.bulk = list;
             if ok {
                 return (cost, Some(qi), EnqueueVerdict::Success);
             }
-            self.qdiscs[qi].running = false;
+            self.net.qdiscs[qi].running = false;
             return (cost, None, EnqueueVerdict::Success);
         }
         let mut stamped = skb;
         stamped.tstamp = now;
-        self.drops.clear();
+        self.scratch.drops.clear();
         let measured = q.measured;
         self.metrics.qdisc_enter(measured, now);
-        let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.drops);
+        let verdict = q.q.as_mut().expect("qdisc").enqueue(stamped, now, &mut self.scratch.drops);
         self.free_drops(measured);
-        if self.qdiscs[qi].stack_ops {
+        if self.net.qdiscs[qi].stack_ops {
             self.qdisc_stack_ops(qi);
         }
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if !q.running {
             q.running = true;
             return (0, Some(qi), verdict);
@@ -235,16 +235,16 @@ impl World {
     /// the driver does not take is freed (`kfree_skb_list()`), each counted as a drop.
     #[inline(never)]
     fn noqueue_xmit_segments(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> (u64, Option<QdiscId>, EnqueueVerdict) {
-        let mut list = std::mem::take(&mut self.bulk);
+        let mut list = std::mem::take(&mut self.scratch.bulk);
         list.clear();
         list.push(skb);
         self.validate_xmit_skb_list(dev, &mut list);
         let txq = skb.queue_mapping as usize;
-        let cost = self.cost(self.devs[dev].xmit_ns * list.len() as f64);
+        let cost = self.cost(self.net.devs[dev].xmit_ns * list.len() as f64);
         let mut verdict = EnqueueVerdict::Success;
         for i in 0..list.len() {
             let seg = list[i];
-            let sent = !self.devs[dev].txqs[txq].xmit_stopped()
+            let sent = !self.net.devs[dev].txqs[txq].xmit_stopped()
                 && self.ndo_start_xmit(cpu, dev, seg, i + 1 < list.len()) != NetdevTx::Busy;
             if !sent {
                 if self.measuring() {
@@ -254,7 +254,7 @@ impl World {
                 verdict = EnqueueVerdict::Dropped;
             }
         }
-        self.bulk = list;
+        self.scratch.bulk = list;
         (cost, None, verdict)
     }
 
@@ -283,28 +283,28 @@ impl World {
     }
 
     fn defer(&mut self, t: u64, what: Deferred) {
-        let slot = match self.deferred.iter().position(Option::is_none) {
+        let slot = match self.net.deferred.iter().position(Option::is_none) {
             Some(i) => i,
             None => {
-                self.deferred.push(None);
-                self.deferred.len() - 1
+                self.net.deferred.push(None);
+                self.net.deferred.len() - 1
             }
         };
-        self.deferred[slot] = Some(what);
+        self.net.deferred[slot] = Some(what);
         self.events.push(t, crate::event::Event::Deferred(slot as u32));
     }
 
     /// `Event::Deferred`: what `dev_queue_xmit_at()`, `dev_forward_at()` or
     /// `deliver_at()` put off.
     pub fn deferred(&mut self, slot: u32) {
-        let what = self.deferred[slot as usize].take().expect("a deferred item");
+        let what = self.net.deferred[slot as usize].take().expect("a deferred item");
         // The work is part of a step of `cpu`: what it frees runs its destructor there
         // (`tcp_wfree()` queues TSQ work on `smp_processor_id()`), not on whichever CPU
         // ran the last step, which may be another host's.
         let (Deferred::Xmit { cpu, .. } | Deferred::Forward { cpu, .. } | Deferred::Deliver { cpu, .. }) = what else {
             return; // Cancelled: nothing left to do
         };
-        let stale = std::mem::replace(&mut self.current_cpu, cpu);
+        let stale = std::mem::replace(&mut self.sched.current_cpu, cpu);
         match what {
             Deferred::Xmit { cpu, dev, skb, tcp } => {
                 let info = *self.pkts.get(skb.id);
@@ -318,12 +318,12 @@ impl World {
                 self.dev_queue_xmit_softirq(cpu, dev, skb);
             }
             Deferred::Deliver { cpu, id } => {
-                let here = self.cpus[cpu].host;
+                let here = self.sched.cpus[cpu].host;
                 self.deliver(cpu, here, id, self.now);
             }
             Deferred::Cancelled => unreachable!("returned above"),
         }
-        self.current_cpu = stale;
+        self.sched.current_cpu = stale;
     }
 
 
@@ -334,8 +334,8 @@ impl World {
     /// clone). A loop sends in sequence order (retransmissions, then new data), so
     /// "after" is a later sequence number, whatever the transmits' costs.
     pub(crate) fn tcp_unsend_burst(&mut self, s: crate::id::SockId, burst: u32, seq: u32) {
-        let mut later = std::mem::take(&mut self.unsend_scratch);
-        for (slot, d) in self.deferred.iter().enumerate() {
+        let mut later = std::mem::take(&mut self.scratch.unsend);
+        for (slot, d) in self.net.deferred.iter().enumerate() {
             if let Some(Deferred::Xmit { skb, tcp, .. }) = d {
                 let info = self.pkts.get(skb.id);
                 let ours = info.proto == crate::arena::Proto::Tcp && info.dir == crate::arena::Dir::Out && info.sock == s;
@@ -347,15 +347,15 @@ impl World {
         }
         later.sort_unstable_by(|a, b| b.cmp(a));
         for &(_, slot) in &later {
-            let Some(Deferred::Xmit { skb, .. }) = self.deferred[slot].replace(Deferred::Cancelled) else { unreachable!() };
+            let Some(Deferred::Xmit { skb, .. }) = self.net.deferred[slot].replace(Deferred::Cancelled) else { unreachable!() };
             let (seq, segs) = (self.pkts.get(skb.id).seq, self.pkts.get(skb.id).segs);
             self.socks[s].wmem_alloc -= skb.truesize as u64;
             self.pkts.free(skb.id);
-            self.created -= 1;
+            self.metrics.fate.created -= 1;
             self.tcp_unsend(s, seq, segs as u32);
         }
         later.clear();
-        self.unsend_scratch = later;
+        self.scratch.unsend = later;
     }
 
     /// `__dev_queue_xmit()` from softirq: a qdisc run it would start is left to
@@ -363,7 +363,7 @@ impl World {
     pub(crate) fn dev_queue_xmit_softirq(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> EnqueueVerdict {
         let (_, next, verdict) = self.dev_queue_xmit(cpu, dev, skb);
         if let Some(q) = next {
-            self.qdiscs[q].running = false;
+            self.net.qdiscs[q].running = false;
             self.netif_schedule(cpu, q);
             self.cpu_kick(cpu, 0);
         }
@@ -378,17 +378,17 @@ impl World {
             return;
         }
         let jiffies = self.jiffies();
-        match self.devs[dev].txqs[txq as usize].netdev_tx_completed_queue(units, jiffies) {
+        match self.net.devs[dev].txqs[txq as usize].netdev_tx_completed_queue(units, jiffies) {
             Ok(schedule) => {
                 if self.measuring() {
                     self.metrics.bql_completions += 1;
-                    if dev == self.measured_txq.0 {
+                    if dev == self.metrics.measured_txq.0 {
                         self.metrics.bql_txq[txq as usize].completions += 1;
                     }
                 }
                 self.bql_sample(dev, txq as usize, true);
                 if schedule {
-                    if let Some(qi) = self.devs[dev].txq_qdisc[txq as usize] {
+                    if let Some(qi) = self.net.devs[dev].txq_qdisc[txq as usize] {
                         self.netif_schedule(cpu, qi);
                     }
                 }
@@ -405,10 +405,10 @@ impl World {
     /// aggregate follows: in-flight summed over its queues, the largest limit.
     #[inline]
     pub fn bql_sample(&mut self, dev: DevId, txq: usize, completed: bool) {
-        if dev != self.measured_txq.0 {
+        if dev != self.metrics.measured_txq.0 {
             return;
         }
-        let Some(dql) = self.devs[dev].txqs[txq].dql.as_ref() else { return };
+        let Some(dql) = self.net.devs[dev].txqs[txq].dql.as_ref() else { return };
         let (limit, inflight) = (dql.limit as u64, dql.inflight() as u64);
         let now = self.now;
         let m = &mut self.metrics;
@@ -438,7 +438,7 @@ impl World {
     /// Whether TX queue `q` of `dev` is the one the BQL and ring metrics describe.
     #[inline]
     pub(crate) fn is_measured_txq(&self, dev: DevId, q: u16) -> bool {
-        (dev, q) == self.measured_txq
+        (dev, q) == self.metrics.measured_txq
     }
 
     /// `kfree_skb()`: a packet is dropped anywhere; its destructor runs and its slot is
@@ -449,7 +449,7 @@ impl World {
             let info = self.pkts.get(id);
             (info.t_send, info.proto, info.sock, info.netem_clone)
         };
-        self.dropped += 1;
+        self.metrics.fate.dropped += 1;
         if clone {
             // A netem's duplicate: the probe itself may still arrive.
             self.pkts.free(id);
@@ -490,7 +490,7 @@ mod tests {
         assert!(f[0].invariant.contains("no more than was queued"), "{f:?}");
         assert!(f[0].detail.contains("dql_completed(5)"), "{f:?}");
         // And the queue state is untouched.
-        assert_eq!(w.devs[DevId(0)].txqs[0].dql.as_ref().unwrap().num_completed, 0);
+        assert_eq!(w.net.devs[DevId(0)].txqs[0].dql.as_ref().unwrap().num_completed, 0);
     }
 }
 
@@ -510,7 +510,7 @@ mod bql_tests {
     /// Sets queue `q`'s DQL to `limit` and `inflight` units at `t`, and samples it.
     fn at(w: &mut World, t: u64, q: usize, limit: u32, inflight: u32, completed: bool) {
         w.now = t;
-        let dql = w.devs[DevId(0)].txqs[q].dql.as_mut().unwrap();
+        let dql = w.net.devs[DevId(0)].txqs[q].dql.as_mut().unwrap();
         dql.limit = limit;
         dql.num_queued = dql.num_completed + inflight;
         w.bql_sample(DevId(0), q, completed);

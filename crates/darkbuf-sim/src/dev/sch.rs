@@ -16,7 +16,7 @@ use crate::cpu::{Step, NET_TX_SOFTIRQ};
 use crate::id::{CpuId, DevId, QdiscId};
 use crate::dev::NetdevTx;
 use crate::event::Event;
-use crate::world::World;
+use crate::world::{Net, World};
 use darkbuf_model::qdisc::{AnyQdisc, Qdisc};
 use darkbuf_model::Skb;
 use std::collections::VecDeque;
@@ -140,20 +140,30 @@ impl QdiscInst {
     }
 }
 
+impl Net {
+    /// `dequeue_skb()` returns nothing: the requeued head's TX queue is stopped.
+    #[inline(always)]
+    pub(crate) fn requeued_head_waits(&self, qi: QdiscId) -> bool {
+        let q = &self.qdiscs[qi];
+        let head_txq = q.gso_head_txq;
+        head_txq != NO_TXQ && self.devs[q.dev].txqs[head_txq as usize].xmit_frozen_or_stopped()
+    }
+}
+
 impl World {
-    /// Frees every packet a qdisc put in `self.drops`: each leaves the backlog, which
+    /// Frees every packet a qdisc put in `self.scratch.drops`: each leaves the backlog, which
     /// `measured` (the qdisc's `QdiscInst::measured`) says whether to count. Inlined,
     /// with the flag from the caller: it runs after every enqueue, and out of line,
     /// looking the qdisc up again, it cost +1.5% instructions on the nrules=0
     /// No-BQL run.
     #[inline]
     pub fn free_drops(&mut self, measured: bool) {
-        for i in 0..self.drops.len() {
-            let id = self.drops[i];
+        for i in 0..self.scratch.drops.len() {
+            let id = self.scratch.drops[i];
             self.metrics.qdisc_leave(measured, self.now);
             self.kfree_skb(id);
         }
-        self.drops.clear();
+        self.scratch.drops.clear();
     }
 
     /// One `qdisc_restart()` inside `__qdisc_run()`.
@@ -163,20 +173,13 @@ impl World {
     /// the run ends. The rest is out of line.
     #[inline(always)]
     pub fn qdisc_run_step(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
-        if self.requeued_head_waits(qi) {
-            self.qdiscs[qi].running = false;
+        if self.net.requeued_head_waits(qi) {
+            self.net.qdiscs[qi].running = false;
             return Step::Done(0);
         }
         self.qdisc_restart(cpu, qi, quota)
     }
 
-    /// `dequeue_skb()` returns nothing: the requeued head's TX queue is stopped.
-    #[inline(always)]
-    pub(crate) fn requeued_head_waits(&self, qi: QdiscId) -> bool {
-        let q = &self.qdiscs[qi];
-        let head_txq = q.gso_head_txq;
-        head_txq != NO_TXQ && self.devs[q.dev].txqs[head_txq as usize].xmit_frozen_or_stopped()
-    }
 
     /// A run of qdisc `qi` would end at its first `qdisc_restart()`, with nothing
     /// dequeued and no time taken: `dequeue_skb()` finds the requeued head waiting for
@@ -184,12 +187,12 @@ impl World {
     /// `TCQ_F_ONETXQUEUE` qdisc stopped (a NIC driver stops its queue before the ring
     /// is full, so nothing is requeued).
     pub(crate) fn qdisc_run_ends_at_once(&self, qi: QdiscId) -> bool {
-        let q = &self.qdiscs[qi];
+        let q = &self.net.qdiscs[qi];
         if !q.gso_skb.is_empty() {
-            return self.requeued_head_waits(qi);
+            return self.net.requeued_head_waits(qi);
         }
         match q.dev_queue {
-            Some(txq) if q.onetxqueue => self.devs[q.dev].txqs[txq as usize].xmit_frozen_or_stopped(),
+            Some(txq) if q.onetxqueue => self.net.devs[q.dev].txqs[txq as usize].xmit_frozen_or_stopped(),
             _ => false,
         }
     }
@@ -198,37 +201,37 @@ impl World {
     #[inline(never)]
     fn qdisc_restart(&mut self, cpu: CpuId, qi: QdiscId, quota: &mut i32) -> Step {
         // The skb chain handed to the driver lives in a buffer reused across steps.
-        let mut list = std::mem::take(&mut self.bulk);
+        let mut list = std::mem::take(&mut self.scratch.bulk);
         list.clear();
         let from_queue = self.dequeue_skb(cpu, qi, &mut list);
         let n = list.len();
         if n == 0 {
-            self.bulk = list;
-            self.qdiscs[qi].running = false;
+            self.scratch.bulk = list;
+            self.net.qdiscs[qi].running = false;
             return Step::Done(0);
         }
-        let dev = self.qdiscs[qi].dev;
-        if from_queue && !self.devs[dev].tso {
+        let dev = self.net.qdiscs[qi].dev;
+        if from_queue && !self.net.devs[dev].tso {
             // sch_direct_xmit(..., validate = true): GSO segmentation for a driver
             // without TSO. Requeued skbs were validated when first dequeued.
             self.validate_xmit_skb_list(dev, &mut list);
         }
-        let q = &self.qdiscs[qi];
-        let xmit_ns = self.devs[q.dev].xmit_ns;
+        let q = &self.net.qdiscs[qi];
+        let xmit_ns = self.net.devs[q.dev].xmit_ns;
         let dequeue_ns = if from_queue { self.profile.costs.dequeue_ns + q.pkt_ns } else { 0.0 };
         // The driver's work is per segment (the added term is 0.0 with TSO).
         let ns = n as f64 * (xmit_ns + dequeue_ns) + (list.len() - n) as f64 * xmit_ns;
         let cost = self.cost(ns);
         let ok = self.sch_direct_xmit(cpu, qi, &list);
-        self.bulk = list;
+        self.scratch.bulk = list;
         if !ok {
-            self.qdiscs[qi].running = false;
+            self.net.qdiscs[qi].running = false;
             return Step::Done(cost);
         }
         *quota -= n as i32;
         if *quota <= 0 {
             self.netif_schedule(cpu, qi);
-            self.qdiscs[qi].running = false;
+            self.net.qdiscs[qi].running = false;
             return Step::Done(cost);
         }
         Step::Continue(cost)
@@ -239,7 +242,7 @@ impl World {
     /// returned if the requeued head's queue is stopped (`qdisc_run_step`'s first check).
     fn dequeue_skb(&mut self, cpu: CpuId, qi: QdiscId, list: &mut Vec<Skb>) -> bool {
         let now = self.now;
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         let measured = q.measured;
         if let Some(head) = q.gso_skb.pop_front() {
             q.gso_head_txq = q.gso_skb.front().map_or(NO_TXQ, |s| s.queue_mapping);
@@ -248,7 +251,7 @@ impl World {
             self.metrics.qdisc_leave(measured, now);
             return false;
         }
-        let dev = &self.devs[q.dev];
+        let dev = &self.net.devs[q.dev];
         if q.onetxqueue {
             let txq = q.dev_queue.expect("ONETXQUEUE qdisc has its queue") as usize;
             if dev.txqs[txq].xmit_frozen_or_stopped() {
@@ -263,12 +266,12 @@ impl World {
                 self.metrics.qdisc_leave(measured, now);
             }
         }
-        self.drops.clear();
+        self.scratch.drops.clear();
         let algo = q.q.as_mut().expect("qdisc");
         let first = match first {
             Some(s) => Some(s),
             None => {
-                let s = algo.dequeue(now, &mut self.drops);
+                let s = algo.dequeue(now, &mut self.scratch.drops);
                 if let Some(s) = s {
                     q.sent_pkts += s.segs() as u64;
                     q.sent_bytes += s.len as u64;
@@ -285,7 +288,7 @@ impl World {
             if let Some(at) = wake {
                 self.qdisc_watchdog_schedule(cpu, qi, at);
             }
-            if self.qdiscs[qi].stack_ops {
+            if self.net.qdiscs[qi].stack_ops {
                 self.qdisc_stack_ops(qi);
             }
             return true;
@@ -298,7 +301,7 @@ impl World {
             let avail = dev.txqs[txq].dql.as_ref().map_or(0, |d| d.avail());
             let mut bytelimit = avail - dev.bql_units(first.len) as i32;
             while bytelimit > 0 && list.len() < MAX_BULK {
-                let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
+                let Some(s) = algo.dequeue(now, &mut self.scratch.drops) else { break };
                 q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
                 self.metrics.qdisc_leave(measured, now);
@@ -310,7 +313,7 @@ impl World {
             let mapping = first.queue_mapping;
             let mut cnt = 0;
             while cnt < 8 {
-                let Some(s) = algo.dequeue(now, &mut self.drops) else { break };
+                let Some(s) = algo.dequeue(now, &mut self.scratch.drops) else { break };
                 q.sent_pkts += s.segs() as u64;
                 q.sent_bytes += s.len as u64;
                 if s.queue_mapping != mapping {
@@ -324,7 +327,7 @@ impl World {
             }
         }
         self.free_drops(measured);
-        if self.qdiscs[qi].stack_ops {
+        if self.net.qdiscs[qi].stack_ops {
             self.qdisc_stack_ops(qi);
         }
         true
@@ -333,9 +336,9 @@ impl World {
     /// `sch_direct_xmit()`: hands the list to the driver under the TX lock; whatever the
     /// driver does not take is requeued. Returns false to stop `__qdisc_run()`.
     pub fn sch_direct_xmit(&mut self, cpu: CpuId, qi: QdiscId, list: &[Skb]) -> bool {
-        let dev = self.qdiscs[qi].dev;
+        let dev = self.net.qdiscs[qi].dev;
         let txq = list[0].queue_mapping as usize;
-        if self.devs[dev].txqs[txq].xmit_frozen_or_stopped() {
+        if self.net.devs[dev].txqs[txq].xmit_frozen_or_stopped() {
             self.dev_requeue_skb(cpu, qi, list);
             return false;
         }
@@ -347,7 +350,7 @@ impl World {
                 self.dev_requeue_skb(cpu, qi, &list[i..]);
                 return false;
             }
-            if more && self.devs[dev].txqs[txq].tx_queue_stopped() {
+            if more && self.net.devs[dev].txqs[txq].tx_queue_stopped() {
                 self.dev_requeue_skb(cpu, qi, &list[i + 1..]);
                 return false;
             }
@@ -357,7 +360,7 @@ impl World {
 
     /// `dev_requeue_skb()`: every skb of the list goes back to `gso_skb`, each counted.
     fn dev_requeue_skb(&mut self, cpu: CpuId, qi: QdiscId, skbs: &[Skb]) {
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if let (true, Some(first)) = (q.gso_skb.is_empty(), skbs.first()) {
             q.gso_head_txq = first.queue_mapping;
         }
@@ -373,10 +376,10 @@ impl World {
     /// `__netif_schedule()`: queue the qdisc on THIS CPU's output_queue and raise
     /// NET_TX there, unless it is already scheduled.
     pub fn netif_schedule(&mut self, cpu: CpuId, qi: QdiscId) {
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if !q.sched {
             q.sched = true;
-            self.cpus[cpu].output_queue.push_back(qi);
+            self.sched.cpus[cpu].output_queue.push_back(qi);
             self.raise_softirq(cpu, NET_TX_SOFTIRQ);
         }
     }
@@ -385,7 +388,7 @@ impl World {
     /// re-arming for the time already set is a no-op, as the kernel skips it.
     fn qdisc_watchdog_schedule(&mut self, cpu: CpuId, qi: QdiscId, at: u64) {
         let at = at.max(self.now);
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if q.watchdog_at == Some(at) {
             return;
         }
@@ -398,7 +401,7 @@ impl World {
     /// the timer was armed on (its TX softirq runs when that CPU next can). A timer
     /// re-armed or cancelled since this event was queued is stale and ignored.
     pub fn qdisc_watchdog(&mut self, qi: QdiscId) {
-        let q = &mut self.qdiscs[qi];
+        let q = &mut self.net.qdiscs[qi];
         if q.watchdog_at != Some(self.now) {
             return;
         }

@@ -23,10 +23,10 @@ impl World {
     /// including those of the packets it re-enqueues (a clone's corruption).
     #[inline(never)]
     pub(crate) fn qdisc_stack_ops(&mut self, qi: QdiscId) {
-        let mut ops = std::mem::take(&mut self.stack_ops);
+        let mut ops = std::mem::take(&mut self.scratch.stack_ops);
         loop {
             ops.clear();
-            self.qdiscs[qi].q.as_mut().expect("qdisc").take_stack_ops(&mut ops);
+            self.net.qdiscs[qi].q.as_mut().expect("qdisc").take_stack_ops(&mut ops);
             if ops.is_empty() {
                 break;
             }
@@ -37,7 +37,7 @@ impl World {
                     StackOp::Clone(skb) => {
                         // skb_clone(): the data shared, no socket, not charged to BQL.
                         let info = *self.pkts.get(skb.id);
-                        self.created += 1;
+                        self.metrics.fate.created += 1;
                         let id = self.pkts.alloc(PktInfo { destructor: Destructor::None, bql_charged: false, netem_clone: true, ..info });
                         self.root_enqueue(qi, Skb { id, ..skb });
                     }
@@ -46,20 +46,20 @@ impl World {
                 }
             }
         }
-        self.stack_ops = ops;
+        self.scratch.stack_ops = ops;
     }
 
     /// `rootq->enqueue()` of a packet a qdisc put back into the tree (a clone, a
     /// segment), its drops freed.
     fn root_enqueue(&mut self, qi: QdiscId, skb: Skb) {
         let now = self.now;
-        let q: &mut QdiscInst = &mut self.qdiscs[qi];
+        let q: &mut QdiscInst = &mut self.net.qdiscs[qi];
         let measured = q.measured;
-        let mut drops = std::mem::take(&mut self.drops);
+        let mut drops = std::mem::take(&mut self.scratch.drops);
         drops.clear();
         self.metrics.qdisc_enter(measured, now);
         q.q.as_mut().expect("qdisc").enqueue(Skb { tstamp: now, ..skb }, now, &mut drops);
-        self.drops = drops;
+        self.scratch.drops = drops;
         self.free_drops(measured);
     }
 
@@ -70,16 +70,16 @@ impl World {
     ///   ([`Skb::NETEM_CORRUPT_SEG`]) to be corrupted where it was;
     /// - cake's split-gso (`skb_gso_segment()` in `cake_enqueue()`): no mark.
     fn segment_through_root(&mut self, qi: QdiscId, skb: Skb, first_mark: u8) {
-        let measured = self.qdiscs[qi].measured;
+        let measured = self.net.qdiscs[qi].measured;
         self.metrics.qdisc_leave(measured, self.now);
-        let mut segs = std::mem::take(&mut self.gso_scratch2);
+        let mut segs = std::mem::take(&mut self.scratch.gso2);
         segs.clear();
         self.tcp_gso_segment(skb, &mut segs);
         for (i, &seg) in segs.iter().enumerate() {
             let mark = if i == 0 { first_mark } else { 0 };
             self.root_enqueue(qi, Skb { netem_mark: seg.netem_mark | mark, ..seg });
         }
-        self.gso_scratch2 = segs;
+        self.scratch.gso2 = segs;
     }
 
     /// The flipped bit: byte `get_random_u32_below(skb_headlen())` of the draw, bit

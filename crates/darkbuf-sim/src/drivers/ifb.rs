@@ -48,8 +48,8 @@ impl World {
     /// is redirected to it at `t`. Returns whether it was.
     #[inline]
     pub(crate) fn ingress_redirect(&mut self, cpu: CpuId, id: u32, t: u64) -> bool {
-        let here = self.cpus[cpu].host;
-        let Some((ifb, from)) = self.hosts[here].ingress else { return false };
+        let here = self.sched.cpus[cpu].host;
+        let Some((ifb, from)) = self.net.hosts[here].ingress else { return false };
         let info = *self.pkts.get(id);
         if info.from_ingress || !self.arrives_from(id, from) {
             return false;
@@ -111,7 +111,7 @@ impl World {
         let info = self.pkts.get(id);
         let sk = &self.socks[info.sock];
         match info.dir {
-            crate::arena::Dir::Out => self.cpus[self.tasks[sk.task].cpu].host,
+            crate::arena::Dir::Out => self.sched.cpus[self.sched.tasks[sk.task].cpu].host,
             crate::arena::Dir::Back => sk.far_host,
         }
     }

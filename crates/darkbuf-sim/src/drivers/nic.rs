@@ -47,7 +47,7 @@ use crate::event::Event;
 use crate::path::Link;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
-use crate::world::World;
+use crate::world::{Net, World};
 use darkbuf_model::Skb;
 use darkbuf_scenario::{NicSpec, NicWire, QdiscSpec};
 use std::collections::{BTreeMap, VecDeque};
@@ -194,7 +194,7 @@ pub struct Nic {
     /// Where this port's wire leads.
     pub link: LinkId,
     /// The wire is several links, one per `[[traffic]] path_delay` (`link` + the
-    /// packet's socket's `World::sock_link`), as per-host netem delays would be.
+    /// packet's socket's `Sockets::link`), as per-host netem delays would be.
     pub flow_links: bool,
     pub tx_usecs: u32,
     pub tx_frames: u32,
@@ -306,7 +306,7 @@ impl Nic {
     }
 }
 
-impl World {
+impl Net {
     #[inline(always)]
     fn nic_mut(&mut self, dev: DevId) -> &mut Nic {
         match self.devs[dev].driver.rx_nic_mut() {
@@ -314,13 +314,15 @@ impl World {
             None => unreachable!("device {dev} is a NIC"),
         }
     }
+}
 
+impl World {
     /// `ndo_start_xmit`: post `skb` on TX queue `skb.queue_mapping`.
     pub fn nic_xmit(&mut self, dev: DevId, skb: Skb, more: bool) -> NetdevTx {
         let q = skb.queue_mapping as usize;
         let jiffies = self.jiffies();
         let now = self.now;
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let Driver::Nic(nic) = &mut d.driver else { unreachable!("device {dev} is a NIC") };
         // A descriptor for the headers and one per 32 KB page fragment of the payload.
         let descs = 1 + (skb.segs() > 1) as u32 * skb.len.div_ceil(32768);
@@ -362,7 +364,7 @@ impl World {
         }
         self.bql_sample(dev, q, false);
         if doorbell {
-            let nic = self.nic_mut(dev);
+            let nic = self.net.nic_mut(dev);
             let tx = &mut nic.chans[q].tx;
             tx.visible = tx.ring.len();
             if nic.port.busy.is_none() {
@@ -376,7 +378,7 @@ impl World {
     /// The port is idle: start the next visible skb at `start_ps`, round robin over the
     /// TX queues.
     fn port_start(&mut self, dev: DevId, start_ps: u64) {
-        let nic = self.nic_mut(dev);
+        let nic = self.net.nic_mut(dev);
         let n = nic.chans.len();
         let Some(q) = (0..n).map(|i| (nic.port.next as usize + i) % n).find(|&q| nic.chans[q].tx.visible > nic.chans[q].tx.done) else {
             return;
@@ -398,7 +400,7 @@ impl World {
     /// `Event::Wire`: the skb on the wire is sent. Its frames go down the link as a
     /// copy (the far end's own skb), its completion is written, and the next one starts.
     pub fn nic_wire_done(&mut self, dev: DevId) {
-        let nic = self.nic_mut(dev);
+        let nic = self.net.nic_mut(dev);
         let q = nic.port.busy.take().expect("the port was sending") as usize;
         let tx = &mut nic.chans[q].tx;
         let id = tx.ring[tx.done].id;
@@ -406,18 +408,18 @@ impl World {
         let (link, flow_links) = (nic.link, nic.flow_links);
         let (end_ps, rate_bps) = (nic.port.free_at_ps, nic.rate_bps);
         let copy: PktInfo = *self.pkts.get(id);
-        let link = if flow_links { LinkId(link.0 + self.sock_link.get(copy.sock.idx()).copied().unwrap_or(0)) } else { link };
+        let link = if flow_links { LinkId(link.0 + self.socks.link.get(copy.sock.idx()).copied().unwrap_or(0)) } else { link };
         let rx_id = self.pkts.alloc(PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
         self.pkts.copy_probe_times(id, rx_id);
-        self.created += 1;
-        if copy.segs > 1 && copy.proto == crate::arena::Proto::Tcp && self.links[link].sees_frames() {
+        self.metrics.fate.created += 1;
+        if copy.segs > 1 && copy.proto == crate::arena::Proto::Tcp && self.net.links[link].sees_frames() {
             self.link_send_frames(link, rx_id, end_ps, rate_bps);
         } else {
             self.link_send(link, rx_id);
         }
         self.nic_completion(dev, q);
         // Back to back: the next frame starts when this one's last bit left.
-        let from_ps = self.nic_mut(dev).port.free_at_ps;
+        let from_ps = self.net.nic_mut(dev).port.free_at_ps;
         self.port_start(dev, from_ps);
     }
 
@@ -425,7 +427,7 @@ impl World {
     /// interrupt was re-armed): interrupt now, or arm the moderation timer.
     fn nic_completion(&mut self, dev: DevId, ch: usize) {
         let now = self.now;
-        let nic = self.nic_mut(dev);
+        let nic = self.net.nic_mut(dev);
         let cqe_mode = nic.cqe_mode;
         let c = &mut nic.chans[ch];
         let (frames, period) = (c.frames, c.period_ns);
@@ -453,7 +455,7 @@ impl World {
     /// Arms channel `ch`'s one moderation timer for `due`, unless it fires earlier
     /// already (the interrupt serves both sides whichever side armed it).
     fn nic_arm_timer(&mut self, dev: DevId, ch: usize, due: u64) {
-        let c = &mut self.nic_mut(dev).chans[ch];
+        let c = &mut self.net.nic_mut(dev).chans[ch];
         if c.timer_at.is_some_and(|t| t <= due) {
             return;
         }
@@ -467,7 +469,7 @@ impl World {
     /// with RX moderation a returning ACK no longer reaps them at once.
     fn nic_rx_pending(&mut self, dev: DevId, ch: usize) {
         let now = self.now;
-        let c = &mut self.nic_mut(dev).chans[ch];
+        let c = &mut self.net.nic_mut(dev).chans[ch];
         let (period, frames) = (c.rx_period_ns, c.rx_frames);
         if period == 0 || (frames > 0 && c.rx.len() >= frames as usize) {
             self.nic_irq(dev, ch);
@@ -481,7 +483,7 @@ impl World {
     /// re-armed since).
     pub fn nic_irq_timer(&mut self, dev: DevId, ch: u16) {
         let now = self.now;
-        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let c = &mut self.net.nic_mut(dev).chans[ch as usize];
         if c.timer_at != Some(now) {
             return;
         }
@@ -494,7 +496,7 @@ impl World {
     /// The channel's interrupt fires on its IRQ CPU: mask it and schedule the NAPI there.
     fn nic_irq(&mut self, dev: DevId, ch: usize) {
         let now = self.now;
-        let nic = self.nic_mut(dev);
+        let nic = self.net.nic_mut(dev);
         let c = &mut nic.chans[ch];
         c.armed = false;
         c.timer_at = None;
@@ -531,7 +533,7 @@ impl World {
     pub fn nic_rx(&mut self, dev: DevId, id: u32) {
         let now = self.now;
         let flow = self.pkts.get(id).flow;
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let hash = darkbuf_model::skb::flow_hash(flow, d.txhash_key);
         let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         // RSS: the flow's hash picks the RX queue.
@@ -560,13 +562,13 @@ impl World {
     /// their BQL bytes once, and wake the queue if it was stopped. Returns the CPU time.
     pub(super) fn nic_poll_begin(&mut self, cpu: CpuId, dev: DevId, ch: u16) -> f64 {
         let costs = (self.profile.costs.nic_tx_clean_ns, self.profile.costs.nic_irq_ns);
-        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let c = &mut self.net.nic_mut(dev).chans[ch as usize];
         let irq_ns = if std::mem::take(&mut c.irq_cost_due) { costs.1 } else { 0.0 };
         let n = c.tx.done.min(TX_CQ_POLL_BUDGET);
         let mut bytes = 0u32;
         let mut frames = 0u64;
         for _ in 0..n {
-            let tx = &mut self.nic_mut(dev).chans[ch as usize].tx;
+            let tx = &mut self.net.nic_mut(dev).chans[ch as usize].tx;
             let e = tx.ring.pop_front().expect("a sent entry");
             tx.free += e.descs;
             tx.done -= 1;
@@ -576,9 +578,9 @@ impl World {
             // napi_consume_skb(): the destructor (sock_wfree, tcp_wfree) runs here.
             self.skb_orphan(e.id);
             self.pkts.free(e.id);
-            self.transmitted += 1;
+            self.metrics.fate.transmitted += 1;
         }
-        let nic = self.nic_mut(dev);
+        let nic = self.net.nic_mut(dev);
         nic.stats.tx_cqes += n as u64;
         if let Adaptive::Igb { itr, .. } = &mut nic.chans[ch as usize].moder {
             // igb_clean_tx_irq(): total_bytes and total_packets (segments).
@@ -588,7 +590,7 @@ impl World {
         nic.chans[ch as usize].tx_busy = n == TX_CQ_POLL_BUDGET;
         // One netdev_tx_completed_queue() per poll, with everything it reclaimed.
         self.bql_complete(cpu, dev, ch, bytes);
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let Some(nic) = d.driver.rx_nic_mut() else { unreachable!("device {dev} is a NIC") };
         let txq = &mut d.txqs[ch as usize];
         if nic.chans[ch as usize].tx.free >= TX_WAKE_THRESHOLD && txq.tx_queue_stopped() && txq.tx_wake_queue() {
@@ -603,10 +605,10 @@ impl World {
     /// NAPI poll hook: one received frame off the RX ring, with its cost.
     #[inline]
     pub(super) fn nic_rcv_one(&mut self, dev: DevId, ch: u16) -> Option<(u32, f64)> {
-        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let c = &mut self.net.nic_mut(dev).chans[ch as usize];
         let id = c.rx.pop_front()?;
         let len = self.pkts.get(id).len;
-        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let c = &mut self.net.nic_mut(dev).chans[ch as usize];
         if let Some(d) = c.rx_dim.as_mut() {
             // rq->stats: packets and bytes as the CQEs report them.
             d.packets = d.packets.wrapping_add(1);
@@ -624,14 +626,14 @@ impl World {
     /// NAPI poll hook: a TX reclaim that used its whole budget keeps the NAPI busy
     /// (what arrives during a shorter one waits for the next interrupt).
     pub(super) fn nic_poll_busy(&mut self, dev: DevId, ch: u16) -> bool {
-        self.nic_mut(dev).chans[ch as usize].tx_busy
+        self.net.nic_mut(dev).chans[ch as usize].tx_busy
     }
 
     /// NAPI poll hook, after `napi_complete_done()`: unmask the interrupt; what
     /// arrived meanwhile interrupts again (RX at once, TX completions by moderation).
     pub(super) fn nic_rearm(&mut self, dev: DevId, ch: u16) {
         let now = self.now;
-        let c = &mut self.nic_mut(dev).chans[ch as usize];
+        let c = &mut self.net.nic_mut(dev).chans[ch as usize];
         match &mut c.moder {
             Adaptive::Off => {}
             Adaptive::Igb { itr, pending_ns, gigabit } => {
@@ -663,7 +665,7 @@ impl World {
         if rx {
             self.nic_rx_pending(dev, ch as usize);
         }
-        if tx && self.nic_mut(dev).chans[ch as usize].armed {
+        if tx && self.net.nic_mut(dev).chans[ch as usize].armed {
             self.nic_completion(dev, ch as usize);
         }
     }
@@ -674,7 +676,7 @@ impl World {
     /// The NIC's counters as `ethtool -S` names them (this host's device), its wire's
     /// utilisation, and its TX interrupts.
     pub(crate) fn nic_metrics(&self, m: &mut BTreeMap<String, Option<f64>>, window_ns: u64) {
-        let Driver::Nic(nic) = &self.devs[self.measured_txq.0].driver else { return };
+        let Driver::Nic(nic) = &self.net.devs[self.metrics.measured_txq.0].driver else { return };
         let s = nic.stats.since(&nic.base);
         let secs = window_ns as f64 / 1e9;
         m.insert("nic.tx_packets".into(), Some(s.tx_packets as f64));
@@ -688,9 +690,9 @@ impl World {
         let per_irq = if s.tx_irqs == 0 { 0.0 } else { s.tx_cqes as f64 / s.tx_irqs as f64 };
         m.insert("nic.completions_per_irq".into(), Some(per_irq));
         // ethtool -c's tx-usecs at the end of the run (adaptive moderation moves it).
-        m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.measured_txq.1 as usize)));
+        m.insert("nic.tx_usecs".into(), Some(nic.tx_usecs_now(self.metrics.measured_txq.1 as usize)));
         m.insert("wire.util_pct".into(), Some(100.0 * s.busy_ps as f64 / (window_ns as f64 * 1000.0)));
-        if let Some(Driver::Nic(peer)) = self.devs.get(DevId(1)).map(|d| &d.driver) {
+        if let Some(Driver::Nic(peer)) = self.net.devs.get(DevId(1)).map(|d| &d.driver) {
             let p = peer.stats.since(&peer.base);
             m.insert("peer.rx_packets".into(), Some(p.rx_packets as f64));
             m.insert("peer.rx_dropped".into(), Some(p.rx_dropped as f64));

@@ -22,7 +22,7 @@ use crate::id::{CpuId, DevId, HostId, TaskId};
 use crate::dev::NetdevTx;
 use crate::drivers::Driver;
 use crate::setup::{Builder, SetupError};
-use crate::world::World;
+use crate::world::{Net, World};
 use darkbuf_model::ptr_ring::PtrRing;
 use darkbuf_model::Skb;
 use darkbuf_scenario::ConsumerKind;
@@ -70,14 +70,16 @@ impl TunQueue {
     }
 }
 
-impl World {
+impl Net {
     fn tun_mut(&mut self, dev: DevId) -> &mut Tun {
         match &mut self.devs[dev].driver {
             Driver::Tun(t) => t,
             _ => unreachable!("device {dev} is a tun"),
         }
     }
+}
 
+impl World {
     /// `tun_net_xmit()` on queue `skb.queue_mapping`. The reader is woken on its own
     /// CPU, so the caller's CPU does not matter (unlike veth's NAPI schedule).
     pub fn tun_net_xmit(&mut self, dev: DevId, skb: Skb) -> NetdevTx {
@@ -85,9 +87,9 @@ impl World {
         let id = skb.id;
         // skb_orphan(): the sender's socket is credited now, not when the reader frees it.
         self.skb_orphan(id);
-        let d = &self.devs[dev];
+        let d = &self.net.devs[dev];
         let backpressure = d.backpressure && d.txq_qdisc[qi].is_some();
-        if self.tun_mut(dev).queues[qi].ring.produce(id).is_err() {
+        if self.net.tun_mut(dev).queues[qi].ring.produce(id).is_err() {
             // Stock: a full ring drops (tx_dropped, SKB_DROP_REASON_FULL_RING); with
             // backpressure only a produce racing into a ring that just filled gets here.
             if self.measuring() {
@@ -102,14 +104,14 @@ impl World {
         if self.is_measured_txq(dev, qi as u16) {
             self.metrics.ring.enter(now);
         }
-        if backpressure && !self.tun_mut(dev).queues[qi].ring.check_produce() {
+        if backpressure && !self.net.tun_mut(dev).queues[qi].ring.check_produce() {
             // The produce filled the ring: stop the queue until the consumer makes room.
             let jiffies = self.jiffies();
-            self.devs[dev].txqs[qi].tx_stop_queue(jiffies);
-            self.tun_mut(dev).queues[qi].cons_cnt = 0;
+            self.net.devs[dev].txqs[qi].tx_stop_queue(jiffies);
+            self.net.tun_mut(dev).queues[qi].cons_cnt = 0;
         }
         // Wake the reader (sk_data_ready / wake_up_interruptible_poll).
-        let tq = &mut self.tun_mut(dev).queues[qi];
+        let tq = &mut self.net.tun_mut(dev).queues[qi];
         if tq.waiting {
             tq.waiting = false;
             let task = tq.task;
@@ -123,10 +125,10 @@ impl World {
     /// rescheduled on the consumer's CPU.
     fn tun_wake_queue(&mut self, cpu: CpuId, dev: DevId, q: u16, consumed: u32) {
         let qi = q as usize;
-        if !self.devs[dev].txqs[qi].tx_queue_stopped() {
+        if !self.net.devs[dev].txqs[qi].tx_queue_stopped() {
             return;
         }
-        let t = self.tun_mut(dev);
+        let t = self.net.tun_mut(dev);
         let wake_cnt = t.wake_cnt;
         let tq = &mut t.queues[qi];
         tq.cons_cnt += consumed;
@@ -134,7 +136,7 @@ impl World {
         // released (ptr_ring's batching) mean fewer than ring-size entries may follow it.
         if (tq.cons_cnt >= wake_cnt && !tq.ring.full()) || tq.ring.is_empty() {
             tq.cons_cnt = 0;
-            let d = &mut self.devs[dev];
+            let d = &mut self.net.devs[dev];
             if d.txqs[qi].tx_wake_queue() {
                 if let Some(qd) = d.txq_qdisc[qi] {
                     self.netif_schedule(cpu, qd);
@@ -155,15 +157,15 @@ impl World {
     /// `tun_ring_recv`): a frame, or sleep on an empty ring.
     pub(super) fn tun_read(&mut self, cpu: CpuId, dev: DevId, q: u16) -> Step {
         let qi = q as usize;
-        let Some(id) = self.tun_mut(dev).queues[qi].ring.consume() else {
-            self.tun_mut(dev).queues[qi].waiting = true;
+        let Some(id) = self.net.tun_mut(dev).queues[qi].ring.consume() else {
+            self.net.tun_mut(dev).queues[qi].waiting = true;
             return Step::Done(0);
         };
         self.tun_consumed(dev, q, id);
         self.tun_wake_queue(cpu, dev, q, 1);
-        let app = self.tun_mut(dev).app_cost_ns;
+        let app = self.net.tun_mut(dev).app_cost_ns;
         let cost = self.cost(self.profile.costs.tun_read_ns + app);
-        self.deliver(cpu, self.cpus[cpu].host, id, self.now + cost);
+        self.deliver(cpu, self.sched.cpus[cpu].host, id, self.now + cost);
         Step::Done(cost)
     }
 
@@ -173,26 +175,26 @@ impl World {
     pub(super) fn vhost_handle_rx(&mut self, cpu: CpuId, dev: DevId, q: u16, done: &mut u16) -> Step {
         let qi = q as usize;
         let mut cost = 0;
-        if self.tun_mut(dev).queues[qi].vhost_buf.is_empty() {
+        if self.net.tun_mut(dev).queues[qi].vhost_buf.is_empty() {
             let mut n = 0;
             while n < VHOST_NET_BATCH {
-                let tq = &mut self.tun_mut(dev).queues[qi];
+                let tq = &mut self.net.tun_mut(dev).queues[qi];
                 let Some(id) = tq.ring.consume() else { break };
                 tq.vhost_buf.push_back(id);
                 self.tun_consumed(dev, q, id);
                 n += 1;
             }
             if n == 0 {
-                self.tun_mut(dev).queues[qi].waiting = true;
+                self.net.tun_mut(dev).queues[qi].waiting = true;
                 return Step::Done(0);
             }
             self.tun_wake_queue(cpu, dev, q, n as u32);
             cost += self.cost(self.profile.costs.vhost_batch_ns);
         }
-        let id = self.tun_mut(dev).queues[qi].vhost_buf.pop_front().expect("refilled");
-        let app = self.tun_mut(dev).app_cost_ns;
+        let id = self.net.tun_mut(dev).queues[qi].vhost_buf.pop_front().expect("refilled");
+        let app = self.net.tun_mut(dev).app_cost_ns;
         cost += self.cost(self.profile.costs.vhost_pkt_ns + app);
-        self.deliver(cpu, self.cpus[cpu].host, id, self.now + cost);
+        self.deliver(cpu, self.sched.cpus[cpu].host, id, self.now + cost);
         *done += 1;
         if *done as u32 >= VHOST_NET_PKT_WEIGHT {
             // vhost_exceeds_weight(): requeue the work; the task stays runnable.
@@ -204,7 +206,7 @@ impl World {
     /// Whether queue `q`'s consumer has work (its task stays runnable); if not, it goes
     /// to sleep on the socket's wait queue and the next produce wakes it.
     pub(super) fn tun_consumer_wants_cpu(&mut self, dev: DevId, q: u16) -> bool {
-        let tq = &mut self.tun_mut(dev).queues[q as usize];
+        let tq = &mut self.net.tun_mut(dev).queues[q as usize];
         let work = !tq.ring.is_empty() || !tq.vhost_buf.is_empty();
         tq.waiting = !work;
         work

@@ -28,7 +28,7 @@ use crate::dev::NetDev;
 use crate::dev::NetdevTx;
 use crate::drivers::Driver;
 use crate::setup::{Builder, SetupError};
-use crate::world::World;
+use crate::world::{Net, World};
 use darkbuf_model::ptr_ring::PtrRing;
 use darkbuf_model::Skb;
 
@@ -74,7 +74,7 @@ impl VethRq {
     }
 }
 
-impl World {
+impl Net {
     #[inline(always)]
     fn veth_mut(&mut self, dev: DevId) -> &mut Veth {
         match &mut self.devs[dev].driver {
@@ -82,7 +82,9 @@ impl World {
             _ => unreachable!("device {dev} is a veth"),
         }
     }
+}
 
+impl World {
     /// `veth_xmit()` of `skb` on `dev`'s TX queue `skb.queue_mapping`, into the peer's
     /// RX queue of the same index.
     pub fn veth_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, _xmit_more: bool) -> NetdevTx {
@@ -90,7 +92,7 @@ impl World {
         let txq = q as usize;
         let id = skb.id;
         let jiffies = self.jiffies();
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let has_qdisc = d.txq_qdisc[txq].is_some();
         let Driver::Veth(v) = &mut d.driver else { unreachable!("device {dev} is a veth") };
         if v.netif_rx {
@@ -126,7 +128,7 @@ impl World {
         // Produce, and read what the flush needs, in one lookup of the peer's RX queue:
         // each lookup is a chain of loads through the device table, and the compiler
         // cannot reuse one across the stores into the packet's record below.
-        let rq = &mut self.veth_mut(dev).peer_rqs[txq];
+        let rq = &mut self.net.veth_mut(dev).peer_rqs[txq];
         rq.ring.produce(id).expect("ring checked not full");
         let (masked, napi) = (rq.rx_notify_masked, rq.napi);
         let info = self.pkts.get_mut(id);
@@ -150,7 +152,7 @@ impl World {
     #[inline(never)]
     fn veth_netif_rx(&mut self, cpu: CpuId, dev: DevId, skb: Skb) -> NetdevTx {
         let id = skb.id;
-        let v = self.veth_mut(dev);
+        let v = self.net.veth_mut(dev);
         let q = (cpu.idx() - v.cpu0.idx()) as u16;
         let rq = &mut v.peer_rqs[q as usize];
         if rq.ring.len() > NETDEV_MAX_BACKLOG {
@@ -172,7 +174,7 @@ impl World {
     /// notifications are masked.
     #[inline(always)]
     fn veth_xdp_flush(&mut self, cpu: CpuId, dev: DevId, q: u16) {
-        let rq = &mut self.veth_mut(dev).peer_rqs[q as usize];
+        let rq = &mut self.net.veth_mut(dev).peer_rqs[q as usize];
         if rq.rx_notify_masked {
             return;
         }
@@ -185,14 +187,14 @@ impl World {
     #[inline(always)]
     fn veth_rq_schedule(&mut self, cpu: CpuId, dev: DevId, q: u16, napi: NapiId) {
         if self.napi_schedule_prep(napi) {
-            self.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
+            self.net.veth_mut(dev).peer_rqs[q as usize].rx_notify_masked = true;
             self.napi_schedule(cpu, napi);
         }
     }
 
     /// `veth_poll()` begins: the per-poll BQL count starts from zero.
     pub(super) fn veth_poll_begin(&mut self, dev: DevId, q: u16) {
-        self.veth_mut(dev).peer_rqs[q as usize].bql.poll_begin();
+        self.net.veth_mut(dev).peer_rqs[q as usize].bql.poll_begin();
     }
 
     /// `veth_xdp_rcv()` for one entry: consume it, complete its BQL charge per the
@@ -203,7 +205,7 @@ impl World {
         let measured_ring = self.is_measured_txq(dev, q);
         // One lookup of the device and its RX queue for the consume and the BQL count
         // (the packet's record is another table, so the two borrows are disjoint).
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         // (A backlog's queue index is a CPU's, not a TX queue's: nothing it carries
         // was charged to BQL.)
         let limit = d.txqs.get(q as usize).and_then(|t| t.dql.as_ref()).map_or(0, |d| d.limit);
@@ -227,18 +229,18 @@ impl World {
     /// End of `veth_poll()`'s receive loop: the per-poll completion, and the
     /// coalescing window's time check.
     pub(super) fn veth_poll_rx_end(&mut self, cpu: CpuId, dev: DevId, q: u16) {
-        if self.veth_mut(dev).netif_rx {
+        if self.net.veth_mut(dev).netif_rx {
             return;
         }
         let now = self.now;
-        let n = self.veth_mut(dev).peer_rqs[q as usize].bql.poll_end(now);
+        let n = self.net.veth_mut(dev).peer_rqs[q as usize].bql.poll_end(now);
         self.bql_complete(cpu, dev, q, n);
     }
 
     /// After `napi_complete_done()`: unmask notifications, and reschedule at once if
     /// the producer filled the ring meanwhile.
     pub(super) fn veth_napi_rearm(&mut self, cpu: CpuId, dev: DevId, q: u16) {
-        let rq = &mut self.veth_mut(dev).peer_rqs[q as usize];
+        let rq = &mut self.net.veth_mut(dev).peer_rqs[q as usize];
         rq.rx_notify_masked = false;
         let napi = rq.napi;
         if !rq.ring.empty() {
@@ -249,10 +251,10 @@ impl World {
     /// End of `veth_poll()`: wake the sending TX queue the producer stopped on a full
     /// ring, and schedule its qdisc on this CPU.
     pub(super) fn veth_wake_peer_txq(&mut self, cpu: CpuId, dev: DevId, q: u16) {
-        if self.veth_mut(dev).netif_rx {
+        if self.net.veth_mut(dev).netif_rx {
             return; // __netif_rx() never stops a txq
         }
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let txq = &mut d.txqs[q as usize];
         if txq.tx_queue_stopped() && txq.tx_wake_queue() {
             if let Some(qi) = d.txq_qdisc[q as usize] {

@@ -52,7 +52,7 @@ use crate::drivers::Driver;
 use crate::event::Event;
 use crate::setup::{Builder, SetupError};
 use crate::sock::ping::ReplyPath;
-use crate::world::World;
+use crate::world::{Net, World};
 use darkbuf_model::mac80211::airtime::{self, PhyRate, Timing, AP_EDCA, STA_EDCA};
 use darkbuf_model::mac80211::fq::{Fq, FQ_FLOWS_CNT};
 use darkbuf_model::mac80211::sched::{AirtimeSched, IEEE80211_NUM_ACS};
@@ -390,7 +390,7 @@ pub fn hist_median_ms(h: &[u32]) -> Option<f64> {
     None
 }
 
-impl World {
+impl Net {
     #[inline]
     pub(crate) fn wifi_mut(&mut self, dev: DevId) -> &mut Wifi {
         match &mut self.devs[dev].driver {
@@ -405,7 +405,9 @@ impl World {
             _ => unreachable!("device {dev} is a radio"),
         }
     }
+}
 
+impl World {
     /// `ieee80211_select_queue()`: the AC of the skb's TID.
     pub(crate) fn wifi_select_queue(skb: &Skb) -> u16 {
         ac_from_tid(tid_from_priority(skb.priority)) as u16
@@ -419,7 +421,7 @@ impl World {
         self.pkts.stamp(skb.id, |p| &mut p.t_xmit, now);
         let jiffies = self.jiffies();
         let measuring = self.measuring();
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let Driver::Wifi(w) = &mut d.driver else { unreachable!("device {dev} is a radio") };
         if measuring && w.base.is_none() {
             w.base = Some(w.mac_counters().unwrap_or_default());
@@ -458,7 +460,7 @@ impl World {
 
     /// Frees what the fq's limits or CoDel dropped (`ieee80211_free_txskb()`).
     fn wifi_free_drops(&mut self, dev: DevId) {
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         if w.drops.is_empty() {
             return;
         }
@@ -466,7 +468,7 @@ impl World {
         for s in &drops {
             self.kfree_skb(s.id);
         }
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         w.drops = drops;
         w.drops.clear();
     }
@@ -476,7 +478,7 @@ impl World {
     pub(crate) fn wifi_tx_schedule(&mut self, dev: DevId, ac: usize) {
         let now = self.now;
         loop {
-            let w = self.wifi_mut(dev);
+            let w = self.net.wifi_mut(dev);
             if w.hw[ac].len() >= w.hw_aggregates_per_ac as usize {
                 break;
             }
@@ -496,12 +498,12 @@ impl World {
     /// `ieee80211_next_txq()` until a TXQ yields frames. Returns whether one was built.
     fn wifi_build_from_txqs(&mut self, dev: DevId, ac: usize, now: u64) -> bool {
         let measuring = self.measuring();
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let mut frames = w.spare.pop().unwrap_or_default();
         let Mac::FqMac { sched, .. } = &mut w.mac else { unreachable!("fq_mac") };
         sched.txq_schedule_start(ac);
         loop {
-            let w = self.wifi_mut(dev);
+            let w = self.net.wifi_mut(dev);
             let Mac::FqMac { sched, .. } = &mut w.mac else { unreachable!("fq_mac") };
             let Some(txq) = sched.next_txq(ac, now) else {
                 w.spare.push(frames);
@@ -521,7 +523,7 @@ impl World {
 
     /// One aggregate from the driver's per-TID queues, round robin (the old path).
     fn wifi_build_from_tids(&mut self, dev: DevId, ac: usize, now: u64) -> bool {
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let mut frames = w.spare.pop().unwrap_or_default();
         let Mac::Fifo { rr, .. } = &mut w.mac else { unreachable!("fifo") };
         let Some(txq) = rr[ac].pop_front() else {
@@ -555,7 +557,7 @@ impl World {
     /// The air is idle: EDCA between the AP and the stations with frames
     /// ([`Wifi::edca_contend`]) picks who sends.
     fn wifi_air_start(&mut self, dev: DevId) {
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         if w.air != Air::Idle {
             return;
         }
@@ -570,7 +572,7 @@ impl World {
     /// `ac` goes out.
     fn wifi_ap_start(&mut self, dev: DevId, ac: usize, wait_ns: u64) {
         let now = self.now;
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let a = &w.hw[ac][0];
         let sta = a.sta;
         let agg = w.aggregates(sta, ac);
@@ -582,15 +584,15 @@ impl World {
         let exchange = airtime::exchange_ns(&w.timing, &edca, rate, psdu, agg, ctrl) - aifs + wait_ns;
         w.air = Air::Ap(ac);
         let start = now + wait_ns;
-        for i in 0..self.wifi(dev).hw[ac][0].frames.len() {
-            let id = self.wifi(dev).hw[ac][0].frames[i].skb.id;
+        for i in 0..self.net.wifi(dev).hw[ac][0].frames.len() {
+            let id = self.net.wifi(dev).hw[ac][0].frames[i].skb.id;
             if self.pkts.get(id).proto == crate::arena::Proto::Icmp {
                 self.pkts.stamp(id, |p| &mut p.t_wire, start);
             }
         }
         self.events.push(now + exchange, Event::Wire(dev));
         if self.measuring() {
-            let w = self.wifi_mut(dev);
+            let w = self.net.wifi_mut(dev);
             w.busy_ns += exchange;
             let s = &mut w.stations[sta as usize].stats;
             s.air_ns += exchange;
@@ -602,7 +604,7 @@ impl World {
     /// go to the stations' host, lost ones wait for another attempt; TX status charges
     /// the airtime and refunds AQL; the driver refills the AC and the air goes on.
     pub fn wifi_air_done(&mut self, dev: DevId) {
-        match std::mem::replace(&mut self.wifi_mut(dev).air, Air::Idle) {
+        match std::mem::replace(&mut self.net.wifi_mut(dev).air, Air::Idle) {
             Air::Ap(ac) => self.wifi_ap_done(dev, ac),
             Air::Sta { sta, n, ppdu_us } => self.wifi_uplink_done(dev, sta, n, ppdu_us),
             Air::Idle => unreachable!("the air was busy"),
@@ -613,7 +615,7 @@ impl World {
     fn wifi_ap_done(&mut self, dev: DevId, ac: usize) {
         let now = self.now;
         let measuring = self.measuring();
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let mut a = w.hw[ac].pop_front().expect("the aggregate on the air");
         let sta = a.sta;
         let (rate, per) = (w.stations[sta as usize].rate, w.stations[sta as usize].per);
@@ -631,7 +633,7 @@ impl World {
         std::mem::swap(&mut lost, &mut w.spare.pop().unwrap_or_default());
         let n = a.frames.len();
         for f in a.frames.drain(..) {
-            let w = self.wifi_mut(dev);
+            let w = self.net.wifi_mut(dev);
             let ok = per <= 0.0 || w.rng.gen::<f64>() >= per;
             if ok {
                 self.wifi_tx_status(dev, ac, sta, f, true, measuring);
@@ -649,7 +651,7 @@ impl World {
                 lost.push(HwFrame { retries: f.retries + 1, ..f });
             }
         }
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let e = AP_EDCA[ac];
         w.cw[ac] = if lost.len() == n && n > 0 { (2 * w.cw[ac] + 1).min(e.cw_max) } else { e.cw_min };
         w.spare.push(a.frames);
@@ -669,7 +671,7 @@ impl World {
     fn wifi_tx_status(&mut self, dev: DevId, ac: usize, sta: u16, f: HwFrame, delivered: bool, measuring: bool) {
         let now = self.now;
         let id = f.skb.id;
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         if let Mac::FqMac { sched, .. } = &mut w.mac {
             sched.update_pending_airtime(Some(sta as u32), ac, f.aql_us, true);
         }
@@ -696,18 +698,18 @@ impl World {
         let copy = *self.pkts.get(id);
         let rx_id = self.pkts.alloc(crate::arena::PktInfo { destructor: crate::arena::Destructor::None, bql_charged: false, ..copy });
         self.pkts.copy_probe_times(id, rx_id);
-        self.created += 1;
+        self.metrics.fate.created += 1;
         self.link_send(link, rx_id);
         // The skb is freed at TX status; its destructor (sock_wfree, tcp_wfree) runs.
         self.skb_orphan(id);
         self.pkts.free(id);
-        self.transmitted += 1;
+        self.metrics.fate.transmitted += 1;
     }
 
     /// The old path: wake the netdev queue of `ac` once its driver queue is below its
     /// limit again (ath9k's `ath_txq_skb_done()`: `pending_frames < txq_max_pending`).
     fn wifi_wake_fifo(&mut self, dev: DevId, ac: usize) {
-        let d = &mut self.devs[dev];
+        let d = &mut self.net.devs[dev];
         let Driver::Wifi(w) = &mut d.driver else { return };
         let Mac::Fifo { count, limit, .. } = &w.mac else { return };
         let txq = &mut d.txqs[ac];
@@ -736,7 +738,7 @@ impl World {
     pub fn wifi_link_rx(&mut self, dev: DevId, id: u32) {
         let sock = self.pkts.get(id).sock.idx();
         let measuring = self.measuring();
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let sta = w.sta_of_sock.get(sock).copied().unwrap_or(0) as usize;
         if w.stations[sta].up.queue.len() >= w.uplink_queue_frames as usize {
             if measuring {
@@ -756,7 +758,7 @@ impl World {
     fn wifi_uplink_start(&mut self, dev: DevId, sta: u16, wait_ns: u64) {
         let now = self.now;
         let measuring = self.measuring();
-        let Driver::Wifi(w) = &mut self.devs[dev].driver else { unreachable!("device {dev} is a radio") };
+        let Driver::Wifi(w) = &mut self.net.devs[dev].driver else { unreachable!("device {dev} is a radio") };
         let rate = w.stations[sta as usize].rate;
         let agg = w.aggregates(sta, AC_BE);
         let (mut n, mut padded, mut last) = (0u32, 0u32, 0u32);
@@ -779,7 +781,7 @@ impl World {
         w.air = Air::Sta { sta, n: n as u16, ppdu_us: (ppdu_ns / 1000) as u32 };
         self.events.push(now + exchange, Event::Wire(dev));
         if measuring {
-            let w = self.wifi_mut(dev);
+            let w = self.net.wifi_mut(dev);
             w.busy_ns += exchange;
             let s = &mut w.stations[sta as usize].stats;
             s.air_ns += exchange;
@@ -795,14 +797,14 @@ impl World {
     fn wifi_uplink_done(&mut self, dev: DevId, sta: u16, n: u16, ppdu_us: u32) {
         let now = self.now;
         let measuring = self.measuring();
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         if let Mac::FqMac { sched, .. } = &mut w.mac {
             sched.register_airtime(sta as u32, AC_BE, 0, ppdu_us, now);
         }
         let per = w.stations[sta as usize].per;
         let mut lost = std::mem::take(&mut w.up_lost);
         for _ in 0..n {
-            let Driver::Wifi(w) = &mut self.devs[dev].driver else { unreachable!("device {dev} is a radio") };
+            let Driver::Wifi(w) = &mut self.net.devs[dev].driver else { unreachable!("device {dev} is a radio") };
             let (id, retries) = w.stations[sta as usize].up.queue.pop_front().expect("the frames on the air");
             let ok = per <= 0.0 || w.rng.gen::<f64>() >= per;
             if !ok && retries < w.retry_limit {
@@ -827,7 +829,7 @@ impl World {
             t.last_active_ns = Some(now);
             self.nic_rx(dev, id);
         }
-        let w = self.wifi_mut(dev);
+        let w = self.net.wifi_mut(dev);
         let up = &mut w.stations[sta as usize].up;
         let e = STA_EDCA[AC_BE];
         up.cw = if lost.len() == n as usize && n > 0 { (2 * up.cw + 1).min(e.cw_max) } else { e.cw_min };
@@ -981,7 +983,7 @@ impl World {
     /// delivered each way, the air used (both ways), the waits above and below mac80211, the aggregates,
     /// AQL's pending airtime and the fq's and CoDel's counters.
     pub(crate) fn wifi_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
-        let w = self.wifi(self.measured_txq.0);
+        let w = self.net.wifi(self.metrics.measured_txq.0);
         let secs = window_ns as f64 / 1e9;
         let mut set = |k: String, v: f64| {
             m.insert(k, Some(v));

@@ -23,7 +23,7 @@ use crate::event::Event;
 use crate::sock::ping::ReplyPath;
 use crate::sock::iso::{iso_dgram, IsoSchedule};
 use crate::sock::{Outgoing, Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use darkbuf_scenario::{udp_frame_len, Irtt};
@@ -66,18 +66,20 @@ impl IrttSock {
     }
 }
 
-impl World {
+impl Sockets {
     fn irtt(&mut self, s: SockId) -> &mut IrttSock {
-        match &mut self.socks[s].kind {
+        match &mut self.all[s].kind {
             SockKind::Irtt(p) => p,
             _ => unreachable!("socket {s} is an irtt prober's"),
         }
     }
+}
 
+impl World {
     /// One request, if one is due: sequence number = its record's index.
     pub(super) fn irtt_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let p = self.irtt(s);
+        let p = self.socks.irtt(s);
         if !p.sched.take() {
             return None;
         }
@@ -93,7 +95,7 @@ impl World {
     pub(super) fn irtt_timer(&mut self, s: SockId) {
         let now = self.now;
         let task = self.socks[s].task;
-        if let Some(next) = self.irtt(s).sched.fire(now) {
+        if let Some(next) = self.socks.irtt(s).sched.fire(now) {
             self.events.push(next, Event::TaskTimer(task));
         }
     }
@@ -101,13 +103,13 @@ impl World {
     /// The request reached the server at `t` on `cpu`: recorded, and echoed. Returns
     /// the CPU time building the reply took, ns.
     pub(super) fn irtt_server_rcv(&mut self, cpu: CpuId, req: &PktInfo, t: u64) -> u64 {
-        let reply = self.irtt(req.sock).reply;
-        let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
+        let reply = self.socks.irtt(req.sock).reply;
+        let rec = &mut self.socks.irtt(req.sock).recs[req.seq as usize];
         rec.t_server = t;
         match reply {
             ReplyPath::Constant => {
                 let back = self.cost(self.profile.costs.ping_reply_ns);
-                let rec = &mut self.irtt(req.sock).recs[req.seq as usize];
+                let rec = &mut self.socks.irtt(req.sock).recs[req.seq as usize];
                 rec.t_recv = t + back;
                 rec.fate = Fate::Received;
                 0
@@ -123,7 +125,7 @@ impl World {
     /// The server's reply as a frame of the request's length, flow and DSCP, not yet
     /// allocated.
     fn irtt_reply_skb(&mut self, s: SockId) -> Skb {
-        let p = self.irtt(s);
+        let p = self.socks.irtt(s);
         let (len, flow, dscp) = (p.frame_len, p.flow, p.dscp);
         let priority = crate::forward::rt_tos2priority(dscp, 0);
         Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() }
@@ -155,14 +157,14 @@ impl World {
 
     /// The reply reached the client at `t`.
     pub(super) fn irtt_client_rcv(&mut self, info: &PktInfo, t: u64) {
-        let rec = &mut self.irtt(info.sock).recs[info.seq as usize];
+        let rec = &mut self.socks.irtt(info.sock).recs[info.seq as usize];
         rec.t_recv = t;
         rec.fate = Fate::Received;
     }
 
     /// A request or reply of prober `info.sock` was dropped (`kfree_skb()`).
     pub(crate) fn irtt_dropped(&mut self, info: &PktInfo) {
-        let rec = &mut self.irtt(info.sock).recs[info.seq as usize];
+        let rec = &mut self.socks.irtt(info.sock).recs[info.seq as usize];
         rec.fate = if info.dir == Dir::Out { Fate::LostUp } else { Fate::LostDown };
     }
 

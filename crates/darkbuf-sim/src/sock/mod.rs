@@ -123,12 +123,12 @@ impl World {
             SockKind::Voip(_) => self.voip_sendmsg(s),
             SockKind::Rr(_) => self.rr_sendmsg(s),
             SockKind::Tcp(_) => {
-                if !self.tcp(s).established() {
+                if !self.socks.tcp(s).established() {
                     return self.tcp_connect(cpu, s);
                 }
                 let cost = self.tcp_sendmsg(cpu, s);
                 // The write holds the socket: its release_sock() comes after it.
-                if self.tcp(s).owned_by_user() {
+                if self.socks.tcp(s).owned_by_user() {
                     return self.call(cpu, cost, Frame::ReleaseSock(s));
                 }
                 return Step::Continue(cost);
@@ -272,7 +272,7 @@ impl World {
         if proto == crate::arena::Proto::Icmp {
             self.pkts.reset_probe_times(skb.id);
         }
-        self.created += 1;
+        self.metrics.fate.created += 1;
     }
 
     /// `sock_wfree()`: return the skb's truesize to its socket and wake a process
@@ -319,7 +319,7 @@ impl World {
     pub(crate) fn deliver(&mut self, cpu: CpuId, here: HostId, id: u32, t: u64) -> u64 {
         // __netif_receive_skb_core()'s ingress hook: ingress shaping sends what
         // arrives from the far host through the ifb first.
-        if self.ingress && self.ingress_redirect(cpu, id, t) {
+        if self.net.ingress && self.ingress_redirect(cpu, id, t) {
             return 0;
         }
         // ip_rcv_core() orphans the skb: its sender's sk_wmem_alloc is released here,
@@ -327,11 +327,11 @@ impl World {
         // (`____dev_forward_skb()` has not orphaned since 5.4, 9c4c325252c5), so TCP
         // Small Queues counts it until it reaches IP, after an ifb's qdisc too.
         // (Without ingress shaping `gro_flush()` orphaned it already.)
-        if self.ingress {
+        if self.net.ingress {
             self.skb_orphan(id);
         }
         // ip_rcv_finish(): a router forwards what is not for it.
-        if self.forwarding {
+        if self.net.forwarding {
             if let Some(dev) = self.ip_route_input(here, id) {
                 self.ip_forward(cpu, id, dev, t);
                 return 0;
@@ -374,7 +374,7 @@ impl World {
                 (SockKind::Tcp(_), Dir::Back) => extra = self.tcp_ack(cpu, &info, t),
             }
         }
-        self.delivered += 1;
+        self.metrics.fate.delivered += 1;
         self.pkts.free(id);
         extra
     }
@@ -396,7 +396,7 @@ impl World {
             return true;
         }
         if matches!(self.socks[info.sock].kind, SockKind::Ping(_) | SockKind::Irtt(_) | SockKind::Voip(_)) {
-            self.delivered += 1;
+            self.metrics.fate.delivered += 1;
             self.pkts.free(id);
             return true;
         }

@@ -13,7 +13,7 @@ use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::metrics::{PingStats, ProbeSample};
 use crate::sock::{Outgoing, Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
 use darkbuf_scenario::{icmp_frame_len, Ping};
@@ -83,18 +83,20 @@ impl PingSock {
     }
 }
 
-impl World {
+impl Sockets {
     fn ping(&mut self, s: SockId) -> &mut PingSock {
-        match &mut self.socks[s].kind {
+        match &mut self.all[s].kind {
             SockKind::Ping(p) => p,
             _ => unreachable!("socket {s} is the pinger's"),
         }
     }
+}
 
+impl World {
     /// One echo request, if one is due.
     pub(super) fn ping_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let (now, measured) = (self.now, self.now >= self.cfg.start);
-        let p = self.ping(s);
+        let p = self.socks.ping(s);
         if p.due == 0 {
             return None;
         }
@@ -112,14 +114,14 @@ impl World {
 
     /// The interval timer fired: one more probe is due, and the next interval starts.
     pub(super) fn ping_timer(&mut self, s: SockId) {
-        self.ping(s).due += 1;
+        self.socks.ping(s).due += 1;
         self.ping_rearm(s);
     }
 
     /// Arms the pinger's next interval timer.
     pub fn ping_rearm(&mut self, s: SockId) {
-        let at = self.now + self.ping(s).interval_ns;
-        self.ping(s).next_timer = at;
+        let at = self.now + self.socks.ping(s).interval_ns;
+        self.socks.ping(s).next_timer = at;
         let task = self.socks[s].task;
         self.events.push(at, Event::TaskTimer(task));
     }
@@ -128,7 +130,7 @@ impl World {
     /// way back the probe completes here; with a modelled one the reply is sent.
     /// Returns the CPU time building the reply took, ns.
     pub(super) fn ping_echo_rcv(&mut self, cpu: CpuId, id: u32, info: &PktInfo, t: u64) -> u64 {
-        match self.ping(info.sock).reply {
+        match self.socks.ping(info.sock).reply {
             ReplyPath::Constant => {
                 self.ping_constant_reply(id, info, t);
                 0
@@ -144,7 +146,7 @@ impl World {
     /// Records where request `req`'s time went (`times`, by its sequence number) and
     /// returns its echo reply: a frame of the pinger's length and flow, not yet allocated.
     fn ping_record_echo(&mut self, req: &PktInfo, times: EchoTimes) -> Skb {
-        let p = self.ping(req.sock);
+        let p = self.socks.ping(req.sock);
         let seq = req.seq as usize;
         if p.echoes.len() <= seq {
             p.echoes.resize(seq + 1, EchoTimes::default());
@@ -182,7 +184,7 @@ impl World {
             wait_wire: 0,
             wait_return: 0,
         };
-        self.ping(info.sock).stats.record(s);
+        self.socks.ping(info.sock).stats.record(s);
     }
 
     /// `icmp_reply()` on the far host: record where the request's time went, then send
@@ -211,7 +213,7 @@ impl World {
         if info.t_send < self.cfg.start {
             return;
         }
-        let e = self.ping(info.sock).echoes[info.seq as usize];
+        let e = self.socks.ping(info.sock).echoes[info.seq as usize];
         let s = ProbeSample {
             t_send: info.t_send,
             rtt: t - info.t_send,
@@ -221,12 +223,12 @@ impl World {
             wait_wire: e.wire,
             wait_return: t - e.t_echo,
         };
-        self.ping(info.sock).stats.record(s);
+        self.socks.ping(info.sock).stats.record(s);
     }
 
     /// A probe of pinger `sock` sent at `t_send` was dropped (`kfree_skb()`).
     pub(crate) fn ping_dropped(&mut self, sock: SockId, t_send: u64) {
-        let st = &mut self.ping(sock).stats;
+        let st = &mut self.socks.ping(sock).stats;
         st.lost += 1;
         st.lost_at.push(t_send);
     }

@@ -44,7 +44,7 @@ use crate::event::Event;
 use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::sock::ping::ReplyPath;
 use crate::sock::{Outgoing, Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use darkbuf_measure::rr::RrLog;
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::Skb;
@@ -225,19 +225,21 @@ impl RrSock {
     }
 }
 
-impl World {
+impl Sockets {
     fn rr(&mut self, s: SockId) -> &mut RrSock {
-        match &mut self.socks[s].kind {
+        match &mut self.all[s].kind {
             SockKind::Rr(r) => r,
             _ => unreachable!("socket {s} is a request/response connection's"),
         }
     }
+}
 
+impl World {
     /// The client's `send()`: the next request, or (TCP) the current one again when its
     /// timer fired. The request's number is the packet's sequence number.
     pub(super) fn rr_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if r.resend_due {
             r.resend_due = false;
             if !r.waiting {
@@ -270,7 +272,7 @@ impl World {
 
     /// The current request's skb.
     fn rr_request(&mut self, s: SockId) -> Outgoing {
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         let (len, flow, dscp, seq) = (r.req_len, r.flow, r.dscp, r.txn);
         let priority = crate::forward::rt_tos2priority(dscp, 0);
         let skb = Skb { flow, sk: flow, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
@@ -280,7 +282,7 @@ impl World {
 
     /// The process's start timer fired: the first transaction is due.
     pub(super) fn rr_start(&mut self, s: SockId) {
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if r.txn == 0 && !r.waiting {
             r.due = true;
         }
@@ -289,7 +291,7 @@ impl World {
     /// Pushes an `Event::RrTimer` for the earliest deadline unless one at or before it
     /// is pending.
     fn rr_arm(&mut self, s: SockId) {
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         let next = [r.cli_timer.at, r.srv_timer.at, r.rsp_at].into_iter().filter(|&t| t != 0).min();
         if let Some(at) = next {
             if r.ev_at == 0 || r.ev_at > at {
@@ -306,7 +308,7 @@ impl World {
     pub(crate) fn rr_timer(&mut self, s: SockId) {
         let now = self.now;
         let due = |at: u64| at != 0 && at <= now;
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if r.ev_at <= now {
             r.ev_at = 0;
         }
@@ -315,7 +317,7 @@ impl World {
             let txn = r.txn;
             self.rr_response_read(s, txn, now);
         }
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if r.waiting && due(r.cli_timer.at) {
             r.cli_timer.at = 0;
             r.log.timeouts.push(now);
@@ -333,7 +335,7 @@ impl World {
             let task = self.socks[s].task;
             self.wake_task(task);
         }
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if due(r.srv_timer.at) {
             r.srv_timer.at = 0;
             if !r.srv_acked {
@@ -347,7 +349,7 @@ impl World {
     /// answered (its ACK gives the server an RTT sample of its last response); a
     /// duplicate is consumed. Returns the CPU time building the response took, ns.
     pub(super) fn rr_server_rcv(&mut self, cpu: CpuId, req: &PktInfo, t: u64) -> u64 {
-        let r = self.rr(req.sock);
+        let r = self.socks.rr(req.sock);
         if r.served == Some(req.seq) || req.seq != r.txn {
             return 0;
         }
@@ -361,7 +363,7 @@ impl World {
         match r.reply {
             ReplyPath::Constant => {
                 let back = self.cost(self.profile.costs.ping_reply_ns);
-                self.rr(req.sock).rsp_at = t + back;
+                self.socks.rr(req.sock).rsp_at = t + back;
                 self.rr_arm(req.sock);
                 0
             }
@@ -386,7 +388,7 @@ impl World {
     /// The server's response as a frame of its length, flow and DSCP, allocated on `s`
     /// (`Dir::Back`, the answered transaction as its sequence number).
     fn rr_response_skb(&mut self, s: SockId) -> Skb {
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         let (len, flow, dscp, seq) = (r.rsp_len, r.flow, r.dscp, r.served.unwrap_or(0));
         let priority = crate::forward::rt_tos2priority(dscp, 0);
         let mut skb = Skb { flow, sk: 0, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
@@ -420,11 +422,11 @@ impl World {
     /// response again, from the far host's first CPU, and the timer re-armed doubled.
     fn rr_server_resend(&mut self, s: SockId) {
         let now = self.now;
-        let reply = self.rr(s).reply;
+        let reply = self.socks.rr(s).reply;
         if reply == ReplyPath::Constant {
             return;
         }
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         r.srv_timer.backoff += 1;
         r.srv_timer.resent = true;
         r.resent += 1;
@@ -433,12 +435,12 @@ impl World {
         self.rr_arm(s);
         match reply {
             ReplyPath::Modelled { dev } => {
-                let cpu = self.hosts[self.socks[s].far_host].cpus.start;
+                let cpu = self.net.hosts[self.socks[s].far_host].cpus.start;
                 self.rr_send_response(cpu, dev, s, now);
             }
             // The far end's namespace shares this host's CPUs: the client's.
             _ => {
-                let cpu = self.tasks[self.socks[s].task].cpu;
+                let cpu = self.sched.tasks[self.socks[s].task].cpu;
                 self.rr_forward_response(cpu, s, now);
             }
         }
@@ -453,7 +455,7 @@ impl World {
     /// (if it is the one the client waits for) and the client's process wakes to send
     /// the next request.
     fn rr_response_read(&mut self, s: SockId, txn: u32, t: u64) {
-        let r = self.rr(s);
+        let r = self.socks.rr(s);
         if !r.waiting || txn != r.txn {
             return;
         }

@@ -17,7 +17,7 @@
 use crate::arena::{Destructor, Proto};
 use crate::id::{HostId, SockId, TaskId};
 use crate::sock::{Outgoing, Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use darkbuf_model::skb::truesize_for_len;
 use darkbuf_model::units::Rate;
 use darkbuf_model::Skb;
@@ -130,23 +130,25 @@ impl UdpSock {
     }
 }
 
-impl World {
+impl Sockets {
     /// Socket `s`'s flood and its (every flow's) `sk_sndbuf`.
     fn udp(&mut self, s: SockId) -> (&mut UdpSock, u64) {
-        let sk = &mut self.socks[s];
+        let sk = &mut self.all[s];
         let sndbuf = sk.sndbuf;
         match &mut sk.kind {
             SockKind::Udp(u) => (u, sndbuf),
             _ => unreachable!("socket {s} is UDP"),
         }
     }
+}
 
+impl World {
     /// `udp_sendmsg()` of one datagram on the next flow's socket: blocks on its full
     /// send buffer, else builds the skb.
     #[inline(always)]
     pub(super) fn udp_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let (u, sndbuf) = self.udp(s);
+        let (u, sndbuf) = self.socks.udp(s);
         let flow_wmem = &mut u.flow_wmem[u.next_flow as usize];
         if *flow_wmem >= sndbuf {
             // sock_alloc_send_pskb(): no room; sleep until sock_wfree() wakes us.

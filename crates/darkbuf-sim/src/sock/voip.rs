@@ -22,7 +22,7 @@ use crate::event::Event;
 use crate::id::{DevId, HostId, SockId, TaskId};
 use crate::sock::iso::{iso_dgram, IsoSchedule};
 use crate::sock::{Outgoing, Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use darkbuf_measure::voip::{voip_report, VoipEntry};
 use darkbuf_scenario::{udp_frame_len, Voip};
 
@@ -78,18 +78,20 @@ impl VoipSock {
     }
 }
 
-impl World {
+impl Sockets {
     fn voip(&mut self, s: SockId) -> &mut VoipSock {
-        match &mut self.socks[s].kind {
+        match &mut self.all[s].kind {
             SockKind::Voip(v) => v,
             _ => unreachable!("socket {s} is a voice stream's"),
         }
     }
+}
 
+impl World {
     /// One packet, if one is due: sequence number = its record's index.
     pub(super) fn voip_sendmsg(&mut self, s: SockId) -> Option<Outgoing> {
         let now = self.now;
-        let v = self.voip(s);
+        let v = self.socks.voip(s);
         if !v.sched.take() {
             return None;
         }
@@ -105,21 +107,21 @@ impl World {
     pub(super) fn voip_timer(&mut self, s: SockId) {
         let now = self.now;
         let task = self.socks[s].task;
-        if let Some(next) = self.voip(s).sched.fire(now) {
+        if let Some(next) = self.socks.voip(s).sched.fire(now) {
             self.events.push(next, Event::TaskTimer(task));
         }
     }
 
     /// The packet reached the other end's socket at `t`.
     pub(super) fn voip_rcv(&mut self, info: &PktInfo, t: u64) {
-        let rec = &mut self.voip(info.sock).recs[info.seq as usize];
+        let rec = &mut self.socks.voip(info.sock).recs[info.seq as usize];
         rec.t_recv = t;
         rec.fate = VoipFate::Received;
     }
 
     /// A packet of stream `info.sock` was dropped (`kfree_skb()`).
     pub(crate) fn voip_dropped(&mut self, info: &PktInfo) {
-        self.voip(info.sock).recs[info.seq as usize].fate = VoipFate::Dropped;
+        self.socks.voip(info.sock).recs[info.seq as usize].fate = VoipFate::Dropped;
     }
 
     /// Each voice stream, in socket order (entry by entry, call by call).

@@ -45,7 +45,7 @@ impl World {
     /// `connect()`; the task then sleeps until the SYN-ACK (`inet_wait_for_connect()`).
     pub(crate) fn tcp_connect(&mut self, cpu: CpuId, s: SockId) -> Step {
         let now = self.now;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let (flow, retries) = (tp.flow_id(), tp.syn_retries);
         let due = match tp.conn {
             Conn::Closed => now >= tp.start_ns && now < tp.stop_ns,
@@ -78,7 +78,7 @@ impl World {
     /// The SYN timer fired: while the SYN is unanswered, the task sends it again.
     pub(crate) fn tcp_syn_timer(&mut self, s: SockId) {
         let task = self.socks[s].task;
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         t.syn_rto_at = None;
         if t.conn == Conn::SynSent {
             t.syn_due = true;
@@ -91,7 +91,7 @@ impl World {
     /// Returns the CPU time.
     pub(crate) fn tcp_rcv_syn(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         let mut skb = Skb { flow, sk: super::tcp_skb_sk(s), len: SYN_LEN, truesize: SYN_LEN + 768, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_rcv_ns + self.profile.costs.tcp_ack_ns);
@@ -122,7 +122,7 @@ impl World {
     pub(crate) fn tcp_rcv_synack(&mut self, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
         let task = self.socks[s].task;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.conn != Conn::SynSent {
             return self.cost(self.profile.costs.tcp_ack_ns); // a duplicate SYN-ACK
         }

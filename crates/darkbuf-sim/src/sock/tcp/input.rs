@@ -94,14 +94,14 @@ impl World {
     pub(crate) fn tcp_ack(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
         let rec = self.pkts.acks.get(s, info.seq);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.lock.owned {
             tp.lock.tcp_add_backlog(rec);
             return 0;
         }
         let spin = tp.lock.spin(t);
         let cost = spin + self.tcp_ack_rec(cpu, s, rec, t + spin);
-        self.tcp(s).lock.hold(t, cost);
+        self.socks.tcp(s).lock.hold(t, cost);
         cost
     }
 
@@ -109,7 +109,7 @@ impl World {
     /// (`tcp_data_snd_check()`). Returns the CPU time.
     pub(crate) fn tcp_ack_rec(&mut self, cpu: CpuId, s: SockId, rec: AckRec, t: u64) -> u64 {
         self.tcp_stats_tick(s);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.softirq_cpu = cpu;
         if before(rec.ack, tp.snd_una) || after(rec.ack, tp.snd_nxt) {
             return self.cost(self.profile.costs.tcp_ack_ns);
@@ -133,20 +133,20 @@ impl World {
         if rec.dsack {
             tp.tcp_check_dsack(&rec, prior_una);
         }
-        let (acked, rtt_ns) = self.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
+        let (acked, rtt_ns) = self.socks.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
-        self.tcp(s).tcp_rack_apply_acked(t);
-        self.tcp(s).tcp_rack_mark_lost(t);
+        self.socks.tcp(s).tcp_rack_apply_acked(t);
+        self.socks.tcp(s).tcp_rack_mark_lost(t);
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // rs->losses: segments newly marked lost, a retransmission lost again included.
         let newly_lost = tp.lost > prior_lost_total;
         let una_advanced = tp.snd_una != prior_una;
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // tcp_ack()'s order (6.1): the SACKed deliveries are counted, then the
         // congestion control's in_ack_event (snd_una already moved), then
         // tcp_clean_rtx_queue()'s deliveries (tcp_count_delivered()).
@@ -163,7 +163,7 @@ impl World {
             let pure_dupack = !una_advanced && newly_sacked == 0;
             self.tcp_process_tlp_ack(s, rec.ack, pure_dupack);
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // tcp_rack_update_reo_wnd(), after the ACK's deliveries.
         tp.tcp_rack_update_reo_wnd(&rs);
         // tcp_fastretrans_alert() in Recovery: undo the window reduction when D-SACKs
@@ -182,11 +182,11 @@ impl World {
         // high_seq is acknowledged the reduction ends (tcp_end_cwnd_reduction()) before
         // this ACK's ECE is looked at (step E), so an ECE on it starts the next
         // reduction at once, and without one tcp_cong_control() grows cwnd on it.
-        if self.tcp(s).ca_state == CaState::Cwr && self.tcp(s).ca_state_exit_due() {
+        if self.socks.tcp(s).ca_state == CaState::Cwr && self.socks.tcp(s).ca_state_exit_due() {
             self.tcp_end_cwnd_reduction(s);
             self.tcp_set_ca_state(s, CaState::Open);
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
             self.tcp_enter_recovery(s, rec.ece);
@@ -194,7 +194,7 @@ impl World {
             self.tcp_enter_cwr(s);
         }
         self.tcp_cong_control(s, &rs, acked > 0, una_advanced && !newly_lost, rtt_ns, t);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // The probe's event waits until tcp_write_xmit() below has run: new data arms
         // the probe again at once, and one event then serves both arms.
         let mut probe_pushes = None;
@@ -213,7 +213,7 @@ impl World {
         // tcp_data_snd_check(): the ACK clock, then the writer's buffer.
         let cost = cost + self.tcp_write_xmit(cpu, s, t + cost);
         self.tcp_check_space(s);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if let (Some(pushes), Some(at)) = (probe_pushes, tp.rto_at) {
             if tp.rto_pushes == pushes {
                 self.tcp_push_xmit_timer(s, at);
@@ -233,14 +233,14 @@ impl World {
     /// advances RACK (`tcp_rack_advance()`).
     fn tcp_sacktag(&mut self, s: SockId, rec: &AckRec, rs: &mut RateSample, t: u64) -> u32 {
         let mut newly = 0;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let mut reord = tp.snd_nxt;
         // tcp_highest_sack_seq() as the walk moves it: the highest SACKed end so far.
         let mut fack = tp.tcp_highest_sack_seq();
         // A D-SACK block tags nothing new (tcp_check_dsack() took it).
         for &(start, end) in &rec.sacks[rec.dsack as usize..rec.n_sacks as usize] {
             let mut i = self.tcp_seg_index(s, start);
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             // The skb holding `start` may begin before it.
             if i > 0 && after(tp.rtx[i - 1].end, start) {
                 i -= 1;
@@ -275,7 +275,7 @@ impl World {
                 i += 1;
             }
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.ca_state != CaState::Loss {
             tp.tcp_check_sack_reordering(reord);
         }
@@ -284,7 +284,7 @@ impl World {
 
     /// `tcp_init_cwnd_reduction()`: the window after the loss, and PRR's start.
     fn tcp_init_cwnd_reduction(&mut self, s: SockId) {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.high_seq = tp.snd_nxt;
         tp.tlp_high_seq = None;
         tp.prior_cwnd = tp.w.cwnd;
@@ -302,7 +302,7 @@ impl World {
     /// It also starts the undo's bookkeeping (`tcp_init_undo()`), and keeps the
     /// ssthresh to restore (`tcp_current_ssthresh()`, unless an ECE came with it).
     pub(super) fn tcp_enter_recovery(&mut self, s: SockId, ece_ack: bool) {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let in_reduction = tp.ca_state == CaState::Cwr;
         tp.prior_ssthresh = 0;
         tp.tcp_init_undo();
@@ -321,7 +321,7 @@ impl World {
     /// once (`tcp_end_cwnd_reduction()`, then Open). A pure duplicate ACK (or the
     /// kernel's DSACK of the probe) means both arrived: no loss.
     pub(super) fn tcp_process_tlp_ack(&mut self, s: SockId, ack: u32, pure_dupack: bool) {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let Some(high) = tp.tlp_high_seq else { return };
         if before(ack, high) {
             return;
@@ -331,7 +331,7 @@ impl World {
         } else if after(ack, high) {
             tp.tlp_recoveries += 1;
             self.tcp_init_cwnd_reduction(s);
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             // tcp_end_cwnd_reduction(): a congestion control with cong_control keeps
             // its own window.
             if !tp.ca().has_cong_control() {
@@ -348,7 +348,7 @@ impl World {
     /// `tcp_end_cwnd_reduction()`: cwnd is set to ssthresh, unless the congestion
     /// control has `cong_control` and keeps its own.
     fn tcp_end_cwnd_reduction(&mut self, s: SockId) {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if !tp.ca().has_cong_control() && tp.w.ssthresh < u32::MAX {
             tp.w.cwnd = tp.w.ssthresh;
         }
@@ -357,7 +357,7 @@ impl World {
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
     /// without a retransmission.
     pub(super) fn tcp_enter_cwr(&mut self, s: SockId) {
-        if self.tcp(s).ca_state < CaState::Cwr {
+        if self.socks.tcp(s).ca_state < CaState::Cwr {
             self.tcp_init_cwnd_reduction(s);
             self.tcp_set_ca_state(s, CaState::Cwr);
         }
@@ -371,11 +371,11 @@ impl World {
     /// grows cwnd only then, not on an ACK that only SACKs.
     fn tcp_cong_control(&mut self, s: SockId, rs: &RateSample, data_acked: bool, una_advanced: bool, rtt_ns: Option<u64>, t: u64) {
         let delivered = rs.acked_sacked;
-        if self.tcp(s).ca().has_cong_control() {
+        if self.socks.tcp(s).ca().has_cong_control() {
             return self.tcp_cong_control_ca(s, rs);
         }
         let ctx = self.tcp_ack_ctx(s, t);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let rtt_us = rtt_ns.map(|r| (r / 1000).min(u32::MAX as u64) as u32);
         let mut w = tp.w;
         tp.with_ca(|ca, _| ca.pkts_acked(rtt_us, &mut w, &ctx));
@@ -408,7 +408,7 @@ impl World {
                 if tp.ca_state == CaState::Loss && tp.ca_state_exit_due() {
                     self.tcp_set_ca_state(s, CaState::Open);
                 }
-                let tp = self.tcp(s);
+                let tp = self.socks.tcp(s);
                 // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used, on
                 // in-order delivery; with a reordering degree above the default, on any
                 // forward progress (ACKed or SACKed).
@@ -427,16 +427,16 @@ impl World {
     /// `cong_control` sets cwnd and the pacing rate.
     fn tcp_cong_control_ca(&mut self, s: SockId, rs: &RateSample) {
         let clock = self.tcp_clock();
-        if self.tcp(s).ca_state_exit_due() {
+        if self.socks.tcp(s).ca_state_exit_due() {
             self.tcp_set_ca_state(s, CaState::Open);
         }
-        self.tcp(s).with_ca(|ca, tp| ca.cong_control(tp, rs, clock));
+        self.socks.tcp(s).with_ca(|ca, tp| ca.cong_control(tp, rs, clock));
     }
 
     /// The socket as its congestion control sees it at `t`.
     pub(super) fn tcp_ack_ctx(&mut self, s: SockId, t: u64) -> AckCtx {
         let (jiffies, hz) = (self.jiffies() as u32, self.cfg.hz);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         AckCtx {
             jiffies,
             now_us: (t / 1000) as u32,
@@ -453,7 +453,7 @@ impl World {
     /// before `icsk_ca_state` takes it.
     pub(super) fn tcp_set_ca_state(&mut self, s: SockId, state: CaState) {
         let ctx = self.tcp_ack_ctx(s, self.now);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.with_ca(|ca, tp| ca.set_state(tp, state, &ctx));
         tp.ca_state = state;
     }
@@ -471,7 +471,7 @@ impl World {
     /// (`tcp_bound_rto()`).
     pub(super) fn tcp_rtt_estimator(&mut self, s: SockId, rtt_ns: u64) {
         let jiffy_ns = self.cfg.jiffy_ns;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let mrtt = (rtt_ns / 1000).min(u32::MAX as u64 / 16) as i64;
         tp.min_rtt_us = tp.min_rtt_us.min(mrtt.max(1) as u32);
         let rto_min_us = (TCP_RTO_MIN_NS / 1000) as u32;
@@ -515,7 +515,7 @@ impl World {
     /// restarts at 1 (`tcp_enter_loss()`), the timer backs off. Returns whether it
     /// fired (with data in flight).
     pub(super) fn tcp_retransmit_timer(&mut self, s: SockId) -> bool {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.packets_out == 0 {
             return false;
         }
@@ -550,7 +550,7 @@ impl World {
         // lost: the model marks every unSACKed segment, without RACK's recent ones).
         tp.w.cwnd = tp.in_flight() + 1;
         self.tcp_set_ca_state(s, CaState::Loss);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.backoff += 1;
         self.tcp_rearm_rto(s);
         true

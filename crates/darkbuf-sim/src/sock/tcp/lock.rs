@@ -152,7 +152,7 @@ impl World {
     /// returns how long it spins on the spinlock first. The socket is owned from now.
     pub(crate) fn tcp_lock_sock(&mut self, s: SockId) -> u64 {
         let now = self.now;
-        let lock = &mut self.tcp(s).lock;
+        let lock = &mut self.socks.tcp(s).lock;
         if !lock.enabled {
             return 0;
         }
@@ -167,21 +167,21 @@ impl World {
     #[inline(never)]
     pub(crate) fn tcp_release_sock_step(&mut self, cpu: CpuId, s: SockId) -> Step {
         let now = self.now;
-        if !self.tcp(s).lock.backlog.is_empty() {
+        if !self.socks.tcp(s).lock.backlog.is_empty() {
             // Out of the socket while tcp_ack() runs, back (empty, its capacity kept) after.
-            let mut backlog = std::mem::take(&mut self.tcp(s).lock.backlog);
+            let mut backlog = std::mem::take(&mut self.socks.tcp(s).lock.backlog);
             let mut cost = 0;
             for rec in backlog.drain(..) {
                 cost += self.tcp_ack_rec(cpu, s, rec, now + cost);
             }
-            self.tcp(s).lock.backlog = backlog;
+            self.socks.tcp(s).lock.backlog = backlog;
             return Step::Continue(cost);
         }
         // tcp_release_cb(): TCP_TSQ_DEFERRED (tcp_tsq_write()), then
         // TCP_WRITE_TIMER_DEFERRED (tcp_write_timer_handler()), under the spinlock.
-        let bits = std::mem::take(&mut self.tcp(s).lock.deferred);
+        let bits = std::mem::take(&mut self.socks.tcp(s).lock.deferred);
         let cost = if bits != 0 { self.tcp_sock_work(cpu, s, bits, now) } else { 0 };
-        let lock = &mut self.tcp(s).lock;
+        let lock = &mut self.socks.tcp(s).lock;
         lock.owned = false;
         lock.hold(now, cost);
         Step::Done(cost)

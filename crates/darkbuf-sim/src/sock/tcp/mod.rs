@@ -50,7 +50,7 @@ use crate::cpu::TASKLET_SOFTIRQ;
 use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::event::Event;
 use crate::sock::{Sock, SockKind};
-use crate::world::World;
+use crate::world::{Sockets, World};
 use cc::{TcpCongestionOps, Window};
 use darkbuf_model::qdisc::EnqueueVerdict;
 use darkbuf_model::units::Rate;
@@ -744,19 +744,21 @@ pub(crate) const fn tcp_skb_sk(s: SockId) -> u32 {
     0x1_0000 + s.0
 }
 
-impl World {
+impl Sockets {
     #[inline]
     pub(crate) fn tcp(&mut self, s: SockId) -> &mut TcpSock {
-        match &mut self.socks[s].kind {
+        match &mut self.all[s].kind {
             SockKind::Tcp(t) => t,
             _ => unreachable!("socket {s} is TCP"),
         }
     }
+}
 
+impl World {
     /// `skb->sk` and its `sk_pacing_rate` (bytes/s) as a qdisc reads them of an skb of
     /// socket `s` that its sender still owns (not yet orphaned).
     pub(crate) fn tcp_skb_owner(&mut self, s: SockId) -> (u32, u64) {
-        (tcp_skb_sk(s), self.tcp(s).pacing_rate)
+        (tcp_skb_sk(s), self.socks.tcp(s).pacing_rate)
     }
 
     /// The application's next `write()` and the `tcp_push()` after it, from its process on
@@ -765,14 +767,14 @@ impl World {
         if !self.tcp_app_room(s) {
             return 0;
         }
-        if self.tcp(s).app_written == 0 {
+        if self.socks.tcp(s).app_written == 0 {
             self.tcp_init_cc(s);
         }
         let (wmem_alloc, sndbuf) = (self.socks[s].wmem_alloc, self.socks[s].sndbuf);
         // lock_sock(): the socket is the writer's until release_sock() (`lock.rs`),
         // which the caller runs after this step.
         let spin = self.tcp_lock_sock(s);
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         t.tcp_rate_check_app_limited(wmem_alloc);
         let n = t.tcp_sendmsg_locked(t.app_write_len(), sndbuf);
         t.app_written += n as u64;
@@ -784,7 +786,7 @@ impl World {
     /// `tcp_init_congestion_control()` at the connection's first write.
     fn tcp_init_cc(&mut self, s: SockId) {
         let clock = self.tcp_clock();
-        self.tcp(s).with_ca(|ca, tp| ca.init(tp, clock));
+        self.socks.tcp(s).with_ca(|ca, tp| ca.init(tp, clock));
     }
 
     /// The clocks a congestion control reads now.
@@ -805,7 +807,7 @@ impl World {
     fn tcp_app_room(&mut self, s: SockId) -> bool {
         let now = self.now;
         let sndbuf = self.socks[s].sndbuf;
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         if now < t.start_ns || now >= t.stop_ns || t.conn != Conn::Established || t.app_write_len() == 0 {
             return false;
         }
@@ -826,7 +828,7 @@ impl World {
         let now = self.now;
         let task = self.socks[s].task;
         let sndbuf = self.socks[s].sndbuf;
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let (start, stop, rate, room) = (t.start_ns, t.stop_ns, t.app_rate_bps, t.tcp_sendmsg_would_take(sndbuf));
         if now < start {
             self.events.push(start, Event::TaskTimer(task));
@@ -863,8 +865,8 @@ impl World {
         info.destructor = crate::arena::Destructor::None;
         let (s, truesize) = (info.sock, info.truesize as u64);
         self.socks[s].wmem_alloc -= truesize;
-        let cpu = self.current_cpu;
-        let t = self.tcp(s);
+        let cpu = self.sched.current_cpu;
+        let t = self.socks.tcp(s);
         if t.tsq_throttled {
             t.tsq_throttled = false;
             self.sock_work_queue(cpu, s, work::TSQ);
@@ -873,11 +875,11 @@ impl World {
 
     /// Queues deferred work for socket `s` on `cpu` (the TSQ tasklet's list).
     fn sock_work_queue(&mut self, cpu: CpuId, s: SockId, bits: u8) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let was = t.work;
         t.work |= bits;
         if was == 0 {
-            self.cpus[cpu].sock_work.push_back(s);
+            self.sched.cpus[cpu].sock_work.push_back(s);
             self.raise_softirq(cpu, TASKLET_SOFTIRQ);
             self.cpu_kick(cpu, 0);
         }
@@ -890,9 +892,9 @@ impl World {
             *started = true;
             return Step::Continue(self.cost(self.profile.costs.softirq_ns));
         }
-        let Some(s) = self.cpus[cpu].sock_work.pop_front() else { return Step::Done(0) };
+        let Some(s) = self.sched.cpus[cpu].sock_work.pop_front() else { return Step::Done(0) };
         let now = self.now;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let bits = std::mem::take(&mut tp.work);
         // bh_lock_sock() of the sending socket: spin while another holds it; with the
         // writer owning it, the sender's work is left to its tcp_release_cb(). The
@@ -907,7 +909,7 @@ impl World {
         let spin = if sender { tp.lock.spin(now) } else { 0 };
         let cost = spin + self.tcp_sock_work(cpu, s, bits, now + spin);
         if sender {
-            self.tcp(s).lock.hold(now, cost);
+            self.socks.tcp(s).lock.hold(now, cost);
         }
         Step::Continue(cost)
     }
@@ -932,7 +934,7 @@ impl World {
             cost += self.tcp_write_xmit(cpu, s, t + cost);
             if rto_fired {
                 // The loop's retransmission of the head is the timer's own.
-                let tp = self.tcp(s);
+                let tp = self.socks.tcp(s);
                 tp.timer_xmit = Some((tp.xmit_burst, XmitTimer::Retrans));
             }
         }
@@ -943,7 +945,7 @@ impl World {
     /// since, are ignored). Its work runs in softirq on the CPU that armed it.
     pub fn tcp_timer(&mut self, s: SockId, kind: u8) {
         let now = self.now;
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let cpu = t.softirq_cpu;
         match kind {
             timer::RTO if t.rto_at == Some(now) => {
@@ -993,7 +995,7 @@ impl World {
     ///   returns true and the probe timer is armed (`tcp_check_probe_timer()`) in
     ///   place of the RTO or loss probe the model armed for the dropped data.
     pub(crate) fn tcp_xmit_verdict(&mut self, s: SockId, seq: u32, burst: u32, verdict: EnqueueVerdict) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let timer_xmit = t.timer_xmit.filter(|&(b, _)| b == burst).map(|(_, kind)| kind);
         if timer_xmit.is_some() {
             t.timer_xmit = None;
@@ -1015,7 +1017,7 @@ impl World {
             return;
         }
         let (now, resource) = (self.now, tcp_resource_probe_interval(self.cfg.hz, self.cfg.jiffy_ns));
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         match timer_xmit {
             Some(XmitTimer::Retrans) => {
                 // `goto out`: neither icsk_backoff nor icsk_rto grew.
@@ -1048,7 +1050,7 @@ impl World {
     /// its loop) is not counted. Either way the segment stays lost, and its next
     /// retransmission counts.
     fn tcp_take_back(&mut self, s: SockId, seq: u32, attempted: bool) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let Some(i) = t.rtx.iter().position(|g| g.start == seq && !g.sacked) else { return };
         let seg = t.rtx[i];
         // __tcp_transmit_skb() calls tcp_update_skb_after_send() only when the skb was
@@ -1094,7 +1096,7 @@ impl World {
     /// never left, so it is neither counted as sent nor in PRR's count of sends.
     pub(crate) fn tcp_unsend(&mut self, s: SockId, seq: u32, segs: u32) {
         self.tcp_take_back(s, seq, false);
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         t.data_segs_out -= segs as u64;
         if matches!(t.ca_state, CaState::Recovery | CaState::Cwr) {
             t.prr_out = t.prr_out.saturating_sub(segs);
@@ -1103,7 +1105,7 @@ impl World {
 
     /// The event of the retransmit timer armed for `at`.
     pub(super) fn tcp_push_xmit_timer(&mut self, s: SockId, at: u64) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         t.rto_pushes = t.rto_pushes.wrapping_add(1);
         self.events.push(at, Event::TcpTimer(s, timer::RTO));
     }
@@ -1111,7 +1113,7 @@ impl World {
     /// `tcp_reset_xmit_timer()`: the retransmit timer armed for `kind` at `at`; without
     /// `push` its event is left to the caller.
     pub(super) fn tcp_reset_xmit_timer(&mut self, s: SockId, kind: XmitTimer, at: u64, push: bool) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         t.rto_at = Some(at);
         t.xmit_timer = kind;
         if push {
@@ -1122,7 +1124,7 @@ impl World {
     /// `tcp_reset_xmit_timer(ICSK_TIME_PROBE0)` for `at` (one event, if the probe timer
     /// stands there already).
     pub(super) fn tcp_arm_probe0(&mut self, s: SockId, at: u64) {
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let pushed = t.rto_at == Some(at) && t.xmit_timer == XmitTimer::Probe0;
         t.probe0_at = Some(at);
         self.tcp_reset_xmit_timer(s, XmitTimer::Probe0, at, !pushed);
@@ -1133,7 +1135,7 @@ impl World {
     /// (`tcp_rto_delta_us()`, at least 1 µs).
     pub(super) fn tcp_rearm_rto(&mut self, s: SockId) {
         let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         if t.packets_out == 0 {
             t.rto_at = None;
             t.probe0_at = None;
@@ -1189,17 +1191,17 @@ impl World {
     /// `check_ids()` for the ids a connection stores (`table.rs`).
     pub(crate) fn tcp_check_ids(&self, t: &TcpSock) {
         if let Some(dev) = t.ack_dev {
-            self.devs.check(dev, "TCP ACK device");
+            self.net.devs.check(dev, "TCP ACK device");
         }
         if let Some(app) = &t.rcv.app {
-            self.tasks.check(app.reader, "TCP reader task");
+            self.sched.tasks.check(app.reader, "TCP reader task");
         }
-        self.cpus.check(t.softirq_cpu, "TCP softirq CPU");
+        self.sched.cpus.check(t.softirq_cpu, "TCP softirq CPU");
     }
 
     pub(crate) fn tcp_stats_tick(&mut self, s: SockId) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
-        let t = self.tcp(s);
+        let t = self.socks.tcp(s);
         let from = t.stats.last_t.max(start);
         let active = t.active_at(from);
         // The step ends passed since the last tick saw the values in effect until now.
@@ -1331,19 +1333,19 @@ pub(crate) mod tests {
     /// whether the qdisc dropped it.
     fn deferred_xmit(limit: u32, throttled_after_loop: bool, at_send: bool) -> (bool, u8, bool, World) {
         let (mut w, s) = tbf_world(limit);
-        let (cpu, dev) = (w.tasks[w.socks[s].task].cpu, w.socks[s].dev);
+        let (cpu, dev) = (w.sched.tasks[w.socks[s].task].cpu, w.socks[s].dev);
         let mut skb = darkbuf_model::Skb { sk: tcp_skb_sk(s), len: 1514, truesize: 1448 + 768, ..Default::default() };
         w.sock_alloc_skb(s, &mut skb, PROTO, crate::arena::Destructor::TcpWfree, crate::arena::Dir::Out, 0);
         w.socks[s].wmem_alloc += skb.truesize as u64;
-        w.tcp(s).tsq_throttled = throttled_after_loop;
+        w.socks.tcp(s).tsq_throttled = throttled_after_loop;
         // The CPU that ran the last step: the far host's, as it may be when the event pops.
-        w.current_cpu = CpuId::from_index(w.cpus.len() - 1);
-        let dropped = w.dropped;
+        w.sched.current_cpu = CpuId::from_index(w.sched.cpus.len() - 1);
+        let dropped = w.metrics.fate.dropped;
         w.tcp_queue_xmit_at(0, cpu, dev, skb, crate::dev::TcpSent { tsq_throttled: at_send, burst: 0 });
         w.deferred(0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         let (flag, work) = (t.tsq_throttled, t.work);
-        let dropped = w.dropped > dropped;
+        let dropped = w.metrics.fate.dropped > dropped;
         (flag, work, dropped, w)
     }
 
@@ -1368,9 +1370,9 @@ pub(crate) mod tests {
         assert!(!flag);
         assert_eq!(work, work::TSQ);
         let s = SockId::from_index(w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap());
-        let cpu = w.tasks[w.socks[s].task].cpu;
-        assert_eq!(w.cpus[cpu].sock_work.iter().copied().collect::<Vec<_>>(), [s]);
-        assert!(w.cpus.iter_ids().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
+        assert_eq!(w.sched.cpus[cpu].sock_work.iter().copied().collect::<Vec<_>>(), [s]);
+        assert!(w.sched.cpus.iter_ids().all(|(i, c)| i == cpu || c.sock_work.is_empty()));
     }
 
     /// tcp_write_xmit() sends a burst into a qdisc that drops everything: the first
@@ -1380,14 +1382,14 @@ pub(crate) mod tests {
     #[test]
     fn a_local_drop_takes_back_the_rest_of_its_burst() {
         let (mut w, s) = tbf_world(1);
-        let cpu = w.tasks[w.socks[s].task].cpu;
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
         // Two-segment skbs (a 2896-byte GSO limit), a TSQ limit of 64 KB (the pacing
         // rate's 1 ms) and a window of 20: a burst of ten skbs.
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.gso_max_size, t.pacing_rate, t.w.cwnd) = (2 * 1448, 64 << 20, 20);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
-        let mut slots: Vec<(u64, usize)> = (w.deferred.iter().enumerate())
+        let mut slots: Vec<(u64, usize)> = (w.net.deferred.iter().enumerate())
             .filter_map(|(i, d)| match d {
                 Some(crate::dev::Deferred::Xmit { skb, .. }) => Some((w.pkts.get(skb.id).t_send, i)),
                 _ => None,
@@ -1395,17 +1397,17 @@ pub(crate) mod tests {
             .collect();
         slots.sort_unstable();
         assert_eq!(slots.len(), 10, "the burst");
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert!(t.packets_out > 0 && t.data_segs_out > 0 && t.snd_nxt > 0);
-        let created = w.created;
+        let created = w.metrics.fate.created;
         w.deferred(slots[0].1 as u32);
-        let cancelled = w.deferred.iter().filter(|d| matches!(d, Some(crate::dev::Deferred::Cancelled))).count();
+        let cancelled = w.net.deferred.iter().filter(|d| matches!(d, Some(crate::dev::Deferred::Cancelled))).count();
         assert_eq!(cancelled, slots.len() - 1);
-        assert_eq!(w.created, created - (slots.len() as u64 - 1), "the taken-back skbs were never built");
-        assert_eq!(w.dropped, 1, "only the first reached the qdisc");
+        assert_eq!(w.metrics.fate.created, created - (slots.len() as u64 - 1), "the taken-back skbs were never built");
+        assert_eq!(w.metrics.fate.dropped, 1, "only the first reached the qdisc");
         assert_eq!(w.socks[s].wmem_alloc, 0);
         assert_eq!(w.pkts.live(), 0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         // data_segs_out counts the dropped skb's two segments, as __tcp_transmit_skb()
         // does before its queue_xmit.
         assert_eq!((t.snd_nxt, t.packets_out, t.data_segs_out, t.rtx.len()), (0, 0, 2, 0));
@@ -1414,7 +1416,7 @@ pub(crate) mod tests {
         for &(_, slot) in &slots[1..] {
             w.deferred(slot as u32);
         }
-        assert!(w.deferred.iter().all(Option::is_none));
+        assert!(w.net.deferred.iter().all(Option::is_none));
     }
 
     /// A socket of `tbf_world()` with `n` one-segment skbs out, cwnd 20.
@@ -1425,7 +1427,7 @@ pub(crate) mod tests {
     /// `with_flight()` in front of a tbf of `limit` bytes.
     fn flight_in(limit: u32, n: u32) -> (World, SockId) {
         let (mut w, s) = tbf_world(limit);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         for i in 0..n {
             t.rtx.push_back(TxSeg { start: i * 1448, end: (i + 1) * 1448, segs: 1, ..TxSeg::default() });
         }
@@ -1435,7 +1437,7 @@ pub(crate) mod tests {
 
     /// The deferred transmits of socket `s` waiting in `w`, by their send time.
     fn pending_xmits(w: &World) -> Vec<u32> {
-        let mut slots: Vec<(u64, u32)> = (w.deferred.iter().enumerate())
+        let mut slots: Vec<(u64, u32)> = (w.net.deferred.iter().enumerate())
             .filter_map(|(i, d)| match d {
                 Some(crate::dev::Deferred::Xmit { skb, .. }) => Some((w.pkts.get(skb.id).t_send, i as u32)),
                 _ => None,
@@ -1447,7 +1449,7 @@ pub(crate) mod tests {
 
     /// The retransmit timer of `s` fires at `at` and its work runs on the socket's CPU.
     fn fire_xmit_timer(w: &mut World, s: SockId, at: u64) {
-        let cpu = w.tasks[w.socks[s].task].cpu;
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
         w.now = at;
         w.tcp_timer(s, timer::RTO);
         let mut started = false;
@@ -1464,15 +1466,15 @@ pub(crate) mod tests {
     #[test]
     fn a_dropped_flight_probes_with_one_mss_every_half_second() {
         let (mut w, s) = tbf_world(1);
-        let cpu = w.tasks[w.socks[s].task].cpu;
-        let t = w.tcp(s);
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
+        let t = w.socks.tcp(s);
         t.w.cwnd = 10;
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
         let slots = pending_xmits(&w);
         assert!(slots.len() > 1, "a burst");
         w.deferred(slots[0]);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.packets_out, t.xmit_timer, t.rto_at, t.probe0_at), (0, XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS), Some(TCP_TIMEOUT_INIT_NS)));
         for &slot in &slots[1..] {
             w.deferred(slot);
@@ -1480,12 +1482,12 @@ pub(crate) mod tests {
 
         fire_xmit_timer(&mut w, s, TCP_TIMEOUT_INIT_NS);
         let slots = pending_xmits(&w);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((slots.len(), t.packets_out, t.snd_nxt, t.xmit_timer), (1, 1, 1448, XmitTimer::Retrans), "one MSS, and the RTO for it");
         w.deferred(slots[0]);
         let resource = tcp_resource_probe_interval(w.cfg.hz, w.cfg.jiffy_ns);
         assert!((499_000_000..=500_000_000).contains(&resource), "HZ/2 jiffies: {resource}");
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.packets_out, t.snd_nxt, t.probes_out, t.backoff), (0, 0, 1, 0));
         assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Probe0, Some(TCP_TIMEOUT_INIT_NS + resource)));
     }
@@ -1498,19 +1500,19 @@ pub(crate) mod tests {
     #[test]
     fn a_closed_window_arms_the_probe_timer() {
         let (mut w, s) = tbf_world(100_000);
-        let cpu = w.tasks[w.socks[s].task].cpu;
-        let t = w.tcp(s);
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
+        let t = w.socks.tcp(s);
         (t.snd_wnd, t.rto_ns) = (0, 250_000_000);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_write_xmit(cpu, s, 0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.packets_out, t.xmit_timer, t.rto_at), (0, XmitTimer::Probe0, Some(250_000_000)));
         fire_xmit_timer(&mut w, s, 250_000_000);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.packets_out, t.backoff, t.rto_at), (0, 1, Some(250_000_000 + (250_000_000 << 1))));
         t.snd_wnd = 64 << 10;
         w.tcp_write_xmit(cpu, s, 300_000_000);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert!(t.packets_out > 0);
         assert_eq!(t.xmit_timer, XmitTimer::LossProbe);
     }
@@ -1522,18 +1524,18 @@ pub(crate) mod tests {
     fn a_probe_that_goes_ends_the_probing() {
         let (mut w, s) = tbf_world(100_000);
         let at = 700_000_000;
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.backoff, t.probes_out, t.rto_ns) = (2, 3, 250_000_000);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         w.tcp_arm_probe0(s, at);
         fire_xmit_timer(&mut w, s, at);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.packets_out, t.xmit_timer, t.probe0_at), (1, XmitTimer::Retrans, None));
         assert_eq!(t.rto_at, Some(at + (250_000_000 << 2)), "the RTO with the backoff of the probing");
         let slots = pending_xmits(&w);
         assert_eq!(slots.len(), 1);
         w.deferred(slots[0]);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.backoff, t.probes_out, t.timer_xmit), (0, 0, None));
     }
 
@@ -1542,12 +1544,12 @@ pub(crate) mod tests {
     #[test]
     fn a_sender_with_data_and_no_timer_is_a_stall() {
         let (mut w, s) = tbf_world(1);
-        w.tcp(s).tcp_sendmsg_locked(1 << 20, u64::MAX);
+        w.socks.tcp(s).tcp_sendmsg_locked(1 << 20, u64::MAX);
         assert_eq!(w.tcp_stalls().len(), 1);
         w.tcp_arm_probe0(s, TCP_TIMEOUT_INIT_NS);
         assert!(w.tcp_stalls().is_empty());
-        w.tcp(s).rto_at = None;
-        w.tcp(s).packets_out = 1;
+        w.socks.tcp(s).rto_at = None;
+        w.socks.tcp(s).packets_out = 1;
         assert!(w.tcp_stalls().is_empty(), "an ACK will come");
     }
 
@@ -1558,16 +1560,16 @@ pub(crate) mod tests {
     fn a_locally_dropped_rto_retransmission_tries_again_without_backoff() {
         let (mut w, s) = flight_in(1, 3);
         let at = 300_000_000;
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.rto_at, t.xmit_timer, t.rto_ns) = (Some(at), XmitTimer::Retrans, 250_000_000);
         fire_xmit_timer(&mut w, s, at);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.backoff, t.rto_at), (1, Some(at + 500_000_000)), "the RTO backed off as the retransmission left");
         let slots = pending_xmits(&w);
         assert_eq!(slots.len(), 1, "cwnd is what is in flight + 1: the head alone");
         w.deferred(slots[0]);
         let resource = tcp_resource_probe_interval(w.cfg.hz, w.cfg.jiffy_ns);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.backoff, t.timeouts, t.xmit_timer, t.rto_at), (0, 1, XmitTimer::Retrans, Some(at + resource)));
         assert!(t.rtx[0].lost && !t.rtx[0].retrans, "the head waits, lost, for its retransmission");
     }
@@ -1579,16 +1581,16 @@ pub(crate) mod tests {
     fn a_repeated_rto_does_not_cut_ssthresh_again() {
         let (mut w, s) = with_flight(10);
         w.tcp_retransmit_timer(s);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.ca_state, t.w.ssthresh, t.w.cwnd, t.lost_out), (CaState::Loss, 14, 1, 10));
         w.tcp_retransmit_timer(s);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.w.ssthresh, t.w.cwnd, t.backoff), (14, 1, 2));
         // Both were TCPTimeouts; the timer of an empty flight is not one.
         assert_eq!(t.timeouts, 2);
         let (mut w, s) = with_flight(0);
         w.tcp_retransmit_timer(s);
-        assert_eq!(w.tcp(s).timeouts, 0);
+        assert_eq!(w.socks.tcp(s).timeouts, 0);
     }
 
     /// tcp_enter_recovery() from CWR keeps CWR's reduction (ssthresh, high_seq); from
@@ -1597,17 +1599,17 @@ pub(crate) mod tests {
     fn recovery_after_cwr_does_not_cut_the_window_twice() {
         let (mut w, s) = with_flight(10);
         w.tcp_enter_cwr(s);
-        let (ssthresh, high) = (w.tcp(s).w.ssthresh, w.tcp(s).high_seq);
+        let (ssthresh, high) = (w.socks.tcp(s).w.ssthresh, w.socks.tcp(s).high_seq);
         assert_eq!((ssthresh, high), (14, 10 * 1448));
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.w.cwnd, t.snd_nxt) = (14, 12 * 1448);
         w.tcp_enter_recovery(s, false);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
 
         let (mut w, s) = with_flight(10);
         w.tcp_enter_recovery(s, false);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.ca_state, t.w.ssthresh, t.high_seq), (CaState::Recovery, 14, 10 * 1448));
     }
 
@@ -1618,7 +1620,7 @@ pub(crate) mod tests {
     fn a_dropped_retransmission_counts_and_an_unsent_one_does_not() {
         for (attempted, total) in [(true, 1), (false, 0)] {
             let (mut w, s) = with_flight(3);
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             t.rtx[1] = TxSeg { lost: true, retrans: true, counted: true, ever_retrans: true, ..t.rtx[1] };
             (t.lost_out, t.retrans_out, t.total_retrans) = (1, 1, 1);
             if attempted {
@@ -1626,7 +1628,7 @@ pub(crate) mod tests {
             } else {
                 w.tcp_unsend(s, 1448, 1);
             }
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             let g = t.rtx[1];
             assert_eq!((g.lost, g.retrans, g.local_drop), (true, false, false), "attempted {attempted}");
             assert_eq!((t.lost_out, t.retrans_out, t.total_retrans), (1, 0, total), "attempted {attempted}");
@@ -1639,13 +1641,13 @@ pub(crate) mod tests {
     #[test]
     fn pacing_spaces_skbs_by_their_payload() {
         let (mut w, s) = tbf_world(100_000);
-        let cpu = w.tasks[w.socks[s].task].cpu;
-        let t = w.tcp(s);
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
+        let t = w.socks.tcp(s);
         (t.gso_max_size, t.pacing_rate, t.w.cwnd, t.data_segs_out) = (2 * 1448, 1_000_000, 20, 10);
         t.tcp_sendmsg_locked(1 << 20, u64::MAX);
         t.pacing = Pacing::Needed;
         w.tcp_write_xmit(cpu, s, 0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!(t.rtx.len(), 1, "pacing holds the second skb");
         assert_eq!(t.wstamp_ns, 2_896_000);
     }
@@ -1658,9 +1660,9 @@ pub(crate) mod tests {
         let (mut w, s) = with_flight(3);
         w.socks[s].wmem_alloc = 5_000;
         assert!(w.tcp_small_queue_check(s, 1448, false));
-        w.tcp(s).tsq_throttled = false;
+        w.socks.tcp(s).tsq_throttled = false;
         assert!(!w.tcp_small_queue_check(s, 1448, true));
-        assert!(!w.tcp(s).tsq_throttled);
+        assert!(!w.socks.tcp(s).tsq_throttled);
     }
 
     /// `tcp_tso_should_defer()` (`write_xmit = "kernel"`), case by case.
@@ -1674,7 +1676,7 @@ pub(crate) mod tests {
         let next = output::NextSend { start: 18 * mss, end: 20 * mss, retrans: false, tsq_len: 2 * mss, head_len: 20 * mss, head_is_tail: false, max_segs: 45 };
         let setup = |now_wstamp: u64| {
             let (mut w, s) = with_flight(18);
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             (t.srtt_us, t.wstamp_ns, t.snd_wnd) = (8 * 5000, now_wstamp, 1 << 20);
             (w, s)
         };
@@ -1689,7 +1691,7 @@ pub(crate) mod tests {
         assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
         // In recovery: send.
         let (mut w, s) = setup(4 * MS);
-        w.tcp(s).ca_state = CaState::Recovery;
+        w.socks.tcp(s).ca_state = CaState::Recovery;
         assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
         // Room for the whole head, which is not the last skb: send; were it the last
         // (the application may add to it), defer.
@@ -1700,7 +1702,7 @@ pub(crate) mod tests {
         assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &last), Some(true));
         // With 10 out there are 10 segments of room, over a third of the window: send.
         let (mut w, s) = with_flight(10);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.srtt_us, t.wstamp_ns, t.snd_wnd) = (8 * 5000, 4 * MS, 1 << 20);
         assert_eq!(w.tcp_tso_should_defer(s, 4 * MS + MS / 2, &next), None);
     }
@@ -1720,12 +1722,12 @@ pub(crate) mod tests {
         ] {
             let (mut w, s) = with_flight(3);
             w.socks[s].wmem_alloc = 5_000_000;
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             (t.tsq, t.limit_output_bytes, t.pacing, t.pacing_rate) = (tsq, tsq.default_limit_output_bytes(), pacing, 8_000_000_000);
             assert_eq!(w.tcp_small_queue_check(s, 1448, false), throttled, "{tsq:?} {pacing:?}");
             // Under 1 MiB (the paced-exempt kernels' default) every mode sends.
             w.socks[s].wmem_alloc = 1 << 19;
-            w.tcp(s).tsq_throttled = false;
+            w.socks.tcp(s).tsq_throttled = false;
             assert!(!w.tcp_small_queue_check(s, 1448, false), "{tsq:?} {pacing:?} at 512 KiB");
         }
     }
@@ -1750,10 +1752,10 @@ pub(crate) mod tests {
         let j = w.cfg.jiffy_ns;
         let rto = |us: u64| (us * 1000).div_ceil(j) * j;
         let step = |(w, s): (&mut World, SockId), rtt_ms: u64, una: u32, nxt: u32| {
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             (t.snd_una, t.snd_nxt) = (una, nxt);
             w.tcp_rtt_estimator(s, rtt_ms * 1_000_000);
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             (t.srtt_us, t.mdev_us, t.mdev_max_us, t.rttvar_us, t.rtt_seq, t.rto_ns)
         };
         assert_eq!(step((&mut w, s), 10, 0, 14_480), (80_000, 20_000, 200_000, 200_000, 14_480, rto(210_000)));
@@ -1775,15 +1777,15 @@ pub(crate) mod tests {
     fn loss_probe_is_two_rtts_away() {
         let (mut w, s) = with_flight(10);
         let j = w.cfg.jiffy_ns;
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         (t.srtt_us, t.rto_ns) = (80_000, 210_000_000);
         assert!(w.tcp_schedule_loss_probe(s, false, true));
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.rto_at, t.xmit_timer), (Some(22_000_000u64.div_ceil(j) * j), XmitTimer::LossProbe));
         t.packets_out = 1;
         assert!(w.tcp_schedule_loss_probe(s, true, true));
-        assert_eq!(w.tcp(s).rto_at, Some(210_000_000u64.div_ceil(j) * j));
-        w.tcp(s).ca_state = CaState::Recovery;
+        assert_eq!(w.socks.tcp(s).rto_at, Some(210_000_000u64.div_ceil(j) * j));
+        w.socks.tcp(s).ca_state = CaState::Recovery;
         assert!(!w.tcp_schedule_loss_probe(s, true, true));
     }
 
@@ -1793,17 +1795,17 @@ pub(crate) mod tests {
     #[test]
     fn a_loss_probe_retransmits_the_tail_once() {
         let (mut w, s) = with_flight(3);
-        let cpu = w.tasks[w.socks[s].task].cpu;
-        w.tcp(s).srtt_us = 80_000;
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
+        w.socks.tcp(s).srtt_us = 80_000;
         w.tcp_send_loss_probe(cpu, s, 0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         let g = *t.rtx.back().unwrap();
         assert_eq!((g.start, g.tlp, g.retrans, g.ever_retrans), (2 * 1448, true, false, true));
         assert_eq!((t.retrans_out, t.total_retrans, t.loss_probes), (0, 1, 1));
         assert_eq!((t.tlp_high_seq, t.tlp_retrans, t.xmit_timer), (Some(3 * 1448), true, XmitTimer::Retrans));
         assert_eq!(t.rto_at, Some(t.rto_ns));
         w.tcp_send_loss_probe(cpu, s, 0);
-        assert_eq!(w.tcp(s).loss_probes, 1);
+        assert_eq!(w.socks.tcp(s).loss_probes, 1);
     }
 
     /// tcp_process_tlp_ack() for a retransmitted probe: an ACK beyond tlp_high_seq means
@@ -1813,10 +1815,10 @@ pub(crate) mod tests {
     fn a_loss_probes_ack_tells_a_repaired_loss() {
         for (ack, pure_dupack, cwnd) in [(4 * 1448, false, 14), (3 * 1448, true, 20)] {
             let (mut w, s) = with_flight(3);
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             (t.tlp_high_seq, t.tlp_retrans, t.snd_nxt) = (Some(3 * 1448), true, 4 * 1448);
             w.tcp_process_tlp_ack(s, ack, pure_dupack);
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             assert_eq!((t.tlp_high_seq, t.w.cwnd, t.ca_state), (None, cwnd, CaState::Open), "ack {ack}");
             assert_eq!(t.tlp_recoveries, !pure_dupack as u64);
         }
@@ -1828,14 +1830,14 @@ pub(crate) mod tests {
     #[test]
     fn retransmitting_the_head_restarts_the_rto() {
         let (mut w, s) = with_flight(3);
-        let cpu = w.tasks[w.socks[s].task].cpu;
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
         w.now = 1_000_000;
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         t.rtx[0].lost = true;
         (t.lost_out, t.rto_at) = (1, Some(200_000_000));
         let rto = t.rto_ns;
         w.tcp_write_xmit(cpu, s, w.now);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert!(t.rtx[0].retrans);
         assert_eq!(t.rto_at, Some(1_000_000 + rto));
     }
@@ -1859,23 +1861,23 @@ pub(crate) mod tests {
     fn an_ack_to_an_owned_socket_waits_for_release_sock() {
         use crate::arena::{Destructor, Dir, PktInfo};
         let (mut w, s) = with_flight(4);
-        let cpu = w.tasks[w.socks[s].task].cpu;
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
         assert_eq!(w.tcp_lock_sock(s), 0);
         // Records 0 and 1 of the receiver's ring: ACKs of nothing new (ack 0), which
         // coalesce; then one of two segments, added to the backlog by hand.
         let info = PktInfo { len: TCP_HDR, truesize: TCP_HDR + 768, sock: s, proto: PROTO, dir: Dir::Back, flow: 0, seq: 0, segs: 1, ecn: 0, dscp: 0, tcp_flags: 0, t_send: 0, bql_charged: false, destructor: Destructor::None, netem_clone: false, corrupt: false, from_ingress: false };
         assert_eq!(w.tcp_ack(CpuId(1), &info, 0), 0);
         assert_eq!(w.tcp_ack(CpuId(1), &PktInfo { seq: 1, ..info }, 0), 0);
-        w.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });
-        let t = w.tcp(s);
+        w.socks.tcp(s).lock.tcp_add_backlog(recv::AckRec { ack: 2 * 1448, tsval_ms: 1, ..Default::default() });
+        let t = w.socks.tcp(s);
         assert_eq!((t.snd_una, t.packets_out, t.lock.backlog_acks, t.lock.backlog_coalesce), (0, 4, 3, 1));
         let crate::cpu::Step::Continue(cost) = w.tcp_release_sock_step(cpu, s) else { panic!("the backlog is processed first") };
         assert!(cost > 0);
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.snd_una, t.packets_out, t.softirq_cpu, t.lock.owned), (2 * 1448, 2, cpu, true));
         w.now += cost;
         let crate::cpu::Step::Done(0) = w.tcp_release_sock_step(cpu, s) else { panic!("an empty backlog ends the release") };
-        let (now, t) = (w.now, w.tcp(s));
+        let (now, t) = (w.now, w.socks.tcp(s));
         assert!(!t.lock.owned);
         assert!(t.lock.slock_until <= now);
         // Free again: the next ACK is processed where it arrives.
@@ -1888,17 +1890,17 @@ pub(crate) mod tests {
     #[test]
     fn an_owned_sockets_tsq_work_runs_in_tcp_release_cb() {
         let (mut w, s) = flight_in(100_000, 0);
-        w.tcp(s).write_seq = 10 * 1448;
-        w.tcp(s).write_queue.push_back(10 * 1448);
-        let cpu = w.tasks[w.socks[s].task].cpu;
+        w.socks.tcp(s).write_seq = 10 * 1448;
+        w.socks.tcp(s).write_queue.push_back(10 * 1448);
+        let cpu = w.sched.tasks[w.socks[s].task].cpu;
         w.tcp_lock_sock(s);
         w.sock_work_queue(CpuId(1), s, work::TSQ);
         let mut started = true;
         let crate::cpu::Step::Continue(0) = w.sock_work_step(CpuId(1), &mut started) else { panic!("deferred, nothing done") };
-        let t = w.tcp(s);
+        let t = w.socks.tcp(s);
         assert_eq!((t.snd_nxt, t.lock.deferred, t.lock.deferred_work), (0, work::TSQ, 1));
         let crate::cpu::Step::Done(cost) = w.tcp_release_sock_step(cpu, s) else { panic!("no backlog: tcp_release_cb()") };
-        let (now, t) = (w.now, w.tcp(s));
+        let (now, t) = (w.now, w.socks.tcp(s));
         assert!(cost > 0 && t.snd_nxt > 0, "tcp_tsq_write() sent");
         assert_eq!((t.lock.deferred, t.lock.owned, t.lock.slock_until), (0, false, now + cost));
         assert_eq!(t.lock.spin(now + 1), cost - 1);
@@ -1914,16 +1916,16 @@ pub(crate) mod tests {
         let mut w = World::new(&scn, darkbuf_measure::profile::Profile::load("seed-vm").unwrap(), 1).unwrap();
         let s = SockId::from_index(w.socks.iter().position(|k| matches!(k.kind, SockKind::Tcp(_))).unwrap());
         for scheduled in [true, false] {
-            let t = w.tcp(s);
+            let t = w.socks.tcp(s);
             let wup = t.rcv.rcv_wup;
             t.rcv.rcv_nxt = wup + 1448;
             let app = t.rcv.app.as_mut().unwrap();
             (app.owned, app.ack_scheduled) = (true, scheduled);
             w.sock_work_queue(CpuId(1), s, work::DELACK);
             let crate::cpu::Step::Continue(0) = w.sock_work_step(CpuId(1), &mut true) else { panic!("deferred, nothing done") };
-            assert_eq!(w.tcp(s).rcv.rcv_wup, wup, "no ACK while the reader holds the socket");
+            assert_eq!(w.socks.tcp(s).rcv.rcv_wup, wup, "no ACK while the reader holds the socket");
             let cost = w.tcp_release_sock(CpuId(1), s, 0);
-            let sent = w.tcp(s).rcv.rcv_wup != wup;
+            let sent = w.socks.tcp(s).rcv.rcv_wup != wup;
             assert_eq!((sent, cost > 0), (scheduled, scheduled), "scheduled: {scheduled}");
         }
     }

@@ -76,10 +76,10 @@ impl World {
         // The head of the retransmit queue went again: tcp_xmit_retransmit_queue()
         // restarts the RTO from now (`rearm_timer`).
         let mut head_retransmitted = false;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.xmit_burst = tp.xmit_burst.wrapping_add(1);
         loop {
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             // tcp_pacing_check(): internal pacing waits for the departure time.
             if tp.pacing == Pacing::Needed && tp.wstamp_ns > t {
                 let at = tp.wstamp_ns;
@@ -103,7 +103,7 @@ impl World {
             };
             let Some(next) = self.tcp_next_to_send(s, room) else { break };
             let (start, end, retrans) = (next.start, next.end, next.retrans);
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             if !retrans && !probe && tp.write_xmit == WriteXmit::Kernel && next.head_len > tp.mss {
                 if let Some(limited) = self.tcp_tso_should_defer(s, t, &next) {
                     cwnd_limited |= limited;
@@ -113,7 +113,7 @@ impl World {
             if self.tcp_small_queue_check(s, next.tsq_len, retrans) {
                 break;
             }
-            head_retransmitted |= retrans && start == self.tcp(s).snd_una;
+            head_retransmitted |= retrans && start == self.socks.tcp(s).snd_una;
             t += self.tcp_transmit_skb(cpu, s, start, end, retrans, t);
             sent_any = true;
             sent_new |= !retrans;
@@ -121,7 +121,7 @@ impl World {
                 break;
             }
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         cwnd_limited |= tp.in_flight() >= tp.w.cwnd;
         if sent_any || cwnd_limited {
             tp.tcp_cwnd_validate(cwnd_limited);
@@ -147,7 +147,7 @@ impl World {
         // data the receive window has no room for (a modelled receiver's window can
         // close): the probe timer, or no ACK would ever come.
         let now = self.now;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
         let wnd_end = tp.snd_una.wrapping_add(tp.snd_wnd);
         if tp.packets_out == 0 && tp.rto_at.is_none() && unsent > 0 && after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
@@ -166,7 +166,7 @@ impl World {
     /// is left to the caller.
     pub(super) fn tcp_schedule_loss_probe(&mut self, s: SockId, advancing_rto: bool, push: bool) -> bool {
         let (now, jiffy_ns) = (self.now, self.cfg.jiffy_ns);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if !tp.tlp_allowed() {
             return false;
         }
@@ -192,7 +192,7 @@ impl World {
     /// marked as a retransmission in flight). Then the RTO from now. Returns the CPU
     /// time spent.
     pub(super) fn tcp_send_loss_probe(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.tlp_high_seq.is_some() {
             self.tcp_rearm_rto(s);
             return 0;
@@ -204,7 +204,7 @@ impl World {
         if unsent > 0 && !after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
             let before_out = tp.packets_out;
             cost = self.tcp_write_xmit_push(cpu, s, t0, true);
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             if tp.packets_out == before_out {
                 self.tcp_rearm_rto(s);
                 return cost;
@@ -226,7 +226,7 @@ impl World {
             let probe_seg = *tp.rtx.back().expect("the probe's segment");
             cost = self.tcp_transmit_skb(cpu, s, probe_seg.start, probe_seg.end, true, t0);
             // __tcp_retransmit_skb() alone: no TCPCB_SACKED_RETRANS, not in retrans_out.
-            let tp = self.tcp(s);
+            let tp = self.socks.tcp(s);
             let g = tp.rtx.back_mut().expect("the probe's segment");
             if std::mem::take(&mut g.retrans) {
                 tp.retrans_out -= g.segs;
@@ -234,7 +234,7 @@ impl World {
             tp.tlp_retrans = true;
         }
         // probe_sent: remember the tail; the RTO restarts from now.
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.tlp_high_seq = Some(tp.snd_nxt);
         tp.loss_probes += 1;
         if let Some(g) = tp.rtx.back_mut() {
@@ -255,7 +255,7 @@ impl World {
     /// time spent.
     pub(super) fn tcp_probe_timer(&mut self, cpu: CpuId, s: SockId, t0: u64) -> u64 {
         let now = self.now;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let unsent = tp.write_seq.wrapping_sub(tp.snd_nxt);
         if tp.packets_out > 0 || unsent == 0 {
             tp.probes_out = 0;
@@ -276,7 +276,7 @@ impl World {
         tp.xmit_burst = tp.xmit_burst.wrapping_add(1);
         let burst = tp.xmit_burst;
         let cost = self.tcp_transmit_skb(cpu, s, start, start.wrapping_add(len), false, t0);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.timer_xmit = Some((burst, XmitTimer::Probe0));
         tp.softirq_cpu = cpu;
         // With the backoff as it is: tcp_send_probe0() resets it after the transmit
@@ -299,7 +299,7 @@ impl World {
     /// `[[stalls]]` (docs/tcp-small-fifo.md, "TSQ after tso_fragment()").
     fn tcp_next_to_send(&mut self, s: SockId, room: u32) -> Option<NextSend> {
         let full_goal = self.tcp_tso_segs(s);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let goal = full_goal.min(room.min((tp.w.cwnd / 2).max(1)));
         if tp.lost_out > tp.retrans_out {
             let goal = full_goal.min(room);
@@ -328,7 +328,7 @@ impl World {
         if after(tp.snd_nxt.wrapping_add(tp.mss.min(unsent)), wnd_end) {
             return None;
         }
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // tcp_grow_skb() to the quota, then tcp_mss_split_point() and tso_fragment()
         // cut the head to the quota and the receive window.
         let head_len = tp.tcp_grow_skb(goal * tp.mss);
@@ -347,7 +347,7 @@ impl World {
     /// skb, for the whole head (not the last skb), or for a third of the window
     /// (`tcp_tso_win_divisor`). `Some(cwnd_limited)` defers; `None` sends.
     pub(super) fn tcp_tso_should_defer(&mut self, s: SockId, now: u64, next: &NextSend) -> Option<bool> {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         if tp.ca_state >= CaState::Recovery {
             return None;
         }
@@ -383,7 +383,7 @@ impl World {
     /// short RTTs of `tcp_tso_rtt_log`), at least `tcp_min_tso_segs`, at most what
     /// `sk_gso_max_size` holds.
     fn tcp_tso_segs(&mut self, s: SockId) -> u32 {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let mut bytes = (tp.pacing_rate >> PACING_SHIFT).min(tp.gso_max_size as u64);
         let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us >> TCP_TSO_RTT_LOG };
         if r < 32 {
@@ -403,7 +403,7 @@ impl World {
     /// with `factor` 1: `limit <<= factor`).
     pub(super) fn tcp_small_queue_check(&mut self, s: SockId, payload: u32, retrans: bool) -> bool {
         let wmem_alloc = self.socks[s].wmem_alloc;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let truesize = payload as u64 + 768;
         // Before v6.16 a paced flow is exempt from the sysctl (c73e5807e4f6): at 100G
         // under fq it may keep more than fq's flow_limit in the host (seed 001). v6.16
@@ -437,7 +437,7 @@ impl World {
     fn tcp_transmit_skb(&mut self, cpu: CpuId, s: SockId, start: u32, end: u32, retrans: bool, t: u64) -> u64 {
         let dev = self.socks[s].dev;
         let wmem_alloc = self.socks[s].wmem_alloc;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let payload = end.wrapping_sub(start);
         let segs = payload.div_ceil(tp.mss).max(1);
         // ooo_okay: nothing of this socket in the host queues, or nothing unacked
@@ -473,11 +473,11 @@ impl World {
         skb.queue_mapping = self.tcp_pick_tx(s, dev, &skb, cpu, ooo_okay);
         self.sock_alloc_skb(s, &mut skb, super::PROTO, Destructor::TcpWfree, Dir::Out, start);
         self.socks[s].wmem_alloc += skb.truesize as u64;
-        let (wmem, mut bound) = (self.socks[s].wmem_alloc, self.tcp(s).tsq_bound);
-        if !self.devs[dev].tso {
+        let (wmem, mut bound) = (self.socks[s].wmem_alloc, self.socks.tcp(s).tsq_bound);
+        if !self.net.devs[dev].tso {
             // Software GSO gives every segment its own skb head (tcp_gso_segment()'s
             // delta): at most (mss + head) / mss of what TSQ admitted.
-            let mss = self.tcp(s).mss as u64;
+            let mss = self.socks.tcp(s).mss as u64;
             bound = bound * (mss + crate::dev::gso::SEGMENT_HEAD_TRUESIZE as u64) / mss;
         }
         if bound > 0 && wmem > bound {
@@ -487,10 +487,10 @@ impl World {
         info.t_send = t;
         info.tcp_flags = if cwr { info.tcp_flags | PktInfo::TCPHDR_CWR } else { info.tcp_flags & !PktInfo::TCPHDR_CWR };
         let cost = self.cost(self.profile.costs.tcp_xmit_ns);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let how = crate::dev::TcpSent { tsq_throttled: tp.tsq_throttled, burst: tp.xmit_burst };
         self.tcp_queue_xmit_at(t + cost, cpu, dev, skb, how);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.data_segs_out += segs as u64;
         // tcp_update_skb_after_send(): the next departure time, forgiving up to half
         // an skb of lateness. The skb remembers the advance: a local drop takes it back.
@@ -540,13 +540,13 @@ impl World {
     /// `ooo_okay`, cached by `sk_tx_queue_set()`. A change is recorded as seed 001's
     /// bpftrace script sees it (`@queue_index_after_netdev_pick_tx[cpu, old]`).
     fn tcp_pick_tx(&mut self, s: SockId, dev: crate::id::DevId, skb: &Skb, cpu: CpuId, ooo_okay: bool) -> u16 {
-        let cached = self.tcp(s).tx_queue;
+        let cached = self.socks.tcp(s).tx_queue;
         match cached {
             Some(q) if !ooo_okay => q,
             _ => {
                 let q = self.netdev_pick_tx(dev, skb, cpu);
                 if cached != Some(q) {
-                    let tp = self.tcp(s);
+                    let tp = self.socks.tcp(s);
                     tp.tx_queue = Some(q);
                     tp.tx_queue_changes += 1;
                     let old = cached.map_or(-1, |c| c as i32);
@@ -562,7 +562,7 @@ impl World {
     /// `tcp_update_pacing_rate()`: ratio% x cwnd x mss / srtt (200% in slow start below
     /// half ssthresh, else 120%).
     pub(super) fn tcp_update_pacing_rate(&mut self, s: SockId) {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         // A congestion control with cong_control sets the rate itself (tcp_cong_control()).
         if tp.srtt_us == 0 || tp.ca().has_cong_control() {
             return;
@@ -576,7 +576,7 @@ impl World {
 
     /// The first segment sent after `seq` (for SACK marking).
     pub(super) fn tcp_seg_index(&mut self, s: SockId, seq: u32) -> usize {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         tp.rtx.partition_point(|g| before(g.start, seq))
     }
 }
@@ -597,10 +597,10 @@ impl World {
     /// transmits of the same loop are taken back (`tcp_unsend_burst()`).
     pub(crate) fn tcp_deferred_xmit(&mut self, cpu: CpuId, dev: DevId, skb: Skb, info: &crate::arena::PktInfo, sent: TcpSent) {
         let s = info.sock;
-        let after_loop = std::mem::replace(&mut self.tcp(s).tsq_throttled, sent.tsq_throttled);
+        let after_loop = std::mem::replace(&mut self.socks.tcp(s).tsq_throttled, sent.tsq_throttled);
         let verdict = self.dev_queue_xmit_softirq(cpu, dev, skb);
         if verdict != EnqueueVerdict::Dropped {
-            self.tcp(s).tsq_throttled = after_loop;
+            self.socks.tcp(s).tsq_throttled = after_loop;
         } else {
             self.tcp_unsend_burst(s, sent.burst, info.seq);
         }

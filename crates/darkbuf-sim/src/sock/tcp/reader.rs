@@ -30,8 +30,8 @@ pub const APP_READ: u32 = 128 * 1024;
 impl World {
     /// The sockets `first..first + n` of the reader that reads socket `s`.
     fn tcp_reader_range(&mut self, s: SockId) -> (SockId, u32) {
-        let reader = self.tcp(s).rcv.app.as_ref().expect("a modelled receiver").reader;
-        match self.tasks[reader].kind {
+        let reader = self.socks.tcp(s).rcv.app.as_ref().expect("a modelled receiver").reader;
+        match self.sched.tasks[reader].kind {
             crate::cpu::TaskKind::TcpReader { first, n } => (first, n),
             _ => unreachable!("a reader task"),
         }
@@ -74,7 +74,7 @@ impl World {
             ReadPhase::Release => {
                 let s = *at;
                 let now = self.now;
-                let tp = self.tcp(s);
+                let tp = self.socks.tcp(s);
                 let app = tp.rcv.app.as_ref().expect("a modelled receiver");
                 let ack = app.buf.cleanup_rbuf_wants_ack(app.last_copied, app.ack_scheduled, tp.rcv.rcv_wup, tp.rcv.rcv_nxt);
                 let mut cost = 0;
@@ -95,7 +95,7 @@ impl World {
     /// syscall's, and the copy's if any) and the bytes copied.
     fn tcp_recvmsg_copy(&mut self, s: SockId) -> (u64, u32) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let rcv_nxt = tp.rcv.rcv_nxt;
         let app = tp.rcv.app.as_mut().expect("a modelled receiver");
         app.owned = true;
@@ -117,7 +117,7 @@ impl World {
         // The application has the bytes when read() returns.
         let done = now + cost;
         if copied > 0 && done >= start && done <= end {
-            self.tcp(s).stats.goodput(copied as u64, (done - start) / super::SERIES_STEP_NS);
+            self.socks.tcp(s).stats.goodput(copied as u64, (done - start) / super::SERIES_STEP_NS);
         }
         (cost, copied)
     }
@@ -128,7 +128,7 @@ impl World {
     #[inline(never)]
     pub(crate) fn tcp_reader_wants_cpu(&mut self, first: SockId, n: u32) -> bool {
         first.run(n).iter().any(|s| {
-            let r = &self.tcp(s).rcv;
+            let r = &self.socks.tcp(s).rcv;
             r.unread() > 0 || r.app.as_ref().is_some_and(|a| a.has_backlog())
         })
     }

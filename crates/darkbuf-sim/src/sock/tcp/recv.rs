@@ -251,7 +251,7 @@ impl World {
     /// receive processing and of an ACK it sends.
     pub(crate) fn tcp_data_rcv(&mut self, cpu: CpuId, info: &PktInfo, t: u64) -> u64 {
         let s = info.sock;
-        if let Some(app) = self.tcp(s).rcv.app.as_mut() {
+        if let Some(app) = self.socks.tcp(s).rcv.app.as_mut() {
             if app.owned {
                 // tcp_v4_rcv() -> tcp_add_backlog(): the reader holds the socket, and
                 // its release_sock() will process the segment.
@@ -261,7 +261,7 @@ impl World {
             return self.tcp_rcv_established(cpu, info, t, false);
         }
         let (start, window) = (self.cfg.start, (self.cfg.start, self.cfg.end));
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let payload = info.len - info.segs as u32 * TCP_HDR;
         let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
         let r = &mut tp.rcv;
@@ -299,7 +299,7 @@ impl World {
             self.web_read(s, t);
         }
         let older = older_ack.map_or(0, |(ack, ece)| self.tcp_send_older_ack(cpu, s, t, ack, ece));
-        let r = &mut self.tcp(s).rcv;
+        let r = &mut self.socks.tcp(s).rcv;
         // __tcp_ack_snd_check(): more than one full segment unacked, quick ACK mode,
         // or out of order: now; otherwise the delayed-ACK timer.
         if r.rcv_nxt.wrapping_sub(r.rcv_wup) > r.mss || r.quickack > 0 || now_ack {
@@ -317,7 +317,7 @@ impl World {
     /// `tcp_send_ack()` at `t` from `cpu`: the cumulative ACK, the SACK blocks (the most
     /// recent first), ECE; through the far host's device, or by the constant way back.
     pub(crate) fn tcp_send_ack(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let r = &mut tp.rcv;
         r.delack_at = None;
         // tcp_select_window() (it moves rcv_wup itself), and tcp_event_ack_sent().
@@ -377,7 +377,7 @@ impl World {
     /// receiver's state is left as it is (`tcp_event_ack_sent()` returns early for
     /// it), and so is the delayed-ACK timer. Returns the CPU time.
     pub(crate) fn tcp_send_older_ack(&mut self, cpu: CpuId, s: SockId, t: u64, ack: u32, ece: bool) -> u64 {
-        let r = &self.tcp(s).rcv;
+        let r = &self.socks.tcp(s).rcv;
         let win = r.app.as_ref().map_or(0, |app| app.buf.tcp_select_window_raw().0);
         let rec = AckRec { ack, ece, win, tsval_ms: (t / 1_000_000) as u32, tsecr_ms: r.ts_recent_ms, ..AckRec::default() };
         self.tcp_xmit_ack(cpu, s, t, rec)
@@ -386,7 +386,7 @@ impl World {
     /// The ACK `rec` built and sent at `t` from `cpu` (`__tcp_transmit_skb()` of a pure
     /// ACK): through the far host's device, or by the constant way back.
     fn tcp_xmit_ack(&mut self, cpu: CpuId, s: SockId, t: u64, rec: AckRec) -> u64 {
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
         // The record, then at once the packet that carries it (its first reference).
         let id = self.pkts.acks.push(s, rec);
@@ -430,7 +430,7 @@ impl World {
     /// (`tcp_backlog_ack_defer` = 1). Returns the CPU time, an ACK sent included.
     pub(crate) fn tcp_rcv_established(&mut self, cpu: CpuId, info: &PktInfo, t: u64, from_backlog: bool) -> u64 {
         let s = info.sock;
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let payload = info.len - info.segs as u32 * TCP_HDR;
         let (seq, end) = (info.seq, info.seq.wrapping_add(payload));
         // The TSecr the segment carries: its transmission's (the sender's scoreboard
@@ -525,7 +525,7 @@ impl World {
         let older = older_ack.map_or(0, |(ack, ece)| self.tcp_send_older_ack(cpu, s, t, ack, ece));
         let rcv_cost = older + self.cost(self.profile.costs.tcp_rcv_ns);
         let mut cost = rcv_cost;
-        let r = &mut self.tcp(s).rcv;
+        let r = &mut self.socks.tcp(s).rcv;
         if send && from_backlog {
             r.app.as_mut().expect("a modelled receiver").ack_deferred = true;
         } else if send {
@@ -546,14 +546,14 @@ impl World {
     /// held the socket go through `tcp_rcv_established()` here, then
     /// `tcp_release_cb()` sends the ACK they deferred. Returns the CPU time.
     pub(crate) fn tcp_release_sock(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
-        let app = self.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
+        let app = self.socks.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
         app.owned = false;
         let mut backlog = std::mem::take(&mut app.backlog);
         let mut cost = 0;
         for info in backlog.drain(..) {
             cost += self.tcp_rcv_established(cpu, &info, t + cost, true);
         }
-        let app = self.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
+        let app = self.socks.tcp(s).rcv.app.as_mut().expect("a modelled receiver");
         app.backlog = backlog;
         // tcp_release_cb(): TCP_DELACK_TIMER_DEFERRED (tcp_delack_timer_handler(), an
         // ACK if one is still scheduled), then TCP_ACK_DEFERRED. One ACK at most: the
@@ -584,7 +584,7 @@ impl World {
             if after(app.buf.copied_seq, r.rcv_nxt) {
                 out.push(format!("{who}: copied_seq {} past rcv_nxt {}", app.buf.copied_seq, r.rcv_nxt));
             }
-            if r.unread() > 0 && self.tasks[app.reader].state == crate::cpu::TaskState::Sleeping {
+            if r.unread() > 0 && self.sched.tasks[app.reader].state == crate::cpu::TaskState::Sleeping {
                 out.push(format!("{who}: {} bytes unread and its reader asleep", r.unread()));
             }
         }

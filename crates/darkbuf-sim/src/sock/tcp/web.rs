@@ -32,7 +32,7 @@ use darkbuf_scenario::TcpFlow;
 /// A web connection's own state.
 #[derive(Clone, Debug)]
 pub struct WebConn {
-    /// Its generator (`World::web`).
+    /// Its generator (`Sockets::web`).
     pub generator: u16,
     /// The bytes the application writes before it closes.
     pub size: u64,
@@ -112,9 +112,9 @@ impl World {
     /// Time 0: each generator's first arrival, one gap after its `start`.
     pub(crate) fn web_start(&mut self) {
         let end = self.cfg.end;
-        for g in 0..self.web.len() {
-            self.web[g].arrivals.set_end(end);
-            if let Some(at) = self.web[g].arrivals.next_at() {
+        for g in 0..self.socks.web.len() {
+            self.socks.web[g].arrivals.set_end(end);
+            if let Some(at) = self.socks.web[g].arrivals.next_at() {
                 self.events.push(at, Event::WebArrival(g as u16));
             }
         }
@@ -124,14 +124,14 @@ impl World {
     /// is scheduled.
     pub(crate) fn web_arrival(&mut self, g: u16) {
         let (now, end) = (self.now, self.cfg.end);
-        let gen = &mut self.web[g as usize];
+        let gen = &mut self.socks.web[g as usize];
         gen.arrivals.set_end(end);
         let (_, size) = gen.arrivals.open();
         if let Some(at) = gen.arrivals.next_at() {
             self.events.push(at, Event::WebArrival(g));
         }
         self.web_reclaim(g);
-        let gen = &mut self.web[g as usize];
+        let gen = &mut self.socks.web[g as usize];
         if gen.open >= darkbuf_scenario::limits::MAX_WEB_OPEN {
             if gen.overflow.is_none() {
                 gen.overflow = Some(format!(
@@ -153,25 +153,25 @@ impl World {
     /// A new slot for generator `g`: a socket and its (sleeping) process, on the
     /// template slot's CPU, hosts and path.
     fn web_new_slot(&mut self, g: u16) -> SockId {
-        let template = self.web[g as usize].template;
+        let template = self.socks.web[g as usize].template;
         let s = SockId::from_index(self.socks.len());
-        let cpu = self.tasks[self.socks[template].task].cpu;
-        let task = self.tasks.push(Task { kind: TaskKind::Proc(s), state: TaskState::Sleeping, cpu, wake_preempt: false });
-        let ntasks = self.tasks.len();
-        for c in self.cpus.iter_mut() {
+        let cpu = self.sched.tasks[self.socks[template].task].cpu;
+        let task = self.sched.tasks.push(Task { kind: TaskKind::Proc(s), state: TaskState::Sleeping, cpu, wake_preempt: false });
+        let ntasks = self.sched.tasks.len();
+        for c in self.sched.cpus.iter_mut() {
             c.runnable.grow_to(ntasks);
         }
         let sk = &self.socks[template];
         let (dev, host, far_host) = (sk.dev, sk.host, sk.far_host);
-        let gen = &self.web[g as usize];
+        let gen = &self.socks.web[g as usize];
         let mtu = gen.ideal.mss as u32 + 52;
         let mut sock = TcpSock::new_sock(&gen.tcp, gen.traffic_index, 0, task, dev, None, mtu, self.profile.max_tcp_header, self.cfg.end, gen.seed);
         (sock.host, sock.far_host) = (host, far_host);
         mark_idle(&mut sock);
         self.socks.push(sock);
-        let link = self.sock_link[template.idx()];
-        self.sock_link.push(link);
-        self.web[g as usize].slots += 1;
+        let link = self.socks.link[template.idx()];
+        self.socks.link.push(link);
+        self.socks.web[g as usize].slots += 1;
         s
     }
 
@@ -179,12 +179,12 @@ impl World {
     /// a fresh connection in the slot, its task woken to send the SYN.
     fn web_connect(&mut self, g: u16, s: SockId, size: u64) {
         let (now, start, end) = (self.now, self.cfg.start, self.cfg.end);
-        let template = self.web[g as usize].template;
+        let template = self.socks.web[g as usize].template;
         let ack_dev = match &self.socks[template].kind {
             SockKind::Tcp(t) => t.ack_dev,
             _ => None,
         };
-        let gen = &mut self.web[g as usize];
+        let gen = &mut self.socks.web[g as usize];
         let flow = gen.next_flow;
         gen.next_flow = gen.next_flow.wrapping_add(1);
         gen.open += 1;
@@ -200,7 +200,7 @@ impl World {
         let seed = gen.seed ^ ((traffic_index as u64) << 32 | flow as u64).wrapping_add(1).wrapping_mul(0xD1B5_4A32_D192_ED03);
         let old = &self.socks[s];
         let (task, dev, host, far_host) = (old.task, old.dev, old.host, old.far_host);
-        let mtu = self.web[g as usize].ideal.mss as u32 + 52;
+        let mtu = self.socks.web[g as usize].ideal.mss as u32 + 52;
         let mut sock = TcpSock::new_sock(&f, traffic_index, flow, task, dev, ack_dev, mtu, self.profile.max_tcp_header, end, seed);
         (sock.host, sock.far_host) = (host, far_host);
         if let SockKind::Tcp(t) = &mut sock.kind {
@@ -217,7 +217,7 @@ impl World {
     /// the whole flow, its FCT is taken and the connection closes.
     pub(crate) fn web_read(&mut self, s: SockId, t: u64) {
         let (start, end) = (self.cfg.start, self.cfg.end);
-        let tp = self.tcp(s);
+        let tp = self.socks.tcp(s);
         let rcv_nxt = tp.rcv.rcv_nxt as u64;
         let Some(w) = tp.web.as_mut() else { return };
         if w.done || rcv_nxt < w.size || t > end {
@@ -225,7 +225,7 @@ impl World {
         }
         w.done = true;
         let (g, size, t0) = (w.generator as usize, w.size, w.t_connect);
-        let gen = &mut self.web[g];
+        let gen = &mut self.socks.web[g];
         gen.open -= 1;
         if t0 >= start {
             let ideal_ns = gen.ideal.ideal_ns(size);
@@ -237,15 +237,15 @@ impl World {
     /// Moves generator `g`'s done connections whose last packet has left to its free
     /// list.
     fn web_reclaim(&mut self, g: u16) {
-        let mut closing = std::mem::take(&mut self.web[g as usize].closing);
+        let mut closing = std::mem::take(&mut self.socks.web[g as usize].closing);
         closing.retain(|&s| {
             if !self.web_closed(s) {
                 return true;
             }
-            self.web[g as usize].free.push(s);
+            self.socks.web[g as usize].free.push(s);
             false
         });
-        self.web[g as usize].closing = closing;
+        self.socks.web[g as usize].closing = closing;
     }
 
     /// Whether done connection `s`'s slot may take a new connection: all its data
@@ -262,17 +262,17 @@ impl World {
             && !t.lock.owned
             && sk.wmem_alloc == 0
             && self.pkts.tcp_pkts_of(s) == 0
-            && self.tasks[sk.task].state == TaskState::Sleeping
+            && self.sched.tasks[sk.task].state == TaskState::Sleeping
     }
 
     /// The measured window's `web.*` metrics over every web entry.
     pub(crate) fn web_metrics(&self, out: &mut darkbuf_measure::Out) {
-        if self.web.is_empty() {
+        if self.socks.web.is_empty() {
             return;
         }
         let mut counts = FctCounts::default();
         let mut flows = Vec::new();
-        for gen in &self.web {
+        for gen in &self.socks.web {
             counts.started += gen.counts.started;
             counts.started_bytes += gen.counts.started_bytes;
             counts.open_peak += gen.counts.open_peak;
@@ -282,8 +282,8 @@ impl World {
         // sockets themselves (the conservation check: started = completed + open).
         counts.open = self.web_open_in_window();
         let no_ideal = darkbuf_scenario::web::NO_IDEAL;
-        darkbuf_measure::fct::web_metrics(out, &counts, &flows, &self.web[0].buckets, self.cfg.end - self.cfg.start, no_ideal);
-        out.set("web.slots", self.web.iter().map(|g| g.slots as f64).sum());
+        darkbuf_measure::fct::web_metrics(out, &counts, &flows, &self.socks.web[0].buckets, self.cfg.end - self.cfg.start, no_ideal);
+        out.set("web.slots", self.socks.web.iter().map(|g| g.slots as f64).sum());
     }
 
     /// Web connections started in the measured window that are not done.
@@ -298,7 +298,7 @@ impl World {
     /// Why the run cannot be reported: a generator reached the bound on open
     /// connections.
     pub(crate) fn web_overflow(&self) -> Option<String> {
-        self.web.iter().find_map(|g| g.overflow.clone())
+        self.socks.web.iter().find_map(|g| g.overflow.clone())
     }
 }
 
@@ -331,13 +331,13 @@ mod tests {
     /// One connection of `size` bytes opened at 1 ms into an otherwise idle run: its FCT.
     fn lone_fct(size: u64) -> u64 {
         let mut w = world("0.001/s", "pfifo", "1s", true, 1);
-        w.events = crate::event::EventQueue::new(w.cpus.len());
+        w.events = crate::event::EventQueue::new(w.sched.cpus.len());
         w.now = 1_000_000;
-        let s = w.web[0].template;
+        let s = w.socks.web[0].template;
         w.web_connect(0, s, size);
         w.run();
-        assert_eq!(w.web[0].done.len(), 1, "the flow completed");
-        w.web[0].done[0].fct_ns
+        assert_eq!(w.socks.web[0].done.len(), 1, "the flow completed");
+        w.socks.web[0].done[0].fct_ns
     }
 
     /// With no host time, a flow of one initial window (IW10 x 1448 bytes) takes the
@@ -373,7 +373,7 @@ mod tests {
         let run = |seed| {
             let mut w = world("61/s", "pfifo", "3s", false, seed);
             w.run();
-            let g = &w.web[0];
+            let g = &w.socks.web[0];
             (g.counts.started, g.done.len() as u64, w.web_open_in_window(), g.slots, g.done.iter().map(|f| f.fct_ns).collect::<Vec<_>>())
         };
         let (started, completed, open, slots, fcts) = run(7);
@@ -390,17 +390,17 @@ mod tests {
     #[test]
     fn a_closed_slot_is_reused() {
         let mut w = world("0.001/s", "pfifo", "3s", false, 1);
-        w.events = crate::event::EventQueue::new(w.cpus.len());
-        let s = w.web[0].template;
+        w.events = crate::event::EventQueue::new(w.sched.cpus.len());
+        let s = w.socks.web[0].template;
         w.now = 1_000_000;
         w.web_connect(0, s, 50_000);
         w.events.push(1_000_000_000, Event::WebArrival(0));
         w.run();
-        let g = &w.web[0];
+        let g = &w.socks.web[0];
         assert_eq!(g.done.len(), 2, "both completed");
         assert_eq!(g.slots, 1, "one socket");
         assert_eq!(w.socks.len(), 1);
-        assert_eq!(w.tcp(s).flow_index, 1, "the second connection is flow 1");
+        assert_eq!(w.socks.tcp(s).flow_index, 1, "the second connection is flow 1");
     }
 }
 
