@@ -191,7 +191,7 @@ pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, machin
             }
         }
         let qdisc = resolve_qdisc_spec(&l.sub("qdisc")?, "pfifo_fast", &info)?;
-        return Ok(Some(LanSpec { driver, cpus: machine.cpus, rate_bps: 0, delay_ns: 0, qdisc }));
+        return Ok(Some(LanSpec { cpus: machine.cpus, rate_bps: 0, delay_ns: 0, qdisc }));
     }
     let cpus = l.u32("cpus", 2, 1, 64)?;
     let rate_bps = line_rate(&l, 1_000_000_000)?;
@@ -200,7 +200,7 @@ pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, machin
         return Err(l.value_err("delay", "`lan.delay` is over 10 s".into(), Some("expected a one-way delay of at most 10s".into())));
     }
     let qdisc = resolve_qdisc_spec(&l.sub("qdisc")?, "pfifo_fast", &info)?;
-    Ok(Some(LanSpec { driver, cpus, rate_bps, delay_ns, qdisc }))
+    Ok(Some(LanSpec { cpus, rate_bps, delay_ns, qdisc }))
 }
 
 /// `[path]` and `[peer]` describe what lies beyond a wire: an error on a driver

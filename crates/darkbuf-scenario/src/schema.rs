@@ -464,7 +464,8 @@ pub struct PeerSpec {
 /// LAN side, joined to it by a second NIC pair; this host routes between its LAN NIC
 /// and the measured device (`ip_forward()`), as the routers, modems and access points
 /// of the bufferbloat tests do. Both LAN NICs mirror the device's NIC (model, MTU,
-/// TSO, ring, coalescing, BQL) at their own line rate, with one TX queue each.
+/// TSO, ring, coalescing, BQL) at their own line rate, with one TX queue each. The LAN
+/// link's driver is the device's (`Device::driver()`: `nic` or `veth`).
 ///
 /// With `driver = "veth"` the client is a network namespace on this machine, joined to
 /// this host's namespace (the router) by a second veth pair; the router forwards onto
@@ -472,8 +473,6 @@ pub struct PeerSpec {
 /// machine's CPUs, and a veth pair has no line rate and no delay.
 #[derive(Clone, Debug, Serialize)]
 pub struct LanSpec {
-    /// The LAN link's driver: the device's (`nic` or `veth`).
-    pub driver: Driver,
     /// The client's CPUs; `[[traffic]] cpu` numbers them (a download's sender runs on
     /// the far host, and numbers its CPUs). veth: the machine's, which it shares.
     pub cpus: u32,

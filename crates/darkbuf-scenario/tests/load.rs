@@ -807,8 +807,8 @@ fn lan_puts_a_client_behind_a_nic() {
 #[test]
 fn lan_on_veth_is_a_client_namespace() {
     let scn = ok_set(&format!("[machine]\ncpus = 4\n[lan]\n[lan.qdisc]\nkind = \"pfifo\"\nlimit = 7\n{UDP}cpu = 3\n"), &[]);
-    let lan = scn.lan.expect("[lan]");
-    assert_eq!((lan.driver, lan.cpus, lan.rate_bps, lan.delay_ns, lan.qdisc.kind.as_str()), (Driver::Veth, 4, 0, 0, "pfifo"));
+    let lan = scn.lan.as_ref().expect("[lan]");
+    assert_eq!((scn.device.driver(), lan.cpus, lan.rate_bps, lan.delay_ns, lan.qdisc.kind.as_str()), (Driver::Veth, 4, 0, 0, "pfifo"));
     let scn = ok_set(&format!("[lan]\n{UDP}"), &[]);
     assert_eq!(scn.lan.expect("[lan]").qdisc.kind, "pfifo_fast");
     for (key, line, what) in [("rate = \"1Gbit\"", 2, "no line rate"), ("delay = \"1ms\"", 2, "no wire delay"), ("cpus = 2", 2, "shares its CPUs")] {

@@ -387,7 +387,7 @@ impl<'a> Builder<'a> {
     /// peer namespace, which share this host's CPUs.
     fn far_hosts(&mut self) {
         let nic = self.scn.device.wire().is_some();
-        let veth_lan = self.scn.lan.as_ref().is_some_and(|l| l.driver == DriverKind::Veth);
+        let veth_lan = self.scn.lan.is_some() && self.scn.device.driver() == DriverKind::Veth;
         let ids: Vec<SockId> = self.socks.ids().collect();
         for k in ids {
             let host = self.host_of(self.tasks[self.socks[k].task].cpu);
@@ -668,7 +668,7 @@ impl World {
         // A router's traffic leaves dev 0 from the CPU of its LAN NIC's NAPI.
         // (On veth the router forwards from the backlog of the CPU that sent into its
         // LAN veth: the sender's, as on a host.)
-        let forward_cpu = scn.lan.as_ref().filter(|l| l.driver == DriverKind::Nic).map(|_| b.irq_cpu(0).idx());
+        let forward_cpu = (scn.lan.is_some() && scn.device.driver() == DriverKind::Nic).then(|| b.irq_cpu(0).idx());
         let measured_txq = match scn.device.wifi() {
             // The radio's traffic is best effort: AC BE, queue 2.
             Some(_) => (DevId(0), 2),
