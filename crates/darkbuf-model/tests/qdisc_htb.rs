@@ -843,3 +843,40 @@ fn tc_layout() {
     q.enqueue(Skb { id: 2, flow: 1, len: 1000, ..Skb::default() }, 0, &mut drops);
     assert!(q.tc_options().contains("direct_packets_stat 0 "));
 }
+
+/// The leaves' own xstats come with htb's, as `tc -s qdisc show` dumps the leaves beside
+/// the root and the backends sum a device's qdiscs: two fq_codel leaves, one with
+/// `limit 2` that must drop from its fattest flow (`fq_codel_drop()`).
+#[test]
+fn leaf_xstats_summed_into_htbs() {
+    let small = Params::from_pairs(&[("limit", int(2))]);
+    let p = htb_params(
+        &[],
+        vec![
+            class(&[
+                ("classid", s("1:10")),
+                ("rate", s("1mbit")),
+                ("qdisc", s("fq_codel")),
+                ("qdisc_params", ParamValue::Table(small)),
+            ]),
+            class(&[("classid", s("1:20")), ("rate", s("1mbit")), ("qdisc", s("fq_codel"))]),
+        ],
+    );
+    let mut q = build("htb", p, &DevInfo::default()).unwrap();
+    let mut drops = Vec::new();
+    // 1:10: three flows into a limit of 2, so one packet goes; 1:20: two flows.
+    for (i, (flow, class)) in [(1, C10), (2, C10), (3, C10), (4, C20), (5, C20)].into_iter().enumerate() {
+        q.enqueue(Skb { flow, ..pkt(i as u32, 1000, class) }, 0, &mut drops);
+    }
+    assert_eq!(drops.len(), 1);
+    let x = q.xstats();
+    let all = |n: &str| x.iter().filter(|(k, _)| *k == n).map(|(_, v)| *v).collect::<Vec<_>>();
+    // Each name once, with both leaves' counts: 1 + 0 drops, 3 + 2 new flows.
+    assert_eq!(all("drop_overlimit"), [1]);
+    assert_eq!(all("new_flow_count"), [5]);
+    assert_eq!(all("new_flows_len"), [5]);
+    // htb's own come first, unchanged (a leaf's drop of another flow's packet returns
+    // NET_XMIT_SUCCESS, so the class counts it only if the arrival's own flow lost it).
+    assert_eq!(all("class 1:10 dropped").len(), 1);
+    assert_eq!(x[0], ("direct_packets_stat", 0));
+}

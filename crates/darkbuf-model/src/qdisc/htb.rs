@@ -1361,7 +1361,8 @@ impl Qdisc for Htb {
 
     /// `direct_packets_stat`, then the per-class xstats summed (`lends`, `borrows`,
     /// `giants`), then each class's by name: `class 1:10 lends`, `... borrows`,
-    /// `... overlimits`, `... dropped`.
+    /// `... overlimits`, `... dropped`; then the leaf qdiscs' own, as `tc -s qdisc show`
+    /// dumps the leaves beside the root ([`xstat::with_children`]).
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         let mut v = Vec::with_capacity(4 + 4 * self.classes.len());
         v.push(("direct_packets_stat", self.direct_pkts));
@@ -1375,7 +1376,8 @@ impl Qdisc for Htb {
             v.push((c.names[2], c.overlimits));
             v.push((c.names[3], c.drops));
         }
-        v
+        let leaves = self.classes.iter().filter_map(|c| c.leaf.as_deref());
+        super::xstat::with_children(v, leaves)
     }
 
     /// The leaf qdiscs' timers (a pie leaf's `adapt_timer`).

@@ -591,6 +591,11 @@ impl Qdisc for Netem {
         &self.stats
     }
 
+    /// netem has no xstats of its own; a child qdisc's, as `tc -s qdisc show` dumps it.
+    fn xstats(&self) -> Vec<(&'static str, u64)> {
+        super::xstat::with_children(Vec::new(), self.child.as_deref())
+    }
+
     /// The watchdog `netem_dequeue()` arms for the tfifo's head (when its time and its
     /// slot come), or the child's own.
     fn next_wakeup(&self) -> Option<u64> {

@@ -675,6 +675,14 @@ impl Qdisc for Tbf {
         &self.stats
     }
 
+    /// tbf has no xstats of its own; a child qdisc's, as `tc -s qdisc show` dumps it.
+    fn xstats(&self) -> Vec<(&'static str, u64)> {
+        match &self.child {
+            TbfChild::Other { q, .. } => super::xstat::with_children(Vec::new(), [q.as_ref()]),
+            TbfChild::Bfifo { .. } => Vec::new(),
+        }
+    }
+
     /// The child's timers (a pie child's `adapt_timer`).
     fn run_timers(&mut self, now: u64) {
         if let TbfChild::Other { q, .. } = &mut self.child {

@@ -89,6 +89,34 @@ pub fn xstat_value(name: &str, v: u64) -> f64 {
     }
 }
 
+/// The xstats of a qdisc with children (htb's leaves, tbf's and netem's child) as the
+/// backends report a device's: `tc -s qdisc show` dumps each child as a qdisc of its
+/// own, and a device's xstats are summed over its qdiscs, a [`XstatKind::Mean`]
+/// averaged over the qdiscs that have it (the kernel backend's
+/// `qdisc_xstat_metrics()`). `own` is the parent's; a child's xstat of the same name as
+/// another child's adds to it.
+pub fn with_children<'a>(mut own: Vec<(&'static str, u64)>, children: impl IntoIterator<Item = &'a dyn super::Qdisc>) -> Vec<(&'static str, u64)> {
+    // (name, sum, qdiscs): pie's `prob` is a fraction of 2^64, so sum in u128.
+    let mut means: Vec<(&'static str, u128, u128)> = Vec::new();
+    for child in children {
+        for (name, v) in child.xstats() {
+            if xstat_kind(name) == XstatKind::Mean {
+                match means.iter_mut().find(|(n, ..)| *n == name) {
+                    Some(m) => (m.1, m.2) = (m.1 + v as u128, m.2 + 1),
+                    None => means.push((name, v as u128, 1)),
+                }
+            } else {
+                match own.iter_mut().find(|(n, _)| *n == name) {
+                    Some(o) => o.1 += v,
+                    None => own.push((name, v)),
+                }
+            }
+        }
+    }
+    own.extend(means.into_iter().map(|(name, sum, n)| (name, (sum / n) as u64)));
+    own
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
