@@ -133,11 +133,16 @@ pub fn environment() -> Environment {
 pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOutput)) -> Result<(Results, Vec<String>)> {
     signals::install();
     let kv = KernelVersion::running();
+    // An unset key whose default is another kernel generation's runs as this kernel has
+    // it; the results' scenario is what ran.
+    let (adjusted, default_note) = topo::kernel_defaults(scn, kv).unzip();
+    let scn = adjusted.as_ref().unwrap_or(scn);
     topo::preflight(scn, kv)?;
     crate::tcp::preflight(scn)?;
     let mut records = Vec::new();
     let mut unavailable = BTreeMap::new();
     let mut notes: Vec<String> = before_run();
+    notes.extend(default_note);
     let mut warnings: Vec<String> = notes.iter().filter(|n| n.starts_with(ANOTHER_RUN)).cloned().collect();
     for i in 0..scn.runs.max(1) as u64 {
         // A signal also kills the tool a setup step was running: report the signal.

@@ -178,6 +178,28 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 
 /// Checks the scenario against what the kernel backend can do at all, before anything
 /// is created. Errors are exit 3 (or 2), naming the missing piece.
+/// The scenario as kernel `kv` runs it where the scenario left a key at a default that
+/// models another kernel generation, with a note that says so; `None` if nothing
+/// changes. veth's `device.backpressure` defaults to true, the 6.16+ ring stop
+/// (dc82a33297fc); an older kernel drops at a full ptr_ring, and with the key unset the
+/// run is that kernel's, as a user who booted it asked. A value the scenario gives is
+/// never changed: [`preflight`] refuses one the kernel does not have.
+pub fn kernel_defaults(scn: &Scenario, kv: KernelVersion) -> Option<(Scenario, String)> {
+    let d = &scn.device;
+    let stops = kv >= crate::caps::VETH_BACKPRESSURE_SINCE;
+    if scn.device.driver() != Driver::Veth || d.backpressure_given || !d.backpressure || stops {
+        return None;
+    }
+    let mut out = scn.clone();
+    out.device.backpressure = false;
+    let note = format!(
+        "device.backpressure is unset, and its default (true) is veth's ring stop of 6.16+ (dc82a33297fc); kernel {kv} \
+         drops at a full ptr_ring instead, so this run is without it, as the kernel is (set device.backpressure = false \
+         to say so; compare runs the simulator the same way)"
+    );
+    Some((out, note))
+}
+
 pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     use darkbuf_scenario::ConsumerKind;
     // Bad input before what the machine lacks: exit 2 whoever runs it.
@@ -829,6 +851,25 @@ mod tests {
         assert_eq!(all_cpus_mask(32), "ffffffff");
         assert_eq!(all_cpus_mask(33), "00000001,ffffffff");
         assert_eq!(all_cpus_mask(0), "00000001");
+    }
+
+    /// veth's backpressure left at its default runs as the kernel has it, with a note;
+    /// a given value, another driver, or a 6.16+ kernel change nothing.
+    #[test]
+    fn unset_backpressure_follows_the_kernel() {
+        let veth = darkbuf_scenario::load_str("t.toml", "[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"udp\"\n", &[]).unwrap();
+        let (old, new) = (KernelVersion(6, 1, 0), KernelVersion(6, 16, 0));
+        let (ran, note) = kernel_defaults(&veth, old).expect("6.1 has no ring stop");
+        assert!(!ran.device.backpressure && !ran.device.backpressure_given);
+        assert!(note.contains("kernel 6.1.0") && note.contains("without it"), "{note}");
+        assert!(kernel_defaults(&veth, new).is_none());
+        let given = darkbuf_scenario::load_str("t.toml", "[device]\ndriver = \"veth\"\nbackpressure = true\n[[traffic]]\nkind = \"udp\"\n", &[]).unwrap();
+        assert!(kernel_defaults(&given, old).is_none());
+        assert!(preflight(&given, old).is_err(), "a given value the kernel lacks is refused");
+        let set = darkbuf_scenario::load_str("t.toml", "[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"udp\"\n", &["device.backpressure=true".into()]).unwrap();
+        assert!(set.device.backpressure_given && kernel_defaults(&set, old).is_none());
+        let tun = darkbuf_scenario::load_str("t.toml", "[device]\ndriver = \"tun\"\n[consumer]\nkind = \"reader\"\n[[traffic]]\nkind = \"udp\"\n", &[]).unwrap();
+        assert!(kernel_defaults(&tun, old).is_none());
     }
 
     /// A driver's one-queue-per-core map, a list, and no map; CPUs past 31 go in the

@@ -258,6 +258,7 @@ fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<Device, Diagnostic
             Some("remove device.backpressure; the NIC's stop and wake thresholds are MAX_SKB_FRAGS + 4 and twice that".into()),
         ));
     }
+    let backpressure_given = d.entry("backpressure").is_some();
     let backpressure = d.boolean("backpressure", driver != Driver::Tun)?;
     let wake_threshold = d.float("wake_threshold", 0.5, 0.0, 1.0)?;
     let bql = resolve_bql(&d.sub("bql")?, driver)?;
@@ -277,6 +278,7 @@ fn resolve_device(top: &Sec<'_>, machine: &Machine) -> Result<Device, Diagnostic
         netdev_budget_usecs,
         gro_normal_batch,
         backpressure,
+        backpressure_given,
         wake_threshold,
         bql,
     };

@@ -189,6 +189,12 @@ pub struct Device {
     /// veth >= 6.16: stop the txq on a full ring (NETDEV_TX_BUSY + DRV_XOFF);
     /// tun: IFF_BACKPRESSURE.
     pub backpressure: bool,
+    /// Whether the scenario (or a `--set`) gave `backpressure`, rather than leaving it
+    /// at the driver's default: a kernel backend runs an unset veth default as the
+    /// running kernel has it (`darkbuf_kernel::topo::kernel_defaults()`), and refuses a
+    /// given value the kernel does not have. Not part of the results JSON.
+    #[serde(skip)]
+    pub backpressure_given: bool,
     /// tun backpressure: fraction of the ring consumed before the txq is woken.
     pub wake_threshold: f64,
     pub bql: Bql,

@@ -157,6 +157,7 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
         kernel
     };
     drop(guard);
+    follow_kernel_defaults(&mut scn, &kernel);
     let p = run::profile_of(&scn)?;
     let (runs, signal) = run::simulate_runs(&scn, &p, run::jobs_of(c), &indicatif::ProgressBar::hidden())?;
     if let Some(s) = signal {
@@ -186,6 +187,17 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
         );
         s + &darkbuf_kernel::compare::render_table(&cmp.rows)
     })
+}
+
+/// The simulator's side of a comparison runs what the kernel's ran: a key the scenario
+/// left at a default of another kernel generation, which the kernel backend ran as its
+/// kernel has it (`darkbuf_kernel::topo::kernel_defaults()`), takes the kernel side's
+/// value (veth's `device.backpressure` on a kernel before 6.16).
+fn follow_kernel_defaults(scn: &mut darkbuf_scenario::Scenario, kernel: &darkbuf_report::Results) {
+    let ran = kernel.scenario.pointer("/device/backpressure").and_then(serde_json::Value::as_bool);
+    if let Some(bp) = ran.filter(|_| !scn.device.backpressure_given) {
+        scn.device.backpressure = bp;
+    }
 }
 
 fn compare_csv(rows: &[darkbuf_kernel::compare::Row]) -> String {
