@@ -177,6 +177,10 @@ pub fn tc_lines(dev: &str, qdiscs: &Value, classes: &Value, filters: &Value, ifb
     let qs = qdiscs.as_array().unwrap_or(&empty);
     let zero_root = qs.iter().any(|q| q.get("root").and_then(Value::as_bool) == Some(true) && q.get("handle").and_then(Value::as_str) == Some("0:"));
     let mut ingress = false;
+    // tc's order: a qdisc, then its classes, then what hangs off them (`tc qdisc add
+    // ... parent 1:10` fails before class 1:10 exists). The parse does not care; a user
+    // who runs the lines does.
+    let mut children: Vec<String> = Vec::new();
     for q in qs {
         let kind = q.get("kind").and_then(Value::as_str).unwrap_or("");
         let h = q.get("handle").and_then(Value::as_str).unwrap_or("0:");
@@ -206,13 +210,13 @@ pub fn tc_lines(dev: &str, qdiscs: &Value, classes: &Value, filters: &Value, ifb
                     line.push(' ');
                     line.push_str(&x);
                 }
-                out.lines.push(line);
+                if at == "root" { out.lines.push(line) } else { children.push(line) }
             }
             Err(why) => out.unmapped.push(format!("dev {dev}: {why} (tc -j: {})", compact(q))),
         }
     }
-    // Classes go right after their qdisc in the parse's eyes: order does not matter to
-    // it, so they follow the qdiscs.
+    // Classes after the root, each after its parent class (tc dumps them in hash order).
+    let mut class_lines: Vec<(String, String, String)> = Vec::new();
     for c in classes.as_array().unwrap_or(&empty) {
         let kind = c.get("class").and_then(Value::as_str).unwrap_or("");
         if kind != "htb" {
@@ -225,15 +229,34 @@ pub fn tc_lines(dev: &str, qdiscs: &Value, classes: &Value, filters: &Value, ifb
         // A class at the top names its qdisc's handle (`root` in tc's output).
         let top = format!("{}:", h.split(':').next().unwrap_or("1"));
         let Some(p) = c.get("parent").and_then(Value::as_str).or(c.get("root").map(|_| top.as_str())) else { continue };
-        let mut line = format!("tc class add dev {dev} parent {} classid {} htb", handle(p, zero_root), handle(h, zero_root));
+        let (parent, classid) = (handle(p, zero_root), handle(h, zero_root));
+        let mut line = format!("tc class add dev {dev} parent {parent} classid {classid} htb");
         for x in class_words(c) {
             line.push(' ');
             line.push_str(&x);
         }
-        out.lines.push(line);
+        class_lines.push((parent, classid, line));
     }
+    out.lines.extend(parents_first(class_lines));
+    out.lines.extend(children);
     if ingress {
         ingress_filters(dev, filters, ifb, &mut out);
+    }
+    out
+}
+
+/// `(parent, classid, line)`s reordered so that each class follows its parent class; a
+/// class whose parent is no class here (the qdisc's handle) comes first, in dump order.
+fn parents_first(mut rest: Vec<(String, String, String)>) -> Vec<String> {
+    let mut out = Vec::with_capacity(rest.len());
+    let mut placed: Vec<String> = Vec::new();
+    while !rest.is_empty() {
+        let ready = |(parent, ..): &(String, String, String)| placed.contains(parent) || !rest.iter().any(|(_, id, _)| id == parent);
+        // A cycle cannot come from the kernel; the remainder then keeps its order.
+        let i = rest.iter().position(ready).unwrap_or(0);
+        let (_, id, line) = rest.remove(i);
+        placed.push(id);
+        out.push(line);
     }
     out
 }
@@ -305,11 +328,21 @@ mod tests {
             i.lines,
             [
                 "tc qdisc add dev veth0 root handle 1: htb r2q 10 default 10 direct_qlen 1000",
-                "tc qdisc add dev veth0 parent 1:10 handle 10: fq_codel limit 300 flows 1024 quantum 1514 target 4999us interval 99999us memory_limit 33554432 ecn drop_batch 64",
                 "tc class add dev veth0 parent 1: classid 1:10 htb rate 100000000bit ceil 100000000bit burst 1600 cburst 1600 prio 0 quantum 12500",
+                "tc qdisc add dev veth0 parent 1:10 handle 10: fq_codel limit 300 flows 1024 quantum 1514 target 4999us interval 99999us memory_limit 33554432 ecn drop_batch 64",
             ]
         );
         assert!(i.unmapped.is_empty());
+        // tc dumps classes in hash order: a leaf before its parent class. The lines put
+        // each class after its parent, so tc itself can run them.
+        let c = json!([
+            {"class":"htb","handle":"1:10","parent":"1:1","leaf":"10:","prio":0,"quantum":12500,"rate":12500000,"ceil":12500000,"burst":1600,"cburst":1600},
+            {"class":"htb","handle":"1:1","root":true,"prio":0,"quantum":12500,"rate":12500000,"ceil":12500000,"burst":1600,"cburst":1600}
+        ]);
+        let i = tc_lines("veth0", &q, &c, &Value::Null, None);
+        let order: Vec<&str> = i.lines.iter().map(|l| l.split_whitespace().nth(1).unwrap()).collect();
+        assert_eq!(order, ["qdisc", "class", "class", "qdisc"], "{:#?}", i.lines);
+        assert!(i.lines[1].contains("classid 1:1 ") && i.lines[2].contains("parent 1:1 classid 1:10"), "{:#?}", i.lines);
         // An unmodelled qdisc is listed with its reason.
         let i = tc_lines("eth0", &json!([{"kind":"red","handle":"1:","root":true,"options":{}}]), &Value::Null, &Value::Null, None);
         assert!(i.lines.is_empty() && i.unmapped[0].contains("red is not one darkbuf models"), "{i:?}");
