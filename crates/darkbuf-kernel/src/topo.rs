@@ -176,8 +176,6 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
     }
 }
 
-/// Checks the scenario against what the kernel backend can do at all, before anything
-/// is created. Errors are exit 3 (or 2), naming the missing piece.
 /// The scenario as kernel `kv` runs it where the scenario left a key at a default that
 /// models another kernel generation, with a note that says so; `None` if nothing
 /// changes. veth's `device.backpressure` defaults to true, the 6.16+ ring stop
@@ -187,7 +185,7 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 pub fn kernel_defaults(scn: &Scenario, kv: KernelVersion) -> Option<(Scenario, String)> {
     let d = &scn.device;
     let stops = kv >= crate::caps::VETH_BACKPRESSURE_SINCE;
-    if scn.device.driver() != Driver::Veth || d.backpressure_given || !d.backpressure || stops {
+    if d.driver() != Driver::Veth || d.backpressure_given || !d.backpressure || stops {
         return None;
     }
     let mut out = scn.clone();
@@ -200,6 +198,8 @@ pub fn kernel_defaults(scn: &Scenario, kv: KernelVersion) -> Option<(Scenario, S
     Some((out, note))
 }
 
+/// Checks the scenario against what the kernel backend can do at all, before anything
+/// is created. Errors are exit 3 (or 2), naming the missing piece.
 pub fn preflight(scn: &Scenario, kv: KernelVersion) -> Result<()> {
     use darkbuf_scenario::ConsumerKind;
     // Bad input before what the machine lacks: exit 2 whoever runs it.

@@ -278,18 +278,12 @@ impl World {
             }
         }
         self.now = self.cfg.end;
-        self.run_qdisc_timers();
-    }
-
-    /// Brings the qdiscs that run their timers lazily (pie, fq_pie) up to `now`, so
-    /// their state is what the kernel's would be when a report reads it.
-    fn run_qdisc_timers(&mut self) {
         self.net.run_qdisc_timers(self.now);
     }
 
     /// Snapshots the counters the measured window is reported against.
     fn warmup_done(&mut self) {
-        self.run_qdisc_timers();
+        self.net.run_qdisc_timers(self.now);
         // Each object snapshots its own counters; the time integrals start here too.
         self.net.start_window();
         for s in self.socks.ids() {
