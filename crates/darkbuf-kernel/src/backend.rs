@@ -131,6 +131,7 @@ pub fn environment() -> Environment {
 /// Runs every run of `scn` (`scn.runs`, seeds seed, seed+1, ...) and assembles the
 /// results. `each` is called after every run (for a progress bar).
 pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOutput)) -> Result<(Results, Vec<String>)> {
+    let t0 = Instant::now();
     signals::install();
     let kv = KernelVersion::running();
     // An unset key whose default is another kernel generation's runs as this kernel has
@@ -141,7 +142,9 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
     crate::tcp::preflight(scn)?;
     let mut records = Vec::new();
     let mut unavailable = BTreeMap::new();
+    let t_preflight = Instant::now();
     let mut notes: Vec<String> = before_run();
+    let t_before = Instant::now();
     notes.extend(default_note);
     let mut warnings: Vec<String> = notes.iter().filter(|n| n.starts_with(ANOTHER_RUN)).cloned().collect();
     for i in 0..scn.runs.max(1) as u64 {
@@ -159,9 +162,20 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
         unavailable.extend(out.unavailable);
         records.push(out.record);
     }
+    let t_runs = Instant::now();
     let scenario = serde_json::to_value(scn).map_err(|e| KernelError::Internal(e.to_string()))?;
     let mut results = Results::from_runs(scenario, "kernel", environment(), records, unavailable);
     results.warnings.extend(warnings);
+    if std::env::var_os(TIMING_ENV).is_some() {
+        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+        notes.push(format!(
+            "timing: preflight {:.2} s, leftovers of killed runs {:.2} s, runs {:.2} s, results {:.2} s",
+            s(t0, t_preflight),
+            s(t_preflight, t_before),
+            s(t_before, t_runs),
+            s(t_runs, Instant::now())
+        ));
+    }
     Ok((results, notes))
 }
 
@@ -172,7 +186,7 @@ pub const ANOTHER_RUN: &str = "another darkbuf run is active";
 /// Set (to anything) in the environment, each run adds a note with the wall time of its
 /// phases: where a run's time goes beside its warmup and window (setup and teardown are
 /// fork/exec-bound, and many times slower in an emulated guest).
-pub const TIMING_ENV: &str = "DARKBUF_TIMING";
+pub const TIMING_ENV: &str = crate::timing::TIMING_ENV;
 
 fn another_run_note(pids: &[u32], when: &str) -> String {
     let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
@@ -187,6 +201,12 @@ fn another_run_note(pids: &[u32], when: &str) -> String {
 /// chance to tear down), and notes another darkbuf run that is active.
 pub fn before_run() -> Vec<String> {
     let mut notes = Vec::new();
+    // A --backend vm guest is a kernel booted for one command, whose agent runs its jobs
+    // one at a time: no other darkbuf run, and none killed, can have been there. (The
+    // scan reads every process and tracing instance: 0.7 s per point in a TCG guest.)
+    if std::env::var_os(crate::names::VM_GUEST_ENV).is_some() {
+        return notes;
+    }
     let others = crate::names::other_active_runs();
     if !others.is_empty() {
         notes.push(another_run_note(&others, "as this one starts"));
@@ -218,7 +238,8 @@ pub fn before_run() -> Vec<String> {
     notes
 }
 
-/// Everything read at one instant (a snapshot takes a few exec's: ~10-20 ms).
+/// Everything read at one instant (no exec: a few milliseconds natively, about 0.1 s in a
+/// TCG guest).
 #[derive(Clone, Debug, Default)]
 struct Snapshot {
     at: Option<Instant>,
@@ -233,7 +254,8 @@ struct Snapshot {
     qdiscs: Vec<(String, QdiscCounters)>,
     /// An mq root's children by TX queue.
     mq_children: Vec<(u32, QdiscCounters)>,
-    /// `tc -s qdisc show dev DEV` as tc prints it.
+    /// `tc -s qdisc show dev DEV` as tc prints it (snapshot B's, taken as the tools
+    /// stop: [`Joined::tc_printout`]).
     tc_text: Option<String>,
     /// Every qdisc's xstats, and htb's classes', by the simulator's names.
     xstats: Vec<crate::xstats::QdiscXstats>,
@@ -327,6 +349,8 @@ struct Joined {
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
     errors: Vec<String>,
+    /// `tc -s qdisc show dev DEV`, taken as the tools stopped.
+    tc_printout: Option<String>,
 }
 
 fn join_by<T>(h: JoinHandle<io::Result<T>>, deadline: Instant, what: &str, errors: &mut Vec<String>) -> Option<T> {
@@ -385,9 +409,11 @@ impl Tools {
                 j.sinks.push((i, s));
             }
         }
+        crate::timing::mark("join floods and sinks");
         for h in self.probers.drain(..) {
             j.probes.push(join_by(h, deadline, "prober", &mut j.errors));
         }
+        crate::timing::mark("join probers");
         if let Some(h) = self.tap.take() {
             j.tap = join_by(h, deadline, "tap reader", &mut j.errors);
         }
@@ -408,7 +434,9 @@ impl Tools {
             j.irtt.push(c.zip(s));
         }
         self.join_voip(deadline, &mut j);
+        crate::timing::mark("join irtt rr voip");
         j.web = crate::web::join(std::mem::take(&mut self.web), deadline, &mut j.errors);
+        crate::timing::mark("join web");
         for r in self.tcp.drain(..) {
             let what = format!("TCP sender of traffic.{}", r.index);
             let s = r.sender.and_then(|h| join_by(h, deadline, &what, &mut j.errors));
@@ -419,6 +447,7 @@ impl Tools {
             }
             j.tcp.entries.push((r.index, s, rx));
         }
+        crate::timing::mark("join tcp");
         j
     }
 }
@@ -874,6 +903,7 @@ fn stop_and_teardown(
     guard: &mut StopGuard,
     poll_counter: Option<NapiPollCounter>,
     probe_trace: Option<std::result::Result<ProbeTrace, String>>,
+    printout: JoinHandle<Option<String>>,
     topo: &mut Topology,
     t: [Instant; 5],
     notes: &mut Vec<String>,
@@ -888,11 +918,15 @@ fn stop_and_teardown(
     let mut joined = guard.tools.stop_and_join(&guard.stop);
     joined.far_end = probe_trace.map(|t| t.and_then(ProbeTrace::finish));
     let _ = counter_gone.join();
+    // Before the namespaces go.
+    joined.tc_printout = printout.join().ok().flatten();
+    crate::timing::mark("poll counter dropped");
     for e in &joined.errors {
         notes.push(e.clone());
     }
     let t_join = Instant::now();
     let teardown_errors = topo.teardown();
+    crate::timing::mark("teardown");
     for e in teardown_errors {
         notes.push(format!("teardown: {e}"));
     }
@@ -907,6 +941,9 @@ fn stop_and_teardown(
             s(t_b, t_join),
             s(t_join, Instant::now())
         ));
+        if let Some(steps) = crate::timing::take(t_start) {
+            notes.push(format!("timing steps: {steps}"));
+        }
     }
     joined
 }
@@ -934,6 +971,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     }
 
     let mut topo = Topology::create(names.clone(), scn.device.driver())?;
+    crate::timing::mark("namespaces");
     let stop = Arc::new(AtomicBool::new(false));
     let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
     let warmup = Duration::from_nanos(scn.warmup_ns);
@@ -944,6 +982,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let tool_bound = total + MAX_LOAD_TAIL;
     // Devices, and the consumer side.
     let (dst, tx_ns, tx_dev) = setup_devices(scn, &o, kv, &mut topo, &floods, &ports, tool_bound, &stop, &mut guard.tools)?;
+    crate::timing::mark("devices");
     notes.append(&mut topo.report.notes);
     let t_devices = Instant::now();
     // NAPI poll counting (veth only): its tracing instances are made while the rest is
@@ -959,6 +998,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // TCP: the namespaces' sysctls, the sender's offloads, and the receivers (listening
     // before any sender connects). The sampling grid starts where the window will.
     apply_netns_settings(scn, opts, &topo)?;
+    crate::timing::mark("sysctls");
     notes.extend(crate::tcp::notes(scn, KernelVersion::running()));
     let tcp_ep = crate::tcp::Endpoints {
         tx_ns: topo.near_ns(),
@@ -972,44 +1012,55 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // costs one exec (ethtool -S), where it took 13 and 1.7-4.3 s in a TCG guest.
     let reader = Reader::new(&topo, scn.device.driver(), &tx_dev, scn.ingress.as_ref().map(|i| i.ifb.as_str()));
     reader.warm();
+    crate::timing::mark("batches warmed");
     let run_for = total + MAX_LOAD_TAIL;
 
     // Web: the receivers listen and the sender pools wait for the load's start.
     guard.tools.web = crate::web::start(scn, &tcp_ep, seed, tool_bound, &stop)?;
+    crate::timing::mark("web");
     let has_tcp = !crate::tcp::entries(scn).is_empty() || !guard.tools.web.is_empty();
     let load_t0 = load::mono_ns() + if has_tcp { 50_000_000 } else { 0 };
     crate::web::set_t0(&guard.tools.web, load_t0);
     let grid_t0 = load_t0 + warmup.as_nanos() as u64;
     // In the guard at once: an early return stops them too.
     guard.tools.tcp = crate::tcp::start_receivers(scn, &tcp_ep, tool_bound, grid_t0, &stop)?;
+    crate::timing::mark("receivers");
 
     // NAPI poll counting (veth only).
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
     let poll_counter = join_poll_counter(poll_counter_start, &mut unavailable);
+    crate::timing::mark("poll counter");
 
     // Load.
     let lc = LoadCtx { netns: tx_ns.clone(), dst, run_for, stop: &stop };
     start_floods(&floods, &ports, &lc, &mut guard.tools);
+    crate::timing::mark("floods");
     // TCP senders: their clocks start with the other load's (start/stop are run times).
     if has_tcp {
         load::sleep_until_ns(load_t0);
     }
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, run_for, grid_t0, &stop);
+    crate::timing::mark("senders");
     let probe_trace = start_probers(scn, opts, &pings, &names, &lc, &mut guard.tools, &mut notes);
+    crate::timing::mark("probers");
     start_irtt(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
     start_voip(scn, &names.ns_rx, &lc, topo.near_addr(), o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
     start_rr(scn, &names, &lc, o.consumer_cpu, load_t0, tool_bound, &mut guard.tools)?;
+    crate::timing::mark("irtt voip rr");
 
     // Warmup, then the measured window.
     let t_setup = Instant::now();
     if !signals::sleep_unless_signalled(warmup, &stop) {
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
-    let a = reader.snapshot(poll_counter.as_ref(), false);
+    let a = reader.snapshot(poll_counter.as_ref());
+    crate::timing::mark("warmup and snapshot A");
     let bql = topo.report.bql_present;
     let samples = sample_window(scn, &reader, &a, bql, &stop)?;
+    crate::timing::mark("window");
     let t_window = Instant::now();
-    let b = reader.snapshot(poll_counter.as_ref(), true);
+    let mut b = reader.snapshot(poll_counter.as_ref());
+    crate::timing::mark("snapshot B");
     let t_b = Instant::now();
     let stalled = counters::stalled_qdiscs(&a.qdiscs, &b.qdiscs);
     if !stalled.is_empty() && scn.qdisc.kind != "noqueue" {
@@ -1017,7 +1068,15 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let qlen = b.qdiscs.iter().filter(|(h, _)| stalled.contains(h)).map(|(_, q)| q.qlen).max().unwrap_or(0);
         return Err(stall_error(scn, qlen, held));
     }
-    let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, &mut topo, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
+    // The qdiscs' printout for the report, `tc -s qdisc show` as tc prints it: an exec
+    // (a third of a second in a TCG guest), so it runs while the tools stop, and reads
+    // the counters that moment after snapshot B.
+    let printout = {
+        let (ns, dev) = (names.ns_tx.clone(), tx_dev.clone());
+        std::thread::spawn(move || cmd::run("tc", &["-n", &ns, "-s", "qdisc", "show", "dev", &dev]).ok().filter(|o| o.ok()).map(|o| o.stdout))
+    };
+    let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, printout, &mut topo, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
+    b.tc_text = joined.tc_printout.clone();
     if let Some(e) = interrupted() {
         return Err(e);
     }
@@ -1056,8 +1115,8 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
             .map_err(|e| KernelError::Unavailable(format!("a sysctl in the run's namespace: {}", e.message())))?;
     }
     if opts.sender_tso {
-        topo.ns_thread(&topo.near_ns())?
-            .must("ethtool", &["-K", &topo.near_dev(), "tso", "on", "gso", "on"])
+        use crate::ethtool_ioctl::Offload;
+        topo::set_offloads(topo.ns_thread(&topo.near_ns())?, &topo.near_dev(), &[(Offload::Tso, true), (Offload::Gso, true)])
             .map_err(|e| KernelError::Unavailable(format!("TSO on at the sender: {}", e.message())))?;
     }
     Ok(())
@@ -1065,8 +1124,8 @@ fn apply_netns_settings(scn: &Scenario, opts: &RunOpts, topo: &Topology) -> Resu
 
 /// Reads counters of one run's devices: through the namespaces' threads and one `tc` and
 /// `ip` batch per namespace kept open for the run ([`crate::session`]), so a snapshot
-/// costs two execs (a `tc -s -batch` of the text printouts, `ethtool -S`) and a sample
-/// none. A batch that fails is given up for a plain exec of the same command.
+/// costs no exec (`ethtool -S` is its ioctl, [`crate::ethtool_ioctl`]) and neither does
+/// a sample. A batch or ioctl that fails is given up for a plain exec of the same command.
 struct Reader {
     names: Names,
     driver: Driver,
@@ -1191,37 +1250,34 @@ impl Reader {
     fn snapshot_rx(&self, s: &mut Snapshot) {
         let n = &self.names;
         let t_rx = Instant::now();
-        let ethtool = self.rx_thread.as_ref().and_then(|sh| sh.run("ethtool", &["-S", &n.dev_rx]).ok().filter(|o| o.ok()));
+        let ethtool = self.rx_thread.as_ref().and_then(|sh| {
+            // The ioctl in the namespace's thread (no exec); the program if it fails.
+            let dev = n.dev_rx.clone();
+            match sh.call(move || crate::ethtool_ioctl::stats(&dev)) {
+                Ok(Ok(m)) => Some(m),
+                _ => sh.run("ethtool", &["-S", &n.dev_rx]).ok().filter(|o| o.ok()).map(|o| counters::parse_ethtool_stats(&o.stdout)),
+            }
+        });
         let link = Self::json(&self.ip_rx, "ip", &n.ns_rx, &format!("link show dev {}", n.dev_rx));
         let snmp = Self::proc_net(&self.rx_thread, "snmp");
         s.rx_at = Some(t_rx + t_rx.elapsed() / 2);
-        s.rx_ethtool = ethtool.map(|o| counters::parse_ethtool_stats(&o.stdout)).unwrap_or_default();
+        s.rx_ethtool = ethtool.unwrap_or_default();
         s.rx_link = link.as_deref().and_then(counters::parse_ip_link);
         s.snmp_rx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
     }
 
-    /// Every counter at one instant; `printout`: with the qdiscs' `tc -s` printout.
-    fn snapshot(&self, polls: Option<&NapiPollCounter>, printout: bool) -> Snapshot {
+    /// Every counter at one instant.
+    fn snapshot(&self, polls: Option<&NapiPollCounter>) -> Snapshot {
         let mut s = Snapshot { mono_ns: load::mono_ns(), ..Default::default() };
         let start = Instant::now();
         // Both namespaces at once: each side's counters are rated between its own reads.
         let mut rx = Snapshot::default();
-        let mut qdisc_text = None;
         std::thread::scope(|sc| {
             if self.driver == Driver::Veth {
                 sc.spawn(|| self.snapshot_rx(&mut rx));
             }
-            // The qdiscs' printout for the report (snapshot B's only): an exec, beside
-            // the reads.
-            if printout {
-                sc.spawn(|| {
-                    let (ns, dev) = (&self.names.ns_tx, &self.tx_dev);
-                    qdisc_text = cmd::run("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev]).ok().filter(|o| o.ok()).map(|o| o.stdout);
-                });
-            }
             self.snapshot_tx(&mut s);
         });
-        s.tc_text = qdisc_text;
         if self.driver == Driver::Veth {
             s.rx_at = rx.rx_at;
             s.rx_ethtool = rx.rx_ethtool;

@@ -42,6 +42,7 @@
 
 use crate::cmd;
 use crate::error::{KernelError, Result};
+use crate::ethtool_ioctl::Offload;
 use crate::session::{self, Batch, NsThread};
 use std::sync::Arc;
 use crate::names::Names;
@@ -344,6 +345,21 @@ pub fn pin(pid: u32, cpu: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `ethtool -K dev <offload> on|off ...` in `sh`'s namespace: the ioctls
+/// ([`crate::ethtool_ioctl`], no exec), or the program when one fails.
+pub fn set_offloads(sh: &NsThread, dev: &str, set: &[(Offload, bool)]) -> Result<()> {
+    let (d, s) = (dev.to_string(), set.to_vec());
+    if let Ok(Ok(())) = sh.call(move || crate::ethtool_ioctl::set_offloads(&d, &s)) {
+        return Ok(());
+    }
+    let mut args = vec!["-K", dev];
+    for (o, on) in set {
+        args.push(o.name());
+        args.push(if *on { "on" } else { "off" });
+    }
+    sh.must("ethtool", &args).map(|_| ())
+}
+
 impl Topology {
     /// Creates the namespaces (both for veth, the sender's for tun), with loopback up,
     /// and starts a thread in each ([`NsThread`]).
@@ -449,8 +465,8 @@ impl Topology {
         rxl.run(self.ip_rx.as_deref(), rx)?;
         // 3. The NAPI recipe: the two ends' ethtool at once.
         let (rx_gro, tx_tso) = std::thread::scope(|sc| {
-            let tx_tso = sc.spawn(|| txs.must("ethtool", &["-K", a, "tso", "off", "gso", "off"]));
-            let rx_gro = rxs.must("ethtool", &["-K", b, "gro", "on"]);
+            let tx_tso = sc.spawn(|| set_offloads(&txs, a, &[(Offload::Tso, false), (Offload::Gso, false)]));
+            let rx_gro = set_offloads(&rxs, b, &[(Offload::Gro, true)]);
             (rx_gro, tx_tso.join().unwrap_or_else(|_| Err(KernelError::Internal("the ethtool thread panicked".into()))))
         });
         rx_gro.map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;

@@ -195,23 +195,29 @@ pub fn disable_instance(dir: &Path) {
 /// Counts of one filtered event in one instance.
 struct Counter {
     dir: PathBuf,
-    _reaper: InstanceReaper,
+    _reaper: Option<InstanceReaper>,
 }
 
 impl Counter {
     fn create(fs: &Tracefs, name: &str, filter: &str) -> Result<Counter, String> {
         let dir = fs.root.join("instances").join(name);
         let reaper = InstanceReaper::create(&dir)?;
-        let c = Counter { dir, _reaper: reaper };
+        let c = Counter { dir, _reaper: Some(reaper) };
         // A small buffer: events are only counted, never read.
         let _ = std::fs::write(c.dir.join("buffer_size_kb"), "16");
         let _ = std::fs::write(c.dir.join("options/overwrite"), "1");
-        let ev = c.dir.join("events/napi/napi_poll");
-        std::fs::write(ev.join("filter"), filter)
-            .map_err(|e| format!("cannot set the napi_poll filter `{filter}`: {e}"))?;
-        std::fs::write(ev.join("enable"), "1").map_err(|e| format!("cannot enable napi:napi_poll: {e}"))?;
+        c.filter(filter)?;
         let _ = std::fs::write(c.dir.join("tracing_on"), "1");
         Ok(c)
+    }
+
+    /// Counts the events that pass `filter` from now on (the event off while the filter
+    /// changes). Counts are cumulative over the instance's life: callers difference them.
+    fn filter(&self, filter: &str) -> Result<(), String> {
+        let ev = self.dir.join("events/napi/napi_poll");
+        let _ = std::fs::write(ev.join("enable"), "0");
+        std::fs::write(ev.join("filter"), filter).map_err(|e| format!("cannot set the napi_poll filter `{filter}`: {e}"))?;
+        std::fs::write(ev.join("enable"), "1").map_err(|e| format!("cannot enable napi:napi_poll: {e}"))
     }
 
     /// Events written so far, summed over CPUs.
@@ -228,6 +234,9 @@ impl Counter {
 
 impl Drop for Counter {
     fn drop(&mut self) {
+        if self.dir.as_os_str().is_empty() {
+            return; // moved into the pool
+        }
         disable_instance(&self.dir);
         let _ = std::fs::write(self.dir.join("events/napi/napi_poll/filter"), "0");
         let _ = std::fs::remove_dir(&self.dir);
@@ -254,6 +263,40 @@ pub struct NapiPollCounter {
     _fs: Tracefs,
 }
 
+/// Inside a `--backend vm` guest ([`crate::names::VM_GUEST_ENV`]), a dropped counter's
+/// two instances are kept here, their event off, for the next run of the process:
+/// making an instance populates a copy of every event's directory, which took half a
+/// second per run in a TCG guest (6.1, before eventfs made them on demand), and removing
+/// one a quarter. The next run changes only the filter. The guest ends with the VM; on
+/// a host every run removes its own, as before (their reapers watch them either way).
+static POOL: std::sync::Mutex<Option<(Tracefs, Counter, Counter)>> = std::sync::Mutex::new(None);
+
+fn pooling() -> bool {
+    std::env::var_os(crate::names::VM_GUEST_ENV).is_some()
+}
+
+/// Moves `c` out, leaving an empty shell whose drop does nothing.
+fn take_counter(c: &mut Counter) -> Counter {
+    Counter { dir: std::mem::take(&mut c.dir), _reaper: c._reaper.take() }
+}
+
+impl Drop for NapiPollCounter {
+    fn drop(&mut self) {
+        if !pooling() {
+            return;
+        }
+        for c in [&self.all, &self.full] {
+            let _ = std::fs::write(c.dir.join("events/napi/napi_poll/enable"), "0");
+        }
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.is_none() {
+            if let Ok(fs) = Tracefs::get() {
+                *pool = Some((fs, take_counter(&mut self.all), take_counter(&mut self.full)));
+            }
+        }
+    }
+}
+
 /// (polls, polls that used the whole budget).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PollCounts {
@@ -265,6 +308,13 @@ impl NapiPollCounter {
     /// Starts counting `napi:napi_poll` events of device `dev`. `tag` names the
     /// instances (`<tag>-polls`, `<tag>-full`); `budget` is the NAPI weight.
     pub fn start(dev: &str, tag: &str, budget: u32) -> Result<NapiPollCounter, String> {
+        let (all_filter, full_filter) = (format!("dev_name == \"{dev}\""), format!("dev_name == \"{dev}\" && work >= {budget}"));
+        let pooled = POOL.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((fs, all, full)) = pooled {
+            all.filter(&all_filter)?;
+            full.filter(&full_filter)?;
+            return Ok(NapiPollCounter { all, full, _fs: fs });
+        }
         let fs = Tracefs::get()?;
         if !fs.has_event("napi", "napi_poll") {
             return Err("this kernel has no napi:napi_poll tracepoint".into());
@@ -274,8 +324,8 @@ impl NapiPollCounter {
         }
         // Both instances at once (each is a directory of ring buffers and a reaper's exec).
         let (all, full) = std::thread::scope(|sc| {
-            let all = sc.spawn(|| Counter::create(&fs, &format!("{tag}-polls"), &format!("dev_name == \"{dev}\"")));
-            let full = Counter::create(&fs, &format!("{tag}-full"), &format!("dev_name == \"{dev}\" && work >= {budget}"));
+            let all = sc.spawn(|| Counter::create(&fs, &format!("{tag}-polls"), &all_filter));
+            let full = Counter::create(&fs, &format!("{tag}-full"), &full_filter);
             (all.join().unwrap_or_else(|_| Err("the thread that made a tracing instance panicked".into())), full)
         });
         Ok(NapiPollCounter { all: all?, full: full?, _fs: fs })
