@@ -68,6 +68,14 @@ impl Names {
     pub fn for_run(seq: u32) -> Names {
         Names::new(std::process::id(), seq)
     }
+
+    /// A glob, as tracefs event filters read `~`, that matches device `dev` of this
+    /// process's every run: the run's sequence character (the second last) as `?`.
+    /// `None` for a name that is not one of ours.
+    pub fn any_run_glob(dev: &str) -> Option<String> {
+        let n = dev.len();
+        (dev.starts_with(DEV_PREFIX) && n >= DEV_PREFIX.len() + 3 && dev.is_ascii()).then(|| format!("{}?{}", &dev[..n - 2], &dev[n - 1..]))
+    }
 }
 
 /// The pid in a namespace or instance name `dkb-<pid>-...`.
@@ -430,6 +438,16 @@ pub fn remove_leftovers(items: &[Leftover]) -> (Vec<String>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_device_glob_matches_every_run_of_the_process_and_no_other() {
+        let (a, b, c) = (Names::new(4242, 3), Names::new(4242, 17), Names::new(4243, 3));
+        let g = Names::any_run_glob(&a.dev_rx).unwrap();
+        let m = |name: &str| name.len() == g.len() && g.chars().zip(name.chars()).all(|(p, x)| p == '?' || p == x);
+        assert!(m(&a.dev_rx) && m(&b.dev_rx), "{g}");
+        assert!(!m(&a.dev_tx) && !m(&c.dev_rx), "{g}");
+        assert_eq!(Names::any_run_glob("eth0"), None);
+    }
 
     #[test]
     fn names_fit_ifnamsiz_and_comm() {

@@ -211,11 +211,11 @@ impl Counter {
         Ok(c)
     }
 
-    /// Counts the events that pass `filter` from now on (the event off while the filter
-    /// changes). Counts are cumulative over the instance's life: callers difference them.
+    /// Counts the events that pass `filter` from now on (a new instance: there is no
+    /// filter to replace, so nothing to wait for). Counts are cumulative over the
+    /// instance's life: callers difference them.
     fn filter(&self, filter: &str) -> Result<(), String> {
         let ev = self.dir.join("events/napi/napi_poll");
-        let _ = std::fs::write(ev.join("enable"), "0");
         std::fs::write(ev.join("filter"), filter).map_err(|e| format!("cannot set the napi_poll filter `{filter}`: {e}"))?;
         std::fs::write(ev.join("enable"), "1").map_err(|e| format!("cannot enable napi:napi_poll: {e}"))
     }
@@ -261,15 +261,24 @@ pub struct NapiPollCounter {
     all: Counter,
     full: Counter,
     _fs: Tracefs,
+    /// The two filters (the pool's key).
+    filters: (String, String),
 }
 
-/// Inside a `--backend vm` guest ([`crate::names::VM_GUEST_ENV`]), a dropped counter's
-/// two instances are kept here, their event off, for the next run of the process:
-/// making an instance populates a copy of every event's directory, which took half a
-/// second per run in a TCG guest (6.1, before eventfs made them on demand), and removing
-/// one a quarter. The next run changes only the filter. The guest ends with the VM; on
-/// a host every run removes its own, as before (their reapers watch them either way).
-static POOL: std::sync::Mutex<Option<(Tracefs, Counter, Counter)>> = std::sync::Mutex::new(None);
+/// Inside a `--backend vm` guest ([`crate::names::VM_GUEST_ENV`]) the counter's two
+/// instances are made once and kept, their event on, for the agent's next runs. Making an
+/// instance populates a copy of every event's directory (half a second per run in a TCG
+/// guest, 6.1, before eventfs made them on demand), and removing one, replacing its
+/// filter or turning its event off waits for an RCU grace period
+/// (`tracepoint_synchronize_unregister()`, `tracepoint_probe_unregister()` ->
+/// `cond_synchronize_rcu()`); in the guest such a wait (`__wait_rcu_gp`, seen in the
+/// heartbeat's kernel stack) stalled a sweep for minutes, three times in thirteen sweeps. So
+/// the filters match the receiving device of every run of the process
+/// ([`crate::names::Names::any_run_glob`]; the runs are one at a time and each removes its
+/// devices) and are never changed: a run after the first does nothing to tracefs. The
+/// guest ends with the VM; on a host every run makes and removes its own, as before
+/// (their reapers watch them either way).
+static POOL: std::sync::Mutex<Option<(Tracefs, Counter, Counter, (String, String))>> = std::sync::Mutex::new(None);
 
 fn pooling() -> bool {
     std::env::var_os(crate::names::VM_GUEST_ENV).is_some()
@@ -285,13 +294,13 @@ impl Drop for NapiPollCounter {
         if !pooling() {
             return;
         }
-        for c in [&self.all, &self.full] {
-            let _ = std::fs::write(c.dir.join("events/napi/napi_poll/enable"), "0");
-        }
+        // Left on: turning it off unregisters the probe, which waits for an RCU grace
+        // period (`tracepoint_probe_unregister()` -> `cond_synchronize_rcu()`), and one
+        // such wait never returned in a TCG guest. No device matches between runs.
         let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
         if pool.is_none() {
             if let Ok(fs) = Tracefs::get() {
-                *pool = Some((fs, take_counter(&mut self.all), take_counter(&mut self.full)));
+                *pool = Some((fs, take_counter(&mut self.all), take_counter(&mut self.full), std::mem::take(&mut self.filters)));
             }
         }
     }
@@ -308,12 +317,20 @@ impl NapiPollCounter {
     /// Starts counting `napi:napi_poll` events of device `dev`. `tag` names the
     /// instances (`<tag>-polls`, `<tag>-full`); `budget` is the NAPI weight.
     pub fn start(dev: &str, tag: &str, budget: u32) -> Result<NapiPollCounter, String> {
-        let (all_filter, full_filter) = (format!("dev_name == \"{dev}\""), format!("dev_name == \"{dev}\" && work >= {budget}"));
-        let pooled = POOL.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some((fs, all, full)) = pooled {
-            all.filter(&all_filter)?;
-            full.filter(&full_filter)?;
-            return Ok(NapiPollCounter { all, full, _fs: fs });
+        let pooling = pooling();
+        let dev_filter = match crate::names::Names::any_run_glob(dev) {
+            Some(g) if pooling => format!("dev_name ~ \"{g}\""),
+            _ => format!("dev_name == \"{dev}\""),
+        };
+        let filters = (dev_filter.clone(), format!("{dev_filter} && work >= {budget}"));
+        if pooling {
+            // The pool's instances if their filters are these (others go: their drop
+            // removes them).
+            if let Some((fs, all, full, f)) = POOL.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                if f == filters {
+                    return Ok(NapiPollCounter { all, full, _fs: fs, filters });
+                }
+            }
         }
         let fs = Tracefs::get()?;
         if !fs.has_event("napi", "napi_poll") {
@@ -324,11 +341,11 @@ impl NapiPollCounter {
         }
         // Both instances at once (each is a directory of ring buffers and a reaper's exec).
         let (all, full) = std::thread::scope(|sc| {
-            let all = sc.spawn(|| Counter::create(&fs, &format!("{tag}-polls"), &all_filter));
-            let full = Counter::create(&fs, &format!("{tag}-full"), &full_filter);
+            let all = sc.spawn(|| Counter::create(&fs, &format!("{tag}-polls"), &filters.0));
+            let full = Counter::create(&fs, &format!("{tag}-full"), &filters.1);
             (all.join().unwrap_or_else(|_| Err("the thread that made a tracing instance panicked".into())), full)
         });
-        Ok(NapiPollCounter { all: all?, full: full?, _fs: fs })
+        Ok(NapiPollCounter { all: all?, full: full?, _fs: fs, filters })
     }
 
     pub fn counts(&self) -> Result<PollCounts, String> {

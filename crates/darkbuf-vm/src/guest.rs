@@ -120,7 +120,8 @@ fn read_first_word(path: &str) -> String {
     std::fs::read_to_string(path).ok().and_then(|t| t.split_whitespace().next().map(str::to_string)).unwrap_or_else(|| "?".into())
 }
 
-/// The agent's threads as `comm:state:wchan`, the heartbeat thread left out.
+/// The agent's threads as `comm:state:wchan`, with `[kernel stack]` for a thread in D or
+/// R state, the heartbeat thread left out.
 fn threads() -> String {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return "?".into();
@@ -139,7 +140,18 @@ fn threads() -> String {
         }
         let state = rest.split_whitespace().next().unwrap_or("?");
         let wchan = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
-        out.push(format!("{comm}:{state}:{}", if wchan.is_empty() { "-" } else { wchan.trim() }));
+        let mut t = format!("{comm}:{state}:{}", if wchan.is_empty() { "-" } else { wchan.trim() });
+        // A thread in uninterruptible sleep or running: its kernel stack (root reads it),
+        // innermost first, which names the kernel path a stuck job waits in.
+        if state == "D" || state == "R" {
+            if let Ok(stack) = std::fs::read_to_string(p.join("stack")) {
+                let frames: Vec<&str> = stack.lines().filter_map(|l| l.split_whitespace().nth(1)).map(|f| f.split('+').next().unwrap_or(f)).take(12).collect();
+                if !frames.is_empty() {
+                    t.push_str(&format!("[{}]", frames.join("<")));
+                }
+            }
+        }
+        out.push(t);
     }
     out.join(" ")
 }
