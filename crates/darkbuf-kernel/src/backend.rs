@@ -166,8 +166,8 @@ pub fn run_scenario(scn: &Scenario, opts: &RunOpts, mut each: impl FnMut(&RunOut
     let scenario = serde_json::to_value(scn).map_err(|e| KernelError::Internal(e.to_string()))?;
     let mut results = Results::from_runs(scenario, "kernel", environment(), records, unavailable);
     results.warnings.extend(warnings);
-    if std::env::var_os(TIMING_ENV).is_some() {
-        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+    if crate::timing::on() {
+        let s = crate::timing::secs;
         notes.push(format!(
             "timing: preflight {:.2} s, leftovers of killed runs {:.2} s, runs {:.2} s, results {:.2} s",
             s(t0, t_preflight),
@@ -254,9 +254,6 @@ struct Snapshot {
     qdiscs: Vec<(String, QdiscCounters)>,
     /// An mq root's children by TX queue.
     mq_children: Vec<(u32, QdiscCounters)>,
-    /// `tc -s qdisc show dev DEV` as tc prints it (snapshot B's, taken as the tools
-    /// stop: [`Joined::tc_printout`]).
-    tc_text: Option<String>,
     /// Every qdisc's xstats, and htb's classes', by the simulator's names.
     xstats: Vec<crate::xstats::QdiscXstats>,
     htb_classes: Vec<(String, f64)>,
@@ -349,7 +346,8 @@ struct Joined {
     far_end: Option<std::result::Result<Vec<FarEndEvent>, String>>,
     tcp: crate::tcp::Joined,
     errors: Vec<String>,
-    /// `tc -s qdisc show dev DEV`, taken as the tools stopped.
+    /// `tc -s qdisc show dev DEV` as tc prints it, taken as the tools stopped (just
+    /// after snapshot B): the report's printout.
     tc_printout: Option<String>,
 }
 
@@ -930,8 +928,8 @@ fn stop_and_teardown(
     for e in teardown_errors {
         notes.push(format!("teardown: {e}"));
     }
-    if std::env::var_os(TIMING_ENV).is_some() {
-        let s = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+    if crate::timing::on() {
+        let s = crate::timing::secs;
         notes.push(format!(
             "timing: setup {:.2} s (namespaces and devices {:.2} s), warmup and window {:.2} s, snapshot B {:.2} s, stopping the load and tools {:.2} s, teardown {:.2} s",
             s(t_start, t_setup),
@@ -1059,7 +1057,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let samples = sample_window(scn, &reader, &a, bql, &stop)?;
     crate::timing::mark("window");
     let t_window = Instant::now();
-    let mut b = reader.snapshot(poll_counter.as_ref());
+    let b = reader.snapshot(poll_counter.as_ref());
     crate::timing::mark("snapshot B");
     let t_b = Instant::now();
     let stalled = counters::stalled_qdiscs(&a.qdiscs, &b.qdiscs);
@@ -1076,7 +1074,6 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         std::thread::spawn(move || cmd::run("tc", &["-n", &ns, "-s", "qdisc", "show", "dev", &dev]).ok().filter(|o| o.ok()).map(|o| o.stdout))
     };
     let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, printout, &mut topo, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
-    b.tc_text = joined.tc_printout.clone();
     if let Some(e) = interrupted() {
         return Err(e);
     }

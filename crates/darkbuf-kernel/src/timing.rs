@@ -11,9 +11,15 @@ use std::time::Instant;
 /// The variable that turns it on (to anything).
 pub const TIMING_ENV: &str = "DARKBUF_TIMING";
 
-fn on() -> bool {
+/// Whether `DARKBUF_TIMING` is set (read once).
+pub fn on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os(TIMING_ENV).is_some())
+}
+
+/// Seconds from `a` to `b` (0 if `b` is earlier).
+pub fn secs(a: Instant, b: Instant) -> f64 {
+    b.saturating_duration_since(a).as_secs_f64()
 }
 
 static MARKS: Mutex<Vec<(&'static str, Instant)>> = Mutex::new(Vec::new());
@@ -39,7 +45,7 @@ pub fn take(since: Instant) -> Option<String> {
         .into_iter()
         .filter(|(_, t)| *t >= since)
         .map(|(l, t)| {
-            let s = format!("{l} +{:.3} @{:.3}", t.saturating_duration_since(prev).as_secs_f64(), t.saturating_duration_since(since).as_secs_f64());
+            let s = format!("{l} +{:.3} @{:.3}", secs(prev, t), secs(since, t));
             prev = t;
             s
         })

@@ -358,7 +358,7 @@ pub(super) fn metrics(
     }
     // What tc printed at the end of the run, under the command a user would type (the
     // run's generated interface name is the only difference).
-    let printouts = b.tc_text.iter().map(|t| (format!("tc -s qdisc show dev {}", setup.tx_dev), t.clone())).collect();
+    let printouts = j.tc_printout.iter().map(|t| (format!("tc -s qdisc show dev {}", setup.tx_dev), t.clone())).collect();
     RunOutput { record: RunRecord { seed, metrics: m, histograms, findings: Vec::new(), timeseries, printouts }, unavailable: BTreeMap::new(), notes: Vec::new() }
 }
 
