@@ -278,7 +278,10 @@ pub struct NapiPollCounter {
 /// devices) and are never changed: a run after the first does nothing to tracefs. The
 /// guest ends with the VM; on a host every run makes and removes its own, as before
 /// (their reapers watch them either way).
-static POOL: std::sync::Mutex<Option<(Tracefs, Counter, Counter, (String, String))>> = std::sync::Mutex::new(None);
+static POOL: std::sync::Mutex<Option<Pooled>> = std::sync::Mutex::new(None);
+
+/// What the pool keeps: the mount it holds, the two counters and their filters.
+type Pooled = (Tracefs, Counter, Counter, (String, String));
 
 fn pooling() -> bool {
     std::env::var_os(crate::names::VM_GUEST_ENV).is_some()
