@@ -826,6 +826,7 @@ fn setup_devices(
     o: &Options,
     kv: KernelVersion,
     topo: &mut Topology,
+    reused: bool,
     floods: &[(usize, &darkbuf_scenario::UdpFlood)],
     ports: &[u16],
     tool_bound: Duration,
@@ -836,7 +837,11 @@ fn setup_devices(
     let app_cost = Duration::from_nanos(scn.consumer.app_cost_ns);
     Ok(match scn.device.driver() {
         Driver::Veth => {
-            topo.setup_veth(scn, &o, kv)?;
+            if reused {
+                topo.reuse_veth(scn, kv)?;
+            } else {
+                topo.setup_veth(scn, o, kv)?;
+            }
             // [lan]: a client namespace behind this one, which now routes.
             if let Some(lan) = &scn.lan {
                 topo.setup_lan(scn, lan, kv)?;
@@ -893,16 +898,56 @@ fn join_poll_counter(
     }
 }
 
+/// The run's topology at its end: torn down, or parked under the run's reuse key
+/// (with the root qdisc's kind, which parking deletes).
+struct TopoEnd<'a> {
+    topo: &'a mut Topology,
+    park: Option<(String, &'a str)>,
+}
+
+/// Set (to anything), a `--backend vm` guest builds every run's namespaces and devices
+/// afresh, as the kernel backend does on a host.
+pub const FRESH_TOPOLOGY_ENV: &str = "DARKBUF_VM_FRESH_TOPOLOGY";
+
+/// The key under which this run's topology may serve the next run in a `--backend vm`
+/// guest (see [`Topology::park`]): the scenario as the device setup reads it (all of it
+/// but its name, label, timing, runs, seed, qdisc tree and traffic), the namespaces'
+/// sysctls and the sender's offloads. None outside a guest (a host's setup takes a tenth
+/// of the time, and a parked topology would outlive a killed darkbuf), with
+/// [`FRESH_TOPOLOGY_ENV`], and where a reset would have more state to undo: tun, `[lan]`
+/// (a router), `[ingress]` (an ifb), netfilter rules and web traffic (thousands of
+/// sockets in TIME_WAIT).
+fn reuse_key(scn: &Scenario, opts: &RunOpts) -> Option<String> {
+    let env = |k: &str| std::env::var_os(k).is_some();
+    if !env(crate::names::VM_GUEST_ENV) || env(FRESH_TOPOLOGY_ENV) {
+        return None;
+    }
+    topology_key(scn, opts)
+}
+
+/// [`reuse_key`] for any run (no environment read).
+fn topology_key(scn: &Scenario, opts: &RunOpts) -> Option<String> {
+    if scn.device.driver() != Driver::Veth || scn.lan.is_some() || scn.ingress.is_some() || scn.consumer.nrules > 0 || !crate::web::entries(scn).is_empty() {
+        return None;
+    }
+    let mut v = serde_json::to_value(scn).ok()?;
+    let o = v.as_object_mut()?;
+    for k in ["name", "label", "duration_ns", "warmup_ns", "sample_interval_ns", "runs", "seed", "qdisc", "traffic", "test"] {
+        o.remove(k);
+    }
+    Some(format!("{v} {:?} {:?} {}", crate::tcp::sysctls(scn), opts.netns_sysctls, opts.sender_tso))
+}
+
 /// After snapshot B: a note if another run was active, the tools stopped and joined
 /// (the NAPI counter's tracing instances dropped meanwhile, the probe trace read), the
-/// topology torn down, and with `DARKBUF_TIMING` each phase's seconds (`t`: the run's
+/// topology torn down or parked, and with `DARKBUF_TIMING` each phase's seconds (`t`: the run's
 /// start, devices made, setup done, window over, snapshot B taken).
 fn stop_and_teardown(
     guard: &mut StopGuard,
     poll_counter: Option<NapiPollCounter>,
     probe_trace: Option<std::result::Result<ProbeTrace, String>>,
     printout: JoinHandle<Option<String>>,
-    topo: &mut Topology,
+    topo: TopoEnd,
     t: [Instant; 5],
     notes: &mut Vec<String>,
 ) -> Joined {
@@ -923,7 +968,10 @@ fn stop_and_teardown(
         notes.push(e.clone());
     }
     let t_join = Instant::now();
-    let teardown_errors = topo.teardown();
+    let teardown_errors = match topo.park {
+        Some((key, kind)) => topo.topo.park(key, kind),
+        None => topo.topo.teardown(),
+    };
     crate::timing::mark("teardown");
     for e in teardown_errors {
         notes.push(format!("teardown: {e}"));
@@ -968,7 +1016,17 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         notes.push("one CPU: producer and consumer share it".into());
     }
 
-    let mut topo = Topology::create(names.clone(), scn.device.driver())?;
+    // In a `--backend vm` guest, the last run's topology when this run would build the
+    // same one (its qdisc tree aside).
+    let reuse = reuse_key(scn, opts);
+    let parked = reuse.as_deref().and_then(|k| Topology::take_parked(k, &mut notes));
+    let reused = parked.is_some();
+    let mut topo = match parked {
+        Some(t) => t,
+        None => Topology::create(names.clone(), scn.device.driver())?,
+    };
+    // A reused topology keeps its names; the tracing instances' tag stays this run's.
+    let names = Names { tag: names.tag, ..topo.names.clone() };
     crate::timing::mark("namespaces");
     let stop = Arc::new(AtomicBool::new(false));
     let mut guard = StopGuard { stop: stop.clone(), tools: Tools::default() };
@@ -979,9 +1037,10 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     // load itself runs for `run_for` (below), past snapshot B.
     let tool_bound = total + MAX_LOAD_TAIL;
     // Devices, and the consumer side.
-    let (dst, tx_ns, tx_dev) = setup_devices(scn, &o, kv, &mut topo, &floods, &ports, tool_bound, &stop, &mut guard.tools)?;
+    let (dst, tx_ns, tx_dev) = setup_devices(scn, &o, kv, &mut topo, reused, &floods, &ports, tool_bound, &stop, &mut guard.tools)?;
     crate::timing::mark("devices");
-    notes.append(&mut topo.report.notes);
+    // Kept in the report: a reused topology's runs all carry its setup's notes.
+    notes.extend(topo.report.notes.iter().cloned());
     let t_devices = Instant::now();
     // NAPI poll counting (veth only): its tracing instances are made while the rest is
     // set up (they take a tenth of a second or more in a TCG guest). A thread left
@@ -1073,7 +1132,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
         let (ns, dev) = (names.ns_tx.clone(), tx_dev.clone());
         std::thread::spawn(move || cmd::run("tc", &["-n", &ns, "-s", "qdisc", "show", "dev", &dev]).ok().filter(|o| o.ok()).map(|o| o.stdout))
     };
-    let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, printout, &mut topo, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
+    let topo_end = TopoEnd { topo: &mut topo, park: reuse.map(|k| (k, scn.qdisc.kind.as_str())) };
+    let joined = stop_and_teardown(&mut guard, poll_counter, probe_trace, printout, topo_end, [t_start, t_devices, t_setup, t_window, t_b], &mut notes);
     if let Some(e) = interrupted() {
         return Err(e);
     }
@@ -1351,5 +1411,49 @@ mod tests {
         let e = check_placement(&scn(&text(63))).unwrap_err();
         assert_eq!(e.code(), 3);
         assert!(e.message().starts_with("traffic.0.receiver_cpu = 63: this machine has"), "{}", e.message());
+    }
+
+    /// Runs share a `--backend vm` guest's topology when only what each run sets up
+    /// anew differs (qdisc tree, traffic, timing, labels), and not when the devices, the
+    /// namespaces' sysctls or the sender's offloads would differ, or when a reset would
+    /// have more to undo.
+    #[test]
+    fn topology_key_separates_what_the_setup_reads() {
+        let base = "name = \"a\"\nduration = \"4s\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"pfifo\"\n\
+                    [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\n";
+        let key = |text: &str, o: &RunOpts| {
+            let scn = darkbuf_scenario::load_str("t.toml", text, &[]).map_err(|d| format!("{d:?}")).unwrap();
+            topology_key(&scn, o)
+        };
+        let o = RunOpts { rule_scope: RuleScope::All, netns_sysctls: Vec::new(), sender_tso: false, probe_trace: false };
+        let k = key(base, &o).expect("a veth run has a key");
+        let same = [
+            base.replace("kind = \"pfifo\"", "kind = \"tbf\"\nrate = \"10mbit\"\nburst = 10000\nlatency = \"50ms\""),
+            base.replace("name = \"a\"\nduration = \"4s\"", "name = \"b\"\nduration = \"9s\"\nwarmup = \"2s\"\nseed = 7"),
+            base.replace("cc = \"cubic\"", "cc = \"reno\"\nflows = 3") + "[[traffic]]\nkind = \"ping\"\ninterval = \"50ms\"\n",
+        ];
+        for t in &same {
+            assert_eq!(key(t, &o).as_deref(), Some(k.as_str()), "{t}");
+        }
+        let other = [
+            base.replace("driver = \"veth\"", "driver = \"veth\"\ntxqueuelen = 500"),
+            base.replace("cc = \"cubic\"", "cc = \"cubic\"\necn = true"),
+            base.replace("cc = \"cubic\"", "cc = \"cubic\"\nsndbuf = \"8MiB\""),
+        ];
+        for t in &other {
+            let k2 = key(t, &o).expect("still reusable");
+            assert_ne!(k2, k, "{t}");
+        }
+        let lob = RunOpts { netns_sysctls: vec![("net.ipv4.tcp_limit_output_bytes".into(), "65536".into())], ..o.clone() };
+        assert_ne!(key(base, &lob).unwrap(), k);
+        assert_ne!(key(base, &RunOpts { sender_tso: true, ..o.clone() }).unwrap(), k);
+        let none = [
+            base.replace("driver = \"veth\"", "driver = \"tun\""),
+            base.to_string() + "[consumer]\nnrules = 10\n",
+            base.to_string() + "[[traffic]]\nkind = \"web\"\narrivals = \"10/s\"\nsize_dist = \"exponential\"\nsize_mean = \"20KB\"\n",
+        ];
+        for t in &none {
+            assert_eq!(key(t, &o), None, "{t}");
+        }
     }
 }

@@ -44,7 +44,7 @@ use crate::cmd;
 use crate::error::{KernelError, Result};
 use crate::ethtool_ioctl::Offload;
 use crate::session::{self, Batch, NsThread};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use crate::names::Names;
 use crate::rules::{RuleBackend, RuleScope};
 use crate::KernelVersion;
@@ -127,6 +127,12 @@ pub struct Topology {
     /// has made it).
     pub lan_thread: Option<Arc<NsThread>>,
 }
+
+/// A `--backend vm` guest's veth topology from the last run, with its reuse key: the
+/// next run with the same key takes it ([`Topology::take_parked`]) instead of building
+/// the same namespaces, devices, batches and threads again (half a second per point
+/// under TCG; docs/vm.md).
+static PARKED: Mutex<Option<(String, Topology)>> = Mutex::new(None);
 
 /// The veth pair's MAC addresses, set at creation, so the permanent neighbour entries
 /// need no read of them (locally administered, unicast; each pair is alone in its
@@ -389,11 +395,13 @@ impl Topology {
             let e = KernelError::Internal(format!("`ip {}` failed: {why}", add[i]));
             return Err(unavailable("creating a network namespace", e));
         }
+        crate::timing::mark("netns add");
         // The batches start now (an exec each, in parallel), so that their start-up is
         // paid once, by the setup, which goes through them.
         t.tc_tx = Batch::start("tc", &list[0]).map(Arc::new);
         t.ip_tx = Batch::start("ip", &list[0]).map(Arc::new);
         t.ip_rx = list.get(1).and_then(|ns| Batch::start("ip", ns)).map(Arc::new);
+        crate::timing::mark("batches started");
         for (k, ns) in list.iter().enumerate() {
             let sh = Arc::new(NsThread::start(ns)?);
             if k == 0 {
@@ -457,12 +465,14 @@ impl Topology {
         txl.push(format!("link set {a} up"), "");
         txl.push(format!("neigh replace {VETH_RX_ADDR} lladdr {VETH_RX_MAC} dev {a} nud permanent"), "");
         txl.run(self.ip_tx.as_deref(), tx)?;
+        crate::timing::mark("veth and tx links");
         let mut rxl = Lines::default();
         rxl.push("link set lo up".into(), "");
         rxl.push(format!("addr add {VETH_RX_ADDR}/24 dev {b}"), "");
         rxl.push(format!("link set {b} up"), "");
         rxl.push(format!("neigh replace {VETH_TX_ADDR} lladdr {VETH_TX_MAC} dev {b} nud permanent"), "");
         rxl.run(self.ip_rx.as_deref(), rx)?;
+        crate::timing::mark("rx links");
         // 3. The NAPI recipe: the two ends' ethtool at once.
         let (rx_gro, tx_tso) = std::thread::scope(|sc| {
             let tx_tso = sc.spawn(|| set_offloads(&txs, a, &[(Offload::Tso, false), (Offload::Gso, false)]));
@@ -471,6 +481,7 @@ impl Topology {
         });
         rx_gro.map_err(|e| unavailable("veth NAPI mode (ethtool -K gro on on the peer)", e))?;
         tx_tso.map_err(|e| unavailable("veth NAPI mode (ethtool -K tso off gso off on the sender)", e))?;
+        crate::timing::mark("offloads");
         let threaded = format!("/sys/class/net/{b}/threaded");
         match d.napi {
             NapiMode::Threaded => {
@@ -502,6 +513,7 @@ impl Topology {
                 let _ = rxs.write_file(&threaded, "0");
             }
         }
+        crate::timing::mark("napi mode");
         // 4. XPS.
         if let Some(masks) = xps_masks(&d.xps, d.tx_queues as usize, crate::online_cpus()) {
             for (i, mask) in masks.iter().enumerate() {
@@ -518,8 +530,10 @@ impl Topology {
         }
         // 5. The qdisc.
         self.install_qdisc(tx, a, scn, kv)?;
+        crate::timing::mark("qdisc");
         // 6. BQL.
         self.configure_bql(&txs, a, scn)?;
+        crate::timing::mark("bql");
         // 7. Rules.
         if scn.consumer.nrules > 0 {
             let backend = RuleBackend::detect().ok_or_else(|| {
@@ -767,6 +781,71 @@ impl Topology {
                 }
             }
         }
+    }
+
+    /// The parked topology if its key is `key`; one parked under another key is torn
+    /// down (its errors go to `errors`), and None returned.
+    pub fn take_parked(key: &str, errors: &mut Vec<String>) -> Option<Topology> {
+        let parked = PARKED.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match parked {
+            Some((k, t)) if k == key => Some(t),
+            Some((_, mut t)) => {
+                errors.extend(t.teardown());
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Tears down whatever is parked (the guest agent's end). Returns what could not be
+    /// removed.
+    pub fn release_parked() -> Vec<String> {
+        let parked = PARKED.lock().unwrap_or_else(|e| e.into_inner()).take();
+        parked.map(|(_, mut t)| t.teardown()).unwrap_or_default()
+    }
+
+    /// Parks this veth topology for the next run with `key` instead of tearing it down.
+    /// What a run leaves that a fresh setup would not have goes first: the root qdisc
+    /// `kind` (deleted, so that the device is back on its default `noqueue` and the next
+    /// tree starts with zeroed counters; `tc qdisc replace` of the same kind would keep
+    /// them) and the TCP metrics cache of both namespaces (`ip tcp_metrics flush all`:
+    /// `tcp_init_metrics()` would otherwise start the next connection from this run's
+    /// ssthresh and RTT). If either fails, the topology is torn down as usual. `self` is
+    /// left an empty shell with the setup report. Returns what could not be removed.
+    pub fn park(&mut self, key: String, kind: &str) -> Vec<String> {
+        let (tx, rx, a) = (self.names.ns_tx.clone(), self.names.ns_rx.clone(), self.names.dev_tx.clone());
+        let qdisc_gone = kind == "noqueue" || matches!(self.tc_batch(&tx, &[format!("qdisc del dev {a} root")]), Ok(None));
+        let flushed = |b: &Option<Arc<Batch>>, ns: &str| {
+            let mut l = Lines::default();
+            l.push("tcp_metrics flush all".into(), "");
+            l.run(b.as_deref(), ns).is_ok()
+        };
+        if !(qdisc_gone && flushed(&self.ip_tx, &tx) && flushed(&self.ip_rx, &rx)) || self.driver != Driver::Veth {
+            return self.teardown();
+        }
+        let shell = Topology {
+            names: self.names.clone(),
+            driver: self.driver,
+            namespaces: Vec::new(),
+            torn_down: true,
+            report: self.report.clone(),
+            tx_thread: None,
+            rx_thread: None,
+            tc_tx: None,
+            ip_tx: None,
+            ip_rx: None,
+            lan_thread: None,
+        };
+        let t = std::mem::replace(self, shell);
+        let old = PARKED.lock().unwrap_or_else(|e| e.into_inner()).replace((key, t));
+        old.map(|(_, mut o)| o.teardown()).unwrap_or_default()
+    }
+
+    /// A parked veth topology made ready for a run of the same key: the run's qdisc tree
+    /// on the sender's device (the rest of [`Self::setup_veth`] already holds).
+    pub fn reuse_veth(&mut self, scn: &Scenario, kv: KernelVersion) -> Result<()> {
+        let (tx, a) = (self.names.ns_tx.clone(), self.names.dev_tx.clone());
+        self.install_qdisc(&tx, &a, scn, kv)
     }
 
     /// Removes everything; safe to call twice. Returns what could not be removed.

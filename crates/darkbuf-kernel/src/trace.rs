@@ -283,6 +283,12 @@ static POOL: std::sync::Mutex<Option<Pooled>> = std::sync::Mutex::new(None);
 /// What the pool keeps: the mount it holds, the two counters and their filters.
 type Pooled = (Tracefs, Counter, Counter, (String, String));
 
+/// Removes the pool's instances (a guest agent's end, or a test that played one).
+pub fn release_pool() {
+    let pooled = POOL.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(pooled);
+}
+
 fn pooling() -> bool {
     std::env::var_os(crate::names::VM_GUEST_ENV).is_some()
 }

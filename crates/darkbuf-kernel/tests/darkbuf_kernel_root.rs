@@ -729,3 +729,84 @@ fn web_arrivals_the_pool_cannot_keep_are_exit_3() {
     assert!(e.message().contains("WEB_POOL_THREADS"), "{}", e.message());
     assert_nothing_left();
 }
+
+/// Sets `DARKBUF_VM_GUEST` for one test (the tests run one at a time) and, however the
+/// test ends, unsets it and removes what a guest keeps: the parked topology and the NAPI
+/// counter's tracing instances.
+struct AsIfInAGuest;
+
+impl AsIfInAGuest {
+    fn new() -> AsIfInAGuest {
+        std::env::set_var(darkbuf_kernel::names::VM_GUEST_ENV, "1");
+        AsIfInAGuest
+    }
+}
+
+impl Drop for AsIfInAGuest {
+    fn drop(&mut self) {
+        std::env::remove_var(darkbuf_kernel::names::VM_GUEST_ENV);
+        darkbuf_kernel::trace::release_pool();
+        let errors = darkbuf_kernel::topo::Topology::release_parked();
+        assert!(errors.is_empty() || std::thread::panicking(), "{errors:?}");
+    }
+}
+
+/// This process's namespaces now.
+fn my_namespaces() -> Vec<String> {
+    let me = std::process::id();
+    let mut v: Vec<String> = darkbuf_kernel::names::find_leftovers()
+        .into_iter()
+        .filter(|l| l.kind == "netns" && l.owner_pid == Some(me))
+        .map(|l| l.name)
+        .collect();
+    v.sort();
+    v
+}
+
+/// In a `--backend vm` guest a run parks its veth topology for the next run whose setup
+/// would be the same: the next run's qdisc tree (another kind here) goes onto the same
+/// namespaces and devices; one with another device setup gets new ones. A parked
+/// topology has the default root qdisc back and no TCP metrics cached, as a fresh one.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn a_guest_reuses_a_runs_namespaces_for_the_next_run_of_the_same_setup() {
+    if !root_or_skip("topology reuse") {
+        return;
+    }
+    let guest = AsIfInAGuest::new();
+    let text = |leaf: &str, txqueuelen: u32| {
+        format!(
+            "duration = \"1s\"\nwarmup = \"500ms\"\n\
+             [device]\ndriver = \"veth\"\nbackpressure = {}\ntxqueuelen = {txqueuelen}\n\
+             [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+             [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"50mbit\"\nqdisc = \"{leaf}\"\n\
+             [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\n\
+             [[traffic]]\nkind = \"rr\"\nproto = \"tcp\"\n\
+             [[traffic]]\nkind = \"ping\"\ninterval = \"20ms\"\n",
+            has_backpressure()
+        )
+    };
+    let mut parked = Vec::new();
+    for (leaf, txqueuelen) in [("pfifo", 1000), ("bfifo", 1000), ("pfifo", 500)] {
+        let (r, notes) = run_scenario(&scenario(&text(leaf, txqueuelen)), &opts(), |_| {}).expect("run");
+        let m = &r.runs[0].metrics;
+        let g = m["tcp.goodput_mbps"].unwrap_or(0.0);
+        assert!(g > 10.0 && g < 50.0, "{leaf}: goodput {g} ({notes:?})");
+        assert!(m["qdisc.sent_pkts"].unwrap_or(0.0) > 0.0, "{leaf}");
+        let ns = my_namespaces();
+        assert_eq!(ns.len(), 2, "one parked topology: {ns:?}");
+        // Parked as a fresh one is: veth's default root qdisc and nothing cached.
+        let tx = ns.iter().find(|n| n.ends_with("-tx")).expect("the sender's namespace").clone();
+        let q = darkbuf_kernel::cmd::run("tc", &["-n", &tx, "qdisc", "show"]).expect("tc");
+        assert!(!q.stdout.contains("htb") && !q.stdout.contains("fifo"), "{}", q.stdout);
+        let tm = darkbuf_kernel::cmd::run("ip", &["-n", &tx, "tcp_metrics", "show"]).expect("ip tcp_metrics");
+        // (The rr connections close with a FIN each way, and `tcp_update_metrics()`
+        // caches what they measured.)
+        assert_eq!(tm.stdout.trim(), "", "cached TCP metrics");
+        parked.push(ns);
+    }
+    assert_eq!(parked[0], parked[1], "the second run reuses the first's namespaces");
+    assert_ne!(parked[1], parked[2], "another txqueuelen gets new ones");
+    drop(guest);
+    assert_nothing_left();
+}

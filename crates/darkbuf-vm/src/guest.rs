@@ -53,6 +53,9 @@ pub fn main(dir: &Path) -> i32 {
     if plan.timing {
         std::env::set_var(darkbuf_kernel::backend::TIMING_ENV, "1");
     }
+    if plan.fresh_topology {
+        std::env::set_var(darkbuf_kernel::backend::FRESH_TOPOLOGY_ENV, "1");
+    }
     let current = Arc::new(AtomicUsize::new(NO_JOB));
     heartbeat(dir, Arc::clone(&current));
     let boot = prepare(&plan, &mut say);
@@ -88,6 +91,10 @@ pub fn main(dir: &Path) -> i32 {
         if matches!(&out.error, Some(e) if e.code > 128) {
             break;
         }
+    }
+    // The last run's namespaces, kept for a next run that did not come.
+    for e in darkbuf_kernel::topo::Topology::release_parked() {
+        say(&format!("teardown: {e}"));
     }
     let _ = protocol::write_atomic(dir, protocol::DONE, b"");
     0

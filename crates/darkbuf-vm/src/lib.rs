@@ -104,7 +104,9 @@ pub fn run(
         jobs: jobs.into_iter().map(|(j, _)| j).collect(),
         modules: opts.modules.as_ref().map(|m| std::fs::canonicalize(m).unwrap_or_else(|_| m.clone()).to_string_lossy().into_owned()),
         timing: std::env::var_os(darkbuf_kernel::backend::TIMING_ENV).is_some(),
+        fresh_topology: std::env::var_os(darkbuf_kernel::backend::FRESH_TOPOLOGY_ENV).is_some(),
     };
+    let plan_timing = plan.timing;
     protocol::write_json(&scratch.path, protocol::PLAN, &plan).map_err(|e| KernelError::Internal(format!("plan.json: {e}")))?;
     let t0 = Instant::now();
     let mut notes = Vec::new();
@@ -143,7 +145,11 @@ pub fn run(
         let out: JobOutcome = wait_file(&mut vm, &scratch.path, &protocol::job_file(i), *limit, &format!("during job {}", i + 1))?;
         each(i, out, &env)?;
     }
+    let t_finish = Instant::now();
     vm.finish(Duration::from_secs(60));
+    if plan_timing {
+        say(&format!("timing: the VM exited {:.2} s after the last job's results", t_finish.elapsed().as_secs_f64()));
+    }
     Ok(Booted { boot, env, check, notes })
 }
 

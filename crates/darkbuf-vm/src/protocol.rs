@@ -59,6 +59,10 @@ pub struct Plan {
     /// say where its time went.
     #[serde(default)]
     pub timing: bool,
+    /// The host had `DARKBUF_VM_FRESH_TOPOLOGY` set: the guest sets it too, and builds
+    /// every run's namespaces and devices afresh.
+    #[serde(default)]
+    pub fresh_topology: bool,
 }
 
 /// The guest, as soon as the agent runs.
