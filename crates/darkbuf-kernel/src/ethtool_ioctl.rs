@@ -153,6 +153,10 @@ fn slot_name(raw: &[u8]) -> String {
 /// `ethtool -K dev NAME on|off ...`, in the calling thread's namespace, as ethtool does
 /// it: the feature names (`ETH_SS_FEATURES`), which of them the device can change
 /// (`ETHTOOL_GFEATURES`' `available`), and one `ETHTOOL_SFEATURES` with those matched.
+/// Then the active features are read back, as ethtool compares them: an offload of
+/// `set` that no feature of the device now shows as asked (none of its features can be
+/// changed, or the device has none of that name) is an error naming it, where ethtool
+/// says "Could not change any device features".
 pub fn set_offloads(dev: &str, set: &[(Offload, bool)]) -> io::Result<()> {
     let names = strings(dev, ETH_SS_FEATURES)?;
     let words = names.len().div_ceil(32);
@@ -179,7 +183,31 @@ pub fn set_offloads(dev: &str, set: &[(Offload, bool)]) -> io::Result<()> {
             }
         }
     }
-    ethtool(dev, sf.as_mut_ptr().cast())
+    ethtool(dev, sf.as_mut_ptr().cast())?;
+    g[2..].fill(0);
+    ethtool(dev, g.as_mut_ptr().cast())?;
+    let active = |bit: usize| g[2 + 4 * (bit / 32) + 2] & (1u32 << (bit % 32)) != 0;
+    match not_taken(&names, active, set) {
+        None => Ok(()),
+        Some(why) => Err(io::Error::other(format!("{dev}: {why}"))),
+    }
+}
+
+/// The first offload of `set` that none of the features named `names` shows in the asked
+/// state (`active(bit)` after the change), with why; None when every one took.
+fn not_taken(names: &[String], active: impl Fn(usize) -> bool, set: &[(Offload, bool)]) -> Option<String> {
+    set.iter().find_map(|&(o, on)| {
+        let matched: Vec<usize> = (0..names.len()).filter(|&b| glob(o.pattern(), &names[b])).collect();
+        let state = if on { "on" } else { "off" };
+        if matched.is_empty() {
+            Some(format!("no feature named {} to turn {state}", o.pattern()))
+        } else if matched.iter().all(|&b| active(b) != on) {
+            let list: Vec<&str> = matched.iter().map(|&b| names[b].as_str()).collect();
+            Some(format!("could not turn {} {state} (fixed on this device)", list.join(", ")))
+        } else {
+            None
+        }
+    })
 }
 
 #[cfg(test)]
@@ -199,6 +227,24 @@ mod tests {
         }
         assert!(glob(Offload::Gso.pattern(), "tx-generic-segmentation"));
         assert!(glob(Offload::Gro.pattern(), "rx-gro") && !glob(Offload::Gro.pattern(), "rx-gro-hw"));
+    }
+
+    /// An offload is taken when one of its features now shows the asked state; one
+    /// whose features all stayed (fixed) or that the device lacks is named.
+    #[test]
+    fn an_offload_that_did_not_take_is_named() {
+        let names: Vec<String> = ["tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-generic-segmentation", "rx-gro"].map(String::from).into();
+        let on = |bits: &'static [usize]| move |b: usize| bits.contains(&b);
+        let off = [(Offload::Tso, false), (Offload::Gso, false)];
+        assert_eq!(not_taken(&names, on(&[3]), &off), None);
+        // tx-tcp6-segmentation stayed on, tx-tcp-segmentation went off: taken, as ethtool has it.
+        assert_eq!(not_taken(&names, on(&[1, 3]), &off), None);
+        assert_eq!(
+            not_taken(&names, on(&[0, 1, 3]), &off).as_deref(),
+            Some("could not turn tx-tcp-segmentation, tx-tcp6-segmentation off (fixed on this device)")
+        );
+        assert_eq!(not_taken(&names, on(&[0]), &[(Offload::Gro, true)]).as_deref(), Some("could not turn rx-gro on (fixed on this device)"));
+        assert_eq!(not_taken(&names[..3], on(&[]), &[(Offload::Gro, true)]).as_deref(), Some("no feature named rx-gro to turn on"));
     }
 
     #[test]

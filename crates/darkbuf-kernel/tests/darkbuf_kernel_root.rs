@@ -810,3 +810,36 @@ fn a_guest_reuses_a_runs_namespaces_for_the_next_run_of_the_same_setup() {
     drop(guest);
     assert_nothing_left();
 }
+
+/// `ethtool -K` as its ioctls on a veth in a scratch namespace of this test: TSO and
+/// GSO go off and GRO on, and the read-back finds them so, as `ethtool -k` then shows.
+#[test]
+#[ignore = "needs root and a quiet machine; as root: cargo test -p darkbuf-kernel -- --ignored --test-threads=1 (CI: .ci/kernel-test)"]
+fn offloads_set_by_ioctl_are_what_ethtool_shows() {
+    use darkbuf_kernel::ethtool_ioctl::{set_offloads, Offload};
+    if !root_or_skip("offloads") {
+        return;
+    }
+    let ns = format!("dkb-{}-9-tx", std::process::id());
+    let ip = |args: &[&str]| {
+        let o = darkbuf_kernel::cmd::run("ip", args).expect("ip");
+        assert!(o.ok(), "ip {args:?}: {}", o.stderr);
+    };
+    ip(&["netns", "add", &ns]);
+    ip(&["-n", &ns, "link", "add", "dkbofa", "type", "veth", "peer", "name", "dkbofb"]);
+    let sh = darkbuf_kernel::session::NsThread::start(&ns).expect("thread in the namespace");
+    let r = sh.call(|| {
+        let a = set_offloads("dkbofa", &[(Offload::Tso, false), (Offload::Gso, false)]);
+        let b = set_offloads("dkbofb", &[(Offload::Gro, true)]);
+        (a.map_err(|e| e.to_string()), b.map_err(|e| e.to_string()))
+    });
+    sh.close();
+    let k = |dev: &str| darkbuf_kernel::cmd::run("ip", &["netns", "exec", &ns, "ethtool", "-k", dev]).map(|o| o.stdout).unwrap_or_default();
+    let (ka, kb) = (k("dkbofa"), k("dkbofb"));
+    ip(&["netns", "del", &ns]);
+    let (a, b) = r.expect("the namespace's thread ran it");
+    assert_eq!(a, Ok(()));
+    assert_eq!(b, Ok(()));
+    assert!(ka.contains("tx-tcp-segmentation: off") && ka.contains("generic-segmentation-offload: off"), "{ka}");
+    assert!(kb.contains("generic-receive-offload: on"), "{kb}");
+}
