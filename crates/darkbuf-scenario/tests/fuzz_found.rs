@@ -193,6 +193,14 @@ fn a_profile_that_does_not_load_is_reported_at_the_scenarios_key() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("wrong-shape.toml");
     std::fs::write(&p, V).unwrap();
+    // Gone however the test ends.
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(dir.clone());
     let text = PROFILE.replace("banana", p.to_str().unwrap());
     let m = ok_set(&text, &[]).machine;
     let d = m.profile_error("profile X:1:1 is not valid: unknown field `duration`");

@@ -48,10 +48,34 @@ impl Drop for TmpDir {
     }
 }
 
-/// Writes `text` to `NAME` in the directory `darkbuf-TAG-PID`, and returns its path.
+/// The directories [`write`] made: the test binary's tests share their files, so no one
+/// test removes them; the binary does, as it exits ([`remove_written`], `atexit`).
+static WRITTEN: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn remove_written() {
+    let dirs = WRITTEN.lock().map(|d| d.clone()).unwrap_or_default();
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Writes `text` to `NAME` in the directory `darkbuf-TAG-PID`, and returns its path. The
+/// directory goes when the test binary exits.
 pub fn write(tag: &str, name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("darkbuf-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut w = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+        if w.is_empty() {
+            // SAFETY: atexit(3) with a function that only removes directories.
+            unsafe {
+                libc::atexit(remove_written);
+            }
+        }
+        if !w.contains(&dir) {
+            w.push(dir.clone());
+        }
+    }
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
