@@ -1021,6 +1021,11 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     let reuse = reuse_key(scn, opts);
     let parked = reuse.as_deref().and_then(|k| Topology::take_parked(k, &mut notes));
     let reused = parked.is_some();
+    if reused {
+        notes.push(format!(
+            "this run reused the namespaces and devices of the run before (its qdisc tree deleted, TCP metrics flushed: docs/vm.md); {FRESH_TOPOLOGY_ENV}=1 builds each run's afresh"
+        ));
+    }
     let mut topo = match parked {
         Some(t) => t,
         None => Topology::create(names.clone(), scn.device.driver())?,

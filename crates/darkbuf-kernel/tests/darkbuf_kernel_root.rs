@@ -787,8 +787,10 @@ fn a_guest_reuses_a_runs_namespaces_for_the_next_run_of_the_same_setup() {
         )
     };
     let mut parked = Vec::new();
-    for (leaf, txqueuelen) in [("pfifo", 1000), ("bfifo", 1000), ("pfifo", 500)] {
+    for (i, (leaf, txqueuelen)) in [("pfifo", 1000), ("bfifo", 1000), ("pfifo", 500)].into_iter().enumerate() {
         let (r, notes) = run_scenario(&scenario(&text(leaf, txqueuelen)), &opts(), |_| {}).expect("run");
+        // The result says so.
+        assert_eq!(notes.iter().any(|n| n.starts_with("this run reused the namespaces")), i == 1, "{notes:?}");
         let m = &r.runs[0].metrics;
         let g = m["tcp.goodput_mbps"].unwrap_or(0.0);
         assert!(g > 10.0 && g < 50.0, "{leaf}: goodput {g} ({notes:?})");
