@@ -880,3 +880,24 @@ fn leaf_xstats_summed_into_htbs() {
     assert_eq!(all("class 1:10 dropped").len(), 1);
     assert_eq!(x[0], ("direct_packets_stat", 0));
 }
+
+/// `tc -s qdisc show` lists a leaf qdisc under each leaf class, in the order the classes
+/// were made, with what its class sent (`bstats`: bytes, and a GSO skb's segments);
+/// the inner class 1:1 has no leaf, and its `bstats` hold both leaves' packets.
+#[test]
+fn leaves_are_listed_with_their_classes_sent_counters() {
+    let root = roomy("100mbit", &[]);
+    let a = roomy("10mbit", &[]);
+    let b = roomy("10mbit", &[]);
+    let mut q = htb(&[], two_leaves(&root, &a, &b));
+    let mut drops = Vec::new();
+    q.enqueue(pkt(0, 1000, C10), 0, &mut drops);
+    q.enqueue(Skb { gso_segs: 3, ..pkt(1, 4344, C20) }, 0, &mut drops);
+    q.enqueue(pkt(2, 500, C20), 0, &mut drops);
+    assert_eq!(drain_at(&mut q, 0).len(), 3);
+    let leaves = q.tc_leaves();
+    let got: Vec<(u32, &str, u64, u64)> = leaves.iter().map(|l| (l.classid, l.qdisc.kind(), l.bytes, l.packets)).collect();
+    assert_eq!(got, [(C10, "pfifo", 1000, 1), (C20, "pfifo", 4844, 4)]);
+    let inner = q.class(C1).expect("1:1");
+    assert_eq!((inner.bytes, inner.packets), (5844, 5));
+}

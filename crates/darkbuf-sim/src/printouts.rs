@@ -46,7 +46,11 @@ impl World {
 
     /// `tc -s qdisc show dev DEV` at the end of the run: counters since the qdisc was
     /// created (the whole run, warmup included, as tc shows them). mq lists its children
-    /// from the last TX queue down, as the kernel dumps them; packets count segments.
+    /// from the last TX queue down, as the kernel dumps them; packets count segments. A
+    /// classful root (htb) has its classes' major as its handle (`1:`) and is followed by
+    /// its leaf qdiscs, each under its class (`parent 1:10`) with the handle the kernel
+    /// gives a qdisc added without one (`8001:`, `8002:`, ... in the order the classes
+    /// were made: `qdisc_alloc_handle()`).
     fn tc_qdisc_show(&self, dev: DevId) -> String {
         let d = &self.net.devs[dev];
         let mut s = String::new();
@@ -68,6 +72,7 @@ impl World {
                 sum(&|q| q.sent_bytes),
                 sum(&|q| q.sent_pkts),
                 sum(&|q| q.tc_counters().drops),
+                sum(&|q| q.tc_counters().overlimits),
                 sum(&|q| q.requeues),
                 sum(&|q| backlog_bytes(q)),
                 sum(&|q| q.qlen() as u64),
@@ -80,11 +85,26 @@ impl World {
             let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root refcnt 2".to_string() };
             let opts = algo.tc_options();
             let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
-            let _ = writeln!(s, "qdisc {} 0: {parent} {opts}", algo.kind());
-            tc_counters(&mut s, q.sent_bytes, q.sent_pkts, q.tc_counters().drops, q.requeues, backlog_bytes(q), q.qlen() as u64);
+            let leaves = algo.tc_leaves();
+            let handle = leaves.first().map_or(0, |l| l.classid >> 16);
+            let _ = writeln!(s, "qdisc {} {handle:x}: {parent} {opts}", algo.kind());
+            let c = q.tc_counters();
+            tc_counters(&mut s, q.sent_bytes, q.sent_pkts, c.drops, c.overlimits, c.requeues, backlog_bytes(q), q.qlen() as u64);
             let x = algo.tc_xstats();
             if !x.is_empty() {
                 let _ = writeln!(s, "{x}");
+            }
+            for (i, l) in leaves.iter().enumerate() {
+                let (lq, st) = (l.qdisc, l.qdisc.stats());
+                let opts = lq.tc_options();
+                let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
+                let (maj, min) = (l.classid >> 16, l.classid & 0xffff);
+                let _ = writeln!(s, "qdisc {} {:x}: parent {maj:x}:{min:x} {opts}", lq.kind(), 0x8001 + i);
+                tc_counters(&mut s, l.bytes, l.packets, st.drops, st.overlimits, st.requeues, lq.backlog(), lq.qlen() as u64);
+                let x = lq.tc_xstats();
+                if !x.is_empty() {
+                    let _ = writeln!(s, "{x}");
+                }
             }
         }
         s
@@ -177,8 +197,9 @@ impl World {
 }
 
 /// tc's two counter lines.
-fn tc_counters(s: &mut String, bytes: u64, pkts: u64, drops: u64, requeues: u64, backlog_b: u64, backlog_p: u64) {
-    let _ = writeln!(s, " Sent {bytes} bytes {pkts} pkt (dropped {drops}, overlimits 0 requeues {requeues}) ");
+#[allow(clippy::too_many_arguments)]
+fn tc_counters(s: &mut String, bytes: u64, pkts: u64, drops: u64, overlimits: u64, requeues: u64, backlog_b: u64, backlog_p: u64) {
+    let _ = writeln!(s, " Sent {bytes} bytes {pkts} pkt (dropped {drops}, overlimits {overlimits} requeues {requeues}) ");
     let _ = writeln!(s, " backlog {backlog_b}b {backlog_p}p requeues {requeues}");
 }
 

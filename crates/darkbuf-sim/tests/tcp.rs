@@ -430,3 +430,29 @@ fn writers_socket_locks_keep_ten_gbit_flows_in_order() {
     let off = common::run("tcp-100mbit.toml", &[&sets[..], &["traffic.0.lock_sock=false"]].concat());
     assert!(m(&off, "tcp.reord_seen") > 0.0);
 }
+
+/// `tc -s qdisc show` of an htb root lists its leaf qdisc as the kernel does: the root
+/// under its classes' major (`1:`), the leaf under its class with the handle a qdisc
+/// added without one gets (`8001:`), the leaf's own counters and xstats, and the root's
+/// real `overlimits` (it printed 0).
+#[test]
+fn an_htb_printout_shows_its_leaf_qdisc() {
+    let text = "duration = \"1s\"\nwarmup = \"500ms\"\n[device]\ndriver = \"veth\"\n\
+                [qdisc]\nkind = \"htb\"\ndefault = \"10\"\n\
+                [[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"fq_codel\"\n\
+                [[traffic]]\nkind = \"tcp\"\ncc = \"cubic\"\n";
+    let r = run_text(text, &[]);
+    let tc = r.printouts.iter().find(|(k, _)| k.starts_with("tc -s qdisc")).map(|(_, v)| v).expect("tc printout");
+    let lines: Vec<&str> = tc.lines().collect();
+    assert!(lines[0].starts_with("qdisc htb 1: root refcnt 2 r2q 10 default 0x10 "), "{tc}");
+    let leaf = lines.iter().position(|l| l.starts_with("qdisc fq_codel 8001: parent 1:10 limit 10240p flows 1024 ")).expect(tc);
+    let sent = |l: &str| -> (u64, u64, u64) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        (w[1].parse().unwrap(), w[3].parse().unwrap(), w[8].parse().unwrap())
+    };
+    // One class and no unclassified traffic: the leaf sent what the root sent.
+    let (root, leaf_sent) = (sent(lines[1]), sent(lines[leaf + 1]));
+    assert_eq!((root.0, root.1), (leaf_sent.0, leaf_sent.1), "{tc}");
+    assert!(root.2 > 0, "htb's overlimits: {tc}");
+    assert!(lines[leaf + 3].trim_start().starts_with("maxpacket "), "{tc}");
+}

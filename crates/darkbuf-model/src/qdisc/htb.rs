@@ -196,6 +196,9 @@ struct HtbClass {
     giants: u64,
     overlimits: u64,
     drops: u64,
+    /// `cl->bstats`: bytes and packets (GSO segments) sent through the class.
+    bytes: u64,
+    packets: u64,
     /// Interned xstats names ("class 1:10 lends", ...).
     names: [&'static str; 4],
 }
@@ -222,6 +225,9 @@ pub struct HtbClassStats {
     pub giants: u64,
     pub overlimits: u64,
     pub drops: u64,
+    /// `Sent` bytes and packets (GSO segments) through the class.
+    pub bytes: u64,
+    pub packets: u64,
     /// Leaf qdisc qlen / backlog (0 for inner classes).
     pub qlen: u32,
     pub backlog: u64,
@@ -728,6 +734,8 @@ impl Htb {
             giants: 0,
             overlimits: 0,
             drops: 0,
+            bytes: 0,
+            packets: 0,
             names: [
                 intern(format!("class {name} lends")),
                 intern(format!("class {name} borrows")),
@@ -808,6 +816,8 @@ impl Htb {
                     giants: c.giants,
                     overlimits: c.overlimits,
                     drops: c.drops,
+                    bytes: c.bytes,
+                    packets: c.packets,
                     qlen: c.leaf.as_ref().map_or(0, |l| l.qlen()),
                     backlog: c.leaf.as_ref().map_or(0, |l| l.backlog()),
                 }
@@ -1062,8 +1072,10 @@ impl Htb {
         toks
     }
 
-    /// `htb_charge_class()`: charges `bytes` sent by leaf `cl`, served at `level`.
-    fn charge_class(&mut self, mut cl: Option<usize>, level: usize, bytes: u32) {
+    /// `htb_charge_class()`: charges `bytes` (`segs` GSO segments) sent by leaf `cl`,
+    /// served at `level`; every class on the way counts them in its `bstats` (the kernel
+    /// updates the leaf's in `htb_dequeue_tree()`, the inner ones' here).
+    fn charge_class(&mut self, mut cl: Option<usize>, level: usize, bytes: u32, segs: u16) {
         while let Some(i) = cl {
             let now = self.now;
             let c = &mut self.classes[i];
@@ -1080,6 +1092,9 @@ impl Htb {
             }
             c.ctokens = Self::accnt(c.ctokens, c.cbuffer, c.ceil.l2t_ns(bytes), c.mbuffer, diff);
             c.t_c = now;
+            // bstats_update(): a GSO skb counts its segments.
+            c.bytes += bytes as u64;
+            c.packets += segs.max(1) as u64;
 
             let old_mode = c.cmode;
             diff = 0;
@@ -1239,7 +1254,7 @@ impl Htb {
         if self.leaf_qlen(c) == 0 {
             self.deactivate(c);
         }
-        self.charge_class(Some(c), level, skb.len);
+        self.charge_class(Some(c), level, skb.len, skb.gso_segs);
         Some(skb)
     }
 }
@@ -1255,6 +1270,15 @@ impl Qdisc for Htb {
         // C's `%#llx` prints 0 without the 0x.
         let default = if self.defcls == 0 { "0".to_string() } else { format!("{:#x}", self.defcls) };
         format!("r2q {} default {default} direct_packets_stat {} direct_qlen {}", self.rate2quantum, self.direct_pkts, self.direct_qlen)
+    }
+
+    /// The leaf classes' qdiscs, in the order the classes were made (tc numbers a
+    /// default leaf's handle in that order).
+    fn tc_leaves(&self) -> Vec<super::TcLeaf<'_>> {
+        self.classes
+            .iter()
+            .filter_map(|c| c.leaf.as_deref().map(|q| super::TcLeaf { classid: c.classid, qdisc: q, bytes: c.bytes, packets: c.packets }))
+            .collect()
     }
 
     /// `htb_enqueue()`.

@@ -136,6 +136,11 @@ pub trait Qdisc {
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// A classful qdisc's leaf qdiscs in the order their classes were made, each with its
+    /// class's `Sent` counters, for `tc -s qdisc show` (empty for a classless one).
+    fn tc_leaves(&self) -> Vec<TcLeaf<'_>> {
+        Vec::new()
+    }
     /// `TCQ_F_CAN_BYPASS`: an empty qdisc may hand a packet straight to the driver.
     fn can_bypass(&self) -> bool {
         false
@@ -272,6 +277,17 @@ impl AnyQdisc {
     }
 }
 
+/// One leaf qdisc of a classful qdisc ([`Qdisc::tc_leaves`]).
+pub struct TcLeaf<'a> {
+    /// Its class, the leaf's parent (`1:10` is 0x10010).
+    pub classid: u32,
+    pub qdisc: &'a dyn Qdisc,
+    /// What was sent through the class (its `bstats`, which the leaf's own equal): bytes
+    /// and packets (GSO segments).
+    pub bytes: u64,
+    pub packets: u64,
+}
+
 /// Calls `$call` on whichever qdisc `$self` holds.
 macro_rules! dispatch {
     ($self:expr, $q:ident => $call:expr) => {
@@ -323,6 +339,9 @@ impl Qdisc for AnyQdisc {
     }
     fn tc_xstats(&self) -> String {
         dispatch!(self, q => q.tc_xstats())
+    }
+    fn tc_leaves(&self) -> Vec<TcLeaf<'_>> {
+        dispatch!(self, q => q.tc_leaves())
     }
     #[inline]
     fn can_bypass(&self) -> bool {
