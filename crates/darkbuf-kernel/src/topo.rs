@@ -784,13 +784,13 @@ impl Topology {
     }
 
     /// The parked topology if its key is `key`; one parked under another key is torn
-    /// down (its errors go to `errors`), and None returned.
-    pub fn take_parked(key: &str, errors: &mut Vec<String>) -> Option<Topology> {
+    /// down (what could not be removed goes to `notes`), and None returned.
+    pub fn take_parked(key: &str, notes: &mut Vec<String>) -> Option<Topology> {
         let parked = PARKED.lock().unwrap_or_else(|e| e.into_inner()).take();
         match parked {
             Some((k, t)) if k == key => Some(t),
             Some((_, mut t)) => {
-                errors.extend(t.teardown());
+                notes.extend(t.teardown().into_iter().map(|e| format!("teardown of the run before: {e}")));
                 None
             }
             None => None,
@@ -813,6 +813,9 @@ impl Topology {
     /// ssthresh and RTT). If either fails, the topology is torn down as usual. `self` is
     /// left an empty shell with the setup report. Returns what could not be removed.
     pub fn park(&mut self, key: String, kind: &str) -> Vec<String> {
+        if self.driver != Driver::Veth || self.torn_down {
+            return self.teardown();
+        }
         let (tx, rx, a) = (self.names.ns_tx.clone(), self.names.ns_rx.clone(), self.names.dev_tx.clone());
         let qdisc_gone = kind == "noqueue" || matches!(self.tc_batch(&tx, &[format!("qdisc del dev {a} root")]), Ok(None));
         let flushed = |b: &Option<Arc<Batch>>, ns: &str| {
@@ -820,7 +823,7 @@ impl Topology {
             l.push("tcp_metrics flush all".into(), "");
             l.run(b.as_deref(), ns).is_ok()
         };
-        if !(qdisc_gone && flushed(&self.ip_tx, &tx) && flushed(&self.ip_rx, &rx)) || self.driver != Driver::Veth {
+        if !(qdisc_gone && flushed(&self.ip_tx, &tx) && flushed(&self.ip_rx, &rx)) {
             return self.teardown();
         }
         let shell = Topology {

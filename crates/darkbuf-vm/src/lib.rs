@@ -148,7 +148,7 @@ pub fn run(
     let t_finish = Instant::now();
     vm.finish(Duration::from_secs(60));
     if plan_timing {
-        say(&format!("timing: the VM exited {:.2} s after the last job's results", t_finish.elapsed().as_secs_f64()));
+        say(&format!("timing: the VM was stopped {:.2} s after the last job's results", t_finish.elapsed().as_secs_f64()));
     }
     Ok(Booted { boot, env, check, notes })
 }
