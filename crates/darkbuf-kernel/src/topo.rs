@@ -134,6 +134,16 @@ pub struct Topology {
 /// under TCG; docs/vm.md).
 static PARKED: Mutex<Option<(String, Topology)>> = Mutex::new(None);
 
+/// How long [`Topology::park`] waits for the run's TCP connections to finish closing.
+const PARK_CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether every socket of a /proc/net/tcp (or tcp6) listing is listening, in
+/// TIME_WAIT or closed (`st` 0A, 06, 07): none is still closing, so none will update the
+/// TCP metrics cache.
+fn tcp_all_closed(text: &str) -> bool {
+    text.lines().skip(1).filter_map(|l| l.split_whitespace().nth(3)).all(|st| matches!(st, "0A" | "06" | "07"))
+}
+
 /// The veth pair's MAC addresses, set at creation, so the permanent neighbour entries
 /// need no read of them (locally administered, unicast; each pair is alone in its
 /// namespaces).
@@ -818,6 +828,20 @@ impl Topology {
         }
         let (tx, rx, a) = (self.names.ns_tx.clone(), self.names.ns_rx.clone(), self.names.dev_tx.clone());
         let qdisc_gone = kind == "noqueue" || matches!(self.tc_batch(&tx, &[format!("qdisc del dev {a} root")]), Ok(None));
+        // A connection still closing would cache its metrics after the flush
+        // (`tcp_update_metrics()` runs as it enters TIME_WAIT, or at the last ACK).
+        let closed = |sh: &Option<Arc<NsThread>>| {
+            sh.as_ref().is_some_and(|t| ["tcp", "tcp6"].iter().all(|f| t.read_proc_net(f).is_none_or(|text| tcp_all_closed(&text))))
+        };
+        let end = std::time::Instant::now() + PARK_CLOSE_WAIT;
+        let mut quiet = closed(&self.tx_thread) && closed(&self.rx_thread);
+        while !quiet && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+            quiet = closed(&self.tx_thread) && closed(&self.rx_thread);
+        }
+        if !quiet {
+            return self.teardown();
+        }
         let flushed = |b: &Option<Arc<Batch>>, ns: &str| {
             let mut l = Lines::default();
             l.push("tcp_metrics flush all".into(), "");
@@ -942,6 +966,20 @@ fn qdisc_kind_of(c: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// /proc/net/tcp's `st`: only LISTEN (0A), TIME_WAIT (06) and CLOSE (07) count as
+    /// done; FIN_WAIT1 (04) or LAST_ACK (09) is a connection that may still cache its
+    /// metrics.
+    #[test]
+    fn closing_connections_are_seen() {
+        let head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        let row = |st: &str| format!("   0: 0100C80A:9C40 0200C80A:D2F4 {st} 00000000:00000000 00:00000000 00000000     0        0 0 1\n");
+        assert!(tcp_all_closed(head));
+        assert!(tcp_all_closed(&format!("{head}{}{}{}", row("0A"), row("06"), row("07"))));
+        for st in ["01", "04", "05", "08", "09", "0B"] {
+            assert!(!tcp_all_closed(&format!("{head}{}{}", row("0A"), row(st))), "{st}");
+        }
+    }
 
     #[test]
     fn cpu_masks() {
