@@ -101,8 +101,9 @@ pub fn main(dir: &Path) -> i32 {
 }
 
 /// Appends a line to guest.log every [`HEARTBEAT`] while the agent runs: the guest's
-/// uptime and load, the job running, and each of the agent's threads with its state and
-/// kernel wait channel (`/proc/self/task/*/stat`, `wchan`). When the host stops waiting
+/// uptime and load, the job running, each of the agent's threads with its state and
+/// kernel wait channel (`/proc/self/task/*/stat`, `wchan`), and any other task of the
+/// guest in D or R state with its kernel stack. When the host stops waiting
 /// for a job, its error carries guest.log's tail: heartbeats that stopped say the guest
 /// kernel stopped running; heartbeats that go on name the call a thread is stuck in.
 fn heartbeat(dir: &Path, current: Arc<AtomicUsize>) {
@@ -118,7 +119,9 @@ fn heartbeat(dir: &Path, current: Arc<AtomicUsize>) {
         let uptime = read_first_word("/proc/uptime");
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
-        let _ = writeln!(f, "heartbeat: uptime {uptime} s, load {load}, {job}; threads: {}", threads());
+        let others = other_busy_tasks();
+        let others = if others.is_empty() { String::new() } else { format!("; other tasks in D or R: {others}") };
+        let _ = writeln!(f, "heartbeat: uptime {uptime} s, load {load}, {job}; threads: {}{others}", threads());
     });
     drop(spawned);
 }
@@ -135,32 +138,66 @@ fn threads() -> String {
     };
     let mut out = Vec::new();
     for e in dir.flatten() {
-        let p = e.path();
-        let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
-        // comm is in parentheses and may hold spaces; the state follows it.
-        let (comm, rest) = match (stat.find('('), stat.rfind(')')) {
-            (Some(a), Some(b)) if b > a => (&stat[a + 1..b], &stat[b + 1..]),
-            _ => continue,
-        };
-        if comm == "heartbeat" {
+        match task(&e.path()) {
+            Some((comm, _, _)) if comm == "heartbeat" => {}
+            Some((_, _, line)) => out.push(line),
+            None => {}
+        }
+    }
+    out.join(" ")
+}
+
+/// Every other task of the guest in D or R state, as [`threads`] shows them (at most 12):
+/// a stall whose load average climbs while the agent's threads sleep is in another
+/// process or a kernel thread (an `ip`, a kworker in `cleanup_net()`).
+fn other_busy_tasks() -> String {
+    let me = std::process::id().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return String::new();
+    };
+    let mut out = Vec::new();
+    for p in procs.flatten() {
+        let name = p.file_name();
+        let name = name.to_string_lossy();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let state = rest.split_whitespace().next().unwrap_or("?");
-        let wchan = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
-        let mut t = format!("{comm}:{state}:{}", if wchan.is_empty() { "-" } else { wchan.trim() });
-        // A thread in uninterruptible sleep or running: its kernel stack (root reads it),
-        // innermost first, which names the kernel path a stuck job waits in.
-        if state == "D" || state == "R" {
-            if let Ok(stack) = std::fs::read_to_string(p.join("stack")) {
-                let frames: Vec<&str> = stack.lines().filter_map(|l| l.split_whitespace().nth(1)).map(|f| f.split('+').next().unwrap_or(f)).take(12).collect();
-                if !frames.is_empty() {
-                    t.push_str(&format!("[{}]", frames.join("<")));
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else { continue };
+        for t in tasks.flatten() {
+            if let Some((_, state, line)) = task(&t.path()) {
+                if (state == "D" || state == "R") && out.len() < 12 {
+                    out.push(line);
                 }
             }
         }
-        out.push(t);
     }
     out.join(" ")
+}
+
+/// One task's (comm, state, `comm:state:wchan[kernel stack]`) from its /proc directory;
+/// the stack only for D or R.
+fn task(p: &Path) -> Option<(String, String, String)> {
+    let stat = std::fs::read_to_string(p.join("stat")).ok()?;
+    // comm is in parentheses and may hold spaces; the state follows it.
+    let (a, b) = (stat.find('(')?, stat.rfind(')')?);
+    if b <= a {
+        return None;
+    }
+    let (comm, rest) = (&stat[a + 1..b], &stat[b + 1..]);
+    let state = rest.split_whitespace().next().unwrap_or("?");
+    let wchan = std::fs::read_to_string(p.join("wchan")).unwrap_or_default();
+    let mut t = format!("{comm}:{state}:{}", if wchan.is_empty() { "-" } else { wchan.trim() });
+    // A task in uninterruptible sleep or running: its kernel stack (root reads it),
+    // innermost first, which names the kernel path a stuck job waits in.
+    if state == "D" || state == "R" {
+        if let Ok(stack) = std::fs::read_to_string(p.join("stack")) {
+            let frames: Vec<&str> = stack.lines().filter_map(|l| l.split_whitespace().nth(1)).map(|f| f.split('+').next().unwrap_or(f)).take(12).collect();
+            if !frames.is_empty() {
+                t.push_str(&format!("[{}]", frames.join("<")));
+            }
+        }
+    }
+    Some((comm.to_string(), state.to_string(), t))
 }
 
 /// Binds the modules directory if one was given, loads [`MODULES`] and describes the
@@ -332,5 +369,15 @@ mod tests {
     fn ldd_output() {
         let out = "/usr/sbin/ip:\n\tlinux-vdso.so.1 (0x00007ffd)\n\tlibbpf.so.1 => /lib/x86_64-linux-gnu/libbpf.so.1 (0x00007f12)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f34)\n/usr/sbin/tc:\n\tlibbpf.so.1 => /lib/x86_64-linux-gnu/libbpf.so.1 (0x00007f12)\n\tlibfoo.so => not found\n";
         assert_eq!(ldd_paths(out), ["/lib/x86_64-linux-gnu/libbpf.so.1", "/lib64/ld-linux-x86-64.so.2"]);
+    }
+
+    /// A task reading its own /proc directory is running: its line has its comm, the
+    /// state R and (root reads it) a kernel stack.
+    #[test]
+    fn a_running_task_is_shown_with_its_state() {
+        let (comm, state, line) = task(Path::new("/proc/thread-self")).expect("our own task");
+        assert_eq!(state, "R");
+        assert!(line.starts_with(&format!("{comm}:R:")), "{line}");
+        assert!(task(Path::new("/proc/no-such-task")).is_none());
     }
 }
