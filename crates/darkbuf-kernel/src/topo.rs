@@ -380,19 +380,7 @@ impl Topology {
     /// Creates the namespaces (both for veth, the sender's for tun), with loopback up,
     /// and starts a thread in each ([`NsThread`]).
     pub fn create(names: Names, driver: Driver) -> Result<Topology> {
-        let mut t = Topology {
-            names,
-            driver,
-            namespaces: Vec::new(),
-            torn_down: false,
-            report: SetupReport::default(),
-            tx_thread: None,
-            rx_thread: None,
-            tc_tx: None,
-            ip_tx: None,
-            ip_rx: None,
-            lan_thread: None,
-        };
+        let mut t = Topology::empty(names, driver);
         let mut list = vec![t.names.ns_tx.clone()];
         if driver == Driver::Veth {
             list.push(t.names.ns_rx.clone());
@@ -793,6 +781,23 @@ impl Topology {
         }
     }
 
+    /// No namespaces, threads or batches yet, and an empty report.
+    fn empty(names: Names, driver: Driver) -> Topology {
+        Topology {
+            names,
+            driver,
+            namespaces: Vec::new(),
+            torn_down: false,
+            report: SetupReport::default(),
+            tx_thread: None,
+            rx_thread: None,
+            tc_tx: None,
+            ip_tx: None,
+            ip_rx: None,
+            lan_thread: None,
+        }
+    }
+
     /// The parked topology if its key is `key`; one parked under another key is torn
     /// down (what could not be removed goes to `notes`), and None returned.
     pub fn take_parked(key: &str, notes: &mut Vec<String>) -> Option<Topology> {
@@ -828,41 +833,32 @@ impl Topology {
         }
         let (tx, rx, a) = (self.names.ns_tx.clone(), self.names.ns_rx.clone(), self.names.dev_tx.clone());
         let qdisc_gone = kind == "noqueue" || matches!(self.tc_batch(&tx, &[format!("qdisc del dev {a} root")]), Ok(None));
+        if !qdisc_gone {
+            return self.teardown();
+        }
         // A connection still closing would cache its metrics after the flush
         // (`tcp_update_metrics()` runs as it enters TIME_WAIT, or at the last ACK).
         let closed = |sh: &Option<Arc<NsThread>>| {
             sh.as_ref().is_some_and(|t| ["tcp", "tcp6"].iter().all(|f| t.read_proc_net(f).is_none_or(|text| tcp_all_closed(&text))))
         };
         let end = std::time::Instant::now() + PARK_CLOSE_WAIT;
-        let mut quiet = closed(&self.tx_thread) && closed(&self.rx_thread);
-        while !quiet && std::time::Instant::now() < end {
+        while !(closed(&self.tx_thread) && closed(&self.rx_thread)) {
+            if std::time::Instant::now() >= end {
+                return self.teardown();
+            }
             std::thread::sleep(Duration::from_millis(5));
-            quiet = closed(&self.tx_thread) && closed(&self.rx_thread);
-        }
-        if !quiet {
-            return self.teardown();
         }
         let flushed = |b: &Option<Arc<Batch>>, ns: &str| {
             let mut l = Lines::default();
             l.push("tcp_metrics flush all".into(), "");
             l.run(b.as_deref(), ns).is_ok()
         };
-        if !(qdisc_gone && flushed(&self.ip_tx, &tx) && flushed(&self.ip_rx, &rx)) {
+        if !(flushed(&self.ip_tx, &tx) && flushed(&self.ip_rx, &rx)) {
             return self.teardown();
         }
-        let shell = Topology {
-            names: self.names.clone(),
-            driver: self.driver,
-            namespaces: Vec::new(),
-            torn_down: true,
-            report: self.report.clone(),
-            tx_thread: None,
-            rx_thread: None,
-            tc_tx: None,
-            ip_tx: None,
-            ip_rx: None,
-            lan_thread: None,
-        };
+        let mut shell = Topology::empty(self.names.clone(), self.driver);
+        shell.torn_down = true;
+        shell.report = self.report.clone();
         let t = std::mem::replace(self, shell);
         let old = PARKED.lock().unwrap_or_else(|e| e.into_inner()).replace((key, t));
         old.map(|(_, mut o)| o.teardown()).unwrap_or_default()

@@ -83,28 +83,16 @@ impl World {
             let Some(algo) = q.q.as_ref() else { continue };
             // A root on a single-queue device also shows its reference count.
             let parent = if mq { format!("parent :{:x}", txq + 1) } else { "root refcnt 2".to_string() };
-            let opts = algo.tc_options();
-            let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
             let leaves = algo.tc_leaves();
             let handle = leaves.first().map_or(0, |l| l.classid >> 16);
-            let _ = writeln!(s, "qdisc {} {handle:x}: {parent} {opts}", algo.kind());
             let c = q.tc_counters();
-            tc_counters(&mut s, q.sent_bytes, q.sent_pkts, c.drops, c.overlimits, c.requeues, backlog_bytes(q), q.qlen() as u64);
-            let x = algo.tc_xstats();
-            if !x.is_empty() {
-                let _ = writeln!(s, "{x}");
-            }
+            let counters = [q.sent_bytes, q.sent_pkts, c.drops, c.overlimits, c.requeues, backlog_bytes(q), q.qlen() as u64];
+            tc_qdisc(&mut s, algo, &format!("{handle:x}: {parent}"), counters);
             for (i, l) in leaves.iter().enumerate() {
                 let (lq, st) = (l.qdisc, l.qdisc.stats());
-                let opts = lq.tc_options();
-                let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
                 let (maj, min) = (l.classid >> 16, l.classid & 0xffff);
-                let _ = writeln!(s, "qdisc {} {:x}: parent {maj:x}:{min:x} {opts}", lq.kind(), 0x8001 + i);
-                tc_counters(&mut s, l.bytes, l.packets, st.drops, st.overlimits, st.requeues, lq.backlog(), lq.qlen() as u64);
-                let x = lq.tc_xstats();
-                if !x.is_empty() {
-                    let _ = writeln!(s, "{x}");
-                }
+                let counters = [l.bytes, l.packets, st.drops, st.overlimits, st.requeues, lq.backlog(), lq.qlen() as u64];
+                tc_qdisc(&mut s, lq, &format!("{:x}: parent {maj:x}:{min:x}", 0x8001 + i), counters);
             }
         }
         s
@@ -197,6 +185,20 @@ impl World {
 }
 
 /// tc's two counter lines.
+/// One qdisc as tc prints it: `qdisc KIND HANDLE PARENT OPTIONS` (`at` is the handle and
+/// the parent), its counters ([`tc_counters`]'s, in that order), then its xstats.
+fn tc_qdisc(s: &mut String, algo: &dyn Qdisc, at: &str, c: [u64; 7]) {
+    let opts = algo.tc_options();
+    let opts = if opts.is_empty() { String::new() } else { format!("{opts} ") };
+    let _ = writeln!(s, "qdisc {} {at} {opts}", algo.kind());
+    let [bytes, pkts, drops, overlimits, requeues, backlog_b, backlog_p] = c;
+    tc_counters(s, bytes, pkts, drops, overlimits, requeues, backlog_b, backlog_p);
+    let x = algo.tc_xstats();
+    if !x.is_empty() {
+        let _ = writeln!(s, "{x}");
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn tc_counters(s: &mut String, bytes: u64, pkts: u64, drops: u64, overlimits: u64, requeues: u64, backlog_b: u64, backlog_p: u64) {
     let _ = writeln!(s, " Sent {bytes} bytes {pkts} pkt (dropped {drops}, overlimits {overlimits} requeues {requeues}) ");
