@@ -328,7 +328,7 @@ mod tests {
             backlog_max: 0,
         };
         let rx = [read(1, 510, 10, 1600), read(2, 1100 + 2_000_010, 20, 1900 + 2_000_000), read(3, 1510, 30, 1700)];
-        let ideal = IdealPath { one_way_ns: 0, rate_bps: None, mss: 1448, frame_extra: 90 };
+        let ideal = IdealPath { one_way_ns: 0, fwd_delay_ns: 0, rate_bps: None, buckets: Vec::new(), mss: 1448, frame_extra: 90 };
         // conn 1 completes at 2,001,900: past the window's end, so open.
         let f = entry_figures(&schedule, &tx, &rx, &ideal, 0, 1000, 2000);
         assert_eq!((f.counts.started, f.counts.started_bytes, f.counts.open), (2, 50, 1));
@@ -344,7 +344,7 @@ mod tests {
     fn an_arrival_never_taken_is_open() {
         let schedule = [(1100, 20)];
         let tx = WebSenderStats::default();
-        let ideal = IdealPath { one_way_ns: 0, rate_bps: Some(100_000_000), mss: 1448, frame_extra: 90 };
+        let ideal = IdealPath { one_way_ns: 0, fwd_delay_ns: 0, rate_bps: Some(100_000_000), buckets: Vec::new(), mss: 1448, frame_extra: 90 };
         let f = entry_figures(&schedule, &tx, &[], &ideal, 0, 1000, 2000);
         assert_eq!((f.counts.started, f.counts.open, f.never_opened, f.counts.open_peak), (1, 1, 1, 1));
         let mut notes = Vec::new();

@@ -280,7 +280,7 @@ pub const GLOSSARY: &[Entry] = &[
     e("web.fct_p50_ms", "ms", "web: median flow completion time (nearest rank), from connect() to the receiver having read the flow's last byte, handshake included"),
     e("web.fct_p99_ms", "ms", "web: 99th percentile flow completion time (nearest rank)"),
     e("web.fct_avg_ms", "ms", "web: mean flow completion time"),
-    e("web.slowdown_p50", "ratio", "web: median slowdown, FCT / the ideal FCT of the flow's size on the idle path (the handshake's round trip, then the data's frames back to back at the bottleneck rate and one-way propagation; no host time): null on veth and tun, which have no line rate"),
+    e("web.slowdown_p50", "ratio", "web: median slowdown, FCT / the ideal FCT of the flow's size on the idle path (the handshake's round trip, then the data's frames back to back at the bottleneck, the line or a shaper's buckets, and one-way propagation; no host time): null on a path with neither a line rate nor a shaper (a bare veth pair or tap)"),
     e("web.slowdown_p99", "ratio", "web: 99th percentile slowdown (nearest rank)"),
     e("web.bucket.N.size_min_bytes", "bytes", "web: size bucket N's smallest flow size; the buckets' upper edges are the entry's size_buckets (default 10 KB, 100 KB, 1 MB, 10 MB in powers of 1000, then one bucket above)"),
     e("web.bucket.N.size_max_bytes", "bytes", "web: size bucket N's largest flow size (null for the last bucket, which has no upper edge)"),

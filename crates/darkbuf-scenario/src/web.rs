@@ -20,6 +20,7 @@ use crate::section::Sec;
 use crate::tree::{Table, V};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use darkbuf_model::qdisc::{DevInfo, Qdisc, Shaping, TokenBucket};
 use serde::Serialize;
 
 /// The keys of a web entry: its own, and the ones it shares with `kind = "tcp"`.
@@ -172,16 +173,26 @@ pub const SYN_FRAME_LEN: u64 = 74;
 /// A frame's bytes on the wire besides its TCP payload: IP 20 + TCP with timestamps 32
 /// + Ethernet 14 + FCS, preamble and inter-frame gap 24.
 pub const FRAME_EXTRA: u64 = 52 + 14 + 24;
+/// A frame's bytes besides its TCP payload as a qdisc counts them (`qdisc_pkt_len()`):
+/// IP 20 + TCP with timestamps 32 + Ethernet 14.
+pub const FRAME_L2_EXTRA: u64 = 52 + 14;
 
 /// The idle path a flow's ideal FCT is computed on, from the scenario's mechanics (one
 /// definition for both backends, docs/web.md).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdealPath {
     /// One-way propagation: `[path] delay` + the entry's `path_delay` (+ `[lan] delay`), ns.
     pub one_way_ns: u64,
-    /// The bottleneck's rate, bit/s: the least of the NIC's line, `[path] rate` and the
-    /// LAN's line. `None` on veth and tun, which have no line rate.
+    /// The least delay a qdisc on the data's way adds (a netem's `delay` less its
+    /// jitter's reach), which the SYN, sent the same way, gets too; ns.
+    pub fwd_delay_ns: u64,
+    /// The bottleneck's line rate, bit/s: the least of the NIC's line, `[path] rate` and
+    /// the LAN's line. `None` on veth and tun, which have no line rate.
     pub rate_bps: Option<u64>,
+    /// The token buckets of the qdiscs on the data's way (htb's ceil buckets of the
+    /// default class, tbf, cake's `bandwidth`, netem's `rate`), which charge each frame
+    /// its Ethernet length (`qdisc_pkt_len()`: payload + [`FRAME_L2_EXTRA`]).
+    pub buckets: Vec<TokenBucket>,
     /// Payload per full segment (MSS) and a frame's bytes on the wire besides it
     /// ([`FRAME_EXTRA`]).
     pub mss: u64,
@@ -196,25 +207,66 @@ impl IdealPath {
         let one_way_ns = path.map_or(0, |p| p.delay_ns) + w.tcp.path_delay_ns + lan.map_or(0, |l| l.delay_ns);
         let rates = [scn.device.nic().map(|n| n.rate_bps), path.and_then(|p| p.rate_bps), lan.map(|l| l.rate_bps).filter(|&r| r > 0)];
         let rate_bps = rates.into_iter().flatten().min();
-        IdealPath { one_way_ns, rate_bps, mss: (mtu - 52) as u64, frame_extra: FRAME_EXTRA }
+        let shaping = data_qdiscs(scn, w).into_iter().fold(Shaping::default(), |s, q| s.then(qdisc_shaping(scn, q)));
+        IdealPath { one_way_ns, fwd_delay_ns: shaping.min_delay_ns, rate_bps, buckets: shaping.buckets, mss: (mtu - 52) as u64, frame_extra: FRAME_EXTRA }
     }
 
     /// The ideal FCT of `size` bytes: the SYN and SYN-ACK each serialized and
     /// propagated (the handshake's round trip), then the data's frames back to back at
-    /// the bottleneck rate and the last one's propagation, with no host time, no
-    /// queueing and no window limit. `None` without a line rate (veth, tun).
+    /// the bottleneck, and the last one's propagation, with no host time, no queueing
+    /// and no window limit. The bottleneck is the line rate, or a shaper's buckets
+    /// full at the start: the last frame cannot leave a bucket before the frames' cost
+    /// less its depth. `None` with neither (veth or tun with no shaper).
     pub fn ideal_ns(&self, size: u64) -> Option<u64> {
-        let rate = self.rate_bps?;
-        let ser = |bytes: u64| (bytes * 8 * 1_000_000_000).div_ceil(rate);
+        if self.rate_bps.is_none() && self.buckets.is_empty() {
+            return None;
+        }
+        let ser = |bytes: u64| self.rate_bps.map_or(0, |rate| (bytes * 8 * 1_000_000_000).div_ceil(rate));
         let syn = ser(SYN_FRAME_LEN + 24);
         let segs = size.div_ceil(self.mss).max(1);
-        let data = ser(size + segs * self.frame_extra);
-        Some(2 * (syn + self.one_way_ns) + data + self.one_way_ns)
+        let line = ser(size + segs * self.frame_extra);
+        let last = size - (segs - 1) * self.mss;
+        let l2 = |payload: u64| (payload + FRAME_L2_EXTRA).min(u32::MAX as u64) as u32;
+        let shaped = self.buckets.iter().map(|b| b.min_time_ns(segs - 1, l2(self.mss), l2(last))).max();
+        let data = match shaped {
+            Some(t) => line.max(t + ser(last + self.frame_extra)),
+            None => line,
+        };
+        Some(2 * (syn + self.one_way_ns) + self.fwd_delay_ns + data + self.one_way_ns + self.fwd_delay_ns)
     }
 }
 
-/// Why a slowdown is null when [`IdealPath::rate_bps`] is `None`.
-pub const NO_IDEAL: &str = "the path has no line rate (veth, tun): no ideal FCT to divide by";
+/// The root qdiscs a web entry's data passes, in order: a flow this host sends leaves
+/// by the device's root qdisc (and, with `[lan]`, first by the client's); a flow the
+/// far host sends leaves by the peer's (NIC), then this host's `[ingress]` ifb and,
+/// with `[lan]`, the router's LAN side.
+fn data_qdiscs<'a>(scn: &'a Scenario, w: &WebFlows) -> Vec<&'a QdiscSpec> {
+    let lan = scn.lan.as_ref().map(|l| &l.qdisc);
+    if crate::wifi::far_sends(scn.device.driver(), w.tcp.direction) {
+        let peer = scn.device.wire().map(|w| &w.peer.qdisc);
+        [peer, scn.ingress.as_ref().map(|i| &i.qdisc), lan].into_iter().flatten().collect()
+    } else {
+        [lan, Some(&scn.qdisc)].into_iter().flatten().collect()
+    }
+}
+
+/// [`Qdisc::shaping`] of the qdisc `spec` builds (mq's per-queue child), for a packet of
+/// priority 0; nothing for `noqueue` or a tree the model cannot build.
+fn qdisc_shaping(scn: &Scenario, spec: &QdiscSpec) -> Shaping {
+    let spec = match (spec.kind.as_str(), spec.child.as_deref()) {
+        ("mq", Some(c)) => c,
+        _ => spec,
+    };
+    let dev = DevInfo { tx_queue_len: scn.device.txqueuelen, mtu_l2: scn.device.mtu_l2(), hash_key: 0, hz: scn.machine.hz };
+    match darkbuf_model::qdisc::build(&spec.kind, spec.model_params(), &dev) {
+        Ok(q) => q.shaping(0),
+        Err(_) => Shaping::default(),
+    }
+}
+
+/// Why a slowdown is null: the path has neither a line rate nor a shaper, or every
+/// flow's ideal is 0.
+pub const NO_IDEAL: &str = "no ideal FCT to divide by: the path has no line rate and no shaper (veth or tun with no htb, tbf, cake bandwidth or netem rate on the data's way), or the flows fit in a shaper's burst on a path with no delay (an ideal of 0)";
 
 /// The size bucket of a flow of `size` bytes.
 pub fn bucket_of(edges: &[u64], size: u64) -> usize {
@@ -509,9 +561,57 @@ mod tests {
     /// 2 x (7,840 + 5,000,000) + 10 x 123,040 + 5,000,000 (docs/web.md).
     #[test]
     fn ideal_fct_of_one_initial_window() {
-        let p = IdealPath { one_way_ns: 5_000_000, rate_bps: Some(100_000_000), mss: 1448, frame_extra: FRAME_EXTRA };
+        let p = IdealPath { one_way_ns: 5_000_000, fwd_delay_ns: 0, rate_bps: Some(100_000_000), buckets: Vec::new(), mss: 1448, frame_extra: FRAME_EXTRA };
         assert_eq!(p.ideal_ns(14_480), Some(16_246_080));
-        assert_eq!(IdealPath { rate_bps: None, ..p }.ideal_ns(14_480), None);
+        assert_eq!(IdealPath { rate_bps: None, ..p.clone() }.ideal_ns(14_480), None);
+    }
+
+    /// The first web entry of `toml` (a veth pair unless it says otherwise) and its path.
+    fn web_path(toml: &str) -> IdealPath {
+        let scn = crate::load_str("w.toml", toml, &[]).unwrap();
+        let Traffic::Web(w) = &scn.traffic[0] else { panic!("not a web entry") };
+        IdealPath::of(&scn, w, scn.device.mtu())
+    }
+
+    const WEB: &str = "[[traffic]]\nkind = \"web\"\narrivals = \"10/s\"\nsize_dist = \"exponential\"\nsize_mean = \"10KB\"\n";
+
+    /// On a veth pair the bottleneck is htb's default class: 20 Mbit/s (2,500,000
+    /// bytes/s, 605,600 ns per 1514-byte frame) with tc's default cburst of 1600 bytes
+    /// (640,000 ns). Ten full frames: the last leaves on credit once nine have cost
+    /// 5,450,400 ns less the depth. No line rate: the handshake and last frame are free.
+    #[test]
+    fn the_ideal_fct_behind_htb_on_veth_is_its_ceil_bucket() {
+        let htb = "[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\n";
+        let p = web_path(&format!("{htb}{WEB}"));
+        assert_eq!((p.rate_bps, p.buckets.len(), p.fwd_delay_ns), (None, 1, 0));
+        assert_eq!(p.buckets[0].depth_ns, 640_000);
+        assert_eq!(p.ideal_ns(14_480), Some(9 * 605_600 - 640_000));
+        // A flow the bucket holds (one 1000-byte segment) is ideal at once.
+        assert_eq!(p.ideal_ns(1_000), Some(0));
+        // The ceil, not the rate, bounds a class that may borrow: 1:10 at 10 Mbit under
+        // 1:1 at 20 Mbit gives two buckets, the tighter the parent's 20 Mbit ceil...
+        let nested = "[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:1\"\nrate = \"20mbit\"\n[[qdisc.class]]\nclassid = \"1:10\"\nparent = \"1:1\"\nrate = \"10mbit\"\nceil = \"20mbit\"\n";
+        let p = web_path(&format!("{nested}{WEB}"));
+        assert_eq!(p.buckets.len(), 2);
+        assert_eq!(p.ideal_ns(14_480), Some(9 * 605_600 - 640_000));
+        // ... and with `default 0` the flow goes to the direct queue, unshaped.
+        let direct = htb.replace("default = \"10\"\n", "");
+        assert_eq!(web_path(&format!("{direct}{WEB}")).ideal_ns(14_480), None);
+        // No shaper on veth: no ideal.
+        assert_eq!(web_path(&format!("[device]\ndriver = \"veth\"\n{WEB}")).ideal_ns(14_480), None);
+    }
+
+    /// tbf pays each frame before it leaves: ten frames cost 6,056,000 ns, less a
+    /// 10,000-byte burst (4,000,000 ns). netem's least delay (10 ms less 2 ms of uniform
+    /// jitter) delays the SYN and the data, and its rate charges every frame.
+    #[test]
+    fn the_ideal_fct_behind_tbf_and_netem() {
+        let tbf = "[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"tbf\"\nrate = \"20mbit\"\nburst = 10000\nlatency = \"50ms\"\n";
+        assert_eq!(web_path(&format!("{tbf}{WEB}")).ideal_ns(14_480), Some(10 * 605_600 - 4_000_000));
+        let netem = "[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"netem\"\ndelay = \"10ms\"\njitter = \"2ms\"\nrate = \"20mbit\"\n";
+        let p = web_path(&format!("{netem}{WEB}"));
+        assert_eq!(p.fwd_delay_ns, 8_000_000);
+        assert_eq!(p.ideal_ns(14_480), Some(2 * 8_000_000 + 10 * 605_600));
     }
 
     #[test]

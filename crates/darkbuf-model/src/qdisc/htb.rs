@@ -1419,6 +1419,25 @@ impl Qdisc for Htb {
         self.classes.iter().filter_map(|c| c.leaf.as_ref()).any(|l| l.has_netem())
     }
 
+    /// The ceil bucket of the leaf `htb_classify()` picks and of each class above it
+    /// (`htb_class_mode()` lets no class past its `ctokens`, borrowed or not), then the
+    /// leaf qdisc's own; the direct queue is unshaped.
+    fn shaping(&self, priority: u32) -> super::Shaping {
+        use super::{PacketCost, TokenBucket};
+        let Target::Leaf(leaf) = self.classify(priority) else { return super::Shaping::default() };
+        let mut s = super::Shaping::default();
+        let mut cl = Some(leaf);
+        while let Some(c) = cl {
+            let k = &self.classes[c];
+            s.buckets.push(TokenBucket { cost: PacketCost::Psched(k.ceil), depth_ns: k.cbuffer.max(0) as u64, overdraw: true });
+            cl = k.parent;
+        }
+        match self.classes[leaf].leaf.as_deref() {
+            Some(q) => s.then(q.shaping(priority)),
+            None => s,
+        }
+    }
+
     fn take_stack_ops(&mut self, ops: &mut Vec<super::StackOp>) {
         for leaf in self.classes.iter_mut().filter_map(|c| c.leaf.as_mut()) {
             leaf.take_stack_ops(ops);

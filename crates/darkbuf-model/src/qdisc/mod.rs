@@ -17,10 +17,13 @@ pub mod netem;
 pub mod pfifo_fast;
 pub mod pie;
 pub mod sfq;
+pub mod shaping;
 pub mod skb_list;
 pub mod tbf;
 pub mod tc_print;
 pub mod xstat;
+
+pub use shaping::{PacketCost, Shaping, TokenBucket};
 
 use crate::params::{ParamError, Params};
 use crate::Skb;
@@ -144,6 +147,14 @@ pub trait Qdisc {
     /// `TCQ_F_CAN_BYPASS`: an empty qdisc may hand a packet straight to the driver.
     fn can_bypass(&self) -> bool {
         false
+    }
+    /// What this qdisc and its children hold a packet of `skb->priority` `priority` to,
+    /// with no tc filters (htb's `default` class): the token buckets it passes and the
+    /// least delay it is given. A lower bound on how fast a flow can cross the qdisc,
+    /// for an ideal completion time; nothing in the simulation reads it. The default:
+    /// no bucket, no delay.
+    fn shaping(&self, _priority: u32) -> Shaping {
+        Shaping::default()
     }
     /// For shapers and pacers that returned `None` with packets queued: the time their
     /// watchdog (`qdisc_watchdog_schedule_ns`) fires to rerun the queue.
@@ -342,6 +353,9 @@ impl Qdisc for AnyQdisc {
     }
     fn tc_leaves(&self) -> Vec<TcLeaf<'_>> {
         dispatch!(self, q => q.tc_leaves())
+    }
+    fn shaping(&self, priority: u32) -> Shaping {
+        dispatch!(self, q => q.shaping(priority))
     }
     #[inline]
     fn can_bypass(&self) -> bool {

@@ -621,6 +621,32 @@ impl Qdisc for Netem {
         true
     }
 
+    /// The least delay `tabledist()` can draw (`latency - jitter` uniform; with a
+    /// table, its most negative entry's share of the jitter), and the `rate`: each
+    /// packet leaves its predecessor's time to send plus its own `packet_time_ns()`
+    /// later. Then the child's.
+    fn shaping(&self, priority: u32) -> super::Shaping {
+        use super::{PacketCost, TokenBucket};
+        let j = self.jitter.jitter as i64;
+        let reach = match self.jitter.dist.as_deref() {
+            None => j,
+            Some(t) => {
+                let most = -(t.iter().copied().min().unwrap_or(0).min(0) as i64);
+                (j * most) / crate::netem::NETEM_DIST_SCALE + 1
+            }
+        };
+        let min_delay_ns = (self.latency - reach).max(0) as u64;
+        let buckets = match self.rate.rate {
+            0 => Vec::new(),
+            _ => vec![TokenBucket { cost: PacketCost::Netem(self.rate), depth_ns: 0, overdraw: false }],
+        };
+        let s = super::Shaping { buckets, min_delay_ns };
+        match self.child.as_deref() {
+            Some(q) => s.then(q.shaping(priority)),
+            None => s,
+        }
+    }
+
     fn take_stack_ops(&mut self, ops: &mut Vec<StackOp>) {
         ops.append(&mut self.ops);
         if let Some(c) = self.child.as_mut() {

@@ -558,6 +558,22 @@ impl Qdisc for Tbf {
         "tbf"
     }
 
+    /// The rate bucket (`q->buffer` deep) and the peak bucket (`q->mtu` deep), each
+    /// paid before the packet leaves (`tbf_dequeue()`), then the child's.
+    fn shaping(&self, priority: u32) -> super::Shaping {
+        use super::{PacketCost, TokenBucket};
+        let c = &self.cfg;
+        let mut buckets = vec![TokenBucket { cost: PacketCost::Psched(c.rate), depth_ns: c.buffer.max(0) as u64, overdraw: false }];
+        if let Some(p) = c.peak {
+            buckets.push(TokenBucket { cost: PacketCost::Psched(p), depth_ns: c.mtu.max(0) as u64, overdraw: false });
+        }
+        let s = super::Shaping { buckets, min_delay_ns: 0 };
+        match &self.child {
+            TbfChild::Other { q, .. } => s.then(q.shaping(priority)),
+            TbfChild::Bfifo { .. } => s,
+        }
+    }
+
     /// `tbf_dump()` as iproute2's `tbf_print_opt()` prints it. The kernel dumps the
     /// bucket depths in ticks (`PSCHED_NS2TICKS()`, 64 ns) and tc turns them back into
     /// whole microseconds (`tc_core_tick2time()` truncates) before multiplying by the

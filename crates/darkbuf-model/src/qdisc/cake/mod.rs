@@ -135,6 +135,27 @@ pub const CAKE_QUEUES: usize = 1024;
 pub const CAKE_DEFAULT_LIMIT: u32 = 10240;
 /// `skb_network_offset()` on an Ethernet device (`ETH_HLEN`).
 pub const NETWORK_OFFSET: u32 = 14;
+
+/// `cake_calc_overhead()`: a packet's network length (the Ethernet header taken off
+/// when `overhead` was given) and its length as the shaper charges it (the overhead
+/// added, raised to `mpu`, then ATM cells or PTM's 64/65 framing).
+pub(crate) fn cake_calc_len(len: u32, overhead_flag: bool, rate_overhead: i32, rate_mpu: u32, atm_mode: AtmMode) -> (u32, u32) {
+    let mut len = len;
+    if overhead_flag {
+        len = len.saturating_sub(NETWORK_OFFSET);
+    }
+    let netlen = len;
+    len = (len as i64 + rate_overhead as i64).clamp(0, u32::MAX as i64) as u32;
+    if len < rate_mpu {
+        len = rate_mpu;
+    }
+    match atm_mode {
+        AtmMode::Atm => len = ((len as u64).div_ceil(48) * 53).min(u32::MAX as u64) as u32,
+        AtmMode::Ptm => len = len.saturating_add(len.saturating_add(63) / 64),
+        AtmMode::None => {}
+    }
+    (netlen, len)
+}
 /// Added to the simulated clock to make `ktime_get()`: a machine 1000 s after boot.
 pub const KTIME_BOOT_OFFSET: i64 = 1_000_000_000_000;
 
@@ -1214,21 +1235,10 @@ impl Cake {
     fn cake_overhead(&mut self, len: u32) -> u32 {
         let off = NETWORK_OFFSET;
         self.avg_netoff = cake_ewma(self.avg_netoff as u64, (off as u64) << 16, 8) as u32;
-        let mut len = len;
-        if self.cfg.overhead_flag {
-            len = len.saturating_sub(off);
-        }
-        self.max_netlen = self.max_netlen.max(len);
-        self.min_netlen = self.min_netlen.min(len);
-        len = (len as i64 + self.cfg.rate_overhead as i64).clamp(0, u32::MAX as i64) as u32;
-        if len < self.cfg.rate_mpu {
-            len = self.cfg.rate_mpu;
-        }
-        match self.cfg.atm_mode {
-            AtmMode::Atm => len = ((len as u64).div_ceil(48) * 53).min(u32::MAX as u64) as u32,
-            AtmMode::Ptm => len = len.saturating_add(len.saturating_add(63) / 64),
-            AtmMode::None => {}
-        }
+        let c = &self.cfg;
+        let (netlen, len) = cake_calc_len(len, c.overhead_flag, c.rate_overhead, c.rate_mpu, c.atm_mode);
+        self.max_netlen = self.max_netlen.max(netlen);
+        self.min_netlen = self.min_netlen.min(netlen);
         self.max_adjlen = self.max_adjlen.max(len);
         self.min_adjlen = self.min_adjlen.min(len);
         len
@@ -1914,6 +1924,26 @@ impl Qdisc for Cake {
 
     fn tc_options(&self) -> String {
         self.tc_print_opt()
+    }
+
+    /// The global shaper (`bandwidth`): after an idle time the first packet leaves at
+    /// once (`cake_enqueue()` sets `time_next_packet` to now), each later one when the
+    /// clock its predecessors advanced has passed.
+    fn shaping(&self, _priority: u32) -> super::Shaping {
+        use super::shaping::{CakeCost, PacketCost, TokenBucket};
+        if self.rate_ns == 0 {
+            return super::Shaping::default();
+        }
+        let c = &self.cfg;
+        let cost = PacketCost::Cake(CakeCost {
+            rate_ns: self.rate_ns,
+            rate_shft: self.rate_shft,
+            overhead_flag: c.overhead_flag,
+            rate_overhead: c.rate_overhead,
+            rate_mpu: c.rate_mpu,
+            atm_mode: c.atm_mode,
+        });
+        super::Shaping { buckets: vec![TokenBucket { cost, depth_ns: 0, overdraw: true }], min_delay_ns: 0 }
     }
 
     fn tc_xstats(&self) -> String {

@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn one_initial_window_takes_the_handshake_and_one_way() {
         assert_eq!(lone_fct(14_480), 16_246_080);
-        let ideal = IdealPath { one_way_ns: 5_000_000, rate_bps: Some(100_000_000), mss: 1448, frame_extra: 90 };
+        let ideal = IdealPath { one_way_ns: 5_000_000, fwd_delay_ns: 0, rate_bps: Some(100_000_000), buckets: Vec::new(), mss: 1448, frame_extra: 90 };
         assert_eq!(ideal.ideal_ns(14_480), Some(16_246_080));
     }
 
@@ -382,6 +382,28 @@ mod tests {
         assert!((slots as u64) * 5 < started, "{slots} slots for {started} connections");
         assert_eq!(run(7).4, fcts, "same seed, same FCTs");
         assert_ne!(run(8).4, fcts, "another seed, other arrivals");
+    }
+
+    /// Behind a tbf on a veth pair (no line rate) the ideal FCT is the bucket's: tbf
+    /// pays each packet's cost before it leaves, and a GSO skb longer than the burst is
+    /// cut into segments (`tbf_segment()`), so no flow completes faster than its
+    /// frames' cost less the burst. At half load every flow's slowdown is at least 1,
+    /// and the queue behind the rate shows in the slower ones.
+    #[test]
+    fn no_flow_beats_its_ideal_behind_tbf_on_veth() {
+        let text = "duration = \"4s\"\nwarmup = \"0s\"\n[device]\ndriver = \"veth\"\n[qdisc]\nkind = \"tbf\"\nrate = \"20mbit\"\nburst = \"10KB\"\nlatency = \"100ms\"\n[[traffic]]\nkind = \"web\"\narrivals = \"30/s\"\nsize_dist = \"exponential\"\nsize_mean = \"40KB\"\n";
+        let scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let mut w = World::new(&scn, Profile::load("seed-vm").unwrap(), 1).unwrap();
+        w.run();
+        // A flow that fits in the burst has an ideal of 0 here (no delay, no line):
+        // no slowdown, as `web_metrics()` leaves it out.
+        let done = &w.socks.web[0].done;
+        let slowdowns: Vec<f64> = done.iter().filter(|f| f.ideal_ns.expect("tbf gives an ideal") > 0).map(|f| f.fct_ns as f64 / f.ideal_ns.unwrap() as f64).collect();
+        assert!(slowdowns.len() > 80, "{} flows of {}", slowdowns.len(), done.len());
+        let min = slowdowns.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = slowdowns.iter().copied().fold(0.0, f64::max);
+        assert!(min >= 1.0, "a flow beat its ideal: slowdown {min}");
+        assert!(max > 2.0, "no flow queued: largest slowdown {max}");
     }
 
     /// A done connection's slot takes the next arrival once its last packet has left:
