@@ -5,25 +5,28 @@
 //! `tcp_process_tlp_ack()` and `tcp_retransmit_timer()` (net/ipv4/tcp_input.c,
 //! tcp_recovery.c, tcp_timer.c).
 //!
-//! RACK's reordering window (`tcp_rack_reo_wnd()`): with no reordering seen, a segment
-//! is lost once a segment sent after it is delivered and the DUPACK threshold (3 SACKed
-//! segments) is met or recovery is under way, as the window is 0 then. Once a reordering
-//! is seen (`tcp_check_sack_reordering()`: a never-retransmitted segment below the
-//! highest SACK is delivered, which a path with a jitter or `reorder` makes happen),
-//! the window is min_rtt/4 per step, at most srtt: a segment is lost only when RACK's
-//! RTT plus the window has passed since it was sent (`tcp_rack_detect_loss()`). A
-//! D-SACK (data that arrived twice) adds a step (`tcp_rack_update_reo_wnd()`), and
-//! when D-SACKs show every retransmission of a recovery spurious, the window
-//! reduction is undone (`tcp_try_undo_dsack()`, `tcp_try_undo_recovery()`). With a
-//! reordering degree above 3, cwnd grows on SACKs too (`tcp_may_raise_cwnd()`). Not
-//! modelled: the RACK reordering timer (the check runs at each ACK), the timestamp
-//! undo (Eifel, `tcp_packet_delayed()`), and undo after an RTO (F-RTO,
-//! `tcp_try_undo_loss()`).
+//! RACK (`tcp_recovery.c`): a segment sent before the most recently sent delivered one
+//! is lost once RACK's RTT plus the reordering window has passed since it was sent
+//! (`tcp_rack_detect_loss()`). The window (`tcp_rack_reo_wnd()`) is min_rtt/4 per step,
+//! at most srtt; with no reordering seen it is 0 in recovery or once the DUPACK
+//! threshold (3 SACKed segments) is met. RACK looks only at a dubious ACK after a
+//! delivery moved it (`tcp_rack_mark_lost()`), and a segment still inside the window
+//! arms the reordering timer (`ICSK_TIME_REO_TIMEOUT`, `tcp_rack_reo_timeout()`) in
+//! place of the RTO or loss probe. A reordering is seen (`tcp_check_sack_reordering()`)
+//! when a never-retransmitted segment below the highest SACK is delivered, which a path
+//! with a jitter or `reorder` makes happen. A D-SACK (data that arrived twice) adds a
+//! step (`tcp_rack_update_reo_wnd()`), and when D-SACKs show every retransmission of a
+//! recovery spurious, the window reduction is undone (`tcp_try_undo_dsack()`,
+//! `tcp_try_undo_recovery()`). With a reordering degree above 3, cwnd grows on SACKs too
+//! (`tcp_may_raise_cwnd()`). Outside a window reduction, SACKed, lost or retransmitted
+//! segments outstanding make the state Disorder (`tcp_try_keep_open()`), where no loss
+//! probe is scheduled. Not modelled: the timestamp undo (Eifel,
+//! `tcp_packet_delayed()`), and undo after an RTO (F-RTO, `tcp_try_undo_loss()`).
 
 use super::cc::{AckCtx, CaEvent, CA_ACK_ECE};
 use super::rate::RateSample;
 use super::recv::AckRec;
-use super::{after, before, whole_jiffies, CaState, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
+use super::{after, before, whole_jiffies, CaState, XmitTimer, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS};
 use crate::arena::PktInfo;
 use crate::id::{CpuId, SockId};
 use crate::world::World;
@@ -55,13 +58,18 @@ pub struct Rack {
     /// SACKs as the kernel's order has it (`tcp_sacktag_write_queue()` before
     /// `tcp_clean_rtx_queue()`).
     pub acked: Option<(u64, u64, u32)>,
+    /// `rack.advanced`: a delivery moved RACK since it last looked.
+    pub advanced: bool,
 }
 
 impl Default for Rack {
     fn default() -> Self {
-        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0, acked: None }
+        Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0, acked: None, advanced: false }
     }
 }
+
+/// `TCP_TIMEOUT_MIN`: what `tcp_rack_mark_lost()` adds to the reordering timer, jiffies.
+const TCP_TIMEOUT_MIN_JIFFIES: u64 = 2;
 
 /// `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists.
 const TCP_RACK_RECOVERY_THRESH: u32 = 16;
@@ -114,11 +122,14 @@ impl World {
         if before(rec.ack, tp.snd_una) || after(rec.ack, tp.snd_nxt) {
             return self.cost(self.profile.costs.tcp_ack_ns);
         }
+        let mut win_update = false;
         if tp.rcv.app.is_some() {
             // tcp_ack_update_window() when tcp_may_update_window(): a pure ACK's
             // sequence is the receiver's unchanging snd_nxt (ack_seq == snd_wl1), so
             // it updates when it acknowledges more, opens the window or closes it.
             if after(rec.ack, tp.snd_una) || rec.win > tp.snd_wnd || rec.win == 0 {
+                // FLAG_WIN_UPDATE.
+                win_update = tp.snd_wnd != rec.win;
                 tp.snd_wnd = rec.win;
                 tp.max_window = tp.max_window.max(rec.win);
             }
@@ -136,17 +147,13 @@ impl World {
         let (acked, rtt_ns) = self.socks.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
         self.socks.tcp(s).tcp_rack_apply_acked(t);
-        self.socks.tcp(s).tcp_rack_mark_lost(t);
         if let Some(rtt) = rtt_ns {
             self.tcp_rtt_estimator(s, rtt);
         }
         let tp = self.socks.tcp(s);
-        // rs->losses: segments newly marked lost, a retransmission lost again included.
-        let newly_lost = tp.lost > prior_lost_total;
         let una_advanced = tp.snd_una != prior_una;
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
-        let tp = self.socks.tcp(s);
         // tcp_ack()'s order (6.1): the SACKed deliveries are counted, then the
         // congestion control's in_ack_event (snd_una already moved), then
         // tcp_clean_rtx_queue()'s deliveries (tcp_count_delivered()).
@@ -155,17 +162,25 @@ impl World {
         tp.with_ca(|ca, tp| ca.in_ack_event(tp, ev_flags));
         tp.tcp_count_delivered(acked, rec.ece);
         rs.rtt_us = rtt_ns.map_or(-1, |r| (r / 1000) as i64);
-        let lost = tp.lost - prior_lost_total;
-        tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
+        // tcp_rack_update_reo_wnd(), after the ACK's deliveries.
+        tp.tcp_rack_update_reo_wnd(&rs);
         if tp.tlp_high_seq.is_some() {
             // A pure duplicate ACK: nothing newly ACKed or SACKed (the receiver answers a
             // duplicate segment with one at once).
             let pure_dupack = !una_advanced && newly_sacked == 0;
             self.tcp_process_tlp_ack(s, rec.ack, pure_dupack);
         }
+        // tcp_ack_is_dubious(): a duplicate (nothing ACKed, no window update), an
+        // alert (SACKed data, ECE, a D-SACK), or a state other than Open. Only then
+        // does tcp_fastretrans_alert() run, and RACK with it (tcp_identify_packet_loss()).
         let tp = self.socks.tcp(s);
-        // tcp_rack_update_reo_wnd(), after the ACK's deliveries.
-        tp.tcp_rack_update_reo_wnd(&rs);
+        let dubious = (!una_advanced && !win_update) || newly_sacked > 0 || rec.ece || rec.dsack || tp.ca_state != CaState::Open;
+        let reo_timeout = if dubious { tp.tcp_rack_mark_lost(t) } else { None };
+        // rs->losses: segments newly marked lost, a retransmission lost again included.
+        let newly_lost = tp.lost > prior_lost_total;
+        let lost = tp.lost - prior_lost_total;
+        tp.tcp_rate_gen(delivered, lost, t / 1000, &mut rs);
+        let tp = self.socks.tcp(s);
         // tcp_fastretrans_alert() in Recovery: undo the window reduction when D-SACKs
         // showed every retransmission spurious (tcp_try_undo_dsack(), mid-recovery; at
         // its end tcp_try_undo_recovery()), and then the recovery is over.
@@ -187,11 +202,12 @@ impl World {
             self.tcp_set_ca_state(s, CaState::Open);
         }
         let tp = self.socks.tcp(s);
-        // tcp_fastretrans_alert(): a loss starts Recovery; reaching high_seq ends it.
+        // tcp_fastretrans_alert(), step E: a loss starts Recovery (tcp_time_to_recover():
+        // RACK marked one); otherwise tcp_try_to_open().
         if tp.lost_out > 0 && tp.ca_state < CaState::Recovery {
             self.tcp_enter_recovery(s, rec.ece);
-        } else if rec.ece && tp.ca_state == CaState::Open {
-            self.tcp_enter_cwr(s);
+        } else if dubious && tp.ca_state < CaState::Cwr {
+            self.tcp_try_to_open(s, rec.ece);
         }
         self.tcp_cong_control(s, &rs, acked > 0, una_advanced && !newly_lost, rtt_ns, t);
         let tp = self.socks.tcp(s);
@@ -200,6 +216,14 @@ impl World {
         let mut probe_pushes = None;
         if tp.packets_out == 0 || acked > 0 {
             tp.backoff = 0;
+        }
+        if let Some(us) = reo_timeout {
+            // tcp_rack_mark_lost(): the reordering timer in place of any other, and
+            // FLAG_SET_XMIT_TIMER cleared.
+            let j = self.cfg.jiffy_ns;
+            let at = self.now + whole_jiffies(us as u64 * 1000, j) + TCP_TIMEOUT_MIN_JIFFIES * j;
+            self.tcp_reset_xmit_timer(s, XmitTimer::ReoTimeout, at, true);
+        } else if tp.packets_out == 0 || acked > 0 {
             // tcp_set_xmit_timer(): a loss probe, else the RTO.
             let pushes = tp.rto_pushes;
             if tp.packets_out > 0 && self.tcp_schedule_loss_probe(s, true, false) {
@@ -337,9 +361,8 @@ impl World {
             if !tp.ca().has_cong_control() {
                 tp.w.cwnd = tp.w.ssthresh;
             }
-            // tcp_try_keep_open(): out of CWR at once (Disorder is Open here); high_seq
-            // stays at snd_nxt, where tcp_init_cwnd_reduction() put it.
-            self.tcp_set_ca_state(s, CaState::Open);
+            // tcp_try_keep_open(): out of CWR at once, to Open or Disorder.
+            self.tcp_try_keep_open(s);
         } else if pure_dupack {
             tp.tlp_high_seq = None;
         }
@@ -351,6 +374,62 @@ impl World {
         let tp = self.socks.tcp(s);
         if !tp.ca().has_cong_control() && tp.w.ssthresh < u32::MAX {
             tp.w.cwnd = tp.w.ssthresh;
+        }
+    }
+
+    /// `tcp_rack_reo_timeout()`: RACK's reordering timer fired at `t` on `cpu`. The
+    /// segments whose window has passed are lost; if any were, Recovery starts (with
+    /// one PRR step, `tcp_cwnd_reduction(sk, 1, 0)`, for a congestion control without
+    /// `cong_control`) and they are retransmitted (`tcp_xmit_retransmit_queue()`: the
+    /// model's transmit loop, which sends retransmissions first). Then the RTO, unless
+    /// it is pending. Returns the CPU time.
+    pub(super) fn tcp_rack_reo_timeout(&mut self, cpu: CpuId, s: SockId, t: u64) -> u64 {
+        let tp = self.socks.tcp(s);
+        if tp.packets_out == 0 {
+            return 0;
+        }
+        let prior_inflight = tp.in_flight();
+        tp.tcp_rack_detect_loss(t);
+        let mut cost = 0;
+        if prior_inflight != tp.in_flight() {
+            if tp.ca_state != CaState::Recovery {
+                self.tcp_enter_recovery(s, false);
+                let tp = self.socks.tcp(s);
+                if !tp.ca().has_cong_control() {
+                    tp.tcp_cwnd_reduction(1, false);
+                }
+            }
+            cost = self.tcp_write_xmit(cpu, s, t);
+        }
+        let tp = self.socks.tcp(s);
+        if !(tp.xmit_timer == XmitTimer::Retrans && tp.rto_at.is_some()) {
+            self.tcp_rearm_rto(s);
+        }
+        cost
+    }
+
+    /// `tcp_try_to_open()`: a dubious ACK that found no loss, in Open or Disorder. An
+    /// ECE reduces the window (CWR); otherwise `tcp_try_keep_open()`.
+    fn tcp_try_to_open(&mut self, s: SockId, ece: bool) {
+        if ece {
+            self.tcp_enter_cwr(s);
+        }
+        if self.socks.tcp(s).ca_state != CaState::Cwr {
+            self.tcp_try_keep_open(s);
+        }
+    }
+
+    /// `tcp_try_keep_open()`: Disorder while SACKed, lost or retransmitted segments are
+    /// outstanding (`tcp_left_out()`, `tcp_any_retrans_done()`), else Open; a change
+    /// moves `high_seq` to `snd_nxt`.
+    pub(super) fn tcp_try_keep_open(&mut self, s: SockId) {
+        let tp = self.socks.tcp(s);
+        let any_retrans = tp.retrans_out > 0 || tp.rtx.front().is_some_and(|g| g.ever_retrans);
+        let state = if tp.sacked_out + tp.lost_out > 0 || any_retrans { CaState::Disorder } else { CaState::Open };
+        if tp.ca_state != state {
+            self.tcp_set_ca_state(s, state);
+            let tp = self.socks.tcp(s);
+            tp.high_seq = tp.snd_nxt;
         }
     }
 
@@ -382,31 +461,19 @@ impl World {
         tp.w = w;
         match tp.ca_state {
             CaState::Recovery | CaState::Cwr if tp.ca_state_exit_due() => {
-                // Everything up to the recovery point is acknowledged.
+                // Everything up to the recovery point is acknowledged
+                // (tcp_try_undo_recovery() opens, then tcp_try_to_open()).
                 tp.w.cwnd = tp.w.ssthresh;
                 self.tcp_set_ca_state(s, CaState::Open);
+                self.tcp_try_keep_open(s);
             }
-            CaState::Recovery | CaState::Cwr if delivered > 0 => {
-                // PRR: proportional while more than ssthresh is in flight, then back up
-                // to it no faster than slow start (PRR-SSRB).
-                tp.prr_delivered += delivered;
-                let in_flight = tp.in_flight();
-                let delta = tp.w.ssthresh as i64 - in_flight as i64;
-                let mut sndcnt = if delta < 0 {
-                    let dividend = tp.w.ssthresh as u64 * tp.prr_delivered as u64 + tp.prior_cwnd as u64 - 1;
-                    (dividend / tp.prior_cwnd.max(1) as u64) as i64 - tp.prr_out as i64
-                } else {
-                    let grow = (tp.prr_delivered as i64 - tp.prr_out as i64).max(delivered as i64) + una_advanced as i64;
-                    grow.min(delta)
-                };
-                // Force a fast retransmit upon entering fast recovery.
-                sndcnt = sndcnt.max(if tp.prr_out == 0 { 1 } else { 0 });
-                tp.w.cwnd = (in_flight as i64 + sndcnt).max(1) as u32;
-            }
+            CaState::Recovery | CaState::Cwr if delivered > 0 => tp.tcp_cwnd_reduction(delivered, una_advanced),
             CaState::Recovery | CaState::Cwr => {}
-            CaState::Open | CaState::Loss => {
+            CaState::Open | CaState::Disorder | CaState::Loss => {
                 if tp.ca_state == CaState::Loss && tp.ca_state_exit_due() {
+                    // tcp_process_loss() opens, then falls through to tcp_try_to_open().
                     self.tcp_set_ca_state(s, CaState::Open);
+                    self.tcp_try_keep_open(s);
                 }
                 let tp = self.socks.tcp(s);
                 // tcp_may_raise_cwnd() -> tcp_cong_avoid(), only when cwnd is used, on
@@ -429,6 +496,7 @@ impl World {
         let clock = self.tcp_clock();
         if self.socks.tcp(s).ca_state_exit_due() {
             self.tcp_set_ca_state(s, CaState::Open);
+            self.tcp_try_keep_open(s);
         }
         self.socks.tcp(s).with_ca(|ca, tp| ca.cong_control(tp, rs, clock));
     }
@@ -525,7 +593,7 @@ impl World {
         // episode (icsk_retransmits = 0: `backoff` here, reset by forward progress), not
         // again at a repeated RTO without progress. The congestion control hears
         // CA_EVENT_LOSS then.
-        if tp.ca_state == CaState::Open || !after(tp.high_seq, tp.snd_una) || (tp.ca_state == CaState::Loss && tp.backoff == 0) {
+        if tp.ca_state <= CaState::Disorder || !after(tp.high_seq, tp.snd_una) || (tp.ca_state == CaState::Loss && tp.backoff == 0) {
             tp.w.ssthresh = tp.with_ca(|ca, tp| ca.ssthresh(tp));
             tp.with_ca(|ca, tp| ca.cwnd_event(tp, CaEvent::Loss));
         }
@@ -749,6 +817,7 @@ impl super::TcpSock {
         if rtt_us < self.min_rtt_us && seg.ever_retrans {
             return;
         }
+        self.rack.advanced = true;
         self.rack.rtt_us = rtt_us;
         if sent_after(seg.sent, self.rack.mstamp, seg.end, self.rack.end_seq) {
             self.rack.mstamp = seg.sent;
@@ -773,6 +842,7 @@ impl super::TcpSock {
     /// last RACK took, the most recently sent one RACK's if sent later.
     fn tcp_rack_apply_acked(&mut self, t: u64) {
         let Some((last_sent, sent, end)) = self.rack.acked.take() else { return };
+        self.rack.advanced = true;
         self.rack.rtt_us = (t.saturating_sub(last_sent) / 1000).min(u32::MAX as u64) as u32;
         if sent_after(sent, self.rack.mstamp, end, self.rack.end_seq) {
             self.rack.mstamp = sent;
@@ -780,46 +850,37 @@ impl super::TcpSock {
         }
     }
 
-    /// `tcp_rack_reo_wnd()` once a reordering was seen: min_rtt/4 per step, at most
-    /// srtt (µs).
+    /// `tcp_rack_reo_wnd()` (µs): with no reordering seen, 0 in recovery or once the
+    /// DUPACK threshold is met (`sacked_out >= reordering`); otherwise min_rtt/4 per
+    /// step, at most srtt.
     fn tcp_rack_reo_wnd(&self) -> u32 {
+        if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering) {
+            return 0;
+        }
         let min_rtt = if self.min_rtt_us == u32::MAX { 0 } else { self.min_rtt_us };
         ((min_rtt >> 2) * self.rack.reo_wnd_steps).min(self.srtt_us >> 3)
     }
 
-    /// RACK: an unSACKed segment sent before the most recently sent delivered one is
-    /// lost, once the reordering window is 0 (DUPACK threshold met, or in recovery). A
-    /// retransmission counts from its own send time, so one that is lost too (behind a
-    /// full FIFO) is found the same way and sent again, not left to the RTO.
+    /// `tcp_rack_mark_lost()`: once a delivery moved RACK (`rack.advanced`), the
+    /// segments sent before RACK's whose window has passed are lost
+    /// (`tcp_rack_detect_loss()`). Returns how long the others still wait (µs), for
+    /// which the caller arms the reordering timer (`ICSK_TIME_REO_TIMEOUT`).
     ///
-    /// Once a reordering was seen, RACK waits its window: a segment sent before RACK's
-    /// is lost when RACK's RTT plus the window has passed since it was sent
-    /// (`tcp_rack_detect_loss()`), checked at each ACK.
-    fn tcp_rack_mark_lost(&mut self, t: u64) {
-        let tp = self;
-        if tp.reord_seen > 0 {
-            return tp.tcp_rack_detect_loss(t);
+    /// A retransmission counts from its own send time, so one that is lost too
+    /// (behind a full FIFO) is found the same way and sent again, not left to the RTO.
+    fn tcp_rack_mark_lost(&mut self, t: u64) -> Option<u32> {
+        if !std::mem::take(&mut self.rack.advanced) {
+            return None;
         }
-        if tp.sacked_out < TCP_REORDERING && tp.ca_state < CaState::Recovery {
-            return;
-        }
-        let Some(rack_sent) = tp.rtx.iter().filter(|g| g.sacked).map(|g| g.sent).max() else { return };
-        for seg in tp.rtx.iter_mut() {
-            if seg.sacked || seg.sent >= rack_sent {
-                continue;
-            }
-            // Marked lost already and not resent yet: nothing new.
-            if seg.lost && !seg.retrans {
-                continue;
-            }
-            tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
-        }
+        let timeout = self.tcp_rack_detect_loss(t);
+        (timeout > 0).then_some(timeout)
     }
 
-    /// `tcp_rack_detect_loss()` with the reordering window: every segment not SACKed,
-    /// not waiting for its retransmission, and sent before RACK's, is lost once
-    /// `rack.rtt_us + reo_wnd - (now - sent) <= 0`.
-    fn tcp_rack_detect_loss(&mut self, t: u64) {
+    /// `tcp_rack_detect_loss()`: every segment not SACKed, not waiting for its
+    /// retransmission, and sent before RACK's, is lost once
+    /// `rack.rtt_us + reo_wnd - (now - sent) <= 0`. Returns the longest wait left of
+    /// the others (µs, 0 if none).
+    pub(super) fn tcp_rack_detect_loss(&mut self, t: u64) -> u32 {
         let tp = self;
         let reo_wnd = tp.tcp_rack_reo_wnd() as i64;
         let (mstamp, end_seq, rtt_us) = (tp.rack.mstamp, tp.rack.end_seq, tp.rack.rtt_us as i64);
@@ -827,18 +888,42 @@ impl super::TcpSock {
         // sequence order, so the first is the oldest (the head of the kernel's
         // tsorted_sent_queue). Sent after RACK's, it ends the scan as it does there.
         if tp.sacked_out == 0 && tp.lost_out == 0 && tp.retrans_out == 0 && tp.rtx.front().is_none_or(|g| !sent_after(mstamp, g.sent, end_seq, g.end)) {
-            return;
+            return 0;
         }
+        let mut reo_timeout = 0i64;
         for seg in tp.rtx.iter_mut() {
             if seg.sacked || (seg.lost && !seg.retrans) || !sent_after(mstamp, seg.sent, end_seq, seg.end) {
                 continue;
             }
             let elapsed_us = (t.saturating_sub(seg.sent) / 1000) as i64;
-            if rtt_us + reo_wnd - elapsed_us > 0 {
+            let remaining = rtt_us + reo_wnd - elapsed_us;
+            if remaining > 0 {
+                reo_timeout = reo_timeout.max(remaining);
                 continue;
             }
             tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
         }
+        reo_timeout.min(u32::MAX as i64) as u32
+    }
+
+    /// `tcp_cwnd_reduction()` (PRR, RFC 6937): proportional while more than ssthresh
+    /// is in flight, then back up to it no faster than slow start (PRR-SSRB), for
+    /// `delivered` packets newly ACKed or SACKed.
+    pub(super) fn tcp_cwnd_reduction(&mut self, delivered: u32, una_advanced: bool) {
+        let tp = self;
+        tp.prr_delivered += delivered;
+        let in_flight = tp.in_flight();
+        let delta = tp.w.ssthresh as i64 - in_flight as i64;
+        let mut sndcnt = if delta < 0 {
+            let dividend = tp.w.ssthresh as u64 * tp.prr_delivered as u64 + tp.prior_cwnd as u64 - 1;
+            (dividend / tp.prior_cwnd.max(1) as u64) as i64 - tp.prr_out as i64
+        } else {
+            let grow = (tp.prr_delivered as i64 - tp.prr_out as i64).max(delivered as i64) + una_advanced as i64;
+            grow.min(delta)
+        };
+        // Force a fast retransmit upon entering fast recovery.
+        sndcnt = sndcnt.max(if tp.prr_out == 0 { 1 } else { 0 });
+        tp.w.cwnd = (in_flight as i64 + sndcnt).max(1) as u32;
     }
 
     /// `tcp_match_skb_to_sack()`: whether skb `i` of the retransmit queue lies in the SACK
@@ -927,9 +1012,10 @@ mod tests {
         assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
     }
 
-    /// RACK after a SACK of the segment sent at t = 200: the unSACKed one sent at 50 is
-    /// newly lost; the retransmission sent at 100 is lost again (its retransmission no
-    /// longer counts, and it is sent once more); the one sent at 300 is not judged.
+    /// RACK after a SACK of the segment sent at t = 200 (RACK's, delivered at 400 ns,
+    /// an RTT of 0 us): the unSACKed one sent at 50 is newly lost; the retransmission
+    /// sent at 100 is lost again (its retransmission no longer counts, and it is sent
+    /// once more); the one sent at 300 is not judged.
     #[test]
     fn rack_finds_a_lost_retransmission() {
         let mut tp = sock();
@@ -942,7 +1028,8 @@ mod tests {
             seg(3, 300),
         ]);
         (tp.packets_out, tp.sacked_out, tp.lost_out, tp.retrans_out) = (4, 1, 1, 1);
-        tp.tcp_rack_mark_lost(400);
+        tp.rack = super::Rack { mstamp: 200, end_seq: 3 * MSS, rtt_us: 0, advanced: true, ..Default::default() };
+        assert_eq!(tp.tcp_rack_mark_lost(400), None);
         let flags: Vec<(bool, bool)> = tp.rtx.iter().map(|g| (g.lost, g.retrans)).collect();
         assert_eq!(flags, [(true, false), (true, false), (false, false), (false, false)]);
         assert_eq!((tp.lost_out, tp.retrans_out, tp.lost), (2, 0, 2));
@@ -969,8 +1056,9 @@ mod tests {
     }
 
     /// RACK with a reordering seen: the window is min_rtt/4 (10 ms / 4), so a segment
-    /// sent before RACK's waits rack.rtt + 2.5 ms from its send; with none seen, the
-    /// same segment is lost at once (in recovery).
+    /// sent before RACK's waits rack.rtt + 2.5 ms from its send, and the reordering
+    /// timer is asked for what is left; RACK looks again only once a delivery moved it
+    /// (`rack.advanced`). With none seen, the same segment is lost at once in recovery.
     #[test]
     fn rack_waits_the_reordering_window_once_reordering_is_seen() {
         let mut tp = sock();
@@ -981,18 +1069,47 @@ mod tests {
         tp.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 10_000, ..Default::default() };
         assert_eq!(tp.tcp_rack_reo_wnd(), 2_500);
         tp.reord_seen = 1;
-        // 10 ms + 2.5 ms after its send, less 1 us: not yet.
-        tp.tcp_rack_mark_lost(12_499_000);
+        // 10 ms + 2.5 ms after its send, less 1 us: not yet, 1 us to wait.
+        tp.rack.advanced = true;
+        assert_eq!(tp.tcp_rack_mark_lost(12_499_000), Some(1));
         assert!(!tp.rtx[0].lost);
-        tp.tcp_rack_mark_lost(12_500_000);
+        // No delivery moved RACK since: it does not look.
+        assert_eq!(tp.tcp_rack_mark_lost(12_500_000), None);
+        assert!(!tp.rtx[0].lost);
+        tp.rack.advanced = true;
+        assert_eq!(tp.tcp_rack_mark_lost(12_500_000), None);
         assert!(tp.rtx[0].lost);
         assert_eq!((tp.lost_out, tp.lost), (1, 1));
         // No reordering seen, in recovery: lost at once.
         let mut tp2 = sock();
         tp2.rtx.extend([seg(0, 0), TxSeg { sacked: true, ..seg(1, 1_000_000) }]);
         (tp2.packets_out, tp2.sacked_out, tp2.ca_state) = (2, 1, crate::sock::tcp::CaState::Recovery);
-        tp2.tcp_rack_mark_lost(1_000_001);
+        tp2.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 0, advanced: true, ..Default::default() };
+        assert_eq!(tp2.tcp_rack_mark_lost(1_000_001), None);
         assert!(tp2.rtx[0].lost);
+    }
+
+    /// `tcp_rack_reo_wnd()` with no reordering seen: below the DUPACK threshold, outside
+    /// recovery, the window is still min_rtt/4 (at most srtt), so one or two SACKs
+    /// alone do not make a segment lost at once; with 3 SACKed it is 0.
+    #[test]
+    fn rack_keeps_a_quarter_min_rtt_below_the_dupack_threshold() {
+        let mut tp = sock();
+        (tp.min_rtt_us, tp.srtt_us) = (10_000, 8 * 12_000);
+        let seg = |start: u32, sent: u64, sacked: bool| TxSeg { start: start * MSS, end: (start + 1) * MSS, segs: 1, sent, sacked, ..TxSeg::default() };
+        tp.rtx.extend([seg(0, 0, false), seg(1, 1_000_000, true)]);
+        (tp.packets_out, tp.sacked_out) = (2, 1);
+        assert_eq!(tp.tcp_rack_reo_wnd(), 2_500);
+        // Delivered 10 ms after it was sent, 11 ms after segment 0: 1.5 ms to wait.
+        tp.rack = super::Rack { mstamp: 1_000_000, end_seq: 2 * MSS, rtt_us: 10_000, advanced: true, ..Default::default() };
+        assert_eq!(tp.tcp_rack_mark_lost(11_000_000), Some(1_500));
+        assert!(!tp.rtx[0].lost);
+        tp.rtx.extend([seg(2, 1_000_000, true), seg(3, 1_000_000, true)]);
+        (tp.packets_out, tp.sacked_out) = (4, 3);
+        assert_eq!(tp.tcp_rack_reo_wnd(), 0);
+        tp.rack.advanced = true;
+        assert_eq!(tp.tcp_rack_mark_lost(11_000_000), None);
+        assert!(tp.rtx[0].lost);
     }
 
     /// tcp_check_dsack() and tcp_rack_update_reo_wnd(): a D-SACK below the ACK of one

@@ -67,7 +67,7 @@ pub struct SockLock {
 
 /// The work bits that take the sender's socket, which an owner defers: TSQ's handler
 /// (and the pacing timer's), and the retransmit timer's three kinds.
-const SENDER_WORK: u8 = work::TSQ | work::RTO | work::TLP | work::PROBE0;
+const SENDER_WORK: u8 = work::TSQ | work::RTO | work::TLP | work::PROBE0 | work::REO;
 
 /// Whether work `bits` take the sending socket (else only the receiving one's delayed
 /// ACK, at the far end).

@@ -83,10 +83,14 @@ pub fn after(a: u32, b: u32) -> bool {
     before(b, a)
 }
 
-/// `icsk_ca_state`.
+/// `icsk_ca_state`, in the kernel's order (`TCP_CA_Open` 0 .. `TCP_CA_Loss` 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CaState {
     Open,
+    /// `TCP_CA_Disorder`: SACKed, lost or retransmitted segments are outstanding, no
+    /// window reduction (`tcp_try_keep_open()`). Every ACK is then dubious (RACK looks
+    /// at it) and no loss probe is scheduled.
+    Disorder,
     Cwr,
     Recovery,
     Loss,
@@ -161,6 +165,8 @@ mod work {
     pub const DELACK: u8 = 1 << 2;
     pub const TLP: u8 = 1 << 3;
     pub const PROBE0: u8 = 1 << 4;
+    /// RACK's reordering timer (`tcp_rack_reo_timeout()`).
+    pub const REO: u8 = 1 << 5;
 }
 
 /// What the retransmit timer is armed for (`icsk_pending`).
@@ -174,6 +180,9 @@ pub enum XmitTimer {
     /// ICSK_TIME_PROBE0: nothing in flight and data waiting, which the last transmit
     /// could not send (`tcp_check_probe_timer()`): `tcp_probe_timer()` when it fires.
     Probe0,
+    /// ICSK_TIME_REO_TIMEOUT: a segment RACK would call lost once its reordering window
+    /// has passed (`tcp_rack_mark_lost()`): `tcp_rack_reo_timeout()` when it fires.
+    ReoTimeout,
 }
 
 /// `TCP_RESOURCE_PROBE_INTERVAL` (HZ / 2): how long a timer waits to try again after
@@ -721,7 +730,7 @@ impl TcpSock {
     /// flag reaches the receiver (`tp->snd_una != tp->high_seq`).
     pub(super) fn ca_state_exit_due(&self) -> bool {
         match self.ca_state {
-            CaState::Open => false,
+            CaState::Open | CaState::Disorder => false,
             CaState::Cwr => after(self.snd_una, self.high_seq),
             CaState::Recovery | CaState::Loss => !before(self.snd_una, self.high_seq),
         }
@@ -929,6 +938,9 @@ impl World {
         if bits & work::TLP != 0 {
             cost += self.tcp_send_loss_probe(cpu, s, t + cost);
         }
+        if bits & work::REO != 0 {
+            cost += self.tcp_rack_reo_timeout(cpu, s, t + cost);
+        }
         if bits & (work::TSQ | work::RTO) != 0 {
             // tcp_tsq_handler() -> tcp_tsq_write(): retransmissions first, then new data.
             cost += self.tcp_write_xmit(cpu, s, t + cost);
@@ -957,6 +969,7 @@ impl World {
                         t.probe0_at = None;
                         work::PROBE0
                     }
+                    XmitTimer::ReoTimeout => work::REO,
                 };
                 self.sock_work_queue(cpu, s, what);
             }
@@ -1455,6 +1468,32 @@ pub(crate) mod tests {
         let mut started = false;
         w.sock_work_step(cpu, &mut started);
         w.sock_work_step(cpu, &mut started);
+    }
+
+    /// RACK's reordering timer (`tcp_rack_reo_timeout()`): four segments sent 1 us
+    /// apart, the second SACKed (RACK's, an RTT of 10 ms), no reordering seen and one
+    /// SACK only, so the window is min_rtt/4 = 2.5 ms. When the timer fires 13 ms after
+    /// the first went (past 10 + 2.5 ms), the first is lost: Recovery starts with one
+    /// PRR step (2 in flight + 1 = cwnd 3), it is retransmitted, and the RTO takes the
+    /// timer over. The two sent after RACK's are not judged.
+    #[test]
+    fn the_reordering_timer_retransmits_what_its_window_left_behind() {
+        let (mut w, s) = flight_in(100_000, 4);
+        let t = w.socks.tcp(s);
+        for (i, g) in t.rtx.iter_mut().enumerate() {
+            g.sent = i as u64 * 1_000;
+        }
+        t.rtx[1].sacked = true;
+        (t.sacked_out, t.min_rtt_us, t.srtt_us, t.rto_ns) = (1, 10_000, 8 * 10_000, 250_000_000);
+        t.rack = input::Rack { mstamp: 1_000, end_seq: 2 * 1448, rtt_us: 10_000, ..Default::default() };
+        w.tcp_reset_xmit_timer(s, XmitTimer::ReoTimeout, 13_000_000, true);
+        fire_xmit_timer(&mut w, s, 13_000_000);
+        let t = w.socks.tcp(s);
+        let lost: Vec<bool> = t.rtx.iter().map(|g| g.lost).collect();
+        assert_eq!(lost, [true, false, false, false]);
+        assert_eq!((t.ca_state, t.w.cwnd, t.retrans_out, t.total_retrans), (CaState::Recovery, 3, 1, 1));
+        assert_eq!((t.xmit_timer, t.rto_at), (XmitTimer::Retrans, Some(13_000_000 + 250_000_000)));
+        assert_eq!(pending_xmits(&w).len(), 1, "the retransmission");
     }
 
     /// Nothing in flight, and the qdisc drops the burst: no ACK will come, and the

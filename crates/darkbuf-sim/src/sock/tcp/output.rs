@@ -129,8 +129,11 @@ impl World {
         // tcp_event_new_data_sent(): the RTO from the first packet out (in place of a
         // pending probe timer), or in place of a pending loss probe;
         // tcp_xmit_retransmit_queue(): from the head's retransmission.
-        let pending_probe = tp.rto_at.is_some() && tp.xmit_timer != XmitTimer::Retrans;
-        if (sent_new && (tp.rto_at.is_none() || pending_probe)) || head_retransmitted {
+        // Not in place of RACK's reordering timer (the head's retransmission leaves it
+        // too: `icsk_pending != ICSK_TIME_REO_TIMEOUT`).
+        let pending_probe = tp.rto_at.is_some() && matches!(tp.xmit_timer, XmitTimer::LossProbe | XmitTimer::Probe0);
+        let reo_pending = tp.xmit_timer == XmitTimer::ReoTimeout;
+        if (sent_new && (tp.rto_at.is_none() || pending_probe)) || (head_retransmitted && !reo_pending) {
             tp.softirq_cpu = cpu;
             // A loss probe armed just below replaces this arm before it could fire: it
             // is left out, so that the timer's lane does not collect an RTO per ACK
