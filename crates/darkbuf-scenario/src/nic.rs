@@ -179,7 +179,7 @@ pub(crate) fn resolve_lan(top: &Sec<'_>, driver: Driver, device: &Device, machin
     }
     let l = top.sub("lan")?;
     l.check_keys(LAN_KEYS, None)?;
-    let info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz: machine.hz };
+    let info = device.dev_info(machine.hz);
     if driver == Driver::Veth {
         for (key, why) in [
             ("cpus", "the client is a network namespace on this machine and shares its CPUs (machine.cpus)"),

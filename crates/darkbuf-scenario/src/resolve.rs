@@ -468,7 +468,7 @@ fn resolve_bql(b: &Sec<'_>, driver: Driver) -> Result<Bql, Diagnostic> {
 fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
     let driver = device.driver();
     let q = top.sub("qdisc")?;
-    let dev_info = DevInfo { tx_queue_len: device.txqueuelen, mtu_l2: device.mtu_l2(), hash_key: 0, hz };
+    let dev_info = device.dev_info(hz);
     // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
     // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
     // noqueue").

@@ -237,6 +237,12 @@ impl Device {
     pub fn mtu_l2(&self) -> u32 {
         mtu_l2(self.mtu())
     }
+
+    /// What a qdisc built on this device for checking or reading its parameters sees
+    /// (`txqueuelen`, the L2 MTU, CONFIG_HZ `hz`; no hash key).
+    pub fn dev_info(&self, hz: u32) -> darkbuf_model::qdisc::DevInfo {
+        darkbuf_model::qdisc::DevInfo { tx_queue_len: self.txqueuelen, mtu_l2: self.mtu_l2(), hash_key: 0, hz }
+    }
 }
 
 /// `psched_mtu()`: the MTU plus the Ethernet header (ETH_HLEN).

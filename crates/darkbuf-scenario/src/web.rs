@@ -20,7 +20,7 @@ use crate::section::Sec;
 use crate::tree::{Table, V};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use darkbuf_model::qdisc::{DevInfo, Qdisc, Shaping, TokenBucket};
+use darkbuf_model::qdisc::{Qdisc, Shaping, TokenBucket};
 use serde::Serialize;
 
 /// The keys of a web entry: its own, and the ones it shares with `kind = "tcp"`.
@@ -257,8 +257,7 @@ fn qdisc_shaping(scn: &Scenario, spec: &QdiscSpec) -> Shaping {
         ("mq", Some(c)) => c,
         _ => spec,
     };
-    let dev = DevInfo { tx_queue_len: scn.device.txqueuelen, mtu_l2: scn.device.mtu_l2(), hash_key: 0, hz: scn.machine.hz };
-    match darkbuf_model::qdisc::build(&spec.kind, spec.model_params(), &dev) {
+    match darkbuf_model::qdisc::build(&spec.kind, spec.model_params(), &scn.device.dev_info(scn.machine.hz)) {
         Ok(q) => q.shaping(0),
         Err(_) => Shaping::default(),
     }

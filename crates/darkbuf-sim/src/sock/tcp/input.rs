@@ -422,7 +422,7 @@ impl World {
     /// `tcp_try_keep_open()`: Disorder while SACKed, lost or retransmitted segments are
     /// outstanding (`tcp_left_out()`, `tcp_any_retrans_done()`), else Open; a change
     /// moves `high_seq` to `snd_nxt`.
-    pub(super) fn tcp_try_keep_open(&mut self, s: SockId) {
+    fn tcp_try_keep_open(&mut self, s: SockId) {
         let tp = self.socks.tcp(s);
         let any_retrans = tp.retrans_out > 0 || tp.rtx.front().is_some_and(|g| g.ever_retrans);
         let state = if tp.sacked_out + tp.lost_out > 0 || any_retrans { CaState::Disorder } else { CaState::Open };
@@ -880,7 +880,7 @@ impl super::TcpSock {
     /// retransmission, and sent before RACK's, is lost once
     /// `rack.rtt_us + reo_wnd - (now - sent) <= 0`. Returns the longest wait left of
     /// the others (µs, 0 if none).
-    pub(super) fn tcp_rack_detect_loss(&mut self, t: u64) -> u32 {
+    fn tcp_rack_detect_loss(&mut self, t: u64) -> u32 {
         let tp = self;
         let reo_wnd = tp.tcp_rack_reo_wnd() as i64;
         let (mstamp, end_seq, rtt_us) = (tp.rack.mstamp, tp.rack.end_seq, tp.rack.rtt_us as i64);
@@ -909,7 +909,7 @@ impl super::TcpSock {
     /// `tcp_cwnd_reduction()` (PRR, RFC 6937): proportional while more than ssthresh
     /// is in flight, then back up to it no faster than slow start (PRR-SSRB), for
     /// `delivered` packets newly ACKed or SACKed.
-    pub(super) fn tcp_cwnd_reduction(&mut self, delivered: u32, una_advanced: bool) {
+    fn tcp_cwnd_reduction(&mut self, delivered: u32, una_advanced: bool) {
         let tp = self;
         tp.prr_delivered += delivered;
         let in_flight = tp.in_flight();
