@@ -27,12 +27,20 @@ QUICK = []
 COLS6 = ["No BQL", "Per-pkt", "limit=4", "limit=8", "limit=16", "Batched"]
 COLS0 = ["No BQL", "limit=2", "limit=4", "limit=8", "limit=16"]
 
+# The seed's "BQL inflight" is what veth_bql_test.sh's print_periodic_stats() read from
+# queues/tx-0/byte_queue_limits/inflight every 5 s: single reads, compared with the
+# time-weighted median (a read at a random instant); p99 and the time average are shown
+# beside it with nothing published to compare.
+NO_PUB = ["-"] * 6
+
 # (row label, metric, scale to the seed's unit, unit, published per column)
 # "polls/5s": the seed prints NAPI polls per 5-second interval; the simulator reports the total.
 # requeues and qdisc pkts: the seed counts over its 30 s run.
 T3500 = [
     ("BQL limit", "bql.limit_last", "x1", "", [None, 2, 4, 8, 16, 128]),
-    ("BQL inflight", "bql.inflight_avg", "x1", "", [254, 3, 5, (9, 17), 25, 133]),
+    ("BQL inflight (p50)", "bql.inflight_p50", "x1", "", [254, 3, 5, (9, 17), 25, 133]),
+    ("BQL inflight p99", "bql.inflight_p99", "x1", "", NO_PUB),
+    ("BQL inflight avg", "bql.inflight_avg", "x1", "", NO_PUB),
     ("Ping RTT avg", "ping.rtt_avg_ms", "x1", "ms", [9.3, 0.94, 1.07, 1.24, 1.69, 4.0]),
     ("requeues", "qdisc.requeues", "per30s", "", [52e3, 454e3, 426e3, 399e3, 356e3, 112e3]),
     ("NAPI avg_work", "napi.avg_work", "x1", "", [63, 5, 15, 63, 63, 63]),
@@ -41,7 +49,9 @@ T3500 = [
 ]
 T15000 = [
     ("BQL limit", "bql.limit_last", "x1", "", [None, 2, 4, 8, 16, 128]),
-    ("BQL inflight", "bql.inflight_avg", "x1", "", [(211, 227), 3, (5, 12), 9, 17, (132, 136)]),
+    ("BQL inflight (p50)", "bql.inflight_p50", "x1", "", [(211, 227), 3, (5, 12), 9, 17, (132, 136)]),
+    ("BQL inflight p99", "bql.inflight_p99", "x1", "", NO_PUB),
+    ("BQL inflight avg", "bql.inflight_avg", "x1", "", NO_PUB),
     ("Ping RTT avg", "ping.rtt_avg_ms", "x1", "ms", [37.8, 4.5, 5.0, 6.0, 6.4, 20.0]),
     ("Ping RTT min", "ping.rtt_min_ms", "x1", "ms", [27.7, 1.4, 1.7, 2.4, 3.0, 10.4]),
     ("requeues", "qdisc.requeues", "per30s", "", [12.9e3, 93e3, 87e3, 80e3, 86e3, 22.8e3]),
@@ -116,6 +126,9 @@ def table(title, res, rows, cols):
                 sim = sim * 30.0 / dur
             if sim is not None and scale == "per5s":
                 sim = sim * 5.0 / dur
+            if pub == "-":
+                cells.append(f"{fmt(sim, unit)} / -")
+                continue
             if metric == "bql.limit_last" and pub is None:
                 cells.append(f"{fmt(sim, unit)} (limit_min) / unlimited")
                 continue

@@ -51,6 +51,13 @@ fn device(queues: &[BqlQueue]) -> (u64, u64) {
     queues.iter().fold((0, 0), |(l, i), q| (l.max(q.limit), i + q.inflight))
 }
 
+/// The nearest-rank percentile `p` (0..=1) of `sorted`, which is not empty: the samples
+/// are reads at evenly spaced instants, so this is the simulator's time-weighted quantile.
+fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+    let rank = (p * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
 /// The `bql.*` metrics (and `bql.txq.N.*` with more than one queue) of `samples`, each
 /// its time (ms) and every queue's values; the `bql.limit` and `bql.inflight` series
 /// when `series`. `None` when there is no sample. Averages are over the samples.
@@ -64,6 +71,11 @@ pub fn metrics(samples: &[(f64, &[BqlQueue])], series: bool) -> Option<(BTreeMap
         m.insert(format!("{prefix}limit_last"), Some(lim(last) as f64));
         m.insert(format!("{prefix}inflight_avg"), Some(mean(&mut samples.iter().map(|(_, q)| inf(q)))));
         m.insert(format!("{prefix}inflight_max"), samples.iter().map(|(_, q)| inf(q)).max().map(|v| v as f64));
+        let mut sorted: Vec<u64> = samples.iter().map(|(_, q)| inf(q)).collect();
+        sorted.sort_unstable();
+        for (key, p) in [("inflight_p50", 0.5), ("inflight_p99", 0.99)] {
+            m.insert(format!("{prefix}{key}"), Some(nearest_rank(&sorted, p) as f64));
+        }
     };
     put(&mut m, "bql.", &|q| device(q).0, &|q| device(q).1);
     if nq > 1 {
@@ -117,13 +129,17 @@ mod tests {
         assert_eq!(g("bql.limit_last"), 40.0);
         assert_eq!(g("bql.inflight_avg"), 22.0 / 3.0);
         assert_eq!(g("bql.inflight_max"), 15.0);
+        // Sorted 3, 4, 15: the median is the second read, the 99th percentile the third.
+        assert_eq!(g("bql.inflight_p50"), 4.0);
+        assert_eq!(g("bql.inflight_p99"), 15.0);
+        assert_eq!(g("bql.txq.1.inflight_p50"), 2.0);
         assert_eq!(g("bql.txq.0.limit_avg"), 70.0 / 3.0);
         assert_eq!(g("bql.txq.1.limit_last"), 2.0);
         assert_eq!(g("bql.txq.1.inflight_max"), 9.0);
         assert_eq!(g("bql.txq.1.inflight_avg"), 11.0 / 3.0);
         assert_eq!(g("bql.txq.0.limit_max"), 1_879_048_192.0);
         assert_eq!(g("bql.txq.0.limit_min"), 0.0);
-        assert_eq!(m.len(), 4 + 2 * 6);
+        assert_eq!(m.len(), 6 + 2 * 8);
         assert_eq!(ts["bql.limit"].values, [Some(30.0), Some(30.0), Some(40.0)]);
         assert_eq!(ts["bql.inflight"].values, [Some(4.0), Some(15.0), Some(3.0)]);
         assert_eq!(ts["bql.inflight"].t_ms, [0.0, 10.0, 20.0]);
@@ -135,7 +151,10 @@ mod tests {
         let s = [[q(8, 3)], [q(8, 5)]];
         let samples: Vec<(f64, &[BqlQueue])> = s.iter().map(|x| (0.0, &x[..])).collect();
         let (m, ts) = metrics(&samples, false).unwrap();
-        assert_eq!(m.keys().collect::<Vec<_>>(), ["bql.inflight_avg", "bql.inflight_max", "bql.limit_avg", "bql.limit_last"]);
+        assert_eq!(
+            m.keys().collect::<Vec<_>>(),
+            ["bql.inflight_avg", "bql.inflight_max", "bql.inflight_p50", "bql.inflight_p99", "bql.limit_avg", "bql.limit_last"]
+        );
         assert_eq!(m["bql.inflight_avg"], Some(4.0));
         assert!(ts.is_empty());
         assert!(metrics(&[], true).is_none());

@@ -38,7 +38,7 @@ pub struct Comparison {
 pub const ORDER: &[&str] = &[
     "ping.rtt_avg_ms", "ping.rtt_min_ms", "ping.rtt_p50_ms", "ping.rtt_p99_ms", "ping.rtt_max_ms", "ping.loss_pct",
     "consumer.pps", "sink.pps", "qdisc.sent_pkts", "qdisc.drops", "qdisc.requeues", "qdisc.overlimits",
-    "qdisc.backlog_avg_pkts", "bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max",
+    "qdisc.backlog_avg_pkts", "bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_p50", "bql.inflight_max",
     "txq.stack_xoff", "txq.drv_xoff", "napi.polls", "napi.avg_work", "napi.full_budget_polls", "ring.drops",
     "ping.wait_qdisc_ms", "ping.wait_ring_ms", "ping.wait_consumer_ms",
 ];

@@ -164,6 +164,7 @@ pub fn default_rows() -> Vec<SeedRow> {
     vec![
         row("BQL limit", "bql.limit_last", Int),
         row("BQL inflight", "bql.inflight_avg", Float1),
+        row("BQL inflight p50", "bql.inflight_p50", Int),
         row("Ping RTT avg", "ping.rtt_avg_ms", Ms),
         row("Ping RTT min", "ping.rtt_min_ms", Ms),
         row("Ping RTT p99", "ping.rtt_p99_ms", Ms),

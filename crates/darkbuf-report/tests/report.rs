@@ -237,6 +237,7 @@ fn sweep_table_default_rows() {
         [
             "BQL limit",
             "BQL inflight",
+            "BQL inflight p50",
             "Ping RTT avg",
             "Ping RTT min",
             "Ping RTT p99",
@@ -249,13 +250,13 @@ fn sweep_table_default_rows() {
             "ring drops"
         ]
     );
-    assert_eq!(rows[4].metric, "ping.rtt_p99_ms");
-    assert_eq!(rows[4].format, CellFormat::Ms);
+    assert_eq!(rows[5].metric, "ping.rtt_p99_ms");
+    assert_eq!(rows[5].format, CellFormat::Ms);
     let t = sweep_table(&sweep(), &rows);
     // Header, separator, the rows, and what ± is (a point has several runs).
     assert_eq!(t.lines().count(), 2 + rows.len() + 1);
     assert!(
-        t.contains("| Ping RTT min  | n/a     | n/a            |"),
+        t.contains("| Ping RTT min     | n/a     | n/a            |"),
         "{t}"
     );
 }

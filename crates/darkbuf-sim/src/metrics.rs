@@ -49,6 +49,89 @@ impl TimeAvg {
     }
 }
 
+/// How long a piecewise-constant integer quantity held each value in the measured
+/// window, for its time-weighted quantiles: the value a read at a random instant returns
+/// (a script's `cat` of a sysfs file every few seconds, as the veth BQL selftest reads
+/// `byte_queue_limits/inflight`). Values below [`TimeHist::EXACT`] have a bucket each;
+/// above, 64 buckets per power of two, so a quantile there is within 1/64 of the value.
+/// The buckets grow to the largest value seen (at most 3,776), never per change.
+#[derive(Clone, Debug, Default)]
+pub struct TimeHist {
+    /// ns spent in each bucket (see [`TimeHist::bucket`]).
+    ns: Vec<u64>,
+    last_t: u64,
+    last_v: u64,
+}
+
+impl TimeHist {
+    /// Values below this have a bucket of their own.
+    pub const EXACT: u64 = 128;
+
+    /// The bucket of `v`: `v` itself below [`TimeHist::EXACT`]; above, 64 per power of two.
+    fn bucket(v: u64) -> usize {
+        if v < Self::EXACT {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros() as usize; // 2^e <= v, e >= 7
+        let sub = ((v >> (e - 6)) & 63) as usize;
+        Self::EXACT as usize + (e - 7) * 64 + sub
+    }
+
+    /// The least value of bucket `b`.
+    fn floor(b: usize) -> u64 {
+        if b < Self::EXACT as usize {
+            return b as u64;
+        }
+        let (e, sub) = ((b - Self::EXACT as usize) / 64 + 7, ((b - Self::EXACT as usize) % 64) as u64);
+        (64 + sub) << (e - 6)
+    }
+
+    fn add(&mut self, v: u64, ns: u64) {
+        let b = Self::bucket(v);
+        if b >= self.ns.len() {
+            self.ns.resize(b + 1, 0);
+        }
+        self.ns[b] += ns;
+    }
+
+    /// The quantity changes to `v` at time `now`, as [`TimeAvg::set`].
+    #[inline]
+    pub fn set(&mut self, now: u64, v: u64) {
+        if v == self.last_v {
+            return;
+        }
+        self.add(self.last_v, now - self.last_t);
+        self.last_t = now;
+        self.last_v = v;
+    }
+
+    /// At the start of the measured window: the time before it is dropped.
+    pub fn start_window(&mut self, now: u64) {
+        self.ns.iter_mut().for_each(|n| *n = 0);
+        self.last_t = now;
+    }
+
+    /// The time-weighted quantile `q` (0..=1) over the window ending at `end`: the least
+    /// value (a bucket's floor above [`TimeHist::EXACT`]) held for at least a fraction
+    /// `q` of the window at or below it. `None` for an empty window.
+    pub fn quantile(&self, q: f64, end: u64) -> Option<u64> {
+        let tail = (Self::bucket(self.last_v), end.saturating_sub(self.last_t));
+        let at = |b: usize| self.ns.get(b).copied().unwrap_or(0) + if b == tail.0 { tail.1 } else { 0 };
+        let n = self.ns.len().max(tail.0 + 1);
+        let total: u64 = (0..n).map(at).sum();
+        if total == 0 {
+            return None;
+        }
+        let goal = (q * total as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        (0..n).find(|&b| {
+            acc += at(b);
+            acc >= goal
+        })
+        .map(Self::floor)
+    }
+}
+
 /// An integral over `start..end` (value x ns) as a mean; 0 for an empty window.
 fn window_mean(integral: u128, start: u64, end: u64) -> f64 {
     if end > start {
@@ -149,6 +232,8 @@ pub const SERIES: [(&str, &str); 4] = [
 pub struct BqlTxq {
     pub limit: TimeAvg,
     pub inflight: TimeAvg,
+    /// The in-flight units' time-weighted distribution (`inflight_p50`, `inflight_p99`).
+    pub inflight_hist: TimeHist,
     pub completions: u64,
 }
 
@@ -219,6 +304,8 @@ pub struct Metrics {
     pub bql_inflight: TimeAvg,
     /// Each TX queue of the measured device (`bql.txq.N.*`), indexed by queue.
     pub bql_txq: Vec<BqlTxq>,
+    /// The device's summed in-flight units (`bql_inflight`), time-weighted per value.
+    pub bql_inflight_hist: TimeHist,
     /// Packets held by the measured device's qdiscs (algorithm, requeue slot and
     /// bad-txq slot), each from its enqueue to its hand-off to the driver or its drop.
     /// Through `qdisc_enter()` / `qdisc_leave()`, which skip the other devices' qdiscs.
@@ -255,6 +342,50 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A BQL sawtooth by hand, window 100..1000: 3 on 100..600 (the queue stopped at
+    /// limit + 1), 11 on 600..700, 7 on 700..800, 3 on 800..1000. Time at 3: 700 of 900
+    /// ns, so the median and the 70th percentile are 3; 11 holds the top 100 ns, so the
+    /// 99th is 11. What came before the window (9 on 0..100) does not count.
+    #[test]
+    fn time_weighted_quantiles_of_a_sawtooth() {
+        let mut h = TimeHist::default();
+        h.set(0, 9);
+        h.set(100, 3);
+        h.start_window(100);
+        h.set(600, 11);
+        h.set(700, 7);
+        h.set(800, 3);
+        assert_eq!(h.quantile(0.5, 1000), Some(3));
+        assert_eq!(h.quantile(0.7, 1000), Some(3));
+        assert_eq!(h.quantile(700.0 / 900.0 + 1e-9, 1000), Some(7));
+        assert_eq!(h.quantile(0.99, 1000), Some(11));
+        assert_eq!(h.quantile(0.0, 1000), Some(3));
+        // An empty window has no quantile.
+        let mut e = TimeHist::default();
+        e.start_window(50);
+        assert_eq!(e.quantile(0.5, 50), None);
+    }
+
+    /// Below 128 every value is its own bucket; above, 64 per power of two, each
+    /// reported by its floor: within 1/64 of the value, and exact on the floors.
+    #[test]
+    fn time_hist_buckets_are_exact_below_128_and_log_linear_above() {
+        for v in [0u64, 1, 2, 127, 128, 129, 130, 255, 256, 258, 1_000_000, u64::MAX >> 1] {
+            let b = TimeHist::bucket(v);
+            let f = TimeHist::floor(b);
+            assert!(f <= v && v - f <= v / 64, "{v} -> bucket {b} floor {f}");
+            assert_eq!(TimeHist::bucket(f), b);
+        }
+        assert_eq!(TimeHist::floor(TimeHist::bucket(127)), 127);
+        assert_eq!(TimeHist::floor(TimeHist::bucket(129)), 128);
+        assert_eq!(TimeHist::floor(TimeHist::bucket(130)), 130);
+        assert_eq!(TimeHist::floor(TimeHist::bucket(259)), 256);
+        assert_eq!(TimeHist::floor(TimeHist::bucket(260)), 260);
+        let mut h = TimeHist::default();
+        h.set(0, 1_000_000);
+        assert_eq!(h.quantile(0.5, 10), Some(TimeHist::floor(TimeHist::bucket(1_000_000))));
+    }
 
     /// Two packets in a FIFO, window 12..40. By hand, the occupancy is 2 on 12..15,
     /// 1 on 15..20, 2 on 20..30 and 1 on 30..40: 6 + 5 + 20 + 10 = 41 packet-ns over

@@ -518,7 +518,7 @@ impl World {
     /// limit; completions on every device with BQL, as before) and, with more than one queue, each queue's
     /// `bql.txq.N.*` as its sysfs `queues/tx-N/byte_queue_limits` would show it.
     fn bql_metrics(&self, out: &mut Out) {
-        const KEYS: [&str; 5] = ["limit_avg", "limit_last", "inflight_avg", "inflight_max", "completions"];
+        const KEYS: [&str; 7] = ["limit_avg", "limit_last", "inflight_avg", "inflight_p50", "inflight_p99", "inflight_max", "completions"];
         if !self.measured_dev().bql {
             for k in KEYS {
                 out.none(&format!("bql.{k}"), "BQL is disabled in this scenario");
@@ -526,7 +526,10 @@ impl World {
             return;
         }
         let (mt, start, end) = (&self.metrics, self.cfg.start, self.cfg.end);
-        let agg = [mt.bql_limit.mean(start, end), mt.bql_limit.last() as f64, mt.bql_inflight.mean(start, end), mt.bql_inflight.max as f64, mt.bql_completions as f64];
+        // A time-weighted quantile of an empty window is 0, as its mean is.
+        let pct = |h: &crate::metrics::TimeHist, q: f64| h.quantile(q, end).unwrap_or(0) as f64;
+        let (hist, avg) = (&mt.bql_inflight_hist, &mt.bql_inflight);
+        let agg = [mt.bql_limit.mean(start, end), mt.bql_limit.last() as f64, avg.mean(start, end), pct(hist, 0.5), pct(hist, 0.99), avg.max as f64, mt.bql_completions as f64];
         for (k, v) in KEYS.into_iter().zip(agg) {
             out.set(&format!("bql.{k}"), v);
         }
@@ -536,7 +539,8 @@ impl World {
         }
         for (n, (q, txq)) in mt.bql_txq.iter().zip(txqs).enumerate() {
             let Some(dql) = txq.dql.as_ref() else { continue };
-            let per = [q.limit.mean(start, end), q.limit.last() as f64, q.inflight.mean(start, end), q.inflight.max as f64, q.completions as f64];
+            let h = &q.inflight_hist;
+            let per = [q.limit.mean(start, end), q.limit.last() as f64, q.inflight.mean(start, end), pct(h, 0.5), pct(h, 0.99), q.inflight.max as f64, q.completions as f64];
             for (k, v) in KEYS.into_iter().zip(per) {
                 out.m.insert(format!("bql.txq.{n}.{k}"), Some(v));
             }

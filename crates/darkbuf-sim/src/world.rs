@@ -295,9 +295,11 @@ impl World {
         for avg in [&mut m.bql_limit, &mut m.bql_inflight] {
             avg.start_window(now);
         }
+        m.bql_inflight_hist.start_window(now);
         for q in &mut m.bql_txq {
             q.limit.start_window(now);
             q.inflight.start_window(now);
+            q.inflight_hist.start_window(now);
         }
         for avg in [&mut m.qdisc_backlog, &mut m.ring] {
             avg.start_window(now);

@@ -693,7 +693,7 @@ fn ingress_metrics(out: &mut MetricSet<'_>, w: &Window<'_>) {
 
 /// BQL: the device (largest limit, summed in-flight) and, with several queues, each one.
 fn bql_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, samples: &[Sample], bql: bool) {
-    let bkeys = ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_max", "bql.completions"];
+    let bkeys = ["bql.limit_avg", "bql.limit_last", "bql.inflight_avg", "bql.inflight_p50", "bql.inflight_p99", "bql.inflight_max", "bql.completions"];
     if bql {
         let per: Vec<(f64, &[crate::bql::BqlQueue])> = samples.iter().filter_map(|s| Some((s.t_ms, s.bql.as_deref()?))).collect();
         match crate::bql::metrics(&per, w.scn.sample_interval_ns > 0) {

@@ -415,6 +415,7 @@ impl World {
         let q = &mut m.bql_txq[txq];
         let (old_limit, old_inflight) = (q.limit.last(), q.inflight.last());
         q.inflight.set(now, inflight);
+        q.inflight_hist.set(now, inflight);
         if completed {
             q.limit.set(now, limit);
             let max = m.bql_limit.last();
@@ -430,6 +431,7 @@ impl World {
         }
         let sum = m.bql_inflight.last() - old_inflight + inflight;
         m.bql_inflight.set(now, sum);
+        m.bql_inflight_hist.set(now, sum);
         if now >= self.cfg.start {
             m.hist_inflight.record(sum);
         }
@@ -560,7 +562,11 @@ mod bql_tests {
         let max_last = (0..4).map(|n| g(&format!("bql.txq.{n}.limit_last"))).fold(0.0, f64::max);
         assert_eq!(max_last, g("bql.limit_last"));
         assert_eq!(g("bql.txq.3.limit_max"), 1_879_048_192.0);
-        assert_eq!(m.keys().filter(|k| k.starts_with("bql.txq.")).count(), 4 * 7);
+        assert_eq!(m.keys().filter(|k| k.starts_with("bql.txq.")).count(), 4 * 9);
+        for n in 0..4 {
+            assert!(g(&format!("bql.txq.{n}.inflight_p50")) <= g(&format!("bql.txq.{n}.inflight_p99")));
+            assert!(g(&format!("bql.txq.{n}.inflight_p99")) <= g(&format!("bql.txq.{n}.inflight_max")));
+        }
         let one = run(&text.replace("tx_queues = 4", "tx_queues = 1"));
         assert!(!one.keys().any(|k| k.starts_with("bql.txq.")));
         assert!(one["bql.completions"].unwrap() > 0.0);
