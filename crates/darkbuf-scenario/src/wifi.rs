@@ -66,6 +66,7 @@ pub struct WifiSpec {
     pub codel_slow_station: bool,
     pub driver_queue_frames: u32,
     pub hw_aggregates_per_ac: u32,
+    /// Subframes per A-MPDU at most: ath9k's half BlockAck window (32) by default.
     pub ampdu_max_subframes: u32,
     pub ampdu_max_bytes: u32,
     pub ampdu_max_us: u32,
@@ -144,7 +145,10 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
         // ATH_MAX_QDEPTH = ATH_TXBUF / 4 - ATH_TXBUF_RESERVE = 512 / 4 - 5.
         driver_queue_frames: w.u32("driver_queue_frames", 123, 1, 65536)?,
         hw_aggregates_per_ac: w.u32("hw_aggregates_per_ac", 2, 1, 64)?,
-        ampdu_max_subframes: w.u32("ampdu_max_subframes", 64, 1, 256)?,
+        // ath9k's ath_tx_form_aggr() stops an A-MPDU at h_baw = tid->baw_size / 2
+        // subframes: half the BlockAck window (IEEE80211_MIN_AMPDU_BUF << ampdu_factor,
+        // 64 for the usual factor 3). Firmware drivers aggregate up to the window (64).
+        ampdu_max_subframes: w.u32("ampdu_max_subframes", 32, 1, 256)?,
         ampdu_max_bytes: w.u32("ampdu_max_bytes", 65535, 1600, 1_048_575)?,
         ampdu_max_us: w.u32("ampdu_max_us", 4000, 100, 5484)?,
         ba_rate,

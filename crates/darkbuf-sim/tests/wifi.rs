@@ -17,9 +17,11 @@ fn sta(r: &darkbuf_report::RunRecord, i: usize, k: &str) -> f64 {
 /// airtime fairness each gets a third of the air (Jain's index >= 0.95) and the total
 /// is at least 1.2x the old path's (a shared FIFO above round robin between TIDs),
 /// where the slow station's frames fill the driver queue; the slow station falls and
-/// the fast ones rise. Round robin between mac80211's TXQs without airtime fairness is
-/// nearly as fair here: ath9k's 4 ms cap makes every station's aggregate about as long
-/// (docs/wifi.md), so it gets at most the total with fairness.
+/// the fast ones rise. Round robin between mac80211's TXQs gives each station one
+/// A-MPDU per turn: ath9k's 32 subframes (half the BlockAck window) at 144.4 Mbit/s take
+/// about 2.9 ms with their overhead, the slow station's two at 6.5 Mbit/s (4 ms cap)
+/// 4.0 ms, so it gets 4.0 / (4.0 + 2 x 2.9) = 41% of the air, and airtime fairness
+/// raises the total by about a tenth (docs/wifi.md).
 #[test]
 fn airtime_fairness_fixes_the_anomaly() {
     let on = run("wifi-anomaly.toml", &["duration=3s"]);
@@ -46,17 +48,20 @@ fn airtime_fairness_fixes_the_anomaly() {
     for i in 0..2 {
         assert!(sta(&on, i, "tx_mbps") > sta(&old, i, "tx_mbps"));
     }
-    assert!(m(&on, "wifi.tx_mbps") >= m(&off, "wifi.tx_mbps"));
+    assert!(m(&on, "wifi.tx_mbps") >= 1.1 * m(&off, "wifi.tx_mbps"));
     assert!(sta(&on, 2, "airtime_pct") < sta(&off, 2, "airtime_pct"));
+    assert!((38.0..43.0).contains(&sta(&off, 2, "airtime_pct")), "slow air {}", sta(&off, 2, "airtime_pct"));
+    assert_eq!(sta(&off, 0, "ampdu_avg_subframes"), 32.0);
 }
 
 /// Latency under load at the same rates: mac80211's TXQs with airtime fairness and AQL
 /// give a median ping at least 5x lower than the old path's, with the throughput
-/// within 10%.
+/// within 10%. The scenario's 10 s: behind the old path's full pfifo_fast most pings
+/// find no room (`ping.unsendable`), and a median needs a few that did.
 #[test]
 fn fq_mac_airtime_aql_beats_the_old_path_by_5x() {
-    let new = run("wifi-latency.toml", &["duration=4s"]);
-    let old = run("wifi-latency.toml", &["duration=4s", OLD_PATH]);
+    let new = run("wifi-latency.toml", &[]);
+    let old = run("wifi-latency.toml", &[OLD_PATH]);
     for (label, r) in [("fq_mac", &new), ("old", &old)] {
         eprintln!(
             "{label}: ping p50 {:.1} ms, total {:.1} Mbit/s, mac queue p50 {:.1} ms, hw p50 {:.1} ms",
