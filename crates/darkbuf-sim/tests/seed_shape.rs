@@ -53,6 +53,17 @@ fn seed_nrules15000_shape() {
     assert_eq!(m(l8, "bql.limit_last"), 8.0);
     assert_eq!(m(l16, "bql.limit_last"), 16.0);
 
+    // What a sysfs read of byte_queue_limits/inflight returns (the seed's "BQL inflight",
+    // veth_bql_test.sh's print every 5 s): limit + 1 at least half the time, where the
+    // queue stopped waiting for the consumer; the bulk of try_bulk_dequeue_skb_slow()
+    // (the skb and up to 8 more, sent whole) tops it at limit + 9 (docs/validation.md).
+    for (label, limit) in [("Per-pkt", 2.0), ("limit=4", 4.0), ("limit=8", 8.0), ("limit=16", 16.0)] {
+        let r = &v[label];
+        assert_eq!(m(r, "bql.inflight_p50"), limit + 1.0, "{label} p50");
+        assert_eq!(m(r, "bql.inflight_max"), limit + 9.0, "{label} max");
+        assert!(m(r, "bql.inflight_avg") > limit + 1.0, "{label}: the mean counts the bulks");
+    }
+
     // Latency order: per-packet < limit 8 < limit 16 < per-poll < No BQL.
     let rtt = |r| m(r, "ping.rtt_avg_ms");
     assert!(rtt(pp) < rtt(l8), "{} < {}", rtt(pp), rtt(l8));
