@@ -131,8 +131,13 @@ pub struct InstanceReaper {
     child: std::process::Child,
 }
 
-/// The reaper's script; `$1` is the instance directory.
-const REAPER_SCRIPT: &str = "read _ignored; cd \"$1\" 2>/dev/null || exit 0; echo 0 > tracing_on; echo 0 > events/enable; cd /; rmdir \"$1\"";
+/// The reaper's script; `$1` is the instance directory, `$2` how many times to try its
+/// removal. The pipe can close before the dying process has closed its other files: an
+/// instance file it still holds open makes the kernel's `__remove_instance()` refuse
+/// with EBUSY, so the removal is tried again every 0.1 s.
+const REAPER_SCRIPT: &str = "read _ignored; i=0; while [ -d \"$1\" ] && [ $i -lt \"$2\" ]; do \
+     echo 0 > \"$1/tracing_on\"; echo 0 > \"$1/events/enable\"; rmdir \"$1\" && exit 0; \
+     i=$((i+1)); sleep 0.1; done 2>/dev/null";
 
 impl InstanceReaper {
     /// Creates the tracing instance `dir` with its reaper already watching it: the
@@ -141,7 +146,11 @@ impl InstanceReaper {
     /// When the directory cannot be made, the reaper is stopped before it could act, so
     /// an instance of that name that exists already is left alone.
     pub fn create(dir: &Path) -> Result<InstanceReaper, String> {
-        let reaper = InstanceReaper::spawn(dir)?;
+        InstanceReaper::create_with_tries(dir, 50)
+    }
+
+    fn create_with_tries(dir: &Path, tries: u32) -> Result<InstanceReaper, String> {
+        let reaper = InstanceReaper::spawn_with_tries(dir, tries)?;
         if let Err(e) = std::fs::create_dir(dir) {
             reaper.disarm();
             return Err(format!("cannot create tracing instance {}: {e}", dir.display()));
@@ -155,12 +164,18 @@ impl InstanceReaper {
         let _ = self.child.wait();
     }
 
-    /// Watches instance `dir` for the life of this process.
+    /// Watches instance `dir` for the life of this process (tries its removal for up to
+    /// 5 s once this process is gone).
     pub fn spawn(dir: &Path) -> Result<InstanceReaper, String> {
+        InstanceReaper::spawn_with_tries(dir, 50)
+    }
+
+    fn spawn_with_tries(dir: &Path, tries: u32) -> Result<InstanceReaper, String> {
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", REAPER_SCRIPT, "darkbuf-reaper"])
             .arg(dir)
+            .arg(tries.to_string())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
@@ -373,7 +388,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("darkbuf-reaper-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let reaper = InstanceReaper::spawn(&dir).unwrap();
+        let reaper = InstanceReaper::spawn_with_tries(&dir, 1).unwrap();
         assert!(!dir.join("tracing_on").exists());
         drop(reaper);
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
@@ -387,12 +402,12 @@ mod tests {
     fn create_watches_what_it_made_and_leaves_what_it_did_not() {
         let dir = std::env::temp_dir().join(format!("darkbuf-reaper-create-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let reaper = InstanceReaper::create(&dir).unwrap();
+        let reaper = InstanceReaper::create_with_tries(&dir, 1).unwrap();
         assert!(dir.is_dir());
         drop(reaper);
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0\n");
         std::fs::remove_file(dir.join("tracing_on")).unwrap();
-        let err = InstanceReaper::create(&dir).err().expect("the directory exists");
+        let err = InstanceReaper::create_with_tries(&dir, 1).err().expect("the directory exists");
         assert!(err.contains("cannot create tracing instance"), "{err}");
         assert!(!dir.join("tracing_on").exists(), "the disarmed reaper wrote into an instance it did not make");
         std::fs::remove_dir_all(&dir).unwrap();
