@@ -15,7 +15,7 @@ pub const WIFI_KEYS: &[&str] = &[
     "band", "queueing", "airtime_fairness", "aql", "aql_limit_low_us", "aql_limit_high_us", "aql_threshold_us",
     "txq_limit", "txq_memory_limit", "txq_quantum", "codel_target", "codel_interval", "codel_ecn", "codel_slow_station",
     "driver_queue_frames", "hw_aggregates_per_ac", "ampdu_max_subframes", "ampdu_max_bytes", "ampdu_max_us", "ba_rate",
-    "retry_limit", "airtime_flags", "uplink_queue_frames",
+    "retry_limit", "airtime_flags", "uplink_queue_frames", "txq_schedule",
 ];
 pub const STATION_KEYS: &[&str] = &["name", "rate", "airtime_weight", "per"];
 /// At most this many stations (mac80211 allows 2007 associations; the simulator's
@@ -32,6 +32,21 @@ pub enum Queueing {
     /// Before: the qdisc (mq + pfifo_fast per AC) above a deep driver queue
     /// (ath9k's per-TID software queues, `ATH_TXBUF` buffers) served round robin.
     Fifo,
+}
+
+/// How the driver picks the TXQ it builds the next aggregate from (`fq_mac`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxqSchedule {
+    /// mac80211's scheduler (`ieee80211_txq_schedule_start()` / `ieee80211_next_txq()`),
+    /// with airtime fairness and AQL: ath9k since 5.1, mt76.
+    Mac80211,
+    /// ath9k's own round robin of its TIDs before airtime fairness (63fefa050477, 4.11):
+    /// `ath_txq_schedule()` over `sc->cur_chan->acq[]`. A TID whose turn finds the
+    /// hardware queue full goes to the tail and ends the call; a non-aggregating TID
+    /// sends a burst of two frames (`ath_tx_form_burst()`) while the hardware queue
+    /// holds fewer than 8 entries (`ATH_NON_AGGR_MIN_QDEPTH`).
+    Ath9kAcq,
 }
 
 /// One associated station.
@@ -52,6 +67,9 @@ pub struct WifiSpec {
     /// "5GHz" or "2.4GHz".
     pub band: String,
     pub queueing: Queueing,
+    /// Which scheduler feeds the driver: "ath9k-acq" by default without airtime
+    /// fairness (the driver the published "before" ran), "mac80211" with it.
+    pub txq_schedule: TxqSchedule,
     pub airtime_fairness: bool,
     pub aql: bool,
     pub aql_limit_low_us: u32,
@@ -125,10 +143,13 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
         _ => return Err(w.value_err("ba_rate", format!("`wifi.ba_rate` = \"{ba_rate}\" is not a legacy basic rate"), Some("expected e.g. \"24Mbit\" or \"6Mbit\" (OFDM), \"1Mbit\" (DSSS)".into()))),
     }
     let traffic_station = traffic_stations(top, &stations)?;
+    let airtime_fairness = w.boolean("airtime_fairness", true)?;
+    let txq_schedule = txq_schedule(&w, queueing, airtime_fairness)?;
     Ok(WifiSpec {
         band,
         queueing,
-        airtime_fairness: w.boolean("airtime_fairness", true)?,
+        txq_schedule,
+        airtime_fairness,
         aql: w.boolean("aql", true)?,
         aql_limit_low_us: w.u32("aql_limit_low_us", 5000, 0, 1_000_000)?,
         aql_limit_high_us: w.u32("aql_limit_high_us", 12000, 0, 1_000_000)?,
@@ -159,6 +180,31 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
         stations,
         traffic_station,
     })
+}
+
+/// `wifi.txq_schedule`: "ath9k-acq" is ath9k before airtime fairness, so it refuses
+/// `airtime_fairness = true`; it is the default without airtime fairness.
+fn txq_schedule(w: &Sec<'_>, queueing: Queueing, airtime_fairness: bool) -> Result<TxqSchedule, Diagnostic> {
+    let default = if airtime_fairness { "mac80211" } else { "ath9k-acq" };
+    let sched = match w.choice("txq_schedule", default, &["mac80211", "ath9k-acq"])? {
+        "ath9k-acq" => TxqSchedule::Ath9kAcq,
+        _ => TxqSchedule::Mac80211,
+    };
+    if sched == TxqSchedule::Ath9kAcq && airtime_fairness {
+        return Err(w.value_err(
+            "txq_schedule",
+            "`wifi.txq_schedule` = \"ath9k-acq\" is ath9k's round robin before airtime fairness (63fefa050477): it has no airtime deficits".into(),
+            Some("set wifi.airtime_fairness = false, or txq_schedule = \"mac80211\" (the airtime scheduler)".into()),
+        ));
+    }
+    if sched == TxqSchedule::Ath9kAcq && queueing == Queueing::Fifo && w.entry("txq_schedule").is_some() {
+        return Err(w.value_err(
+            "txq_schedule",
+            "`wifi.txq_schedule` chooses how mac80211's TXQs are served: queueing = \"fifo\" has none".into(),
+            Some("remove the key, or set wifi.queueing = \"fq_mac\"".into()),
+        ));
+    }
+    Ok(sched)
 }
 
 /// The `[[traffic]]` tables, with their index.

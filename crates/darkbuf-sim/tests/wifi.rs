@@ -17,11 +17,12 @@ fn sta(r: &darkbuf_report::RunRecord, i: usize, k: &str) -> f64 {
 /// airtime fairness each gets a third of the air (Jain's index >= 0.95) and the total
 /// is at least 1.2x the old path's (a shared FIFO above round robin between TIDs),
 /// where the slow station's frames fill the driver queue; the slow station falls and
-/// the fast ones rise. Round robin between mac80211's TXQs gives each station one
-/// A-MPDU per turn: ath9k's 32 subframes (half the BlockAck window) at 144.4 Mbit/s take
-/// about 2.9 ms with their overhead, the slow station's two at 6.5 Mbit/s (4 ms cap)
-/// 4.0 ms, so it gets 4.0 / (4.0 + 2 x 2.9) = 41% of the air, and airtime fairness
-/// raises the total by about a tenth (docs/wifi.md).
+/// the fast ones rise. Without airtime fairness each station gets one A-MPDU per turn,
+/// by ath9k's own round robin (the default, "ath9k-acq") or mac80211's: ath9k's 32
+/// subframes (half the BlockAck window) at 144.4 Mbit/s take about 2.9 ms with their
+/// overhead, the slow station's two at 6.5 Mbit/s (4 ms cap) 4.0 ms, so it gets
+/// 4.0 / (4.0 + 2 x 2.9) = 41% of the air, and airtime fairness raises the total by
+/// more than a tenth (docs/wifi.md).
 #[test]
 fn airtime_fairness_fixes_the_anomaly() {
     let on = run("wifi-anomaly.toml", &["duration=3s"]);
@@ -50,8 +51,11 @@ fn airtime_fairness_fixes_the_anomaly() {
     }
     assert!(m(&on, "wifi.tx_mbps") >= 1.1 * m(&off, "wifi.tx_mbps"));
     assert!(sta(&on, 2, "airtime_pct") < sta(&off, 2, "airtime_pct"));
-    assert!((38.0..43.0).contains(&sta(&off, 2, "airtime_pct")), "slow air {}", sta(&off, 2, "airtime_pct"));
+    assert!((38.0..46.0).contains(&sta(&off, 2, "airtime_pct")), "slow air {}", sta(&off, 2, "airtime_pct"));
     assert_eq!(sta(&off, 0, "ampdu_avg_subframes"), 32.0);
+    let rr = run("wifi-anomaly.toml", &["duration=3s", FAIRNESS_OFF, "wifi.txq_schedule=mac80211"]);
+    assert!((38.0..43.0).contains(&sta(&rr, 2, "airtime_pct")), "slow air {}", sta(&rr, 2, "airtime_pct"));
+    assert_eq!(sta(&rr, 0, "ampdu_avg_subframes"), 32.0);
 }
 
 /// Latency under load at the same rates: mac80211's TXQs with airtime fairness and AQL
@@ -90,22 +94,54 @@ fn aql_bounds_each_stations_pending_airtime() {
     }
 }
 
-/// Thirty stations, one at 1 Mbit/s: round robin gives the slow station one 12.5 ms
-/// frame per round of 29 aggregates of at most 4 ms, about a tenth of the air; airtime
-/// fairness gives it a thirtieth, and the others more. (The published 2.14 -> 17.76
-/// Mbit/s is not reproduced: docs/wifi.md.)
+/// Thirty stations, one at 1 Mbit/s (802.11b, not aggregated). Without airtime
+/// fairness ath9k's round robin (`ath_txq_schedule()` before 63fefa050477) is run at
+/// every enqueued frame, and a call that finds the A-MPDU slots full still moves the
+/// head TID to the tail, so the slow TID comes to the head within a few frames; its
+/// turn is not held back by the two A-MPDUs in hardware but by 8 entries of any kind
+/// (`ATH_NON_AGGR_MIN_QDEPTH`), and it sends two 12.5 ms frames a turn. It takes most
+/// of the air and the total falls several times below airtime fairness's (published:
+/// 2.14 -> 17.76 Mbit/s, 8.3x). mac80211's round robin gives it one frame per round of
+/// 29 aggregates, about a tenth of the air. Airtime fairness gives it a thirtieth.
 #[test]
 fn thirty_stations_one_slow() {
     let on = run("wifi-30sta.toml", &["duration=3s"]);
     let off = run("wifi-30sta.toml", &["duration=3s", FAIRNESS_OFF]);
+    let rr = run("wifi-30sta.toml", &["duration=3s", FAIRNESS_OFF, "wifi.txq_schedule=mac80211"]);
     let old = run("wifi-30sta.toml", &["duration=3s", OLD_PATH]);
-    for (label, r) in [("on", &on), ("off", &off), ("old", &old)] {
+    for (label, r) in [("on", &on), ("off", &off), ("mac80211 rr", &rr), ("old", &old)] {
         eprintln!("30 stations, {label}: {:.1} Mbit/s, the slow one {:.1}% of the air", m(r, "wifi.tx_mbps"), sta(r, 29, "airtime_pct"));
     }
-    assert!(m(&on, "wifi.tx_mbps") > m(&off, "wifi.tx_mbps"));
+    assert!(m(&on, "wifi.tx_mbps") >= 5.0 * m(&off, "wifi.tx_mbps"));
+    assert!(sta(&off, 29, "airtime_pct") > 80.0, "slow air {}", sta(&off, 29, "airtime_pct"));
+    assert!(m(&on, "wifi.tx_mbps") > m(&rr, "wifi.tx_mbps"));
     assert!(m(&on, "wifi.tx_mbps") > m(&old, "wifi.tx_mbps"));
     assert!(sta(&on, 29, "airtime_pct") <= 100.0 / 30.0 + 0.5);
-    assert!(sta(&off, 29, "airtime_pct") > 2.0 * sta(&on, 29, "airtime_pct"));
+    assert!(sta(&rr, 29, "airtime_pct") > 2.0 * sta(&on, 29, "airtime_pct"));
+    // The fast stations share what is left (no TID list order that starves most of
+    // them): in 2 s measured, an A-MPDU is 0.08 Mbit/s, and a few get none.
+    let served = (0..29).filter(|&i| sta(&off, i, "tx_mbps") > 0.0).count();
+    assert!(served >= 25, "{served} of 29 fast stations served");
+}
+
+/// One 802.11b station at 1 Mbit/s, flooded: the hardware queue that holds its frames
+/// is 2 entries under mac80211's scheduler (`hw_aggregates_per_ac`; AQL off, whose 5 ms
+/// low limit would hold one 12.5 ms frame back) and 8 under ath9k's own (`ATH_NON_AGGR_MIN_QDEPTH`, checked before a burst of two, so 8 or 9 entries).
+/// A frame waits below mac80211 for the exchanges ahead of it and its own: 2 of them
+/// against 8 or 9, so the ratio of the waits is 8.5 / 2 = 4.25 with every exchange the
+/// same length on average.
+#[test]
+fn a_non_aggregated_station_fills_eight_hardware_entries() {
+    let text = "duration = \"3s\"\nwarmup = \"1s\"\n[device]\ndriver = \"wifi\"\n[wifi]\nband = \"2.4GHz\"\nairtime_fairness = false\n\
+                [[station]]\nname = \"b\"\nrate = \"1Mbit\"\n[[traffic]]\nkind = \"udp\"\nsize = 1472\nsndbuf = \"4MiB\"\nrate = \"2Mbit\"\n";
+    let acq = run_text(text, &[]);
+    let rr = run_text(text, &["wifi.txq_schedule=mac80211", "wifi.aql=false"]);
+    let old = run_text(text, &[OLD_PATH]);
+    let (a, r, o) = (sta(&acq, 0, "hw_queue_ms_avg"), sta(&rr, 0, "hw_queue_ms_avg"), sta(&old, 0, "hw_queue_ms_avg"));
+    eprintln!("hardware wait: ath9k-acq {a:.2} ms, mac80211 {r:.2} ms, old path {o:.2} ms");
+    assert!((4.0..4.5).contains(&(a / r)), "{a} / {r}");
+    assert!((4.0..4.5).contains(&(o / r)), "{o} / {r}");
+    assert_eq!(sta(&acq, 0, "ampdu_avg_subframes"), 1.0);
 }
 
 /// The same scenario and seed give the same results; every packet is accounted for

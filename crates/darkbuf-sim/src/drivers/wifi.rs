@@ -14,6 +14,17 @@
 //!   subframe, byte and time limits (a frame that does not fit waits in the driver's
 //!   per-TID queue, ath9k's `tid->retry_q`), charging each frame's AQL estimate, then
 //!   `ieee80211_return_txq()`. VO and non-HT stations get single frames.
+//! - `txq_schedule = "ath9k-acq"` (the default without airtime fairness): ath9k's own
+//!   round robin before 63fefa050477 (4.11), `ath_txq_schedule()` over
+//!   `sc->cur_chan->acq[]`, run at every `.wake_tx_queue` (each enqueued frame) and
+//!   every TX completion. The head TID is taken off the list; `ath_tx_sched_aggr()`
+//!   builds an A-MPDU while the AC holds fewer than `hw_aggregates_per_ac` of them
+//!   (`axq_ampdu_depth` < `ATH_AGGR_MIN_QDEPTH`), or, for a TID that does not
+//!   aggregate, a burst of two frames, each its own PPDU (`ath_tx_form_burst()`), while
+//!   the AC holds fewer than 8 entries (`axq_depth` < `ATH_NON_AGGR_MIN_QDEPTH`);
+//!   otherwise it sets `stop`. The TID goes back to the tail if it has frames left, and
+//!   `stop` ends the call. So a call that finds the hardware full still moves the head
+//!   TID to the tail.
 //! - The air: the highest AC with an aggregate wins the AP's internal contention;
 //!   the exchange takes AIFS + a backoff of `[0, CW]` slots + the PPDU + SIFS + the
 //!   BlockAck/ACK (darkbuf_model::mac80211::airtime). Each subframe is lost with the
@@ -24,8 +35,9 @@
 //! - `queueing = "fifo"`, the path before mac80211's TXQs (ath9k before 4.10): the
 //!   qdisc (mq + pfifo_fast per AC) above the driver's per-TID queues, at most
 //!   `driver_queue_frames` per AC (ath9k's `txq_max_pending`, `ATH_MAX_QDEPTH` = 123),
-//!   which stops the netdev queue when full and wakes it below; TIDs are served round
-//!   robin, with no notion of airtime.
+//!   which stops the netdev queue when full and wakes it below; TIDs are served by
+//!   ath9k's round robin above (`ath_txq_schedule()` over its TID list), with no
+//!   notion of airtime.
 //!
 //! - The uplink: the stations are the far host (`[peer]`) behind a gigabit NIC, which
 //!   stands for their own stacks. What they send (echo replies, TCP ACKs, uploads)
@@ -59,7 +71,7 @@ use darkbuf_model::mac80211::sched::{AirtimeSched, IEEE80211_NUM_ACS};
 use darkbuf_model::mac80211::{ac_from_tid, tid_from_priority};
 use darkbuf_model::qdisc::codel::{us_to_codel_time, CodelParams};
 use darkbuf_model::Skb;
-use darkbuf_scenario::wifi::{Queueing, WifiSpec};
+use darkbuf_scenario::wifi::{Queueing, TxqSchedule, WifiSpec};
 use darkbuf_scenario::NicWire;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -69,6 +81,12 @@ use std::collections::VecDeque;
 pub const TIDS: u32 = 8;
 /// The BlockAck window of HT (`IEEE80211_MAX_AMPDU_BUF_HT`).
 pub const BA_WINDOW_HT: u32 = 64;
+/// ath9k's `ath_tx_form_burst()`: a TID that does not aggregate sends at most this
+/// many frames per turn, each its own PPDU.
+pub const ATH_NON_AGGR_BURST: usize = 2;
+/// ath9k's `ATH_NON_AGGR_MIN_QDEPTH`: a non-aggregated turn is queued while the
+/// hardware queue of its AC holds fewer entries (aggregates and single frames).
+pub const ATH_NON_AGGR_MIN_QDEPTH: usize = 8;
 /// `IEEE80211_AC_VO`: never aggregated.
 const AC_VO: usize = 0;
 /// `IEEE80211_AC_BE`: the stations' own data (TID 0).
@@ -170,9 +188,38 @@ pub struct StaStats {
 /// Where the queues above the hardware are.
 pub enum Mac {
     /// mac80211's TXQs: the fq, the scheduler, a frame per TXQ the driver holds back.
-    FqMac { fq: Box<Fq>, sched: AirtimeSched, held: Vec<Option<HwFrame>>, cparams: CodelParams, slow_cparams: Option<CodelParams> },
+    /// With `acq`, ath9k's own TID round robin picks the TXQ instead of `sched`.
+    FqMac { fq: Box<Fq>, sched: AirtimeSched, acq: Option<Acq>, held: Vec<Option<HwFrame>>, cparams: CodelParams, slow_cparams: Option<CodelParams> },
     /// The driver's per-TID queues, round robin per AC, with the AC's frame count.
     Fifo { tids: Vec<VecDeque<Skb>>, rr: [VecDeque<u32>; IEEE80211_NUM_ACS], count: [u32; IEEE80211_NUM_ACS], limit: u32 },
+}
+
+/// ath9k's per-AC round robin of TIDs with frames (`sc->cur_chan->acq[]`, each TID's
+/// `list` and `sched` flag): `txq_schedule = "ath9k-acq"`.
+pub struct Acq {
+    pub list: [VecDeque<u32>; IEEE80211_NUM_ACS],
+    queued: Vec<bool>,
+}
+
+impl Acq {
+    fn new(txqs: u32) -> Acq {
+        Acq { list: Default::default(), queued: vec![false; txqs as usize] }
+    }
+
+    /// `ath_tx_queue_tid()`: a TID with frames goes to the tail unless it is listed.
+    pub fn queue_tid(&mut self, txq: u32, ac: usize) {
+        if !self.queued[txq as usize] {
+            self.queued[txq as usize] = true;
+            self.list[ac].push_back(txq);
+        }
+    }
+
+    /// The head TID, taken off the list (`list_del(&tid->list); tid->sched = false`).
+    fn pop(&mut self, ac: usize) -> Option<u32> {
+        let t = self.list[ac].pop_front()?;
+        self.queued[t as usize] = false;
+        Some(t)
+    }
 }
 
 /// The radio's private state.
@@ -250,7 +297,9 @@ impl Wifi {
             Queueing::FqMac => {
                 let weights: Vec<u32> = spec.stations.iter().map(|s| s.airtime_weight).collect();
                 let txqs: Vec<(Option<u32>, u8)> = (0..n * TIDS).map(|t| (Some(t / TIDS), ac_from_tid((t % TIDS) as u8) as u8)).collect();
-                let mut sched = AirtimeSched::new(&weights, &txqs, spec.airtime_fairness, spec.aql, spec.aql_limit_low_us, spec.aql_limit_high_us, spec.aql_threshold_us);
+                // ath9k before airtime fairness had no AQL either (mac80211 gained it in 5.5).
+                let aql = spec.aql && spec.txq_schedule != TxqSchedule::Ath9kAcq;
+                let mut sched = AirtimeSched::new(&weights, &txqs, spec.airtime_fairness, aql, spec.aql_limit_low_us, spec.aql_limit_high_us, spec.aql_threshold_us);
                 sched.airtime_flags = spec.airtime_flags as u16;
                 let fq = Box::new(Fq::new(FQ_FLOWS_CNT, n * TIDS, spec.txq_quantum, spec.txq_limit, spec.txq_memory_limit));
                 let cparams = CodelParams {
@@ -268,7 +317,8 @@ impl Wifi {
                     ecn: false,
                     ..cparams
                 });
-                Mac::FqMac { fq, sched, held: vec![None; (n * TIDS) as usize], cparams, slow_cparams }
+                let acq = (spec.txq_schedule == TxqSchedule::Ath9kAcq).then(|| Acq::new(n * TIDS));
+                Mac::FqMac { fq, sched, acq, held: vec![None; (n * TIDS) as usize], cparams, slow_cparams }
             }
             Queueing::Fifo => Mac::Fifo {
                 tids: vec![VecDeque::new(); (n * TIDS) as usize],
@@ -313,6 +363,33 @@ impl Wifi {
             r @ PhyRate::Dsss(_) => r,
             _ => self.ctrl_rate,
         }
+    }
+
+    /// `ath_tx_sched_aggr()`'s test: room in the hardware queue of `ac` for a turn of
+    /// `sta`, an A-MPDU against `hw_aggregates_per_ac` A-MPDUs (`axq_ampdu_depth`), a
+    /// non-aggregated burst against 8 entries of any kind (`axq_depth`).
+    fn ath_hw_has_room(&self, sta: u16, ac: usize) -> bool {
+        let q = &self.hw[ac];
+        if self.aggregates(sta, ac) {
+            q.iter().filter(|a| self.aggregates(a.sta, ac)).count() < self.hw_aggregates_per_ac as usize
+        } else {
+            q.len() < ATH_NON_AGGR_MIN_QDEPTH
+        }
+    }
+
+    /// Queues one turn of `sta` in the hardware queue of `ac`: an A-MPDU as one entry,
+    /// a non-aggregated burst as one entry per frame (each its own PPDU and channel
+    /// access, `bf_next` chaining them in ath9k).
+    fn hw_push(&mut self, sta: u16, ac: usize, mut frames: Vec<HwFrame>) {
+        if !self.aggregates(sta, ac) {
+            // A burst is at most ATH_NON_AGGR_BURST frames; the vectors are the spares.
+            while frames.len() > 1 {
+                let mut one = self.spare.pop().unwrap_or_default();
+                one.push(frames.remove(0));
+                self.hw[ac].push_back(Ampdu { sta, frames: one });
+            }
+        }
+        self.hw[ac].push_back(Ampdu { sta, frames });
     }
 
     /// Whether frames to `sta` on `ac` are aggregated.
@@ -432,10 +509,14 @@ impl World {
         let txq = sta as u32 * TIDS + tid;
         skb.tstamp = now;
         match &mut w.mac {
-            Mac::FqMac { fq, sched, .. } => {
+            Mac::FqMac { fq, sched, acq, .. } => {
                 let hash = darkbuf_model::skb::flow_hash(skb.flow, FQ_HASH_KEY);
                 fq.fq_tin_enqueue(txq, hash, skb, &mut w.drops);
-                sched.return_txq(txq, true, now);
+                match acq {
+                    // ath9k_wake_tx_queue(): ath_tx_queue_tid(), then ath_txq_schedule().
+                    Some(acq) => acq.queue_tid(txq, ac),
+                    None => sched.return_txq(txq, true, now),
+                }
             }
             Mac::Fifo { tids, rr, count, limit } => {
                 if count[ac] >= *limit {
@@ -473,19 +554,24 @@ impl World {
         w.drops.clear();
     }
 
-    /// The driver's TX scheduling of AC `ac` (`ath_txq_schedule()`): fill the hardware
-    /// queue up to `hw_aggregates_per_ac` aggregates, then start the air if idle.
+    /// The driver's TX scheduling of AC `ac` (`ath_txq_schedule()`): with mac80211's
+    /// scheduler, fill the hardware queue up to `hw_aggregates_per_ac` aggregates; with
+    /// ath9k's own round robin (the old path, `ath9k-acq`), one call of it. Then start
+    /// the air if idle.
     pub(crate) fn wifi_tx_schedule(&mut self, dev: DevId, ac: usize) {
         let now = self.now;
+        if matches!(self.net.wifi(dev).mac, Mac::FqMac { acq: Some(_), .. } | Mac::Fifo { .. }) {
+            self.ath_txq_schedule(dev, ac, now);
+            self.wifi_free_drops(dev);
+            self.wifi_air_start(dev);
+            return;
+        }
         loop {
             let w = self.net.wifi_mut(dev);
             if w.hw[ac].len() >= w.hw_aggregates_per_ac as usize {
                 break;
             }
-            let built = match w.mac {
-                Mac::FqMac { .. } => self.wifi_build_from_txqs(dev, ac, now),
-                Mac::Fifo { .. } => self.wifi_build_from_tids(dev, ac, now),
-            };
+            let built = self.wifi_build_from_txqs(dev, ac, now);
             self.wifi_free_drops(dev);
             if !built {
                 break;
@@ -521,37 +607,47 @@ impl World {
         }
     }
 
-    /// One aggregate from the driver's per-TID queues, round robin (the old path).
-    fn wifi_build_from_tids(&mut self, dev: DevId, ac: usize, now: u64) -> bool {
+    /// ath9k's `ath_txq_schedule()` before airtime fairness, over its TID list of `ac`
+    /// (`sc->cur_chan->acq[]`): the old path's per-TID queues, or mac80211's TXQs with
+    /// `txq_schedule = "ath9k-acq"`. Turns go from the head until one finds the
+    /// hardware queue full (`ath_tx_sched_aggr()`'s `stop`) or a pass over the list
+    /// sends nothing. A TID with frames left goes back to the tail, the one that found
+    /// the queue full included.
+    fn ath_txq_schedule(&mut self, dev: DevId, ac: usize, now: u64) {
+        let measuring = self.measuring();
         let w = self.net.wifi_mut(dev);
-        let mut frames = w.spare.pop().unwrap_or_default();
-        let Mac::Fifo { rr, .. } = &mut w.mac else { unreachable!("fifo") };
-        let Some(txq) = rr[ac].pop_front() else {
-            w.spare.push(frames);
-            return false;
-        };
-        let sta = (txq / TIDS) as u16;
-        let (agg, rate) = (w.aggregates(sta, ac), w.stations[sta as usize].rate);
-        let mut padded = 0u32;
+        let Some(mut last) = w.acq_list(ac).back().copied() else { return };
+        let mut sent = false;
         loop {
-            let Mac::Fifo { tids, .. } = &w.mac else { unreachable!("fifo") };
-            let Some(len) = tids[txq as usize].front().map(|s| s.len - 14) else { break };
-            if !w.fits(agg, frames.len() as u32, padded, len, rate) {
-                break;
+            let Some(txq) = w.acq_pop(ac) else { return };
+            let sta = (txq / TIDS) as u16;
+            // ath_tx_sched_aggr(): a TID with nothing buffered neither sends nor stops.
+            let stop = w.tid_has_frames(txq) && !w.ath_hw_has_room(sta, ac);
+            if w.tid_has_frames(txq) && !stop {
+                let mut frames = w.spare.pop().unwrap_or_default();
+                w.tid_fill(txq, sta, ac, now, &mut frames, measuring);
+                if frames.is_empty() {
+                    w.spare.push(frames);
+                } else {
+                    w.hw_push(sta, ac, frames);
+                    sent = true;
+                }
             }
-            let Mac::Fifo { tids, .. } = &mut w.mac else { unreachable!("fifo") };
-            let skb = tids[txq as usize].pop_front().expect("peeked");
-            padded += airtime::ampdu_subframe_len(len);
-            frames.push(HwFrame { skb, t_dequeue: now, aql_us: 0, retries: 0 });
+            if w.tid_has_frames(txq) {
+                w.acq_queue_tid(txq, ac);
+            }
+            if stop {
+                return;
+            }
+            if txq == last {
+                if !sent {
+                    return;
+                }
+                sent = false;
+                let Some(&l) = w.acq_list(ac).back() else { return };
+                last = l;
+            }
         }
-        let Mac::Fifo { tids, rr, count, .. } = &mut w.mac else { unreachable!("fifo") };
-        let q = &tids[txq as usize];
-        count[ac] -= frames.len() as u32;
-        if !q.is_empty() {
-            rr[ac].push_back(txq);
-        }
-        w.hw[ac].push_back(Ampdu { sta, frames });
-        true
     }
 
     /// The air is idle: EDCA between the AP and the stations with frames
@@ -891,6 +987,63 @@ impl Wifi {
         Some((win, t))
     }
 
+    /// The TID list of `ac` ath9k's own round robin serves.
+    fn acq_list(&self, ac: usize) -> &VecDeque<u32> {
+        match &self.mac {
+            Mac::FqMac { acq: Some(acq), .. } => &acq.list[ac],
+            Mac::Fifo { rr, .. } => &rr[ac],
+            Mac::FqMac { acq: None, .. } => unreachable!("mac80211's scheduler"),
+        }
+    }
+
+    /// The head of the TID list of `ac`, taken off it.
+    fn acq_pop(&mut self, ac: usize) -> Option<u32> {
+        match &mut self.mac {
+            Mac::FqMac { acq: Some(acq), .. } => acq.pop(ac),
+            Mac::Fifo { rr, .. } => rr[ac].pop_front(),
+            Mac::FqMac { acq: None, .. } => unreachable!("mac80211's scheduler"),
+        }
+    }
+
+    /// `ath_tx_queue_tid()` for a TID with frames that is off the list.
+    fn acq_queue_tid(&mut self, txq: u32, ac: usize) {
+        match &mut self.mac {
+            Mac::FqMac { acq: Some(acq), .. } => acq.queue_tid(txq, ac),
+            Mac::Fifo { rr, .. } => rr[ac].push_back(txq),
+            Mac::FqMac { acq: None, .. } => unreachable!("mac80211's scheduler"),
+        }
+    }
+
+    /// `ath_tid_has_buffered()`: frames in the TID's queue, or one held back.
+    fn tid_has_frames(&self, txq: u32) -> bool {
+        match &self.mac {
+            Mac::FqMac { fq, held, .. } => fq.tin_packets(txq) > 0 || held[txq as usize].is_some(),
+            Mac::Fifo { tids, .. } => !tids[txq as usize].is_empty(),
+        }
+    }
+
+    /// One turn's frames from TID `txq`: an A-MPDU within its limits, or a burst.
+    fn tid_fill(&mut self, txq: u32, sta: u16, ac: usize, now: u64, frames: &mut Vec<HwFrame>, measuring: bool) {
+        if matches!(self.mac, Mac::FqMac { .. }) {
+            return self.fill_from_txq(txq, sta, ac, now, frames, measuring);
+        }
+        let (agg, rate) = (self.aggregates(sta, ac), self.stations[sta as usize].rate);
+        let mut padded = 0u32;
+        loop {
+            let Mac::Fifo { tids, .. } = &self.mac else { unreachable!("fifo") };
+            let Some(len) = tids[txq as usize].front().map(|s| s.len - 14) else { break };
+            let fits = if agg { self.fits(agg, frames.len() as u32, padded, len, rate) } else { frames.len() < ATH_NON_AGGR_BURST };
+            if !fits {
+                break;
+            }
+            let Mac::Fifo { tids, count, .. } = &mut self.mac else { unreachable!("fifo") };
+            let skb = tids[txq as usize].pop_front().expect("peeked");
+            count[ac] -= 1;
+            padded += airtime::ampdu_subframe_len(len);
+            frames.push(HwFrame { skb, t_dequeue: now, aql_us: 0, retries: 0 });
+        }
+    }
+
     /// `ieee80211_tx_dequeue()` from TXQ `txq` into `frames` within the A-MPDU limits;
     /// a frame that does not fit is held for the TXQ's next aggregate. Each frame is
     /// charged its AQL estimate.
@@ -898,7 +1051,9 @@ impl Wifi {
         let agg = self.aggregates(sta, ac);
         let rate = self.stations[sta as usize].rate;
         let nsta = self.stations.len() as u64;
-        let Mac::FqMac { cparams, slow_cparams, .. } = &self.mac else { unreachable!("fq_mac") };
+        let Mac::FqMac { cparams, slow_cparams, acq, .. } = &self.mac else { unreachable!("fq_mac") };
+        // ath9k's ath_tx_form_burst() (ath9k-acq); one frame per turn otherwise.
+        let burst = if acq.is_some() { ATH_NON_AGGR_BURST } else { 1 };
         // sta->cparams: the slow-station rule takes the expected throughput, here the
         // PHY rate (no minstrel).
         let params = match slow_cparams {
@@ -918,14 +1073,15 @@ impl Wifi {
                 }
             };
             let len = f.skb.len - 14;
-            if !self.fits(agg, frames.len() as u32, padded, len, rate) {
+            let fits = if agg { self.fits(agg, frames.len() as u32, padded, len, rate) } else { frames.len() < burst };
+            if !fits {
                 let Mac::FqMac { held, .. } = &mut self.mac else { unreachable!("fq_mac") };
                 held[txq as usize] = Some(f);
                 break;
             }
             padded += airtime::ampdu_subframe_len(len);
             frames.push(f);
-            if !agg {
+            if !agg && frames.len() >= burst {
                 break;
             }
         }
