@@ -36,7 +36,8 @@
 //! starts with tcp_rmem[2] = 32 MiB, and the scenario's value is what the run uses, so
 //! both backends run the same buffers. `so_sndbuf` is `SO_SNDBUFFORCE` on each sending
 //! socket before `connect()` (`SO_SNDBUF` past `wmem_max`), which fixes the buffer.
-//! `tcp_ecn` = 1 in the sender's namespace when `ecn = true`. `tcp_limit_output_bytes`
+//! `tcp_ecn` = 1 in the sender's namespace when `ecn = true`, and `tcp_tso_rtt_log` when
+//! an entry's `tso_rtt_log` is not the kernel's 9. `tcp_limit_output_bytes`
 //! in the sender's namespace is the scenario's `limit_output_bytes`; its `tsq` (which
 //! `tcp_small_queue_check()`) is the running
 //! kernel's own, and a note says so when the scenario asked for the other one for a
@@ -145,6 +146,11 @@ pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
     if let Some(lob) = tcp.iter().map(|(_, f)| f.limit_output_bytes).max() {
         out.push((true, "net.ipv4.tcp_limit_output_bytes".to_string(), lob.to_string()));
     }
+    // tcp_tso_rtt_log (5.18+) is written only when an entry asks for other than the
+    // kernel's 9, so that an older kernel still runs the scenarios that leave it alone.
+    if let Some((_, f)) = tcp.iter().find(|(_, f)| f.tso_rtt_log != 9) {
+        out.push((true, "net.ipv4.tcp_tso_rtt_log".to_string(), f.tso_rtt_log.to_string()));
+    }
     // Web: the senders close first, so their ports wait in TIME_WAIT (60 s); reusing
     // them for new connections (with timestamps, 1 s after) keeps a long run at a high
     // arrival rate from running out of ports. Both ends: a download's sender is the far one.
@@ -186,6 +192,9 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
     }
     if differ(&|f| f.limit_output_bytes) {
         n.push("tcp: limit_output_bytes differs between [[traffic]] entries; net.ipv4.tcp_limit_output_bytes is per namespace, so the largest applies to all".into());
+    }
+    if differ(&|f| f.tso_rtt_log as u64) {
+        n.push("tcp: tso_rtt_log differs between [[traffic]] entries; net.ipv4.tcp_tso_rtt_log is per namespace, so the first entry's other than 9 applies to all".into());
     }
     // The two TSQs differ only for a paced flow (the sysctl written is the scenario's).
     let running = kernel_tsq(kv);
@@ -609,6 +618,10 @@ mod tests {
         assert!(v.contains(&(true, "net.ipv4.tcp_limit_output_bytes".into(), "1048576".into())));
         let v = sysctls(&scn(&format!("{VETH_TCP}tsq = \"always\"\n")));
         assert!(v.contains(&(true, "net.ipv4.tcp_limit_output_bytes".into(), "4194304".into())));
+        // tcp_tso_rtt_log: only when asked (a pre-5.18 kernel has no such sysctl).
+        assert!(!sysctls(&s).iter().any(|(_, k, _)| k == "net.ipv4.tcp_tso_rtt_log"));
+        let v = sysctls(&scn(&format!("{VETH_TCP}tso_rtt_log = 0\n")));
+        assert!(v.contains(&(true, "net.ipv4.tcp_tso_rtt_log".into(), "0".into())));
     }
 
     /// The kernel runs its own TSQ: a scenario asking for the other one gets a note.

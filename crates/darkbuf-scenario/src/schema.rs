@@ -673,6 +673,11 @@ fn is_true(v: &bool) -> bool {
 }
 
 /// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.
+/// `net.ipv4.tcp_tso_rtt_log`'s default (9): left out of the scenario's record.
+fn is_default_tso_rtt_log(v: &u8) -> bool {
+    *v == 9
+}
+
 fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
@@ -819,6 +824,11 @@ pub struct TcpFlow {
     pub tsq: Tsq,
     /// `net.ipv4.tcp_limit_output_bytes` on the sending host, bytes.
     pub limit_output_bytes: u64,
+    /// `net.ipv4.tcp_tso_rtt_log` on the sending host (5.18+, default 9):
+    /// `tcp_tso_autosize()` adds `sk_gso_max_size >> (min_rtt_us >> tso_rtt_log)` bytes to
+    /// each TSO skb, so a flow whose min RTT is under 512 us builds 64 KB skbs.
+    #[serde(skip_serializing_if = "is_default_tso_rtt_log")]
+    pub tso_rtt_log: u8,
     /// The receiving application, and with it the receive buffer and window.
     #[serde(skip_serializing_if = "TcpReceiver::is_instant")]
     pub receiver: TcpReceiver,

@@ -6,6 +6,7 @@
 //! | sysctl | sets the default of |
 //! |---|---|
 //! | `net.ipv4.tcp_limit_output_bytes` | `kind = "tcp"`'s `limit_output_bytes` |
+//! | `net.ipv4.tcp_tso_rtt_log` | `kind = "tcp"`'s `tso_rtt_log` |
 //! | `net.ipv4.tcp_wmem` (`"MIN DEFAULT MAX"`) | `kind = "tcp"`'s `sndbuf` (MAX) |
 //! | `net.ipv4.tcp_rmem` (`"MIN DEFAULT MAX"`) | `kind = "tcp"`'s `rcvbuf` (MAX) |
 //! | `net.ipv4.tcp_ecn` (0, 1, 2) | `kind = "tcp"`'s `ecn` (1 asks for ECN; 2, the kernel's default, only accepts it) |
@@ -24,6 +25,7 @@ use std::collections::BTreeMap;
 /// The sysctls `[sysctl]` takes.
 pub const SYSCTL_KEYS: &[&str] = &[
     "net.ipv4.tcp_limit_output_bytes",
+    "net.ipv4.tcp_tso_rtt_log",
     "net.ipv4.tcp_wmem",
     "net.ipv4.tcp_rmem",
     "net.ipv4.tcp_ecn",
@@ -35,6 +37,7 @@ pub const SYSCTL_KEYS: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sysctl {
     pub tcp_limit_output_bytes: Option<u64>,
+    pub tcp_tso_rtt_log: Option<u8>,
     pub tcp_wmem_max: Option<u64>,
     pub tcp_rmem_max: Option<u64>,
     /// `tcp_ecn` = 1: new connections ask for ECN.
@@ -53,6 +56,10 @@ pub(crate) fn resolve_sysctl(top: &Sec<'_>) -> Result<Sysctl, Diagnostic> {
     if s.entry("net.ipv4.tcp_limit_output_bytes").is_some() {
         // proc_dointvec: an int.
         out.tcp_limit_output_bytes = Some(s.int("net.ipv4.tcp_limit_output_bytes", 0, 0, i32::MAX as i64)? as u64);
+    }
+    if s.entry("net.ipv4.tcp_tso_rtt_log").is_some() {
+        // proc_dou8vec_minmax without bounds: a u8.
+        out.tcp_tso_rtt_log = Some(s.int("net.ipv4.tcp_tso_rtt_log", 9, 0, 255)? as u8);
     }
     out.tcp_wmem_max = triple(&s, "net.ipv4.tcp_wmem", [4096, 16384])?;
     out.tcp_rmem_max = triple(&s, "net.ipv4.tcp_rmem", [4096, 131072])?;

@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "receiver", "receiver_cpu", "drs", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "tso_rtt_log", "receiver", "receiver_cpu", "drs", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
@@ -72,6 +72,9 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     // The sysctl is an int (proc_dointvec, no bounds); 0 leaves only TSQ's exemption for
     // a retransmit queue of at most one skb.
     let limit_output_bytes = s.size_bytes("limit_output_bytes", sysctl.tcp_limit_output_bytes.unwrap_or(tsq.default_limit_output_bytes()), 0, i32::MAX as u64)?;
+    // net.ipv4.tcp_tso_rtt_log (5.18+, a u8; 9 by default): tcp_tso_autosize() adds
+    // sk_gso_max_size >> (min_rtt_us >> tso_rtt_log) to each TSO skb.
+    let tso_rtt_log = s.int("tso_rtt_log", sysctl.tcp_tso_rtt_log.unwrap_or(9) as i64, 0, 255)? as u8;
     let receiver = match s.choice("receiver", "instant", TcpReceiver::NAMES)? {
         "poll" => TcpReceiver::Poll,
         "blocking" => TcpReceiver::Blocking,
@@ -109,7 +112,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     let handshake = s.boolean("handshake", true)?;
     let max_pacing_rate = crate::resolve::opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let path_delay_ns = crate::resolve::path_delay(s, driver)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, receiver, receiver_cpu, drs, write_xmit, lock_sock, max_pacing_rate, handshake })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, tso_rtt_log, receiver, receiver_cpu, drs, write_xmit, lock_sock, max_pacing_rate, handshake })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

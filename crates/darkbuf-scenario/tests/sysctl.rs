@@ -45,6 +45,22 @@ fn sysctls_set_the_defaults_and_an_entry_key_wins() {
     assert!(s.sysctl.is_empty());
 }
 
+/// `net.ipv4.tcp_tso_rtt_log` sets `tso_rtt_log` (the kernel's 9 without it); an entry's
+/// key wins; the sysctl is a u8.
+#[test]
+fn tso_rtt_log_is_the_sysctl_or_the_entry_key() {
+    let s = ok_set(&format!("{BASE}[[traffic]]\nkind = \"tcp\"\n"), &[]);
+    assert_eq!(tcp(&s, 0).tso_rtt_log, 9);
+    let text = format!("{BASE}[sysctl]\n\"net.ipv4.tcp_tso_rtt_log\" = 0\n[[traffic]]\nkind = \"tcp\"\n[[traffic]]\nkind = \"tcp\"\ntso_rtt_log = 11\n");
+    let s = ok_set(&text, &[]);
+    assert_eq!((tcp(&s, 0).tso_rtt_log, tcp(&s, 1).tso_rtt_log), (0, 11));
+    assert_eq!(s.sysctl["net.ipv4.tcp_tso_rtt_log"], "0");
+    let d = err(&format!("{BASE}[sysctl]\n\"net.ipv4.tcp_tso_rtt_log\" = 256\n[[traffic]]\nkind = \"tcp\"\n"));
+    assert!(d.to_string().contains("tcp_tso_rtt_log"), "{d}");
+    let d = err(&format!("{BASE}[[traffic]]\nkind = \"tcp\"\ntso_rtt_log = -1\n"));
+    assert!(d.to_string().contains("tso_rtt_log"), "{d}");
+}
+
 #[test]
 fn set_takes_the_dotted_sysctl_name_whole() {
     let text = format!("{BASE}[sysctl]\n\"net.ipv4.tcp_congestion_control\" = \"bbr\"\n[[traffic]]\nkind = \"tcp\"\n");

@@ -307,6 +307,8 @@ pub struct TcpSock {
     /// Which `tcp_small_queue_check()`, and its `tcp_limit_output_bytes`.
     tsq: darkbuf_scenario::Tsq,
     limit_output_bytes: u64,
+    /// `net.ipv4.tcp_tso_rtt_log` (`tcp_tso_autosize()`).
+    tso_rtt_log: u8,
     tsq_throttled: bool,
     /// `tcp_write_xmit()` calls so far: the loop each transmit belongs to, so that a
     /// local drop takes back what the same loop sent after it.
@@ -627,6 +629,7 @@ impl TcpSock {
             data_segs_out: 0,
             tsq: f.tsq,
             limit_output_bytes: f.limit_output_bytes,
+            tso_rtt_log: f.tso_rtt_log,
             tsq_throttled: false,
             xmit_burst: 0,
             tsq_bound: 0,
@@ -1272,6 +1275,7 @@ pub(crate) mod tests {
             rcvbuf: 6 << 20,
             tsq: darkbuf_scenario::Tsq::PacedExempt,
             limit_output_bytes: 1 << 20,
+            tso_rtt_log: 9,
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
             drs: darkbuf_scenario::Drs::V6_19,
@@ -1967,5 +1971,29 @@ pub(crate) mod tests {
             let sent = w.socks.tcp(s).rcv.rcv_wup != wup;
             assert_eq!((sent, cost > 0), (scheduled, scheduled), "scheduled: {scheduled}");
         }
+    }
+
+    /// `tcp_tso_autosize()` with `tcp_tso_rtt_log`, worked from the kernel's formula:
+    /// `pacing_rate >> 10` plus `sk_gso_max_size >> (min_rtt_us >> tso_rtt_log)`, at most
+    /// `sk_gso_max_size`, in whole MSS. A 16 MB/s pacing rate gives 15,625 bytes; the
+    /// GSO limit is 45 MSS (65,160 bytes).
+    #[test]
+    fn tso_autosize_adds_the_min_rtt_bonus_by_tso_rtt_log() {
+        let (mut w, s) = tbf_world(100);
+        let segs = |w: &mut World, min_rtt_us: u32, log: u8| {
+            let t = w.socks.tcp(s);
+            (t.mss, t.gso_max_size, t.pacing_rate, t.min_rtt_us, t.tso_rtt_log) = (1448, 45 * 1448, 16_000_000, min_rtt_us, log);
+            w.tcp_tso_segs(s)
+        };
+        // 834 us >> 9 = 1: 15,625 + 32,580 = 48,205 bytes, 33 MSS.
+        assert_eq!(segs(&mut w, 834, 9), 33);
+        // 1,100 us >> 9 = 2: 15,625 + 16,290 = 31,915 bytes, 22 MSS.
+        assert_eq!(segs(&mut w, 1100, 9), 22);
+        // 40 us >> 9 = 0: the whole GSO limit.
+        assert_eq!(segs(&mut w, 40, 9), 45);
+        // tcp_tso_rtt_log = 0: 834 >> 0 is past 31, no bonus: 15,625 bytes, 10 MSS.
+        assert_eq!(segs(&mut w, 834, 0), 10);
+        // A shift past the u32 leaves 0: the whole GSO limit again.
+        assert_eq!(segs(&mut w, 834, 40), 45);
     }
 }

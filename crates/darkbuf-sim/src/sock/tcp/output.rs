@@ -32,8 +32,6 @@ const TCP_MIN_TSO_SEGS: u32 = 2;
 const TCP_TSO_WIN_DIVISOR: u32 = 3;
 /// `sk_pacing_shift`: TSQ and TSO autosizing allow ~1 ms of data.
 pub(super) const PACING_SHIFT: u32 = 10;
-/// `tcp_tso_rtt_log` (5.18+): larger TSO skbs for flows with a short min RTT.
-const TCP_TSO_RTT_LOG: u32 = 9;
 /// `tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio` (%).
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
@@ -385,10 +383,11 @@ impl World {
     /// `tcp_tso_autosize()`: about 1 ms of data at the pacing rate (plus the bonus for
     /// short RTTs of `tcp_tso_rtt_log`), at least `tcp_min_tso_segs`, at most what
     /// `sk_gso_max_size` holds.
-    fn tcp_tso_segs(&mut self, s: SockId) -> u32 {
+    pub(super) fn tcp_tso_segs(&mut self, s: SockId) -> u32 {
         let tp = self.socks.tcp(s);
         let mut bytes = (tp.pacing_rate >> PACING_SHIFT).min(tp.gso_max_size as u64);
-        let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us >> TCP_TSO_RTT_LOG };
+        // min_rtt_us >> tcp_tso_rtt_log; a shift of 32 or more leaves nothing.
+        let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us.checked_shr(tp.tso_rtt_log as u32).unwrap_or(0) };
         if r < 32 {
             bytes += (tp.gso_max_size >> r) as u64;
         }
