@@ -13,7 +13,7 @@
 //! | `tx-N/limit`, `limit_min`, `limit_max`, `hold_time`, `xps_cpus` | /sys/class/net/IFACE/queues/tx-N/ (BQL's byte_queue_limits/, XPS) |
 //! | `nproc.txt` | `nproc` |
 //! | `interrupts.txt`, `irq-N.txt` | `/proc/interrupts`, `/proc/irq/N/smp_affinity_list` of each vector named `IFACE-...` |
-//! | `sysctl.txt` | `sysctl -e net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
+//! | `sysctl.txt` | `sysctl -e net.core.default_qdisc net.ipv4.tcp_congestion_control net.ipv4.tcp_limit_output_bytes net.ipv4.tcp_tso_rtt_log net.ipv4.tcp_wmem net.ipv4.tcp_rmem net.ipv4.tcp_ecn net.core.wmem_default` |
 //!
 //! What cannot be mapped is listed in comments at the top of the scenario with the
 //! reason. Reading needs no root where the files are readable.
@@ -42,7 +42,7 @@ fn commands(dev: &str) -> Vec<(String, Vec<String>)> {
             "sysctl.txt".into(),
             // -e: a name this kernel or namespace lacks (net.core.default_qdisc is the
             // initial namespace's only) must not fail the others.
-            s(&["sysctl", "-e", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_ecn", "net.core.wmem_default"]),
+            s(&["sysctl", "-e", "net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_tso_rtt_log", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_ecn", "net.core.wmem_default"]),
         ),
     ]
 }
@@ -359,6 +359,10 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
         if let Some(v) = get(k).filter(|v| v.parse::<u32>().is_ok()) {
             sys.push_str(&format!("\"{k}\" = {v}\n"));
         }
+    }
+    // A u8 (5.18+; `sysctl -e` prints nothing on older kernels).
+    if let Some(v) = get("net.ipv4.tcp_tso_rtt_log").filter(|v| v.parse::<u8>().is_ok()) {
+        sys.push_str(&format!("\"net.ipv4.tcp_tso_rtt_log\" = {v}\n"));
     }
     for (k, fixed) in [("net.ipv4.tcp_wmem", [4096u64, 16384]), ("net.ipv4.tcp_rmem", [4096, 131072])] {
         let Some(v) = get(k) else { continue };

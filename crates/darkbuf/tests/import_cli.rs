@@ -18,7 +18,7 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
     write(
         &dir,
         "sysctl.txt",
-        "net.core.default_qdisc = fq_codel\nnet.ipv4.tcp_congestion_control = bbr\nnet.ipv4.tcp_limit_output_bytes = 262144\n\
+        "net.core.default_qdisc = fq_codel\nnet.ipv4.tcp_congestion_control = bbr\nnet.ipv4.tcp_limit_output_bytes = 262144\nnet.ipv4.tcp_tso_rtt_log = 9\n\
          net.ipv4.tcp_wmem = 4096\t16384\t8388608\nnet.ipv4.tcp_rmem = 4096\t87380\t6291456\nnet.ipv4.tcp_ecn = 2\nnet.core.wmem_default = 212992\n",
     );
     let out = dir.join("host.toml");
@@ -35,6 +35,7 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
     for line in [
         "\"net.ipv4.tcp_congestion_control\" = \"bbr\"",
         "\"net.ipv4.tcp_limit_output_bytes\" = 262144",
+        "\"net.ipv4.tcp_tso_rtt_log\" = 9",
         "\"net.ipv4.tcp_wmem\" = \"4096 16384 8388608\"",
         "\"net.ipv4.tcp_ecn\" = 2",
     ] {
