@@ -672,12 +672,12 @@ fn is_true(v: &bool) -> bool {
     *v
 }
 
-/// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.
 /// `net.ipv4.tcp_tso_rtt_log`'s default (9): left out of the scenario's record.
 fn is_default_tso_rtt_log(v: &u8) -> bool {
     *v == 9
 }
 
+/// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.
 fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }

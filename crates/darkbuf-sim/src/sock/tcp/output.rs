@@ -386,8 +386,9 @@ impl World {
     pub(super) fn tcp_tso_segs(&mut self, s: SockId) -> u32 {
         let tp = self.socks.tcp(s);
         let mut bytes = (tp.pacing_rate >> PACING_SHIFT).min(tp.gso_max_size as u64);
-        // min_rtt_us >> tcp_tso_rtt_log; a shift of 32 or more leaves nothing.
-        let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us.checked_shr(tp.tso_rtt_log as u32).unwrap_or(0) };
+        // min_rtt_us >> tcp_tso_rtt_log. The sysctl is a u8, and a shift of 32 or more is
+        // undefined in C; x86's shr takes the count mod 32, and so does wrapping_shr.
+        let r = if tp.min_rtt_us == u32::MAX { u32::MAX } else { tp.min_rtt_us.wrapping_shr(tp.tso_rtt_log as u32) };
         if r < 32 {
             bytes += (tp.gso_max_size >> r) as u64;
         }
