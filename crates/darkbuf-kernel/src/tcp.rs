@@ -148,7 +148,7 @@ pub fn sysctls(scn: &Scenario) -> Vec<(bool, String, String)> {
     }
     // tcp_tso_rtt_log (5.18+) is written only when an entry asks for other than the
     // kernel's 9, so that an older kernel still runs the scenarios that leave it alone.
-    if let Some((_, f)) = tcp.iter().find(|(_, f)| f.tso_rtt_log != 9) {
+    if let Some((_, f)) = tcp.iter().find(|(_, f)| f.tso_rtt_log != darkbuf_scenario::TCP_TSO_RTT_LOG_DEFAULT) {
         out.push((true, "net.ipv4.tcp_tso_rtt_log".to_string(), f.tso_rtt_log.to_string()));
     }
     // Web: the senders close first, so their ports wait in TIME_WAIT (60 s); reusing

@@ -672,9 +672,12 @@ fn is_true(v: &bool) -> bool {
     *v
 }
 
-/// `net.ipv4.tcp_tso_rtt_log`'s default (9): left out of the scenario's record.
+/// `net.ipv4.tcp_tso_rtt_log`'s default since 5.18 (`tcp_sk_init()`).
+pub const TCP_TSO_RTT_LOG_DEFAULT: u8 = 9;
+
+/// The default `tso_rtt_log` is left out of the scenario's record.
 fn is_default_tso_rtt_log(v: &u8) -> bool {
-    *v == 9
+    *v == TCP_TSO_RTT_LOG_DEFAULT
 }
 
 /// Serde's `skip_serializing_if` for a count or a duration that defaults to 0.

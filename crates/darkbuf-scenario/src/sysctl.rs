@@ -59,7 +59,7 @@ pub(crate) fn resolve_sysctl(top: &Sec<'_>) -> Result<Sysctl, Diagnostic> {
     }
     if s.entry("net.ipv4.tcp_tso_rtt_log").is_some() {
         // proc_dou8vec_minmax without bounds: a u8.
-        out.tcp_tso_rtt_log = Some(s.int("net.ipv4.tcp_tso_rtt_log", 9, 0, 255)? as u8);
+        out.tcp_tso_rtt_log = Some(s.int("net.ipv4.tcp_tso_rtt_log", crate::schema::TCP_TSO_RTT_LOG_DEFAULT as i64, 0, 255)? as u8);
     }
     out.tcp_wmem_max = triple(&s, "net.ipv4.tcp_wmem", [4096, 16384])?;
     out.tcp_rmem_max = triple(&s, "net.ipv4.tcp_rmem", [4096, 131072])?;

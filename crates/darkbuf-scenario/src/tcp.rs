@@ -74,7 +74,7 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
     let limit_output_bytes = s.size_bytes("limit_output_bytes", sysctl.tcp_limit_output_bytes.unwrap_or(tsq.default_limit_output_bytes()), 0, i32::MAX as u64)?;
     // net.ipv4.tcp_tso_rtt_log (5.18+, a u8; 9 by default): tcp_tso_autosize() adds
     // sk_gso_max_size >> (min_rtt_us >> tso_rtt_log) to each TSO skb.
-    let tso_rtt_log = s.int("tso_rtt_log", sysctl.tcp_tso_rtt_log.unwrap_or(9) as i64, 0, 255)? as u8;
+    let tso_rtt_log = s.int("tso_rtt_log", sysctl.tcp_tso_rtt_log.unwrap_or(TCP_TSO_RTT_LOG_DEFAULT) as i64, 0, 255)? as u8;
     let receiver = match s.choice("receiver", "instant", TcpReceiver::NAMES)? {
         "poll" => TcpReceiver::Poll,
         "blocking" => TcpReceiver::Blocking,

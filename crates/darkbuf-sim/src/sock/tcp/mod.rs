@@ -1275,7 +1275,7 @@ pub(crate) mod tests {
             rcvbuf: 6 << 20,
             tsq: darkbuf_scenario::Tsq::PacedExempt,
             limit_output_bytes: 1 << 20,
-            tso_rtt_log: 9,
+            tso_rtt_log: darkbuf_scenario::TCP_TSO_RTT_LOG_DEFAULT,
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
             drs: darkbuf_scenario::Drs::V6_19,
