@@ -41,6 +41,10 @@
 //!   `TCPDeliveredCE` of
 //!   /proc/net/netstat in the sending namespace (`tcp.backlog_acks` and
 //!   `tcp.release_cb_work` have no counter: null);
+//! - `tcp.hystart_train_detect`, `tcp.hystart_train_cwnd`, `tcp.hystart_delay_detect`,
+//!   `tcp.hystart_delay_cwnd`: `TcpExt TCPHystartTrainDetect`, `TCPHystartTrainCwnd`,
+//!   `TCPHystartDelayDetect`, `TCPHystartDelayCwnd` of the sending namespace, over the
+//!   whole run (read just before the senders start and at snapshot B);
 //! - `softnet.time_squeeze`, `cpu.N.busy_pct`: global (/proc/net/softnet_stat, /proc/stat).
 
 mod metrics;
@@ -267,6 +271,11 @@ struct Snapshot {
     snmp_rx: BTreeMap<String, u64>,
     /// The sender's `TcpExt` counters (/proc/net/netstat).
     tcpext_tx: BTreeMap<String, u64>,
+    /// Snapshot A only: the sender's `TcpExt` counters just before the TCP senders
+    /// started, the base of the counters reported over the whole run (HyStart's: slow
+    /// start ends in the warmup). `None`: unread. A namespace a sweep reuses keeps its
+    /// counts, so the base is read, not assumed zero.
+    tcpext_tx_load_start: Option<BTreeMap<String, u64>>,
     napi_cpu_ns: Option<u64>,
     polls: Option<PollCounts>,
     cpu: Vec<(u64, u64)>,
@@ -1101,6 +1110,7 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if has_tcp {
         load::sleep_until_ns(load_t0);
     }
+    let tcpext_load_start = if has_tcp { reader.tcpext_tx() } else { None };
     crate::tcp::start_senders(scn, &tcp_ep, &mut guard.tools.tcp, run_for, grid_t0, &stop);
     crate::timing::mark("senders");
     let probe_trace = start_probers(scn, opts, &pings, &names, &lc, &mut guard.tools, &mut notes);
@@ -1115,7 +1125,8 @@ pub fn run_once(scn: &Scenario, seed: u64, opts: &RunOpts) -> Result<RunOutput> 
     if !signals::sleep_unless_signalled(warmup, &stop) {
         return Err(interrupted().unwrap_or_else(|| KernelError::Internal("stopped during warmup".into())));
     }
-    let a = reader.snapshot(poll_counter.as_ref());
+    let mut a = reader.snapshot(poll_counter.as_ref());
+    a.tcpext_tx_load_start = tcpext_load_start;
     crate::timing::mark("warmup and snapshot A");
     let bql = topo.report.bql_present;
     let samples = sample_window(scn, &reader, &a, bql, &stop)?;
@@ -1257,6 +1268,11 @@ impl Reader {
     /// A file of the namespace's /proc/net, read by its thread.
     fn proc_net(sh: &Option<Arc<NsThread>>, file: &str) -> Option<String> {
         sh.as_ref()?.read_proc_net(file)
+    }
+
+    /// The sending namespace's `TcpExt` counters now.
+    fn tcpext_tx(&self) -> Option<BTreeMap<String, u64>> {
+        Self::proc_net(&self.sock_thread, "netstat").map(|t| counters::parse_snmp(&t, "TcpExt"))
     }
 
     /// The sender's side: every qdisc (JSON), its link, UDP and TcpExt counters, and

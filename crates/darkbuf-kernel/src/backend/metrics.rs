@@ -603,6 +603,18 @@ fn sender_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
         let why = format!("TcpExt {} of /proc/net/netstat in the sending namespace could not be read", cs.join(", "));
         out.value_or(k, v.map(|v| v as f64), &why);
     }
+    // HyStart's exits (hystart_update()) over the whole run, from the senders' start.
+    let hystart = [
+        ("tcp.hystart_train_detect", "TCPHystartTrainDetect"),
+        ("tcp.hystart_train_cwnd", "TCPHystartTrainCwnd"),
+        ("tcp.hystart_delay_detect", "TCPHystartDelayDetect"),
+        ("tcp.hystart_delay_cwnd", "TCPHystartDelayCwnd"),
+    ];
+    for (k, c) in hystart {
+        let v = a.tcpext_tx_load_start.as_ref().and_then(|t0| snmp_delta(t0, &b.tcpext_tx, c));
+        let why = format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read at the senders' start and the window's end (HyStart's counters are 5.7+)");
+        out.value_or(k, v.map(|v| v as f64), &why);
+    }
     // tcp_add_backlog() counts only what it coalesces or drops, and tcp_release_cb()
     // nothing.
     out.none("tcp.backlog_acks", "the kernel counts no backlog enqueue (TcpExt has TCPBacklogCoalesce and TCPBacklogDrop only)");

@@ -190,6 +190,34 @@ pub trait TcpCongestionOps {
     fn get_info(&self, _tp: &TcpSock) -> Option<(&'static str, f64)> {
         None
     }
+
+    /// The MIB counters the algorithm bumps (`NET_INC_STATS()` in its own file):
+    /// HyStart's exits for CUBIC, nothing for the others.
+    fn hystart_mib(&self) -> HystartMib {
+        HystartMib::default()
+    }
+}
+
+/// HyStart's `TcpExt` counters (`LINUX_MIB_TCPHYSTART*`, /proc/net/netstat), which
+/// `hystart_update()` bumps when one of its detectors ends slow start: how many exits
+/// each detector made, and the sum of `snd_cwnd` at those exits (packets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HystartMib {
+    /// `TCPHystartTrainDetect`, `TCPHystartTrainCwnd`.
+    pub train_detect: u64,
+    pub train_cwnd: u64,
+    /// `TCPHystartDelayDetect`, `TCPHystartDelayCwnd`.
+    pub delay_detect: u64,
+    pub delay_cwnd: u64,
+}
+
+impl std::ops::AddAssign for HystartMib {
+    fn add_assign(&mut self, o: Self) {
+        self.train_detect += o.train_detect;
+        self.train_cwnd += o.train_cwnd;
+        self.delay_detect += o.delay_detect;
+        self.delay_cwnd += o.delay_cwnd;
+    }
 }
 
 /// `tcp_reno`: `tcp_reno_ssthresh()`, `tcp_reno_cong_avoid()`, `tcp_reno_undo_cwnd()`.

@@ -4,7 +4,7 @@
 //!
 //! Times are the kernel's: `tcp_jiffies32` for the epoch, microseconds for delays.
 
-use super::cc::{AckCtx, TcpCongestionOps, Window};
+use super::cc::{AckCtx, HystartMib, TcpCongestionOps, Window};
 use super::{CaState, TcpSock};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
@@ -41,6 +41,9 @@ pub struct Cubic {
     end_seq: u32,
     last_ack: u32,
     curr_rtt: u32,
+    /// HyStart's exits so far: the namespace's MIB in the kernel, kept here per
+    /// socket (and across `cubictcp_state()`'s reset) for the report to sum.
+    mib: HystartMib,
 }
 
 /// `cubic_root()`: the table lookup and one Newton-Raphson step of tcp_cubic.c.
@@ -163,6 +166,8 @@ impl Cubic {
             }
             if (ctx.now_us.wrapping_sub(self.round_start) as i32) > threshold as i32 {
                 self.found = true;
+                self.mib.train_detect += 1;
+                self.mib.train_cwnd += w.cwnd as u64;
                 w.ssthresh = w.cwnd;
             }
         }
@@ -171,6 +176,8 @@ impl Cubic {
             self.sample_cnt += 1;
         } else if self.curr_rtt > self.delay_min + (self.delay_min >> 3).clamp(4000, 16000) {
             self.found = true;
+            self.mib.delay_detect += 1;
+            self.mib.delay_cwnd += w.cwnd as u64;
             w.ssthresh = w.cwnd;
         }
     }
@@ -203,7 +210,7 @@ impl TcpCongestionOps for Cubic {
     /// `cubictcp_state()`: an RTO (TCP_CA_Loss) resets the curve and HyStart.
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState, ctx: &AckCtx) {
         if new_state == CaState::Loss {
-            *self = Cubic::default();
+            *self = Cubic { mib: self.mib, ..Cubic::default() };
             self.hystart_reset(ctx);
         }
     }
@@ -217,6 +224,10 @@ impl TcpCongestionOps for Cubic {
     /// `tcp_reno_undo_cwnd()`.
     fn undo_cwnd(&mut self, tp: &TcpSock) -> u32 {
         tp.w.cwnd.max(tp.prior_cwnd)
+    }
+
+    fn hystart_mib(&self) -> HystartMib {
+        self.mib
     }
 }
 
@@ -247,5 +258,46 @@ mod tests {
         assert!((k_s - 4.2).abs() < 0.2, "K = {k_s} s");
         assert_eq!(c.bic_origin_point, 100);
         assert!(c.cnt >= 2);
+    }
+
+    fn ctx(now_us: u32, snd_una: u32, snd_nxt: u32) -> AckCtx {
+        AckCtx { jiffies: 5000, now_us, hz: 1000, snd_una, snd_nxt, pacing_rate: 0, paced: false, gso_max_size: 65536 }
+    }
+
+    /// The ACK train: delay_min 10 ms, an unpaced socket (threshold delay_min / 2 =
+    /// 5 ms, `hystart_ack_delay()` 0 without a pacing rate), ACKs 1 ms apart from the
+    /// round's start. The ACK at 6 ms is the first past 5 ms: slow start ends there at
+    /// cwnd 20, counted as TCPHystartTrainDetect 1 / TCPHystartTrainCwnd 20.
+    #[test]
+    fn hystart_ack_train_exit_is_counted_with_its_cwnd() {
+        let mut c = Cubic::default();
+        let mut w = Window { cwnd: 20, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX };
+        for i in 0..=5 {
+            c.acked(10_000, &mut w, &ctx(1_000_000 + i * 1000, 1, 100));
+            assert!(!c.found, "no exit at {} ms", i);
+        }
+        c.acked(10_000, &mut w, &ctx(1_006_000, 1, 100));
+        assert!(c.found);
+        assert_eq!(w.ssthresh, 20);
+        assert_eq!(c.hystart_mib(), HystartMib { train_detect: 1, train_cwnd: 20, delay_detect: 0, delay_cwnd: 0 });
+    }
+
+    /// The delay detector: ACKs 3 ms apart never make a train (`hystart_ack_delta_us`
+    /// is 2 ms). delay_min 10 ms, so the threshold is 10 + clamp(10 / 8, 4, 16) = 14 ms.
+    /// A new round (snd_una past end_seq) whose samples are all 15 ms ends slow start on
+    /// its ninth ACK, after HYSTART_MIN_SAMPLES = 8: TCPHystartDelayDetect 1 at cwnd 30.
+    #[test]
+    fn hystart_delay_exit_is_counted_after_eight_samples() {
+        let mut c = Cubic::default();
+        let mut w = Window { cwnd: 30, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX };
+        c.acked(10_000, &mut w, &ctx(1_000_000, 1, 100));
+        for i in 1..=8 {
+            c.acked(15_000, &mut w, &ctx(1_000_000 + i * 3000, 101, 200));
+            assert!(!c.found, "sample {i} is one of the round's first eight");
+        }
+        c.acked(15_000, &mut w, &ctx(1_027_000, 101, 200));
+        assert!(c.found);
+        assert_eq!(w.ssthresh, 30);
+        assert_eq!(c.hystart_mib(), HystartMib { train_detect: 0, train_cwnd: 0, delay_detect: 1, delay_cwnd: 30 });
     }
 }

@@ -98,6 +98,8 @@ impl World {
         }
         let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
         let (mut reord_seen, mut dsacks, mut undos) = (0u64, 0u64, 0u64);
+        // HyStart's exits over the whole run: slow start usually ends in the warmup.
+        let mut hystart = super::cc::HystartMib::default();
         // The writers' socket locks (`lock_sock`): ACKs that waited in a backlog, those
         // coalesced there, and work deferred to tcp_release_cb().
         let (mut locked, mut backlog_acks, mut backlog_coalesce, mut deferred) = (false, 0u64, 0u64, 0u64);
@@ -116,6 +118,7 @@ impl World {
             }
             let crate::sock::SockKind::Tcp(t) = &self.socks[s].kind else { continue };
             let st = &t.stats;
+            hystart += t.ca().hystart_mib();
             goodputs.push(st.goodput_bytes);
             reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
             dsacks += t.dsack_dups - st.dsack_dups_base;
@@ -160,6 +163,10 @@ impl World {
         out.set("tcp.reord_seen", reord_seen as f64);
         out.set("tcp.dsack_dups", dsacks as f64);
         out.set("tcp.undos", undos as f64);
+        out.set("tcp.hystart_train_detect", hystart.train_detect as f64);
+        out.set("tcp.hystart_train_cwnd", hystart.train_cwnd as f64);
+        out.set("tcp.hystart_delay_detect", hystart.delay_detect as f64);
+        out.set("tcp.hystart_delay_cwnd", hystart.delay_cwnd as f64);
         if needs_ecn {
             out.set("tcp.delivered_ce", delivered_ce as f64);
         }
