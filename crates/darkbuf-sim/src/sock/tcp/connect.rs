@@ -114,7 +114,7 @@ impl World {
     }
 
     /// `tcp_rcv_synsent_state_process()`: the SYN-ACK at `t`. Its RTT sample goes
-    /// through `tcp_rtt_estimator()` (which keeps the min RTT), the pacing rate follows
+    /// through `tcp_ack_update_rtt()` (the min RTT and srtt), the pacing rate follows
     /// it, the connection is established and the writer wakes. A SYN-ACK for a SYN sent
     /// before the last retransmission gives the RTT its echoed timestamp gives, in whole
     /// milliseconds (`tcp_ack_update_rtt()`'s TSecr path: the SYN itself was
@@ -137,7 +137,8 @@ impl World {
         tp.established_ns = t;
         tp.syn_rto_at = None;
         tp.syn_due = false;
-        self.tcp_rtt_estimator(s, rtt_ns.max(1_000));
+        let rtt_ns = rtt_ns.max(1_000);
+        self.tcp_ack_update_rtt(s, rtt_ns, rtt_ns);
         self.tcp_update_pacing_rate(s);
         self.wake_task(task);
         self.cost(self.profile.costs.tcp_ack_ns)

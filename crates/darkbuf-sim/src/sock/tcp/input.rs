@@ -62,6 +62,16 @@ pub struct Rack {
     pub advanced: bool,
 }
 
+/// An ACK's RTT samples from the segments it newly ACKed and that were never
+/// retransmitted (`tcp_clean_rtx_queue()`), ns: `seq_rtt` from the oldest
+/// (`first_ackt`), for srtt; `ca_rtt` from the newest (`last_ackt`), for the min RTT,
+/// the rate sample and the congestion control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct AckRtt {
+    pub seq_rtt_ns: u64,
+    pub ca_rtt_ns: u64,
+}
+
 impl Default for Rack {
     fn default() -> Self {
         Rack { mstamp: 0, end_seq: 0, rtt_us: 0, reo_wnd_steps: 1, dsack_seen: false, last_delivered: 0, reo_wnd_persist: 0, acked: None, advanced: false }
@@ -144,12 +154,21 @@ impl World {
         if rec.dsack {
             tp.tcp_check_dsack(&rec, prior_una);
         }
-        let (acked, rtt_ns) = self.socks.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
-        let newly_sacked = self.tcp_sacktag(s, &rec, &mut rs, t);
+        let (acked, rtts) = self.socks.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
+        let (newly_sacked, sackt) = self.tcp_sacktag(s, &rec, &mut rs, t);
         self.socks.tcp(s).tcp_rack_apply_acked(t);
-        if let Some(rtt) = rtt_ns {
-            self.tcp_rtt_estimator(s, rtt);
+        // tcp_ack_update_rtt(): srtt from the oldest segment newly ACKed (seq_rtt_us),
+        // else the lowest newly SACKed (sack_rtt_us); the min RTT, the rate sample and
+        // the congestion control from the newest ACKed, or the highest newly SACKed
+        // when the ACK SACKed any (ca_rtt_us, "RTT of last (S)ACKed packet").
+        let rtts = match (rtts, sackt) {
+            (r, None) => r,
+            (r, Some((first, last))) => Some(AckRtt { seq_rtt_ns: r.map_or(t - first, |r| r.seq_rtt_ns), ca_rtt_ns: t - last }),
+        };
+        if let Some(r) = rtts {
+            self.tcp_ack_update_rtt(s, r.seq_rtt_ns, r.ca_rtt_ns);
         }
+        let rtt_ns = rtts.map(|r| r.ca_rtt_ns);
         let tp = self.socks.tcp(s);
         let una_advanced = tp.snd_una != prior_una;
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
@@ -255,8 +274,14 @@ impl World {
     /// filled a hole by itself: a reordering (`state->reord`, checked by
     /// `tcp_check_sack_reordering()` unless in Loss). Each newly SACKed segment
     /// advances RACK (`tcp_rack_advance()`).
-    fn tcp_sacktag(&mut self, s: SockId, rec: &AckRec, rs: &mut RateSample, t: u64) -> u32 {
+    ///
+    /// Also returns the send times of the lowest and the highest newly SACKed segments
+    /// never retransmitted (`first_sackt`, `last_sackt`: the kernel walks the blocks in
+    /// sequence order), for the ACK's RTT samples.
+    fn tcp_sacktag(&mut self, s: SockId, rec: &AckRec, rs: &mut RateSample, t: u64) -> (u32, Option<(u64, u64)>) {
         let mut newly = 0;
+        // (start, sent) of the lowest and the highest newly SACKed original segment.
+        let mut sackt: Option<((u32, u64), (u32, u64))> = None;
         let tp = self.socks.tcp(s);
         let mut reord = tp.snd_nxt;
         // tcp_highest_sack_seq() as the walk moves it: the highest SACKed end so far.
@@ -276,8 +301,15 @@ impl World {
                 if tp.tcp_match_skb_to_sack(i, start, end) && !tp.rtx[i].sacked {
                     let mut seg = tp.rtx[i];
                     tp.tcp_rack_advance(&seg, t);
-                    if !(seg.retrans || seg.ever_retrans) && before(seg.start, fack) && before(seg.start, reord) {
-                        reord = seg.start;
+                    if !(seg.retrans || seg.ever_retrans) {
+                        if before(seg.start, fack) && before(seg.start, reord) {
+                            reord = seg.start;
+                        }
+                        let this = (seg.start, seg.sent);
+                        sackt = Some(match sackt {
+                            None => (this, this),
+                            Some((lo, hi)) => (if before(seg.start, lo.0) { this } else { lo }, if after(seg.start, hi.0) { this } else { hi }),
+                        });
                     }
                     if after(seg.end, fack) {
                         fack = seg.end;
@@ -303,7 +335,7 @@ impl World {
         if tp.ca_state != CaState::Loss {
             tp.tcp_check_sack_reordering(reord);
         }
-        newly
+        (newly, sackt.map(|(lo, hi)| (lo.1, hi.1)))
     }
 
     /// `tcp_init_cwnd_reduction()`: the window after the loss, and PRR's start.
@@ -526,6 +558,17 @@ impl World {
         tp.ca_state = state;
     }
 
+    /// `tcp_ack_update_rtt()` with an ACK's two samples (ns): `tcp_update_rtt_min()` from
+    /// `ca_rtt` (the newest segment it ACKed), then `tcp_rtt_estimator()` from `seq_rtt`
+    /// (the oldest). The min RTT is the run's minimum: the kernel's filter keeps it for
+    /// `tcp_min_rtt_wlen` (300 s), longer than a run.
+    pub(super) fn tcp_ack_update_rtt(&mut self, s: SockId, seq_rtt_ns: u64, ca_rtt_ns: u64) {
+        let tp = self.socks.tcp(s);
+        let ca_us = (ca_rtt_ns / 1000).min(u32::MAX as u64 / 16) as u32;
+        tp.min_rtt_us = tp.min_rtt_us.min(ca_us.max(1));
+        self.tcp_rtt_estimator(s, seq_rtt_ns);
+    }
+
     /// `tcp_rtt_estimator()` and `tcp_set_rto()`: Jacobson's srtt (x 8) and mdev (x 4),
     /// with the kernel's two departures from RFC 6298.
     /// - A sample below srtt moves mdev with an eighth of the gain (the "Eifel" comment):
@@ -541,7 +584,6 @@ impl World {
         let jiffy_ns = self.cfg.jiffy_ns;
         let tp = self.socks.tcp(s);
         let mrtt = (rtt_ns / 1000).min(u32::MAX as u64 / 16) as i64;
-        tp.min_rtt_us = tp.min_rtt_us.min(mrtt.max(1) as u32);
         let rto_min_us = (TCP_RTO_MIN_NS / 1000) as u32;
         let mut srtt = tp.srtt_us as i64;
         if srtt != 0 {
@@ -637,15 +679,15 @@ impl super::TcpSock {
 
     /// `tcp_clean_rtx_queue()`: drop what `ack` covers, and trim the acked head off a
     /// multi-segment skb it covers in part (`tcp_tso_acked()`); returns the packets
-    /// newly delivered by it (not SACKed before), and the RTT sample of the last one
-    /// never retransmitted (Karn's rule).
+    /// newly delivered by it (not SACKed before), and the RTT samples of the first and
+    /// the last of them never retransmitted (Karn's rule; `first_ackt` and `last_ackt`).
     ///
     /// A never-retransmitted segment ACKed below the highest SACK before this ACK
     /// (`prior_fack`) filled a hole by itself: a reordering. Each segment it delivers
     /// advances RACK.
-    fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample, prior_fack: u32) -> (u32, Option<u64>) {
+    fn tcp_clean_rtx_queue(&mut self, ack: u32, t: u64, rs: &mut RateSample, prior_fack: u32) -> (u32, Option<AckRtt>) {
         let tp = self;
-        let (mut acked, mut rtt) = (0, None);
+        let (mut acked, mut rtt): (u32, Option<AckRtt>) = (0, None);
         let mut reord = tp.snd_nxt;
         while let Some(&front) = tp.rtx.front() {
             let fully = !after(front.end, ack);
@@ -679,7 +721,8 @@ impl super::TcpSock {
                 acked += seg.segs;
                 tp.tcp_rack_advance_acked(&seg, t);
                 if !seg.ever_retrans {
-                    rtt = Some(t - seg.sent);
+                    let ca_rtt_ns = t - seg.sent;
+                    rtt = Some(AckRtt { seq_rtt_ns: rtt.map_or(ca_rtt_ns, |r| r.seq_rtt_ns), ca_rtt_ns });
                 }
                 // TCPCB_RETRANS: neither retransmitted nor being resent.
                 if !(seg.retrans || seg.ever_retrans) && before(seg.start, reord) {
@@ -980,6 +1023,8 @@ impl super::TcpSock {
 mod tests {
     use crate::sock::tcp::tests::sock;
     use crate::sock::tcp::{TcpSock, TxSeg};
+    use super::AckRtt;
+    use crate::sock::tcp::recv::AckRec;
 
     const MSS: u32 = 1448;
 
@@ -995,6 +1040,40 @@ mod tests {
         tp.rtx.iter().map(|g| (g.start, g.end, g.segs)).collect()
     }
 
+    /// A SACK-only ACK at 20 ms for segments 0..10 sent 0.1 ms apart from 1 ms, with
+    /// blocks 5..6 and 2..5 (the most recent first) and segment 4 once retransmitted:
+    /// four newly SACKed, and the send times of the lowest and the highest original
+    /// among them (segments 2 and 5: `first_sackt`, `last_sackt`) for the ACK's RTTs.
+    #[test]
+    fn a_sack_gives_the_lowest_and_the_highest_newly_sacked_send_times() {
+        let (mut w, s) = crate::sock::tcp::tests::with_flight(10);
+        for (i, g) in w.socks.tcp(s).rtx.iter_mut().enumerate() {
+            g.sent = 1_000_000 + i as u64 * 100_000;
+        }
+        w.socks.tcp(s).rtx[4].ever_retrans = true;
+        let rec = AckRec { ack: 0, sacks: [(5 * MSS, 6 * MSS), (2 * MSS, 5 * MSS), (0, 0)], n_sacks: 2, ..AckRec::default() };
+        let mut rs = crate::sock::tcp::rate::RateSample::default();
+        assert_eq!(w.tcp_sacktag(s, &rec, &mut rs, 20_000_000), (4, Some((1_200_000, 1_500_000))));
+    }
+
+    /// One ACK for three skbs sent at 1.0, 1.5 and 2.0 ms, the middle one retransmitted,
+    /// arriving at 12 ms: seq_rtt from the oldest (11 ms, srtt's sample), ca_rtt from the
+    /// newest (10 ms, the min RTT's and the congestion control's); the retransmitted one
+    /// gives none (Karn).
+    #[test]
+    fn an_ack_of_several_skbs_gives_srtt_the_oldest_and_the_cc_the_newest() {
+        let mut tp = sock();
+        for (i, sent) in [1_000_000u64, 1_500_000, 2_000_000].into_iter().enumerate() {
+            let start = i as u32 * MSS;
+            tp.rtx.push_back(TxSeg { start, end: start + MSS, segs: 1, sent, ever_retrans: i == 1, ..TxSeg::default() });
+        }
+        tp.packets_out = 3;
+        tp.wmem_queued = 3 * MSS as u64;
+        let mut rs = crate::sock::tcp::rate::RateSample::default();
+        let got = tp.tcp_clean_rtx_queue(3 * MSS, 12_000_000, &mut rs, 0);
+        assert_eq!(got, (3, Some(AckRtt { seq_rtt_ns: 11_000_000, ca_rtt_ns: 10_000_000 })));
+    }
+
     /// tcp_tso_acked(): an ACK 3 segments into a 10-segment skb trims those 3 off its
     /// head and counts them delivered, with their RTT (never retransmitted); the rest
     /// stays queued. An ACK inside the first segment trims nothing.
@@ -1005,7 +1084,7 @@ mod tests {
         tp.wmem_queued = 10 * MSS as u64;
         tp.rtx[0].sent = 1_000;
         let mut rs = crate::sock::tcp::rate::RateSample::default();
-        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS, 5_000, &mut rs, 0), (3, Some(4_000)));
+        assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS, 5_000, &mut rs, 0), (3, Some(AckRtt { seq_rtt_ns: 4_000, ca_rtt_ns: 4_000 })));
         assert_eq!(shape(&tp), [(3 * MSS, 10 * MSS, 7)]);
         assert_eq!((tp.packets_out, tp.wmem_queued, tp.snd_una), (7, 7 * MSS as u64, 3 * MSS));
         assert_eq!(tp.tcp_clean_rtx_queue(3 * MSS + 1000, 6_000, &mut rs, 0), (0, None));

@@ -1437,7 +1437,7 @@ pub(crate) mod tests {
     }
 
     /// A socket of `tbf_world()` with `n` one-segment skbs out, cwnd 20.
-    fn with_flight(n: u32) -> (World, SockId) {
+    pub(crate) fn with_flight(n: u32) -> (World, SockId) {
         flight_in(100_000, n)
     }
 
