@@ -612,7 +612,7 @@ fn sender_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
     ];
     for (k, c) in hystart {
         let v = a.tcpext_tx_load_start.as_ref().and_then(|t0| snmp_delta(t0, &b.tcpext_tx, c));
-        let why = format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read at the senders' start and the window's end (HyStart's counters are 5.7+)");
+        let why = format!("TcpExt {c} of /proc/net/netstat in the sending namespace could not be read at the senders' start and the window's end");
         out.value_or(k, v.map(|v| v as f64), &why);
     }
     // tcp_add_backlog() counts only what it coalesces or drops, and tcp_release_cb()
