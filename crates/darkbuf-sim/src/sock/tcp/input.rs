@@ -681,6 +681,9 @@ impl super::TcpSock {
     /// multi-segment skb it covers in part (`tcp_tso_acked()`); returns the packets
     /// newly delivered by it (not SACKed before), and the RTT samples of the first and
     /// the last of them never retransmitted (Karn's rule; `first_ackt` and `last_ackt`).
+    /// The kernel takes neither from an ACK that also covers a retransmission
+    /// (`FLAG_RETRANS_DATA_ACKED`) and falls back to the timestamp echo, in whole
+    /// milliseconds; the model takes the originals' send times there too.
     ///
     /// A never-retransmitted segment ACKed below the highest SACK before this ACK
     /// (`prior_fack`) filled a hole by itself: a reordering. Each segment it delivers
@@ -1059,7 +1062,7 @@ mod tests {
     /// One ACK for three skbs sent at 1.0, 1.5 and 2.0 ms, the middle one retransmitted,
     /// arriving at 12 ms: seq_rtt from the oldest (11 ms, srtt's sample), ca_rtt from the
     /// newest (10 ms, the min RTT's and the congestion control's); the retransmitted one
-    /// gives none (Karn).
+    /// gives none (Karn; the kernel would take the timestamp echo for the whole ACK).
     #[test]
     fn an_ack_of_several_skbs_gives_srtt_the_oldest_and_the_cc_the_newest() {
         let mut tp = sock();
