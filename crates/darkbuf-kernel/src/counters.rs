@@ -253,6 +253,22 @@ pub fn other_processes_ticks_except(own_pid: u32, helpers: &[u32]) -> u64 {
     other_processes(own_pid).iter().filter(|(p, _)| !helpers.contains(p)).map(|(_, (_, t))| t).sum()
 }
 
+/// CPU ticks used so far by every user-space process except `own_pid` and the members
+/// of process group `pgid` (a VM's vng and QEMU, whose work is the guest's).
+pub fn other_processes_ticks_outside_group(own_pid: u32, pgid: u32) -> u64 {
+    other_processes(own_pid)
+        .iter()
+        .filter(|(p, _)| std::fs::read_to_string(format!("/proc/{p}/stat")).ok().and_then(|t| parse_pid_pgrp(&t)) != Some(pgid))
+        .map(|(_, (_, t))| t)
+        .sum()
+}
+
+/// The process group (`pgrp`, field 5) from /proc/PID/stat.
+pub fn parse_pid_pgrp(text: &str) -> Option<u32> {
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(5 - 3)?.parse().ok()
+}
+
 /// Every user-space process except `own_pid`: pid -> (comm, CPU ticks used so far).
 pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String, u64)> {
     let mut all = std::collections::BTreeMap::new();
@@ -277,6 +293,16 @@ pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// /proc/PID/stat of a process whose comm has a space and a parenthesis: the
+    /// fields count from the last ')', pgrp is the fifth (1234 here).
+    #[test]
+    fn pid_stat_pgrp_and_ticks() {
+        let t = "4321 (qemu (x) y) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 99 0 0";
+        assert_eq!(parse_pid_pgrp(t), Some(1234));
+        assert_eq!(parse_pid_stat(t), Some((300, 4194560)));
+        assert_eq!(parse_pid_pgrp("garbage"), None);
+    }
 
     #[test]
     fn tc_root_of_mq() {

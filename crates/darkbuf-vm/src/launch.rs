@@ -190,6 +190,12 @@ impl Vm {
         reap_group(pgid, Duration::from_secs(5));
     }
 
+    /// The VM's process group (vng's pid: QEMU and the helpers virtme-ng starts are in
+    /// it), while it runs.
+    pub fn pgid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// The last `n` lines of the console log, for an error message.
     pub fn console_tail(&self, n: usize) -> String {
         console_tail(&self.scratch, n)

@@ -45,6 +45,10 @@ pub struct VmOpts {
 }
 
 pub const DEFAULT_MEMORY_MIB: u64 = 2048;
+/// The host's other processes above this (% of one CPU) while a point ran: a warning,
+/// as the kernel backend notes its own machine's (`machine.other_cpu_pct`).
+pub const HOST_BUSY_PCT: f64 = 10.0;
+
 /// A guest CPU at least this busy in the measured window makes the point `vm.cpu_bound`.
 pub const CPU_BOUND_PCT: f64 = 95.0;
 /// Below this calibration accuracy, or this share of a flood's asked rate, a point is
@@ -140,10 +144,13 @@ pub fn run(
         boot_s: t0.elapsed().as_secs_f64(),
         calibration,
         tools: [tools::version_line(&tools.vng), tools::version_line(&tools.qemu)].join("; "),
+        host_other_cpu_pct: None,
     };
     for (i, limit) in limits.iter().enumerate() {
+        let before = HostLoad::now(&vm);
         let out: JobOutcome = wait_file(&mut vm, &scratch.path, &protocol::job_file(i), *limit, &format!("during job {}", i + 1))?;
-        each(i, out, &env)?;
+        let job_env = VmEnvironment { host_other_cpu_pct: before.and_then(|b| b.other_cpu_pct_since(&vm)), ..env.clone() };
+        each(i, out, &job_env)?;
     }
     let t_finish = Instant::now();
     vm.finish(Duration::from_secs(60));
@@ -151,6 +158,30 @@ pub fn run(
         say(&format!("timing: the VM was stopped {:.2} s after the last job's results", t_finish.elapsed().as_secs_f64()));
     }
     Ok(Booted { boot, env, check, notes })
+}
+
+/// The host's other processes' CPU time at an instant: what the guest competed with.
+#[derive(Clone, Copy, Debug)]
+struct HostLoad {
+    at: Instant,
+    ticks: u64,
+}
+
+impl HostLoad {
+    /// Every user-space process's CPU ticks but this one's and the VM's process group's.
+    fn now(vm: &launch::Vm) -> Option<HostLoad> {
+        let pgid = vm.pgid()?;
+        Some(HostLoad { at: Instant::now(), ticks: darkbuf_kernel::counters::other_processes_ticks_outside_group(std::process::id(), pgid) })
+    }
+
+    /// Their CPU use since `self`, % of one CPU.
+    fn other_cpu_pct_since(&self, vm: &launch::Vm) -> Option<f64> {
+        let now = HostLoad::now(vm)?;
+        let secs = now.at.duration_since(self.at).as_secs_f64();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        (secs > 0.0).then(|| 100.0 * now.ticks.saturating_sub(self.ticks) as f64 / hz / secs)
+    }
 }
 
 /// Time limit for the check and the calibration.
@@ -297,7 +328,18 @@ pub fn annotate(mut r: Results, env: &VmEnvironment) -> Results {
             }
         }
         run.metrics.insert("vm.rate_accuracy".into(), accuracy);
+        run.metrics.insert("vm.host_other_cpu_pct".into(), env.host_other_cpu_pct);
         shortfall_warnings(&scenario, run, &mut warnings);
+    }
+    match env.host_other_cpu_pct {
+        None => {
+            unavailable.insert("vm.host_other_cpu_pct".into(), "the host's processes were not read while the point ran".into());
+        }
+        Some(p) if p > HOST_BUSY_PCT => push_unique(&mut warnings, format!(
+            "vm: other processes on the host used {p:.0}% of a CPU while this point ran: a {} guest's timers then fire late, and what they pace moves with them (docs/validation.md: CUBIC's HyStart exit)",
+            env.accel
+        )),
+        Some(_) => {}
     }
     if accuracy.is_none() {
         unavailable.insert("vm.rate_accuracy".into(), "the boot's calibration did not measure a rate".into());
@@ -374,6 +416,21 @@ mod tests {
         }
         let run = RunRecord { seed: 1, metrics: m, ..Default::default() };
         Results::from_runs(serde_json::json!({"traffic": []}), "kernel", Environment::default(), vec![run], BTreeMap::new())
+    }
+
+    /// The host's other work while the point ran: every run carries it, above 10% of a
+    /// CPU with a warning; unread, it is null with its reason.
+    #[test]
+    fn host_load_is_each_runs_metric_and_warns_above_ten_percent() {
+        let busy = VmEnvironment { accel: "tcg".into(), host_other_cpu_pct: Some(35.0), ..Default::default() };
+        let r = annotate(results(&[40.0]), &busy);
+        assert_eq!(r.runs[0].metrics["vm.host_other_cpu_pct"], Some(35.0));
+        assert!(r.warnings.iter().any(|w| w.contains("used 35% of a CPU") && w.contains("tcg guest")), "{:?}", r.warnings);
+        let quiet = VmEnvironment { host_other_cpu_pct: Some(4.0), ..Default::default() };
+        assert!(!annotate(results(&[40.0]), &quiet).warnings.iter().any(|w| w.contains("of a CPU while")));
+        let r = annotate(results(&[40.0]), &VmEnvironment::default());
+        assert_eq!(r.runs[0].metrics["vm.host_other_cpu_pct"], None);
+        assert!(r.unavailable.contains_key("vm.host_other_cpu_pct"));
     }
 
     #[test]

@@ -118,10 +118,16 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         .collect();
     let mut verdicts: Vec<Verdict> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    // The host's other work while each case ran in the guest (% of one CPU).
+    let mut host_load: Vec<(String, Option<f64>)> = Vec::new();
     let opts = crate::vm_cli::opts(&args.vm);
     let booted = darkbuf_vm::run(&opts, jobs, false, true, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
         let p = &planned[i];
         errln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
+        if let Some(h) = env.host_other_cpu_pct.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT) {
+            errln!("darkbuf: vm: warning: case {}: other processes on the host used {h:.0}% of a CPU while it ran (vm.host_other_cpu_pct)", p.case.name);
+        }
+        host_load.push((p.case.name.clone(), env.host_other_cpu_pct));
         match crate::vm_cli::outcome_results(out, env) {
             Ok(k) => verdicts.extend(suite::judge(p.case, &sims[i], &darkbuf_vm::annotate(k, env))),
             Err(Failure::Interrupted { signal, message }) => return Err(darkbuf_kernel::KernelError::Interrupted { signal, message }),
@@ -130,16 +136,16 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         Ok(())
     });
     let booted = booted.map_err(crate::vm_cli::failure)?;
-    let md = markdown(&booted.env, &verdicts, &failures, args);
+    let md = markdown(&booted.env, &verdicts, &failures, &host_load, args);
     let text = match args.format {
         Format::Json => {
-            let v = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures });
+            let v = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
             serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))? + "\n"
         }
         _ => md.clone(),
     };
     if let Some(d) = &args.out {
-        let json = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures });
+        let json = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
         for (f, body) in [("validation.md", md.clone()), ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")] {
             std::fs::write(d.join(f), body).map_err(|e| Failure::Internal(format!("{}: {e}", d.join(f).display())))?;
         }
@@ -155,7 +161,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
 }
 
 /// The page: what ran where, the summary, and the tables.
-fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures: &[String], args: &ValidateArgs) -> String {
+fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures: &[String], host_load: &[(String, Option<f64>)], args: &ValidateArgs) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "darkbuf {} ({}); kernel {} ({}), {} under {}, {} vCPUs, {} MiB; booted and calibrated in {:.0} s\n",
@@ -180,9 +186,45 @@ fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures:
     ));
     s.push_str(&suite::summary(verdicts));
     s.push_str("\n\n");
+    s.push_str(&host_load_line(host_load));
     for f in failures {
         s.push_str(&format!("did not run: {f}\n"));
     }
     s.push_str(&suite::tables(verdicts));
     s
+}
+
+/// One line on the host's other work while the cases ran: a TCG guest's timers, and what
+/// they pace, move with it (docs/vm.md, `vm.host_other_cpu_pct`).
+fn host_load_line(host_load: &[(String, Option<f64>)]) -> String {
+    let read: Vec<f64> = host_load.iter().filter_map(|(_, h)| *h).collect();
+    if read.is_empty() {
+        return String::new();
+    }
+    let busy: Vec<String> = (host_load.iter())
+        .filter_map(|(c, h)| h.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT).map(|h| format!("{c} {h:.0}%")))
+        .collect();
+    let max = read.iter().copied().fold(0.0, f64::max);
+    if busy.is_empty() {
+        format!("the host's other processes while the cases ran: at most {max:.0}% of a CPU\n\n")
+    } else {
+        format!("the host's other processes used more than {:.0}% of a CPU while these cases ran (their kernel side is suspect): {}\n\n", darkbuf_vm::HOST_BUSY_PCT, busy.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_load_line;
+
+    /// The page's line on the host: the largest figure when no case passed 10% of a
+    /// CPU, else each case that did; nothing when the host was never read.
+    #[test]
+    fn host_load_line_names_the_busy_cases() {
+        let quiet = [("a".to_string(), Some(2.0)), ("b".to_string(), Some(7.4))];
+        assert_eq!(host_load_line(&quiet), "the host's other processes while the cases ran: at most 7% of a CPU\n\n");
+        let busy = [("a".to_string(), Some(2.0)), ("b".to_string(), Some(36.0)), ("c".to_string(), None)];
+        let l = host_load_line(&busy);
+        assert!(l.contains("more than 10% of a CPU") && l.ends_with(": b 36%\n\n"), "{l}");
+        assert_eq!(host_load_line(&[("a".to_string(), None)]), "");
+    }
 }
