@@ -213,6 +213,14 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
             drs.name()
         ));
     }
+    // The stable sublevel decides (25c1a9ca53db reached 6.1.129 and 5.15.179), and a
+    // distribution's `uname -r` does not show it: say what runs where, not which runs here.
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| !f.hystart_round_start.is_default()) {
+        n.push(format!(
+            "tcp: traffic.{i}.hystart_round_start = \"{}\" is the simulator's; kernel {kv} runs its own tcp_cubic.c (v6.14's round start from 6.14 and in stable 6.1.129+ and 5.15.179+, v5.16's from 5.16 until then, v5.15's before)",
+            f.hystart_round_start.name()
+        ));
+    }
     if tcp.iter().any(|(_, f)| f.ecn) && tcp.iter().any(|(_, f)| !f.ecn) {
         n.push("tcp: ecn differs between [[traffic]] entries; net.ipv4.tcp_ecn is per namespace, so every flow negotiates ECN".into());
     }
@@ -646,6 +654,19 @@ mod tests {
         let htb_fq = cubic.replace("kind = \"pfifo\"\n", "kind = \"htb\"\ndefault = \"10\"\n[[qdisc.class]]\nclassid = \"1:10\"\nrate = \"20mbit\"\nqdisc = \"fq\"\n");
         assert_eq!(tsq_notes(&scn(&htb_fq), k).len(), 1);
         assert!(tsq_notes(&scn(&htb_fq.replace("qdisc = \"fq\"", "qdisc = \"pfifo\"")), k).is_empty());
+    }
+
+    /// HyStart's round start cannot be chosen on a kernel: asking for another than the
+    /// default gets a note naming where each runs.
+    #[test]
+    fn hystart_round_start_is_noted() {
+        let k = KernelVersion(6, 1, 0);
+        let cubic = VETH_TCP.replace("bbr", "cubic");
+        let hy = |s: &Scenario| notes(s, k).into_iter().filter(|n| n.contains("hystart")).collect::<Vec<_>>();
+        assert!(hy(&scn(&cubic)).is_empty());
+        let n = hy(&scn(&format!("{cubic}hystart_round_start = \"v5.16\"\n")));
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("tcp: traffic.0.hystart_round_start = \"v5.16\" is the simulator's; kernel 6.1.0 runs its own"), "{n:?}");
     }
 
     /// "instant" and "poll" run the polling receiver, "blocking" a reader per

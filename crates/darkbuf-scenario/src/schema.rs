@@ -844,6 +844,9 @@ pub struct TcpFlow {
     /// modelled receiver (`receiver` other than `instant`).
     #[serde(skip_serializing_if = "Drs::is_default")]
     pub drs: Drs,
+    /// Where CUBIC's HyStart starts a round (`bictcp_hystart_reset()`) in which kernel.
+    #[serde(skip_serializing_if = "HystartRoundStart::is_default")]
+    pub hystart_round_start: HystartRoundStart,
     /// How `tcp_write_xmit()` sizes what TSQ judges, and whether it defers TSO.
     #[serde(skip_serializing_if = "WriteXmit::is_goal_tsq")]
     pub write_xmit: WriteXmit,
@@ -951,6 +954,48 @@ impl Drs {
 
     pub fn is_default(&self) -> bool {
         *self == Drs::V6_19
+    }
+}
+
+/// Where CUBIC's HyStart starts a new round (`bictcp_hystart_reset()`: `round_start`,
+/// `end_seq` = `snd_nxt`, the delay samples restart) once `snd_una` passes the last
+/// round's `end_seq`, in three generations of net/ipv4/tcp_cubic.c. The ACK-train and
+/// delay tests measure from there, so the round boundary decides where slow start ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum HystartRoundStart {
+    /// Up to v5.15: in `cubictcp_cong_avoid()`, on an ACK that finds the flow
+    /// cwnd-limited and in slow start, after `hystart_update()` has taken that ACK's
+    /// sample.
+    #[serde(rename = "v5.15")]
+    V5_15,
+    /// v5.16 (4e1fddc98d25, "fix spurious Hystart ACK train detections for
+    /// not-cwnd-limited flows") to v6.13: at the top of `hystart_update()`, which
+    /// `cubictcp_acked()` calls only from cwnd 16 (`hystart_low_window`): below it no
+    /// round starts, and the first round begins where cwnd reaches 16.
+    #[serde(rename = "v5.16")]
+    V5_16,
+    /// The model's default: v6.14 (25c1a9ca53db, "fix incorrect HyStart round start
+    /// detection"; in stable 6.1.129, 5.15.179 and others): at the top of
+    /// `hystart_update()` on every ACK in slow start, the low-window test after it.
+    #[serde(rename = "v6.14")]
+    #[default]
+    V6_14,
+}
+
+impl HystartRoundStart {
+    /// The names `hystart_round_start` takes.
+    pub const NAMES: &'static [&'static str] = &["v5.15", "v5.16", "v6.14"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            HystartRoundStart::V5_15 => "v5.15",
+            HystartRoundStart::V5_16 => "v5.16",
+            HystartRoundStart::V6_14 => "v6.14",
+        }
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == HystartRoundStart::V6_14
     }
 }
 

@@ -774,6 +774,26 @@ fn tcp_drs_names_its_kernel() {
     assert!(d.help.unwrap().contains("receiver = \"poll\""));
 }
 
+/// CUBIC's HyStart round start by kernel: v6.14's by default, the two before it by
+/// name; only for cubic, the kernel's default cc here.
+#[test]
+fn tcp_hystart_round_start_names_its_kernel() {
+    let text = "[[traffic]]\nkind = \"tcp\"\n";
+    let round = |set: &[&str]| match &ok_set(text, set).traffic[0] {
+        Traffic::Tcp(f) => f.hystart_round_start,
+        _ => panic!("a tcp flow"),
+    };
+    assert_eq!(round(&[]), HystartRoundStart::V6_14);
+    assert_eq!(round(&["traffic.0.hystart_round_start=v5.16"]), HystartRoundStart::V5_16);
+    assert_eq!(round(&["traffic.0.hystart_round_start=v5.15"]), HystartRoundStart::V5_15);
+    let d = err(&format!("{text}hystart_round_start = \"6.1\"\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.hystart_round_start", Some(3)));
+    assert!(d.help.unwrap().contains("\"v5.15\", \"v5.16\", \"v6.14\""));
+    let d = err(&format!("{text}cc = \"bbr\"\nhystart_round_start = \"v5.16\"\n"));
+    assert_eq!((d.key.as_str(), d.line), ("traffic.0.hystart_round_start", Some(4)));
+    assert!(d.message.contains("cc = \"bbr\"") && d.help.unwrap().contains("cc = \"cubic\""));
+}
+
 /// `[lan]`: a client behind this host, which routes. Its keys and bounds; only with a
 /// NIC; `[[traffic]] cpu` counts the client's CPUs.
 #[test]

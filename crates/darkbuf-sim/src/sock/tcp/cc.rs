@@ -243,14 +243,15 @@ impl TcpCongestionOps for Reno {
 }
 
 /// `tcp_ca_find()` then `.init`'s allocation: the congestion control a socket of
-/// `cc` runs; `seed` seeds an algorithm's random draws (BBR's gain-cycle phase).
-/// The one place a congestion control is registered.
-pub fn tcp_ca_new(cc: darkbuf_scenario::Cc, seed: u64) -> Box<dyn TcpCongestionOps> {
+/// `cc` runs; `seed` seeds an algorithm's random draws (BBR's gain-cycle phase), and
+/// `hystart` is which kernel's HyStart round start CUBIC has (its module's code, not a
+/// parameter in the kernel). The one place a congestion control is registered.
+pub fn tcp_ca_new(cc: darkbuf_scenario::Cc, seed: u64, hystart: darkbuf_scenario::HystartRoundStart) -> Box<dyn TcpCongestionOps> {
     use darkbuf_scenario::Cc;
     use rand::SeedableRng;
     match cc {
         Cc::Reno => Box::new(Reno),
-        Cc::Cubic => Box::<Cubic>::default(),
+        Cc::Cubic => Box::new(Cubic::new(hystart)),
         Cc::Bbr => Box::new(Bbr::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed))),
         Cc::Dctcp => Box::<Dctcp>::default(),
     }
@@ -308,10 +309,10 @@ mod tests {
     fn the_registry_builds_each_name() {
         use darkbuf_scenario::Cc;
         for (cc, name) in [(Cc::Reno, "reno"), (Cc::Cubic, "cubic"), (Cc::Bbr, "bbr"), (Cc::Dctcp, "dctcp")] {
-            assert_eq!(tcp_ca_new(cc, 1).name(), name);
+            assert_eq!(tcp_ca_new(cc, 1, Default::default()).name(), name);
             assert_eq!(cc.name(), name);
         }
-        assert_eq!(tcp_ca_new(Cc::Dctcp, 1).flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
-        assert_eq!(tcp_ca_new(Cc::Cubic, 1).flags(), 0);
+        assert_eq!(tcp_ca_new(Cc::Dctcp, 1, Default::default()).flags() & TCP_CONG_NEEDS_ECN, TCP_CONG_NEEDS_ECN);
+        assert_eq!(tcp_ca_new(Cc::Cubic, 1, Default::default()).flags(), 0);
     }
 }

@@ -5,6 +5,7 @@
 //! Times are the kernel's: `tcp_jiffies32` for the epoch, microseconds for delays.
 
 use super::cc::{AckCtx, HystartMib, TcpCongestionOps, Window};
+use darkbuf_scenario::HystartRoundStart;
 use super::{CaState, TcpSock};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
@@ -44,6 +45,9 @@ pub struct Cubic {
     /// HyStart's exits so far: the namespace's MIB in the kernel, kept here per
     /// socket (and across `cubictcp_state()`'s reset) for the report to sum.
     mib: HystartMib,
+    /// Which kernel's round start (`bictcp_hystart_reset()`'s caller); the module's code,
+    /// kept across `cubictcp_state()`'s reset.
+    round_start_at: HystartRoundStart,
 }
 
 /// `cubic_root()`: the table lookup and one Newton-Raphson step of tcp_cubic.c.
@@ -65,6 +69,12 @@ pub fn cubic_root(a: u64) -> u32 {
 }
 
 impl Cubic {
+    /// `cubictcp_init()`'s state, with the HyStart round start of `round_start_at`'s
+    /// kernel.
+    pub fn new(round_start_at: HystartRoundStart) -> Cubic {
+        Cubic { round_start_at, ..Cubic::default() }
+    }
+
     fn hystart_reset(&mut self, ctx: &AckCtx) {
         self.round_start = ctx.now_us;
         self.last_ack = ctx.now_us;
@@ -142,14 +152,16 @@ impl Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if !self.found && w.in_slow_start() {
+        // Before v6.14 the low-window test was here, so that no round started below it.
+        let low = self.round_start_at != HystartRoundStart::V6_14 && w.cwnd < HYSTART_LOW_WINDOW;
+        if !self.found && w.in_slow_start() && !low {
             self.hystart_update(delay, w, ctx);
         }
     }
 
     /// `hystart_update()`: the ACK-train and the delay detectors.
     fn hystart_update(&mut self, delay: u32, w: &mut Window, ctx: &AckCtx) {
-        if (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
+        if self.round_start_at != HystartRoundStart::V5_15 && (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
             self.hystart_reset(ctx);
         }
         if w.cwnd < HYSTART_LOW_WINDOW {
@@ -197,6 +209,11 @@ impl TcpCongestionOps for Cubic {
     fn cong_avoid(&mut self, w: &mut Window, acked: u32, ctx: &AckCtx) {
         let mut acked = acked;
         if w.in_slow_start() {
+            // Up to v5.15 a round started here, on a cwnd-limited ACK (`ack` is
+            // `snd_una` after it).
+            if self.round_start_at == HystartRoundStart::V5_15 && (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
+                self.hystart_reset(ctx);
+            }
             acked = w.slow_start(acked);
             if acked == 0 {
                 return;
@@ -210,7 +227,7 @@ impl TcpCongestionOps for Cubic {
     /// `cubictcp_state()`: an RTO (TCP_CA_Loss) resets the curve and HyStart.
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState, ctx: &AckCtx) {
         if new_state == CaState::Loss {
-            *self = Cubic { mib: self.mib, ..Cubic::default() };
+            *self = Cubic { mib: self.mib, round_start_at: self.round_start_at, ..Cubic::default() };
             self.hystart_reset(ctx);
         }
     }
@@ -299,5 +316,29 @@ mod tests {
         assert!(c.found);
         assert_eq!(w.ssthresh, 30);
         assert_eq!(c.hystart_mib(), HystartMib { train_detect: 0, train_cwnd: 0, delay_detect: 1, delay_cwnd: 30 });
+    }
+
+    /// Where a HyStart round starts, by kernel. An ACK at cwnd 10 past `end_seq`:
+    /// v6.14 starts a round there (`end_seq` = `snd_nxt` 100); v5.16 none, below
+    /// `hystart_low_window`, and its first round starts at the first ACK at cwnd 16
+    /// (`end_seq` 300); v5.15's `hystart_update()` starts none, its
+    /// `cubictcp_cong_avoid()` does.
+    #[test]
+    fn hystart_round_start_by_kernel() {
+        let mut w = Window { cwnd: 10, ssthresh: u32::MAX, cwnd_cnt: 0, clamp: u32::MAX };
+        let mut new = Cubic::new(HystartRoundStart::V6_14);
+        new.acked(10_000, &mut w, &ctx(1_000_000, 1, 100));
+        assert_eq!((new.end_seq, new.round_start), (100, 1_000_000));
+        let mut old = Cubic::new(HystartRoundStart::V5_16);
+        old.acked(10_000, &mut w, &ctx(1_000_000, 1, 100));
+        assert_eq!(old.end_seq, 0);
+        w.cwnd = 16;
+        old.acked(10_000, &mut w, &ctx(1_005_000, 50, 300));
+        assert_eq!((old.end_seq, old.round_start), (300, 1_005_000));
+        let mut v515 = Cubic::new(HystartRoundStart::V5_15);
+        v515.acked(10_000, &mut w, &ctx(1_005_000, 50, 300));
+        assert_eq!(v515.end_seq, 0);
+        v515.cong_avoid(&mut w, 1, &ctx(1_005_000, 50, 300));
+        assert_eq!((v515.end_seq, v515.round_start), (300, 1_005_000));
     }
 }

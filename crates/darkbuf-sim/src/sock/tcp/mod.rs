@@ -522,13 +522,13 @@ impl TcpSock {
         // Its queues (write, retransmit, backlogs) start empty and grow, by doubling,
         // to what the flow holds: a connection costs memory for what it has in flight,
         // not a fixed reserve (issue 54: 10,000 flows in one run).
-        let ca = cc::tcp_ca_new(f.cc, seed);
+        let ca = cc::tcp_ca_new(f.cc, seed, f.hystart_round_start);
         debug_assert_eq!(ca.name(), f.cc.name(), "the registry builds the named congestion control");
         let mut rcv = recv::Receiver::new(mss);
         if ca.flags() & cc::TCP_CONG_NEEDS_ECN != 0 {
             // The far end runs the same congestion control, which hears of each CE
             // change on the data it receives.
-            rcv.ca = Some(cc::tcp_ca_new(f.cc, seed));
+            rcv.ca = Some(cc::tcp_ca_new(f.cc, seed, f.hystart_round_start));
         }
         let mut tcp = TcpSock::new(f, (traffic_index, flow_index), ca, rcv, ack_dev, (mtu, max_tcp_header), end_ns);
         if f.receiver != darkbuf_scenario::TcpReceiver::Instant {
@@ -1279,6 +1279,7 @@ pub(crate) mod tests {
             receiver: darkbuf_scenario::TcpReceiver::Instant,
             receiver_cpu: None,
             drs: darkbuf_scenario::Drs::V6_19,
+            hystart_round_start: Default::default(),
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
             lock_sock: true,
             max_pacing_rate: None,

@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 4 << 20);
         t.sndbuf_max = 1 << 30;
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 2 * 1000 * 4352);
-        t.ca = Some(crate::sock::tcp::cc::tcp_ca_new(darkbuf_scenario::Cc::Bbr, 0));
+        t.ca = Some(crate::sock::tcp::cc::tcp_ca_new(darkbuf_scenario::Cc::Bbr, 0, Default::default()));
         assert_eq!(t.tcp_sndbuf_expand(TCP_WMEM_DEFAULT), 3 * 1000 * 4352);
     }
 
