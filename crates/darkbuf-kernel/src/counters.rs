@@ -253,14 +253,20 @@ pub fn other_processes_ticks_except(own_pid: u32, helpers: &[u32]) -> u64 {
     other_processes(own_pid).iter().filter(|(p, _)| !helpers.contains(p)).map(|(_, (_, t))| t).sum()
 }
 
-/// CPU ticks used so far by every user-space process except `own_pid` and the members
-/// of process group `pgid` (a VM's vng and QEMU, whose work is the guest's).
-pub fn other_processes_ticks_outside_group(own_pid: u32, pgid: u32) -> u64 {
-    other_processes(own_pid)
-        .iter()
-        .filter(|(p, _)| std::fs::read_to_string(format!("/proc/{p}/stat")).ok().and_then(|t| parse_pid_pgrp(&t)) != Some(pgid))
-        .map(|(_, (_, t))| t)
-        .sum()
+/// CPU ticks used so far by `own_pid` and every member of process group `pgid` (a VM's
+/// vng and QEMU, whose work is the guest's).
+pub fn own_and_group_ticks(own_pid: u32, pgid: u32) -> u64 {
+    let mut sum = 0;
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            if pid == own_pid || parse_pid_pgrp(&text) == Some(pgid) {
+                sum += parse_pid_stat(&text).map_or(0, |(t, _)| t);
+            }
+        }
+    }
+    sum
 }
 
 /// The process group (`pgrp`, field 5) from /proc/PID/stat.

@@ -182,8 +182,8 @@ pub struct VmEnvironment {
     /// What the VM tools said of themselves (`vng --version`, `qemu-system-x86_64 --version`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tools: String,
-    /// The host's other work while this point ran in the guest: CPU time of every
-    /// user-space process but darkbuf and the VM's own (vng, QEMU), in % of one CPU.
+    /// The host's other work while this point ran in the guest: its CPUs' busy time
+    /// (/proc/stat) less darkbuf's and the VM's own (vng, QEMU), in % of one CPU.
     /// A TCG guest's timers fire later on a busy host (`vm.host_other_cpu_pct`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_other_cpu_pct: Option<f64>,

@@ -160,27 +160,35 @@ pub fn run(
     Ok(Booted { boot, env, check, notes })
 }
 
-/// The host's other processes' CPU time at an instant: what the guest competed with.
+/// The host's CPU time at an instant, all of it and this process's and the VM's: the
+/// rest is what the guest competed with. From the CPUs' totals (/proc/stat), so a
+/// short-lived process (a compiler) that exits before the next read still counts.
 #[derive(Clone, Copy, Debug)]
 struct HostLoad {
     at: Instant,
-    ticks: u64,
+    busy_ticks: u64,
+    ours_ticks: u64,
 }
 
 impl HostLoad {
-    /// Every user-space process's CPU ticks but this one's and the VM's process group's.
     fn now(vm: &launch::Vm) -> Option<HostLoad> {
         let pgid = vm.pgid()?;
-        Some(HostLoad { at: Instant::now(), ticks: darkbuf_kernel::counters::other_processes_ticks_outside_group(std::process::id(), pgid) })
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let busy_ticks = darkbuf_kernel::counters::parse_proc_stat(&stat).iter().map(|(b, _)| b).sum();
+        let ours_ticks = darkbuf_kernel::counters::own_and_group_ticks(std::process::id(), pgid);
+        Some(HostLoad { at: Instant::now(), busy_ticks, ours_ticks })
     }
 
-    /// Their CPU use since `self`, % of one CPU.
+    /// The host's busy time since `self` that was neither this process's nor the VM's,
+    /// % of one CPU.
     fn other_cpu_pct_since(&self, vm: &launch::Vm) -> Option<f64> {
         let now = HostLoad::now(vm)?;
         let secs = now.at.duration_since(self.at).as_secs_f64();
+        let busy = now.busy_ticks.saturating_sub(self.busy_ticks);
+        let ours = now.ours_ticks.saturating_sub(self.ours_ticks);
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        (secs > 0.0).then(|| 100.0 * now.ticks.saturating_sub(self.ticks) as f64 / hz / secs)
+        (secs > 0.0).then(|| 100.0 * busy.saturating_sub(ours) as f64 / hz / secs)
     }
 }
 
