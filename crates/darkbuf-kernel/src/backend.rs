@@ -1283,7 +1283,7 @@ impl Reader {
         let (class_text, tc_json) = self.classes_and_qdiscs(dev);
         let link = Self::json(&self.ip_tx, "ip", &n.ns_tx, &format!("link show dev {dev}"));
         let snmp = Self::proc_net(&self.sock_thread, "snmp");
-        let netstat = Self::proc_net(&self.sock_thread, "netstat");
+        let tcpext = self.tcpext_tx();
         s.tx_at = Some(t_tx + t_tx.elapsed() / 2);
         s.xstats = tc_json.as_deref().map(crate::xstats::parse_qdiscs).unwrap_or_default();
         s.htb_classes = class_text.as_deref().map(crate::xstats::parse_htb_classes).unwrap_or_default();
@@ -1297,7 +1297,7 @@ impl Reader {
         }
         s.tx_link = link.as_deref().and_then(counters::parse_ip_link);
         s.snmp_tx = snmp.as_deref().map(|t| counters::parse_snmp(t, "Udp")).unwrap_or_default();
-        s.tcpext_tx = netstat.as_deref().map(|t| counters::parse_snmp(t, "TcpExt")).unwrap_or_default();
+        s.tcpext_tx = tcpext.unwrap_or_default();
         s.ifb = self.ifb.as_deref().map(|ifb| Box::new(self.snapshot_ifb(ifb)));
     }
 

@@ -257,16 +257,24 @@ pub fn other_processes_ticks_except(own_pid: u32, helpers: &[u32]) -> u64 {
 /// vng and QEMU, whose work is the guest's).
 pub fn own_and_group_ticks(own_pid: u32, pgid: u32) -> u64 {
     let mut sum = 0;
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            if pid == own_pid || parse_pid_pgrp(&text) == Some(pgid) {
-                sum += parse_pid_stat(&text).map_or(0, |(t, _)| t);
-            }
+    for_each_pid_stat(|pid, text| {
+        if pid == own_pid || parse_pid_pgrp(text) == Some(pgid) {
+            sum += parse_pid_stat(text).map_or(0, |(t, _)| t);
+        }
+    });
+    sum
+}
+
+/// Calls `f` with each process's pid and /proc/PID/stat (those gone before their read
+/// are left out).
+fn for_each_pid_stat(mut f: impl FnMut(u32, &str)) {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            f(pid, &text);
         }
     }
-    sum
 }
 
 /// The process group (`pgrp`, field 5) from /proc/PID/stat.
@@ -278,21 +286,17 @@ pub fn parse_pid_pgrp(text: &str) -> Option<u32> {
 /// Every user-space process except `own_pid`: pid -> (comm, CPU ticks used so far).
 pub fn other_processes(own_pid: u32) -> std::collections::BTreeMap<u32, (String, u64)> {
     let mut all = std::collections::BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-            if pid == own_pid {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            if let Some((t, flags)) = parse_pid_stat(&text) {
-                if flags & PF_KTHREAD == 0 {
-                    let comm = text.find('(').zip(text.rfind(')')).map_or("?", |(a, b)| &text[a + 1..b.max(a + 1)]);
-                    all.insert(pid, (comm.to_string(), t));
-                }
+    for_each_pid_stat(|pid, text| {
+        if pid == own_pid {
+            return;
+        }
+        if let Some((t, flags)) = parse_pid_stat(text) {
+            if flags & PF_KTHREAD == 0 {
+                let comm = text.find('(').zip(text.rfind(')')).map_or("?", |(a, b)| &text[a + 1..b.max(a + 1)]);
+                all.insert(pid, (comm.to_string(), t));
             }
         }
-    }
+    });
     all
 }
 

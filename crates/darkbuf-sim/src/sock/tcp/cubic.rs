@@ -6,7 +6,7 @@
 
 use super::cc::{AckCtx, HystartMib, TcpCongestionOps, Window};
 use darkbuf_scenario::HystartRoundStart;
-use super::{CaState, TcpSock};
+use super::{after, CaState, TcpSock};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 const BICTCP_HZ: u32 = 10;
@@ -161,7 +161,7 @@ impl Cubic {
 
     /// `hystart_update()`: the ACK-train and the delay detectors.
     fn hystart_update(&mut self, delay: u32, w: &mut Window, ctx: &AckCtx) {
-        if self.round_start_at != HystartRoundStart::V5_15 && (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
+        if self.round_start_at != HystartRoundStart::V5_15 && after(ctx.snd_una, self.end_seq) {
             self.hystart_reset(ctx);
         }
         if w.cwnd < HYSTART_LOW_WINDOW {
@@ -211,7 +211,7 @@ impl TcpCongestionOps for Cubic {
         if w.in_slow_start() {
             // Up to v5.15 a round started here, on a cwnd-limited ACK (`ack` is
             // `snd_una` after it).
-            if self.round_start_at == HystartRoundStart::V5_15 && (ctx.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
+            if self.round_start_at == HystartRoundStart::V5_15 && after(ctx.snd_una, self.end_seq) {
                 self.hystart_reset(ctx);
             }
             acked = w.slow_start(acked);
