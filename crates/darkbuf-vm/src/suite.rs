@@ -28,6 +28,11 @@ pub struct Case {
     /// In the CI subset (`--suite ci`).
     #[serde(default)]
     pub ci: bool,
+    /// At least this many runs on each side (seeds 1..=N on the simulator), whatever
+    /// `--runs` asks: for a case whose kernel outcome varies from run to run (random
+    /// loss, CUBIC's slow-start exit), so that its verdict compares means. 1 to 20.
+    #[serde(default)]
+    pub runs: Option<u32>,
     /// Metric -> tolerance.
     pub metrics: BTreeMap<String, Tolerance>,
 }
@@ -69,6 +74,16 @@ impl<'de> Deserialize<'de> for Tolerance {
     }
 }
 
+/// The most runs a case or `--runs` asks for.
+pub const MAX_RUNS: u32 = 20;
+
+impl Case {
+    /// The runs on each side: `--runs`, or the case's own `runs` if more.
+    pub fn runs(&self, asked: u32) -> u32 {
+        asked.max(self.runs.unwrap_or(1))
+    }
+}
+
 /// Parses the suite; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Suite, String> {
     let s: Suite = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
@@ -76,6 +91,9 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, String> {
     for c in &s.cases {
         if !seen.insert(c.name.as_str()) {
             return Err(format!("{file}: two cases are named \"{}\"", c.name));
+        }
+        if c.runs.is_some_and(|r| !(1..=MAX_RUNS).contains(&r)) {
+            return Err(format!("{file}: case \"{}\": runs must be 1 to {MAX_RUNS}", c.name));
         }
         if let Some((m, _)) = c.metrics.iter().find(|(_, t)| matches!(t, Tolerance::Within(v) if !(v.is_finite() && *v >= 0.0))) {
             return Err(format!("{file}: case \"{}\": the tolerance of {m} must be a number >= 0", c.name));
@@ -99,6 +117,8 @@ pub struct Verdict {
     /// Why a side is missing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The runs the kernel's mean is over (the simulator ran as many seeds).
+    pub runs: usize,
 }
 
 /// The verdicts of one case.
@@ -119,7 +139,7 @@ pub fn judge(case: &Case, sim: &Results, kernel: &Results) -> Vec<Verdict> {
                 (None, _) => sim.unavailable.get(m.as_str()).map(|r| format!("sim: {r}")).or_else(|| Some("sim: not reported".into())),
                 _ => None,
             };
-            Verdict { case: case.name.clone(), metric: m.clone(), sim: s, kernel: k, error, tolerance: *tol, within, note }
+            Verdict { case: case.name.clone(), metric: m.clone(), sim: s, kernel: k, error, tolerance: *tol, within, note, runs: kernel.runs.len() }
         })
         .collect()
 }
@@ -170,10 +190,11 @@ pub fn tables(verdicts: &[Verdict]) -> String {
     for m in metrics {
         let _ = writeln!(out, "### {m}\n\n| case | sim | kernel | sim error | tolerance | within |\n|---|---|---|---|---|---|");
         for v in verdicts.iter().filter(|v| v.metric == m) {
+            let case = if v.runs > 1 { format!("{} ({} runs)", v.case, v.runs) } else { v.case.clone() };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
-                v.case,
+                case,
                 num(v.sim),
                 num(v.kernel),
                 err_cell(v),
@@ -252,6 +273,21 @@ metrics = { "sink.pps" = 0.1, "ping.loss_pct" = 2.0, "qdisc.drops" = "info", "tc
         let two = "[[case]]\nname = \"a\"\nscenario = \"x\"\nmetrics = {}\n[[case]]\nname = \"a\"\nscenario = \"y\"\nmetrics = {}\n";
         assert!(parse("s", two).unwrap_err().contains("two cases"));
         assert!(parse("s", "[[case]]\nname = \"a\"\nscenario = \"x\"\nmetric = {}\n").is_err());
+        assert!(parse("s", "[[case]]\nname = \"a\"\nscenario = \"x\"\nruns = 0\nmetrics = {}\n").unwrap_err().contains("runs must be 1 to 20"));
+        assert!(parse("s", "[[case]]\nname = \"a\"\nscenario = \"x\"\nruns = 21\nmetrics = {}\n").unwrap_err().contains("runs must be 1 to 20"));
+    }
+
+    /// A case's own `runs` is a floor under `--runs`.
+    #[test]
+    fn a_case_runs_at_least_its_own_runs() {
+        let s = parse("s", "[[case]]\nname = \"a\"\nscenario = \"x\"\nruns = 4\nmetrics = {}\n[[case]]\nname = \"b\"\nscenario = \"x\"\nmetrics = {}\n").unwrap();
+        assert_eq!((s.cases[0].runs(1), s.cases[0].runs(6), s.cases[1].runs(1), s.cases[1].runs(3)), (4, 6, 1, 3));
+        let run = |v: f64| darkbuf_report::RunRecord { seed: 1, metrics: [("sink.pps".to_string(), Some(v))].into_iter().collect(), ..Default::default() };
+        let three = |v: f64| Results::from_runs(serde_json::json!({}), "x", Environment::default(), vec![run(v), run(v), run(v)], BTreeMap::new());
+        let c = Case { metrics: [("sink.pps".to_string(), Tolerance::Within(0.1))].into_iter().collect(), ..s.cases[0].clone() };
+        let v = judge(&c, &three(100.0), &three(100.0));
+        assert_eq!(v[0].runs, 3);
+        assert!(tables(&v).contains("| a (3 runs) | 100.0 | 100.0 |"), "{}", tables(&v));
     }
 
     #[test]

@@ -69,7 +69,7 @@ fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressu
         if probe.device.driver() == darkbuf_scenario::Driver::Veth {
             overrides.push(format!("device.backpressure={backpressure}"));
         }
-        overrides.push(format!("runs={}", args.runs));
+        overrides.push(format!("runs={}", case.runs(args.runs)));
         let scn = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         out.push(Planned { case, file, text, overrides, scn });
     }
