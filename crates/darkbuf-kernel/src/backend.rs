@@ -35,10 +35,10 @@
 //! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
-//! - `tcp.timeouts`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`, `tcp.undos`,
-//!   `tcp.backlog_coalesce`, `tcp.delivered_ce`: `TcpExt TCPTimeouts`, `TCPLossProbes`,
-//!   `TCPLossProbeRecovery`, `TCPFullUndo` + `TCPDSACKUndo`, `TCPBacklogCoalesce`,
-//!   `TCPDeliveredCE` of
+//! - `tcp.timeouts`, `tcp.spurious_rtos`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`,
+//!   `tcp.undos`, `tcp.backlog_coalesce`, `tcp.delivered_ce`: `TcpExt TCPTimeouts`,
+//!   `TCPSpuriousRTOs`, `TCPLossProbes`, `TCPLossProbeRecovery`, `TCPFullUndo` +
+//!   `TCPDSACKUndo` + `TCPLossUndo`, `TCPBacklogCoalesce`, `TCPDeliveredCE` of
 //!   /proc/net/netstat in the sending namespace (`tcp.backlog_acks` and
 //!   `tcp.release_cb_work` have no counter: null);
 //! - `tcp.hystart_train_detect`, `tcp.hystart_train_cwnd`, `tcp.hystart_delay_detect`,

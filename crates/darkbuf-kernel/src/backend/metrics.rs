@@ -589,13 +589,14 @@ fn sender_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
     if crate::tcp::entries(w.scn).is_empty() {
         return;
     }
-    let counters: [(&str, &[&str]); 6] = [
+    let counters: [(&str, &[&str]); 7] = [
         ("tcp.timeouts", &["TCPTimeouts"]),
+        ("tcp.spurious_rtos", &["TCPSpuriousRTOs"]),
         // tcp_newly_delivered(): packets delivered with an ECE-marked ACK.
         ("tcp.delivered_ce", &["TCPDeliveredCE"]),
         ("tcp.loss_probes", &["TCPLossProbes"]),
         ("tcp.loss_probe_recoveries", &["TCPLossProbeRecovery"]),
-        ("tcp.undos", &["TCPFullUndo", "TCPDSACKUndo"]),
+        ("tcp.undos", &["TCPFullUndo", "TCPDSACKUndo", "TCPLossUndo"]),
         ("tcp.backlog_coalesce", &["TCPBacklogCoalesce"]),
     ];
     for (k, cs) in counters {

@@ -20,8 +20,16 @@
 //! `tcp_try_undo_recovery()`). With a reordering degree above 3, cwnd grows on SACKs too
 //! (`tcp_may_raise_cwnd()`). Outside a window reduction, SACKed, lost or retransmitted
 //! segments outstanding make the state Disorder (`tcp_try_keep_open()`), where no loss
-//! probe is scheduled. Not modelled: the timestamp undo (Eifel,
-//! `tcp_packet_delayed()`), and undo after an RTO (F-RTO, `tcp_try_undo_loss()`).
+//! probe is scheduled.
+//!
+//! After an RTO, F-RTO (`tcp_process_loss()`, RFC 5682's SACK-enhanced version)
+//! decides whether it came of a loss: an ACK or SACK of a segment sent before the
+//! timeout and never retransmitted shows the data was only late, and the timeout is
+//! undone (`tcp_try_undo_loss()`: the lost marks cleared, cwnd and ssthresh restored,
+//! Open); an ACK that moves `snd_una` first sends new data instead of the next
+//! retransmission (step 2b), and a SACK or duplicate ACK after that shows the loss was
+//! real, and the rest goes as before. Not modelled: the timestamp undo (Eifel,
+//! `tcp_packet_delayed()`), which in the kernel can undo one ACK earlier than F-RTO.
 
 use super::cc::{AckCtx, CaEvent, CA_ACK_ECE};
 use super::rate::RateSample;
@@ -154,6 +162,7 @@ impl World {
         if rec.dsack {
             tp.tcp_check_dsack(&rec, prior_una);
         }
+        self.socks.tcp(s).orig_sack_acked = false;
         let (acked, rtts) = self.socks.tcp(s).tcp_clean_rtx_queue(rec.ack, t, &mut rs, prior_fack);
         let (newly_sacked, sackt) = self.tcp_sacktag(s, &rec, &mut rs, t);
         self.socks.tcp(s).tcp_rack_apply_acked(t);
@@ -171,6 +180,12 @@ impl World {
         let rtt_ns = rtts.map(|r| r.ca_rtt_ns);
         let tp = self.socks.tcp(s);
         let una_advanced = tp.snd_una != prior_una;
+        // tcp_clean_rtx_queue(): an ACK that ACKs nothing re-arms the timer
+        // (FLAG_SET_XMIT_TIMER) when its SACK RTT sample is of data sent before the head
+        // was last (re)transmitted: a long recovery, SACKs still coming for what went
+        // before the head's retransmission, is not cut short by the RTO. Data sent
+        // after it does not extend the timeout.
+        let sack_rearms = acked == 0 && sackt.is_some_and(|(first, _)| tp.rtx.front().is_some_and(|h| first < h.sent));
         // tp->delivered's growth: what this ACK newly ACKed or SACKed.
         let delivered = acked + newly_sacked;
         // tcp_ack()'s order (6.1): the SACKed deliveries are counted, then the
@@ -220,6 +235,12 @@ impl World {
             self.tcp_end_cwnd_reduction(s);
             self.tcp_set_ca_state(s, CaState::Open);
         }
+        if self.socks.tcp(s).ca_state == CaState::Loss {
+            // A duplicate ACK (`num_dupack`): it moved nothing, updated no window and
+            // is no D-SACK.
+            let dupack = !una_advanced && !win_update && !rec.dsack;
+            self.tcp_process_loss(s, una_advanced, newly_sacked > 0, dupack);
+        }
         let tp = self.socks.tcp(s);
         // tcp_fastretrans_alert(), step E: a loss starts Recovery (tcp_time_to_recover():
         // RACK marked one); otherwise tcp_try_to_open().
@@ -242,7 +263,7 @@ impl World {
             let j = self.cfg.jiffy_ns;
             let at = self.now + whole_jiffies(us as u64 * 1000, j) + TCP_TIMEOUT_MIN_JIFFIES * j;
             self.tcp_reset_xmit_timer(s, XmitTimer::ReoTimeout, at, true);
-        } else if tp.packets_out == 0 || acked > 0 {
+        } else if tp.packets_out == 0 || acked > 0 || sack_rearms {
             // tcp_set_xmit_timer(): a loss probe, else the RTO.
             let pushes = tp.rto_pushes;
             if tp.packets_out > 0 && self.tcp_schedule_loss_probe(s, true, false) {
@@ -304,6 +325,9 @@ impl World {
                     if !(seg.retrans || seg.ever_retrans) {
                         if before(seg.start, fack) && before(seg.start, reord) {
                             reord = seg.start;
+                        }
+                        if !after(seg.end, tp.high_seq) {
+                            tp.orig_sack_acked = true;
                         }
                         let this = (seg.start, seg.sent);
                         sackt = Some(match sackt {
@@ -463,6 +487,66 @@ impl World {
             let tp = self.socks.tcp(s);
             tp.high_seq = tp.snd_nxt;
         }
+    }
+
+    /// `tcp_process_loss()`: an ACK in Loss, after an RTO. It undoes the timeout when
+    /// it moved `snd_una` and D-SACKs showed the retransmissions spurious
+    /// (`tcp_try_undo_loss()`), or, with F-RTO armed, when it ACKed or SACKed a segment
+    /// never retransmitted (step 3b: the timeout was spurious). With F-RTO, the first
+    /// ACK that moves `snd_una` short of `high_seq` sends new data next rather than
+    /// retransmitting (step 2b, `REXMIT_NEW`, while the write queue has data and the
+    /// receive window room), and a SACK or duplicate ACK after that ends F-RTO (step
+    /// 3a: the loss was real). Leaving Loss once `high_seq` is ACKed is
+    /// `tcp_cong_control()`'s (`tcp_try_undo_recovery()` undoes first if it may).
+    fn tcp_process_loss(&mut self, s: SockId, una_advanced: bool, data_sacked: bool, dupack: bool) {
+        let tp = self.socks.tcp(s);
+        tp.frto_new_data = false;
+        let recovered = !before(tp.snd_una, tp.high_seq);
+        if una_advanced && self.tcp_try_undo_loss(s, false) {
+            return;
+        }
+        let tp = self.socks.tcp(s);
+        if tp.frto {
+            if tp.orig_sack_acked && self.tcp_try_undo_loss(s, true) {
+                return;
+            }
+            let tp = self.socks.tcp(s);
+            if after(tp.snd_nxt, tp.high_seq) {
+                if data_sacked || dupack {
+                    tp.frto = false;
+                }
+            } else if una_advanced && !recovered {
+                tp.high_seq = tp.snd_nxt;
+                let unsent = tp.write_seq != tp.snd_nxt;
+                if unsent && after(tp.snd_una.wrapping_add(tp.snd_wnd), tp.snd_nxt) {
+                    tp.frto_new_data = true;
+                    return;
+                }
+                tp.frto = false;
+            }
+        }
+        let tp = self.socks.tcp(s);
+        if recovered && tp.tcp_may_undo() {
+            tp.tcp_undo_cwnd_reduction();
+        }
+    }
+
+    /// `tcp_try_undo_loss()`: undo the timeout, F-RTO's (`frto_undo`) or because
+    /// `tcp_may_undo()`: no segment stays marked lost, cwnd and ssthresh go back, the
+    /// backoff restarts, and the state is Open. Returns whether it undid.
+    fn tcp_try_undo_loss(&mut self, s: SockId, frto_undo: bool) -> bool {
+        let tp = self.socks.tcp(s);
+        if !(frto_undo || tp.tcp_may_undo()) {
+            return false;
+        }
+        tp.tcp_undo_cwnd_reduction_unmark();
+        if frto_undo {
+            tp.spurious_rtos += 1;
+        }
+        tp.backoff = 0;
+        tp.frto_new_data = false;
+        self.tcp_set_ca_state(s, CaState::Open);
+        true
     }
 
     /// `tcp_enter_cwr()`: a local drop, NET_XMIT_CN or an ECE reduces the window once,
@@ -630,35 +714,40 @@ impl World {
             return false;
         }
         tp.timeouts += 1;
-        // tcp_enter_loss(): ssthresh is reduced once per window: from Open, once the
-        // previous reduction's high_seq is acknowledged, or at the first RTO of a Loss
-        // episode (icsk_retransmits = 0: `backoff` here, reset by forward progress), not
-        // again at a repeated RTO without progress. The congestion control hears
-        // CA_EVENT_LOSS then.
+        // tcp_enter_loss(): tcp_timeout_mark_lost() first. Every unSACKed segment is lost
+        // (a retransmission of it in flight too), but those sent more recently than
+        // RACK's RTT ago, the head aside (`tcp_rack_skb_timeout(tp, skb, 0) > 0`): they
+        // may still arrive, and stay in flight as they are.
+        let (now, rack_rtt_ns) = (self.now, tp.rack.rtt_us as u64 * 1000);
+        for (i, seg) in tp.rtx.iter_mut().enumerate() {
+            if seg.sacked || (i > 0 && seg.sent + rack_rtt_ns > now) {
+                continue;
+            }
+            tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
+        }
+        // ssthresh is reduced once per window: from Open, once the previous reduction's
+        // high_seq is acknowledged, or at the first RTO of a Loss episode
+        // (icsk_retransmits = 0: `backoff` here, reset by forward progress), not again at
+        // a repeated RTO without progress. The window before is kept for an undo
+        // (`tcp_init_undo()`), and the congestion control hears CA_EVENT_LOSS.
+        let new_recovery = tp.ca_state < CaState::Recovery;
         if tp.ca_state <= CaState::Disorder || !after(tp.high_seq, tp.snd_una) || (tp.ca_state == CaState::Loss && tp.backoff == 0) {
+            tp.prior_ssthresh = tp.tcp_current_ssthresh();
+            tp.prior_cwnd = tp.w.cwnd;
             tp.w.ssthresh = tp.with_ca(|ca, tp| ca.ssthresh(tp));
             tp.with_ca(|ca, tp| ca.cwnd_event(tp, CaEvent::Loss));
+            tp.tcp_init_undo();
         }
-        // Loss-state undo (tcp_try_undo_loss(), F-RTO) is not modelled.
-        tp.undo_marker = None;
         tp.tcp_ecn_queue_cwr();
         tp.high_seq = tp.snd_nxt;
         tp.tlp_high_seq = None;
         tp.w.cwnd_cnt = 0;
-        for seg in tp.rtx.iter_mut() {
-            if !seg.sacked && !seg.lost {
-                seg.lost = true;
-                tp.lost_out += seg.segs;
-                tp.lost += seg.segs;
-            }
-            if seg.retrans {
-                seg.retrans = false;
-                tp.retrans_out -= seg.segs;
-            }
-        }
-        // tcp_timeout_mark_lost() then cwnd = packets in flight + 1 (what is not marked
-        // lost: the model marks every unSACKed segment, without RACK's recent ones).
+        // cwnd = packets in flight + 1 (what is not marked lost).
         tp.w.cwnd = tp.in_flight() + 1;
+        // F-RTO's step 1: armed unless a recovery was under way, a repeated timeout of
+        // the same snd_una excepted (icsk_retransmits: `backoff`).
+        tp.frto = new_recovery || tp.backoff > 0;
+        tp.frto_new_data = false;
         self.tcp_set_ca_state(s, CaState::Loss);
         let tp = self.socks.tcp(s);
         tp.backoff += 1;
@@ -728,8 +817,14 @@ impl super::TcpSock {
                     rtt = Some(AckRtt { seq_rtt_ns: rtt.map_or(ca_rtt_ns, |r| r.seq_rtt_ns), ca_rtt_ns });
                 }
                 // TCPCB_RETRANS: neither retransmitted nor being resent.
-                if !(seg.retrans || seg.ever_retrans) && before(seg.start, reord) {
-                    reord = seg.start;
+                if !(seg.retrans || seg.ever_retrans) {
+                    if before(seg.start, reord) {
+                        reord = seg.start;
+                    }
+                    // FLAG_ORIG_SACK_ACKED, by the skb's end (a trimmed skb's too).
+                    if !after(whole.end, tp.high_seq) {
+                        tp.orig_sack_acked = true;
+                    }
                 }
             }
             if seg.lost {
@@ -814,6 +909,32 @@ impl super::TcpSock {
         if self.undo_retrans == 0 {
             self.undo_retrans = -1;
         }
+    }
+
+    /// `tcp_current_ssthresh()`: ssthresh in a window reduction (CWR, Recovery), else
+    /// the larger of ssthresh and 3/4 of cwnd.
+    fn tcp_current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.w.ssthresh
+        } else {
+            self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
+        }
+    }
+
+    /// `tcp_may_undo()`: a reduction to undo, and D-SACKs showed every retransmission
+    /// since it spurious (the timestamp test, `tcp_packet_delayed()`, is not modelled).
+    fn tcp_may_undo(&self) -> bool {
+        self.undo_marker.is_some() && self.undo_retrans == 0
+    }
+
+    /// `tcp_undo_cwnd_reduction(sk, true)`: as [`Self::tcp_undo_cwnd_reduction`], and
+    /// no segment is lost any more (the RTO's marks are taken back).
+    fn tcp_undo_cwnd_reduction_unmark(&mut self) {
+        for seg in self.rtx.iter_mut() {
+            seg.lost = false;
+        }
+        self.lost_out = 0;
+        self.tcp_undo_cwnd_reduction();
     }
 
     /// `tcp_undo_cwnd_reduction()`: the congestion control's window before the
@@ -1028,6 +1149,8 @@ mod tests {
     use crate::sock::tcp::{TcpSock, TxSeg};
     use super::AckRtt;
     use crate::sock::tcp::recv::AckRec;
+    use crate::sock::tcp::{after, CaState};
+    use crate::id::CpuId;
 
     const MSS: u32 = 1448;
 
@@ -1041,6 +1164,101 @@ mod tests {
 
     fn shape(tp: &TcpSock) -> Vec<(u32, u32, u32)> {
         tp.rtx.iter().map(|g| (g.start, g.end, g.segs)).collect()
+    }
+
+    /// Ten segments in flight, segment i sent at i x 10 ms, an RTO at 300 ms, and the
+    /// head's retransmission out at once (as the timer's transmit would do it).
+    fn rto_at_300ms() -> (crate::world::World, crate::id::SockId) {
+        let (mut w, s) = crate::sock::tcp::tests::with_flight(10);
+        for (i, g) in w.socks.tcp(s).rtx.iter_mut().enumerate() {
+            g.sent = i as u64 * 10_000_000;
+        }
+        w.now = 300_000_000;
+        w.tcp_retransmit_timer(s);
+        let t = w.socks.tcp(s);
+        let head = &mut t.rtx[0];
+        (head.retrans, head.ever_retrans, head.counted, head.sent) = (true, true, true, 300_000_000);
+        t.retrans_out += 1;
+        t.undo_retrans = t.undo_retrans.max(0) + 1;
+        (w, s)
+    }
+
+    /// tcp_timeout_mark_lost(): the head is lost, and every unSACKed segment sent at least
+    /// RACK's RTT ago; those sent since (40 ms RTT at 100 ms: segments 7-9 at 70-90 ms)
+    /// stay in flight, and cwnd is what is in flight + 1.
+    #[test]
+    fn an_rto_spares_what_was_sent_within_racks_rtt() {
+        let (mut w, s) = crate::sock::tcp::tests::with_flight(10);
+        for (i, g) in w.socks.tcp(s).rtx.iter_mut().enumerate() {
+            g.sent = i as u64 * 10_000_000;
+        }
+        w.socks.tcp(s).rack.rtt_us = 40_000;
+        w.now = 100_000_000;
+        w.tcp_retransmit_timer(s);
+        let t = w.socks.tcp(s);
+        let lost: Vec<bool> = t.rtx.iter().map(|g| g.lost).collect();
+        assert_eq!(lost, [true, true, true, true, true, true, true, false, false, false]);
+        assert_eq!((t.lost_out, t.w.cwnd, t.frto), (7, 4, true));
+    }
+
+    /// F-RTO, step 3b: after an RTO from Open, an ACK of the retransmitted head and of
+    /// two segments never retransmitted shows the timeout spurious (the originals were
+    /// late, not lost): no segment stays lost, cwnd and ssthresh are back (CUBIC cut 20
+    /// to 14; undo_cwnd is the larger of now and before), the state is Open, and it
+    /// counts as a spurious RTO and an undo.
+    #[test]
+    fn frto_undoes_a_timeout_when_data_sent_before_it_arrives() {
+        let (mut w, s) = rto_at_300ms();
+        let t = w.socks.tcp(s);
+        assert_eq!((t.ca_state, t.w.ssthresh, t.lost_out, t.frto), (CaState::Loss, 14, 10, true));
+        let prior_ssthresh = t.prior_ssthresh;
+        w.tcp_ack_rec(CpuId::from_index(0), s, AckRec { ack: 3 * MSS, win: 1 << 20, ..AckRec::default() }, 400_000_000);
+        let t = w.socks.tcp(s);
+        assert_eq!((t.ca_state, t.lost_out, t.spurious_rtos, t.undos), (CaState::Open, 0, 1, 1));
+        assert!(t.w.cwnd >= 20 && t.w.ssthresh == prior_ssthresh, "cwnd {} ssthresh {}", t.w.cwnd, t.w.ssthresh);
+        assert!(t.rtx.iter().all(|g| !g.lost));
+    }
+
+    /// F-RTO, steps 2b and 3a: an ACK of the retransmitted head alone sends new data
+    /// rather than the next retransmission; a SACK of that new data then shows the loss
+    /// real, F-RTO ends, and the lost segments go again.
+    #[test]
+    fn frto_sends_new_data_first_and_a_sack_of_it_proves_the_loss() {
+        let (mut w, s) = rto_at_300ms();
+        w.socks.tcp(s).tcp_sendmsg_locked(1 << 20, u64::MAX);
+        let high = w.socks.tcp(s).high_seq;
+        w.tcp_ack_rec(CpuId::from_index(0), s, AckRec { ack: MSS, win: 1 << 20, ..AckRec::default() }, 400_000_000);
+        let t = w.socks.tcp(s);
+        assert!(t.frto && after(t.snd_nxt, high), "new data went: snd_nxt {} high_seq {high}", t.snd_nxt);
+        assert_eq!((t.ca_state, t.retrans_out), (CaState::Loss, 0), "no retransmission went with it");
+        let nxt = t.snd_nxt;
+        let sack = AckRec { ack: MSS, sacks: [(high, nxt), (0, 0), (0, 0)], n_sacks: 1, win: 1 << 20, ..AckRec::default() };
+        w.tcp_ack_rec(CpuId::from_index(0), s, sack, 500_000_000);
+        let t = w.socks.tcp(s);
+        assert!(!t.frto && t.retrans_out > 0, "frto {} retrans_out {}", t.frto, t.retrans_out);
+        assert_eq!((t.ca_state, t.spurious_rtos), (CaState::Loss, 0));
+    }
+
+    /// tcp_clean_rtx_queue()'s FLAG_SET_XMIT_TIMER for an ACK that only SACKs: the RTO is
+    /// re-armed from now when the SACKed data went before the head's retransmission (a
+    /// recovery still hearing of older data). (A SACK of data sent after it makes RACK
+    /// mark the head's retransmission lost, and its next retransmission re-arms the
+    /// timer anyway.)
+    #[test]
+    fn a_sack_of_data_older_than_the_heads_retransmission_rearms_the_rto() {
+        let (mut w, s) = crate::sock::tcp::tests::with_flight(10);
+        let t = w.socks.tcp(s);
+        for (i, g) in t.rtx.iter_mut().enumerate() {
+            g.sent = i as u64 * 10_000_000;
+        }
+        (t.rtx[0].retrans, t.rtx[0].ever_retrans, t.rtx[0].lost, t.rtx[0].sent) = (true, true, true, 50_000_000);
+        (t.retrans_out, t.lost_out, t.rto_ns) = (1, 1, 200_000_000);
+        w.tcp_enter_recovery(s, false);
+        w.socks.tcp(s).rto_at = Some(250_000_000);
+        let sack = |a: u32, b: u32| AckRec { ack: 0, sacks: [(a * MSS, b * MSS), (0, 0), (0, 0)], n_sacks: 1, win: 1 << 20, ..AckRec::default() };
+        w.tcp_ack_rec(CpuId::from_index(0), s, sack(3, 4), 100_000_000);
+        let at = w.socks.tcp(s).rto_at.expect("armed");
+        assert!(at != 250_000_000 && at > 100_000_000, "segment 3 went at 30 ms, before the head's 50 ms: re-armed from now, to {at}");
     }
 
     /// A SACK-only ACK at 20 ms for segments 0..10 sent 0.1 ms apart from 1 ms, with

@@ -251,8 +251,22 @@ pub struct TcpSock {
     prior_ssthresh: u32,
     /// `tp->dsack_dups`: segments D-SACKed so far.
     dsack_dups: u64,
-    /// Window reductions undone (`TcpExtTCPFullUndo` + `TcpExtTCPDSACKUndo`).
+    /// Window reductions undone (`TcpExtTCPFullUndo` + `TcpExtTCPDSACKUndo` +
+    /// `TcpExtTCPLossUndo`).
     undos: u64,
+    /// F-RTO (`tp->frto`, RFC 5682's SACK-enhanced version, `net.ipv4.tcp_frto` = 2, the
+    /// default): armed by an RTO (`tcp_enter_loss()`), it tells a timeout that came of a
+    /// delay from one that came of a loss before the rest is retransmitted
+    /// (`tcp_process_loss()`).
+    frto: bool,
+    /// F-RTO's step 2b (`REXMIT_NEW`): the transmit the ACK clocks sends new data, not
+    /// the segments the RTO marked lost.
+    frto_new_data: bool,
+    /// `FLAG_ORIG_SACK_ACKED` of the ACK being processed: it ACKed or SACKed a segment
+    /// never retransmitted, below `high_seq`.
+    orig_sack_acked: bool,
+    /// RTOs F-RTO found spurious (`TcpExtTCPSpuriousRTOs`).
+    spurious_rtos: u64,
     rtx: VecDeque<TxSeg>,
     high_seq: u32,
     prior_cwnd: u32,
@@ -393,6 +407,7 @@ pub struct TcpStats {
     pub reord_seen_base: u32,
     pub dsack_dups_base: u64,
     pub undos_base: u64,
+    pub spurious_rtos_base: u64,
     /// The socket lock's counters at the start of the measured window (`lock.rs`).
     pub backlog_acks_base: u64,
     pub backlog_coalesce_base: u64,
@@ -504,6 +519,7 @@ impl TcpSock {
         st.reord_seen_base = self.reord_seen;
         st.dsack_dups_base = self.dsack_dups;
         st.undos_base = self.undos;
+        st.spurious_rtos_base = self.spurious_rtos;
         st.backlog_acks_base = self.lock.backlog_acks;
         st.backlog_coalesce_base = self.lock.backlog_coalesce;
         st.deferred_work_base = self.lock.deferred_work;
@@ -591,6 +607,10 @@ impl TcpSock {
             prior_ssthresh: 0,
             dsack_dups: 0,
             undos: 0,
+            frto: false,
+            frto_new_data: false,
+            orig_sack_acked: false,
+            spurious_rtos: 0,
             rtx: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,

@@ -120,6 +120,15 @@ impl World {
             }
         }
         let tp = self.socks.tcp(s);
+        if tp.frto_new_data {
+            // tcp_xmit_recovery() with REXMIT_NEW: if no new data went, F-RTO ends and
+            // the segments marked lost go as usual.
+            tp.frto_new_data = false;
+            if !after(tp.snd_nxt, tp.high_seq) {
+                tp.frto = false;
+                return t - t0 + self.tcp_write_xmit_push(cpu, s, t, probe);
+            }
+        }
         cwnd_limited |= tp.in_flight() >= tp.w.cwnd;
         if sent_any || cwnd_limited {
             tp.tcp_cwnd_validate(cwnd_limited);
@@ -302,7 +311,8 @@ impl World {
         let full_goal = self.tcp_tso_segs(s);
         let tp = self.socks.tcp(s);
         let goal = full_goal.min(room.min((tp.w.cwnd / 2).max(1)));
-        if tp.lost_out > tp.retrans_out {
+        // F-RTO's step 2b sends new data in place of the next retransmission.
+        if tp.lost_out > tp.retrans_out && !tp.frto_new_data {
             let goal = full_goal.min(room);
             if let Some(i) = tp.rtx.iter().position(|g| g.lost && !g.retrans) {
                 // tcp_retransmit_skb(): an skb larger than the current TSO goal is split

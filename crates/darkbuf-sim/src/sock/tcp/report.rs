@@ -97,7 +97,7 @@ impl World {
             return;
         }
         let (mut total, mut retrans, mut timeouts, mut probes, mut probe_recoveries) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        let (mut reord_seen, mut dsacks, mut undos) = (0u64, 0u64, 0u64);
+        let (mut reord_seen, mut dsacks, mut undos, mut spurious_rtos) = (0u64, 0u64, 0u64, 0u64);
         // HyStart's exits over the whole run: slow start usually ends in the warmup.
         let mut hystart = super::cc::HystartMib::default();
         // The writers' socket locks (`lock_sock`): ACKs that waited in a backlog, those
@@ -123,6 +123,7 @@ impl World {
             reord_seen += (t.reord_seen - st.reord_seen_base) as u64;
             dsacks += t.dsack_dups - st.dsack_dups_base;
             undos += t.undos - st.undos_base;
+            spurious_rtos += t.spurious_rtos - st.spurious_rtos_base;
             if t.lock.enabled {
                 locked = true;
                 backlog_acks += t.lock.backlog_acks - st.backlog_acks_base;
@@ -163,6 +164,7 @@ impl World {
         out.set("tcp.reord_seen", reord_seen as f64);
         out.set("tcp.dsack_dups", dsacks as f64);
         out.set("tcp.undos", undos as f64);
+        out.set("tcp.spurious_rtos", spurious_rtos as f64);
         out.set("tcp.hystart_train_detect", hystart.train_detect as f64);
         out.set("tcp.hystart_train_cwnd", hystart.train_cwnd as f64);
         out.set("tcp.hystart_delay_detect", hystart.delay_detect as f64);
