@@ -209,7 +209,7 @@ impl World {
         // does tcp_fastretrans_alert() run, and RACK with it (tcp_identify_packet_loss()).
         let tp = self.socks.tcp(s);
         let dubious = (!una_advanced && !win_update) || newly_sacked > 0 || rec.ece || rec.dsack || tp.ca_state != CaState::Open;
-        let reo_timeout = if dubious { tp.tcp_rack_mark_lost(t) } else { None };
+        let mut reo_timeout = if dubious { tp.tcp_rack_mark_lost(t) } else { None };
         // rs->losses: segments newly marked lost, a retransmission lost again included.
         let newly_lost = tp.lost > prior_lost_total;
         let lost = tp.lost - prior_lost_total;
@@ -239,7 +239,14 @@ impl World {
             // A duplicate ACK (`num_dupack`): it moved nothing, updated no window and
             // is no D-SACK.
             let dupack = !una_advanced && !win_update && !rec.dsack;
-            self.tcp_process_loss(s, una_advanced, newly_sacked > 0, dupack);
+            if self.tcp_process_loss(s, una_advanced, newly_sacked > 0, dupack) {
+                // The undo makes RACK look again (`tcp_undo_cwnd_reduction()` sets
+                // `rack.advanced`), and tcp_fastretrans_alert() goes on as in Open: a
+                // segment still found lost starts Recovery below.
+                let tp = self.socks.tcp(s);
+                tp.rack.advanced = true;
+                reo_timeout = tp.tcp_rack_mark_lost(t);
+            }
         }
         let tp = self.socks.tcp(s);
         // tcp_fastretrans_alert(), step E: a loss starts Recovery (tcp_time_to_recover():
@@ -387,7 +394,7 @@ impl World {
         tp.prior_ssthresh = 0;
         tp.tcp_init_undo();
         if !in_reduction && !ece_ack {
-            tp.prior_ssthresh = tp.w.ssthresh.max((tp.w.cwnd >> 1) + (tp.w.cwnd >> 2));
+            tp.prior_ssthresh = tp.tcp_current_ssthresh();
         }
         if !in_reduction {
             self.tcp_init_cwnd_reduction(s);
@@ -498,17 +505,18 @@ impl World {
     /// receive window room), and a SACK or duplicate ACK after that ends F-RTO (step
     /// 3a: the loss was real). Leaving Loss once `high_seq` is ACKed is
     /// `tcp_cong_control()`'s (`tcp_try_undo_recovery()` undoes first if it may).
-    fn tcp_process_loss(&mut self, s: SockId, una_advanced: bool, data_sacked: bool, dupack: bool) {
+    /// Returns whether the timeout was undone.
+    fn tcp_process_loss(&mut self, s: SockId, una_advanced: bool, data_sacked: bool, dupack: bool) -> bool {
         let tp = self.socks.tcp(s);
         tp.frto_new_data = false;
         let recovered = !before(tp.snd_una, tp.high_seq);
         if una_advanced && self.tcp_try_undo_loss(s, false) {
-            return;
+            return true;
         }
         let tp = self.socks.tcp(s);
         if tp.frto {
             if tp.orig_sack_acked && self.tcp_try_undo_loss(s, true) {
-                return;
+                return true;
             }
             let tp = self.socks.tcp(s);
             if after(tp.snd_nxt, tp.high_seq) {
@@ -520,7 +528,7 @@ impl World {
                 let unsent = tp.write_seq != tp.snd_nxt;
                 if unsent && after(tp.snd_una.wrapping_add(tp.snd_wnd), tp.snd_nxt) {
                     tp.frto_new_data = true;
-                    return;
+                    return false;
                 }
                 tp.frto = false;
             }
@@ -529,6 +537,7 @@ impl World {
         if recovered && tp.tcp_may_undo() {
             tp.tcp_undo_cwnd_reduction();
         }
+        false
     }
 
     /// `tcp_try_undo_loss()`: undo the timeout, F-RTO's (`frto_undo`) or because
