@@ -20,8 +20,9 @@ pub struct ValidateArgs {
     /// Only the cases whose name contains this (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
-    /// Runs per case on each side (seeds 1..=N on the simulator).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    /// Runs per case on each side (seeds 1..=N on the simulator); a case that asks for
+    /// more (`runs` in the suite) gets its own.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=suite::MAX_RUNS as i64))]
     pub runs: u32,
     /// Exit 1 when a judged metric is outside its tolerance.
     #[arg(long)]
