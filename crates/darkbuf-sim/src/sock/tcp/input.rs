@@ -107,6 +107,13 @@ fn tcp_mark_skb_lost(seg: &mut super::TxSeg, lost_out: &mut u32, lost: &mut u32,
     }
 }
 
+/// `tcp_rack_skb_timeout()`: what is left (µs) of RACK's RTT `rtt_us` plus `reo_wnd`
+/// since `seg` was last sent, at `t`; lost at 0 or below. RACK's loss detection and the
+/// RTO's marking (`tcp_timeout_mark_lost()`, `reo_wnd` 0) both ask it.
+fn tcp_rack_skb_timeout(rtt_us: i64, seg: &super::TxSeg, t: u64, reo_wnd: i64) -> i64 {
+    rtt_us + reo_wnd - (t.saturating_sub(seg.sent) / 1000) as i64
+}
+
 /// `tcp_skb_sent_after()`: sent later, or at the same time with a later end.
 fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
     t1 > t2 || (t1 == t2 && after(seq1, seq2))
@@ -219,7 +226,7 @@ impl World {
         // showed every retransmission spurious (tcp_try_undo_dsack(), mid-recovery; at
         // its end tcp_try_undo_recovery()), and then the recovery is over.
         if tp.ca_state == CaState::Recovery && tp.undo_marker.is_some() && tp.undo_retrans == 0 {
-            tp.tcp_undo_cwnd_reduction();
+            tp.tcp_undo_cwnd_reduction(false);
             self.tcp_set_ca_state(s, CaState::Open);
             if rec.ece {
                 self.tcp_enter_cwr(s);
@@ -508,7 +515,6 @@ impl World {
     /// Returns whether the timeout was undone.
     fn tcp_process_loss(&mut self, s: SockId, una_advanced: bool, data_sacked: bool, dupack: bool) -> bool {
         let tp = self.socks.tcp(s);
-        tp.frto_new_data = false;
         let recovered = !before(tp.snd_una, tp.high_seq);
         if una_advanced && self.tcp_try_undo_loss(s, false) {
             return true;
@@ -535,7 +541,7 @@ impl World {
         }
         let tp = self.socks.tcp(s);
         if recovered && tp.tcp_may_undo() {
-            tp.tcp_undo_cwnd_reduction();
+            tp.tcp_undo_cwnd_reduction(false);
         }
         false
     }
@@ -548,12 +554,11 @@ impl World {
         if !(frto_undo || tp.tcp_may_undo()) {
             return false;
         }
-        tp.tcp_undo_cwnd_reduction_unmark();
+        tp.tcp_undo_cwnd_reduction(true);
         if frto_undo {
             tp.spurious_rtos += 1;
         }
         tp.backoff = 0;
-        tp.frto_new_data = false;
         self.tcp_set_ca_state(s, CaState::Open);
         true
     }
@@ -727,9 +732,9 @@ impl World {
         // (a retransmission of it in flight too), but those sent more recently than
         // RACK's RTT ago, the head aside (`tcp_rack_skb_timeout(tp, skb, 0) > 0`): they
         // may still arrive, and stay in flight as they are.
-        let (now, rack_rtt_ns) = (self.now, tp.rack.rtt_us as u64 * 1000);
+        let (now, rack_rtt_us) = (self.now, tp.rack.rtt_us as i64);
         for (i, seg) in tp.rtx.iter_mut().enumerate() {
-            if seg.sacked || (i > 0 && seg.sent + rack_rtt_ns > now) {
+            if seg.sacked || (i > 0 && tcp_rack_skb_timeout(rack_rtt_us, seg, now, 0) > 0) {
                 continue;
             }
             tcp_mark_skb_lost(seg, &mut tp.lost_out, &mut tp.lost, &mut tp.retrans_out);
@@ -756,7 +761,6 @@ impl World {
         // F-RTO's step 1: armed unless a recovery was under way, a repeated timeout of
         // the same snd_una excepted (icsk_retransmits: `backoff`).
         tp.frto = new_recovery || tp.backoff > 0;
-        tp.frto_new_data = false;
         self.tcp_set_ca_state(s, CaState::Loss);
         let tp = self.socks.tcp(s);
         tp.backoff += 1;
@@ -936,20 +940,17 @@ impl super::TcpSock {
         self.undo_marker.is_some() && self.undo_retrans == 0
     }
 
-    /// `tcp_undo_cwnd_reduction(sk, true)`: as [`Self::tcp_undo_cwnd_reduction`], and
-    /// no segment is lost any more (the RTO's marks are taken back).
-    fn tcp_undo_cwnd_reduction_unmark(&mut self) {
-        for seg in self.rtx.iter_mut() {
-            seg.lost = false;
-        }
-        self.lost_out = 0;
-        self.tcp_undo_cwnd_reduction();
-    }
-
     /// `tcp_undo_cwnd_reduction()`: the congestion control's window before the
     /// reduction (`undo_cwnd`: Reno and CUBIC the larger of now and before) and the
-    /// ssthresh before it, with the CWR still to announce withdrawn.
-    fn tcp_undo_cwnd_reduction(&mut self) {
+    /// ssthresh before it, with the CWR still to announce withdrawn. With `unmark_loss`
+    /// (an RTO's undo) no segment stays marked lost.
+    fn tcp_undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            for seg in self.rtx.iter_mut() {
+                seg.lost = false;
+            }
+            self.lost_out = 0;
+        }
         if self.prior_ssthresh > 0 {
             self.w.cwnd = self.with_ca(|ca, tp| ca.undo_cwnd(tp));
             if self.prior_ssthresh > self.w.ssthresh {
@@ -1071,8 +1072,7 @@ impl super::TcpSock {
             if seg.sacked || (seg.lost && !seg.retrans) || !sent_after(mstamp, seg.sent, end_seq, seg.end) {
                 continue;
             }
-            let elapsed_us = (t.saturating_sub(seg.sent) / 1000) as i64;
-            let remaining = rtt_us + reo_wnd - elapsed_us;
+            let remaining = tcp_rack_skb_timeout(rtt_us, seg, t, reo_wnd);
             if remaining > 0 {
                 reo_timeout = reo_timeout.max(remaining);
                 continue;
@@ -1455,7 +1455,7 @@ mod tests {
         let mut tp = sock();
         (tp.w.cwnd, tp.w.ssthresh, tp.prior_cwnd, tp.prior_ssthresh) = (20, 21, 30, 22);
         tp.undo_marker = Some(0);
-        tp.tcp_undo_cwnd_reduction();
+        tp.tcp_undo_cwnd_reduction(false);
         assert_eq!((tp.w.cwnd, tp.w.ssthresh, tp.undo_marker, tp.undos), (30, 22, None, 1));
     }
 

@@ -260,7 +260,8 @@ pub struct TcpSock {
     /// (`tcp_process_loss()`).
     frto: bool,
     /// F-RTO's step 2b (`REXMIT_NEW`): the transmit the ACK clocks sends new data, not
-    /// the segments the RTO marked lost.
+    /// the segments the RTO marked lost. Set by `tcp_process_loss()`; that transmit, at
+    /// the end of every ACK, clears it.
     frto_new_data: bool,
     /// `FLAG_ORIG_SACK_ACKED` of the ACK being processed: it ACKed or SACKed a segment
     /// never retransmitted, below `high_seq`.
