@@ -336,22 +336,26 @@ impl Profile {
         if c.consume_ns + c.consumer_base_ns <= 0.0 {
             return Err(("consume_ns".into(), "the consumer's per-packet cost (costs.consume_ns + costs.consumer_base_ns) must be > 0".into()));
         }
-        // `World::cost()` truncates to whole ns. A send that can cost 0 ns lets a flood
-        // into a full qdisc, whose sends are dropped and free their buffer at once,
-        // send forever at one instant: the simulation never ends.
-        let least = c.send_ns * (1.0 - self.noise);
-        if least < 1.0 {
-            return Err((
-                "send_ns".into(),
-                format!(
-                    "costs.send_ns = {} with noise = {}: a send may cost {least:.3} ns, below the simulator's 1 ns clock \
-                     step, and a flood into a full qdisc would never let the clock advance; expected send_ns >= \
-                     1 / (1 - noise) = {:.3} ns (a UDP sendmsg costs hundreds of ns)",
-                    c.send_ns,
-                    self.noise,
-                    1.0 / (1.0 - self.noise)
-                ),
-            ));
+        // The costs that pace a sender: a send that can cost 0 ns (`World::cost()`
+        // truncates to whole ns) lets a flood into a full qdisc, whose sends are dropped
+        // and free their buffer at once, send forever at one instant; a send of a few ns
+        // makes each simulated second minutes of wall clock (1 ns: seven minutes for one
+        // second of veth-bql, found by a newcomer's try). No CPU sends that fast.
+        for (k, v) in [("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("tcp_xmit_ns", c.tcp_xmit_ns)] {
+            let least = v * (1.0 - self.noise);
+            if least < MIN_SEND_NS {
+                return Err((
+                    k.into(),
+                    format!(
+                        "costs.{k} = {v} with noise = {}: a send may cost {least:.3} ns, faster than any CPU sends a packet \
+                         (a system call's entry and exit alone take about {MIN_SEND_NS} ns), and a sender that fast makes a \
+                         simulated second minutes of wall clock (under the 1 ns clock step, a flood into a full qdisc never \
+                         lets the clock advance); expected {k} >= {MIN_SEND_NS} / (1 - noise) = {:.3} ns",
+                        self.noise,
+                        MIN_SEND_NS / (1.0 - self.noise)
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -362,6 +366,12 @@ impl Profile {
         self.costs.consumer_base_ns + nrules as f64 * self.costs.consumer_per_rule_ns
     }
 }
+
+/// The least a profile's per-packet send costs (`send_ns`, `ping_send_ns`, `tcp_xmit_ns`)
+/// may come to with the noise, ns: about a system call's entry and exit on current x86
+/// (with the speculation mitigations, several times more). It bounds how many packets a
+/// simulated second holds, and with it the wall clock of a run.
+pub const MIN_SEND_NS: f64 = 50.0;
 
 /// Line and column of the value of `key` (`noise`, or a field of `[costs]`) in a
 /// profile's text, for an error about it. `None` for a key the text leaves to its
@@ -464,20 +474,30 @@ mod tests {
     }
 
     /// A send that may cost 0 whole ns would let a flood into a full qdisc loop forever
-    /// at one instant: refused, at the value's line and column. seed-vm's noise is 0.05,
-    /// so the least send_ns is 1 / 0.95 = 1.0526 ns.
+    /// at one instant, and one of a few ns makes a simulated second minutes long:
+    /// refused below MIN_SEND_NS, at the value's line and column. seed-vm's noise is
+    /// 0.05, so the least send_ns is 50 / 0.95 = 52.632 ns; ping_send_ns and tcp_xmit_ns
+    /// have the same floor.
     #[test]
     fn a_send_that_may_cost_no_time_is_refused_where_it_is_set() {
         let line = SEED_VM.lines().position(|l| l.starts_with("send_ns")).unwrap() + 1;
-        match load_edited("tiny", "send_ns", "send_ns = 1.05") {
+        match load_edited("tiny", "send_ns", "send_ns = 52.6") {
             Err(ProfileError::Invalid { msg, at, .. }) => {
                 assert_eq!(at, Some((line, 11)), "{msg}");
-                assert!(msg.contains("expected send_ns >= 1 / (1 - noise) = 1.053 ns"), "{msg}");
+                assert!(msg.contains("expected send_ns >= 50 / (1 - noise) = 52.632 ns"), "{msg}");
             }
             other => panic!("accepted or wrong error: {other:?}"),
         }
-        let p = load_edited("least", "send_ns", "send_ns = 1.053").expect("every send takes at least 1 ns");
-        assert_eq!(p.costs.send_ns, 1.053);
+        let p = load_edited("least", "send_ns", "send_ns = 52.632").expect("every send takes at least 50 ns");
+        assert_eq!(p.costs.send_ns, 52.632);
+        let line = SEED_VM.lines().position(|l| l.starts_with("ping_send_ns")).unwrap() + 1;
+        match load_edited("tiny-ping", "ping_send_ns", "ping_send_ns = 1.0") {
+            Err(ProfileError::Invalid { msg, at, .. }) => {
+                assert_eq!(at, Some((line, 16)), "{msg}");
+                assert!(msg.contains("costs.ping_send_ns = 1 with noise = 0.05: a send may cost 0.950 ns"), "{msg}");
+            }
+            other => panic!("accepted or wrong error: {other:?}"),
+        }
     }
 
     #[test]

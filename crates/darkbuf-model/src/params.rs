@@ -165,10 +165,13 @@ impl Params {
             }
             Some(other) => return Err(Self::invalid(key, format!("{other} is not a duration"), expected)),
         };
+        if v < 0 {
+            return Err(Self::invalid(key, format!("-{} is negative", units::format_duration_ns(v.unsigned_abs().min(u64::MAX as u128) as u64)), expected));
+        }
         if v < min as i128 || v > max as i128 {
             return Err(Self::invalid(
                 key,
-                format!("{} is out of range ({}..={})", units::format_duration_ns(v.max(0) as u64),
+                format!("{} is out of range ({}..={})", units::format_duration_ns(v.min(u64::MAX as i128) as u64),
                     units::format_duration_ns(min), units::format_duration_ns(max)),
                 expected,
             ));

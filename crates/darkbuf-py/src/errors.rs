@@ -60,7 +60,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
             "ScenarioError",
             (m, None::<String>, None::<usize>, None::<usize>, "machine.profile", None::<String>, "profile"),
         ),
-        Error::Sim(m) => python_error(py, "SimulationError", (m,)),
+        Error::Sim(m) | Error::Limit(m) => python_error(py, "SimulationError", (m,)),
         Error::Internal(m) => python_error(py, "DarkbufError", (m,)),
     }
 }

@@ -15,6 +15,10 @@ pub enum Error {
     Profile(String),
     /// The simulator could not set the scenario up.
     Sim(String),
+    /// The run reached one of the simulator's bounds on what it holds while it ran
+    /// (`darkbuf_scenario::limits`: a web entry whose arrivals outpace the path): the
+    /// scenario's inputs, not the simulator, are to change.
+    Limit(String),
     /// A job or a job's output that does not decode: a bug, or a worker running
     /// another version of darkbuf.
     Internal(String),
@@ -30,7 +34,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Scenario(d) => write!(f, "{d}"),
-            Error::Profile(m) | Error::Sim(m) | Error::Internal(m) => f.write_str(m),
+            Error::Profile(m) | Error::Sim(m) | Error::Limit(m) | Error::Internal(m) => f.write_str(m),
         }
     }
 }

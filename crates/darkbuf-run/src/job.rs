@@ -44,7 +44,10 @@ impl Job {
     /// Simulates the job.
     pub fn run(&self) -> Result<RunOut, Error> {
         let scn = self.scenario()?;
-        darkbuf_sim::simulate(&scn, &self.profile, self.run_seed).map_err(|e| Error::Sim(e.to_string()))
+        darkbuf_sim::simulate(&scn, &self.profile, self.run_seed).map_err(|e| match e {
+            darkbuf_sim::SimError::Limit(m) => Error::Limit(m),
+            e => Error::Sim(e.to_string()),
+        })
     }
 
     pub fn to_json(&self) -> String {

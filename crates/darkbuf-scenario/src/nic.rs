@@ -229,6 +229,9 @@ pub(crate) fn resolve_wire(top: &Sec<'_>, nic: NicSpec, txqueuelen: u32, hz: u32
     let irq_cpus = pe.cpu_list("irq_cpus", cpus)?.unwrap_or_else(|| vec![(1 % cpus)]);
     let q = pe.sub("qdisc")?;
     let info = DevInfo { tx_queue_len: txqueuelen, mtu_l2: mtu_l2(nic.mtu), hash_key: 0, hz };
-    let qdisc = resolve_qdisc_spec(&q, "pfifo_fast", &info)?;
+    // attach_default_qdiscs() on the far host as on this one: pfifo_fast refuses a zero
+    // txqueuelen and the kernel falls back to noqueue.
+    let default_kind = if txqueuelen == 0 { "noqueue" } else { "pfifo_fast" };
+    let qdisc = resolve_qdisc_spec(&q, default_kind, &info)?;
     Ok(NicWire { nic, path, peer: PeerSpec { cpus, tx_queues, irq_cpus, qdisc } })
 }

@@ -493,12 +493,22 @@ fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec,
     }
     if device.bql.enabled && qdisc.kind == "noqueue" {
         let b = top.sub("device")?.sub("bql")?;
+        let why = if driver == Driver::Veth {
+            "BQL needs a qdisc: veth only charges BQL when a qdisc is attached (!qdisc_txq_has_no_queue)"
+        } else {
+            "BQL needs a qdisc: under noqueue, __dev_queue_xmit() drops what comes while BQL has the queue stopped \
+             (\"Virtual device ... asks to queue packet!\"), which the model does not build"
+        };
+        let default = match (q.entry("kind").is_some(), driver) {
+            (true, _) => "",
+            (false, Driver::Veth) => " (the veth default)",
+            (false, _) => " (the default for txqueuelen 0: pfifo_fast refuses it and the kernel falls back to noqueue)",
+        };
         return Err(b.value_err(
             "enabled",
-            "BQL needs a qdisc: veth only charges BQL when a qdisc is attached (!qdisc_txq_has_no_queue); set [qdisc] kind".into(),
+            format!("{why}; set [qdisc] kind"),
             Some(format!(
-                "the qdisc is noqueue{}; set [qdisc] kind to one of {}, or set device.bql.enabled = false",
-                if q.entry("kind").is_none() { " (the veth default)" } else { "" },
+                "the qdisc is noqueue{default}; set [qdisc] kind to one of {}, or set device.bql.enabled = false",
                 qdisc::BUILDABLE_KINDS.join(", ")
             )),
         ));
@@ -1151,9 +1161,10 @@ fn resolve_ping(s: &Sec<'_>, cpus: u32, driver: Driver, total_ns: u64, name: Str
 }
 
 /// Checks that the packets this scenario can hold in flight stay under
-/// [`limits::MAX_INFLIGHT_PKTS`]: each flood's send buffer holds `sndbuf / truesize` of
-/// its skbs (plus the one `sock_alloc_send_pskb()` lets through) wherever they wait
-/// until orphaned, and a tun ring holds up to `ring_size` orphaned packets per queue.
+/// [`limits::MAX_INFLIGHT_PKTS`]: each flow of a flood has a socket of its own, whose
+/// send buffer holds `sndbuf / truesize` of its skbs (plus the one
+/// `sock_alloc_send_pskb()` lets through) wherever they wait until orphaned, and a tun
+/// ring holds up to `ring_size` orphaned packets per queue.
 /// The error points at the largest contributor.
 fn check_inflight(
     top: &Sec<'_>,
@@ -1167,7 +1178,7 @@ fn check_inflight(
     for (i, t) in traffic.iter().enumerate() {
         if let Traffic::Udp(u) = t {
             let truesize = darkbuf_model::skb::truesize_for_len(udp_frame_len(u.size)) as u64;
-            parts.push((u.sndbuf / truesize + 1, format!("traffic.{i}")));
+            parts.push(((u.sndbuf / truesize + 1) * u.flows as u64, format!("traffic.{i}")));
         }
     }
     if driver == Driver::Tun || driver == Driver::Nic {
@@ -1184,7 +1195,7 @@ fn check_inflight(
         thousands(total),
         thousands(limits::MAX_INFLIGHT_PKTS)
     );
-    let help = "lower the floods' sndbuf (each holds sndbuf / truesize packets until they are orphaned), their number, or the tun ring (txqueuelen x tx_queues)".to_string();
+    let help = "lower the floods' sndbuf (each flow's socket holds sndbuf / truesize packets until they are orphaned), their flows, their number, or the tun ring (txqueuelen x tx_queues)".to_string();
     if biggest == "device" {
         let key = if d.entry("ring_size").is_some() { "ring_size" } else { "txqueuelen" };
         return Err(d.value_err(key, message, Some(help)));
@@ -1198,7 +1209,9 @@ fn check_inflight(
         Some(n) => {
             let V::Table(t) = &n.v else { return Err(top.value_err("traffic", message, Some(help))) };
             let s = Sec { t, path: biggest.clone(), at: n.at.clone(), ctx: top.ctx };
-            Err(s.value_err("sndbuf", message, Some(help)))
+            // The key the user wrote: a default send buffer times many flows is the flows.
+            let key = if s.entry("sndbuf").is_none() && s.entry("flows").is_some() { "flows" } else { "sndbuf" };
+            Err(s.value_err(key, message, Some(help)))
         }
         None => Err(top.value_err("traffic", message, Some(help))),
     }

@@ -402,15 +402,20 @@ fn fix_plan_keys(fixed: &[String], cli_sweeps: &[String], axes: &mut Vec<Axis>, 
     let mut warnings = Vec::new();
     for raw in fixed.iter().chain(cli_sweeps) {
         let Some(key) = set_key(raw) else { continue };
+        // A tc tree (`--tc`, `qdisc.tc_file`, `qdisc.tc`) replaces the whole [qdisc]:
+        // it overrides every qdisc key a variant sets.
+        let whole_qdisc = key == "qdisc.tc_file" || key == "qdisc.tc";
         let labels: Vec<String> = variants
             .iter()
-            .filter(|v| v.sets.iter().any(|(k, _)| *k == key))
+            .filter(|v| v.sets.iter().any(|(k, _)| *k == key || (whole_qdisc && k.starts_with("qdisc."))))
             .map(|v| format!("`{}`", v.label))
             .collect();
         if !labels.is_empty() {
             let (noun, verb, them) = if labels.len() == 1 { ("variant", "sets", "its label") } else { ("variants", "set", "their labels") };
+            let what = if whole_qdisc { "the whole [qdisc]".to_string() } else { format!("`{key}`") };
+            let it = if whole_qdisc { "qdisc keys" } else { "it" };
             warnings.push(format!(
-                "--set {raw} replaces `{key}` where the file's {noun} {} {verb} it: {them} may name a value the point did not run",
+                "--set {raw} replaces {what} where the file's {noun} {} {verb} {it}: {them} may name a value the point did not run",
                 labels.join(", ")
             ));
         }

@@ -359,3 +359,15 @@ fn a_sweep_list_keeps_quoted_strings_and_arrays_whole() {
     assert_eq!(points(&["traffic.0.name=\"a,b\",c"]), ["traffic.0.name=\"a,b\"", "traffic.0.name=c"]);
     assert_eq!(points(&["device.irq_cpus=[1],[1, 1]"]), ["device.irq_cpus=[1]", "device.irq_cpus=[1, 1]"]);
 }
+
+/// A negative qdisc time said "0s is out of range (0s..=...)": the value shown was not
+/// the one written, and 0 s is inside the range it named. Found by a newcomer's try.
+#[test]
+fn a_negative_qdisc_time_is_named_negative() {
+    let text = "duration = \"200ms\"\n[qdisc]\nkind = \"fq_codel\"\ntarget = \"-5ms\"\n[[traffic]]\nkind = \"udp\"\n";
+    let d = err(text);
+    assert_eq!(d.key, "qdisc.target", "{d}");
+    assert_eq!(pointed(&d), "\"-5ms\"");
+    assert!(d.message.contains("-5ms is negative"), "{d}");
+    assert!(!d.message.contains("out of range"), "{d}");
+}

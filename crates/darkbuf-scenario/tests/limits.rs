@@ -95,6 +95,15 @@ fn packets_in_flight_are_bounded() {
     assert!(d.to_string().contains("2,000,000"), "{d}");
     assert!(d.key.ends_with("sndbuf"), "{d:?}");
     ok(&flood.replace("1GiB", "512MiB"), &[]);
+    // Each flow is a socket with its own send buffer: SO_SNDBUF 1 MiB is 2 MiB (doubled)
+    // of 768-byte skbs, 2,731 per flow; 700 flows hold 1,911,700, 800 of them 2,184,800.
+    let flows = |n: u32| format!("[[traffic]]\nkind = \"udp\"\nsize = 1\nsndbuf = \"1MiB\"\nflows = {n}\n");
+    ok(&flows(700), &[]);
+    let d = err(&flows(800), &[]);
+    assert!(d.to_string().contains("2,184,800 packets in flight"), "{d}");
+    // Without sndbuf, the flows are what the user wrote.
+    let d = err("[[traffic]]\nkind = \"udp\"\nsize = 1\nflows = 65536\n", &[]);
+    assert_eq!((d.line, d.key.as_str()), (Some(4), "traffic.0.flows"), "{d}");
 }
 
 #[test]

@@ -566,6 +566,15 @@ fn sweep_points_are_checked_with_the_single_value_sets() {
     // ... with a warning: the label `long` no longer describes what ran.
     assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
     assert!(plan.warnings[0].contains("--set duration=2s replaces `duration` where the file's variant `long` sets it: its label may name"), "{:?}", plan.warnings);
+    // A tc tree (`--tc FILE` is `--set qdisc.tc_file=FILE`) replaces the whole [qdisc],
+    // so it overrides a variant's qdisc.kind too (found by a newcomer's try: silently).
+    let text = format!("{UDP}[[variant]]\nlabel = \"cake 95Mbit\"\n\"qdisc.kind\" = \"cake\"\n[[variant]]\nlabel = \"plain\"\n");
+    std::fs::write(&path, &text).unwrap();
+    std::fs::write(dir.join("x.tc"), "tc qdisc add dev eth0 root fq_codel\n").unwrap();
+    let tc_set = format!("qdisc.tc_file={:?}", dir.join("x.tc").display().to_string());
+    let plan = sweep_plan_fixed(&path, &[tc_set], &[]).unwrap();
+    assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
+    assert!(plan.warnings[0].contains("replaces the whole [qdisc] where the file's variant `cake 95Mbit` sets qdisc keys"), "{:?}", plan.warnings);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -287,7 +287,13 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
     t.push_str(&format!("name = \"import-{dev}\"\nduration = \"10s\"\nwarmup = \"1s\"\n"));
     // [machine] only with what was read: an empty section would say nothing.
     match cpus {
-        Some(c) => t.push_str(&format!("\n[machine]\ncpus = {}\n", c.clamp(1, 64))),
+        Some(c) => {
+            // The model's machine has a sender's CPU and a consumer's: at least 2.
+            if !(2..=64).contains(&c) {
+                notes.push(format!("nproc {c}: the model takes 2 to 64 CPUs; written as {}", c.clamp(2, 64)));
+            }
+            t.push_str(&format!("\n[machine]\ncpus = {}\n", c.clamp(2, 64)))
+        }
         None => notes.push("the CPU count (nproc) was not read: the default is used".into()),
     }
     t.push_str(&format!("\n[device]\nname = \"{dev}\"\ndriver = \"{driver}\"\ntx_queues = {}\n", txq.clamp(1, 64)));
@@ -413,6 +419,22 @@ fn xps_and_bql(dir: &Path, txq: u64, t: &mut String, notes: &mut Vec<String>) {
     }
 }
 
+/// The saved output a scenario key's value was read from, for an error about it.
+fn source_of(key: &str) -> &'static str {
+    let section = key.split('.').next().unwrap_or("");
+    match section {
+        "machine" => "nproc.txt",
+        "device" if key.contains("coalesce") => "ethtool-c.txt",
+        "device" if key.contains("ring") => "ethtool-g.txt",
+        "device" if key.contains("bql") || key.contains("xps") => "the device's sysfs queues (tx-N/)",
+        "device" => "ip-link.json",
+        "qdisc" => "tc-qdisc.json (with tc-class.json)",
+        "ingress" => "tc-qdisc.json of the ifb (with tc-filter-ingress.json)",
+        "sysctl" | "traffic" => "sysctl.txt",
+        _ => "one of the saved outputs",
+    }
+}
+
 pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: &Path) -> Result<(), Failure> {
     let dev = dev.unwrap_or("eth0");
     let (dir, notes, tmp): (PathBuf, Vec<String>, bool) = match from {
@@ -430,13 +452,35 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
     if read(&dir, "tc-qdisc.json").is_none() && read(&dir, "ip-link.json").is_none() {
         return Err(Failure::Input(format!("{}: no tc-qdisc.json or ip-link.json for {dev} (is the device there{}?)", dir.display(), netns.map_or(String::new(), |n| format!(" in netns {n}")))));
     }
+    // A saved output that is not what its command prints would be read as nothing at
+    // all, and the scenario written without it: say which file instead.
+    for name in ["tc-qdisc.json", "tc-class.json", "tc-filter-ingress.json", "ip-link.json"] {
+        let path = dir.join(name);
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        if let Err(e) = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| {
+            if v.is_array() { Ok(()) } else { Err("not a JSON array, as iproute2's -j prints".into()) }
+        }) {
+            if tmp {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            let cmd = commands(dev).into_iter().find(|(n, _)| n == name).map(|(_, a)| a.join(" ")).unwrap_or_default();
+            return Err(Failure::Input(format!("{}: {e}; expected the output of `{cmd}`", path.display())));
+        }
+    }
     let text = scenario(dev, &dir, notes);
     if tmp {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    // What was written must load.
-    darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| Failure::Internal(format!("the imported scenario does not load: {d}\n{text}")))?;
-    std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    // What is written must load: a value the host's outputs hold that darkbuf does not
+    // take is the input's (exit 2), named with the file it came from.
+    darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| {
+        let from = source_of(&d.key);
+        Failure::Input(format!(
+            "{}: {from} gives a scenario darkbuf does not take (nothing was written; the scenario built from it follows):\n{d}\n{text}",
+            dir.display()
+        ))
+    })?;
+    crate::run::write_file(out, text.as_bytes())?;
     errln!("darkbuf: wrote {}", out.display());
     Ok(())
 }

@@ -41,12 +41,23 @@ impl Failure {
     }
 }
 
-/// The shared orchestration's errors as exit codes: bad scenario or profile 2, a
-/// simulator that cannot set the scenario up 3, anything else 1.
+/// A simulation's error as an exit code: a scenario that reached one of the simulator's
+/// bounds while it ran (`SimError::Limit`: a web entry's arrivals outpacing the path) is
+/// the input's, 2; a scenario the simulator cannot set up is the backend's, 3.
+fn sim_failure(e: darkbuf_sim::SimError) -> Failure {
+    match e {
+        darkbuf_sim::SimError::Limit(m) => Failure::Input(m),
+        e => Failure::Backend(e.to_string()),
+    }
+}
+
+/// The shared orchestration's errors as exit codes: bad scenario or profile, or a run
+/// that reached a simulator bound, 2; a simulator that cannot set the scenario up 3;
+/// anything else 1.
 impl From<darkbuf_run::Error> for Failure {
     fn from(e: darkbuf_run::Error) -> Self {
         match e {
-            darkbuf_run::Error::Scenario(_) | darkbuf_run::Error::Profile(_) => Failure::Input(e.to_string()),
+            darkbuf_run::Error::Scenario(_) | darkbuf_run::Error::Profile(_) | darkbuf_run::Error::Limit(_) => Failure::Input(e.to_string()),
             darkbuf_run::Error::Sim(_) => Failure::Backend(e.to_string()),
             darkbuf_run::Error::Internal(_) => Failure::Internal(e.to_string()),
         }
@@ -278,7 +289,7 @@ pub(crate) fn run_points_streamed(
     // of queueing: a 10,000-point rrul sweep of 10 ms points peaked 200 MB higher
     // with 2 threads than with 1 (issue 48). A send fails only when this thread has
     // returned (signal or error), which drops `rx`.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<RunOutput, String>)>(2 * threads);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<RunOutput, Failure>)>(2 * threads);
     {
         let (points, cancel, order) = (points.clone(), cancel.clone(), order.clone());
         // The pool is driven from its own thread so that this one can watch for signals
@@ -292,7 +303,7 @@ pub(crate) fn run_points_streamed(
                             return;
                         }
                         let (scn, profile) = &points[p];
-                        let r = darkbuf_sim::simulate(scn, profile, seed).map_err(|e| e.to_string());
+                        let r = darkbuf_sim::simulate(scn, profile, seed).map_err(sim_failure);
                         let _ = tx.send((j, r));
                     });
                 }
@@ -340,7 +351,7 @@ pub(crate) fn run_points_streamed(
                     next += 1;
                 }
             }
-            Ok((_, Err(e))) => return fail(&cancel, pb, Failure::Backend(e)),
+            Ok((_, Err(f))) => return fail(&cancel, pb, f),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
@@ -624,7 +635,19 @@ pub(crate) fn now_unix_s() -> f64 {
 /// way) is bad input, exit 2. `--out` is checked before anything runs, so the first
 /// kind is what a long run can still meet.
 pub(crate) fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
-    std::fs::write(path, body).map_err(|e| write_failure(path, &e))
+    std::fs::write(path, body).map_err(|e| {
+        remove_partial(path);
+        write_failure(path, &e)
+    })
+}
+
+/// After a failed write (a full disk): a regular file left half written is removed, so
+/// that no truncated results file looks like a whole one. Anything else at `path` (a
+/// device such as /dev/full, a FIFO) is left alone.
+fn remove_partial(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Writes `path` through a `BufWriter` as `make` produces it, so a large output (the
@@ -634,7 +657,11 @@ pub(crate) fn write_streamed(path: &Path, make: impl FnOnce(&mut dyn std::io::Wr
     use std::io::Write as _;
     let f = std::fs::File::create(path).map_err(|e| write_failure(path, &e))?;
     let mut w = std::io::BufWriter::new(f);
-    make(&mut w).and_then(|()| w.flush()).map_err(|e| write_failure(path, &e))
+    make(&mut w).and_then(|()| w.flush()).map_err(|e| {
+        drop(w);
+        remove_partial(path);
+        write_failure(path, &e)
+    })
 }
 
 /// [`write_file`]'s failure for an error `e` writing `path`.

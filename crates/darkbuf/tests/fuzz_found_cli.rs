@@ -244,3 +244,15 @@ fn sweep_set_of_a_quoted_string_with_a_comma_fixes_it() {
     }
     assert_eq!(points[1]["label"], "consumer.nrules=1");
 }
+
+/// A web entry whose arrivals outpace the path reaches the simulator's bound on open
+/// connections (`MAX_WEB_OPEN`) while it runs: the scenario's inputs are to change, so
+/// exit 2, not 3 (a backend that is unavailable). Found by a newcomer's try.
+#[test]
+fn web_arrivals_past_the_open_connections_bound_are_bad_input() {
+    let dir = tmp("web-open");
+    let f = dir.join("web.toml");
+    std::fs::write(&f, "name = \"web\"\nduration = \"1s\"\nwarmup = \"0s\"\n[device]\ndriver = \"nic\"\nrate = \"10Mbit\"\n[[traffic]]\nkind = \"web\"\narrivals = \"1000000/s\"\n").unwrap();
+    let e = bad_input(&darkbuf(&["run", f.to_str().unwrap()]));
+    assert!(e.contains("connections open at") && e.contains("MAX_WEB_OPEN") && e.contains("lower `arrivals`"), "{e}");
+}

@@ -126,3 +126,59 @@ fn import_reads_a_veths_ingress_ifb_and_its_classes() {
     assert!(format!("{:?}", ing.qdisc.params).contains("20000000"), "{:?}", ing.qdisc.params);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Values darkbuf does not take, in a host's saved outputs: a 1-CPU host is written with
+/// the model's 2 CPUs and a note; an MTU of 0 is the input's error (exit 2) naming the
+/// file it came from, and nothing is written.
+#[test]
+fn import_refuses_what_the_outputs_hold_as_input_errors() {
+    let dir = std::env::temp_dir().join(format!("darkbuf-import-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let import = |out: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(out).output().unwrap()
+    };
+    write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
+    write(&dir, "nproc.txt", "1\n");
+    let out = dir.join("one-cpu.toml");
+    let o = import(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("[machine]\ncpus = 2\n"), "{text}");
+    assert!(text.contains("nproc 1: the model takes 2 to 64 CPUs; written as 2"), "{text}");
+
+    write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":0,"txqlen":1000,"num_tx_queues":1}]"#);
+    write(&dir, "ethtool-i.txt", "driver: igb\n");
+    let out = dir.join("mtu0.toml");
+    let o = import(&out);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("ip-link.json gives a scenario darkbuf does not take (nothing was written"), "{e}");
+    assert!(e.contains("device.mtu"), "{e}");
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A saved output that is not what its command prints (a truncated copy, the wrong
+/// file) is an error naming it, not read as nothing (found by a newcomer's try: random
+/// bytes in ip-link.json gave a NIC scenario and exit 0).
+#[test]
+fn import_names_a_saved_output_that_is_not_json() {
+    let dir = std::env::temp_dir().join(format!("darkbuf-import-garbage-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write(&dir, "ip-link.json", "hello");
+    let out = dir.join("x.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("ip-link.json: "), "{e}");
+    assert!(e.contains("expected the output of `ip -d -j link show dev eth0`"), "{e}");
+    assert!(!out.exists());
+    write(&dir, "ip-link.json", r#"{"ifname":"eth0"}"#);
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("not a JSON array, as iproute2's -j prints"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
