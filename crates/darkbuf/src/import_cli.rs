@@ -442,7 +442,10 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
         None => {
             let d = std::env::temp_dir().join(format!("darkbuf-import-{}", std::process::id()));
             std::fs::create_dir_all(&d).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", d.display())))?;
-            let notes = snapshot(dev, netns, &d)?;
+            // What import created goes, also when the snapshot fails half way.
+            let notes = snapshot(dev, netns, &d).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&d);
+            })?;
             (d, notes, true)
         }
     };
@@ -450,6 +453,9 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
         return Err(Failure::Input(format!("--from {}: not a directory", dir.display())));
     }
     if read(&dir, "tc-qdisc.json").is_none() && read(&dir, "ip-link.json").is_none() {
+        if tmp {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         return Err(Failure::Input(format!("{}: no tc-qdisc.json or ip-link.json for {dev} (is the device there{}?)", dir.display(), netns.map_or(String::new(), |n| format!(" in netns {n}")))));
     }
     // A saved output that is not what its command prints would be read as nothing at

@@ -635,7 +635,11 @@ pub(crate) fn now_unix_s() -> f64 {
 /// way) is bad input, exit 2. `--out` is checked before anything runs, so the first
 /// kind is what a long run can still meet.
 pub(crate) fn write_file(path: &Path, body: &[u8]) -> Result<(), Failure> {
-    std::fs::write(path, body).map_err(|e| {
+    use std::io::Write as _;
+    // Opened first: a file that cannot be opened was not touched, and stays.
+    let mut f = std::fs::File::create(path).map_err(|e| write_failure(path, &e))?;
+    f.write_all(body).map_err(|e| {
+        drop(f);
         remove_partial(path);
         write_failure(path, &e)
     })
