@@ -460,9 +460,16 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
     }
     // A saved output that is not what its command prints would be read as nothing at
     // all, and the scenario written without it: say which file instead.
-    for name in ["tc-qdisc.json", "tc-class.json", "tc-filter-ingress.json", "ip-link.json"] {
+    // (tc-class.json is left out: an iproute2 whose class show ignores -j writes it as
+    // text, which class_text() reads.)
+    for name in ["tc-qdisc.json", "tc-filter-ingress.json", "ip-link.json"] {
         let path = dir.join(name);
         let Ok(bytes) = std::fs::read(&path) else { continue };
+        // tc prints nothing at all for some empty lists (`tc -j class show` on some
+        // trees): read as absent, as before.
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
         if let Err(e) = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| {
             if v.is_array() { Ok(()) } else { Err("not a JSON array, as iproute2's -j prints".into()) }
         }) {
