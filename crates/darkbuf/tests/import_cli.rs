@@ -8,6 +8,11 @@ fn write(dir: &std::path::Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
 }
 
+/// `darkbuf import --dev DEV --from DIR --out OUT`.
+fn import(dev: &str, dir: &std::path::Path, out: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", dev, "--from"]).arg(dir).arg("--out").arg(out).output().unwrap()
+}
+
 #[test]
 fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
     let dir = std::env::temp_dir().join(format!("darkbuf-import-test-{}", std::process::id()));
@@ -22,13 +27,7 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
          net.ipv4.tcp_wmem = 4096\t16384\t8388608\nnet.ipv4.tcp_rmem = 4096\t87380\t6291456\nnet.ipv4.tcp_ecn = 2\nnet.core.wmem_default = 212992\n",
     );
     let out = dir.join("host.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf"))
-        .args(["import", "--dev", "eth0", "--from"])
-        .arg(&dir)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = import("eth0", &dir, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     // Mapped: what the model reads, with the kernel's names.
@@ -85,7 +84,7 @@ fn import_reads_a_nics_vectors_and_coalescing() {
     write(&dir, "irq-25.txt", "1\n");
     write(&dir, "irq-26.txt", "2-3\n");
     let out = dir.join("host.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let o = import("eth0", &dir, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("irq_cpus = [1, 2]"), "{text}");
@@ -115,7 +114,7 @@ fn import_reads_a_veths_ingress_ifb_and_its_classes() {
     write(&dir, "tc-qdisc-ifb4v0.json", r#"[{"kind":"htb","handle":"1:","root":true,"refcnt":2,"options":{"r2q":10,"default":"0x10","direct_packets_stat":0,"ver":"3.17","direct_qlen":32},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#);
     write(&dir, "tc-class-ifb4v0.json", "class htb 1:10 root prio 0 quantum 200000 rate 20Mbit ceil 20Mbit linklayer ethernet burst 1600b/1 mpu 0b cburst 1600b/1 mpu 0b level 0\n");
     let out = dir.join("host.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "v0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let o = import("v0", &dir, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("tc class add dev ifb4v0 parent 1: classid 1:10 htb rate 20000000bit ceil 20000000bit"), "{text}");
@@ -135,13 +134,10 @@ fn import_refuses_what_the_outputs_hold_as_input_errors() {
     let dir = std::env::temp_dir().join(format!("darkbuf-import-bad-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let import = |out: &std::path::Path| {
-        Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(out).output().unwrap()
-    };
     write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
     write(&dir, "nproc.txt", "1\n");
     let out = dir.join("one-cpu.toml");
-    let o = import(&out);
+    let o = import("eth0", &dir, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("[machine]\ncpus = 2\n"), "{text}");
@@ -150,7 +146,7 @@ fn import_refuses_what_the_outputs_hold_as_input_errors() {
     write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":0,"txqlen":1000,"num_tx_queues":1}]"#);
     write(&dir, "ethtool-i.txt", "driver: igb\n");
     let out = dir.join("mtu0.toml");
-    let o = import(&out);
+    let o = import("eth0", &dir, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("ip-link.json gives a scenario darkbuf does not take (nothing was written"), "{e}");
@@ -169,14 +165,14 @@ fn import_names_a_saved_output_that_is_not_json() {
     std::fs::create_dir_all(&dir).unwrap();
     write(&dir, "ip-link.json", "hello");
     let out = dir.join("x.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let o = import("eth0", &dir, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("ip-link.json: "), "{e}");
     assert!(e.contains("expected the output of `ip -d -j link show dev eth0`"), "{e}");
     assert!(!out.exists());
     write(&dir, "ip-link.json", r#"{"ifname":"eth0"}"#);
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", "eth0", "--from"]).arg(&dir).arg("--out").arg(&out).output().unwrap();
+    let o = import("eth0", &dir, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("not a JSON array, as iproute2's -j prints"), "{e}");
