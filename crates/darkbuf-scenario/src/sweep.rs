@@ -107,7 +107,10 @@ pub(crate) fn file_sweep(top: &Sec<'_>) -> Result<Vec<Axis>, Diagnostic> {
     let mut flat = Vec::new();
     flatten(t, "", &mut flat);
     let mut axes: Vec<Axis> = Vec::new();
-    for (key, e) in flat {
+    for (raw_key, e) in flat {
+        // The key as a point applies it (`tree::split_assignment()` trims each segment):
+        // `"traffic.0.cc "` is `traffic.0.cc`, and sweeping both is sweeping it twice.
+        let key = raw_key.split('.').map(str::trim).collect::<Vec<_>>().join(".");
         let path = format!("sweep.{key}");
         let help = Some(format!(
             "write \"{key}\" = [V1, V2, ...] with integers, floats, strings or booleans"
@@ -348,6 +351,17 @@ fn cli_axis(ctx: &Ctx<'_>, idx: usize, raw: &str) -> Result<Axis, Diagnostic> {
 /// it would be applied to every point and sweep nothing, silently. Refuse it, and say
 /// how a sweep is given on the command line.
 fn refuse_fixed_plan_keys(fixed: &[String]) -> Result<(), Diagnostic> {
+    refuse_plan_sets(fixed, "set on the command line it would sweep nothing")
+}
+
+/// `darkbuf run` runs a scenario without its plan (`[sweep]`, `[[variant]]`): a `--set`
+/// of the plan would change nothing, silently. The error names the key and says that
+/// `darkbuf sweep` runs the plan.
+pub fn refuse_run_plan_sets(set: &[String]) -> Result<(), Diagnostic> {
+    refuse_plan_sets(set, "`darkbuf run` runs the scenario without it, so the --set would change nothing")
+}
+
+fn refuse_plan_sets(fixed: &[String], why: &str) -> Result<(), Diagnostic> {
     for raw in fixed {
         // A malformed assignment is reported where the point is loaded.
         let Ok((segs, _, _)) = tree::split_assignment(raw) else { continue };
@@ -359,7 +373,7 @@ fn refuse_fixed_plan_keys(fixed: &[String]) -> Result<(), Diagnostic> {
                 raw.clone(),
                 None,
                 key.as_str(),
-                format!("`{key}` is part of the sweep's plan, which comes from the file: set on the command line it would sweep nothing"),
+                format!("`{key}` is part of the sweep's plan, which comes from the file: {why}"),
                 Some("sweep a key from the command line with a list, --set KEY=V1,V2 (e.g. --set traffic.0.cc=cubic,bbr), or change [sweep] or [[variant]] in the file".into()),
             ));
         }

@@ -612,6 +612,32 @@ fn a_single_value_set_of_the_sweeps_plan_is_refused() {
     assert_eq!(plan.points.len(), 2);
 }
 
+/// `darkbuf run` runs without the plan: a `--set` of it is refused there too, saying why;
+/// the scenario's own keys pass.
+#[test]
+fn run_refuses_a_set_of_the_plan() {
+    for raw in ["variant.0.label=x", "sweep.traffic.0.rate=[\"1Mbit\"]"] {
+        let d = darkbuf_scenario::sweep::refuse_run_plan_sets(&[raw.to_string()]).unwrap_err();
+        assert_eq!(d.file, format!("--set {raw}"));
+        assert!(d.message.contains("`darkbuf run` runs the scenario without it"), "{}", d.message);
+    }
+    assert!(darkbuf_scenario::sweep::refuse_run_plan_sets(&["traffic.0.rate=1Mbit".to_string()]).is_ok());
+}
+
+/// A `[sweep]` key is the key its points apply, segments trimmed: `"traffic.0.rate "`
+/// beside `"traffic.0.rate"` sweeps one key twice, an error at the second.
+#[test]
+fn sweep_keys_that_differ_only_in_spaces_are_one_key() {
+    let text = format!("{UDP}[sweep]\n\"traffic.0.rate\" = [\"1Mbit\", \"2Mbit\"]\n\"traffic.0.rate \" = [\"3Mbit\"]\n");
+    let d = sweep_plan_str_fixed("x.toml", &text, &[], &[]).unwrap_err();
+    assert!(d.message.contains("`traffic.0.rate` is swept twice"), "{}", d.message);
+    assert_eq!(d.line, Some(text.lines().count()));
+    // Alone, the spaced key is the key itself, in the points' labels too.
+    let text = format!("{UDP}[sweep]\n\" traffic.0.rate \" = [\"3Mbit\"]\n");
+    let plan = sweep_plan_str_fixed("x.toml", &text, &[], &[]).unwrap();
+    assert_eq!(plan.points[0].label, "traffic.0.rate=3Mbit");
+}
+
 /// Placement keys: CPUs must exist, one XPS CPU per queue, and XPS given once.
 #[test]
 fn placement_keys_are_checked() {

@@ -72,6 +72,19 @@ fn a_tc_file_reports_its_own_lines() {
     let set = format!("qdisc.tc_file={}", f.display());
     let d = common::err_set(&format!("[qdisc]\nkind = \"sfq\"\n{UDP}"), &[&set]);
     assert_eq!((d.file.as_str(), d.line, d.column), (f.display().to_string().as_str(), Some(4), Some(60)), "{d}");
+    // A file that is not tc at all (`tc_file = "/etc/shadow"` run as root): where, and
+    // that it is not tc, without a word of the file in the message.
+    for (line1, col) in [("root:$y$j9T$secret:19000:0:99999:7:::", 1), ("daemon:*:19000:0:99999:7:::", 1), ("  root secret", 3)] {
+        std::fs::write(&f, format!("# a comment\n{line1}\n")).unwrap();
+        let d = common::err_set(&format!("[qdisc]\nkind = \"sfq\"\n{UDP}"), &[&set]);
+        assert_eq!((d.line, d.column), (Some(2), Some(col)), "{d}");
+        let text = d.to_string();
+        assert!(text.contains("not a tc command") && !text.contains("secret") && !text.contains("daemon"), "{text}");
+    }
+    // After `tc`, the word is quoted as before.
+    std::fs::write(&f, "tc qdiscc add dev eth0 root fq\n").unwrap();
+    let d = common::err_set(&format!("[qdisc]\nkind = \"sfq\"\n{UDP}"), &[&set]);
+    assert!(d.to_string().contains("`qdiscc` is not a tc object"), "{d}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

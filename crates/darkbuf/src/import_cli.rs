@@ -435,27 +435,48 @@ fn source_of(key: &str) -> &'static str {
     }
 }
 
+/// `darkbuf import`: the scenario from a live host (a snapshot in a temporary directory,
+/// removed whatever happens) or from saved outputs (`from`), loaded once to check it,
+/// then written to `out` (`-`: standard output, as the tools' convention has it).
 pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: &Path) -> Result<(), Failure> {
     let dev = dev.unwrap_or("eth0");
-    let (dir, notes, tmp): (PathBuf, Vec<String>, bool) = match from {
-        Some(d) => (d.to_path_buf(), Vec::new(), false),
+    let (dir, text) = match from {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(Failure::Input(format!("--from {}: not a directory", d.display())));
+            }
+            (d.to_path_buf(), build(dev, netns, d, Vec::new())?)
+        }
         None => {
             let d = std::env::temp_dir().join(format!("darkbuf-import-{}", std::process::id()));
             std::fs::create_dir_all(&d).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", d.display())))?;
-            // What import created goes, also when the snapshot fails half way.
-            let notes = snapshot(dev, netns, &d).inspect_err(|_| {
-                let _ = std::fs::remove_dir_all(&d);
-            })?;
-            (d, notes, true)
+            // What import created goes, also when the snapshot or its reading fails.
+            let text = snapshot(dev, netns, &d).and_then(|notes| build(dev, netns, &d, notes));
+            let _ = std::fs::remove_dir_all(&d);
+            (d, text?)
         }
     };
-    if from.is_some() && !dir.is_dir() {
-        return Err(Failure::Input(format!("--from {}: not a directory", dir.display())));
+    // What is written must load: a value the host's outputs hold that darkbuf does not
+    // take is the input's (exit 2), named with the file it came from.
+    darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| {
+        let from = source_of(&d.key);
+        Failure::Input(format!(
+            "{}: {from} gives a scenario darkbuf does not take (nothing was written; the scenario built from it follows):\n{d}\n{text}",
+            dir.display()
+        ))
+    })?;
+    if out.as_os_str() == "-" {
+        return crate::output::stdout(&text);
     }
-    if read(&dir, "tc-qdisc.json").is_none() && read(&dir, "ip-link.json").is_none() {
-        if tmp {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
+    crate::run::write_file(out, text.as_bytes())?;
+    errln!("darkbuf: wrote {}", out.display());
+    Ok(())
+}
+
+/// The scenario's text from the outputs saved in `dir`, after checking that the
+/// device's are there and that each JSON output is what its command prints.
+fn build(dev: &str, netns: Option<&str>, dir: &Path, notes: Vec<String>) -> Result<String, Failure> {
+    if read(dir, "tc-qdisc.json").is_none() && read(dir, "ip-link.json").is_none() {
         return Err(Failure::Input(format!("{}: no tc-qdisc.json or ip-link.json for {dev} (is the device there{}?)", dir.display(), netns.map_or(String::new(), |n| format!(" in netns {n}")))));
     }
     // A saved output that is not what its command prints would be read as nothing at
@@ -473,27 +494,9 @@ pub fn import(dev: Option<&str>, netns: Option<&str>, from: Option<&Path>, out: 
         if let Err(e) = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| {
             if v.is_array() { Ok(()) } else { Err("not a JSON array, as iproute2's -j prints".into()) }
         }) {
-            if tmp {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
             let cmd = commands(dev).into_iter().find(|(n, _)| n == name).map(|(_, a)| a.join(" ")).unwrap_or_default();
             return Err(Failure::Input(format!("{}: {e}; expected the output of `{cmd}`", path.display())));
         }
     }
-    let text = scenario(dev, &dir, notes);
-    if tmp {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    // What is written must load: a value the host's outputs hold that darkbuf does not
-    // take is the input's (exit 2), named with the file it came from.
-    darkbuf_scenario::load_str(&out.display().to_string(), &text, &[]).map_err(|d| {
-        let from = source_of(&d.key);
-        Failure::Input(format!(
-            "{}: {from} gives a scenario darkbuf does not take (nothing was written; the scenario built from it follows):\n{d}\n{text}",
-            dir.display()
-        ))
-    })?;
-    crate::run::write_file(out, text.as_bytes())?;
-    errln!("darkbuf: wrote {}", out.display());
-    Ok(())
+    Ok(scenario(dev, dir, notes))
 }

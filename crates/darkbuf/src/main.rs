@@ -213,6 +213,7 @@ enum Cmd {
         /// Read saved command outputs from this directory instead of running them.
         #[arg(long, value_name = "DIR")]
         from: Option<PathBuf>,
+        /// Where the scenario is written; `-` writes it to standard output.
         #[arg(long, value_name = "FILE.toml")]
         out: PathBuf,
     },

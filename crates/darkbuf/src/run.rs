@@ -79,6 +79,7 @@ impl std::fmt::Display for Failure {
 /// on stderr says what was left out.
 pub(crate) fn load(path: &Path, set: &[String]) -> Result<Scenario, Failure> {
     let input = |d: darkbuf_scenario::Diagnostic| Failure::Input(d.to_string());
+    darkbuf_scenario::sweep::refuse_run_plan_sets(set).map_err(input)?;
     let (name, text) = darkbuf_scenario::read_scenario(path).map_err(input)?;
     let scn = darkbuf_scenario::load_str(&name, &text, set).map_err(|d| {
         // `--set KEY=V1,V2` is a list of points, which `sweep` runs; `run` took it for

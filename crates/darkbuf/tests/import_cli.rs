@@ -54,6 +54,11 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
         }
         t => panic!("{t:?}"),
     }
+    // `--out -`: the same scenario on standard output, and no file named `-`.
+    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).current_dir(&dir).args(["import", "--dev", "eth0", "--from"]).arg(&dir).args(["--out", "-"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), text);
+    assert!(!dir.join("-").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

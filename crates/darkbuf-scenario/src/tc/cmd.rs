@@ -83,7 +83,10 @@ pub fn parse(words: &[Word]) -> Result<Cmd, TcError> {
         "qdisc" | "qd" | "q" => "qdisc",
         "class" | "c" => "class",
         "filter" | "f" => "filter",
-        other => return Err(TcError::new(obj.span.clone(), format!("`{other}` is not a tc object darkbuf takes"), "one of qdisc, class, filter")),
+        // After `tc`, the word is the user's; a line that does not start with `tc` may be
+        // any file's content, which is not quoted (lex::not_tc()).
+        other if w.len() < words.len() => return Err(TcError::new(obj.span.clone(), format!("`{other}` is not a tc object darkbuf takes"), "one of qdisc, class, filter")),
+        _ => return Err(super::lex::not_tc(obj.span.clone())),
     };
     let verb = w.get(1).ok_or_else(|| TcError::new(obj.span.clone(), format!("`tc {object}` without a verb"), "add, replace or change"))?;
     if !VERBS.contains(&verb.text.as_str()) {

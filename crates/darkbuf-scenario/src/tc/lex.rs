@@ -35,7 +35,9 @@ pub fn lines(text: &str) -> Result<Vec<Vec<Word>>, TcError> {
             b'\\' if matches!(b.get(i + 1), Some(b'\n')) => i += 2,
             b'\\' if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') => i += 3,
             _ => {
-                let (w, next) = word(text, i)?;
+                // A command's first word that does not lex is not tc at all (a file that
+                // is not a tc script): say so without quoting the file's content.
+                let (w, next) = word(text, i).map_err(|e| if cur.is_empty() { not_tc(i..i + 1) } else { e })?;
                 cur.push(w);
                 i = next;
             }
@@ -45,6 +47,13 @@ pub fn lines(text: &str) -> Result<Vec<Vec<Word>>, TcError> {
         out.push(cur);
     }
     Ok(out)
+}
+
+/// The error for a line that does not start as a tc command. It quotes nothing of the
+/// line: `tc_file` may name any file the user can read, and an error message should not
+/// print a line of a file that is not a tc script (`/etc/shadow` run as root).
+pub(crate) fn not_tc(span: Range<usize>) -> TcError {
+    TcError::new(span, "not a tc command", "a tc line starts with `tc` (or qdisc, class, filter; `ip link` for an ifb)")
 }
 
 /// The word starting at `start`, and where the next one may start.
