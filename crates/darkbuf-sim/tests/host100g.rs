@@ -76,6 +76,24 @@ fn fq_counters_are_consistent() {
     assert!(m(&capped, "qdisc.throttled") > 100.0 * m(&r, "qdisc.throttled").max(1.0));
 }
 
+/// CUBIC's clock is the jiffy (`bictcp_update()`: no recalculation for HZ/32 jiffies
+/// while cwnd stands still, then `cnt` at most once per jiffy): at HZ 250 a cnt from the
+/// ACKs counted over the hold lasts 4 ms and carries cwnd past fq's flow_limit at every
+/// hold; at HZ 1000 it lasts 1 ms and cwnd climbs in steps. The drops (each one a CWR)
+/// are several times rarer at 1000 (docs/fq-100g.md, "CUBIC's jiffy": 172 against 36 in
+/// 3 s), with the same line rate.
+#[test]
+fn fq_drops_follow_cubics_jiffy() {
+    let at = |hz: &str| run("fq-100g.toml", &set(&["qdisc.child.kind=fq", hz]));
+    let (slow_tick, fast_tick) = (at("machine.hz=250"), at("machine.hz=1000"));
+    let (d250, d1000) = (m(&slow_tick, "qdisc.flows_plimit"), m(&fast_tick, "qdisc.flows_plimit"));
+    assert!(d1000 > 0.0 && d250 > 3.0 * d1000, "flows_plimit at HZ 250 {d250}, at HZ 1000 {d1000}");
+    assert!(m(&fast_tick, "tcp.cwnd_avg_pkts") > m(&slow_tick, "tcp.cwnd_avg_pkts"));
+    for r in [&slow_tick, &fast_tick] {
+        assert!(m(r, "tcp.goodput_mbps") >= 98_900.0);
+    }
+}
+
 /// flow_limit 1000 removes the local drops: no flows_plimit, a cwnd no longer capped
 /// by them.
 #[test]
