@@ -21,7 +21,7 @@
 use crate::output::errln;
 use crate::run::Failure;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The commands a live import runs, each saved under its file name.
