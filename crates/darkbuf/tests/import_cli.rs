@@ -8,16 +8,22 @@ fn write(dir: &std::path::Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
 }
 
-/// `darkbuf import --dev DEV --from DIR --out OUT`.
+/// `darkbuf import --dev DEV --from DIR --out OUT`, run in DIR.
 fn import(dev: &str, dir: &std::path::Path, out: &std::path::Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_darkbuf")).args(["import", "--dev", dev, "--from"]).arg(dir).arg("--out").arg(out).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_darkbuf")).current_dir(dir).args(["import", "--dev", dev, "--from"]).arg(dir).arg("--out").arg(out).output().unwrap()
+}
+
+/// An empty directory of this test process's own, for saved outputs.
+fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("darkbuf-import-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 #[test]
 fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-import-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("test");
     write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
     write(&dir, "tc-qdisc.json", r#"[{"kind":"fq_codel","handle":"8001:","root":true,"options":{"limit":10240,"flows":1024,"quantum":1514,"target":4999,"interval":99999,"memory_limit":33554432,"ecn":true,"drop_batch":64}}]"#);
     write(
@@ -55,7 +61,7 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
         t => panic!("{t:?}"),
     }
     // `--out -`: the same scenario on standard output, and no file named `-`.
-    let o = Command::new(env!("CARGO_BIN_EXE_darkbuf")).current_dir(&dir).args(["import", "--dev", "eth0", "--from"]).arg(&dir).args(["--out", "-"]).output().unwrap();
+    let o = import("eth0", &dir, std::path::Path::new("-"));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout), text);
     assert!(!dir.join("-").exists());
@@ -67,9 +73,7 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
 /// loads with those values.
 #[test]
 fn import_reads_a_nics_vectors_and_coalescing() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-import-nic-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("nic");
     write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":2}]"#);
     write(&dir, "ethtool-i.txt", "driver: igb\nversion: 6.1.0\n");
     write(&dir, "nproc.txt", "4\n");
@@ -110,9 +114,7 @@ fn import_reads_a_nics_vectors_and_coalescing() {
 /// ifb's class with its rate, and loads.
 #[test]
 fn import_reads_a_veths_ingress_ifb_and_its_classes() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-import-ifb-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ifb");
     write(&dir, "ip-link.json", r#"[{"ifname":"v0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
     write(&dir, "tc-qdisc.json", r#"[{"kind":"pfifo","handle":"8010:","root":true,"refcnt":3,"options":{"limit":100},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"ingress","handle":"ffff:","parent":"ffff:fff1","options":{},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#);
     write(&dir, "tc-filter-ingress.json", r#"[{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0},{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0,"options":{"fh":"800:","ht_divisor":1}},{"parent":"ffff:","protocol":"all","pref":10,"kind":"u32","chain":0,"options":{"fh":"800::800","order":2048,"key_ht":"800","bkt":"0","not_in_hw":true,"match":{"value":"0","mask":"0","offmask":"","off":0},"actions":[{"order":1,"kind":"mirred","mirred_action":"redirect","direction":"egress","to_dev":"ifb4v0","control_action":{"type":"stolen"},"index":1,"ref":1,"bind":1}]}}]"#);
@@ -136,9 +138,7 @@ fn import_reads_a_veths_ingress_ifb_and_its_classes() {
 /// file it came from, and nothing is written.
 #[test]
 fn import_refuses_what_the_outputs_hold_as_input_errors() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-import-bad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("bad");
     write(&dir, "ip-link.json", r#"[{"ifname":"eth0","mtu":1500,"txqlen":1000,"num_tx_queues":1,"linkinfo":{"info_kind":"veth"}}]"#);
     write(&dir, "nproc.txt", "1\n");
     let out = dir.join("one-cpu.toml");
@@ -165,9 +165,7 @@ fn import_refuses_what_the_outputs_hold_as_input_errors() {
 /// bytes in ip-link.json gave a NIC scenario and exit 0).
 #[test]
 fn import_names_a_saved_output_that_is_not_json() {
-    let dir = std::env::temp_dir().join(format!("darkbuf-import-garbage-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("garbage");
     write(&dir, "ip-link.json", "hello");
     let out = dir.join("x.toml");
     let o = import("eth0", &dir, &out);
