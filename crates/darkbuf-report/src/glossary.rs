@@ -384,12 +384,13 @@ pub const GLOSSARY: &[Entry] = &[
     e("rr.N.latency_p90_us", "us", "rr entry N's 90th percentile transaction latency"),
     e("rr.N.latency_p99_us", "us", "rr entry N's 99th percentile transaction latency"),
     e("rr.N.latency_max_us", "us", "rr entry N's longest transaction latency"),
-    // driver = "wifi": the radio (N = the station's index in [[station]] order).
+    // driver = "wifi": the radio (NAME = the station's name in [[wifi.station]]).
+    e("wifi.goodput_mbps", "Mbit/s", "wifi: transport payload (UDP, ICMP and TCP data) delivered over the air both ways, to and from all stations, per second"),
     e("wifi.tx_mbps", "Mbit/s", "wifi: IP bytes delivered to all stations over the air per second"),
     e("wifi.busy_pct", "%", "wifi: percent of the measured window the air was used by exchanges, the AP's and the stations' (AIFS, backoff, PPDU, SIFS, BlockAck or ACK)"),
     e("wifi.rx_mbps", "Mbit/s", "wifi: IP bytes the AP received from all stations over the air per second (their replies, ACKs and uploads)"),
-    e("wifi.jain_throughput", "index", "wifi: Jain's fairness index over the throughputs of the stations that have traffic (1 = equal)"),
-    e("wifi.jain_airtime", "index", "wifi: Jain's fairness index over the air used by the stations that have traffic (1 = equal)"),
+    e("wifi.goodput_jain", "index", "wifi: Jain's fairness index over the goodputs of the stations that have traffic (1 = equal)"),
+    e("wifi.airtime_jain", "index", "wifi: Jain's fairness index over the air used by the stations that have traffic (1 = equal)"),
     e("wifi.ampdu_avg_subframes", "frames", "wifi: mean frames per transmission (A-MPDU subframes; 1 for a single frame), retries included"),
     e("wifi.mac_queue_ms_avg", "ms", "wifi: mean wait of the delivered frames in the queue above the driver (mac80211's TXQs; the driver's per-TID queues on the old path)"),
     e("wifi.hw_queue_ms_avg", "ms", "wifi: mean time of the delivered frames from the driver's dequeue to their TX status (the hardware queue and the air, retries included)"),
@@ -400,18 +401,19 @@ pub const GLOSSARY: &[Entry] = &[
     e("wifi.fq_overlimit", "events", "wifi: times the radio's fq went over its packet or memory limit and dropped from its fattest flow (debugfs aqm fq_overlimit)"),
     e("wifi.fq_overmemory", "events", "wifi: those of the overlimit events due to the memory limit (fq_overmemory)"),
     e("wifi.fq_collisions", "packets", "wifi: packets whose flow slot belonged to another TXQ, queued in their TXQ's default flow (fq_collisions)"),
-    e("wifi.sta.N.tx_mbps", "Mbit/s", "wifi: IP bytes delivered to station N per second"),
-    e("wifi.sta.N.airtime_pct", "%", "wifi: station N's share of the busy air: its exchanges with the AP both ways (TX + RX airtime, with AIFS, backoff and the response)"),
-    e("wifi.sta.N.rx_mbps", "Mbit/s", "wifi: IP bytes the AP received from station N per second (iw station dump's rx bytes)"),
-    e("wifi.sta.N.rx_airtime_ms", "ms", "wifi: RX airtime of station N's own PPDUs (iw station dump's rx duration; charged to its deficit with AIRTIME_USE_RX)"),
-    e("wifi.sta.N.uplink_drops", "frames", "wifi: station N's own frames dropped at its full queue for the air (uplink_queue_frames) or after retry_limit attempts"),
-    e("wifi.sta.N.tx_airtime_ms", "ms", "wifi: PPDU airtime charged to station N (iw station dump's tx duration; what the airtime scheduler charges)"),
-    e("wifi.sta.N.ampdu_avg_subframes", "frames", "wifi: mean frames per transmission to station N"),
-    e("wifi.sta.N.tx_retries", "frames", "wifi: subframes to station N lost and sent again (iw station dump's tx retries)"),
-    e("wifi.sta.N.tx_failed", "frames", "wifi: frames to station N dropped after retry_limit attempts (tx failed)"),
-    e("wifi.sta.N.mac_queue_ms_avg", "ms", "wifi: mean wait of station N's frames above the driver"),
-    e("wifi.sta.N.hw_queue_ms_avg", "ms", "wifi: mean time of station N's frames from the driver's dequeue to TX status"),
-    e("wifi.sta.N.aql_pending_max_us", "us", "wifi: the largest AQL pending airtime of station N's BE queue (aql Q depth) seen after a dequeue"),
+    e("wifi.station.NAME.goodput_mbps", "Mbit/s", "wifi: transport payload delivered to and from station NAME per second (its traffic both ways; TCP ACKs carry none)"),
+    e("wifi.station.NAME.tx_mbps", "Mbit/s", "wifi: IP bytes delivered to station NAME per second"),
+    e("wifi.station.NAME.airtime_pct", "%", "wifi: station NAME's share of the busy air: its exchanges with the AP both ways (TX + RX airtime, with AIFS, backoff and the response)"),
+    e("wifi.station.NAME.rx_mbps", "Mbit/s", "wifi: IP bytes the AP received from station NAME per second (iw station dump's rx bytes)"),
+    e("wifi.station.NAME.rx_airtime_ms", "ms", "wifi: RX airtime of station NAME's own PPDUs (iw station dump's rx duration; charged to its deficit with AIRTIME_USE_RX)"),
+    e("wifi.station.NAME.uplink_drops", "frames", "wifi: station NAME's own frames dropped at its full queue for the air (uplink_queue_frames) or after retry_limit attempts"),
+    e("wifi.station.NAME.tx_airtime_ms", "ms", "wifi: PPDU airtime charged to station NAME (iw station dump's tx duration; what the airtime scheduler charges)"),
+    e("wifi.station.NAME.ampdu_avg_subframes", "frames", "wifi: mean frames per transmission to station NAME"),
+    e("wifi.station.NAME.tx_retries", "frames", "wifi: subframes to station NAME lost and sent again (iw station dump's tx retries)"),
+    e("wifi.station.NAME.tx_failed", "frames", "wifi: frames to station NAME dropped after retry_limit attempts (tx failed)"),
+    e("wifi.station.NAME.mac_queue_ms_avg", "ms", "wifi: mean wait of station NAME's frames above the driver"),
+    e("wifi.station.NAME.hw_queue_ms_avg", "ms", "wifi: mean time of station NAME's frames from the driver's dequeue to TX status"),
+    e("wifi.station.NAME.aql_pending_us_max", "us", "wifi: the largest AQL pending airtime of station NAME's BE queue (aql Q depth) seen after a dequeue"),
 ];
 
 /// The glossary entry of `metric`: exact, or with its numeric parts read as `N`
@@ -447,6 +449,10 @@ pub fn lookup(metric: &str) -> Option<&'static Entry> {
     if let Some(e) = GLOSSARY.iter().find(|e| e.name == pattern) {
         return Some(e);
     }
+    if let Some((_, rest)) = metric.strip_prefix("wifi.station.").and_then(|r| r.split_once('.')) {
+        // A station's metrics are named by the station: wifi.station.fast1.airtime_pct.
+        return GLOSSARY.iter().find(|e| e.name.strip_prefix("wifi.station.NAME.") == Some(rest));
+    }
     // The ifb's qdisc's xstats (`ingress.qdisc.tin0_drops`) read as the root's.
     metric.strip_prefix("ingress.").filter(|r| r.starts_with("qdisc.")).and_then(lookup)
 }
@@ -472,6 +478,9 @@ mod tests {
         assert_eq!(lookup("bql.txq.15.inflight_avg").map(|e| e.name), Some("bql.txq.N.inflight_avg"));
         assert_eq!(lookup("ping.rtt_avg_ms").map(|e| e.unit), Some("ms"));
         assert!(lookup("nosuch.metric").is_none());
+        assert_eq!(lookup("wifi.station.fast1.airtime_pct").map(|e| e.name), Some("wifi.station.NAME.airtime_pct"));
+        assert_eq!(lookup("wifi.station.7.goodput_mbps").map(|e| e.unit), Some("Mbit/s"));
+        assert!(lookup("wifi.station.fast1.nosuch").is_none());
         assert!(lookup("sink.pps.x").is_none());
         assert_eq!(lookup("irtt.2.owd_up_avg_ms").map(|e| e.unit), Some("ms"));
     }

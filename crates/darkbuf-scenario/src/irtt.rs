@@ -7,7 +7,7 @@ use crate::resolve::MAX_UDP_PAYLOAD;
 use crate::section::Sec;
 use crate::schema::{Irtt, IRTT_MIN_LENGTH};
 
-pub const IRTT_KEYS: &[&str] = &["kind", "name", "interval", "length", "dscp", "cpu", "start", "stop", "path_delay"];
+pub const IRTT_KEYS: &[&str] = &["kind", "name", "interval", "length", "dscp", "cpu", "start", "stop", "path_delay", "station"];
 
 /// One `[[traffic]]` table of kind "irtt"; `total_ns` is warmup + duration.
 pub(crate) fn resolve_irtt(s: &Sec<'_>, cpus: u32, driver: crate::schema::Driver, total_ns: u64, name: String) -> Result<Irtt, Diagnostic> {

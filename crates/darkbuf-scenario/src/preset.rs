@@ -660,11 +660,14 @@ pub(crate) fn expand(root: &Node, top: &Sec<'_>, total_ns: u64, driver: Driver) 
 }
 
 /// Downloads need a far end that sends: a NIC's far host, or veth's peer namespace
-/// (not through a `[lan]` router). `driver` is the checked `device.driver`.
+/// (not through a `[lan]` router); over a radio the AP sends them. `driver` is the
+/// checked `device.driver`.
 fn check_downloads(top: &Sec<'_>, name: &str, list: &[PresetEntry], driver: Driver) -> Result<(), Diagnostic> {
     let downs = list.iter().filter(|p| p.keys.contains(&("direction", Val::Str("down".into())))).count();
     let lan = top.entry("lan").is_some();
-    if downs == 0 || driver == Driver::Nic || (driver == Driver::Veth && !lan) {
+    // Over a radio a download is the AP sending to its station (flent run on the
+    // station against a server behind the AP).
+    if downs == 0 || driver == Driver::Nic || driver == Driver::Wifi || (driver == Driver::Veth && !lan) {
         return Ok(());
     }
     let why = if lan { " through the [lan] router" } else { "" };

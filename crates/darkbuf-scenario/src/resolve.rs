@@ -62,7 +62,7 @@ pub const BQL_KEYS: &[&str] = &[
     "hold_time",
 ];
 pub const CONSUMER_KEYS: &[&str] = &["kind", "nrules", "rules_match", "app_cost"];
-pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay", "max_pacing_rate", "txtime", "station"];
+pub const UDP_KEYS: &[&str] = &["kind", "name", "size", "rate", "flows", "sndbuf", "priority", "dscp", "ecn", "cpu", "path_delay", "max_pacing_rate", "txtime", "station", "direction"];
 pub const PING_KEYS: &[&str] = &["kind", "name", "interval", "size", "cpu", "path_delay", "station"];
 pub const HZ_VALUES: &[i64] = &[100, 250, 300, 1000];
 /// The simulator's built-in machine profiles (`machine.profile = "seed-vm"`); anything
@@ -479,7 +479,15 @@ fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec,
     } else {
         "pfifo_fast"
     };
-    let (qdisc, ingress) = resolve_root_and_ingress(top, &q, default_kind, &dev_info, &device.name)?;
+    let (qdisc, ingress) = match device.wifi() {
+        // net.core.default_qdisc = fq_codel: mq gives each AC's queue an fq_codel.
+        Some(w) if w.queueing == crate::wifi::Queueing::FqCodelQdisc && q.entry("tc").is_none() && q.entry("tc_file").is_none() && q.string("kind", "mq")? == "mq" => {
+            q.check_keys(&["kind", "child"], Some("mq takes no parameters of its own; configure the per-queue qdisc in [qdisc.child]"))?;
+            let child = resolve_qdisc(&q.sub("child")?, "fq_codel", &dev_info, false)?;
+            (QdiscSpec { kind: "mq".into(), params: Params::default(), child: Some(Box::new(child)) }, None)
+        }
+        _ => resolve_root_and_ingress(top, &q, default_kind, &dev_info, &device.name)?,
+    };
     // What arrives from the far end: a NIC's far host, or on veth the peer namespace
     // (not through a [lan] router, whose client's traffic is forwarded, not received).
     let has_ingress = driver == Driver::Nic || (driver == Driver::Veth && top.entry("lan").is_none());
@@ -978,7 +986,7 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, lan:
         } else if kind == "irtt" {
             out.push(Traffic::Irtt(crate::irtt::resolve_irtt(&s, cpus, driver, total_ns, name)?));
         } else if kind == "udp" {
-            out.push(Traffic::Udp(resolve_udp(&s, cpus, driver, name, sysctl)?));
+            out.push(Traffic::Udp(resolve_udp(&s, cpus, far_cpus, driver, name, sysctl)?));
         } else {
             out.push(Traffic::Ping(resolve_ping(&s, cpus, driver, total_ns, name)?));
         }
@@ -986,10 +994,12 @@ fn resolve_traffic(top: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, lan:
     Ok(out)
 }
 
-/// A `kind = "udp"` flood: payload size, rate, sockets, send buffer, priority, DSCP
-/// and ECN, pacing.
-fn resolve_udp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<UdpFlood, Diagnostic> {
+/// A `kind = "udp"` flood: which end sends, payload size, rate, sockets, send buffer,
+/// priority, DSCP and ECN, pacing.
+fn resolve_udp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver, name: String, sysctl: &crate::sysctl::Sysctl) -> Result<UdpFlood, Diagnostic> {
     s.check_keys(UDP_KEYS, Some("(interval belongs to kind = \"ping\")"))?;
+    let direction = udp_direction(s, driver)?;
+    let sender_cpus = if crate::wifi::far_sends(driver, direction) { far_cpus } else { cpus };
     let size = s.u32("size", 1400, 1, MAX_UDP_PAYLOAD as u32)?;
     let rate = udp_rate(s)?;
     let flows = s.u32("flows", 1, 1, limits::MAX_FLOWS)?;
@@ -997,11 +1007,31 @@ fn resolve_udp(s: &Sec<'_>, cpus: u32, driver: Driver, name: String, sysctl: &cr
     let priority = udp_priority(s)?;
     let dscp = s.int("dscp", 0, 0, 63)? as u8;
     let ecn = udp_ecn(s)?;
-    let cpu = s.u32("cpu", 0, 0, cpus - 1)?;
+    let cpu = s.u32("cpu", 0, 0, sender_cpus - 1)?;
     let path_delay_ns = path_delay(s, driver)?;
     let max_pacing_rate = opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let txtime = opt_bit_rate(s, "txtime", "the rate its departure times are stamped at")?;
-    Ok(UdpFlood { name, cpu, path_delay_ns, size, rate, flows, sndbuf, priority, dscp, ecn, max_pacing_rate, txtime })
+    Ok(UdpFlood { name, direction, cpu, path_delay_ns, size, rate, flows, sndbuf, priority, dscp, ecn, max_pacing_rate, txtime })
+}
+
+/// A flood's `direction`: over a radio "down" (the AP floods its station, the default)
+/// or "up" (the station floods the AP, its frames contending for the air); elsewhere
+/// only this host floods ("up").
+fn udp_direction(s: &Sec<'_>, driver: Driver) -> Result<Direction, Diagnostic> {
+    if driver == Driver::Wifi {
+        return Ok(match s.choice("direction", "down", &["down", "up"])? {
+            "up" => Direction::Up,
+            _ => Direction::Down,
+        });
+    }
+    match s.choice("direction", "up", &["up", "down"])? {
+        "up" => Ok(Direction::Up),
+        _ => Err(s.value_err(
+            "direction",
+            format!("`{}` = \"down\": a UDP flood is sent by this host (only over a radio does the far end flood: a station, device.driver = \"wifi\" with direction = \"up\")", s.kp("direction")),
+            Some("remove direction (this host floods), or use kind = \"tcp\" with direction = \"down\" for a download".into()),
+        )),
+    }
 }
 
 /// A flood's `rate` (default: as fast as it can send); one that rounds to 0 bit/s is

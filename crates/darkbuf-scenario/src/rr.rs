@@ -8,7 +8,7 @@ use crate::diag::Diagnostic;
 use crate::section::Sec;
 use serde::Serialize;
 
-pub const RR_KEYS: &[&str] = &["kind", "name", "proto", "request", "response", "connections", "nodelay", "timeout", "dscp", "cpu", "start", "stop", "path_delay"];
+pub const RR_KEYS: &[&str] = &["kind", "name", "proto", "request", "response", "connections", "nodelay", "timeout", "dscp", "cpu", "start", "stop", "path_delay", "station"];
 
 /// The largest message the simulator carries: one segment or datagram at a 1500-byte
 /// MTU (TCP: 1500 - IP 20 - TCP 20 - timestamps 12; UDP: 1500 - IP 20 - UDP 8).

@@ -1039,7 +1039,10 @@ impl Tsq {
 pub struct UdpFlood {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
-    /// The sending process's CPU (taskset).
+    /// Which end floods: this host ("up"; over a radio the AP floods its station,
+    /// "down", and "up" is the station flooding the AP).
+    pub direction: Direction,
+    /// The sending process's CPU (taskset): the far host's for a station's flood.
     pub cpu: u32,
     /// Extra one-way delay on the wire for this entry's packets, both ways, beyond
     /// `[path]` (a netem `delay` per far host, as flent's `rtt_fair` tests use): ns.

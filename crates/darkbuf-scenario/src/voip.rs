@@ -14,7 +14,7 @@ use crate::section::Sec;
 use serde::Serialize;
 
 pub const VOIP_KEYS: &[&str] = &[
-    "kind", "name", "codec", "plc", "interval", "size", "dscp", "calls", "direction", "jitter_buffer", "cpu", "start", "stop", "path_delay",
+    "kind", "name", "codec", "plc", "interval", "size", "dscp", "calls", "direction", "jitter_buffer", "cpu", "start", "stop", "path_delay", "station",
 ];
 
 /// The RTP fixed header (RFC 3550 section 5.1), in every voice packet's UDP payload.

@@ -24,7 +24,7 @@ use darkbuf_model::qdisc::{Qdisc, Shaping, TokenBucket};
 use serde::Serialize;
 
 /// The keys of a web entry: its own, and the ones it shares with `kind = "tcp"`.
-pub const WEB_KEYS: &[&str] = &["kind", "name", "arrivals", "size_dist", "size_mean", "size_shape", "size_cdf", "size_buckets", "cc", "direction", "cpu", "start", "stop", "dscp", "ecn", "sndbuf", "rcvbuf", "path_delay"];
+pub const WEB_KEYS: &[&str] = &["kind", "name", "arrivals", "size_dist", "size_mean", "size_shape", "size_cdf", "size_buckets", "cc", "direction", "cpu", "start", "stop", "dscp", "ecn", "sndbuf", "rcvbuf", "path_delay", "station"];
 /// The keys that are the web entry's alone (the rest resolve as a TCP entry's).
 const OWN_KEYS: &[&str] = &["arrivals", "size_dist", "size_mean", "size_shape", "size_cdf", "size_buckets"];
 /// The size distributions by name.

@@ -1,8 +1,9 @@
 //! `driver = "wifi"`: an access point's radio with mac80211's queueing (`[wifi]`), its
-//! stations (`[[station]]`) and which station each `[[traffic]]` entry serves
-//! (`station = NAME`). Names follow `iw` and mac80211's debugfs (`txq_limit`,
-//! `txq_memory_limit`, `txq_quantum`, `aql_txq_limit`, `aql_threshold`,
-//! `airtime_weight`).
+//! stations (`[[wifi.station]]`, each with its `phy_rate`) and which station each
+//! `[[traffic]]` entry serves (`station = NAME`, `direction = "down" | "up"`). Names
+//! follow `iw` and mac80211's debugfs (`txq_limit`, `txq_memory_limit`, `txq_quantum`,
+//! `aql_txq_limit`, `aql_threshold`, `airtime_weight`). The earlier spellings, a
+//! top-level `[[station]]` and `rate`, are read too.
 
 use crate::diag::{Diagnostic, DiagnosticKind as K};
 use crate::section::Sec;
@@ -15,9 +16,11 @@ pub const WIFI_KEYS: &[&str] = &[
     "band", "queueing", "airtime_fairness", "aql", "aql_limit_low_us", "aql_limit_high_us", "aql_threshold_us",
     "txq_limit", "txq_memory_limit", "txq_quantum", "codel_target", "codel_interval", "codel_ecn", "codel_slow_station",
     "driver_queue_frames", "hw_aggregates_per_ac", "ampdu_max_subframes", "ampdu_max_bytes", "ampdu_max_us", "ba_rate",
-    "retry_limit", "airtime_flags", "uplink_queue_frames", "txq_schedule",
+    "retry_limit", "airtime_flags", "uplink_queue_frames", "txq_schedule", "station",
 ];
-pub const STATION_KEYS: &[&str] = &["name", "rate", "airtime_weight", "per"];
+pub const STATION_KEYS: &[&str] = &["name", "phy_rate", "rate", "airtime_weight", "per"];
+/// A station's name is part of its metrics' names (`wifi.station.NAME.goodput_mbps`).
+pub const MAX_STATION_NAME: usize = 32;
 /// At most this many stations (mac80211 allows 2007 associations; the simulator's
 /// A-MPDU scheduling is per station per AC).
 pub const MAX_STATIONS: usize = 128;
@@ -32,6 +35,17 @@ pub enum Queueing {
     /// Before: the qdisc (mq + pfifo_fast per AC) above a deep driver queue
     /// (ath9k's per-TID software queues, `ATH_TXBUF` buffers) served round robin.
     Fifo,
+    /// fq_codel as the qdisc (mq + fq_codel per AC, `net.core.default_qdisc =
+    /// fq_codel`) above the same deep driver queue: CoDel that cannot see the driver's
+    /// queue, the 2016 paper's middle case.
+    FqCodelQdisc,
+}
+
+impl Queueing {
+    /// Whether the driver holds its own deep per-TID queues (no mac80211 TXQs).
+    pub fn driver_queues(self) -> bool {
+        self != Queueing::FqMac
+    }
 }
 
 /// How the driver picks the TXQ it builds the next aggregate from (`fq_mac`).
@@ -53,7 +67,7 @@ pub enum TxqSchedule {
 #[derive(Clone, Debug, Serialize)]
 pub struct StationSpec {
     pub name: String,
-    /// The PHY rate as written ("MCS15-HT20-SGI", "1Mbit").
+    /// The PHY rate as written ("MCS15-HT20-SGI", "144.4Mbit", "1Mbit").
     pub rate: String,
     pub rate_kbps: u64,
     pub airtime_weight: u32,
@@ -100,8 +114,8 @@ pub struct WifiSpec {
     pub traffic_station: Vec<u16>,
 }
 
-/// `[wifi]`, `[[station]]` and the traffic's `station` keys are errors on a driver other
-/// than wifi.
+/// `[wifi]` (with its `[[wifi.station]]`), a top-level `[[station]]` and the traffic's
+/// `station` keys are errors on a driver other than wifi.
 pub(crate) fn refuse_wifi(top: &Sec<'_>, driver: Driver) -> Result<(), Diagnostic> {
     if driver == Driver::Wifi {
         return Ok(());
@@ -120,23 +134,24 @@ pub(crate) fn refuse_wifi(top: &Sec<'_>, driver: Driver) -> Result<(), Diagnosti
             return Err(s.value_err(
                 "station",
                 format!("`{}` names a WiFi station: the {} driver has none", s.kp("station"), driver.name()),
-                Some("set device.driver = \"wifi\" with [[station]] entries, or remove the key".into()),
+                Some("set device.driver = \"wifi\" with [[wifi.station]] entries, or remove the key".into()),
             ));
         }
     }
     Ok(())
 }
 
-/// `[wifi]`, `[[station]]` and the traffic's `station` keys (`driver = "wifi"`).
+/// `[wifi]`, `[[wifi.station]]` and the traffic's `station` keys (`driver = "wifi"`).
 pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
     let w = top.sub("wifi")?;
     w.check_keys(WIFI_KEYS, None)?;
     let band = w.choice("band", "5GHz", &["5GHz", "2.4GHz"])?.to_string();
-    let queueing = match w.choice("queueing", "fq_mac", &["fq_mac", "fifo"])? {
+    let queueing = match w.choice("queueing", "fq_mac", &["fq_mac", "fifo", "fq_codel_qdisc"])? {
         "fifo" => Queueing::Fifo,
+        "fq_codel_qdisc" => Queueing::FqCodelQdisc,
         _ => Queueing::FqMac,
     };
-    let stations = resolve_stations(top, &band)?;
+    let stations = resolve_stations(top, &w, &band)?;
     let ba_rate = w.string("ba_rate", "24Mbit")?;
     match PhyRate::parse(&ba_rate) {
         Ok(PhyRate::Ofdm(_)) | Ok(PhyRate::Dsss(_)) => {}
@@ -197,10 +212,10 @@ fn txq_schedule(w: &Sec<'_>, queueing: Queueing, airtime_fairness: bool) -> Resu
             Some("set wifi.airtime_fairness = false, or txq_schedule = \"mac80211\" (the airtime scheduler)".into()),
         ));
     }
-    if sched == TxqSchedule::Ath9kAcq && queueing == Queueing::Fifo && w.entry("txq_schedule").is_some() {
+    if sched == TxqSchedule::Ath9kAcq && queueing.driver_queues() && w.entry("txq_schedule").is_some() {
         return Err(w.value_err(
             "txq_schedule",
-            "`wifi.txq_schedule` chooses how mac80211's TXQs are served: queueing = \"fifo\" has none".into(),
+            format!("`wifi.txq_schedule` chooses how mac80211's TXQs are served: queueing = \"{}\" has none", w.string("queueing", "")?),
             Some("remove the key, or set wifi.queueing = \"fq_mac\"".into()),
         ));
     }
@@ -220,41 +235,82 @@ fn traffic_tables<'a>(top: &Sec<'a>) -> Vec<(Sec<'a>, usize)> {
         .collect()
 }
 
-/// `[[station]]`: at least one, names unique, rates valid for the band.
-fn resolve_stations(top: &Sec<'_>, band: &str) -> Result<Vec<StationSpec>, Diagnostic> {
-    let example = "add [[station]] entries, e.g. name = \"fast1\" and rate = \"MCS15-HT20-SGI\"";
-    let items = match top.entry("station").map(|e| &e.node.v) {
+/// `[[wifi.station]]` (or a top-level `[[station]]`, not both): at least one, names
+/// unique and usable in a metric's name, rates valid for the band.
+fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: &str) -> Result<Vec<StationSpec>, Diagnostic> {
+    let example = "add [[wifi.station]] entries, e.g. name = \"fast1\" and phy_rate = \"MCS15-HT20-SGI\"";
+    let (sec, key) = match (w.entry("station"), top.entry("station")) {
+        (Some(_), Some(_)) => {
+            return Err(top.value_err("station", "both [[wifi.station]] and [[station]] list stations".into(), Some("keep one list: [[wifi.station]]".into())));
+        }
+        (None, Some(_)) => (top, "station"),
+        _ => (w, "station"),
+    };
+    let items = match sec.entry(key).map(|e| &e.node.v) {
         Some(V::Array(a)) if !a.is_empty() => a,
-        Some(_) => return Err(top.value_err("station", "`station` must be a non-empty array of tables ([[station]])".into(), Some(example.into()))),
-        None => return Err(top.ctx.diag(K::Value, &top.at, "station", "driver = \"wifi\" needs at least one [[station]]", Some(example.into()))),
+        Some(_) => return Err(sec.value_err(key, format!("`{}` must be a non-empty array of tables ([[wifi.station]])", sec.kp(key)), Some(example.into()))),
+        None => return Err(top.ctx.diag(K::Value, &top.at, "wifi.station", "driver = \"wifi\" needs at least one [[wifi.station]]", Some(example.into()))),
     };
     if items.len() > MAX_STATIONS {
-        return Err(top.value_err("station", format!("{} stations: at most {MAX_STATIONS}", items.len()), None));
+        return Err(sec.value_err(key, format!("{} stations: at most {MAX_STATIONS}", items.len()), None));
     }
     let mut out: Vec<StationSpec> = Vec::new();
     for (i, n) in items.iter().enumerate() {
         let V::Table(t) = &n.v else {
-            return Err(top.value_err("station", format!("`station.{i}` must be a table"), Some(example.into())));
+            return Err(sec.value_err(key, format!("`{}.{i}` must be a table", sec.kp(key)), Some(example.into())));
         };
-        let s = Sec { t, path: format!("station.{i}"), at: n.at.clone(), ctx: top.ctx };
+        let s = Sec { t, path: format!("{}.{i}", sec.kp(key)), at: n.at.clone(), ctx: top.ctx };
         s.check_keys(STATION_KEYS, None)?;
-        let name = s.string("name", &format!("sta{i}"))?;
-        if out.iter().any(|o| o.name == name) {
-            return Err(s.value_err("name", format!("`{}` = \"{name}\": another station has this name", s.kp("name")), Some("give each station its own name".into())));
-        }
-        let Some(_) = s.entry("rate") else {
-            return Err(s.value_err("rate", format!("[[station]] \"{name}\" has no `rate`"), Some("set rate = \"MCS15-HT20-SGI\" (HT), \"54Mbit\" (OFDM) or \"1Mbit\" (DSSS, 2.4GHz)".into())));
-        };
-        let rate = s.string("rate", "")?;
-        let phy = PhyRate::parse(&rate).map_err(|m| s.value_err("rate", format!("`{}`: {m}", s.kp("rate")), Some("expected e.g. \"MCS15-HT20-SGI\", \"MCS0-HT20\", \"54Mbit\" or \"1Mbit\"".into())))?;
+        let name = station_name(&s, i, &out)?;
+        let (rate, phy) = station_rate(&s, &name)?;
         if matches!(phy, PhyRate::Dsss(_)) && band != "2.4GHz" {
-            return Err(s.value_err("rate", format!("`{}` = \"{rate}\" is a DSSS rate: 802.11b exists only on 2.4 GHz", s.kp("rate")), Some("set wifi.band = \"2.4GHz\", or use an OFDM/HT rate".into())));
+            let k = if s.entry("phy_rate").is_some() { "phy_rate" } else { "rate" };
+            return Err(s.value_err(k, format!("`{}` = \"{rate}\" is a DSSS rate: 802.11b exists only on 2.4 GHz", s.kp(k)), Some("set wifi.band = \"2.4GHz\", or use an OFDM/HT rate".into())));
         }
         let airtime_weight = s.u32("airtime_weight", 256, 1, 65535)?;
         let per = s.float("per", 0.0, 0.0, 0.99)?;
         out.push(StationSpec { name, rate, rate_kbps: phy.kbps(), airtime_weight, per });
     }
     Ok(out)
+}
+
+/// A station's `name` (default `staN`): unique, and letters, digits, `_` and `-` only,
+/// as it names the station's metrics.
+fn station_name(s: &Sec<'_>, i: usize, before: &[StationSpec]) -> Result<String, Diagnostic> {
+    let name = s.string("name", &format!("sta{i}"))?;
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_STATION_NAME || !name.chars().all(valid) {
+        return Err(s.value_err(
+            "name",
+            format!("`{}` = {name:?}: a station's name is part of its metrics' names (wifi.station.NAME.goodput_mbps)", s.kp("name")),
+            Some(format!("1 to {MAX_STATION_NAME} letters, digits, '_' or '-', e.g. \"fast1\"")),
+        ));
+    }
+    if before.iter().any(|o| o.name == name) {
+        return Err(s.value_err("name", format!("`{}` = \"{name}\": another station has this name", s.kp("name")), Some("give each station its own name".into())));
+    }
+    Ok(name)
+}
+
+/// A station's `phy_rate` (or `rate`, the earlier spelling): a string as
+/// [`PhyRate::parse`] reads it, or a number of Mbit/s.
+fn station_rate(s: &Sec<'_>, name: &str) -> Result<(String, PhyRate), Diagnostic> {
+    let help = "expected e.g. \"MCS15-HT20-SGI\", \"MCS0-HT20\", \"144.4Mbit\" (an HT rate by its value), \"54Mbit\" or \"1Mbit\"";
+    let key = match (s.entry("phy_rate"), s.entry("rate")) {
+        (Some(_), Some(_)) => return Err(s.value_err("rate", format!("[[wifi.station]] \"{name}\" has both `phy_rate` and `rate`"), Some("keep phy_rate".into()))),
+        (None, Some(_)) => "rate",
+        (Some(_), None) => "phy_rate",
+        (None, None) => {
+            return Err(s.value_err("phy_rate", format!("[[wifi.station]] \"{name}\" has no `phy_rate`"), Some(format!("set phy_rate: {help}"))));
+        }
+    };
+    let rate = match &s.entry(key).expect("present").node.v {
+        V::Int(i) => format!("{i}Mbit"),
+        V::Float(f) => format!("{f}Mbit"),
+        _ => s.string(key, "")?,
+    };
+    let phy = PhyRate::parse(&rate).map_err(|m| s.value_err(key, format!("`{}`: {m}", s.kp(key)), Some(help.into())))?;
+    Ok((rate, phy))
 }
 
 /// Each `[[traffic]]` entry's station (`station = NAME`; the first station if absent).
@@ -269,7 +325,7 @@ fn traffic_stations(top: &Sec<'_>, stations: &[StationSpec]) -> Result<Vec<u16>,
                     Some(i) => i,
                     None => {
                         let names: Vec<&str> = stations.iter().map(|x| x.name.as_str()).collect();
-                        return Err(s.value_err("station", format!("`{}` = \"{name}\" is not a [[station]]", s.kp("station")), Some(format!("expected one of: {}", names.join(", ")))));
+                        return Err(s.value_err("station", format!("`{}` = \"{name}\" is not a [[wifi.station]]", s.kp("station")), Some(format!("expected one of: {}", names.join(", ")))));
                     }
                 }
             }
@@ -311,7 +367,7 @@ pub(crate) fn check_bql(b: &Sec<'_>, driver: Driver, enabled: bool) -> Result<()
 pub(crate) fn default_qdisc(w: &WifiSpec) -> &'static str {
     match w.queueing {
         Queueing::FqMac => "noqueue",
-        Queueing::Fifo => "mq",
+        Queueing::Fifo | Queueing::FqCodelQdisc => "mq",
     }
 }
 

@@ -410,8 +410,18 @@ impl<'a> Builder<'a> {
             let s = SockId::from_index(self.socks.len());
             match t {
                 Traffic::Udp(u) => {
-                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, near.cpu0.add(u.cpu));
-                    self.socks.push(UdpSock::new_sock(i as u16, u, task, near.dev));
+                    // A station's flood (`direction = "up"` over a radio) is sent by the
+                    // far host through the station's device, its frames contending for
+                    // the air.
+                    let (cpu, dev) = match (darkbuf_scenario::wifi::far_sends(self.scn.device.driver(), u.direction), self.reply) {
+                        (true, ReplyPath::Modelled { dev }) => {
+                            let far = self.hosts[HostId(1)].cpus;
+                            (far.start.add(u.cpu % (far.end.0 - far.start.0) as u32), dev)
+                        }
+                        _ => (near.cpu0.add(u.cpu), near.dev),
+                    };
+                    let task = self.task(TaskKind::Proc(s), TaskState::Runnable, cpu);
+                    self.socks.push(UdpSock::new_sock(i as u16, u, task, dev));
                 }
                 Traffic::Ping(p) => {
                     let task = self.task(TaskKind::Proc(s), TaskState::Sleeping, near.cpu0.add(p.cpu));

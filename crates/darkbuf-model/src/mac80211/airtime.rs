@@ -40,15 +40,19 @@ pub const BLOCKACK_LEN: u32 = 32;
 pub const ACK_LEN: u32 = 14;
 
 impl PhyRate {
-    /// Parses "MCS15-HT20-SGI", "MCS0-HT40", "54Mbit" (OFDM) or "1Mbit", "2Mbit",
-    /// "5.5Mbit", "11Mbit" (DSSS).
+    /// Parses "MCS15-HT20-SGI", "MCS0-HT40", "MCS7" (HT20, long GI), "54Mbit" (OFDM),
+    /// "1Mbit", "2Mbit", "5.5Mbit", "11Mbit" (DSSS), or an HT rate by its value,
+    /// "144.4Mbit" (also "Mbps", "Mbit/s"): the legacy rate of that value if there is
+    /// one, else the first HT rate within 0.06 Mbit/s of it, taking 20 MHz before
+    /// 40, the long guard interval before the short, and fewer streams first ("65Mbit"
+    /// is MCS7-HT20, "72.2Mbit" MCS7-HT20-SGI, "130Mbit" MCS15-HT20).
     pub fn parse(s: &str) -> Result<PhyRate, String> {
-        let up = s.to_ascii_uppercase();
+        let up = s.trim().to_ascii_uppercase();
         if let Some(rest) = up.strip_prefix("MCS") {
             let mut parts = rest.split('-');
             let mcs: u8 = parts.next().and_then(|m| m.parse().ok()).filter(|&m| m < 32).ok_or_else(|| format!("\"{s}\": the MCS index is 0..31"))?;
             let ht40 = match parts.next() {
-                Some("HT20") => false,
+                Some("HT20") | None => false,
                 Some("HT40") => true,
                 _ => return Err(format!("\"{s}\": expected MCSn-HT20 or MCSn-HT40, optionally -SGI")),
             };
@@ -62,14 +66,46 @@ impl PhyRate {
             }
             return Ok(PhyRate::Ht { mcs, ht40, sgi });
         }
-        let num = up.strip_suffix("MBIT").ok_or_else(|| format!("\"{s}\": expected an HT rate (\"MCS7-HT20-SGI\") or a legacy rate (\"1Mbit\", \"54Mbit\")"))?;
+        let num = ["MBIT/S", "MBIT", "MBPS"]
+            .iter()
+            .find_map(|u| up.strip_suffix(u))
+            .map(str::trim)
+            .ok_or_else(|| format!("\"{s}\": expected an HT rate (\"MCS7-HT20-SGI\") or a rate in Mbit/s (\"1Mbit\", \"54Mbit\", \"144.4Mbit\")"))?;
         match num {
-            "1" => Ok(PhyRate::Dsss(10)),
-            "2" => Ok(PhyRate::Dsss(20)),
-            "5.5" => Ok(PhyRate::Dsss(55)),
-            "11" => Ok(PhyRate::Dsss(110)),
-            "6" | "9" | "12" | "18" | "24" | "36" | "48" | "54" => Ok(PhyRate::Ofdm(num.parse().expect("digits"))),
-            _ => Err(format!("\"{s}\": legacy rates are 1, 2, 5.5, 11 (DSSS) and 6, 9, 12, 18, 24, 36, 48, 54 Mbit (OFDM)")),
+            "1" => return Ok(PhyRate::Dsss(10)),
+            "2" => return Ok(PhyRate::Dsss(20)),
+            "5.5" => return Ok(PhyRate::Dsss(55)),
+            "11" => return Ok(PhyRate::Dsss(110)),
+            "6" | "9" | "12" | "18" | "24" | "36" | "48" | "54" => return Ok(PhyRate::Ofdm(num.parse().expect("digits"))),
+            _ => {}
+        }
+        let mbit: f64 = num.parse().ok().filter(|m: &f64| m.is_finite() && *m > 0.0).ok_or_else(|| format!("\"{s}\": \"{num}\" is not a number of Mbit/s"))?;
+        Self::ht_by_value(mbit).ok_or_else(|| {
+            format!("\"{s}\": no legacy or HT rate (MCS0-31, 20 or 40 MHz, either guard interval) is {mbit} Mbit/s; legacy rates are 1, 2, 5.5, 11 (DSSS) and 6, 9, 12, 18, 24, 36, 48, 54 (OFDM)")
+        })
+    }
+
+    /// The HT rate of `mbit` Mbit/s as [`PhyRate::parse`] picks it.
+    fn ht_by_value(mbit: f64) -> Option<PhyRate> {
+        let want = mbit * 1000.0;
+        for ht40 in [false, true] {
+            for sgi in [false, true] {
+                for mcs in 0..32u8 {
+                    let r = PhyRate::Ht { mcs, ht40, sgi };
+                    if (r.kbps_exact() - want).abs() <= 60.0 {
+                        return Some(r);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The PHY rate in kbit/s without rounding (N_DBPS over the symbol time).
+    fn kbps_exact(self) -> f64 {
+        match self {
+            PhyRate::Ht { sgi, .. } => self.n_dbps() as f64 * 1000.0 / if sgi { 3.6 } else { 4.0 },
+            _ => self.kbps() as f64,
         }
     }
 
@@ -271,6 +307,27 @@ mod tests {
         assert_eq!(PhyRate::parse("24Mbit"), Ok(PhyRate::Ofdm(24)));
         assert!(PhyRate::parse("MCS32-HT20").is_err());
         assert!(PhyRate::parse("7Mbit").is_err());
+    }
+
+    /// An HT rate written by its value, as papers and `iw` print it: the candidates in
+    /// order (HT20 before HT40, long GI before short, fewer streams first).
+    #[test]
+    fn ht_rates_parse_by_value() {
+        let ht = |mcs, ht40, sgi| Ok(PhyRate::Ht { mcs, ht40, sgi });
+        assert_eq!(PhyRate::parse("144.4Mbit"), Ok(MCS15_SGI));
+        assert_eq!(PhyRate::parse("6.5Mbit"), Ok(MCS0));
+        // 65 is MCS7 with the long GI and MCS6 with the short: the long GI first.
+        assert_eq!(PhyRate::parse("65Mbit"), ht(7, false, false));
+        assert_eq!(PhyRate::parse("72.2 Mbit/s"), ht(7, false, true));
+        // 130 is MCS15 (long GI) and MCS14 (short GI); 13 is MCS1 and MCS8: one stream.
+        assert_eq!(PhyRate::parse("130Mbps"), ht(15, false, false));
+        assert_eq!(PhyRate::parse("13Mbit"), ht(1, false, false));
+        assert_eq!(PhyRate::parse("300Mbit"), ht(15, true, true));
+        assert_eq!(PhyRate::parse("MCS7"), ht(7, false, false));
+        // Legacy values stay legacy.
+        assert_eq!(PhyRate::parse("54mbit"), Ok(PhyRate::Ofdm(54)));
+        assert!(PhyRate::parse("100Mbit").is_err());
+        assert!(PhyRate::parse("fastMbit").is_err());
     }
 
     /// The reference's worked examples (1500-byte IP packets, BE, 5 GHz, BlockAck at

@@ -113,6 +113,8 @@ pub struct Ampdu {
 
 /// One associated station.
 pub struct Station {
+    /// Its `[[wifi.station]]` name, which names its metrics.
+    pub name: String,
     pub rate: PhyRate,
     pub per: f64,
     pub stats: StaStats,
@@ -162,6 +164,9 @@ pub struct StaStats {
     /// IP bytes and frames delivered.
     pub rx_bytes: u64,
     pub rx_frames: u64,
+    /// Transport payload delivered both ways (UDP and ICMP data, TCP segments' data):
+    /// the station's goodput.
+    pub payload_bytes: u64,
     /// Air used by exchanges with this station (AIFS and backoff included), ns.
     pub air_ns: u64,
     /// PPDU airtime charged to the station (`tx_airtime`), µs.
@@ -283,6 +288,7 @@ impl Wifi {
             .stations
             .iter()
             .map(|s| Station {
+                name: s.name.clone(),
                 rate: PhyRate::parse(&s.rate).expect("validated"),
                 per: s.per,
                 stats: StaStats::default(),
@@ -320,7 +326,7 @@ impl Wifi {
                 let acq = (spec.txq_schedule == TxqSchedule::Ath9kAcq).then(|| Acq::new(n * TIDS));
                 Mac::FqMac { fq, sched, acq, held: vec![None; (n * TIDS) as usize], cparams, slow_cparams }
             }
-            Queueing::Fifo => Mac::Fifo {
+            Queueing::Fifo | Queueing::FqCodelQdisc => Mac::Fifo {
                 tids: vec![VecDeque::new(); (n * TIDS) as usize],
                 rr: Default::default(),
                 count: [0; IEEE80211_NUM_ACS],
@@ -767,6 +773,7 @@ impl World {
     fn wifi_tx_status(&mut self, dev: DevId, ac: usize, sta: u16, f: HwFrame, delivered: bool, measuring: bool) {
         let now = self.now;
         let id = f.skb.id;
+        let payload = payload_len(self.pkts.get(id));
         let w = self.net.wifi_mut(dev);
         if let Mac::FqMac { sched, .. } = &mut w.mac {
             sched.update_pending_airtime(Some(sta as u32), ac, f.aql_us, true);
@@ -786,6 +793,7 @@ impl World {
             let s = &mut w.stations[sta as usize].stats;
             s.rx_bytes += (f.skb.len - 14) as u64;
             s.rx_frames += 1;
+            s.payload_bytes += payload;
             s.mac_wait_ns += mac_ns;
             s.hw_wait_ns += hw_ns;
             hist_add(&mut w.mac_hist, mac_ns);
@@ -918,6 +926,7 @@ impl World {
             if measuring {
                 s.up_bytes += len - 14;
                 s.up_frames += 1;
+                s.payload_bytes += payload_len(self.pkts.get(id));
             }
             let t = &mut w.stations[sta as usize].total;
             t.rx_bytes += len;
@@ -1133,62 +1142,77 @@ pub fn jain(x: &[f64]) -> Option<f64> {
     Some(s * s / (x.len() as f64 * sq))
 }
 
+/// The transport payload of a frame: its data, without the Ethernet, IP and UDP (ICMP)
+/// or TCP (with timestamps) headers; 0 for a bare ACK.
+fn payload_len(info: &crate::arena::PktInfo) -> u64 {
+    let hdr = match info.proto {
+        crate::arena::Proto::Tcp => crate::wire::TCP_HDR,
+        crate::arena::Proto::Udp | crate::arena::Proto::Icmp => crate::wire::ETH_HLEN + crate::wire::IPV4_HLEN + 8,
+    };
+    info.len.saturating_sub(hdr) as u64
+}
+
 /// The results' `wifi.*` metrics.
 impl World {
-    /// Per station (`wifi.sta.N.*`, N in [[station]] order) and for the radio: what was
-    /// delivered each way, the air used (both ways), the waits above and below mac80211, the aggregates,
-    /// AQL's pending airtime and the fq's and CoDel's counters.
+    /// Per station (`wifi.station.NAME.*`) and for the radio: what was delivered each
+    /// way, the air used (both ways), the waits above and below mac80211, the
+    /// aggregates, AQL's pending airtime and the fq's and CoDel's counters. The Jain
+    /// indices count the stations that have traffic.
     pub(crate) fn wifi_metrics(&self, m: &mut std::collections::BTreeMap<String, Option<f64>>, window_ns: u64) {
         let w = self.net.wifi(self.metrics.measured_txq.0);
         let secs = window_ns as f64 / 1e9;
+        let mbps = |bytes: u64| bytes as f64 * 8.0 / secs / 1e6;
         let mut set = |k: String, v: f64| {
             m.insert(k, Some(v));
         };
         let served: Vec<usize> = (0..w.stations.len()).filter(|&i| w.sta_of_sock.contains(&(i as u16))).collect();
         let busy = w.busy_ns.max(1) as f64;
-        let (mut tput, mut air) = (Vec::new(), Vec::new());
+        let (mut goodput, mut air) = (Vec::new(), Vec::new());
         let mut tot = StaStats::default();
         for (i, st) in w.stations.iter().enumerate() {
             let s = &st.stats;
-            let mbps = s.rx_bytes as f64 * 8.0 / secs / 1e6;
-            set(format!("wifi.sta.{i}.tx_mbps"), mbps);
-            set(format!("wifi.sta.{i}.airtime_pct"), 100.0 * s.air_ns as f64 / busy);
-            set(format!("wifi.sta.{i}.tx_airtime_ms"), s.tx_airtime_us as f64 / 1000.0);
-            set(format!("wifi.sta.{i}.rx_mbps"), s.up_bytes as f64 * 8.0 / secs / 1e6);
-            set(format!("wifi.sta.{i}.rx_airtime_ms"), s.rx_airtime_us as f64 / 1000.0);
-            set(format!("wifi.sta.{i}.uplink_drops"), (s.up_drops + s.up_failed) as f64);
-            set(format!("wifi.sta.{i}.ampdu_avg_subframes"), if s.ampdus == 0 { 0.0 } else { s.subframes as f64 / s.ampdus as f64 });
-            set(format!("wifi.sta.{i}.tx_retries"), s.retries as f64);
-            set(format!("wifi.sta.{i}.tx_failed"), s.failed as f64);
+            let p = format!("wifi.station.{}", st.name);
+            set(format!("{p}.goodput_mbps"), mbps(s.payload_bytes));
+            set(format!("{p}.tx_mbps"), mbps(s.rx_bytes));
+            set(format!("{p}.airtime_pct"), 100.0 * s.air_ns as f64 / busy);
+            set(format!("{p}.tx_airtime_ms"), s.tx_airtime_us as f64 / 1000.0);
+            set(format!("{p}.rx_mbps"), mbps(s.up_bytes));
+            set(format!("{p}.rx_airtime_ms"), s.rx_airtime_us as f64 / 1000.0);
+            set(format!("{p}.uplink_drops"), (s.up_drops + s.up_failed) as f64);
+            set(format!("{p}.ampdu_avg_subframes"), if s.ampdus == 0 { 0.0 } else { s.subframes as f64 / s.ampdus as f64 });
+            set(format!("{p}.tx_retries"), s.retries as f64);
+            set(format!("{p}.tx_failed"), s.failed as f64);
             if s.rx_frames > 0 {
-                set(format!("wifi.sta.{i}.mac_queue_ms_avg"), s.mac_wait_ns as f64 / s.rx_frames as f64 / 1e6);
-                set(format!("wifi.sta.{i}.hw_queue_ms_avg"), s.hw_wait_ns as f64 / s.rx_frames as f64 / 1e6);
+                set(format!("{p}.mac_queue_ms_avg"), s.mac_wait_ns as f64 / s.rx_frames as f64 / 1e6);
+                set(format!("{p}.hw_queue_ms_avg"), s.hw_wait_ns as f64 / s.rx_frames as f64 / 1e6);
             }
             if let Mac::FqMac { sched, .. } = &w.mac {
                 if sched.aql {
-                    set(format!("wifi.sta.{i}.aql_pending_max_us"), s.aql_pending_max_us as f64);
+                    set(format!("{p}.aql_pending_us_max"), s.aql_pending_max_us as f64);
                 }
             }
             if served.contains(&i) {
-                tput.push(mbps);
+                goodput.push(mbps(s.payload_bytes));
                 air.push(s.air_ns as f64);
             }
             tot.rx_bytes += s.rx_bytes;
             tot.up_bytes += s.up_bytes;
+            tot.payload_bytes += s.payload_bytes;
             tot.rx_frames += s.rx_frames;
             tot.ampdus += s.ampdus;
             tot.subframes += s.subframes;
             tot.mac_wait_ns += s.mac_wait_ns;
             tot.hw_wait_ns += s.hw_wait_ns;
         }
-        set("wifi.tx_mbps".into(), tot.rx_bytes as f64 * 8.0 / secs / 1e6);
-        set("wifi.rx_mbps".into(), tot.up_bytes as f64 * 8.0 / secs / 1e6);
+        set("wifi.goodput_mbps".into(), mbps(tot.payload_bytes));
+        set("wifi.tx_mbps".into(), mbps(tot.rx_bytes));
+        set("wifi.rx_mbps".into(), mbps(tot.up_bytes));
         set("wifi.busy_pct".into(), 100.0 * w.busy_ns as f64 / window_ns as f64);
-        if let Some(j) = jain(&tput) {
-            set("wifi.jain_throughput".into(), j);
+        if let Some(j) = jain(&goodput) {
+            set("wifi.goodput_jain".into(), j);
         }
         if let Some(j) = jain(&air) {
-            set("wifi.jain_airtime".into(), j);
+            set("wifi.airtime_jain".into(), j);
         }
         if tot.ampdus > 0 {
             set("wifi.ampdu_avg_subframes".into(), tot.subframes as f64 / tot.ampdus as f64);
