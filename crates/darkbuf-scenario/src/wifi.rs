@@ -145,13 +145,16 @@ pub(crate) fn refuse_wifi(top: &Sec<'_>, driver: Driver) -> Result<(), Diagnosti
 pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
     let w = top.sub("wifi")?;
     w.check_keys(WIFI_KEYS, None)?;
-    let band = w.choice("band", "5GHz", &["5GHz", "2.4GHz"])?.to_string();
+    // Without `band`, 5 GHz, unless a station is 802.11b (DSSS), which only 2.4 GHz has.
+    let band = w.entry("band").is_some().then(|| w.choice("band", "5GHz", &["5GHz", "2.4GHz"])).transpose()?;
     let queueing = match w.choice("queueing", "fq_mac", &["fq_mac", "fifo", "fq_codel_qdisc"])? {
         "fifo" => Queueing::Fifo,
         "fq_codel_qdisc" => Queueing::FqCodelQdisc,
         _ => Queueing::FqMac,
     };
-    let stations = resolve_stations(top, &w, &band)?;
+    let stations = resolve_stations(top, &w, band)?;
+    let dsss = stations.iter().any(|s| matches!(PhyRate::parse(&s.rate), Ok(PhyRate::Dsss(_))));
+    let band = band.unwrap_or(if dsss { "2.4GHz" } else { "5GHz" }).to_string();
     let ba_rate = w.string("ba_rate", "24Mbit")?;
     match PhyRate::parse(&ba_rate) {
         Ok(PhyRate::Ofdm(_)) | Ok(PhyRate::Dsss(_)) => {}
@@ -236,8 +239,8 @@ fn traffic_tables<'a>(top: &Sec<'a>) -> Vec<(Sec<'a>, usize)> {
 }
 
 /// `[[wifi.station]]` (or a top-level `[[station]]`, not both): at least one, names
-/// unique and usable in a metric's name, rates valid for the band.
-fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: &str) -> Result<Vec<StationSpec>, Diagnostic> {
+/// unique and usable in a metric's name, rates valid for the band when it is given.
+fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: Option<&str>) -> Result<Vec<StationSpec>, Diagnostic> {
     let example = "add [[wifi.station]] entries, e.g. name = \"fast1\" and phy_rate = \"MCS15-HT20-SGI\"";
     let (sec, key) = match (w.entry("station"), top.entry("station")) {
         (Some(_), Some(_)) => {
@@ -263,7 +266,7 @@ fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: &str) -> Result<Vec<Statio
         s.check_keys(STATION_KEYS, None)?;
         let name = station_name(&s, i, &out)?;
         let (rate, phy) = station_rate(&s, &name)?;
-        if matches!(phy, PhyRate::Dsss(_)) && band != "2.4GHz" {
+        if matches!(phy, PhyRate::Dsss(_)) && band == Some("5GHz") {
             let k = if s.entry("phy_rate").is_some() { "phy_rate" } else { "rate" };
             return Err(s.value_err(k, format!("`{}` = \"{rate}\" is a DSSS rate: 802.11b exists only on 2.4 GHz", s.kp(k)), Some("set wifi.band = \"2.4GHz\", or use an OFDM/HT rate".into())));
         }

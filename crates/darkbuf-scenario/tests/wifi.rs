@@ -104,3 +104,15 @@ fn fq_codel_qdisc_is_mq_with_fq_codel() {
     assert_eq!(ok_set(RADIO, &["wifi.queueing=fifo"]).qdisc.child.as_ref().unwrap().kind, "pfifo_fast");
     assert_eq!(ok_set(RADIO, &[]).qdisc.kind, "noqueue");
 }
+
+/// `band` defaults to 5 GHz, and to 2.4 GHz when a station is 802.11b; a DSSS rate on a
+/// radio set to 5 GHz is refused.
+#[test]
+fn an_80211b_station_puts_the_radio_on_2_4_ghz() {
+    let band = |set: &[&str]| ok_set(RADIO, set).device.wifi().unwrap().band.clone();
+    assert_eq!(band(&[]), "5GHz");
+    assert_eq!(band(&["wifi.station.0.phy_rate=1Mbit"]), "2.4GHz");
+    assert_eq!(band(&["wifi.station.0.phy_rate=MCS0", "wifi.band=2.4GHz"]), "2.4GHz");
+    let d = err_set(RADIO, &["wifi.station.0.phy_rate=11Mbit", "wifi.band=5GHz"]);
+    assert!(d.message.contains("only on 2.4 GHz"), "{d}");
+}
