@@ -473,7 +473,7 @@ fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec,
     // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
     // noqueue").
     let default_kind = if let Some(w) = device.wifi() {
-        crate::wifi::default_qdisc(w)
+        crate::wifi::root_qdisc(w, &q)?
     } else if driver == Driver::Veth || device.txqueuelen == 0 {
         "noqueue"
     } else {
@@ -481,7 +481,7 @@ fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec,
     };
     let (qdisc, ingress) = match device.wifi() {
         // net.core.default_qdisc = fq_codel: mq gives each AC's queue an fq_codel.
-        Some(w) if w.queueing == crate::wifi::Queueing::FqCodelQdisc && q.entry("tc").is_none() && q.entry("tc_file").is_none() && q.string("kind", "mq")? == "mq" => {
+        Some(w) if w.queueing == crate::wifi::Queueing::FqCodelQdisc && w.qdisc.is_none() && q.entry("tc").is_none() && q.entry("tc_file").is_none() && q.string("kind", "mq")? == "mq" => {
             q.check_keys(&["kind", "child"], Some("mq takes no parameters of its own; configure the per-queue qdisc in [qdisc.child]"))?;
             let child = resolve_qdisc(&q.sub("child")?, "fq_codel", &dev_info, false)?;
             (QdiscSpec { kind: "mq".into(), params: Params::default(), child: Some(Box::new(child)) }, None)

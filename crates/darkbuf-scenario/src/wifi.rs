@@ -16,7 +16,7 @@ pub const WIFI_KEYS: &[&str] = &[
     "band", "queueing", "airtime_fairness", "aql", "aql_limit_low_us", "aql_limit_high_us", "aql_threshold_us",
     "txq_limit", "txq_memory_limit", "txq_quantum", "codel_target", "codel_interval", "codel_ecn", "codel_slow_station",
     "driver_queue_frames", "hw_aggregates_per_ac", "ampdu_max_subframes", "ampdu_max_bytes", "ampdu_max_us", "ba_rate",
-    "retry_limit", "airtime_flags", "uplink_queue_frames", "txq_schedule", "station",
+    "retry_limit", "airtime_flags", "uplink_queue_frames", "txq_schedule", "station", "phy", "airtime_quantum_us", "qdisc",
 ];
 pub const STATION_KEYS: &[&str] = &["name", "phy_rate", "rate", "airtime_weight", "per"];
 /// A station's name is part of its metrics' names (`wifi.station.NAME.goodput_mbps`).
@@ -80,6 +80,12 @@ pub struct StationSpec {
 pub struct WifiSpec {
     /// "5GHz" or "2.4GHz".
     pub band: String,
+    /// The radio's PHY: "ht" (802.11n, serving legacy stations too) or "legacy"
+    /// (802.11a/b/g only).
+    pub phy: String,
+    /// `[wifi] qdisc`: the root qdisc's kind, as `[qdisc] kind` would set it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qdisc: Option<String>,
     pub queueing: Queueing,
     /// Which scheduler feeds the driver: "ath9k-acq" by default without airtime
     /// fairness (the driver the published "before" ran), "mac80211" with it.
@@ -152,7 +158,13 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
         "fq_codel_qdisc" => Queueing::FqCodelQdisc,
         _ => Queueing::FqMac,
     };
-    let stations = resolve_stations(top, &w, band)?;
+    let phy = wifi_phy(&w)?;
+    let quantum = w.u32("airtime_quantum_us", 256, 1, 65535)?;
+    let stations = resolve_stations(top, &w, band, phy, quantum)?;
+    let qdisc = match w.entry("qdisc") {
+        None => None,
+        Some(_) => Some(w.choice("qdisc", "noqueue", darkbuf_model::qdisc::ALL_KINDS)?.to_string()),
+    };
     let dsss = stations.iter().any(|s| matches!(PhyRate::parse(&s.rate), Ok(PhyRate::Dsss(_))));
     let band = band.unwrap_or(if dsss { "2.4GHz" } else { "5GHz" }).to_string();
     let ba_rate = w.string("ba_rate", "24Mbit")?;
@@ -165,6 +177,8 @@ pub(crate) fn resolve_wifi(top: &Sec<'_>) -> Result<WifiSpec, Diagnostic> {
     let txq_schedule = txq_schedule(&w, queueing, airtime_fairness)?;
     Ok(WifiSpec {
         band,
+        phy: phy.to_string(),
+        qdisc,
         queueing,
         txq_schedule,
         airtime_fairness,
@@ -240,7 +254,7 @@ fn traffic_tables<'a>(top: &Sec<'a>) -> Vec<(Sec<'a>, usize)> {
 
 /// `[[wifi.station]]` (or a top-level `[[station]]`, not both): at least one, names
 /// unique and usable in a metric's name, rates valid for the band when it is given.
-fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: Option<&str>) -> Result<Vec<StationSpec>, Diagnostic> {
+fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: Option<&str>, phy_kind: &str, quantum: u32) -> Result<Vec<StationSpec>, Diagnostic> {
     let example = "add [[wifi.station]] entries, e.g. name = \"fast1\" and phy_rate = \"MCS15-HT20-SGI\"";
     let (sec, key) = match (w.entry("station"), top.entry("station")) {
         (Some(_), Some(_)) => {
@@ -270,11 +284,30 @@ fn resolve_stations(top: &Sec<'_>, w: &Sec<'_>, band: Option<&str>) -> Result<Ve
             let k = if s.entry("phy_rate").is_some() { "phy_rate" } else { "rate" };
             return Err(s.value_err(k, format!("`{}` = \"{rate}\" is a DSSS rate: 802.11b exists only on 2.4 GHz", s.kp(k)), Some("set wifi.band = \"2.4GHz\", or use an OFDM/HT rate".into())));
         }
-        let airtime_weight = s.u32("airtime_weight", 256, 1, 65535)?;
+        if phy.is_ht() && phy_kind == "legacy" {
+            let k = if s.entry("phy_rate").is_some() { "phy_rate" } else { "rate" };
+            return Err(s.value_err(k, format!("`{}` = \"{rate}\" is an HT rate, and wifi.phy = \"legacy\" has none", s.kp(k)), Some("set wifi.phy = \"ht\", or a legacy rate (\"54Mbit\", \"1Mbit\")".into())));
+        }
+        let airtime_weight = s.u32("airtime_weight", quantum, 1, 65535)?;
         let per = s.float("per", 0.0, 0.0, 0.99)?;
         out.push(StationSpec { name, rate, rate_kbps: phy.kbps(), airtime_weight, per });
     }
     Ok(out)
+}
+
+/// `[wifi] phy`: "ht" (the default) or "legacy"; VHT and HE are not modelled.
+fn wifi_phy(w: &Sec<'_>) -> Result<&'static str, Diagnostic> {
+    let phy = w.choice("phy", "ht", &["legacy", "ht", "vht", "he"])?;
+    if phy == "vht" || phy == "he" {
+        return Err(w.ctx.diag(
+            K::Unsupported,
+            &w.origin("phy"),
+            &w.kp("phy"),
+            format!("wifi.phy = \"{phy}\": the radio models HT (802.11n) and legacy PHYs; {} framing and rates are not modelled", if phy == "vht" { "VHT (802.11ac)" } else { "HE (802.11ax)" }),
+            Some("set phy = \"ht\" (MCS0-31 at 20 or 40 MHz) or \"legacy\"".into()),
+        ));
+    }
+    Ok(phy)
 }
 
 /// A station's `name` (default `staN`): unique, and letters, digits, `_` and `-` only,
@@ -365,13 +398,24 @@ pub(crate) fn check_bql(b: &Sec<'_>, driver: Driver, enabled: bool) -> Result<()
     Ok(())
 }
 
-/// The radio's default root qdisc: noqueue over mac80211's TXQs (`IFF_NO_QUEUE`), and
-/// before them mq with a pfifo_fast per AC.
-pub(crate) fn default_qdisc(w: &WifiSpec) -> &'static str {
-    match w.queueing {
+/// The radio's default root qdisc: `[wifi] qdisc` if given (not with `[qdisc] kind` as
+/// well); else noqueue over mac80211's TXQs (`IFF_NO_QUEUE`), and before them mq with
+/// a pfifo_fast (or fq_codel) per AC.
+pub(crate) fn root_qdisc(w: &WifiSpec, q: &Sec<'_>) -> Result<&'static str, Diagnostic> {
+    if let Some(k) = &w.qdisc {
+        if q.entry("kind").is_some() || q.entry("tc").is_some() || q.entry("tc_file").is_some() {
+            return Err(q.value_err(
+                if q.entry("kind").is_some() { "kind" } else { "tc" },
+                format!("wifi.qdisc = \"{k}\" and [qdisc] both set the radio's root qdisc"),
+                Some("keep one: [qdisc] (with the qdisc's parameters), or wifi.qdisc".into()),
+            ));
+        }
+        return Ok(darkbuf_model::qdisc::ALL_KINDS.iter().copied().find(|x| x == k).expect("a choice of ALL_KINDS"));
+    }
+    Ok(match w.queueing {
         Queueing::FqMac => "noqueue",
         Queueing::Fifo | Queueing::FqCodelQdisc => "mq",
-    }
+    })
 }
 
 /// Whether a TCP flow's sender is on the far host: a download over a NIC; over a

@@ -116,3 +116,22 @@ fn an_80211b_station_puts_the_radio_on_2_4_ghz() {
     let d = err_set(RADIO, &["wifi.station.0.phy_rate=11Mbit", "wifi.band=5GHz"]);
     assert!(d.message.contains("only on 2.4 GHz"), "{d}");
 }
+
+/// The reference's other `[wifi]` keys: `phy` ("ht", "legacy"; VHT and HE not
+/// modelled), `airtime_quantum_us` (the stations' default `airtime_weight`) and `qdisc`
+/// (the root qdisc, as `[qdisc] kind`; not both).
+#[test]
+fn phy_quantum_and_qdisc_under_wifi() {
+    let w = |set: &[&str]| ok_set(RADIO, set);
+    assert_eq!(w(&["wifi.airtime_quantum_us=512"]).device.wifi().unwrap().stations[0].airtime_weight, 512);
+    assert_eq!(w(&["wifi.airtime_quantum_us=512", "wifi.station.0.airtime_weight=128"]).device.wifi().unwrap().stations[0].airtime_weight, 128);
+    assert_eq!(w(&["wifi.phy=legacy", "wifi.station.0.phy_rate=54Mbit"]).device.wifi().unwrap().phy, "legacy");
+    let d = err_set(RADIO, &["wifi.phy=legacy"]);
+    assert!(d.message.contains("is an HT rate"), "{d}");
+    let d = err_set(RADIO, &["wifi.phy=vht"]);
+    assert_eq!(d.kind, darkbuf_scenario::DiagnosticKind::Unsupported, "{d}");
+    assert_eq!(w(&["wifi.qdisc=fq_codel"]).qdisc.kind, "fq_codel");
+    assert_eq!(w(&["wifi.qdisc=fq_codel", "wifi.queueing=fq_codel_qdisc"]).qdisc.kind, "fq_codel");
+    let d = err_set(RADIO, &["wifi.qdisc=fq_codel", "qdisc.kind=pfifo"]);
+    assert!(d.message.contains("both set the radio's root qdisc"), "{d}");
+}
