@@ -29,7 +29,7 @@ mod tcp;
 pub mod voip;
 pub mod sweep;
 mod sysctl;
-pub use sysctl::{Sysctl, SYSCTL_KEYS};
+pub use sysctl::{Sysctl, DEFAULT_QDISC_KINDS, SYSCTL_KEYS};
 pub mod tc;
 mod tree;
 pub mod web;

@@ -119,14 +119,14 @@ fn resolve_doc(
     let machine = resolve_machine(&top, ctx)?;
     let device = resolve_device(&top, &machine)?;
     let driver = device.driver();
-    let (qdisc, ingress) = resolve_qdiscs(&top, &device, machine.hz)?;
+    let sysctl = crate::sysctl::resolve_sysctl(&top)?;
+    let (qdisc, ingress) = resolve_qdiscs(&top, &device, machine.hz, sysctl.default_qdisc)?;
     let consumer = resolve_consumer(&top, driver)?;
     let lan = crate::nic::resolve_lan(&top, driver, &device, &machine)?;
 
     // [[traffic]]: with [lan], the near end runs on the client and numbers its CPUs.
     let traffic_cpus = lan.as_ref().map_or(machine.cpus, |l| l.cpus);
     let far_cpus = device.wire().map_or(machine.cpus, |w| w.peer.cpus);
-    let sysctl = crate::sysctl::resolve_sysctl(&top)?;
     let total_ns = run.warmup_ns.saturating_add(run.duration_ns);
     let traffic = resolve_traffic(&top, traffic_cpus, far_cpus, driver, lan.is_some(), total_ns, &sysctl)?;
     check_inflight(&top, &top.sub("device")?, &traffic, driver, device.ring_size, device.tx_queues)?;
@@ -465,29 +465,35 @@ fn resolve_bql(b: &Sec<'_>, driver: Driver) -> Result<Bql, Diagnostic> {
 
 /// `[qdisc]` (the root, default as `attach_default_qdiscs()` picks it) and the ingress
 /// redirect, which a NIC's far host or veth's peer namespace feeds; BQL needs a qdisc.
-fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
+fn resolve_qdiscs(top: &Sec<'_>, device: &Device, hz: u32, default_qdisc: Option<&'static str>) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
     let driver = device.driver();
     let q = top.sub("qdisc")?;
     let dev_info = device.dev_info(hz);
-    // attach_default_qdiscs(): pfifo_fast_init() refuses a zero tx_queue_len, and the
-    // kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail, fallback to
-    // noqueue").
+    // attach_default_qdiscs(): net.core.default_qdisc (pfifo_fast), or noqueue on a
+    // device with IFF_NO_QUEUE (veth). pfifo_fast_init() refuses a zero tx_queue_len,
+    // and the kernel then falls back to noqueue ("default qdisc (pfifo_fast) fail,
+    // fallback to noqueue"). mq_init() gives each queue the default qdisc.
+    let dflt = default_qdisc.unwrap_or("pfifo_fast");
+    let mut mq_child = dflt;
     let default_kind = if let Some(w) = device.wifi() {
+        if w.queueing == crate::wifi::Queueing::FqCodelQdisc {
+            if default_qdisc.is_some_and(|k| k != "fq_codel") {
+                let s = top.sub("sysctl")?;
+                return Err(s.value_err(
+                    "net.core.default_qdisc",
+                    format!("wifi.queueing = \"fq_codel_qdisc\" is net.core.default_qdisc = fq_codel, and [sysctl] sets it to {dflt}"),
+                    Some(format!("remove the sysctl, or set wifi.queueing = \"fifo\" for mq with {dflt} per AC")),
+                ));
+            }
+            mq_child = "fq_codel";
+        }
         crate::wifi::root_qdisc(w, &q)?
-    } else if driver == Driver::Veth || device.txqueuelen == 0 {
+    } else if driver == Driver::Veth || (device.txqueuelen == 0 && dflt == "pfifo_fast") {
         "noqueue"
     } else {
-        "pfifo_fast"
+        dflt
     };
-    let (qdisc, ingress) = match device.wifi() {
-        // net.core.default_qdisc = fq_codel: mq gives each AC's queue an fq_codel.
-        Some(w) if w.queueing == crate::wifi::Queueing::FqCodelQdisc && w.qdisc.is_none() && q.entry("tc").is_none() && q.entry("tc_file").is_none() && q.string("kind", "mq")? == "mq" => {
-            q.check_keys(&["kind", "child"], Some("mq takes no parameters of its own; configure the per-queue qdisc in [qdisc.child]"))?;
-            let child = resolve_qdisc(&q.sub("child")?, "fq_codel", &dev_info, false)?;
-            (QdiscSpec { kind: "mq".into(), params: Params::default(), child: Some(Box::new(child)) }, None)
-        }
-        _ => resolve_root_and_ingress(top, &q, default_kind, &dev_info, &device.name)?,
-    };
+    let (qdisc, ingress) = resolve_root_and_ingress(top, &q, (default_kind, mq_child), &dev_info, &device.name)?;
     // What arrives from the far end: a NIC's far host, or on veth the peer namespace
     // (not through a [lan] router, whose client's traffic is forwarded, not received).
     let has_ingress = driver == Driver::Nic || (driver == Driver::Veth && top.entry("lan").is_none());
@@ -626,7 +632,7 @@ pub const IFB_TX_QUEUE_LEN: u32 = 32;
 fn resolve_root_and_ingress(
     top: &Sec<'_>,
     q: &Sec<'_>,
-    default_kind: &'static str,
+    (default_kind, mq_child): (&'static str, &'static str),
     dev: &DevInfo,
     dev_name: &str,
 ) -> Result<(QdiscSpec, Option<IngressSpec>), Diagnostic> {
@@ -646,7 +652,7 @@ fn resolve_root_and_ingress(
         resolve_qdisc(s, if s.path == "ingress" { "pfifo_fast" } else { default_kind }, info, root)
     };
     match crate::tc::section::resolve_tc(q, Some(dev_name), &r)? {
-        None => Ok((resolve_qdisc(q, default_kind, dev, true)?, toml_ingress)),
+        None => Ok((resolve_qdisc_in(q, default_kind, mq_child, dev, true)?, toml_ingress)),
         Some(t) if t.ingress.is_some() && toml_ingress.is_some() => Err(i.value_err(
             "kind",
             "[ingress] and the tc lines' ingress redirect both set the ifb's qdisc".into(),
@@ -672,12 +678,13 @@ fn device_name(d: &Sec<'_>) -> Result<String, Diagnostic> {
     Ok(name)
 }
 
-pub(crate) fn resolve_qdisc(
-    q: &Sec<'_>,
-    default_kind: &'static str,
-    dev: &DevInfo,
-    root: bool,
-) -> Result<QdiscSpec, Diagnostic> {
+pub(crate) fn resolve_qdisc(q: &Sec<'_>, default_kind: &'static str, dev: &DevInfo, root: bool) -> Result<QdiscSpec, Diagnostic> {
+    resolve_qdisc_in(q, default_kind, "pfifo_fast", dev, root)
+}
+
+/// [`resolve_qdisc`] where mq's per-queue qdisc defaults to `mq_child`
+/// (net.core.default_qdisc).
+fn resolve_qdisc_in(q: &Sec<'_>, default_kind: &'static str, mq_child: &'static str, dev: &DevInfo, root: bool) -> Result<QdiscSpec, Diagnostic> {
     let kinds: Vec<&'static str> = qdisc::ALL_KINDS.to_vec();
     let kind = q.choice("kind", default_kind, &kinds)?;
     let buildable = qdisc::BUILDABLE_KINDS.join(", ");
@@ -705,7 +712,7 @@ pub(crate) fn resolve_qdisc(
         "mq" => {
             q.check_keys(&["kind", "child"], Some("mq takes no parameters of its own; configure the per-queue qdisc in [qdisc.child]"))?;
             let c = q.sub("child")?;
-            let child = resolve_qdisc(&c, "pfifo_fast", dev, false)?;
+            let child = resolve_qdisc(&c, mq_child, dev, false)?;
             return Ok(QdiscSpec {
                 kind: kind.into(),
                 params: Params::default(),

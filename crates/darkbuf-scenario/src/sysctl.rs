@@ -12,6 +12,7 @@
 //! | `net.ipv4.tcp_ecn` (0, 1, 2) | `kind = "tcp"`'s `ecn` (1 asks for ECN; 2, the kernel's default, only accepts it) |
 //! | `net.ipv4.tcp_congestion_control` | `kind = "tcp"`'s `cc` |
 //! | `net.core.wmem_default` | `kind = "udp"`'s `sndbuf` (the effective `sk_sndbuf`, not doubled) |
+//! | `net.core.default_qdisc` | the device's root qdisc when `[qdisc]` gives no kind, and mq's per-queue qdisc (`attach_default_qdiscs()`, `mq_init()`) |
 //!
 //! The model keeps `tcp_wmem[0..1]` and `tcp_rmem[0..1]` at the kernel's defaults (4096
 //! 16384, 4096 131072): a triple with other values is refused rather than half-applied.
@@ -31,7 +32,13 @@ pub const SYSCTL_KEYS: &[&str] = &[
     "net.ipv4.tcp_ecn",
     "net.ipv4.tcp_congestion_control",
     "net.core.wmem_default",
+    "net.core.default_qdisc",
 ];
+
+/// What `net.core.default_qdisc` may name: a qdisc that starts without options
+/// (`qdisc_create_dflt()` passes none; tbf's init refuses that).
+pub const DEFAULT_QDISC_KINDS: &[&str] =
+    &["pfifo_fast", "pfifo", "bfifo", "pfifo_head_drop", "sfq", "cake", "codel", "fq_codel", "fq", "htb", "pie", "fq_pie", "netem"];
 
 /// What `[sysctl]` set, resolved: `None` leaves the model's default.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,6 +51,9 @@ pub struct Sysctl {
     pub tcp_ecn: Option<bool>,
     pub tcp_congestion_control: Option<Cc>,
     pub wmem_default: Option<u64>,
+    /// `net.core.default_qdisc`: the qdisc a device gets by default (the kernel's is
+    /// pfifo_fast).
+    pub default_qdisc: Option<&'static str>,
     /// Each sysctl given, with its value as `sysctl` prints it (the scenario's record).
     pub given: BTreeMap<String, String>,
 }
@@ -72,6 +82,9 @@ pub(crate) fn resolve_sysctl(top: &Sec<'_>) -> Result<Sysctl, Diagnostic> {
     if s.entry("net.core.wmem_default").is_some() {
         // SOCK_MIN_SNDBUF is the floor sock_setsockopt() applies; the sysctl's own.
         out.wmem_default = Some(s.int("net.core.wmem_default", 212_992, crate::resolve::SOCK_MIN_SNDBUF as i64, i32::MAX as i64)? as u64);
+    }
+    if s.entry("net.core.default_qdisc").is_some() {
+        out.default_qdisc = Some(s.choice("net.core.default_qdisc", "pfifo_fast", DEFAULT_QDISC_KINDS)?);
     }
     for k in SYSCTL_KEYS {
         if let Some(e) = s.entry(k) {

@@ -82,3 +82,24 @@ fn what_the_model_cannot_honour_is_refused_where_it_is() {
     let d = err(&format!("{BASE}[sysctl]\n\"net.ipv4.tcp_ecn\" = 3\n[[traffic]]\nkind = \"tcp\"\n"));
     assert!(d.to_string().contains("net.ipv4.tcp_ecn"), "{d}");
 }
+
+/// `net.core.default_qdisc` (DESIGN.md's example, "fq"): the root qdisc where `[qdisc]`
+/// names none, and mq's per-queue qdisc (`attach_default_qdiscs()`, `mq_init()`);
+/// `[qdisc] kind` wins, veth keeps noqueue (IFF_NO_QUEUE), and a qdisc that cannot
+/// start without options is refused.
+#[test]
+fn default_qdisc_sets_the_root_and_mqs_children() {
+    let nic = "duration = \"1s\"\n[device]\ndriver = \"nic\"\n[peer]\n[path]\n[sysctl]\n\"net.core.default_qdisc\" = \"fq\"\n[[traffic]]\nkind = \"tcp\"\n";
+    assert_eq!(ok_set(nic, &[]).qdisc.kind, "fq");
+    assert_eq!(ok_set(nic, &["qdisc.kind=cake"]).qdisc.kind, "cake");
+    let mq = ok_set(nic, &["qdisc.kind=mq"]).qdisc;
+    assert_eq!((mq.kind.as_str(), mq.child.as_ref().map(|c| c.kind.as_str())), ("mq", Some("fq")));
+    // txqueuelen 0: pfifo_fast would refuse it (noqueue), fq starts.
+    assert_eq!(ok_set(nic, &["device.txqueuelen=0"]).qdisc.kind, "fq");
+    assert_eq!(ok_set(&nic.replace("fq\"", "pfifo_fast\""), &["device.txqueuelen=0", "device.bql.enabled=false"]).qdisc.kind, "noqueue");
+    let veth = "duration = \"1s\"\n[sysctl]\n\"net.core.default_qdisc\" = \"fq_codel\"\n[[traffic]]\nkind = \"udp\"\n";
+    assert_eq!(ok_set(veth, &[]).qdisc.kind, "noqueue");
+    let d = err(&nic.replace("\"fq\"", "\"tbf\""));
+    assert!(d.message.contains("not valid") && d.help.as_deref().unwrap_or("").contains("fq_codel"), "{d}");
+    assert_eq!(ok_set(nic, &[]).sysctl.get("net.core.default_qdisc").map(String::as_str), Some("fq"));
+}

@@ -379,8 +379,12 @@ pub fn scenario(dev: &str, dir: &Path, mut notes: Vec<String>) -> String {
             notes.push(format!("{k} = {v}: the model keeps MIN and DEFAULT at {} {} (only MAX, where autotuning stops, is read)", fixed[0], fixed[1]));
         }
     }
-    if let Some(v) = get("net.core.default_qdisc") {
-        notes.push(format!("net.core.default_qdisc = {v}: the root qdisc above is what the device runs"));
+    // The imported qdiscs are written out in full; the sysctl still sets the default of a
+    // queue an edit leaves without one.
+    match get("net.core.default_qdisc") {
+        Some(v) if darkbuf_scenario::DEFAULT_QDISC_KINDS.contains(&v.as_str()) => sys.push_str(&format!("\"net.core.default_qdisc\" = \"{v}\"\n")),
+        Some(v) => notes.push(format!("net.core.default_qdisc = {v}: not a qdisc the model has (the root qdisc above is what the device runs)")),
+        None => {}
     }
     if !sys.is_empty() {
         t.push_str("\n[sysctl]\n");

@@ -43,12 +43,12 @@ fn import_maps_the_sysctls_the_model_reads_and_notes_the_rest() {
         "\"net.ipv4.tcp_tso_rtt_log\" = 9",
         "\"net.ipv4.tcp_wmem\" = \"4096 16384 8388608\"",
         "\"net.ipv4.tcp_ecn\" = 2",
+        "\"net.core.default_qdisc\" = \"fq_codel\"",
     ] {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }
-    // Noted: an rmem DEFAULT the model does not keep, and the default qdisc.
+    // Noted: an rmem DEFAULT the model does not keep.
     assert!(text.contains("# not mapped: net.ipv4.tcp_rmem = 4096\t87380\t6291456"), "{text}");
-    assert!(text.contains("# not mapped: net.core.default_qdisc = fq_codel"), "{text}");
     // No nproc.txt: no [machine] section (the default CPU count), and a note says so.
     assert!(!text.contains("[machine]"), "{text}");
     assert!(text.contains("nproc) was not read"), "{text}");
