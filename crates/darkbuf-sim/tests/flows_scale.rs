@@ -26,7 +26,7 @@ flows = {n}
 }
 
 /// The aggregates are what the per-flow metrics give: the nearest-rank percentiles of
-/// the flows' goodput and (sum x)^2 / (n sum x^2); nine flows have none.
+/// the flows' goodput and (sum x)^2 / (n sum x^2), for any number of flows.
 #[test]
 fn aggregates_are_the_per_flow_goodputs_spread() {
     let r = run_text(&flows(12, "1s"), &[]);
@@ -42,9 +42,17 @@ fn aggregates_are_the_per_flow_goodputs_spread() {
     assert!(jain > 1.0 / 12.0 && jain <= 1.0, "{jain}");
     assert!(g[0] > 0.0, "every flow sends: {g:?}");
 
-    let r = run_text(&flows(9, "300ms"), &[]);
-    assert!(r.metrics.contains_key("tcp.flow.8.goodput_mbps"));
-    assert!(!r.metrics.keys().any(|k| k.starts_with("tcp.flow_")), "fewer than ten flows have no spread");
+    // Four flows: nearest rank of 4, p10 -> 1st (the slowest), p50 -> 2nd, p90 -> 4th
+    // (the fastest); one flow: its own goodput everywhere and Jain's index 1.
+    let r = run_text(&flows(4, "300ms"), &[]);
+    let mut g: Vec<f64> = (0..4).map(|i| m(&r, &format!("tcp.flow.{i}.goodput_mbps"))).collect();
+    g.sort_by(f64::total_cmp);
+    for (p, rank) in [(10, 1), (50, 2), (90, 4)] {
+        assert_eq!(m(&r, &format!("tcp.flow_goodput_p{p}_mbps")), g[rank - 1], "p{p}");
+    }
+    let r = run_text(&flows(1, "300ms"), &[]);
+    assert_eq!(m(&r, "tcp.flow_goodput_p50_mbps"), m(&r, "tcp.flow.0.goodput_mbps"));
+    assert_eq!(m(&r, "tcp.flow_jain"), 1.0);
 }
 
 /// Past PER_FLOW_SERIES_MAX flows no flow has its series (the metrics stay); past

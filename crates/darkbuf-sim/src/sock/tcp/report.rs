@@ -9,17 +9,15 @@ use darkbuf_measure::{percentile, Out};
 
 const TCP_IDLE: &str = "the connection was not active in the measured window (no RTT sample, or it had stopped)";
 
-/// TCP flows in a run from which it reports their goodput's spread: below ten, the
-/// 10th and 90th percentiles are the slowest and the fastest flow.
-pub const FLOW_SPREAD_MIN: usize = 10;
-
 /// The per-flow goodput's distribution over a run's TCP flows (`goodputs`: each flow's
 /// bytes read in the measured window of `window_ns`): the nearest-rank percentiles
 /// `tcp.flow_goodput_pP_mbps` (P = 1, 10, 50, 90, 99) and Jain's fairness index
 /// `tcp.flow_jain`, (sum x)^2 / (n sum x^2), 1 when every flow has the same and 1/n
-/// when one has all. With fewer than [`FLOW_SPREAD_MIN`] flows there are none.
+/// when one has all. Any number of flows has them: with fewer than ten the 10th and
+/// 90th percentiles are the slowest and the fastest flow, with one every figure is its
+/// own (and Jain's index 1).
 fn flow_goodput_spread(out: &mut Out, goodputs: &mut [u64], window_ns: f64) {
-    if goodputs.len() < FLOW_SPREAD_MIN {
+    if goodputs.is_empty() {
         return;
     }
     goodputs.sort_unstable();
