@@ -92,8 +92,9 @@ pub fn run(
     mut each: impl FnMut(usize, JobOutcome, &VmEnvironment) -> Result<()>,
 ) -> Result<Booted> {
     darkbuf_kernel::signals::install();
-    let tools = tools::find(&std::env::var("PATH").unwrap_or_default())?;
+    // A bad --kernel is the user's input (exit 2), told before missing tools (exit 3).
     let image = image::select(opts.kernel.as_deref(), Path::new("/boot"))?;
+    let tools = tools::find(&std::env::var("PATH").unwrap_or_default())?;
     if opts.accel == Accel::Kvm && !tools::kvm_accessible(Path::new("/dev/kvm")) {
         return Err(KernelError::Unavailable("--vm-accel kvm: /dev/kvm cannot be opened read-write (no KVM, or not in the kvm group)".into()));
     }

@@ -263,6 +263,9 @@ fn main() -> ExitCode {
             common.set.insert(0, format!("qdisc.tc_file={:?}", f.display().to_string()));
         }
     }
+    if let Some(flag) = stray_vm_flag(&cli.cmd) {
+        return exit_with(Err(run::Failure::Input(format!("{flag} sets up the VM of --backend vm; this command runs another backend (add --backend vm, or remove {flag})"))));
+    }
     let r = match cli.cmd {
         Cmd::Run { scenario, common, hist } if common.backend == Backend::Kernel => {
             kernel_cli::run(&scenario, &common, hist)
@@ -289,6 +292,28 @@ fn main() -> ExitCode {
         Cmd::Import { dev, netns, from, out } => import_cli::import(dev.as_deref(), netns.as_deref(), from.as_deref(), &out),
     };
     exit_with(r)
+}
+
+/// A `--backend vm` flag given to a command that runs another backend, which would
+/// ignore it.
+fn stray_vm_flag(cmd: &Cmd) -> Option<&'static str> {
+    let (backend, vm) = match cmd {
+        Cmd::Run { common, .. } | Cmd::Sweep { common, .. } | Cmd::Compare { common, .. } => (common.backend, &common.vm),
+        Cmd::Check { backend, vm, .. } => (*backend, vm),
+        _ => return None,
+    };
+    if backend == Backend::Vm {
+        return None;
+    }
+    [
+        (vm.kernel.is_some(), "--kernel"),
+        (vm.kernel_modules.is_some(), "--kernel-modules"),
+        (vm.vm_accel != VmAccel::Auto, "--vm-accel"),
+        (vm.vm_cpus.is_some(), "--vm-cpus"),
+        (vm.vm_memory.is_some(), "--vm-memory"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
 }
 
 fn exit_with(r: Result<(), run::Failure>) -> ExitCode {

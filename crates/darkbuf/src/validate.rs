@@ -89,14 +89,15 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         Failure::Input(format!("{}: {e} (run from the darkbuf repository, or pass --suite-file)", args.suite_file.display()))
     })?;
     let suite = suite::parse(&args.suite_file.display().to_string(), &text).map_err(Failure::Input)?;
-    // The tools before the simulator's minutes: a machine without them is told at once.
-    darkbuf_vm::tools::find(&std::env::var("PATH").unwrap_or_default()).map_err(crate::vm_cli::failure)?;
     let dir = args.suite_file.parent().unwrap_or(Path::new("."));
     // The guest's release decides veth backpressure; the VM reports the same image.
     let image = darkbuf_vm::image::select(args.vm.kernel.as_deref(), Path::new("/boot")).ok();
     let release = image.as_ref().map(|i| i.release.clone()).unwrap_or_default();
     let kv = darkbuf_kernel::KernelVersion::parse(&release).unwrap_or_default();
+    // Bad input (a case, a scenario, an override) is exit 2 before anything else.
     let planned = plan(args, &suite, dir, kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE)?;
+    // The tools before the simulator's minutes: a machine without them is told at once.
+    darkbuf_vm::tools::find(&std::env::var("PATH").unwrap_or_default()).map_err(crate::vm_cli::failure)?;
     if let Some(d) = &args.out {
         std::fs::create_dir_all(d).map_err(|e| Failure::Input(format!("--out {}: {e}", d.display())))?;
     }

@@ -76,6 +76,12 @@ fn bad_vm_flags_are_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = darkbuf(&["check", "--backend", "sim"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A VM's flag on another backend would be ignored: refused.
+    for flags in [&["--vm-cpus", "2"][..], &["--kernel", "Cargo.toml"], &["--vm-accel", "tcg"]] {
+        let o = darkbuf(&[&["run", "scenarios/veth-bql.toml"][..], flags].concat(), None);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("sets up the VM of --backend vm"), "{}", stderr(&o));
+    }
     // A bad scenario is refused before anything boots.
     let o = darkbuf(&["run", "scenarios/veth-bql.toml", "--backend", "vm", "--set", "qdisc.kind=nosuch"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
