@@ -585,22 +585,40 @@ fn check_placement(scn: &Scenario) -> Result<()> {
 }
 
 /// The kernel backend's senders and receivers hold two descriptors per TCP flow (its
-/// socket at each end) in this one process: refused (exit 3) before anything is set
-/// up when `RLIMIT_NOFILE` would not let them all open, with what to raise it to.
+/// socket at each end) and one per flood flow in this one process: refused (exit 3)
+/// before anything is set up when a flood has more flows than one address has source
+/// ports, or when `RLIMIT_NOFILE` would not let them all open, with what to raise it to.
 fn check_open_files(scn: &Scenario) -> Result<()> {
+    use darkbuf_scenario::limits::{thousands, MAX_KERNEL_FLOOD_FLOWS};
+    let mut flood_socks = 0u64;
+    for (i, t) in scn.traffic.iter().enumerate() {
+        if let Traffic::Udp(u) = t {
+            if u.flows > MAX_KERNEL_FLOOD_FLOWS {
+                return Err(KernelError::Unavailable(format!(
+                    "traffic.{i}: {} flows: the kernel backend's flood opens a UDP socket per flow, each on a source port \
+                     of one address, so at most {}; run it on the simulator, or lower flows",
+                    thousands(u.flows as u64),
+                    thousands(MAX_KERNEL_FLOOD_FLOWS as u64)
+                )));
+            }
+            flood_socks += u.flows as u64;
+        }
+    }
     // A web entry holds at most one connection per sender thread open at each end.
     let web = (crate::web::entries(scn).len() * crate::load::web::WEB_POOL_THREADS) as u64;
     let flows = darkbuf_scenario::limits::tcp_flows(scn) + web;
-    // The flows' sockets, their listeners, and room for the floods, probes and files.
-    let need = 2 * flows + 256;
+    // The flows' sockets, their listeners, the floods' sockets, and room for the
+    // probes and files.
+    let need = 2 * flows + flood_socks + 256;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit() writes the struct it is given and nothing else.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur as u64 >= need {
         return Ok(());
     }
     Err(KernelError::Unavailable(format!(
-        "{flows} TCP flows need about {need} open files (a socket at each end of each flow), and RLIMIT_NOFILE is {}: \
-         raise it (ulimit -n {need}) or run the flows on the simulator",
+        "{flows} TCP flows and {flood_socks} flood flows need about {need} open files (a socket at each end of each \
+         TCP flow, one per flood flow), and RLIMIT_NOFILE is {}: raise it (ulimit -n {need}) or run the flows on the \
+         simulator",
         lim.rlim_cur
     )))
 }
@@ -1432,6 +1450,21 @@ mod tests {
         let e = check_placement(&scn(&text(63))).unwrap_err();
         assert_eq!(e.code(), 3);
         assert!(e.message().starts_with("traffic.0.receiver_cpu = 63: this machine has"), "{}", e.message());
+    }
+
+    /// A flood opens a socket per flow, each on a source port of one address: more
+    /// flows than ports is exit 3 before anything is set up (the simulator takes them).
+    #[test]
+    fn flood_flows_fit_the_source_ports() {
+        let text = |flows: u32| format!("name = \"t\"\n[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"udp\"\nsndbuf = 4096\nflows = {flows}\n");
+        let scn = |t: &str| darkbuf_scenario::load_str("t.toml", t, &[]).map_err(|d| format!("{d:?}")).unwrap();
+        let e = check_open_files(&scn(&text(65_537))).unwrap_err();
+        assert_eq!(e.code(), 3);
+        assert!(e.message().starts_with("traffic.0: 65,537 flows: the kernel backend's flood opens a UDP socket per flow"), "{}", e.message());
+        // Within the ports, what is left to check is RLIMIT_NOFILE.
+        if let Err(e) = check_open_files(&scn(&text(65_536))) {
+            assert!(e.message().contains("RLIMIT_NOFILE"), "{}", e.message());
+        }
     }
 
     /// Runs share a `--backend vm` guest's topology when only what each run sets up

@@ -42,9 +42,15 @@ pub const MAX_TOTAL_POINTS: u64 = 2_000_000;
 /// a UDP port (5001 + index) on the kernel backend.
 pub const MAX_TRAFFIC: usize = 64;
 
-/// Flows (sockets) of one flood: the kernel backend opens one UDP socket per flow, and
-/// there are 65536 source ports.
-pub const MAX_FLOWS: u32 = 65_536;
+/// Flows (sockets) of one flood, as TCP's ([`MAX_TCP_FLOWS`]): each is a socket with its
+/// own send buffer (a counter in the simulator; what its buffers hold is bounded by
+/// [`MAX_INFLIGHT_PKTS`]). The kernel backend opens one UDP socket per flow from one
+/// address, so it takes at most [`MAX_KERNEL_FLOOD_FLOWS`] (exit 3 above).
+pub const MAX_FLOWS: u32 = 100_000;
+
+/// Flows of one flood on the kernel backend: one UDP socket per flow, each bound to its
+/// own source port of one address, and there are 65,536 ports.
+pub const MAX_KERNEL_FLOOD_FLOWS: u32 = 65_536;
 
 /// TCP connections of one `[[traffic]]` entry, and of all its TCP entries together.
 /// The simulator keeps a connection's state (about 3 KiB idle, more while it has

@@ -54,10 +54,17 @@ fn runs_durations_and_probes_are_bounded() {
     ok(UDP, &["runs=1000", "duration=3600s"]);
 }
 
+/// Issue 54: a flood takes up to 100,000 flows, as a TCP entry does (with send buffers
+/// small enough for the in-flight bound: 100,000 x (8,192 / 2,304 + 1) = 400,000
+/// packets); one more is an error at `flows` naming the bound.
 #[test]
-fn flows_are_bounded_by_source_ports() {
-    let d = err("[[traffic]]\nkind = \"udp\"\nflows = 65537\n", &[]);
-    assert!(d.to_string().contains("65536"), "{d}");
+fn flood_flows_are_bounded() {
+    let s = ok("[[traffic]]\nkind = \"udp\"\nsndbuf = 4096\nflows = 100000\n", &[]);
+    let Traffic::Udp(u) = &s.traffic[0] else { panic!("a flood") };
+    assert_eq!(u.flows, 100_000);
+    let d = err("[[traffic]]\nkind = \"udp\"\nsndbuf = 4096\nflows = 100001\n", &[]);
+    assert_eq!((d.line, d.key.as_str()), (Some(4), "traffic.0.flows"), "{d}");
+    assert!(d.to_string().contains("100000"), "{d}");
 }
 
 /// Issue 54: a TCP entry takes up to 100,000 flows, and so do all TCP entries

@@ -73,3 +73,53 @@ fn per_flow_series_and_metrics_stop_at_their_counts() {
         assert!(r.metrics.contains_key(k), "{k}");
     }
 }
+
+/// A flood of 100,000 flows (issue 54: `flows` up to at least 100,000 in one entry) is
+/// 100,000 sockets to fq, which keys its flows on `skb->sk`: an unlimited flood into a
+/// 100 Mbit/s NIC whose fq may hold 200,000 packets, so that no datagram takes the
+/// empty qdisc's fast path (6.7+) or meets a full one, and each flow's first datagram
+/// creates its fq flow; none is collected (`fq_gc()` takes flows detached for 3 s).
+#[test]
+fn a_flood_of_100000_flows_is_100000_fq_flows() {
+    let text = r#"duration = "2s"
+warmup = "0s"
+[device]
+driver = "nic"
+rate = "100Mbit"
+[qdisc]
+kind = "fq"
+limit = 200000
+[[traffic]]
+kind = "udp"
+sndbuf = 4096
+flows = 100000
+"#;
+    let r = run_text(text, &[]);
+    assert_eq!(m(&r, "qdisc.flows"), 100_000.0);
+    let pps = m(&r, "sink.pps");
+    assert!(pps > 0.95 * 100e6 / (1442.0 * 8.0), "the link is full: {pps}");
+}
+
+/// A TCP socket and a flood's flow are two fq flows: TCP's `skb->sk` (bit 31 with the
+/// socket's index) is apart from every flood's (`flow_sk()`). It was `0x1_0000 + s`
+/// until 2026-12-03, which `[[traffic]]` entry 1's flow `s - 1` shared: here the flood
+/// (entry 1, flow 0) and TCP socket 1, one fq flow of 2.
+#[test]
+fn tcp_and_flood_sockets_are_apart_in_fq() {
+    let text = r#"duration = "200ms"
+warmup = "0s"
+[device]
+driver = "nic"
+rate = "100Mbit"
+[qdisc]
+kind = "fq"
+[[traffic]]
+kind = "tcp"
+flows = 2
+[[traffic]]
+kind = "udp"
+rate = "10Mbit"
+"#;
+    let r = run_text(text, &[]);
+    assert_eq!(m(&r, "qdisc.flows"), 3.0);
+}

@@ -44,7 +44,7 @@ impl IsoSchedule {
 /// A datagram of `len` bytes on the wire, of flow (and socket) `flow`, with `dscp`.
 pub fn iso_dgram(len: u32, flow: u32, dscp: u8) -> Skb {
     let priority = crate::forward::rt_tos2priority(dscp, 0);
-    Skb { flow, sk: flow, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() }
+    Skb { flow, sk: super::flow_sk(flow), len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() }
 }
 
 #[cfg(test)]

@@ -17,6 +17,16 @@ pub mod udp;
 pub mod voip;
 
 use crate::arena::{Destructor, Dir, PktInfo};
+
+/// `skb->sk` as the qdiscs see it (fq's flow key) of a socket that is one flow: a flood's
+/// flow, a VoIP call's direction, an RR connection (their flow ids, `index << 16 | n`
+/// with at most bit 30 above, tagged with bit 29, so that none is 0, an orphan, and none
+/// is another kind's: TCP's have bit 31 ([`tcp::tcp_skb_sk`]), the pinger's are
+/// `0xffff_0000 | i`).
+#[inline(always)]
+pub(crate) const fn flow_sk(flow: u32) -> u32 {
+    flow | 1 << 29
+}
 use crate::cpu::{Frame, Step};
 use crate::id::{CpuId, DevId, HostId, SockId, TaskId};
 use crate::dev::sch::DEV_TX_WEIGHT;
@@ -287,7 +297,7 @@ impl World {
         sk.wmem_alloc -= truesize;
         let mut wmem = sk.wmem_alloc;
         if let SockKind::Udp(u) = &mut sk.kind {
-            let f = (flow & 0xffff) as usize;
+            let f = udp::udp_flow_index(flow);
             u.flow_wmem[f] -= truesize;
             wmem = if f == u.next_flow as usize { u.flow_wmem[f] } else { u64::MAX };
         }

@@ -275,7 +275,7 @@ impl World {
         let r = self.socks.rr(s);
         let (len, flow, dscp, seq) = (r.req_len, r.flow, r.dscp, r.txn);
         let priority = crate::forward::rt_tos2priority(dscp, 0);
-        let skb = Skb { flow, sk: flow, len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
+        let skb = Skb { flow, sk: super::flow_sk(flow), len, truesize: truesize_for_len(len), dscp, priority, ..Skb::default() };
         let cost_ns = self.profile.costs.ping_send_ns;
         Outgoing { skb, proto: Proto::Udp, destructor: Destructor::None, cost_ns, seq }
     }

@@ -770,11 +770,14 @@ impl TcpSock {
     }
 }
 
-/// `skb->sk` of socket `s`'s skbs as the qdiscs see it (fq's flow key): kept apart
-/// from the UDP and ICMP sockets' values, which are their flows'.
+/// `skb->sk` of socket `s`'s skbs as the qdiscs see it (fq's flow key): bit 31 with
+/// the socket's index, kept apart from the other sockets' values, which are their flows'
+/// (`super::flow_sk()`: at most bits 0-21, 29 and 30; the pinger's `0xffff_0000 | i`).
+/// Until 2026-12-03 it was `0x1_0000 + s`, which the flows of `[[traffic]]` entry 1
+/// shared: a TCP flow and a flood's flow in one fq flow.
 #[inline]
 pub(crate) const fn tcp_skb_sk(s: SockId) -> u32 {
-    0x1_0000 + s.0
+    0x8000_0000 | s.0
 }
 
 impl Sockets {
