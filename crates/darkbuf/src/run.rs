@@ -550,19 +550,35 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     sweep_metrics: &[String],
     table: impl FnOnce() -> String,
 ) -> Result<(), Failure> {
-    let value = serde_json::to_value(results).map_err(|e| Failure::Internal(e.to_string()))?;
-    let file_json = darkbuf_run::results_json(&value).map_err(|e| Failure::Internal(e.to_string()))?;
+    // One tree of the results, serialized to text once per use, each text dropped when
+    // written: with 10,000 flows' metrics the tree is about 60 MB and each text 30 MB,
+    // and two copies of each (the run itself is about 60 MB) made the JSON most of a
+    // run's peak memory (docs/flows-at-scale.md).
+    // The table and the CSV need none of it.
+    if c.out.is_none() && c.format != Format::Json {
+        return crate::output::stdout(&if c.format == Format::Csv { csv } else { table() });
+    }
+    let internal = |e: serde_json::Error| Failure::Internal(e.to_string());
+    let mut value = serde_json::to_value(results).map_err(internal)?;
+    if let Some(dir) = &c.out {
+        write_out(dir, &pretty_json(&value).map_err(internal)?, &csv)?;
+    }
     // The printed JSON is the results contract alone: how the results were made (the
     // command line, the scenario's text, the commit) goes with the files --out
     // writes and the report page. The same results from the CLI and from the Python
     // package then print the same bytes.
-    let mut printed = value.clone();
-    if let Some(o) = printed.as_object_mut() {
-        o.remove("provenance");
-    }
-    let json = darkbuf_run::results_json(&printed).map_err(|e| Failure::Internal(e.to_string()))?;
+    let json = match c.format {
+        Format::Json => {
+            let provenance = value.as_object_mut().and_then(|o| o.remove("provenance"));
+            let json = pretty_json(&value).map_err(internal)?;
+            if let (Some(p), Some(o)) = (provenance, value.as_object_mut()) {
+                o.insert("provenance".into(), p);
+            }
+            json
+        }
+        _ => String::new(),
+    };
     if let Some(dir) = &c.out {
-        write_out(dir, &file_json, &csv)?;
         if let Some(any) = AnyResults::from_value(value) {
             write_artifacts(dir, &any, sweep_metrics)?;
         }
@@ -572,6 +588,12 @@ pub(crate) fn emit_with<T: serde::Serialize>(
         Format::Csv => crate::output::stdout(&csv),
         Format::Table => crate::output::stdout(&table()),
     }
+}
+
+/// [`darkbuf_run::results_json`] of a tree that is already JSON: pretty, keys sorted
+/// (its objects are ordered maps), one final newline, without another copy of it.
+fn pretty_json(value: &serde_json::Value) -> Result<String, serde_json::Error> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
 }
 
 /// A results file of either command.

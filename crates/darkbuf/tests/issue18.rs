@@ -86,7 +86,7 @@ fn an_unwritable_out_is_found_before_the_run() {
 fn bounds_are_exit_2_with_the_bound() {
     for (set, bound) in [
         ("sample_interval=1ns", "100,000"),
-        ("traffic.0.flows=100000", "65536"),
+        ("traffic.0.flows=100001", "100000"),
         ("duration=7200s", "3600"),
         ("machine.profile=/dev/zero", "not a regular file"),
     ] {
