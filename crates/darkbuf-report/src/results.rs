@@ -245,7 +245,7 @@ pub struct Results {
     #[serde(with = "shared_map")]
     pub unavailable: BTreeMap<Shared, Shared>,
     /// What a reader of these numbers must know (e.g. RTT statistics from very few
-    /// probes); see [`probe_warnings`].
+    /// probes, per-flow metrics left out); see [`probe_warnings`] and [`flow_warnings`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -291,6 +291,27 @@ pub fn probe_warnings(runs: &[RunRecord]) -> Vec<String> {
     out
 }
 
+/// A warning when the runs have the aggregates of their TCP flows' goodput
+/// (`tcp.flow_jain`) and no flow's own metrics (`tcp.flow.0.goodput_mbps`): a run with
+/// more TCP flows than `PER_FLOW_METRICS_MAX` (darkbuf-scenario's limits) leaves them
+/// out, and a reader looking for `tcp.flow.N.*` must be told where they went.
+pub fn flow_warnings(runs: &[RunRecord]) -> Vec<String> {
+    let left_out: Vec<String> = runs
+        .iter()
+        .filter(|r| r.metrics.contains_key("tcp.flow_jain") && !r.metrics.contains_key("tcp.flow.0.goodput_mbps"))
+        .map(|r| r.seed.to_string())
+        .collect();
+    if left_out.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "the per-flow metrics tcp.flow.N.* are left out (seed {}): the run has more TCP flows than get their own \
+         (PER_FLOW_METRICS_MAX, docs/flows-at-scale.md); tcp.flow_goodput_p1/p10/p50/p90/p99_mbps and tcp.flow_jain \
+         describe every flow",
+        left_out.join(", ")
+    )]
+}
+
 /// One column of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
@@ -333,7 +354,8 @@ impl Results {
                 unavailable.entry(name.clone()).or_insert_with(|| NO_REASON_GIVEN.into());
             }
         }
-        let warnings = probe_warnings(&runs);
+        let mut warnings = probe_warnings(&runs);
+        warnings.extend(flow_warnings(&runs));
         Results {
             scenario,
             backend: backend.into(),
@@ -349,5 +371,29 @@ impl Results {
     /// The summary of `metric`, if any run measured it.
     pub fn metric(&self, metric: &str) -> Option<Summary> {
         self.summary.get(metric).copied().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seed: u64, keys: &[&str]) -> RunRecord {
+        RunRecord { seed, metrics: keys.iter().map(|k| (k.to_string(), Some(1.0))).collect(), ..RunRecord::default() }
+    }
+
+    /// Only runs with the flows' aggregates and without flow 0's metrics are named; a
+    /// run without TCP flows, or with its per-flow metrics, is not.
+    #[test]
+    fn flow_warnings_name_the_runs_whose_per_flow_metrics_are_left_out() {
+        let many = record(3, &["tcp.flow_jain", "tcp.goodput_mbps"]);
+        let few = record(4, &["tcp.flow_jain", "tcp.flow.0.goodput_mbps"]);
+        let none = record(5, &["sink.pps"]);
+        assert!(flow_warnings(&[few.clone(), none.clone()]).is_empty());
+        let w = flow_warnings(&[many.clone(), few, none, RunRecord { seed: 7, ..many }]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].starts_with("the per-flow metrics tcp.flow.N.* are left out (seed 3, 7)"), "{}", w[0]);
+        let r = Results::from_runs(serde_json::Value::Null, "sim", Environment::default(), vec![record(1, &["tcp.flow_jain"])], BTreeMap::new());
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     }
 }
