@@ -60,7 +60,9 @@ wait
 echo "== after"
 cat $D/aqm
 for s in $D/netdev:wlan0/stations/*; do echo "== $s"; for f in aqm airtime aql; do echo "-- $f"; cat $s/$f; done; done
-ip netns exec ap iw dev wlan0 station dump
+ip netns exec ap iw dev wlan0 station dump -v
+echo "== iw phy phy0 info (TXQ)"
+ip netns exec ap iw phy phy0 info | grep -i -A4 txq
 ip netns exec ap ip link show wlan0
 ip netns exec ap tc -s qdisc show dev wlan0
 cat /tmp/hostapd.log | tail -20
