@@ -207,6 +207,37 @@ pub fn tables(verdicts: &[Verdict]) -> String {
     out
 }
 
+/// `--format csv`: one line per verdict, `case,metric,sim,kernel,error,tolerance,within,runs,note`
+/// (RFC 4180 quoting; numbers as Rust's shortest round trip; `error` is the fraction,
+/// or points for `*_pct` metrics; `tolerance` a number or `info`; `within` true, false
+/// or empty when not judged; a missing value is an empty cell).
+pub fn verdicts_csv(verdicts: &[Verdict]) -> String {
+    use darkbuf_report::csv::csv_field;
+    let num = |v: Option<f64>| v.filter(|x| x.is_finite()).map_or(String::new(), |x| format!("{x}"));
+    let mut out = String::from("case,metric,sim,kernel,error,tolerance,within,runs,note\n");
+    for v in verdicts {
+        let tol = match v.tolerance {
+            Tolerance::Within(t) => format!("{t}"),
+            Tolerance::Info => "info".into(),
+        };
+        let within = v.within.map_or(String::new(), |w| w.to_string());
+        let cells = [
+            csv_field(&v.case),
+            csv_field(&v.metric),
+            num(v.sim),
+            num(v.kernel),
+            num(v.error),
+            tol,
+            within,
+            v.runs.to_string(),
+            csv_field(v.note.as_deref().unwrap_or("")),
+        ];
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
 /// "N of M judged metrics within tolerance", and the ones that are not.
 pub fn summary(verdicts: &[Verdict]) -> String {
     let judged: Vec<&Verdict> = verdicts.iter().filter(|v| v.within.is_some()).collect();
@@ -258,6 +289,16 @@ metrics = { "sink.pps" = 0.1, "ping.loss_pct" = 2.0, "qdisc.drops" = "info", "tc
         assert_eq!(get("qdisc.drops").within, None);
         assert_eq!(get("tcp.retrans").within, None);
         assert!(get("tcp.retrans").note.is_some());
+        // The CSV: a header, a line per verdict in order, an unjudged or missing cell empty.
+        let csv = verdicts_csv(&v);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "case,metric,sim,kernel,error,tolerance,within,runs,note");
+        assert_eq!(lines.len(), 1 + v.len());
+        let row = |m: &str| *lines.iter().find(|l| l.starts_with(&format!("a,{m},"))).unwrap();
+        assert_eq!(row("sink.pps"), "a,sink.pps,860,800,0.075,0.1,true,1,");
+        assert_eq!(row("ping.loss_pct"), "a,ping.loss_pct,5,2,3,2,false,1,");
+        assert_eq!(row("qdisc.drops"), "a,qdisc.drops,3,9,-0.6666666666666666,info,,1,");
+        assert!(row("tcp.retrans").starts_with("a,tcp.retrans,,,,0.5,,1,"), "{}", row("tcp.retrans"));
         let t = tables(&v);
         assert!(t.contains("| a | 860.0 | 800.0 | +7.5% | ±10% | yes |"), "{t}");
         assert!(t.contains("+3.0 pts"), "{t}");

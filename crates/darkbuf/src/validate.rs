@@ -27,11 +27,11 @@ pub struct ValidateArgs {
     /// Exit 1 when a judged metric is outside its tolerance.
     #[arg(long)]
     pub strict: bool,
-    /// table or json on stdout.
+    /// table (the markdown page), json, or csv (a line per case and metric) on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Also write validation.md (the tables, with the commit and the kernel) and
-    /// validation.json here.
+    /// Also write validation.md (the tables, with the commit and the kernel),
+    /// validation.json and validation.csv here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -82,9 +82,6 @@ fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressu
 
 /// `darkbuf validate`.
 pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
-    if args.format == Format::Csv {
-        return Err(Failure::Input("validate prints a table or JSON (--format table|json)".into()));
-    }
     let text = std::fs::read_to_string(&args.suite_file).map_err(|e| {
         Failure::Input(format!("{}: {e} (run from the darkbuf repository, or pass --suite-file)", args.suite_file.display()))
     })?;
@@ -144,11 +141,17 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
             let v = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
             serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))? + "\n"
         }
-        _ => md.clone(),
+        Format::Csv => suite::verdicts_csv(&verdicts),
+        Format::Table => md.clone(),
     };
     if let Some(d) = &args.out {
         let json = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
-        for (f, body) in [("validation.md", md.clone()), ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")] {
+        let files = [
+            ("validation.md", md.clone()),
+            ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"),
+            ("validation.csv", suite::verdicts_csv(&verdicts)),
+        ];
+        for (f, body) in files {
             std::fs::write(d.join(f), body).map_err(|e| Failure::Internal(format!("{}: {e}", d.join(f).display())))?;
         }
     }
