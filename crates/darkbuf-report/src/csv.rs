@@ -15,7 +15,8 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-fn num(v: f64) -> String {
+/// A number cell: Rust's shortest round trip; not finite is an empty cell.
+pub fn num(v: f64) -> String {
     if v.is_finite() {
         format!("{v}")
     } else {
@@ -23,7 +24,8 @@ fn num(v: f64) -> String {
     }
 }
 
-fn line(fields: impl IntoIterator<Item = String>) -> String {
+/// One CSV line of already quoted fields, with its `\n`.
+pub fn line(fields: impl IntoIterator<Item = String>) -> String {
     let mut s = fields.into_iter().collect::<Vec<_>>().join(",");
     s.push('\n');
     s

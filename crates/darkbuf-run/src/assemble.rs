@@ -60,8 +60,13 @@ pub fn sweep_results(points: &[Point], profiles: &[Profile], outs: Vec<RunOut>) 
 /// The results JSON `--format json` prints and `--out` writes: pretty, keys sorted
 /// (through `serde_json::Value`, whose objects are ordered maps), one final newline.
 pub fn results_json<T: Serialize>(results: &T) -> Result<String, serde_json::Error> {
-    let value = serde_json::to_value(results)?;
-    Ok(serde_json::to_string_pretty(&value)? + "\n")
+    value_json(&serde_json::to_value(results)?)
+}
+
+/// [`results_json`] of a tree that is JSON already (no copy of it): pretty, keys sorted
+/// (its objects are ordered maps), one final newline.
+pub fn value_json(value: &serde_json::Value) -> Result<String, serde_json::Error> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
 }
 
 /// The results of a run or of a sweep.

@@ -24,7 +24,7 @@ pub mod job;
 pub mod plan;
 mod source;
 
-pub use assemble::{environment, profile_of, profiles_of, results_json, results_of, sweep_results, Output};
+pub use assemble::{environment, profile_of, profiles_of, results_json, results_of, sweep_results, value_json, Output};
 pub use error::Error;
 pub use job::{Job, JobOutput};
 pub use plan::{apply_runs_seed, jobs_of, run_point, split_sets, sweep_points, Plan, PlanKind, Point, RunOut};

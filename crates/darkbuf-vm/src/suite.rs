@@ -212,28 +212,25 @@ pub fn tables(verdicts: &[Verdict]) -> String {
 /// or points for `*_pct` metrics; `tolerance` a number or `info`; `within` true, false
 /// or empty when not judged; a missing value is an empty cell).
 pub fn verdicts_csv(verdicts: &[Verdict]) -> String {
-    use darkbuf_report::csv::csv_field;
-    let num = |v: Option<f64>| v.filter(|x| x.is_finite()).map_or(String::new(), |x| format!("{x}"));
+    use darkbuf_report::csv::{csv_field, line, num};
+    let cell = |v: Option<f64>| v.map_or(String::new(), num);
     let mut out = String::from("case,metric,sim,kernel,error,tolerance,within,runs,note\n");
     for v in verdicts {
         let tol = match v.tolerance {
-            Tolerance::Within(t) => format!("{t}"),
+            Tolerance::Within(t) => num(t),
             Tolerance::Info => "info".into(),
         };
-        let within = v.within.map_or(String::new(), |w| w.to_string());
-        let cells = [
+        out.push_str(&line([
             csv_field(&v.case),
             csv_field(&v.metric),
-            num(v.sim),
-            num(v.kernel),
-            num(v.error),
+            cell(v.sim),
+            cell(v.kernel),
+            cell(v.error),
             tol,
-            within,
+            v.within.map_or(String::new(), |w| w.to_string()),
             v.runs.to_string(),
             csv_field(v.note.as_deref().unwrap_or("")),
-        ];
-        out.push_str(&cells.join(","));
-        out.push('\n');
+        ]));
     }
     out
 }

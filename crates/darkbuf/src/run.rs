@@ -561,7 +561,7 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     let internal = |e: serde_json::Error| Failure::Internal(e.to_string());
     let mut value = serde_json::to_value(results).map_err(internal)?;
     if let Some(dir) = &c.out {
-        write_out(dir, &pretty_json(&value).map_err(internal)?, &csv)?;
+        write_out(dir, &darkbuf_run::value_json(&value).map_err(internal)?, &csv)?;
     }
     // The printed JSON is the results contract alone: how the results were made (the
     // command line, the scenario's text, the commit) goes with the files --out
@@ -570,7 +570,7 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     let json = match c.format {
         Format::Json => {
             let provenance = value.as_object_mut().and_then(|o| o.remove("provenance"));
-            let json = pretty_json(&value).map_err(internal)?;
+            let json = darkbuf_run::value_json(&value).map_err(internal)?;
             if let (Some(p), Some(o)) = (provenance, value.as_object_mut()) {
                 o.insert("provenance".into(), p);
             }
@@ -590,11 +590,6 @@ pub(crate) fn emit_with<T: serde::Serialize>(
     }
 }
 
-/// [`darkbuf_run::results_json`] of a tree that is already JSON: pretty, keys sorted
-/// (its objects are ordered maps), one final newline, without another copy of it.
-fn pretty_json(value: &serde_json::Value) -> Result<String, serde_json::Error> {
-    Ok(serde_json::to_string_pretty(value)? + "\n")
-}
 
 /// A results file of either command.
 pub(crate) enum AnyResults {

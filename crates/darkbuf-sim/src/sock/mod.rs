@@ -18,6 +18,22 @@ pub mod voip;
 
 use crate::arena::{Destructor, Dir, PktInfo};
 
+/// The flow id of `[[traffic]]` entry `traffic_index`'s flow `i`, a TCP connection or a
+/// flood's socket (what the qdiscs and RSS hash; the kernel hashes the 4-tuple):
+/// `traffic_index << 16 | i & 0xffff`, and past flow 65535 the rest of `i` from bit 30
+/// up. The traffic index is below 64 and the pinger's and irtt's flows have bits 22 to
+/// 29 set, so no two flows share one.
+#[inline(always)]
+pub const fn entry_flow_id(traffic_index: u16, i: u32) -> u32 {
+    (traffic_index as u32) << 16 | (i & 0xffff) | (i >> 16) << 30
+}
+
+/// The flow index within its entry of a flow id ([`entry_flow_id`]'s inverse).
+#[inline(always)]
+pub const fn entry_flow_index(flow: u32) -> usize {
+    ((flow & 0xffff) | (flow >> 30) << 16) as usize
+}
+
 /// `skb->sk` as the qdiscs see it (fq's flow key) of a socket that is one flow: a flood's
 /// flow, a VoIP call's direction, an RR connection (their flow ids, `index << 16 | n`
 /// with at most bit 30 above, tagged with bit 29, so that none is 0, an orphan, and none
@@ -297,7 +313,7 @@ impl World {
         sk.wmem_alloc -= truesize;
         let mut wmem = sk.wmem_alloc;
         if let SockKind::Udp(u) = &mut sk.kind {
-            let f = udp::udp_flow_index(flow);
+            let f = entry_flow_index(flow);
             u.flow_wmem[f] -= truesize;
             wmem = if f == u.next_flow as usize { u.flow_wmem[f] } else { u64::MAX };
         }

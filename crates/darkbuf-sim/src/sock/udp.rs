@@ -55,21 +55,6 @@ pub struct UdpSock {
     pub sndbuf_errors: u64,
 }
 
-/// The flow id of flood `traffic_index`'s flow `i` (what the qdiscs and RSS hash; the
-/// kernel hashes its socket's 4-tuple), encoded as TCP's (`TcpSock::flow_id()`):
-/// `traffic_index << 16 | i & 0xffff`, the rest of `i` from bit 30 up. Its socket,
-/// `skb->sk`, is [`super::flow_sk`] of it.
-#[inline(always)]
-pub const fn udp_flow_id(traffic_index: u16, i: u32) -> u32 {
-    (traffic_index as u32) << 16 | (i & 0xffff) | (i >> 16) << 30
-}
-
-/// The flow index within its flood of a flood's flow id ([`udp_flow_id`]'s inverse).
-#[inline(always)]
-pub const fn udp_flow_index(flow: u32) -> usize {
-    ((flow & 0xffff) | (flow >> 30) << 16) as usize
-}
-
 impl UdpSock {
     /// The socket of `[[traffic]]` entry `traffic_index`, owned by `task`, leaving by `dev`.
     pub fn new_sock(traffic_index: u16, u: &UdpFlood, task: TaskId, dev: crate::id::DevId) -> Sock {
@@ -116,7 +101,7 @@ impl UdpSock {
     /// The skb of the next datagram (`ip_make_skb()`), on the next flow's socket.
     #[inline(always)]
     pub fn next_skb(&self) -> Skb {
-        let flow = udp_flow_id(self.traffic_index, self.next_flow);
+        let flow = super::entry_flow_id(self.traffic_index, self.next_flow);
         Skb { flow, sk: super::flow_sk(flow), len: self.frame_len, truesize: self.truesize, priority: self.priority, dscp: self.dscp, ecn: self.ecn, pacing_rate: self.pacing_rate, ..Skb::default() }
     }
 

@@ -687,12 +687,10 @@ impl TcpSock {
         }
     }
 
-    /// The flow its packets carry, what the qdiscs and RSS hash (the kernel hashes the
-    /// 4-tuple): `traffic_index << 16 | flow_index`, and past flow 65535 the rest of
-    /// the index from bit 30 up. The traffic index is below 64 and the pinger's and
-    /// irtt's flows have bits 22 to 29 set, so no two flows share one.
+    /// The flow its packets carry, what the qdiscs and RSS hash:
+    /// [`crate::sock::entry_flow_id`] of its entry and index.
     pub fn flow_id(&self) -> u32 {
-        (self.traffic_index as u32) << 16 | (self.flow_index & 0xffff) | (self.flow_index >> 16) << 30
+        crate::sock::entry_flow_id(self.traffic_index, self.flow_index)
     }
 
     /// Whether the connection is active at `t` for `ss -ti` and the time averages: it
