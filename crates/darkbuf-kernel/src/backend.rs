@@ -32,7 +32,9 @@
 //!   largest limit and the summed in-flight, and `bql.txq.N.*` per queue ([`crate::bql`]);
 //! - `napi.polls`, `napi.full_budget_polls`: the `napi:napi_poll` tracepoint
 //!   ([`crate::trace`]); `napi.avg_work` = consumer packets / polls;
-//! - `ring.drops`: veth `rx_queue_N_drops` (ptr_ring full), tap `tx_dropped`;
+//! - `ring.drops`: veth `rx_queue_N_drops` of the peer, plus the sender's `tx_dropped` on a
+//!   kernel without the ring stop (before 6.16 `veth_xmit()` drops at a full ptr_ring);
+//!   tap `tx_dropped`;
 //! - `napi.thread_cpu_pct`: the NAPI kthreads' /proc/PID/schedstat;
 //! - `udp.rcvbuf_errors`, `udp.sndbuf_errors`, `udp.in_errors`, `flood.pps`: /proc/net/snmp;
 //! - `tcp.timeouts`, `tcp.spurious_rtos`, `tcp.loss_probes`, `tcp.loss_probe_recoveries`,

@@ -1,10 +1,11 @@
 //! The agent inside the VM (`darkbuf vm-guest DIR`, started by the host through
 //! `vng --exec`): it loads the modules the kernel backend wants, reports the guest,
-//! calibrates, runs `darkbuf check` if asked, and runs each job with the kernel
+//! calibrates, runs `darkbuf check` if asked, fits a machine profile to the guest if
+//! asked (`darkbuf calibrate --backend vm`), and runs each job with the kernel
 //! backend, writing one file per step into the scratch directory DIR (see
 //! [`crate::protocol`]). It is the kernel backend unchanged, in a guest it owns.
 
-use crate::protocol::{self, Boot, Job, JobError, JobOutcome, Plan};
+use crate::protocol::{self, Boot, Job, JobError, JobOutcome, Plan, ProfileAsk, ProfileOutcome};
 use darkbuf_kernel::backend::{self, RunOpts};
 use darkbuf_kernel::KernelError;
 use std::io::Write;
@@ -79,6 +80,12 @@ pub fn main(dir: &Path) -> i32 {
         let cal = crate::calib::calibrate(&mut say);
         if let Err(e) = protocol::write_json(dir, protocol::CALIBRATION, &cal) {
             say(&format!("cannot write calibration.json: {e}"));
+        }
+    }
+    if let Some(ask) = plan.profile {
+        let out = fit_profile(dir, ask, &mut say);
+        if let Err(e) = protocol::write_json(dir, protocol::PROFILE, &out) {
+            say(&format!("cannot write profile.json: {e}"));
         }
     }
     for (i, job) in plan.jobs.iter().enumerate() {
@@ -328,6 +335,28 @@ pub fn modules_dir(dir: &Path, release: &str) -> std::path::PathBuf {
 
 /// One job: the scenario resolved from its text and overrides, then every run on this
 /// kernel.
+/// `darkbuf calibrate` on the guest's kernel: the profile goes into the scratch
+/// directory's `profile.toml` (the simulator loads what was written there before it is
+/// handed back), and its text, summary and any refusal into [`ProfileOutcome`].
+fn fit_profile(dir: &Path, ask: ProfileAsk, say: &mut impl FnMut(&str)) -> ProfileOutcome {
+    let t0 = Instant::now();
+    let path = dir.join("profile.toml");
+    match darkbuf_kernel::calibrate::calibrate(&path, ask.quick, ask.force, |l| say(&format!("profile: {l}"))) {
+        Ok(cal) => ProfileOutcome {
+            toml: Some(cal.profile_toml.clone()),
+            summary: darkbuf_kernel::calibrate::summary(&cal, &path),
+            disturbed: cal.disturbed.iter().map(|d| format!("{}: {}", d.step, d.seen)).collect(),
+            error: None,
+            wall_s: t0.elapsed().as_secs_f64(),
+        },
+        Err(e) => ProfileOutcome {
+            error: Some(JobError { code: e.code(), message: e.message().to_string() }),
+            wall_s: t0.elapsed().as_secs_f64(),
+            ..Default::default()
+        },
+    }
+}
+
 fn run_job(job: &Job) -> JobOutcome {
     let t0 = Instant::now();
     let fail = |code: u8, message: String| JobOutcome { results: None, notes: Vec::new(), error: Some(JobError { code, message }), wall_s: t0.elapsed().as_secs_f64() };

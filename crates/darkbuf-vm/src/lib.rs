@@ -27,6 +27,7 @@ pub use launch::Accel;
 
 use darkbuf_kernel::{KernelError, Result};
 use darkbuf_report::{Results, VmCalibration, VmEnvironment};
+pub use protocol::{ProfileAsk, ProfileOutcome};
 use protocol::{Boot, Job, JobOutcome, Plan};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -62,6 +63,9 @@ pub struct Booted {
     pub env: VmEnvironment,
     /// `darkbuf check` in the guest, when the plan asked for it.
     pub check: Option<serde_json::Value>,
+    /// `darkbuf calibrate` in the guest, when the plan asked for it, with the host's
+    /// other processes' load while it ran (% of one CPU).
+    pub profile: Option<(ProfileOutcome, Option<f64>)>,
     /// Remarks for stderr (`darkbuf: vm: ...`).
     pub notes: Vec<String>,
 }
@@ -78,16 +82,26 @@ pub fn job(name_for_errors: &str, text: &str, overrides: Vec<String>, label: &st
     Job { name_for_errors: name_for_errors.into(), text: text.into(), overrides, label: label.into(), runs, seed, probe_trace }
 }
 
+/// What one boot does before its jobs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Steps {
+    /// The guest's `darkbuf check`.
+    pub check: bool,
+    /// The boot's calibration ([`calib`]: can this guest deliver a rate at all?).
+    pub calibrate: bool,
+    /// `darkbuf calibrate` in the guest: a machine profile for the simulator.
+    pub profile: Option<ProfileAsk>,
+}
+
 /// Boots once and runs `jobs` (each with its resolved scenario's warmup, duration and
-/// runs, for its time limit), calling `each(i, outcome)` as each finishes. With
-/// `check`, the guest's `darkbuf check` comes first; with `calibrate`, the boot's
-/// calibration. `say` gets progress lines for stderr. `each` also gets the VM's
-/// environment (known once the boot and calibration are done, before the first job).
+/// runs, for its time limit), calling `each(i, outcome)` as each finishes, after the
+/// `steps` (check, the boot's calibration, a machine profile, in that order). `say`
+/// gets progress lines for stderr. `each` also gets the VM's environment (known once
+/// the boot and calibration are done, before the first job).
 pub fn run(
     opts: &VmOpts,
     jobs: Vec<(Job, (u64, u64, u32))>,
-    check: bool,
-    calibrate: bool,
+    steps: Steps,
     mut say: impl FnMut(&str),
     mut each: impl FnMut(usize, JobOutcome, &VmEnvironment) -> Result<()>,
 ) -> Result<Booted> {
@@ -103,9 +117,11 @@ pub fn run(
     let memory_mib = opts.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
     let scratch = launch::Scratch::new(&std::env::temp_dir())?;
     let limits: Vec<Duration> = jobs.iter().map(|(_, (w, d, r))| job_limit(*w, *d, *r)).collect();
+    let Steps { check, calibrate, profile } = steps;
     let plan = Plan {
         calibrate,
         check,
+        profile,
         jobs: jobs.into_iter().map(|(j, _)| j).collect(),
         modules: opts.modules.as_ref().map(|m| std::fs::canonicalize(m).unwrap_or_else(|_| m.clone()).to_string_lossy().into_owned()),
         timing: std::env::var_os(darkbuf_kernel::backend::TIMING_ENV).is_some(),
@@ -136,6 +152,15 @@ pub fn run(
     } else {
         None
     };
+    let profile = match profile {
+        Some(ask) => {
+            say(if ask.quick { "fitting a machine profile to the guest (darkbuf calibrate --quick)" } else { "fitting a machine profile to the guest (darkbuf calibrate)" });
+            let before = HostLoad::now(&vm);
+            let p: ProfileOutcome = wait_file(&mut vm, &scratch.path, protocol::PROFILE, PROFILE_STEP, "while the guest fitted a profile")?;
+            Some((p, before.and_then(|b| b.other_cpu_pct_since(&vm))))
+        }
+        None => None,
+    };
     let env = VmEnvironment {
         kernel: boot.release.clone(),
         image: image.run_arg.display().to_string(),
@@ -158,7 +183,7 @@ pub fn run(
     if plan_timing {
         say(&format!("timing: the VM was stopped {:.2} s after the last job's results", t_finish.elapsed().as_secs_f64()));
     }
-    Ok(Booted { boot, env, check, notes })
+    Ok(Booted { boot, env, check, profile, notes })
 }
 
 /// The host's CPU time at an instant, all of it and this process's and the VM's: the
@@ -195,6 +220,9 @@ impl HostLoad {
 
 /// Time limit for the check and the calibration.
 const TCG_STEP: Duration = Duration::from_secs(600);
+/// Time limit for `darkbuf calibrate` in the guest: 17 runs of 4 s (about 1.5 min
+/// natively), each with a TCG guest's setup (namespaces, tc, nft: 20-40 s).
+const PROFILE_STEP: Duration = Duration::from_secs(1500);
 
 #[allow(clippy::too_many_arguments)]
 fn boot(

@@ -2,8 +2,9 @@
 //! the guest's only writable view of the host (`vng --rwdir`).
 //!
 //! ```text
-//! host writes plan.json ─ boots ─ guest writes boot.json, calibration.json,
-//!                                  job-0.json, job-1.json, ..., check.json, done
+//! host writes plan.json ─ boots ─ guest writes boot.json, check.json,
+//!                                  calibration.json, profile.json, job-0.json,
+//!                                  job-1.json, ..., done
 //! ```
 //!
 //! Each file is written to a temporary name and renamed, so the host, which polls the
@@ -17,6 +18,8 @@ pub const PLAN: &str = "plan.json";
 pub const BOOT: &str = "boot.json";
 pub const CALIBRATION: &str = "calibration.json";
 pub const CHECK: &str = "check.json";
+/// The guest's machine profile (`darkbuf calibrate --backend vm`): [`ProfileOutcome`].
+pub const PROFILE: &str = "profile.json";
 pub const DONE: &str = "done";
 /// The guest agent's own log (what it would print on stderr).
 pub const GUEST_LOG: &str = "guest.log";
@@ -63,6 +66,32 @@ pub struct Plan {
     /// every run's namespaces and devices afresh.
     #[serde(default)]
     pub fresh_topology: bool,
+    /// Fit a machine profile to the guest (`darkbuf calibrate` inside it) after the
+    /// boot's calibration and before the jobs; the guest writes [`PROFILE`].
+    #[serde(default)]
+    pub profile: Option<ProfileAsk>,
+}
+
+/// `darkbuf calibrate`'s flags, for the guest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileAsk {
+    pub quick: bool,
+    pub force: bool,
+}
+
+/// What `darkbuf calibrate` gave inside the guest.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProfileOutcome {
+    /// The profile TOML (as `calibrate --out` writes it), when it was written.
+    pub toml: Option<String>,
+    /// `darkbuf calibrate`'s summary (what was fitted, what assumed, notes).
+    pub summary: String,
+    /// Disturbed steps, "step: what was seen" (written anyway with `force`).
+    pub disturbed: Vec<String>,
+    /// Why no profile was written.
+    pub error: Option<JobError>,
+    /// Guest wall time of the calibration, s.
+    pub wall_s: f64,
 }
 
 /// The guest, as soon as the agent runs.
@@ -138,5 +167,14 @@ mod tests {
         std::fs::write(dir.join("job-0.json"), b"{not json").unwrap();
         assert!(read_json::<JobOutcome>(&dir, &job_file(0)).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A plan.json without `profile` (what a host before it wrote) still reads.
+    #[test]
+    fn a_plan_without_a_profile_step_reads() {
+        let p: Plan = serde_json::from_str(r#"{"calibrate":true,"check":false,"jobs":[],"modules":null}"#).unwrap();
+        assert_eq!(p.profile, None);
+        let p: Plan = serde_json::from_str(r#"{"calibrate":false,"check":false,"jobs":[],"modules":null,"profile":{"quick":true,"force":false}}"#).unwrap();
+        assert_eq!(p.profile, Some(ProfileAsk { quick: true, force: false }));
     }
 }

@@ -217,10 +217,16 @@ enum Cmd {
         #[arg(long, value_name = "FILE.toml")]
         out: PathBuf,
     },
-    /// Fit the simulator's machine cost profile to this machine.
+    /// Fit the simulator's machine cost profile to this machine, or (--backend vm) to a
+    /// kernel booted in a VM, for simulating what that guest runs (validate --profile).
     Calibrate {
         #[arg(long)]
         out: PathBuf,
+        /// kernel: this machine; vm: a kernel booted in a VM (see --kernel).
+        #[arg(long, value_enum, default_value_t = Backend::Kernel)]
+        backend: Backend,
+        #[command(flatten)]
+        vm: VmArgs,
         /// A one-second, single-run matrix (about 30 s in all) instead of about 1.5 min.
         #[arg(long)]
         quick: bool,
@@ -287,7 +293,11 @@ fn main() -> ExitCode {
         Cmd::Check { cleanup, format, .. } => kernel_cli::check(cleanup, format),
         Cmd::Validate(args) => validate::validate(&args),
         Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir).clamp(0, 255) as u8),
-        Cmd::Calibrate { out, quick, force } => kernel_cli::calibrate(&out, quick, force),
+        Cmd::Calibrate { out, backend: Backend::Vm, vm, quick, force } => vm_cli::calibrate(&out, &vm, quick, force),
+        Cmd::Calibrate { backend: Backend::Sim, .. } => {
+            Err(run::Failure::Input("calibrate measures a kernel: --backend kernel (this machine's) or vm (a booted kernel)".into()))
+        }
+        Cmd::Calibrate { out, quick, force, .. } => kernel_cli::calibrate(&out, quick, force),
         Cmd::ShowTc { scenario, set, peer } => tc_cli::show_tc(&scenario, &set, peer),
         Cmd::Import { dev, netns, from, out } => import_cli::import(dev.as_deref(), netns.as_deref(), from.as_deref(), &out),
     };
@@ -299,7 +309,7 @@ fn main() -> ExitCode {
 fn stray_vm_flag(cmd: &Cmd) -> Option<&'static str> {
     let (backend, vm) = match cmd {
         Cmd::Run { common, .. } | Cmd::Sweep { common, .. } | Cmd::Compare { common, .. } => (common.backend, &common.vm),
-        Cmd::Check { backend, vm, .. } => (*backend, vm),
+        Cmd::Check { backend, vm, .. } | Cmd::Calibrate { backend, vm, .. } => (*backend, vm),
         _ => return None,
     };
     if backend == Backend::Vm {

@@ -34,6 +34,11 @@ pub struct ValidateArgs {
     /// validation.json and validation.csv here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The simulator's machine profile for every case (`machine.profile`), e.g. the
+    /// guest's own from `darkbuf calibrate --backend vm --out FILE`; the kernel side
+    /// is unchanged. Default: each case's scenario's.
+    #[arg(long, value_name = "FILE.toml")]
+    pub profile: Option<PathBuf>,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -71,7 +76,13 @@ fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressu
             overrides.push(format!("device.backpressure={backpressure}"));
         }
         overrides.push(format!("runs={}", case.runs(args.runs)));
-        let scn = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
+        // The simulator's side alone gets --profile: the kernel is the machine itself.
+        let mut sim_overrides = overrides.clone();
+        if let Some(p) = &args.profile {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            sim_overrides.push(format!("machine.profile={:?}", abs.display().to_string()));
+        }
+        let scn = darkbuf_scenario::load_str(&name, &text, &sim_overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         out.push(Planned { case, file, text, overrides, scn });
     }
     if out.is_empty() {
@@ -93,6 +104,9 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     let kv = darkbuf_kernel::KernelVersion::parse(&release).unwrap_or_default();
     // Bad input (a case, a scenario, an override) is exit 2 before anything else.
     let planned = plan(args, &suite, dir, kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE)?;
+    if args.profile.is_some() {
+        run::profile_of(&planned[0].scn)?;
+    }
     // The tools before the simulator's minutes: a machine without them is told at once.
     darkbuf_vm::tools::find(&std::env::var("PATH").unwrap_or_default()).map_err(crate::vm_cli::failure)?;
     if let Some(d) = &args.out {
@@ -100,8 +114,12 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     }
     errln!("darkbuf: validate: {} case(s), simulator first", planned.len());
     let mut sims = Vec::new();
+    let mut profile_line = String::from("each case's scenario's (`machine.profile`)");
     for p in &planned {
         let prof = run::profile_of(&p.scn)?;
+        if args.profile.is_some() {
+            profile_line = format!("{} ({})", prof.name, prof.description);
+        }
         let (runs, signal) = run::simulate_runs(&p.scn, &prof, rayon::current_num_threads(), &indicatif::ProgressBar::hidden())?;
         if let Some(s) = signal {
             return Err(Failure::interrupted(s, " while simulating"));
@@ -120,7 +138,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     // The host's other work while each case ran in the guest (% of one CPU).
     let mut host_load: Vec<(String, Option<f64>)> = Vec::new();
     let opts = crate::vm_cli::opts(&args.vm);
-    let booted = darkbuf_vm::run(&opts, jobs, false, true, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
+    let booted = darkbuf_vm::run(&opts, jobs, darkbuf_vm::Steps { calibrate: true, ..Default::default() }, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
         let p = &planned[i];
         errln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
         if let Some(h) = env.host_other_cpu_pct.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT) {
@@ -135,17 +153,17 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         Ok(())
     });
     let booted = booted.map_err(crate::vm_cli::failure)?;
-    let md = markdown(&booted.env, &verdicts, &failures, &host_load, args);
+    let md = markdown(&booted.env, &verdicts, &failures, &host_load, args, &profile_line);
     let text = match args.format {
         Format::Json => {
-            let v = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
+            let v = serde_json::json!({ "vm": booted.env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
             serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))? + "\n"
         }
         Format::Csv => suite::verdicts_csv(&verdicts),
         Format::Table => md.clone(),
     };
     if let Some(d) = &args.out {
-        let json = serde_json::json!({ "vm": booted.env, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
+        let json = serde_json::json!({ "vm": booted.env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
         let files = [
             ("validation.md", md.clone()),
             ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"),
@@ -166,7 +184,14 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
 }
 
 /// The page: what ran where, the summary, and the tables.
-fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures: &[String], host_load: &[(String, Option<f64>)], args: &ValidateArgs) -> String {
+fn markdown(
+    env: &darkbuf_report::VmEnvironment,
+    verdicts: &[Verdict],
+    failures: &[String],
+    host_load: &[(String, Option<f64>)],
+    args: &ValidateArgs,
+    profile_line: &str,
+) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "darkbuf {} ({}); kernel {} ({}), {} under {}, {} vCPUs, {} MiB; booted and calibrated in {:.0} s\n",
@@ -184,11 +209,13 @@ fn markdown(env: &darkbuf_report::VmEnvironment, verdicts: &[Verdict], failures:
         s.push_str(&format!("{}\n", darkbuf_vm::calibration_line(c)));
     }
     s.push_str(&format!(
-        "command: darkbuf validate --suite {} --runs {}{}\n\n",
+        "command: darkbuf validate --suite {} --runs {}{}{}\n",
         if args.suite == SuiteKind::Ci { "ci" } else { "full" },
         args.runs,
-        args.only.iter().map(|o| format!(" --only {o}")).collect::<String>()
+        args.only.iter().map(|o| format!(" --only {o}")).collect::<String>(),
+        args.profile.as_ref().map(|p| format!(" --profile {}", p.display())).unwrap_or_default()
     ));
+    s.push_str(&format!("the simulator's machine profile: {}\n\n", profile_line));
     s.push_str(&suite::summary(verdicts));
     s.push_str("\n\n");
     s.push_str(&host_load_line(host_load));

@@ -93,7 +93,7 @@ pub fn run_points(
     let mut results = Vec::new();
     let mut stop = None;
     let mut env_seen = None;
-    let booted = darkbuf_vm::run(&opts(vm), jobs, false, true, say, |_, out, env| {
+    let booted = darkbuf_vm::run(&opts(vm), jobs, darkbuf_vm::Steps { calibrate: true, ..Default::default() }, say, |_, out, env| {
         if env_seen.is_none() {
             say(&format!("booted {} ({}) in {:.1} s", env.kernel, env.accel, env.boot_s));
             env_seen = Some(env.clone());
@@ -155,7 +155,7 @@ pub fn check(vm: &VmArgs, format: Format) -> Result<(), Failure> {
     if format == Format::Csv {
         return Err(Failure::Input("check prints a table or JSON (--format table|json)".into()));
     }
-    let booted = darkbuf_vm::run(&opts(vm), Vec::new(), true, false, say, |_, _, _| Ok(())).map_err(failure)?;
+    let booted = darkbuf_vm::run(&opts(vm), Vec::new(), darkbuf_vm::Steps { check: true, ..Default::default() }, say, |_, _, _| Ok(())).map_err(failure)?;
     let check = booted.check.unwrap_or_default();
     if let Some(e) = check.get("error") {
         return Err(Failure::Backend(format!("darkbuf check in the VM: {}", e.get("message").and_then(|m| m.as_str()).unwrap_or("failed"))));
@@ -187,6 +187,76 @@ pub fn check(vm: &VmArgs, format: Format) -> Result<(), Failure> {
         ),
     };
     crate::output::stdout(&text)
+}
+
+/// `darkbuf calibrate --backend vm --out FILE`: `darkbuf calibrate` inside the guest,
+/// the profile written to FILE here. The guest's own stalls are its machine's (kept
+/// in the profile); what disturbs it is other processes, in the guest or on this host
+/// (above [`darkbuf_vm::HOST_BUSY_PCT`] of a CPU): exit 3 without `--force`.
+pub fn calibrate(out: &Path, vm: &VmArgs, quick: bool, force: bool) -> Result<(), Failure> {
+    // The --out path first: a bad one is exit 2 before a boot of minutes.
+    std::fs::OpenOptions::new().create(true).append(true).open(out).map_err(|e| Failure::Input(format!("--out {}: {e}", out.display())))?;
+    let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
+    let steps = darkbuf_vm::Steps { profile: Some(darkbuf_vm::ProfileAsk { quick, force }), ..Default::default() };
+    let booted = darkbuf_vm::run(&opts(vm), Vec::new(), steps, say, |_, _, _| Ok(()));
+    let booted = booted.map_err(|e| {
+        let _ = remove_if_empty(out);
+        failure(e)
+    })?;
+    let Some((p, host_other)) = booted.profile else {
+        return Err(Failure::Internal("the VM did not report a profile".into()));
+    };
+    if let Some(e) = p.error {
+        let _ = remove_if_empty(out);
+        let message = format!("darkbuf calibrate in the VM (kernel {}): {}", booted.env.kernel, e.message);
+        return Err(match e.code {
+            2 => Failure::Input(message),
+            3 => Failure::Backend(message),
+            _ => Failure::Internal(message),
+        });
+    }
+    let host_busy = host_other.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT);
+    if let (Some(h), false) = (host_busy, force) {
+        let _ = remove_if_empty(out);
+        return Err(Failure::Backend(format!(
+            "other processes on this host used {h:.0}% of a CPU while the guest calibrated (bound {:.0}%): the guest's costs would be the load's; {} not written. Stop the load and calibrate again, or pass --force",
+            darkbuf_vm::HOST_BUSY_PCT,
+            out.display()
+        )));
+    }
+    let mut toml = p.toml.unwrap_or_default();
+    if let Some(h) = host_busy {
+        toml = format!("# WARNING: other processes on the host used {h:.0}% of a CPU while the guest calibrated (--force).
+{toml}");
+    }
+    std::fs::write(out, &toml).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    for d in &p.disturbed {
+        errln!("darkbuf: warning: calibrated on a busy guest (--force): step {d}");
+    }
+    if let Some(h) = host_busy {
+        errln!("darkbuf: warning: other processes on this host used {h:.0}% of a CPU while the guest calibrated (--force)");
+    }
+    let env = &booted.env;
+    // The guest's summary names its scratch copy on its first line: name ours instead.
+    let rest = p.summary.split_once('\n').map_or("", |(_, r)| r);
+    let summary = format!(
+        "wrote {} (kernel {}, {} vCPUs under {}; the guest calibrated in {:.0} s){}\n{rest}",
+        out.display(),
+        env.kernel,
+        env.cpus,
+        env.accel,
+        p.wall_s,
+        if p.disturbed.is_empty() && host_busy.is_none() { "" } else { " (DISTURBED: measured on a busy machine, --force)" }
+    );
+    crate::output::stdout(&summary)
+}
+
+/// Removes `path` if it is an empty file (what the --out check created).
+fn remove_if_empty(path: &Path) -> std::io::Result<()> {
+    if std::fs::metadata(path)?.len() == 0 {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
 }
 
 /// Results of a sweep's points in one boot, as `run.rs`'s sweep takes them: each

@@ -60,6 +60,12 @@ fn without_the_tools_every_command_is_exit_3_with_the_install_line() {
         assert!(e.contains("vng"), "{e}");
         assert!(!e.contains("panicked"), "{e}");
     }
+    // calibrate --backend vm leaves no --out behind when it could not boot.
+    let out = std::env::temp_dir().join(format!("darkbuf-vm-cli-profile-{}.toml", std::process::id()));
+    let o = darkbuf(&["calibrate", "--backend", "vm", "--out", out.to_str().unwrap()], Some(p.as_str()));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pip install virtme-ng"), "{}", stderr(&o));
+    assert!(!out.exists(), "{} left behind", out.display());
 }
 
 #[test]
@@ -76,6 +82,15 @@ fn bad_vm_flags_are_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = darkbuf(&["check", "--backend", "sim"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = darkbuf(&["calibrate", "--backend", "sim", "--out", "x.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("calibrate measures a kernel"), "{}", stderr(&o));
+    let o = darkbuf(&["calibrate", "--backend", "vm", "--out", "/nonexistent/dir/x.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--out /nonexistent/dir/x.toml"), "{}", stderr(&o));
+    let o = darkbuf(&["calibrate", "--vm-cpus", "2", "--out", "x.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sets up the VM of --backend vm"), "{}", stderr(&o));
     // A VM's flag on another backend would be ignored: refused.
     for flags in [&["--vm-cpus", "2"][..], &["--kernel", "Cargo.toml"], &["--vm-accel", "tcg"]] {
         let o = darkbuf(&[&["run", "scenarios/veth-bql.toml"][..], flags].concat(), None);
@@ -100,5 +115,10 @@ fn validate_refuses_a_bad_suite() {
     assert!(stderr(&o).contains("case a"), "{}", stderr(&o));
     let o = darkbuf(&["validate", "--only", "no-case-has-this-name"], None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A --profile that does not load is exit 2 before anything else (no tools needed).
+    let p = EmptyPath::new("profile");
+    let o = darkbuf(&["validate", "--suite", "ci", "--profile", "/nonexistent/guest.toml"], Some(p.as_str()));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/guest.toml"), "{}", stderr(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -334,14 +334,14 @@ pub(super) fn metrics(
     irtt_metrics(&mut out, &w, j);
     voip_metrics(&mut out, &w, j);
     rr_metrics(&mut out, &w, j);
+    let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
     if w.veth() {
-        veth_receiver_metrics(&mut out, &w, j, notes);
+        veth_receiver_metrics(&mut out, &w, j, tx_dropped, notes);
     } else {
         tap_reader_metrics(&mut out, &w, j);
     }
     out.none("ring.occupancy_avg", "the kernel does not expose a ptr_ring's fill level");
     sender_metrics(&mut out, &w, j);
-    let tx_dropped = delta(a.tx_link.as_ref().map(|l| l.tx_dropped), b.tx_link.as_ref().map(|l| l.tx_dropped));
     if w.veth() {
         out.m.insert("dev.tx_dropped".into(), tx_dropped.map(|v| v as f64));
     }
@@ -494,7 +494,10 @@ fn rr_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined) {
 
 /// veth's far end: its NAPI consumer, the UDP sinks, the ring's drops, NAPI's polls
 /// and threads.
-fn veth_receiver_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined, notes: &mut Vec<String>) {
+/// The receiving veth's metrics. `tx_dropped` is the sending veth's (`priv->dropped`):
+/// before 6.16's ring stop (dc82a33297fc), `veth_xmit()` drops an skb at a full
+/// ptr_ring there (`NET_RX_DROP`), not in the peer's `rx_queue_N_drops`.
+fn veth_receiver_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined, tx_dropped: Option<u64>, notes: &mut Vec<String>) {
     let (a, b) = (w.a, w.b);
     let rate = |d: Option<u64>| d.map(|x| x as f64 / w.secs_rx);
     let napi_pkts = delta(counters::sum_rx_queue(&a.rx_ethtool, "xdp_packets"), counters::sum_rx_queue(&b.rx_ethtool, "xdp_packets"));
@@ -526,12 +529,20 @@ fn veth_receiver_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined, no
     for (k, c) in [("udp.rcvbuf_errors", "RcvbufErrors"), ("udp.in_errors", "InErrors")] {
         out.m.insert(k.into(), snmp_delta(&a.snmp_rx, &b.snmp_rx, c).map(|v| v as f64));
     }
-    // ptr_ring full (rx_queue_N_drops) plus XDP drops where an XDP program runs.
+    // The peer's receive-side drops (rx_queue_N_drops: an skb veth_xdp_rcv() could not
+    // take) plus XDP drops where an XDP program runs, and, on a kernel without the
+    // ring stop, the sender's drops at a full ptr_ring. With the stop, the sender's
+    // drops are noqueue's (`dev.noqueue_drops`), not the ring's.
     let ring = |s: &Snapshot| {
         let d = counters::sum_rx_queue(&s.rx_ethtool, "drops")?;
         Some(d + counters::sum_rx_queue(&s.rx_ethtool, "xdp_drops").unwrap_or(0))
     };
-    out.value_or("ring.drops", delta(ring(a), ring(b)).map(|d| d as f64), "ethtool -S of the veth peer has no rx_queue_N_drops");
+    let full_ring = if w.scn.device.backpressure { Some(0) } else { tx_dropped };
+    let drops = match (delta(ring(a), ring(b)), full_ring) {
+        (Some(r), Some(f)) => Some(r + f),
+        _ => None,
+    };
+    out.value_or("ring.drops", drops.map(|d| d as f64), "ethtool -S of the veth peer has no rx_queue_N_drops, or the sender's link counters could not be read");
     let consumer_pkts = consumer.unwrap_or(0);
     match (a.polls, b.polls) {
         (Some(pa), Some(pb)) => {
