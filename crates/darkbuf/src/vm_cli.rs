@@ -57,16 +57,20 @@ pub(crate) fn outcome_results(out: JobOutcome, env: &darkbuf_report::VmEnvironme
         errln!("darkbuf: vm: kernel: {n}");
     }
     if let Some(e) = out.error {
-        let m = format!("in the VM ({}): {}", env.kernel, e.message);
-        return Err(match e.code {
-            2 => Failure::Input(m),
-            3 => Failure::Backend(m),
-            c if c > 128 => Failure::Interrupted { signal: (c - 128) as i32, message: m },
-            _ => Failure::Internal(m),
-        });
+        return Err(guest_failure(e.code, format!("in the VM ({}): {}", env.kernel, e.message)));
     }
     let v = out.results.ok_or_else(|| Failure::Internal("the guest returned no results".into()))?;
     serde_json::from_value::<Results>(v).map_err(|e| Failure::Internal(format!("the guest's results: {e}")))
+}
+
+/// A step's failure in the guest (its exit code class) as the CLI's.
+fn guest_failure(code: u8, message: String) -> Failure {
+    match code {
+        2 => Failure::Input(message),
+        3 => Failure::Backend(message),
+        c if c > 128 => Failure::Interrupted { signal: (c - 128) as i32, message },
+        _ => Failure::Internal(message),
+    }
 }
 
 /// The scenario file's name and text, as the guest resolves them.
@@ -208,12 +212,7 @@ pub fn calibrate(out: &Path, vm: &VmArgs, quick: bool, force: bool) -> Result<()
     };
     if let Some(e) = p.error {
         let _ = remove_if_empty(out);
-        let message = format!("darkbuf calibrate in the VM (kernel {}): {}", booted.env.kernel, e.message);
-        return Err(match e.code {
-            2 => Failure::Input(message),
-            3 => Failure::Backend(message),
-            _ => Failure::Internal(message),
-        });
+        return Err(guest_failure(e.code, format!("darkbuf calibrate in the VM (kernel {}): {}", booted.env.kernel, e.message)));
     }
     let host_busy = host_other.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT);
     if let (Some(h), false) = (host_busy, force) {

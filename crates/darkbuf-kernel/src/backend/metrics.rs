@@ -538,10 +538,7 @@ fn veth_receiver_metrics(out: &mut MetricSet<'_>, w: &Window<'_>, j: &Joined, tx
         Some(d + counters::sum_rx_queue(&s.rx_ethtool, "xdp_drops").unwrap_or(0))
     };
     let full_ring = if w.scn.device.backpressure { Some(0) } else { tx_dropped };
-    let drops = match (delta(ring(a), ring(b)), full_ring) {
-        (Some(r), Some(f)) => Some(r + f),
-        _ => None,
-    };
+    let drops = delta(ring(a), ring(b)).zip(full_ring).map(|(r, f)| r + f);
     out.value_or("ring.drops", drops.map(|d| d as f64), "ethtool -S of the veth peer has no rx_queue_N_drops, or the sender's link counters could not be read");
     let consumer_pkts = consumer.unwrap_or(0);
     match (a.polls, b.polls) {
