@@ -5,6 +5,7 @@
 use crate::run::{self, Failure};
 use crate::output::errln;
 use crate::{Format, VmArgs};
+use darkbuf_report::Results;
 use darkbuf_vm::suite::{self, Case, Verdict};
 use std::path::{Path, PathBuf};
 
@@ -34,10 +35,12 @@ pub struct ValidateArgs {
     /// validation.json and validation.csv here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// The simulator's machine profile for every case (`machine.profile`), e.g. the
-    /// guest's own from `darkbuf calibrate --backend vm --out FILE`; the kernel side
-    /// is unchanged. Default: each case's scenario's.
-    #[arg(long, value_name = "FILE.toml")]
+    /// The simulator's machine profile for every case (`machine.profile`): a profile
+    /// file (e.g. from `darkbuf calibrate --backend vm --out FILE`), or `guest`, which
+    /// fits the guest's own in the same boot before the cases (`darkbuf calibrate` in
+    /// it, about 2 min under TCG; kept as guest-profile.toml with --out; `./guest`
+    /// names a file). The kernel side is unchanged. Default: each case's scenario's.
+    #[arg(long, value_name = "FILE.toml|guest")]
     pub profile: Option<PathBuf>,
     #[command(flatten)]
     pub vm: VmArgs,
@@ -58,7 +61,18 @@ struct Planned<'a> {
     scn: darkbuf_scenario::Scenario,
 }
 
-fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressure: bool) -> Result<Vec<Planned<'a>>, Failure> {
+/// `--profile guest`: the guest's own profile, fitted in the same boot.
+pub const GUEST_PROFILE: &str = "guest";
+
+/// The cases to run, each resolved twice: the kernel's overrides, and the simulator's
+/// scenario with `sim_profile` as its `machine.profile` when given.
+fn plan<'a>(
+    args: &ValidateArgs,
+    suite: &'a suite::Suite,
+    dir: &Path,
+    backpressure: bool,
+    sim_profile: Option<&Path>,
+) -> Result<Vec<Planned<'a>>, Failure> {
     let mut out = Vec::new();
     for case in &suite.cases {
         if args.suite == SuiteKind::Ci && !case.ci {
@@ -78,8 +92,8 @@ fn plan<'a>(args: &ValidateArgs, suite: &'a suite::Suite, dir: &Path, backpressu
         overrides.push(format!("runs={}", case.runs(args.runs)));
         // The simulator's side alone gets --profile: the kernel is the machine itself.
         let mut sim_overrides = overrides.clone();
-        if let Some(p) = &args.profile {
-            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        if let Some(p) = sim_profile {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
             sim_overrides.push(format!("machine.profile={:?}", abs.display().to_string()));
         }
         let scn = darkbuf_scenario::load_str(&name, &text, &sim_overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
@@ -103,8 +117,11 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     let release = image.as_ref().map(|i| i.release.clone()).unwrap_or_default();
     let kv = darkbuf_kernel::KernelVersion::parse(&release).unwrap_or_default();
     // Bad input (a case, a scenario, an override) is exit 2 before anything else.
-    let planned = plan(args, &suite, dir, kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE)?;
-    if args.profile.is_some() {
+    let backpressure = kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE;
+    let guest = args.profile.as_deref() == Some(Path::new(GUEST_PROFILE));
+    let file_profile = args.profile.as_deref().filter(|_| !guest);
+    let planned = plan(args, &suite, dir, backpressure, file_profile)?;
+    if file_profile.is_some() {
         run::profile_of(&planned[0].scn)?;
     }
     // The tools before the simulator's minutes: a machine without them is told at once.
@@ -112,19 +129,14 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     if let Some(d) = &args.out {
         std::fs::create_dir_all(d).map_err(|e| Failure::Input(format!("--out {}: {e}", d.display())))?;
     }
-    errln!("darkbuf: validate: {} case(s), simulator first", planned.len());
+    // The simulator first when its profile is known, so its errors come before a boot.
     let mut sims = Vec::new();
     let mut profile_line = String::from("each case's scenario's (`machine.profile`)");
-    for p in &planned {
-        let prof = run::profile_of(&p.scn)?;
-        if args.profile.is_some() {
-            profile_line = format!("{} ({})", prof.name, prof.description);
-        }
-        let (runs, signal) = run::simulate_runs(&p.scn, &prof, rayon::current_num_threads(), &indicatif::ProgressBar::hidden())?;
-        if let Some(s) = signal {
-            return Err(Failure::interrupted(s, " while simulating"));
-        }
-        sims.push(run::results_of(&p.scn, &prof, runs));
+    if guest {
+        errln!("darkbuf: validate: {} case(s), the guest's profile and the kernel first", planned.len());
+    } else {
+        errln!("darkbuf: validate: {} case(s), simulator first", planned.len());
+        (sims, profile_line) = simulate(&planned, file_profile.is_some(), profile_line)?;
     }
     let jobs = planned
         .iter()
@@ -133,12 +145,15 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
             (darkbuf_vm::job(&name, &p.text, p.overrides.clone(), &p.case.name, None, None, false), (p.scn.warmup_ns, p.scn.duration_ns, p.scn.runs))
         })
         .collect();
-    let mut verdicts: Vec<Verdict> = Vec::new();
+    // Each case's kernel results, judged once the simulator's side is known too.
+    let mut kernel: Vec<Option<Results>> = vec![None; planned.len()];
     let mut failures: Vec<String> = Vec::new();
     // The host's other work while each case ran in the guest (% of one CPU).
     let mut host_load: Vec<(String, Option<f64>)> = Vec::new();
     let opts = crate::vm_cli::opts(&args.vm);
-    let booted = darkbuf_vm::run(&opts, jobs, darkbuf_vm::Steps { calibrate: true, ..Default::default() }, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
+    // The guest's own profile is fitted even on a busy guest (`force`): the page says so.
+    let steps = darkbuf_vm::Steps { calibrate: true, profile: guest.then_some(darkbuf_vm::ProfileAsk { quick: false, force: true }), ..Default::default() };
+    let booted = darkbuf_vm::run(&opts, jobs, steps, |l| errln!("darkbuf: vm: {l}"), |i, out, env| {
         let p = &planned[i];
         errln!("darkbuf: vm: case {} ({} of {}) done in {:.1} s", p.case.name, i + 1, planned.len(), out.wall_s);
         if let Some(h) = env.host_other_cpu_pct.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT) {
@@ -146,13 +161,22 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         }
         host_load.push((p.case.name.clone(), env.host_other_cpu_pct));
         match crate::vm_cli::outcome_results(out, env) {
-            Ok(k) => verdicts.extend(suite::judge(p.case, &sims[i], &darkbuf_vm::annotate(k, env))),
+            Ok(k) => kernel[i] = Some(darkbuf_vm::annotate(k, env)),
             Err(Failure::Interrupted { signal, message }) => return Err(darkbuf_kernel::KernelError::Interrupted { signal, message }),
             Err(f) => failures.push(format!("{}: {f}", p.case.name)),
         }
         Ok(())
     });
-    let booted = booted.map_err(crate::vm_cli::failure)?;
+    let mut booted = booted.map_err(crate::vm_cli::failure)?;
+    // Kept until the page is written: it names the file.
+    let _profile_file;
+    if guest {
+        let g = crate::vm_cli::guest_profile(booted.profile.take(), &booted.env, true)?;
+        let (s, line, file) = simulate_on_guest_profile(args, &suite, dir, backpressure, g)?;
+        (sims, profile_line, _profile_file) = (s, line, file);
+    }
+    let verdicts: Vec<Verdict> =
+        (kernel.iter().enumerate()).filter_map(|(i, k)| k.as_ref().map(|k| suite::judge(planned[i].case, &sims[i], k))).flatten().collect();
     let md = markdown(&booted.env, &verdicts, &failures, &host_load, args, &profile_line);
     let text = match args.format {
         Format::Json => {
@@ -181,6 +205,78 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         return Err(Failure::Internal("--strict: some metrics are outside their tolerance (above)".into()));
     }
     Ok(())
+}
+
+/// Every case on the simulator, and the profile line for the page: `line` unless
+/// `named` (one profile for every case), then that profile's name and description.
+fn simulate(planned: &[Planned], named: bool, mut line: String) -> Result<(Vec<Results>, String), Failure> {
+    let mut sims = Vec::new();
+    for p in planned {
+        let prof = run::profile_of(&p.scn)?;
+        if named {
+            line = format!("{} ({})", prof.name, prof.description);
+        }
+        let (runs, signal) = run::simulate_runs(&p.scn, &prof, rayon::current_num_threads(), &indicatif::ProgressBar::hidden())?;
+        if let Some(s) = signal {
+            return Err(Failure::interrupted(s, " while simulating"));
+        }
+        sims.push(run::results_of(&p.scn, &prof, runs));
+    }
+    Ok((sims, line))
+}
+
+/// `--profile guest`, once the boot is over: the guest's profile written out, every
+/// case on the simulator with it, and the page's profile line.
+fn simulate_on_guest_profile(
+    args: &ValidateArgs,
+    suite: &suite::Suite,
+    dir: &Path,
+    backpressure: bool,
+    g: crate::vm_cli::GuestProfile,
+) -> Result<(Vec<Results>, String, GuestProfileFile), Failure> {
+    let file = GuestProfileFile::write(args.out.as_deref(), &g.toml)?;
+    let planned = plan(args, suite, dir, backpressure, Some(&file.path))?;
+    let (sims, named) = simulate(&planned, true, String::new())?;
+    for d in &g.outcome.disturbed {
+        errln!("darkbuf: warning: the guest's profile was fitted on a busy guest: step {d}");
+    }
+    if let Some(h) = g.host_busy {
+        errln!("darkbuf: warning: other processes on this host used {h:.0}% of a CPU while the guest calibrated");
+    }
+    let disturbed = !g.outcome.disturbed.is_empty() || g.host_busy.is_some();
+    let line = format!(
+        "the guest's own, fitted in this boot (`darkbuf calibrate` in the guest, {:.0} s{}{}): {named}",
+        g.outcome.wall_s,
+        if disturbed { ", DISTURBED: measured on a busy machine" } else { "" },
+        if file.keep { format!("; {}", file.path.display()) } else { String::new() }
+    );
+    Ok((sims, line, file))
+}
+
+/// The guest's profile as a file the simulator's scenarios name: `guest-profile.toml`
+/// in `--out`, kept; otherwise a file in the temporary directory, removed on drop.
+struct GuestProfileFile {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl GuestProfileFile {
+    fn write(out: Option<&Path>, toml: &str) -> Result<Self, Failure> {
+        let (path, keep) = match out {
+            Some(d) => (d.join("guest-profile.toml"), true),
+            None => (std::env::temp_dir().join(format!("darkbuf-guest-profile-{}.toml", std::process::id())), false),
+        };
+        std::fs::write(&path, toml).map_err(|e| Failure::Internal(format!("cannot write {}: {e}", path.display())))?;
+        Ok(GuestProfileFile { path, keep })
+    }
+}
+
+impl Drop for GuestProfileFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The page: what ran where, the summary, and the tables.
@@ -246,7 +342,26 @@ fn host_load_line(host_load: &[(String, Option<f64>)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::host_load_line;
+    use super::{host_load_line, GuestProfileFile};
+
+    /// The guest's profile is kept in --out and removed from the temporary directory
+    /// once the simulator is done with it.
+    #[test]
+    fn the_guest_profile_file_is_kept_only_in_out() {
+        let d = std::env::temp_dir().join(format!("darkbuf-validate-gp-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let kept = GuestProfileFile::write(Some(&d), "name = \"g\"\n").unwrap();
+        let path = kept.path.clone();
+        assert_eq!(path, d.join("guest-profile.toml"));
+        drop(kept);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "name = \"g\"\n");
+        let temp = GuestProfileFile::write(None, "name = \"g\"\n").unwrap();
+        let path = temp.path.clone();
+        assert!(path.starts_with(std::env::temp_dir()) && path.exists());
+        drop(temp);
+        assert!(!path.exists(), "{} left behind", path.display());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     /// The page's line on the host: the largest figure when no case passed 10% of a
     /// CPU, else each case that did; nothing when the host was never read.

@@ -207,28 +207,11 @@ pub fn calibrate(out: &Path, vm: &VmArgs, quick: bool, force: bool) -> Result<()
         let _ = remove_if_empty(out);
         failure(e)
     })?;
-    let Some((p, host_other)) = booted.profile else {
-        return Err(Failure::Internal("the VM did not report a profile".into()));
-    };
-    if let Some(e) = p.error {
+    let g = guest_profile(booted.profile, &booted.env, force).inspect_err(|_| {
         let _ = remove_if_empty(out);
-        return Err(guest_failure(e.code, format!("darkbuf calibrate in the VM (kernel {}): {}", booted.env.kernel, e.message)));
-    }
-    let host_busy = host_other.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT);
-    if let (Some(h), false) = (host_busy, force) {
-        let _ = remove_if_empty(out);
-        return Err(Failure::Backend(format!(
-            "other processes on this host used {h:.0}% of a CPU while the guest calibrated (bound {:.0}%): the guest's costs would be the load's; {} not written. Stop the load and calibrate again, or pass --force",
-            darkbuf_vm::HOST_BUSY_PCT,
-            out.display()
-        )));
-    }
-    let mut toml = p.toml.unwrap_or_default();
-    if let Some(h) = host_busy {
-        toml = format!("# WARNING: other processes on the host used {h:.0}% of a CPU while the guest calibrated (--force).
-{toml}");
-    }
-    std::fs::write(out, &toml).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    })?;
+    std::fs::write(out, &g.toml).map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    let (p, host_busy) = (g.outcome, g.host_busy);
     for d in &p.disturbed {
         errln!("darkbuf: warning: calibrated on a busy guest (--force): step {d}");
     }
@@ -248,6 +231,44 @@ pub fn calibrate(out: &Path, vm: &VmArgs, quick: bool, force: bool) -> Result<()
         if p.disturbed.is_empty() && host_busy.is_none() { "" } else { " (DISTURBED: measured on a busy machine, --force)" }
     );
     crate::output::stdout(&summary)
+}
+
+/// A machine profile fitted in the guest (`darkbuf calibrate` inside it): its TOML, with
+/// a warning line on top when the host was busy, and what the guest reported.
+pub struct GuestProfile {
+    pub toml: String,
+    /// The host's other processes' load while the guest calibrated, % of one CPU, when
+    /// it was above [`darkbuf_vm::HOST_BUSY_PCT`].
+    pub host_busy: Option<f64>,
+    pub outcome: darkbuf_vm::ProfileOutcome,
+}
+
+/// The profile the boot's `profile` step fitted. Errors: none reported (internal), the
+/// guest's calibration failed (its exit code's failure), the host was busy while it
+/// ran and `force` is false (exit 3: the costs would be the load's).
+pub fn guest_profile(
+    reported: Option<(darkbuf_vm::ProfileOutcome, Option<f64>)>,
+    env: &darkbuf_report::VmEnvironment,
+    force: bool,
+) -> Result<GuestProfile, Failure> {
+    let Some((p, host_other)) = reported else {
+        return Err(Failure::Internal("the VM did not report a profile".into()));
+    };
+    if let Some(e) = &p.error {
+        return Err(guest_failure(e.code, format!("darkbuf calibrate in the VM (kernel {}): {}", env.kernel, e.message)));
+    }
+    let host_busy = host_other.filter(|h| *h > darkbuf_vm::HOST_BUSY_PCT);
+    if let (Some(h), false) = (host_busy, force) {
+        return Err(Failure::Backend(format!(
+            "other processes on this host used {h:.0}% of a CPU while the guest calibrated (bound {:.0}%): the guest's costs would be the load's. Stop the load and calibrate again, or pass --force",
+            darkbuf_vm::HOST_BUSY_PCT
+        )));
+    }
+    let mut toml = p.toml.clone().unwrap_or_default();
+    if let Some(h) = host_busy {
+        toml = format!("# WARNING: other processes on the host used {h:.0}% of a CPU while the guest calibrated.\n{toml}");
+    }
+    Ok(GuestProfile { toml, host_busy, outcome: p })
 }
 
 /// Removes `path` if it is an empty file (what the --out check created).

@@ -52,6 +52,8 @@ fn without_the_tools_every_command_is_exit_3_with_the_install_line() {
         &["compare", "scenarios/veth-bql.toml", "--backend", "vm"][..],
         &["check", "--backend", "vm"][..],
         &["validate", "--suite", "ci"][..],
+        // `guest` is the guest's own profile, not a file named so (that would be exit 2).
+        &["validate", "--suite", "ci", "--profile", "guest"][..],
     ] {
         let o = darkbuf(args, Some(p.as_str()));
         let e = stderr(&o);
