@@ -121,13 +121,33 @@ pub struct Verdict {
     pub runs: usize,
 }
 
+/// The kernel side of one metric: its mean over `runs` runs, or why it is missing
+/// ("kernel: ...").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelSide {
+    pub value: Option<f64>,
+    pub missing: Option<String>,
+    pub runs: usize,
+}
+
 /// The verdicts of one case.
 pub fn judge(case: &Case, sim: &Results, kernel: &Results) -> Vec<Verdict> {
+    judge_with(case, sim, |m| KernelSide {
+        value: kernel.metric(m).map(|x| x.mean),
+        missing: kernel.unavailable.get(m).map(|r| format!("kernel: {r}")),
+        runs: kernel.runs.len(),
+    })
+}
+
+/// The verdicts of one case, the kernel's side of each metric from `kernel` (a run's
+/// results, or an earlier run's saved verdicts: `darkbuf validate --rejudge`).
+pub fn judge_with(case: &Case, sim: &Results, kernel: impl Fn(&str) -> KernelSide) -> Vec<Verdict> {
     case.metrics
         .iter()
         .map(|(m, tol)| {
+            let ks = kernel(m);
             let s = sim.metric(m).map(|x| x.mean);
-            let k = kernel.metric(m).map(|x| x.mean);
+            let k = ks.value;
             let pct = darkbuf_kernel::compare::is_percentage(m);
             let error = if pct { s.zip(k).map(|(s, k)| s - k) } else { darkbuf_kernel::compare::rel_error(s, k) };
             let within = match (tol, error) {
@@ -135,11 +155,11 @@ pub fn judge(case: &Case, sim: &Results, kernel: &Results) -> Vec<Verdict> {
                 _ => None,
             };
             let note = match (s, k) {
-                (_, None) => kernel.unavailable.get(m.as_str()).map(|r| format!("kernel: {r}")).or_else(|| Some("kernel: not reported".into())),
+                (_, None) => ks.missing.or_else(|| Some("kernel: not reported".into())),
                 (None, _) => sim.unavailable.get(m.as_str()).map(|r| format!("sim: {r}")).or_else(|| Some("sim: not reported".into())),
                 _ => None,
             };
-            Verdict { case: case.name.clone(), metric: m.clone(), sim: s, kernel: k, error, tolerance: *tol, within, note, runs: kernel.runs.len() }
+            Verdict { case: case.name.clone(), metric: m.clone(), sim: s, kernel: k, error, tolerance: *tol, within, note, runs: ks.runs }
         })
         .collect()
 }

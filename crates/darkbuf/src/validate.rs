@@ -42,6 +42,12 @@ pub struct ValidateArgs {
     /// names a file). The kernel side is unchanged. Default: each case's scenario's.
     #[arg(long, value_name = "FILE.toml|guest")]
     pub profile: Option<PathBuf>,
+    /// Judge the simulator again against the kernel side of an earlier run (the
+    /// validation.json its --out wrote), without a VM: the suite's cases that run has,
+    /// each with its number of runs; the tolerances are the suite's now. With
+    /// `--profile guest`, the guest-profile.toml beside that file.
+    #[arg(long, value_name = "validation.json")]
+    pub rejudge: Option<PathBuf>,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -72,6 +78,7 @@ fn plan<'a>(
     dir: &Path,
     backpressure: bool,
     sim_profile: Option<&Path>,
+    runs: &dyn Fn(&Case) -> Option<u32>,
 ) -> Result<Vec<Planned<'a>>, Failure> {
     let mut out = Vec::new();
     for case in &suite.cases {
@@ -81,6 +88,7 @@ fn plan<'a>(
         if !args.only.is_empty() && !args.only.iter().any(|o| case.name.contains(o.as_str())) {
             continue;
         }
+        let Some(case_runs) = runs(case) else { continue };
         let file = dir.join(&case.scenario);
         let (name, text) = darkbuf_scenario::read_scenario(&file).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         let mut overrides = case.set.clone();
@@ -89,7 +97,7 @@ fn plan<'a>(
         if probe.device.driver() == darkbuf_scenario::Driver::Veth {
             overrides.push(format!("device.backpressure={backpressure}"));
         }
-        overrides.push(format!("runs={}", case.runs(args.runs)));
+        overrides.push(format!("runs={case_runs}"));
         // The simulator's side alone gets --profile: the kernel is the machine itself.
         let mut sim_overrides = overrides.clone();
         if let Some(p) = sim_profile {
@@ -112,6 +120,9 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     })?;
     let suite = suite::parse(&args.suite_file.display().to_string(), &text).map_err(Failure::Input)?;
     let dir = args.suite_file.parent().unwrap_or(Path::new("."));
+    if let Some(saved) = &args.rejudge {
+        return rejudge(args, &suite, dir, saved);
+    }
     // The guest's release decides veth backpressure; the VM reports the same image.
     let image = darkbuf_vm::image::select(args.vm.kernel.as_deref(), Path::new("/boot")).ok();
     let release = image.as_ref().map(|i| i.release.clone()).unwrap_or_default();
@@ -120,7 +131,8 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     let backpressure = kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE;
     let guest = args.profile.as_deref() == Some(Path::new(GUEST_PROFILE));
     let file_profile = args.profile.as_deref().filter(|_| !guest);
-    let planned = plan(args, &suite, dir, backpressure, file_profile)?;
+    let all_cases = |c: &Case| Some(c.runs(args.runs));
+    let planned = plan(args, &suite, dir, backpressure, file_profile, &all_cases)?;
     if file_profile.is_some() {
         run::profile_of(&planned[0].scn)?;
     }
@@ -177,21 +189,35 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     }
     let verdicts: Vec<Verdict> =
         (kernel.iter().enumerate()).filter_map(|(i, k)| k.as_ref().map(|k| suite::judge(planned[i].case, &sims[i], k))).flatten().collect();
-    let md = markdown(&booted.env, &verdicts, &failures, &host_load, args, &profile_line);
+    finish(args, &booted.env, &verdicts, &failures, &host_load, &profile_line)
+}
+
+/// The page, the JSON or the CSV on stdout, the three files in --out, and the exit:
+/// Backend when cases did not run in the VM, Internal with --strict when a judged
+/// metric is outside its tolerance.
+fn finish(
+    args: &ValidateArgs,
+    env: &darkbuf_report::VmEnvironment,
+    verdicts: &[Verdict],
+    failures: &[String],
+    host_load: &[(String, Option<f64>)],
+    profile_line: &str,
+) -> Result<(), Failure> {
+    let md = markdown(&env, verdicts, failures, host_load, args, profile_line);
     let text = match args.format {
         Format::Json => {
-            let v = serde_json::json!({ "vm": booted.env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
+            let v = serde_json::json!({ "vm": env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
             serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))? + "\n"
         }
-        Format::Csv => suite::verdicts_csv(&verdicts),
+        Format::Csv => suite::verdicts_csv(verdicts),
         Format::Table => md.clone(),
     };
     if let Some(d) = &args.out {
-        let json = serde_json::json!({ "vm": booted.env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
+        let json = serde_json::json!({ "vm": env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
         let files = [
             ("validation.md", md.clone()),
             ("validation.json", serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"),
-            ("validation.csv", suite::verdicts_csv(&verdicts)),
+            ("validation.csv", suite::verdicts_csv(verdicts)),
         ];
         for (f, body) in files {
             std::fs::write(d.join(f), body).map_err(|e| Failure::Internal(format!("{}: {e}", d.join(f).display())))?;
@@ -205,6 +231,71 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
         return Err(Failure::Internal("--strict: some metrics are outside their tolerance (above)".into()));
     }
     Ok(())
+}
+
+/// What `--rejudge` reads of an earlier run's validation.json.
+#[derive(serde::Deserialize)]
+struct Saved {
+    vm: darkbuf_report::VmEnvironment,
+    verdicts: Vec<SavedVerdict>,
+    #[serde(default)]
+    failures: Vec<String>,
+    #[serde(default)]
+    host_other_cpu_pct: Vec<(String, Option<f64>)>,
+}
+
+#[derive(serde::Deserialize)]
+struct SavedVerdict {
+    case: String,
+    metric: String,
+    kernel: Option<f64>,
+    note: Option<String>,
+    runs: usize,
+}
+
+/// `--rejudge FILE`: every case FILE has (and --only picks) on the simulator again, each
+/// with the saved run's number of runs, judged by the suite's tolerances against the
+/// kernel side FILE holds. No VM; the page is the one a run writes, with the saved boot.
+fn rejudge(args: &ValidateArgs, suite: &suite::Suite, dir: &Path, saved_path: &Path) -> Result<(), Failure> {
+    let at = saved_path.display();
+    let text = std::fs::read_to_string(saved_path).map_err(|e| Failure::Input(format!("--rejudge {at}: {e}")))?;
+    let saved: Saved = serde_json::from_str(&text).map_err(|e| {
+        Failure::Input(format!("--rejudge {at}:{}:{}: {e} (expected the validation.json of `darkbuf validate --out DIR`)", e.line(), e.column()))
+    })?;
+    let kv = darkbuf_kernel::KernelVersion::parse(&saved.vm.kernel).unwrap_or_default();
+    let backpressure = kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE;
+    // The saved run's runs per case (its simulator ran as many seeds); a case it lacks is left out.
+    let runs_of = |c: &Case| saved.verdicts.iter().filter(|v| v.case == c.name).map(|v| v.runs.max(1) as u32).max();
+    let guest = args.profile.as_deref() == Some(Path::new(GUEST_PROFILE));
+    let beside = saved_path.parent().unwrap_or(Path::new(".")).join("guest-profile.toml");
+    if guest && !beside.exists() {
+        return Err(Failure::Input(format!(
+            "--profile guest --rejudge {at}: no {} beside it (the saved run did not fit the guest's profile, or ran without --out)",
+            beside.display()
+        )));
+    }
+    let sim_profile = if guest { Some(beside.as_path()) } else { args.profile.as_deref() };
+    let planned = plan(args, suite, dir, backpressure, sim_profile, &runs_of)?;
+    if sim_profile.is_some() {
+        run::profile_of(&planned[0].scn)?;
+    }
+    if let Some(d) = &args.out {
+        std::fs::create_dir_all(d).map_err(|e| Failure::Input(format!("--out {}: {e}", d.display())))?;
+    }
+    errln!("darkbuf: validate: {} case(s) on the simulator, judged against the kernel side of {at}", planned.len());
+    let (sims, line) = simulate(&planned, sim_profile.is_some(), String::from("each case's scenario's (`machine.profile`)"))?;
+    let profile_line = if guest { format!("the guest's own, fitted in the saved run's boot ({}): {line}", beside.display()) } else { line };
+    let kernel_side = |case: &str, m: &str| match saved.verdicts.iter().find(|v| v.case == case && v.metric == m) {
+        Some(v) => suite::KernelSide { value: v.kernel, missing: v.note.clone().filter(|n| n.starts_with("kernel:")), runs: v.runs },
+        None => suite::KernelSide { value: None, missing: Some("kernel: not in the saved run (--rejudge)".into()), runs: 0 },
+    };
+    let verdicts: Vec<Verdict> =
+        planned.iter().zip(&sims).flat_map(|(p, sim)| suite::judge_with(p.case, sim, |m| kernel_side(&p.case.name, m))).collect();
+    let ran = |c: &str| planned.iter().any(|p| p.case.name == c);
+    let host_load: Vec<(String, Option<f64>)> = saved.host_other_cpu_pct.iter().filter(|(c, _)| ran(c)).cloned().collect();
+    let failures: Vec<String> =
+        saved.failures.iter().filter(|f| f.split_once(": ").is_some_and(|(c, _)| ran(c))).map(|f| format!("{f} (in the saved run)")).collect();
+    finish(args, &saved.vm, &verdicts, &failures, &host_load, &profile_line)
 }
 
 /// Every case on the simulator, and the profile line for the page: `line` unless
@@ -235,7 +326,7 @@ fn simulate_on_guest_profile(
     g: crate::vm_cli::GuestProfile,
 ) -> Result<(Vec<Results>, String, GuestProfileFile), Failure> {
     let file = GuestProfileFile::write(args.out.as_deref(), &g.toml)?;
-    let planned = plan(args, suite, dir, backpressure, Some(&file.path))?;
+    let planned = plan(args, suite, dir, backpressure, Some(&file.path), &|c: &Case| Some(c.runs(args.runs)))?;
     let (sims, named) = simulate(&planned, true, String::new())?;
     for d in &g.outcome.disturbed {
         errln!("darkbuf: warning: the guest's profile was fitted on a busy guest: step {d}");
@@ -311,6 +402,9 @@ fn markdown(
         args.only.iter().map(|o| format!(" --only {o}")).collect::<String>(),
         args.profile.as_ref().map(|p| format!(" --profile {}", p.display())).unwrap_or_default()
     ));
+    if let Some(r) = &args.rejudge {
+        s.push_str(&format!("rejudged: the simulator now ({}), against the kernel side saved in {}\n", env!("DARKBUF_COMMIT"), r.display()));
+    }
     s.push_str(&format!("the simulator's machine profile: {}\n\n", profile_line));
     s.push_str(&suite::summary(verdicts));
     s.push_str("\n\n");

@@ -124,3 +124,45 @@ fn validate_refuses_a_bad_suite() {
     assert!(stderr(&o).contains("/nonexistent/guest.toml"), "{}", stderr(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `validate --rejudge`: the simulator again against a saved kernel side, no VM (and
+/// so no tools: PATH is empty). The saved run's kernel value is judged by the suite's
+/// tolerance, a metric the saved run lacks says so, and bad input is exit 2.
+#[test]
+fn validate_rejudges_a_saved_kernel_side_without_a_vm() {
+    let p = EmptyPath::new("rejudge");
+    let d = std::env::temp_dir().join(format!("darkbuf-vm-cli-rejudge-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let saved = d.join("validation.json");
+    // udp-mq-fq_codel judges sink.pps within 10%: the simulator gives about 692 pps.
+    std::fs::write(
+        &saved,
+        r#"{"vm": {"kernel": "6.1.0-57-amd64", "image": "/boot/vmlinuz", "accel": "tcg", "cpus": 2, "memory_mib": 1964, "boot_s": 36.0},
+            "sim_profile": "x", "failures": [], "host_other_cpu_pct": [["udp-mq-fq_codel", 0.5]],
+            "verdicts": [{"case": "udp-mq-fq_codel", "metric": "sink.pps", "sim": 1.0, "kernel": 693.9, "error": 0.0, "tolerance": 0.1, "within": true, "runs": 1},
+                         {"case": "udp-mq-fq_codel", "metric": "ping.rtt_avg_ms", "sim": 1.0, "kernel": null, "error": null, "tolerance": 0.25, "within": null, "note": "kernel: no ping", "runs": 1}]}"#,
+    )
+    .unwrap();
+    let o = darkbuf(&["validate", "--rejudge", saved.to_str().unwrap(), "--format", "csv"], Some(p.as_str()));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let csv = String::from_utf8_lossy(&o.stdout).to_string();
+    let row = csv.lines().find(|l| l.starts_with("udp-mq-fq_codel,sink.pps,")).unwrap_or_else(|| panic!("{csv}"));
+    assert!(row.contains(",693.9,"), "{row}");
+    let ping = csv.lines().find(|l| l.starts_with("udp-mq-fq_codel,ping.rtt_avg_ms,")).unwrap_or_else(|| panic!("{csv}"));
+    assert!(ping.contains("kernel: no ping"), "{ping}");
+    // Only the saved run's case ran.
+    assert!(csv.lines().skip(1).all(|l| l.starts_with("udp-mq-fq_codel,")), "{csv}");
+    // A metric the suite judges and the saved run lacks.
+    let drops = csv.lines().find(|l| l.starts_with("udp-mq-fq_codel,qdisc.drops,")).unwrap_or_else(|| panic!("{csv}"));
+    assert!(drops.contains("not in the saved run"), "{drops}");
+    // --profile guest needs the saved run's guest-profile.toml beside it.
+    let o = darkbuf(&["validate", "--rejudge", saved.to_str().unwrap(), "--profile", "guest"], Some(p.as_str()));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("guest-profile.toml"), "{}", stderr(&o));
+    // Not a validation.json: its line and column.
+    std::fs::write(&saved, "{\n  \"vm\": 3\n}\n").unwrap();
+    let o = darkbuf(&["validate", "--rejudge", saved.to_str().unwrap()], Some(p.as_str()));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("validation.json:2:"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
