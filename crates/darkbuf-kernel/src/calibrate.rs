@@ -345,6 +345,25 @@ fn fit_from_rates(c: &mut Costs, send: &Point, idle: &Point, tap: &Point, fitted
     }
 }
 
+/// `hrtimer_ns` from the timer step's overshoots (sorted, ns): their median less
+/// `wakeup_ns` (the model charges a sleeper's wakeup apart), at least 0.
+fn fit_hrtimer_ns(c: &mut Costs, late: &[u64], fitted: &mut Vec<String>, notes: &mut Vec<String>) {
+    match (crate::timers::quantile(late, 0.5), crate::timers::quantile(late, 0.9)) {
+        (Some(p50), Some(p90)) => {
+            c.hrtimer_ns = round2((p50 as f64 - c.wakeup_ns).max(0.0));
+            fitted.push("hrtimer_ns".into());
+            notes.push(format!(
+                "hrtimer_ns: {} sleeps of 1 ms with timer slack 1 ns, each idle CPU in turn, overshot by {:.1} us (median; p90 {:.1} us), less wakeup_ns {:.0} ns",
+                late.len(),
+                p50 as f64 / 1e3,
+                p90 as f64 / 1e3,
+                c.wakeup_ns
+            ));
+        }
+        _ => notes.push("hrtimer_ns kept assumed (0): the timer step measured nothing".into()),
+    }
+}
+
 /// The calibration's runs of the kernel backend: the consumer matrix (`NRULES` x
 /// `APP_COST_NS`, `runs` runs of `dur` each), then one run each of a max-rate send
 /// into noqueue, a light flood, an idle ping and a tap reader.
@@ -403,6 +422,9 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
     if !early.is_empty() && !force {
         return Err(KernelError::Unavailable(refusal(&early, &stall.busiest, out)));
     }
+    // Timer lateness on idle CPUs, before the matrix leaves anything behind.
+    progress("calibrate: timers (1 ms sleeps on each idle CPU)");
+    let late = crate::timers::overshoots(crate::online_cpus(), if quick { 100 } else { 300 }, std::time::Duration::from_millis(1));
     let (points, [send_p, light_p, idle_p, tap_p]) = run_steps(dur, dur_s, runs, &mut progress)?;
 
     let disturbed = disturbed_steps(Some(&stall), &[&points[..], &[send_p.clone(), light_p.clone(), idle_p.clone(), tap_p.clone()]].concat(), guest);
@@ -457,10 +479,11 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
     }
 
     fit_from_rates(&mut c, &send_p, &idle_p, &tap_p, &mut fitted, &mut notes);
+    fit_hrtimer_ns(&mut c, &late, &mut fitted, &mut notes);
 
     let all = [
         "send_ns", "ping_send_ns", "dequeue_ns", "xmit_ns", "softirq_ns", "napi_poll_ns", "consume_ns", "consumer_base_ns",
-        "consumer_per_rule_ns", "wakeup_ns", "ping_reply_ns", "tun_read_ns", "vhost_batch_ns", "vhost_pkt_ns",
+        "consumer_per_rule_ns", "wakeup_ns", "ping_reply_ns", "tun_read_ns", "vhost_batch_ns", "vhost_pkt_ns", "hrtimer_ns",
         // TCP's costs are not measured by the matrix (UDP floods only): kept from seed-vm.
         "tcp_copy_ns_per_kb", "tcp_xmit_ns", "tcp_ack_ns", "tcp_rcv_ns",
     ];
@@ -595,14 +618,10 @@ fn toml_of(p: &Profile) -> Result<String> {
     let _ = writeln!(s, "noise = {}", p.noise);
     let _ = writeln!(s, "max_tcp_header = {}   # MAX_TCP_HEADER of the kernel build (the description says whether measured)", p.max_tcp_header);
     let _ = writeln!(s, "\n[costs]");
-    for (k, v) in [
-        ("send_ns", c.send_ns), ("ping_send_ns", c.ping_send_ns), ("dequeue_ns", c.dequeue_ns), ("xmit_ns", c.xmit_ns),
-        ("softirq_ns", c.softirq_ns), ("napi_poll_ns", c.napi_poll_ns), ("consume_ns", c.consume_ns),
-        ("consumer_base_ns", c.consumer_base_ns), ("consumer_per_rule_ns", c.consumer_per_rule_ns),
-        ("wakeup_ns", c.wakeup_ns), ("ping_reply_ns", c.ping_reply_ns),
-    ] {
-        let _ = writeln!(s, "{k} = {v:?}");
-    }
+    // Every cost, fitted or kept (serde's order, the struct's): a cost the file leaves
+    // out would load as the simulator's default, not as what was measured (tun_read_ns
+    // was left out until 2026-12-03).
+    s.push_str(&toml::to_string(c).map_err(|e| KernelError::Internal(format!("the profile's costs as TOML: {e}")))?);
     for st in &p.stalls {
         let _ = writeln!(s, "\n[[stalls]]   # measured: gaps in a busy loop pinned to each CPU, all CPUs at once");
         let _ = writeln!(s, "per_s = {:?}\nmin_us = {:?}\nmax_us = {:?}", st.per_s, st.min_us, st.max_us);
@@ -728,10 +747,35 @@ mod tests {
         assert!(!d[0].seen.contains("busy loop"), "{d:?}");
     }
 
+    /// hrtimer_ns is the sleeps' median overshoot less wakeup_ns, never below 0; with no
+    /// sleeps it stays as it was and a note says why.
+    #[test]
+    fn hrtimer_ns_is_the_median_overshoot_less_the_wakeup() {
+        let mut c = Profile::load("seed-vm").unwrap().costs;
+        assert_eq!(c.wakeup_ns, 4000.0);
+        let (mut fitted, mut notes) = (Vec::new(), Vec::new());
+        fit_hrtimer_ns(&mut c, &[150_000, 200_000, 210_000, 230_000, 900_000], &mut fitted, &mut notes);
+        assert_eq!(c.hrtimer_ns, 206_000.0);
+        assert_eq!(fitted, ["hrtimer_ns"]);
+        assert!(notes[0].contains("5 sleeps") && notes[0].contains("210.0 us (median; p90 900.0 us)"), "{}", notes[0]);
+        fit_hrtimer_ns(&mut c, &[1_000, 2_000, 3_000], &mut fitted, &mut notes);
+        assert_eq!(c.hrtimer_ns, 0.0);
+        let mut c = Profile::load("seed-vm").unwrap().costs;
+        let mut notes = Vec::new();
+        fit_hrtimer_ns(&mut c, &[], &mut Vec::new(), &mut notes);
+        assert_eq!(c.hrtimer_ns, 0.0);
+        assert!(notes[0].contains("kept assumed"), "{}", notes[0]);
+    }
+
     #[test]
     fn written_profile_round_trips() {
         let mut p = Profile::load("seed-vm").unwrap();
         p.name = "calibrated".into();
+        // Costs away from their defaults, fitted or not: every one must be written.
+        p.costs.tun_read_ns = 8982.5;
+        p.costs.hrtimer_ns = 151234.0;
+        p.costs.tcp_recv_copy_ns_per_kb = Some(55.5);
+        p.costs.nic_irq_ns = 1234.0;
         // Two classes of stalls, as the busy loop reports them.
         p.stalls = vec![
             darkbuf_measure::profile::Stall { per_s: 14.4, min_us: 100.1, max_us: 199.9 },

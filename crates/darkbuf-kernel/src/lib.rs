@@ -31,6 +31,7 @@ pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
 pub mod tcp_header;
+pub mod timers;
 pub mod timing;
 pub mod web;
 pub mod xstats;

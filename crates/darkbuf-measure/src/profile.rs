@@ -91,6 +91,13 @@ pub struct Costs {
     /// has no data for it).
     #[serde(default)]
     pub fq_pkt_ns: f64,
+    /// From a kernel hrtimer's expiry to its handler running on a CPU that was idle:
+    /// the timer interrupt and the exit from idle (`hrtimer_interrupt()` on a CPU in
+    /// `do_idle()`). Charged where the model fires a qdisc's watchdog
+    /// (`qdisc_watchdog()`: htb, tbf, netem, fq) on an idle CPU. 0 = not modelled, the
+    /// default: a host's is microseconds, an emulated guest's hundreds.
+    #[serde(default)]
+    pub hrtimer_ns: f64,
 }
 
 fn default_tun_read_ns() -> f64 {
@@ -305,7 +312,7 @@ impl Profile {
             ("nic_rx_ns", c.nic_rx_ns), ("nic_irq_ns", c.nic_irq_ns),
             ("tcp_copy_ns_per_kb", c.tcp_copy_ns_per_kb), ("tcp_xmit_ns", c.tcp_xmit_ns),
             ("tcp_ack_ns", c.tcp_ack_ns), ("tcp_rcv_ns", c.tcp_rcv_ns), ("fq_pkt_ns", c.fq_pkt_ns),
-            ("tcp_recvmsg_ns", c.tcp_recvmsg_ns), ("tcp_poll_ns", c.tcp_poll_ns), ("tcp_poll_fd_ns", c.tcp_poll_fd_ns),
+            ("tcp_recvmsg_ns", c.tcp_recvmsg_ns), ("tcp_poll_ns", c.tcp_poll_ns), ("tcp_poll_fd_ns", c.tcp_poll_fd_ns), ("hrtimer_ns", c.hrtimer_ns),
             ("tcp_recv_copy_ns_per_kb", c.recv_copy_ns_per_kb()),
         ];
         for (k, v) in all {

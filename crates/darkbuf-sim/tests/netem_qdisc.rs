@@ -124,3 +124,26 @@ fn every_netem_feature_on_tcp_keeps_the_invariants() {
     assert!(m(&r, "netem.corrupt_drops") > 0.0);
     assert!(m(&r, "tcp.goodput_mbps") > 1.0);
 }
+
+/// The profile's `hrtimer_ns`: netem's watchdog fires on a CPU that is idle between
+/// pings, so each echo request leaves netem that much later, and every ping's RTT
+/// grows by exactly it (no cost noise). 0, the default, adds nothing.
+#[test]
+fn an_idle_cpu_takes_hrtimer_ns_to_run_a_qdisc_watchdog() {
+    use darkbuf_measure::profile::Profile;
+    let text = "name = \"n\"\nduration = \"3s\"\nwarmup = \"1s\"\n[device]\ndriver = \"veth\"\n\
+                [qdisc]\nkind = \"netem\"\ndelay = \"10ms\"\n[[traffic]]\nkind = \"ping\"\ninterval = \"100ms\"\n";
+    let scn = darkbuf_scenario::load_str("n.toml", text, &[]).unwrap_or_else(|d| panic!("{d}"));
+    let rtt = |hrtimer_ns: f64| {
+        let mut profile = Profile::load("seed-vm").unwrap();
+        profile.noise = 0.0;
+        profile.costs.hrtimer_ns = hrtimer_ns;
+        let (rec, _) = darkbuf_sim::simulate(&scn, &profile, scn.seed).expect("simulates");
+        assert!(rec.findings.is_empty(), "{:?}", rec.findings);
+        (m(&rec, "ping.rtt_min_ms"), m(&rec, "ping.rtt_max_ms"))
+    };
+    let (min0, max0) = rtt(0.0);
+    assert_eq!(min0, max0, "an idle path without noise: every ping alike");
+    let (min, max) = rtt(150_000.0);
+    assert_eq!((min, max), (min0 + 0.150, max0 + 0.150), "{min0} -> {min} .. {max}");
+}
