@@ -183,9 +183,19 @@ pub fn validate(args: &ValidateArgs) -> Result<(), Failure> {
     // Kept until the page is written: it names the file.
     let _profile_file;
     if guest {
-        let g = crate::vm_cli::guest_profile(booted.profile.take(), &booted.env, true)?;
-        let (s, line, file) = simulate_on_guest_profile(args, &suite, dir, backpressure, g)?;
-        (sims, profile_line, _profile_file) = (s, line, file);
+        match crate::vm_cli::guest_profile(booted.profile.take(), &booted.env, true) {
+            Ok(g) => {
+                let (s, line, file) = simulate_on_guest_profile(args, &suite, dir, backpressure, g)?;
+                (sims, profile_line, _profile_file) = (s, line, file);
+            }
+            Err(f @ Failure::Interrupted { .. }) => return Err(f),
+            // The kernel side took minutes: judge it with each case's own profile rather
+            // than lose it, and say why on the page.
+            Err(f) => {
+                errln!("darkbuf: warning: the guest's profile could not be fitted ({f}); the simulator runs each case's scenario's profile");
+                (sims, profile_line) = simulate(&planned, false, format!("each case's scenario's (`machine.profile`): the guest's own could not be fitted ({f})"))?;
+            }
+        }
     }
     let verdicts: Vec<Verdict> =
         (kernel.iter().enumerate()).filter_map(|(i, k)| k.as_ref().map(|k| suite::judge(planned[i].case, &sims[i], k))).flatten().collect();
@@ -203,7 +213,7 @@ fn finish(
     host_load: &[(String, Option<f64>)],
     profile_line: &str,
 ) -> Result<(), Failure> {
-    let md = markdown(&env, verdicts, failures, host_load, args, profile_line);
+    let md = markdown(env, verdicts, failures, host_load, args, profile_line);
     let text = match args.format {
         Format::Json => {
             let v = serde_json::json!({ "vm": env, "sim_profile": profile_line, "verdicts": verdicts, "failures": failures, "host_other_cpu_pct": host_load });
