@@ -348,15 +348,15 @@ fn fit_from_rates(c: &mut Costs, send: &Point, idle: &Point, tap: &Point, fitted
 /// `hrtimer_ns` from the timer step's overshoots (sorted, ns): their median less
 /// `wakeup_ns` (the model charges a sleeper's wakeup apart), at least 0.
 fn fit_hrtimer_ns(c: &mut Costs, late: &[u64], fitted: &mut Vec<String>, notes: &mut Vec<String>) {
-    match (crate::timers::quantile(late, 0.5), crate::timers::quantile(late, 0.9)) {
+    match (darkbuf_measure::percentile(late, 50.0), darkbuf_measure::percentile(late, 90.0)) {
         (Some(p50), Some(p90)) => {
-            c.hrtimer_ns = round2((p50 as f64 - c.wakeup_ns).max(0.0));
+            c.hrtimer_ns = round2((p50 - c.wakeup_ns).max(0.0));
             fitted.push("hrtimer_ns".into());
             notes.push(format!(
                 "hrtimer_ns: {} sleeps of 1 ms with timer slack 1 ns, each idle CPU in turn, overshot by {:.1} us (median; p90 {:.1} us), less wakeup_ns {:.0} ns",
                 late.len(),
-                p50 as f64 / 1e3,
-                p90 as f64 / 1e3,
+                p50 / 1e3,
+                p90 / 1e3,
                 c.wakeup_ns
             ));
         }

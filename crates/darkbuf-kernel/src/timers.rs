@@ -37,25 +37,9 @@ pub fn overshoots(cpus: usize, per_cpu: usize, sleep: Duration) -> Vec<u64> {
     all
 }
 
-/// The `q`-quantile (0..=1) of sorted `v`, or None when empty.
-pub fn quantile(v: &[u64], q: f64) -> Option<u64> {
-    (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Nearest-rank quantiles of a sorted list; none of an empty one.
-    #[test]
-    fn quantiles_pick_the_nearest_rank() {
-        let v = [10, 20, 30, 40, 50];
-        assert_eq!(quantile(&v, 0.5), Some(30));
-        assert_eq!(quantile(&v, 0.0), Some(10));
-        assert_eq!(quantile(&v, 1.0), Some(50));
-        assert_eq!(quantile(&v, 0.9), Some(50));
-        assert_eq!(quantile(&[], 0.5), None);
-    }
 
     /// A sleep never ends early: every overshoot is counted from the requested time,
     /// one per sleep.

@@ -333,8 +333,6 @@ pub fn modules_dir(dir: &Path, release: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| dir.to_path_buf())
 }
 
-/// One job: the scenario resolved from its text and overrides, then every run on this
-/// kernel.
 /// `darkbuf calibrate` on the guest's kernel: the profile goes into the scratch
 /// directory's `profile.toml` (the simulator loads what was written there before it is
 /// handed back), and its text, summary and any refusal into [`ProfileOutcome`].
@@ -357,6 +355,8 @@ fn fit_profile(dir: &Path, ask: ProfileAsk, say: &mut impl FnMut(&str)) -> Profi
     }
 }
 
+/// One job: the scenario resolved from its text and overrides, then every run on this
+/// kernel.
 fn run_job(job: &Job) -> JobOutcome {
     let t0 = Instant::now();
     let fail = |code: u8, message: String| JobOutcome { results: None, notes: Vec::new(), error: Some(JobError { code, message }), wall_s: t0.elapsed().as_secs_f64() };
