@@ -24,7 +24,10 @@
 //! - `send_ns`: 1e9 / (the flood's rate in the send run) - `xmit_ns` (the sender also
 //!   runs veth_xmit per packet; no qdisc, so no dequeue);
 //! - `ping_reply_ns`: the idle round trip minus every other cost on the probe's way
-//!   (ping_send, xmit, wakeup, napi_poll, consume, consumer_base), as the residual.
+//!   (ping_send, xmit, wakeup, napi_poll, consume, consumer_base), as the residual;
+//! - `tcp_xmit_ns`, `tcp_ack_ns`, `tcp_rcv_ns`: seed-vm's times one factor, found with the
+//!   simulator so that it gives a paced TCP flow over the idle veth the kernel's minimum
+//!   RTT ([`crate::calibrate_tcp`]; skipped without a simulator, `predict`).
 //!
 //! Every other cost (dequeue, xmit, softirq, consume, wakeup, ping_send) is kept from
 //! the seed-vm profile and named as assumed in the output. The app_cost points are not
@@ -409,7 +412,10 @@ fn run_steps(dur: &str, dur_s: f64, runs: u32, progress: &mut dyn FnMut(&str)) -
 /// runs first, sees the load), unless `force`: then the profile is written with the
 /// disturbed steps in a warning at its top, and returned in
 /// [`Calibration::disturbed`].
-pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(&str)) -> Result<Calibration> {
+///
+/// `predict` simulates a scenario with a profile (the TCP step's fit,
+/// [`crate::calibrate_tcp::Predict`]); without it the TCP costs stay seed-vm's.
+pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::calibrate_tcp::Predict>, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let (dur, dur_s, runs) = if quick { ("1s", 1.0, 1) } else { ("3s", 3.0, 2) };
     let base = Profile::load("seed-vm").map_err(|e| KernelError::Internal(e.to_string()))?;
     let mut notes = Vec::new();
@@ -426,6 +432,13 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
     progress("calibrate: timers (1 ms sleeps on each idle CPU)");
     let late = crate::timers::overshoots(crate::online_cpus(), if quick { 100 } else { 300 }, std::time::Duration::from_millis(1));
     let (points, [send_p, light_p, idle_p, tap_p]) = run_steps(dur, dur_s, runs, &mut progress)?;
+    let tcp_rtt = match crate::calibrate_tcp::measure(dur, &mut progress) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            notes.push(format!("the TCP step failed: {}", e.message()));
+            None
+        }
+    };
 
     let disturbed = disturbed_steps(Some(&stall), &[&points[..], &[send_p.clone(), light_p.clone(), idle_p.clone(), tap_p.clone()]].concat(), guest);
     if !disturbed.is_empty() && !force {
@@ -480,11 +493,14 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, mut progress: impl FnMut(
 
     fit_from_rates(&mut c, &send_p, &idle_p, &tap_p, &mut fitted, &mut notes);
     fit_hrtimer_ns(&mut c, &late, &mut fitted, &mut notes);
+    // Last: the simulator predicts the TCP step with every cost fitted above.
+    let template = Profile { stalls: stall.measured.stalls.clone(), max_tcp_header, ..base.clone() };
+    crate::calibrate_tcp::fit(&mut c, &template, &base.costs, tcp_rtt, predict, &mut fitted, &mut notes);
 
     let all = [
         "send_ns", "ping_send_ns", "dequeue_ns", "xmit_ns", "softirq_ns", "napi_poll_ns", "consume_ns", "consumer_base_ns",
         "consumer_per_rule_ns", "wakeup_ns", "ping_reply_ns", "tun_read_ns", "vhost_batch_ns", "vhost_pkt_ns", "hrtimer_ns",
-        // TCP's costs are not measured by the matrix (UDP floods only): kept from seed-vm.
+        // The TCP step fits the round trip's three; the copy is kept from seed-vm.
         "tcp_copy_ns_per_kb", "tcp_xmit_ns", "tcp_ack_ns", "tcp_rcv_ns",
     ];
     let assumed: Vec<String> = all.iter().filter(|k| !fitted.iter().any(|f| f == *k)).map(|k| k.to_string()).collect();

@@ -30,6 +30,7 @@ pub mod signals;
 pub mod stalls;
 pub mod tcargs;
 pub mod tcp;
+pub mod calibrate_tcp;
 pub mod tcp_header;
 pub mod timers;
 pub mod timing;

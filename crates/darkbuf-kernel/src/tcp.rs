@@ -171,6 +171,12 @@ pub fn kernel_tsq(kv: KernelVersion) -> Tsq {
     }
 }
 
+/// Whether kernel `kv` grows the write queue's head skb before it sends
+/// (`tcp_grow_skb()`, 8ee602c63520 "tcp: try to send bigger TSO packets", v6.10).
+pub fn kernel_grow_skb(kv: KernelVersion) -> bool {
+    kv >= KernelVersion(6, 10, 0)
+}
+
 /// The receive autotuning that kernel `kv` runs: the v6.16 series "tcp: receive side
 /// improvements" changed it (v6.16 to v6.18 lack only `tcp_rcvbuf_low_rtt`, v6.19).
 pub fn kernel_drs(kv: KernelVersion) -> Drs {
@@ -211,6 +217,14 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
             "tcp: traffic.{i}.drs = \"{}\", but kernel {kv} runs drs = \"{}\" (the v6.16 receive autotuning series); the kernel's own applies",
             f.drs.name(),
             drs.name()
+        ));
+    }
+    let grow = kernel_grow_skb(kv);
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.grow_skb != grow) {
+        n.push(format!(
+            "tcp: traffic.{i}.grow_skb = {}, but kernel {kv} {} tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies",
+            f.grow_skb,
+            if grow { "has" } else { "has no" }
         ));
     }
     // The stable sublevel decides (25c1a9ca53db reached 6.1.129 and 5.15.179), and a
@@ -667,6 +681,19 @@ mod tests {
         let n = hy(&scn(&format!("{cubic}hystart_round_start = \"v5.16\"\n")));
         assert_eq!(n.len(), 1);
         assert!(n[0].starts_with("tcp: traffic.0.hystart_round_start = \"v5.16\" is the simulator's; kernel 6.1.0 runs its own"), "{n:?}");
+    }
+
+    /// A scenario's `grow_skb` that the kernel does not run is noted: 6.1 has no
+    /// `tcp_grow_skb()`, 6.10 has it.
+    #[test]
+    fn grow_skb_is_noted_where_the_kernel_differs() {
+        let g = |s: &Scenario, k| notes(s, k).into_iter().filter(|n| n.contains("grow_skb")).collect::<Vec<_>>();
+        let plain = scn(VETH_TCP);
+        let old = scn(&format!("{VETH_TCP}grow_skb = false\n"));
+        assert!(g(&plain, KernelVersion(6, 10, 0)).is_empty());
+        assert!(g(&old, KernelVersion(6, 9, 12)).is_empty());
+        assert_eq!(g(&plain, KernelVersion(6, 1, 0)), ["tcp: traffic.0.grow_skb = true, but kernel 6.1.0 has no tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies"]);
+        assert_eq!(g(&old, KernelVersion(6, 18, 0)), ["tcp: traffic.0.grow_skb = false, but kernel 6.18.0 has tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies"]);
     }
 
     /// "instant" and "poll" run the polling receiver, "blocking" a reader per

@@ -850,6 +850,14 @@ pub struct TcpFlow {
     /// How `tcp_write_xmit()` sizes what TSQ judges, and whether it defers TSO.
     #[serde(skip_serializing_if = "WriteXmit::is_goal_tsq")]
     pub write_xmit: WriteXmit,
+    /// Whether `tcp_write_xmit()` grows the write queue's head skb from the next one
+    /// before it sends (`tcp_grow_skb()`, 8ee602c63520 "tcp: try to send bigger TSO
+    /// packets", v6.10): `true` (default). `false` is a kernel before v6.10, whose write
+    /// queue keeps the skbs `tcp_sendmsg()` built: a head larger than the TSO goal is cut
+    /// to the goal (`tso_fragment()`) and its rest goes as an skb of its own, so a flow
+    /// whose goal is 35 segments sends 35 and 10 in turn from 45-segment skbs.
+    #[serde(skip_serializing_if = "is_true")]
+    pub grow_skb: bool,
     /// Whether the sending application holds its socket through each `write()`
     /// (`lock_sock()` .. `release_sock()`, as `tcp_sendmsg()` does): ACKs that arrive
     /// meanwhile wait in the socket's backlog and TSQ's and the timers' work is

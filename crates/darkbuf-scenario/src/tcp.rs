@@ -8,7 +8,7 @@ use crate::schema::*;
 use crate::tree::V;
 use darkbuf_model::units::{self, Rate};
 
-pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "tso_rtt_log", "receiver", "receiver_cpu", "drs", "hystart_round_start", "write_xmit", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
+pub const TCP_KEYS: &[&str] = &["kind", "name", "cc", "direction", "flows", "cpu", "start", "stop", "rate", "dscp", "ecn", "sndbuf", "so_sndbuf", "rcvbuf", "tsq", "limit_output_bytes", "tso_rtt_log", "receiver", "receiver_cpu", "drs", "hystart_round_start", "write_xmit", "grow_skb", "lock_sock", "handshake", "max_pacing_rate", "path_delay", "station"];
 /// `net.ipv4.tcp_available_congestion_control` on the development machines.
 pub const CC_NAMES: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
@@ -120,11 +120,12 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         "kernel" => WriteXmit::Kernel,
         _ => WriteXmit::GoalTsq,
     };
+    let grow_skb = s.boolean("grow_skb", true)?;
     let lock_sock = s.boolean("lock_sock", true)?;
     let handshake = s.boolean("handshake", true)?;
     let max_pacing_rate = crate::resolve::opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let path_delay_ns = crate::resolve::path_delay(s, driver)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, tso_rtt_log, receiver, receiver_cpu, drs, hystart_round_start, write_xmit, lock_sock, max_pacing_rate, handshake })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, tso_rtt_log, receiver, receiver_cpu, drs, hystart_round_start, write_xmit, grow_skb, lock_sock, max_pacing_rate, handshake })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

@@ -30,8 +30,9 @@ pub const MODULES: &[&str] = &[
 ];
 
 /// Runs the agent; returns the process's exit code (0 when every step was attempted;
-/// a job's own failure is in its outcome file, not the exit code).
-pub fn main(dir: &Path) -> i32 {
+/// a job's own failure is in its outcome file, not the exit code). `predict` is the
+/// simulator for the profile step's TCP fit ([`darkbuf_kernel::calibrate_tcp`]).
+pub fn main(dir: &Path, predict: darkbuf_kernel::calibrate_tcp::Predict) -> i32 {
     // Before any thread: the kernel backend then leaves the host's VM leftovers alone.
     std::env::set_var(darkbuf_kernel::names::VM_GUEST_ENV, "1");
     let mut log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(protocol::GUEST_LOG)).ok();
@@ -83,7 +84,7 @@ pub fn main(dir: &Path) -> i32 {
         }
     }
     if let Some(ask) = plan.profile {
-        let out = fit_profile(dir, ask, &mut say);
+        let out = fit_profile(dir, ask, predict, &mut say);
         if let Err(e) = protocol::write_json(dir, protocol::PROFILE, &out) {
             say(&format!("cannot write profile.json: {e}"));
         }
@@ -336,10 +337,10 @@ pub fn modules_dir(dir: &Path, release: &str) -> std::path::PathBuf {
 /// `darkbuf calibrate` on the guest's kernel: the profile goes into the scratch
 /// directory's `profile.toml` (the simulator loads what was written there before it is
 /// handed back), and its text, summary and any refusal into [`ProfileOutcome`].
-fn fit_profile(dir: &Path, ask: ProfileAsk, say: &mut impl FnMut(&str)) -> ProfileOutcome {
+fn fit_profile(dir: &Path, ask: ProfileAsk, predict: darkbuf_kernel::calibrate_tcp::Predict, say: &mut impl FnMut(&str)) -> ProfileOutcome {
     let t0 = Instant::now();
     let path = dir.join("profile.toml");
-    match darkbuf_kernel::calibrate::calibrate(&path, ask.quick, ask.force, |l| say(&format!("profile: {l}"))) {
+    match darkbuf_kernel::calibrate::calibrate(&path, ask.quick, ask.force, Some(predict), |l| say(&format!("profile: {l}"))) {
         Ok(cal) => ProfileOutcome {
             toml: Some(cal.profile_toml.clone()),
             summary: darkbuf_kernel::calibrate::summary(&cal, &path),

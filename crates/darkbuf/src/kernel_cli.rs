@@ -129,7 +129,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool) -> Result<(), Failure> {
     darkbuf_kernel::error::require_root().map_err(failure)?;
     let quick = quick || darkbuf_kernel::calibrate::quick_from_env();
     let guard = SigpipeIgnored::new();
-    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, force, |line| errln!("darkbuf: {line}")).map_err(failure)?;
+    let cal = darkbuf_kernel::calibrate::calibrate(out, quick, force, Some(&simulated_min_rtt_us), |line| errln!("darkbuf: {line}")).map_err(failure)?;
     drop(guard);
     for d in &cal.disturbed {
         errln!("darkbuf: warning: calibrated on a busy machine (--force): step {}: {}", d.step, d.seen);
@@ -138,6 +138,15 @@ pub fn calibrate(out: &Path, quick: bool, force: bool) -> Result<(), Failure> {
         errln!("darkbuf: warning: {} was written from disturbed measurements; comparisons made with it describe the load, not this machine", out.display());
     }
     crate::output::stdout(&darkbuf_kernel::calibrate::summary(&cal, out))
+}
+
+/// The calibration's TCP step as the simulator sees it ([`darkbuf_kernel::calibrate_tcp`]):
+/// scenario `text` simulated once with profile `p` (the scenario's seed), its flow's
+/// minimum RTT, us. Errors: the text does not load, the run stops, the flow has no RTT.
+pub fn simulated_min_rtt_us(p: &darkbuf_measure::profile::Profile, text: &str) -> Result<f64, String> {
+    let scn = darkbuf_scenario::load_str("calibrate-tcp.toml", text, &[]).map_err(|d| d.to_string())?;
+    let (rec, _) = darkbuf_sim::simulate(&scn, p, scn.seed).map_err(|e| e.to_string())?;
+    rec.metrics.get("tcp.flow.0.min_rtt_ms").copied().flatten().map(|ms| ms * 1e3).ok_or_else(|| "the simulated flow has no minimum RTT".into())
 }
 
 /// `darkbuf compare SCENARIO`: the simulator, then the kernel, on the same scenario.

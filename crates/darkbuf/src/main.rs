@@ -292,7 +292,7 @@ fn main() -> ExitCode {
         }
         Cmd::Check { cleanup, format, .. } => kernel_cli::check(cleanup, format),
         Cmd::Validate(args) => validate::validate(&args),
-        Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir).clamp(0, 255) as u8),
+        Cmd::VmGuest { dir } => return ExitCode::from(darkbuf_vm::guest::main(&dir, &kernel_cli::simulated_min_rtt_us).clamp(0, 255) as u8),
         Cmd::Calibrate { out, backend: Backend::Vm, vm, quick, force } => vm_cli::calibrate(&out, &vm, quick, force),
         Cmd::Calibrate { backend: Backend::Sim, .. } => {
             Err(run::Failure::Input("calibrate measures a kernel: --backend kernel (this machine's) or vm (a booted kernel)".into()))

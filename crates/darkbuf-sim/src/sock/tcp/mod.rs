@@ -227,6 +227,8 @@ pub struct TcpSock {
     max_window: u32,
     /// What TSQ judges and whether TSO defers (`output.rs`).
     write_xmit: darkbuf_scenario::WriteXmit,
+    /// Whether `tcp_grow_skb()` runs (v6.10+; `sndbuf.rs`).
+    grow_skb: bool,
     packets_out: u32,
     sacked_out: u32,
     lost_out: u32,
@@ -594,6 +596,7 @@ impl TcpSock {
             sndbuf_lock: f.so_sndbuf.is_some(),
             max_window: 0,
             write_xmit: f.write_xmit,
+            grow_skb: f.grow_skb,
             packets_out: 0,
             sacked_out: 0,
             lost_out: 0,
@@ -1303,6 +1306,7 @@ pub(crate) mod tests {
             drs: darkbuf_scenario::Drs::V6_19,
             hystart_round_start: Default::default(),
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
+            grow_skb: true,
             lock_sock: true,
             max_pacing_rate: None,
             handshake: false,
