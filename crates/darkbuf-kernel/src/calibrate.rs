@@ -432,7 +432,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
     progress("calibrate: timers (1 ms sleeps on each idle CPU)");
     let late = crate::timers::overshoots(crate::online_cpus(), if quick { 100 } else { 300 }, std::time::Duration::from_millis(1));
     let (points, [send_p, light_p, idle_p, tap_p]) = run_steps(dur, dur_s, runs, &mut progress)?;
-    let tcp_rtt = match crate::calibrate_tcp::measure(dur, &mut progress) {
+    let tcp_rtt = match crate::calibrate_tcp::measure(if quick { "1s" } else { "2s" }, if quick { 3 } else { 5 }, &mut progress) {
         Ok(m) => Some(m),
         Err(e) => {
             notes.push(format!("the TCP step failed: {}", e.message()));

@@ -220,7 +220,8 @@ pub fn notes(scn: &Scenario, kv: KernelVersion) -> Vec<String> {
         ));
     }
     let grow = kernel_grow_skb(kv);
-    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.grow_skb != grow) {
+    // An unset one already runs as the kernel has it (`topo::kernel_defaults()`).
+    if let Some((i, f)) = tcp.iter().find(|(_, f)| f.grow_skb_given && f.grow_skb != grow) {
         n.push(format!(
             "tcp: traffic.{i}.grow_skb = {}, but kernel {kv} {} tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies",
             f.grow_skb,
@@ -683,16 +684,17 @@ mod tests {
         assert!(n[0].starts_with("tcp: traffic.0.hystart_round_start = \"v5.16\" is the simulator's; kernel 6.1.0 runs its own"), "{n:?}");
     }
 
-    /// A scenario's `grow_skb` that the kernel does not run is noted: 6.1 has no
-    /// `tcp_grow_skb()`, 6.10 has it.
+    /// A scenario's given `grow_skb` that the kernel does not run is noted: 6.1 has no
+    /// `tcp_grow_skb()`, 6.10 has it. An unset one is the kernel's (no note).
     #[test]
     fn grow_skb_is_noted_where_the_kernel_differs() {
         let g = |s: &Scenario, k| notes(s, k).into_iter().filter(|n| n.contains("grow_skb")).collect::<Vec<_>>();
-        let plain = scn(VETH_TCP);
+        let given = scn(&format!("{VETH_TCP}grow_skb = true\n"));
         let old = scn(&format!("{VETH_TCP}grow_skb = false\n"));
-        assert!(g(&plain, KernelVersion(6, 10, 0)).is_empty());
+        assert!(g(&scn(VETH_TCP), KernelVersion(6, 1, 0)).is_empty());
+        assert!(g(&given, KernelVersion(6, 10, 0)).is_empty());
         assert!(g(&old, KernelVersion(6, 9, 12)).is_empty());
-        assert_eq!(g(&plain, KernelVersion(6, 1, 0)), ["tcp: traffic.0.grow_skb = true, but kernel 6.1.0 has no tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies"]);
+        assert_eq!(g(&given, KernelVersion(6, 1, 0)), ["tcp: traffic.0.grow_skb = true, but kernel 6.1.0 has no tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies"]);
         assert_eq!(g(&old, KernelVersion(6, 18, 0)), ["tcp: traffic.0.grow_skb = false, but kernel 6.18.0 has tcp_grow_skb() (8ee602c63520, v6.10); the kernel's own applies"]);
     }
 

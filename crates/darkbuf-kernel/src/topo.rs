@@ -195,24 +195,47 @@ fn unavailable(what: &str, e: KernelError) -> KernelError {
 
 /// The scenario as kernel `kv` runs it where the scenario left a key at a default that
 /// models another kernel generation, with a note that says so; `None` if nothing
-/// changes. veth's `device.backpressure` defaults to true, the 6.16+ ring stop
-/// (dc82a33297fc); an older kernel drops at a full ptr_ring, and with the key unset the
-/// run is that kernel's, as a user who booted it asked. A value the scenario gives is
-/// never changed: [`preflight`] refuses one the kernel does not have.
+/// changes. A value the scenario gives is never changed.
+/// - veth's `device.backpressure` defaults to true, the 6.16+ ring stop (dc82a33297fc);
+///   an older kernel drops at a full ptr_ring, and with the key unset the run is that
+///   kernel's, as a user who booted it asked ([`preflight`] refuses a given one the
+///   kernel does not have);
+/// - a TCP entry's `grow_skb` defaults to true, `tcp_grow_skb()` of 6.10+; unset, it
+///   is the kernel's (a given one the kernel does not run is noted, `tcp::notes()`).
 pub fn kernel_defaults(scn: &Scenario, kv: KernelVersion) -> Option<(Scenario, String)> {
+    let mut out = scn.clone();
+    let mut notes = Vec::new();
     let d = &scn.device;
-    let stops = kv >= crate::caps::VETH_BACKPRESSURE_SINCE;
-    if d.driver() != Driver::Veth || d.backpressure_given || !d.backpressure || stops {
+    if d.driver() == Driver::Veth && !d.backpressure_given && d.backpressure && kv < crate::caps::VETH_BACKPRESSURE_SINCE {
+        out.device.backpressure = false;
+        notes.push(format!(
+            "device.backpressure is unset, and its default (true) is veth's ring stop of 6.16+ (dc82a33297fc); kernel {kv} \
+             drops at a full ptr_ring instead, so this run is without it, as the kernel is (set device.backpressure = false \
+             to say so; compare runs the simulator the same way)"
+        ));
+    }
+    // The default is true, so only a kernel without tcp_grow_skb() changes it.
+    let mut unset = Vec::new();
+    for (i, t) in out.traffic.iter_mut().enumerate() {
+        if let darkbuf_scenario::Traffic::Tcp(f) = t {
+            if !f.grow_skb_given && f.grow_skb && !crate::tcp::kernel_grow_skb(kv) {
+                f.grow_skb = false;
+                unset.push(format!("traffic.{i}"));
+            }
+        }
+    }
+    if !unset.is_empty() {
+        notes.push(format!(
+            "{}: grow_skb is unset, and its default (true) is tcp_grow_skb() of 6.10+ (8ee602c63520); kernel {kv} does not \
+             have it, so this run is without it, as the kernel is (set grow_skb = false to say so; compare runs the \
+             simulator the same way)",
+            unset.join(", ")
+        ));
+    }
+    if notes.is_empty() {
         return None;
     }
-    let mut out = scn.clone();
-    out.device.backpressure = false;
-    let note = format!(
-        "device.backpressure is unset, and its default (true) is veth's ring stop of 6.16+ (dc82a33297fc); kernel {kv} \
-         drops at a full ptr_ring instead, so this run is without it, as the kernel is (set device.backpressure = false \
-         to say so; compare runs the simulator the same way)"
-    );
-    Some((out, note))
+    Some((out, notes.join("; ")))
 }
 
 /// Checks the scenario against what the kernel backend can do at all, before anything
@@ -1002,6 +1025,21 @@ mod tests {
         assert!(set.device.backpressure_given && kernel_defaults(&set, old).is_none());
         let tun = darkbuf_scenario::load_str("t.toml", "[device]\ndriver = \"tun\"\n[consumer]\nkind = \"reader\"\n[[traffic]]\nkind = \"udp\"\n", &[]).unwrap();
         assert!(kernel_defaults(&tun, old).is_none());
+    }
+
+    /// A TCP entry's grow_skb left at its default runs as the kernel has it: 6.1 without
+    /// tcp_grow_skb(), 6.10 with; a given one stays, and so does every other entry.
+    #[test]
+    fn unset_grow_skb_follows_the_kernel() {
+        let text = "[device]\ndriver = \"veth\"\nbackpressure = false\n[[traffic]]\nkind = \"tcp\"\n[[traffic]]\nkind = \"ping\"\n[[traffic]]\nkind = \"tcp\"\ngrow_skb = true\n";
+        let s = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let grow = |s: &Scenario| s.traffic.iter().filter_map(|t| if let darkbuf_scenario::Traffic::Tcp(f) = t { Some(f.grow_skb) } else { None }).collect::<Vec<_>>();
+        let (ran, note) = kernel_defaults(&s, KernelVersion(6, 1, 0)).expect("6.1 has no tcp_grow_skb()");
+        assert_eq!(grow(&ran), [false, true]);
+        assert!(note.starts_with("traffic.0: grow_skb is unset") && note.contains("kernel 6.1.0 does not have it"), "{note}");
+        assert!(kernel_defaults(&s, KernelVersion(6, 10, 0)).is_none());
+        let old = darkbuf_scenario::load_str("t.toml", text, &["traffic.0.grow_skb=false".into()]).unwrap();
+        assert!(kernel_defaults(&old, KernelVersion(6, 12, 0)).is_none(), "given values stay");
     }
 
     /// A driver's one-queue-per-core map, a list, and no map; CPUs past 31 go in the

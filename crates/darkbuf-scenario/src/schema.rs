@@ -858,6 +858,11 @@ pub struct TcpFlow {
     /// whose goal is 35 segments sends 35 and 10 in turn from 45-segment skbs.
     #[serde(skip_serializing_if = "is_true")]
     pub grow_skb: bool,
+    /// Whether the scenario (or a `--set`) gave `grow_skb`: a kernel backend runs an
+    /// unset one as its kernel has it (`darkbuf_kernel::topo::kernel_defaults()`), and
+    /// `compare` runs the simulator the same way. Not part of the results JSON.
+    #[serde(skip)]
+    pub grow_skb_given: bool,
     /// Whether the sending application holds its socket through each `write()`
     /// (`lock_sock()` .. `release_sock()`, as `tcp_sendmsg()` does): ACKs that arrive
     /// meanwhile wait in the socket's backlog and TSQ's and the timers' work is

@@ -121,11 +121,12 @@ pub(crate) fn resolve_tcp(s: &Sec<'_>, cpus: u32, far_cpus: u32, driver: Driver,
         _ => WriteXmit::GoalTsq,
     };
     let grow_skb = s.boolean("grow_skb", true)?;
+    let grow_skb_given = s.entry("grow_skb").is_some();
     let lock_sock = s.boolean("lock_sock", true)?;
     let handshake = s.boolean("handshake", true)?;
     let max_pacing_rate = crate::resolve::opt_bit_rate(s, "max_pacing_rate", "SO_MAX_PACING_RATE")?;
     let path_delay_ns = crate::resolve::path_delay(s, driver)?;
-    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, tso_rtt_log, receiver, receiver_cpu, drs, hystart_round_start, write_xmit, grow_skb, lock_sock, max_pacing_rate, handshake })
+    Ok(TcpFlow { name, cc, direction, flows, cpu, path_delay_ns, start_ns, stop_ns, rate, dscp, ecn, sndbuf, so_sndbuf, rcvbuf, tsq, limit_output_bytes, tso_rtt_log, receiver, receiver_cpu, drs, hystart_round_start, write_xmit, grow_skb, grow_skb_given, lock_sock, max_pacing_rate, handshake })
 }
 
 /// A traffic entry's `start` and optional `stop` (ns since the run's start); `start`

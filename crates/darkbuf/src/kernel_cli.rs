@@ -141,12 +141,17 @@ pub fn calibrate(out: &Path, quick: bool, force: bool) -> Result<(), Failure> {
 }
 
 /// The calibration's TCP step as the simulator sees it ([`darkbuf_kernel::calibrate_tcp`]):
-/// scenario `text` simulated once with profile `p` (the scenario's seed), its flow's
-/// minimum RTT, us. Errors: the text does not load, the run stops, the flow has no RTT.
+/// scenario `text` simulated with profile `p`, one run per seed of its `runs`, and the
+/// median of the runs' minimum RTTs, us. Errors: the text does not load, a run stops,
+/// no run has an RTT.
 pub fn simulated_min_rtt_us(p: &darkbuf_measure::profile::Profile, text: &str) -> Result<f64, String> {
     let scn = darkbuf_scenario::load_str("calibrate-tcp.toml", text, &[]).map_err(|d| d.to_string())?;
-    let (rec, _) = darkbuf_sim::simulate(&scn, p, scn.seed).map_err(|e| e.to_string())?;
-    rec.metrics.get("tcp.flow.0.min_rtt_ms").copied().flatten().map(|ms| ms * 1e3).ok_or_else(|| "the simulated flow has no minimum RTT".into())
+    let mut runs_ms = Vec::new();
+    for i in 0..scn.runs.max(1) as u64 {
+        let (rec, _) = darkbuf_sim::simulate(&scn, p, scn.seed.wrapping_add(i)).map_err(|e| e.to_string())?;
+        runs_ms.extend(rec.metrics.get("tcp.flow.0.min_rtt_ms").copied().flatten());
+    }
+    darkbuf_kernel::calibrate_tcp::median_us(&runs_ms).ok_or_else(|| "the simulated flow has no minimum RTT".into())
 }
 
 /// `darkbuf compare SCENARIO`: the simulator, then the kernel, on the same scenario.
@@ -201,11 +206,20 @@ pub fn compare(path: &Path, c: &Common) -> Result<(), Failure> {
 /// The simulator's side of a comparison runs what the kernel's ran: a key the scenario
 /// left at a default of another kernel generation, which the kernel backend ran as its
 /// kernel has it (`darkbuf_kernel::topo::kernel_defaults()`), takes the kernel side's
-/// value (veth's `device.backpressure` on a kernel before 6.16).
+/// value (veth's `device.backpressure` on a kernel before 6.16, TCP's `grow_skb` before
+/// 6.10).
 fn follow_kernel_defaults(scn: &mut darkbuf_scenario::Scenario, kernel: &darkbuf_report::Results) {
     let ran = kernel.scenario.pointer("/device/backpressure").and_then(serde_json::Value::as_bool);
     if let Some(bp) = ran.filter(|_| !scn.device.backpressure_given) {
         scn.device.backpressure = bp;
+    }
+    // grow_skb is in the results only when false (tcp_grow_skb()'s absence, before 6.10).
+    for (i, t) in scn.traffic.iter_mut().enumerate() {
+        if let darkbuf_scenario::Traffic::Tcp(f) = t {
+            if !f.grow_skb_given && kernel.scenario.pointer(&format!("/traffic/{i}/kind")).is_some() {
+                f.grow_skb = kernel.scenario.pointer(&format!("/traffic/{i}/grow_skb")).and_then(serde_json::Value::as_bool).unwrap_or(true);
+            }
+        }
     }
 }
 
@@ -223,4 +237,31 @@ fn compare_csv(rows: &[darkbuf_kernel::compare::Row]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follow_kernel_defaults;
+
+    /// `compare`'s simulator side takes what the kernel backend ran for keys the scenario
+    /// left unset (backpressure, grow_skb), and keeps the ones it gave.
+    #[test]
+    fn the_simulator_follows_what_the_kernel_ran() {
+        let text = "[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"tcp\"\n[[traffic]]\nkind = \"tcp\"\ngrow_skb = true\n";
+        let mut scn = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let ran = serde_json::json!({ "device": { "backpressure": false }, "traffic": [ { "kind": "tcp", "grow_skb": false }, { "kind": "tcp", "grow_skb": false } ] });
+        let kernel = darkbuf_report::Results::from_runs(ran, "vm", Default::default(), Vec::new(), Default::default());
+        follow_kernel_defaults(&mut scn, &kernel);
+        let grow: Vec<bool> = scn.traffic.iter().filter_map(|t| if let darkbuf_scenario::Traffic::Tcp(f) = t { Some(f.grow_skb) } else { None }).collect();
+        assert_eq!((scn.device.backpressure, grow), (false, vec![false, true]));
+        // A 6.10+ kernel's results leave grow_skb out (its default, true).
+        let mut scn = darkbuf_scenario::load_str("t.toml", text, &["traffic.0.grow_skb=false".into()]).unwrap();
+        let mut plain = darkbuf_scenario::load_str("t.toml", text, &[]).unwrap();
+        let ran = serde_json::json!({ "device": { "backpressure": true }, "traffic": [ { "kind": "tcp" }, { "kind": "tcp" } ] });
+        let kernel = darkbuf_report::Results::from_runs(ran, "vm", Default::default(), Vec::new(), Default::default());
+        follow_kernel_defaults(&mut scn, &kernel);
+        follow_kernel_defaults(&mut plain, &kernel);
+        let g = |s: &darkbuf_scenario::Scenario| if let darkbuf_scenario::Traffic::Tcp(f) = &s.traffic[0] { f.grow_skb } else { unreachable!() };
+        assert_eq!((g(&scn), g(&plain)), (false, true));
+    }
 }

@@ -1307,6 +1307,7 @@ pub(crate) mod tests {
             hystart_round_start: Default::default(),
             write_xmit: darkbuf_scenario::WriteXmit::GoalTsq,
             grow_skb: true,
+            grow_skb_given: false,
             lock_sock: true,
             max_pacing_rate: None,
             handshake: false,
