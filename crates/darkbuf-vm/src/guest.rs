@@ -31,7 +31,7 @@ pub const MODULES: &[&str] = &[
 
 /// Runs the agent; returns the process's exit code (0 when every step was attempted;
 /// a job's own failure is in its outcome file, not the exit code). `predict` is the
-/// simulator for the profile step's TCP fit ([`darkbuf_kernel::calibrate_tcp`]).
+/// simulator for the profile step's TCP check ([`darkbuf_kernel::calibrate_tcp`]).
 pub fn main(dir: &Path, predict: darkbuf_kernel::calibrate_tcp::Predict) -> i32 {
     // Before any thread: the kernel backend then leaves the host's VM leftovers alone.
     std::env::set_var(darkbuf_kernel::names::VM_GUEST_ENV, "1");

@@ -102,12 +102,7 @@ fn plan<'a>(
             let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
             sim_overrides.push(format!("machine.profile={:?}", abs.display().to_string()));
         }
-        let mut scn = darkbuf_scenario::load_str(&name, &text, &sim_overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
-        let kernel_order = kernel_order_overrides(&scn, &case.set)?;
-        if !kernel_order.is_empty() {
-            sim_overrides.extend(kernel_order);
-            scn = darkbuf_scenario::load_str(&name, &text, &sim_overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
-        }
+        let scn = darkbuf_scenario::load_str(&name, &text, &sim_overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         out.push(Planned { case, file, text, overrides, scn });
     }
     if out.is_empty() {
@@ -135,23 +130,6 @@ fn kernel_version_overrides(probe: &darkbuf_scenario::Scenario, set: &[String], 
         }
     }
     out
-}
-
-/// With a profile that has a machine's `[[stalls]]` (the guest's own), each TCP entry of
-/// `scn` the case leaves alone runs `tcp_write_xmit()`'s own order (`write_xmit =
-/// "kernel"`): the stalls end its half-cwnd plateau as the machine's do, where the
-/// default stand-in stands for a machine whose stalls were never measured
-/// (docs/tcp-small-fifo.md). Against the 6.1 guest it takes the pfifo and fq cases'
-/// srtt from +55-63% to within 6% (docs/validation.md).
-fn kernel_order_overrides(scn: &darkbuf_scenario::Scenario, set: &[String]) -> Result<Vec<String>, Failure> {
-    if run::profile_of(scn)?.stalls.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sets = |key: &str| set.iter().any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == key));
-    Ok((scn.traffic.iter().enumerate())
-        .filter(|(i, t)| matches!(t, darkbuf_scenario::Traffic::Tcp(_)) && !sets(&format!("traffic.{i}.write_xmit")))
-        .map(|(i, _)| format!("traffic.{i}.write_xmit=kernel"))
-        .collect())
 }
 
 /// `darkbuf validate`.
@@ -351,21 +329,16 @@ fn rejudge(args: &ValidateArgs, suite: &suite::Suite, dir: &Path, saved_path: &P
 /// `named` (one profile for every case), then that profile's name and description.
 fn simulate(planned: &[Planned], named: bool, mut line: String) -> Result<(Vec<Results>, String), Failure> {
     let mut sims = Vec::new();
-    let mut stalls = false;
     for p in planned {
         let prof = run::profile_of(&p.scn)?;
         if named {
             line = format!("{} ({})", prof.name, prof.description);
         }
-        stalls |= !prof.stalls.is_empty();
         let (runs, signal) = run::simulate_runs(&p.scn, &prof, rayon::current_num_threads(), &indicatif::ProgressBar::hidden())?;
         if let Some(s) = signal {
             return Err(Failure::interrupted(s, " while simulating"));
         }
         sims.push(run::results_of(&p.scn, &prof, runs));
-    }
-    if stalls {
-        line.push_str("; with a machine's [[stalls]], TCP runs write_xmit = \"kernel\" (tcp_write_xmit()'s own order)");
     }
     Ok((sims, line))
 }
@@ -501,7 +474,7 @@ fn host_load_line(host_load: &[(String, Option<f64>)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{host_load_line, kernel_order_overrides, kernel_version_overrides, GuestProfileFile};
+    use super::{host_load_line, kernel_version_overrides, GuestProfileFile};
     use darkbuf_kernel::KernelVersion;
 
     const TWO_TCP: &str = "name = \"t\"\n[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"tcp\"\n[[traffic]]\nkind = \"ping\"\n[[traffic]]\nkind = \"tcp\"\n";
@@ -516,19 +489,6 @@ mod tests {
         assert_eq!(kernel_version_overrides(&s, &none, KernelVersion(6, 18, 0)), ["device.backpressure=true", "traffic.0.grow_skb=true", "traffic.2.grow_skb=true"]);
         let set = vec!["traffic.2.grow_skb = true".to_string()];
         assert_eq!(kernel_version_overrides(&s, &set, KernelVersion(6, 9, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false"]);
-    }
-
-    /// TCP runs the kernel's order only with a profile that has stalls.
-    #[test]
-    fn a_profile_with_stalls_runs_the_kernels_order() {
-        let none: Vec<String> = Vec::new();
-        let s = darkbuf_scenario::load_str("t", TWO_TCP, &[]).unwrap();
-        assert!(kernel_order_overrides(&s, &none).unwrap().is_empty());
-        let stalls = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/examples/seed-vm-stalls.toml");
-        let s = darkbuf_scenario::load_str("t", TWO_TCP, &[format!("machine.profile={stalls:?}")]).unwrap();
-        assert_eq!(kernel_order_overrides(&s, &none).unwrap(), ["traffic.0.write_xmit=kernel", "traffic.2.write_xmit=kernel"]);
-        let set = vec!["traffic.0.write_xmit=goal-tsq".to_string()];
-        assert_eq!(kernel_order_overrides(&s, &set).unwrap(), ["traffic.2.write_xmit=kernel"]);
     }
 
     /// The guest's profile is kept in --out and removed from the temporary directory
