@@ -431,13 +431,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
     progress("calibrate: timers (1 ms sleeps on each idle CPU)");
     let late = crate::timers::overshoots(crate::online_cpus(), if quick { 100 } else { 300 }, std::time::Duration::from_millis(1));
     let (points, [send_p, light_p, idle_p, tap_p]) = run_steps(dur, dur_s, runs, &mut progress)?;
-    let tcp_rtt = match crate::calibrate_tcp::measure(if quick { "1s" } else { "2s" }, if quick { 3 } else { 5 }, &mut progress) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            notes.push(format!("tcp step: failed: {}", e.message()));
-            None
-        }
-    };
+    let tcp_rtt = crate::calibrate_tcp::measure(if quick { "1s" } else { "2s" }, if quick { 3 } else { 5 }, &mut progress);
 
     let disturbed = disturbed_steps(Some(&stall), &[&points[..], &[send_p.clone(), light_p.clone(), idle_p.clone(), tap_p.clone()]].concat(), guest);
     if !disturbed.is_empty() && !force {
@@ -492,9 +486,6 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
 
     fit_from_rates(&mut c, &send_p, &idle_p, &tap_p, &mut fitted, &mut notes);
     fit_hrtimer_ns(&mut c, &late, &mut fitted, &mut notes);
-    // Last: the simulator runs the TCP step with every cost fitted above.
-    let with_fitted = Profile { stalls: stall.measured.stalls.clone(), max_tcp_header, costs: c.clone(), ..base.clone() };
-    crate::calibrate_tcp::check(&with_fitted, tcp_rtt, predict, &mut notes);
 
     let all = [
         "send_ns", "ping_send_ns", "dequeue_ns", "xmit_ns", "softirq_ns", "napi_poll_ns", "consume_ns", "consumer_base_ns",
@@ -533,6 +524,8 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
         }),
         file: None,
     };
+    // Last: the simulator runs the TCP step with the profile just fitted.
+    crate::calibrate_tcp::check(&profile, tcp_rtt, predict, &mut notes);
     let mut text = render_profile(&profile, &points, &[send_p, light_p, idle_p, tap_p], &fitted, &assumed, &notes, overhead)?;
     if !disturbed.is_empty() {
         text = disturbed_warning(&disturbed) + &text;

@@ -75,10 +75,13 @@ pub fn measure(duration: &str, runs: u32, progress: &mut dyn FnMut(&str)) -> Res
 
 /// The profile header's line for the step: the kernel's median minimum RTT over its
 /// connections, and the simulator's with `profile` (`predict`), or why either is missing.
-pub fn check(profile: &Profile, measured: Option<Measured>, predict: Option<Predict>, notes: &mut Vec<String>) {
-    let Some(Measured { median_us, runs_ms, text }) = measured else {
-        notes.push("tcp step: the kernel measured no minimum RTT".into());
-        return;
+pub fn check(profile: &Profile, measured: Result<Measured>, predict: Option<Predict>, notes: &mut Vec<String>) {
+    let Measured { median_us, runs_ms, text } = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            notes.push(format!("tcp step: failed: {}", e.message()));
+            return;
+        }
     };
     let each: Vec<String> = runs_ms.iter().map(|ms| format!("{:.0}", ms * 1e3)).collect();
     let sim = match predict.map(|p| p(profile, &text)) {
@@ -103,7 +106,7 @@ mod tests {
     #[test]
     fn the_check_puts_kernel_and_simulator_side_by_side() {
         let profile = Profile::load("seed-vm").unwrap();
-        let m = || Some(Measured { median_us: 441.0, runs_ms: vec![0.228, 0.485, 0.411, 0.508, 0.441], text: String::new() });
+        let m = || Ok(Measured { median_us: 441.0, runs_ms: vec![0.228, 0.485, 0.411, 0.508, 0.441], text: String::new() });
         let sim = |p: &Profile, _: &str| Ok(100.0 + p.costs.tcp_xmit_ns / 10.0);
         let mut notes = Vec::new();
         check(&profile, m(), Some(&sim), &mut notes);
@@ -113,8 +116,8 @@ mod tests {
         assert!(notes[1].contains("the simulator could not run it: no"), "{notes:?}");
         check(&profile, m(), None, &mut notes);
         assert!(notes[2].contains("no simulator at hand"), "{notes:?}");
-        check(&profile, None, Some(&sim), &mut notes);
-        assert_eq!(notes[3], "tcp step: the kernel measured no minimum RTT");
+        check(&profile, Err(KernelError::Internal("the TCP step measured no minimum RTT".into())), Some(&sim), &mut notes);
+        assert_eq!(notes[3], "tcp step: failed: the TCP step measured no minimum RTT");
     }
 
     /// The median of an odd count is the middle one, of an even count the lower middle

@@ -94,7 +94,7 @@ fn plan<'a>(
         let (name, text) = darkbuf_scenario::read_scenario(&file).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
         let mut overrides = case.set.clone();
         let probe = darkbuf_scenario::load_str(&name, &text, &overrides).map_err(|d| Failure::Input(format!("case {}: {d}", case.name)))?;
-        overrides.extend(kernel_version_overrides(&probe, &case.set, kv));
+        overrides.extend(kernel_version_overrides(&probe, kv));
         overrides.push(format!("runs={case_runs}"));
         // The simulator's side alone gets --profile: the kernel is the machine itself.
         let mut sim_overrides = overrides.clone();
@@ -112,21 +112,20 @@ fn plan<'a>(
 }
 
 /// What guest kernel `kv` decides and the model has as a choice, as `--set`s for a case
-/// whose scenario resolved to `probe` (a key the case sets itself stays the case's):
-/// - veth's ring backpressure (6.16+, `VETH_BACKPRESSURE_SINCE`);
-/// - each TCP entry's `grow_skb`: `tcp_grow_skb()` (6.10+): a 6.1 guest sends the rest of
-///   a 64 KB skb cut to the TSO goal as an skb of its own.
-fn kernel_version_overrides(probe: &darkbuf_scenario::Scenario, set: &[String], kv: darkbuf_kernel::KernelVersion) -> Vec<String> {
-    let sets = |key: &str| set.iter().any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == key));
+/// whose scenario (with the case's own `--set`s) resolved to `probe`:
+/// - veth's ring backpressure (6.16+, `VETH_BACKPRESSURE_SINCE`), whatever the case says;
+/// - each TCP entry's `grow_skb` that neither the scenario nor the case gives
+///   (`tcp_grow_skb()`, 6.10+): a 6.1 guest sends the rest of a 64 KB skb cut to the
+///   TSO goal as an skb of its own.
+fn kernel_version_overrides(probe: &darkbuf_scenario::Scenario, kv: darkbuf_kernel::KernelVersion) -> Vec<String> {
     let mut out = Vec::new();
     if probe.device.driver() == darkbuf_scenario::Driver::Veth {
         out.push(format!("device.backpressure={}", kv >= darkbuf_kernel::caps::VETH_BACKPRESSURE_SINCE));
     }
     let grow = darkbuf_kernel::tcp::kernel_grow_skb(kv);
     for (i, t) in probe.traffic.iter().enumerate() {
-        let key = format!("traffic.{i}.grow_skb");
-        if matches!(t, darkbuf_scenario::Traffic::Tcp(_)) && !sets(&key) {
-            out.push(format!("{key}={grow}"));
+        if matches!(t, darkbuf_scenario::Traffic::Tcp(f) if !f.grow_skb_given) {
+            out.push(format!("traffic.{i}.grow_skb={grow}"));
         }
     }
     out
@@ -480,15 +479,16 @@ mod tests {
     const TWO_TCP: &str = "name = \"t\"\n[device]\ndriver = \"veth\"\n[[traffic]]\nkind = \"tcp\"\n[[traffic]]\nkind = \"ping\"\n[[traffic]]\nkind = \"tcp\"\n";
 
     /// A 6.1 guest: no ring stop, no tcp_grow_skb() on either TCP entry (the ping has
-    /// none); 6.18 has both; a key the case sets is the case's.
+    /// none); 6.18 has both; a key the case sets, or the scenario file itself, stays.
     #[test]
     fn the_kernel_version_decides_backpressure_and_grow_skb() {
         let s = darkbuf_scenario::load_str("t", TWO_TCP, &[]).unwrap();
-        let none: Vec<String> = Vec::new();
-        assert_eq!(kernel_version_overrides(&s, &none, KernelVersion(6, 1, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false", "traffic.2.grow_skb=false"]);
-        assert_eq!(kernel_version_overrides(&s, &none, KernelVersion(6, 18, 0)), ["device.backpressure=true", "traffic.0.grow_skb=true", "traffic.2.grow_skb=true"]);
-        let set = vec!["traffic.2.grow_skb = true".to_string()];
-        assert_eq!(kernel_version_overrides(&s, &set, KernelVersion(6, 9, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false"]);
+        assert_eq!(kernel_version_overrides(&s, KernelVersion(6, 1, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false", "traffic.2.grow_skb=false"]);
+        assert_eq!(kernel_version_overrides(&s, KernelVersion(6, 18, 0)), ["device.backpressure=true", "traffic.0.grow_skb=true", "traffic.2.grow_skb=true"]);
+        let set = darkbuf_scenario::load_str("t", TWO_TCP, &["traffic.2.grow_skb = true".to_string()]).unwrap();
+        assert_eq!(kernel_version_overrides(&set, KernelVersion(6, 9, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false"]);
+        let in_file = darkbuf_scenario::load_str("t", &format!("{TWO_TCP}grow_skb = true\n"), &[]).unwrap();
+        assert_eq!(kernel_version_overrides(&in_file, KernelVersion(6, 1, 0)), ["device.backpressure=false", "traffic.0.grow_skb=false"]);
     }
 
     /// The guest's profile is kept in --out and removed from the temporary directory
