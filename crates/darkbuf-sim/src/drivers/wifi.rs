@@ -1055,7 +1055,10 @@ impl Wifi {
 
     /// `ieee80211_tx_dequeue()` from TXQ `txq` into `frames` within the A-MPDU limits;
     /// a frame that does not fit is held for the TXQ's next aggregate. Each frame is
-    /// charged its AQL estimate.
+    /// charged its AQL estimate, and each call first asks `ieee80211_txq_airtime_check()`
+    /// (5.5's AQL, in `ieee80211_tx_dequeue()` itself): once the station's pending
+    /// airtime reaches its limit the TXQ gives nothing more, so an aggregate ends there
+    /// and the pending airtime passes the limit by one frame's estimate at most.
     fn fill_from_txq(&mut self, txq: u32, sta: u16, ac: usize, now: u64, frames: &mut Vec<HwFrame>, measuring: bool) {
         let agg = self.aggregates(sta, ac);
         let rate = self.stations[sta as usize].rate;
@@ -1075,6 +1078,9 @@ impl Wifi {
             let f = match held[txq as usize].take() {
                 Some(f) => f,
                 None => {
+                    if !sched.txq_airtime_check(txq) {
+                        break;
+                    }
                     let Some(skb) = fq.fq_tin_dequeue(txq, &params, now, &mut self.drops) else { break };
                     let aql_us = airtime::expected_tx_airtime_us(rate, skb.len - 14, ac != AC_VO);
                     sched.update_pending_airtime(Some(sta as u32), ac, aql_us, false);
