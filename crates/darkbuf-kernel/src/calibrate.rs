@@ -446,6 +446,14 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
             (base.max_tcp_header, format!("max_tcp_header assumed (seed-vm's): {e}"))
         }
     };
+    // What a TCP skb's truesize carries beyond its payload, from a corked one-byte write.
+    let (tcp_skb_overhead, overhead_how) = match crate::tcp_header::measure_skb_overhead() {
+        Ok(o) => (o, format!("tcp_skb_overhead {o} measured (a corked one-byte write's sk_wmem_queued)")),
+        Err(e) => {
+            progress(&format!("calibrate: tcp_skb_overhead not measured ({e}); seed-vm's {} kept", base.tcp_skb_overhead));
+            (base.tcp_skb_overhead, format!("tcp_skb_overhead assumed (seed-vm's): {e}"))
+        }
+    };
 
     let mut c = base.costs.clone();
     let mut fitted = Vec::new();
@@ -497,7 +505,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
     let profile = Profile {
         name: "calibrated".into(),
         description: format!(
-            "{}Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}",
+"{}Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}; {overhead_how}",
             if disturbed.is_empty() { String::new() } else { format!("{DISTURBED_MARK}, see the warning in this file): ") },
             crate::uname_release(),
             crate::cpu_model(),
@@ -507,6 +515,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
         noise: base.noise,
         stalls,
         max_tcp_header,
+        tcp_skb_overhead,
         costs: c,
         fit: Some(darkbuf_measure::profile::Fit {
             source: format!(
@@ -625,6 +634,7 @@ fn toml_of(p: &Profile) -> Result<String> {
     let _ = writeln!(s, "description = {}", toml_str(&p.description));
     let _ = writeln!(s, "noise = {}", p.noise);
     let _ = writeln!(s, "max_tcp_header = {}   # MAX_TCP_HEADER of the kernel build (the description says whether measured)", p.max_tcp_header);
+    let _ = writeln!(s, "tcp_skb_overhead = {}   # a TCP skb's truesize beyond its payload (the description says whether measured)", p.tcp_skb_overhead);
     let _ = writeln!(s, "\n[costs]");
     // Every cost, fitted or kept (serde's order, the struct's): a cost the file leaves
     // out would load as the simulator's default, not as what was measured (tun_read_ns

@@ -1,5 +1,6 @@
 //! The running kernel's `MAX_TCP_HEADER`, as the send buffer's autotuning reveals it
-//! (for `darkbuf calibrate`'s profile key `max_tcp_header`).
+//! (for `darkbuf calibrate`'s profile key `max_tcp_header`), and what a TCP skb's
+//! truesize carries beyond its payload (`tcp_skb_overhead`, [`measure_skb_overhead`]).
 //!
 //! `tcp_init_buffer_space()` sets a new connection's `sk_sndbuf` to
 //! `2 x TCP_INIT_CWND x per_mss` (reno and cubic), with `tcp_sndbuf_expand()`'s
@@ -60,6 +61,50 @@ pub fn measure() -> Result<u32, String> {
     max_tcp_header_of(sndbuf)
 }
 
+/// `SO_MEMINFO` (asm-generic/socket.h, x86_64's): the socket's `sk_meminfo` array.
+const SO_MEMINFO: libc::c_int = 55;
+/// `SK_MEMINFO_VARS`: its length (linux/sock_diag.h, since 4.x: nine counters).
+const SK_MEMINFO_VARS: usize = libc::SK_MEMINFO_DROPS as usize + 1;
+
+/// `sk_wmem_queued` of a socket (`SK_MEMINFO_WMEM_QUEUED` of `SO_MEMINFO`).
+fn wmem_queued(fd: &impl AsRawFd) -> io::Result<u32> {
+    let mut info = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: valid out-pointers of the declared size.
+    sys::cvt(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_MEMINFO, info.as_mut_ptr() as *mut libc::c_void, &mut len) })?;
+    Ok(info[libc::SK_MEMINFO_WMEM_QUEUED as usize])
+}
+
+/// What a TCP skb's truesize carries beyond its payload on the running kernel: the
+/// growth of `sk_wmem_queued` when a corked connection (`TCP_CORK`: the byte stays in
+/// the write queue) writes one byte into a new skb, less that byte.
+/// `tcp_sendmsg_locked()` charges the new skb's `truesize` (`SKB_TRUESIZE()` of the head
+/// `tcp_stream_alloc_skb()` allocated) and then each byte it copies.
+pub fn measure_skb_overhead() -> Result<u32, String> {
+    let fail = |e: io::Error| format!("a corked loopback TCP write failed: {e}");
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(fail)?;
+    let port = listener.local_addr().map_err(fail)?.port();
+    let s = sys::socket(libc::AF_INET, libc::SOCK_STREAM, 0).map_err(fail)?;
+    sys::connect(&s, Ipv4Addr::LOCALHOST, port).map_err(fail)?;
+    sys::setsockopt_int(&s, libc::IPPROTO_TCP, libc::TCP_CORK, 1, "TCP_CORK").map_err(fail)?;
+    let before = wmem_queued(&s).map_err(fail)?;
+    // SAFETY: one valid byte; MSG_NOSIGNAL: no SIGPIPE.
+    let sent = sys::cvt(unsafe { libc::send(s.as_raw_fd(), b"x".as_ptr() as *const libc::c_void, 1, libc::MSG_NOSIGNAL) } as libc::c_int).map_err(fail)?;
+    let after = wmem_queued(&s).map_err(fail)?;
+    drop(listener);
+    skb_overhead_of(before, after, sent as u32)
+}
+
+/// The overhead from `sk_wmem_queued` before and after writing `sent` bytes into one new
+/// skb; a growth outside [256, 4096] bytes is no TCP skb of a kernel this knows.
+pub fn skb_overhead_of(before: u32, after: u32, sent: u32) -> Result<u32, String> {
+    let grew = after.checked_sub(before).and_then(|g| g.checked_sub(sent));
+    match grew {
+        Some(o) if (256..=4096).contains(&o) => Ok(o),
+        _ => Err(format!("sk_wmem_queued went from {before} to {after} for {sent} byte(s) written: not one new skb's charge")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +128,24 @@ mod tests {
     fn the_running_kernel_gives_a_header() {
         let h = measure().expect("measures");
         assert!(h == 256 || h == 320, "{h}");
+    }
+
+    /// 6.1's kmalloc-1k head (1280 + 1 byte written), 6.3+'s small-head cache with
+    /// MAX_TCP_HEADER 256 (832); what is no skb's charge is refused.
+    #[test]
+    fn the_overhead_is_the_growth_less_the_payload() {
+        assert_eq!(skb_overhead_of(0, 1281, 1), Ok(1280));
+        assert_eq!(skb_overhead_of(100, 933, 1), Ok(832));
+        assert!(skb_overhead_of(0, 1, 1).is_err());
+        assert!(skb_overhead_of(500, 100, 1).is_err());
+        assert!(skb_overhead_of(0, 70_000, 1).is_err());
+    }
+
+    /// This kernel: an `sk_buff` and a head, between a small-head cache's and a
+    /// kmalloc-2k head's (`SKB_TRUESIZE()` of 256-byte to 1.7 KB heads).
+    #[test]
+    fn the_running_kernel_gives_an_overhead() {
+        let o = measure_skb_overhead().expect("measures");
+        assert!((768..=2304).contains(&o), "{o}");
     }
 }

@@ -177,6 +177,16 @@ pub struct Profile {
     /// distributions' kernels), 256 or 192 without. Default 320.
     #[serde(default = "default_max_tcp_header")]
     pub max_tcp_header: u32,
+    /// What a TCP skb's truesize carries beyond its payload, bytes: `SKB_TRUESIZE()` of
+    /// the head `tcp_stream_alloc_skb()` allocates (`alloc_skb_fclone(MAX_TCP_HEADER)`),
+    /// which `sk_wmem_queued`, `sk_wmem_alloc` and so TSQ's limit (twice an skb's
+    /// truesize) count. The kernel decides it by its allocator: 6.1 takes a kmalloc-1k
+    /// head (1280, measured in the Debian 6.1 guest); 6.3 on (bf9f1baa279f) a head from
+    /// the small-head cache, `SKB_HEAD_ALIGN(MAX_TCP_HEADER)` (832 with 256, measured on
+    /// this host's 6.18; 896 with 320). `darkbuf calibrate` measures it; default 768, the
+    /// simulator's assumption before it was measured (the built-in profiles keep it).
+    #[serde(default = "default_tcp_skb_overhead")]
+    pub tcp_skb_overhead: u32,
     /// A profile read from a file: its path and an FNV-1a 64 digest of its text, so
     /// results name the very costs they ran with (two files may share a `name`).
     #[serde(skip)]
@@ -188,6 +198,13 @@ pub const DEFAULT_MAX_TCP_HEADER: u32 = 320;
 
 fn default_max_tcp_header() -> u32 {
     DEFAULT_MAX_TCP_HEADER
+}
+
+/// The simulator's TCP skb overhead before profiles carried a measured one.
+pub const DEFAULT_TCP_SKB_OVERHEAD: u32 = 768;
+
+fn default_tcp_skb_overhead() -> u32 {
+    DEFAULT_TCP_SKB_OVERHEAD
 }
 
 /// FNV-1a, 64 bits: a stable digest of a profile file's text (not a security hash).
@@ -326,6 +343,12 @@ impl Profile {
                 format!("max_tcp_header = {} must be a multiple of 64 (L1_CACHE_ALIGN) in [128, 1024] bytes", self.max_tcp_header),
             ));
         }
+        if !(256..=4096).contains(&self.tcp_skb_overhead) {
+            return Err((
+                "tcp_skb_overhead".into(),
+                format!("tcp_skb_overhead = {} must be in [256, 4096] bytes (an sk_buff and its head beyond the payload)", self.tcp_skb_overhead),
+            ));
+        }
         for (i, st) in self.stalls.iter().enumerate() {
             if !(st.per_s.is_finite() && (0.0..=1e5).contains(&st.per_s)) {
                 return Err((format!("stalls.{i}.per_s"), format!("stalls[{i}]: per_s = {} must be a rate in [0, 100000] per second", st.per_s)));
@@ -386,7 +409,8 @@ pub const MIN_SEND_NS: f64 = 50.0;
 fn value_position(text: &str, key: &str) -> Option<(usize, usize)> {
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let item = match key {
-        "noise" => doc.get("noise")?,
+        // The top-level keys; every other is a field of [costs].
+        "noise" | "max_tcp_header" | "tcp_skb_overhead" => doc.get(key)?,
         stall if stall.starts_with("stalls.") => {
             // stalls.<index>.<field>: that entry's value.
             let mut parts = stall.split('.').skip(1);
@@ -502,6 +526,24 @@ mod tests {
             Err(ProfileError::Invalid { msg, at, .. }) => {
                 assert_eq!(at, Some((line, 16)), "{msg}");
                 assert!(msg.contains("costs.ping_send_ns = 1 with noise = 0.05: a send may cost 0.950 ns"), "{msg}");
+            }
+            other => panic!("accepted or wrong error: {other:?}"),
+        }
+    }
+
+    /// A profile without `tcp_skb_overhead` (the built-in ones) charges the 768 bytes the
+    /// simulator assumed before it was measured; a measured one loads; one that is no
+    /// sk_buff and head is refused at its line.
+    #[test]
+    fn the_tcp_skb_overhead_loads_and_a_bad_one_is_refused_where_it_is_set() {
+        assert_eq!(Profile::load("seed-vm").unwrap().tcp_skb_overhead, DEFAULT_TCP_SKB_OVERHEAD);
+        let p = load_edited("overhead", "noise", "noise = 0.05\ntcp_skb_overhead = 1280").expect("6.1's");
+        assert_eq!(p.tcp_skb_overhead, 1280);
+        let line = SEED_VM.lines().position(|l| l.starts_with("noise")).unwrap() + 2;
+        match load_edited("overhead-bad", "noise", "noise = 0.05\ntcp_skb_overhead = 64") {
+            Err(ProfileError::Invalid { msg, at, .. }) => {
+                assert_eq!(at.map(|a| a.0), Some(line), "{msg}");
+                assert!(msg.contains("tcp_skb_overhead = 64 must be in [256, 4096] bytes"), "{msg}");
             }
             other => panic!("accepted or wrong error: {other:?}"),
         }

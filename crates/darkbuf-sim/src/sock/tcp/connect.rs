@@ -67,7 +67,7 @@ impl World {
         tp.syn_rto_at = Some(at);
         let dscp = tp.dscp;
         self.events.push(at, crate::event::Event::TcpTimer(s, super::timer::SYN));
-        let skb = Skb { flow, sk: super::tcp_skb_sk(s), len: SYN_LEN, truesize: SYN_LEN + 768, dscp, priority: crate::forward::rt_tos2priority(dscp, 0), ..Skb::default() };
+        let skb = Skb { flow, sk: super::tcp_skb_sk(s), len: SYN_LEN, truesize: SYN_LEN + self.profile.tcp_skb_overhead, dscp, priority: crate::forward::rt_tos2priority(dscp, 0), ..Skb::default() };
         // The SYN's sequence field carries its send time in µs (its TSval, which the
         // SYN-ACK echoes).
         let seq = (now / 1000) as u32;
@@ -93,7 +93,7 @@ impl World {
         let s = info.sock;
         let tp = self.socks.tcp(s);
         let (ack_dev, flow) = (tp.ack_dev, tp.flow_id());
-        let mut skb = Skb { flow, sk: super::tcp_skb_sk(s), len: SYN_LEN, truesize: SYN_LEN + 768, ..Skb::default() };
+        let mut skb = Skb { flow, sk: super::tcp_skb_sk(s), len: SYN_LEN, truesize: SYN_LEN + self.profile.tcp_skb_overhead, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_rcv_ns + self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {

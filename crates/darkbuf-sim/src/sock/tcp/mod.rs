@@ -1736,6 +1736,20 @@ pub(crate) mod tests {
         assert!(!w.socks.tcp(s).tsq_throttled);
     }
 
+    /// TSQ's limit is twice the skb's truesize, the payload and the profile's
+    /// `tcp_skb_overhead`: with 5,000 bytes in the host queues a one-segment skb waits
+    /// at the default 768 (limit 4,432) and goes at the 6.1 guest's 1,280 (limit 5,456);
+    /// at 5,500 it waits at both.
+    #[test]
+    fn tsq_limit_follows_the_profiles_skb_overhead() {
+        for (overhead, wmem, throttled) in [(768, 5_000, true), (1280, 5_000, false), (1280, 5_500, true)] {
+            let (mut w, s) = with_flight(3);
+            w.profile.tcp_skb_overhead = overhead;
+            w.socks[s].wmem_alloc = wmem;
+            assert_eq!(w.tcp_small_queue_check(s, 1448, false), throttled, "overhead {overhead}, {wmem} bytes queued");
+        }
+    }
+
     /// `tcp_tso_should_defer()` (`write_xmit = "kernel"`), case by case.
     #[test]
     fn tso_deferral_waits_for_an_ack_due_within_a_millisecond() {

@@ -417,7 +417,8 @@ impl World {
     pub(super) fn tcp_small_queue_check(&mut self, s: SockId, payload: u32, retrans: bool) -> bool {
         let wmem_alloc = self.socks[s].wmem_alloc;
         let tp = self.socks.tcp(s);
-        let truesize = payload as u64 + 768;
+        // The skb's truesize: the payload and the profile's head (`tcp_skb_overhead`).
+        let truesize = payload as u64 + self.profile.tcp_skb_overhead as u64;
         // Before v6.16 a paced flow is exempt from the sysctl (c73e5807e4f6): at 100G
         // under fq it may keep more than fq's flow_limit in the host (seed 001). v6.16
         // caps every flow (c4221a8cc3a7).
@@ -471,7 +472,7 @@ impl World {
             flow,
             sk: super::tcp_skb_sk(s),
             len: payload + segs * TCP_HDR,
-            truesize: payload + 768,
+            truesize: payload + self.profile.tcp_skb_overhead,
             gso_segs: segs as u16,
             edt,
             pacing_rate: if tp.pacing == Pacing::Fq { 0 } else { tp.pacing_rate },

@@ -403,7 +403,7 @@ impl World {
             tsecr: rec.tsecr_ms,
             sacks: rec.sacks,
         };
-        let mut skb = Skb { flow, sk: super::tcp_skb_sk(s), len, truesize: len + 768, tcp, ..Skb::default() };
+        let mut skb = Skb { flow, sk: super::tcp_skb_sk(s), len, truesize: len + self.profile.tcp_skb_overhead, tcp, ..Skb::default() };
         let cost = self.cost(self.profile.costs.tcp_ack_ns);
         match ack_dev {
             Some(dev) => {
