@@ -505,7 +505,7 @@ pub fn calibrate(out: &Path, quick: bool, force: bool, predict: Option<crate::ca
     let profile = Profile {
         name: "calibrated".into(),
         description: format!(
-"{}Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}; {overhead_how}",
+            "{}Calibrated by darkbuf calibrate on kernel {} ({}): fitted {}; assumed (from seed-vm) {}; {header_how}; {overhead_how}",
             if disturbed.is_empty() { String::new() } else { format!("{DISTURBED_MARK}, see the warning in this file): ") },
             crate::uname_release(),
             crate::cpu_model(),
