@@ -46,7 +46,7 @@ def tracefs_summary(path, lo, hi):
     data = [e for e in ev if e[2] == "net_dev_queue" and re.search(r"dev=\w+s ", e[3]) and int(field(e[3], "len")) > 200]
     if not data:
         print("trace.txt: no data skbs on the sender's veth")
-        return None
+        return
     t0 = data[0][0]
     win = lambda ts: t0 + lo <= ts < t0 + hi
     segs = collections.Counter(segs_of_frame(int(field(r, "len"))) for ts, _, _, r in data if win(ts))
@@ -54,7 +54,8 @@ def tracefs_summary(path, lo, hi):
     total = sum(k * v for k, v in segs.items())
     print(f"data skbs on the sender's veth (net_dev_queue), {lo}-{hi} s: {n}, {total / max(n, 1):.2f} segments each")
     print(f"  segments per skb: {dist(segs)}")
-    acks = collections.Counter(c.split("-")[0] if c.startswith("darkbuf") else c.split("/")[0] for ts, c, name, r in ev
+    # The sending task: darkbuf-tcp-rx (the receiving thread's reads), napi, kworker...
+    acks = collections.Counter(c.split("/")[0] for ts, c, name, r in ev
                                if name == "net_dev_queue" and re.search(r"dev=\w+r ", r) and int(field(r, "len")) <= 200 and win(ts))
     print(f"  ACKs on the receiver's veth: {sum(acks.values())}, sent from: {dist(acks)}")
     # The flow's skbs left in the qdisc after each dequeue (fq_codel's per-flow backlog
@@ -82,7 +83,6 @@ def tracefs_summary(path, lo, hi):
                 lows.append(min(vals))
                 highs.append(max(vals))
         print(f"  snd_cwnd per 200 ms (tcp_probe at the sender): lows {lows}, highs {highs}")
-    return t0
 
 
 def bpftrace_summary(path, lo, hi):

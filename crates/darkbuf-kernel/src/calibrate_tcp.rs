@@ -10,10 +10,12 @@
 //! factor on the three TCP costs fitted to these connections (tried 2026-12-03,
 //! docs/validation.md) gave the Debian 6.1 TCG guest factors of 36-171 from one boot to
 //! the next, and the suite in the same boot came out worse than with seed-vm's costs.
-//! A bulk flow's minimum RTT in that guest (0.55-0.68 ms through htb) is not a paced
-//! flow's (0.33-0.47 ms): the kernel backend turns the veth's TSO off, and the receiver
-//! then processes each segment of a TSO skb on its own, which the model's veth, which
-//! carries the skb whole, does not.
+//! A bulk flow's minimum RTT in that guest (0.55-1.17 ms through htb) is not a paced
+//! flow's (0.33-0.47 ms): the bulk flow takes it from an initial-window sample in its
+//! first milliseconds, while the guest's first round trips still take 4-14 ms, and never
+//! sees an idle path again (traced with bpftrace, docs/validation.md, "Through fq_codel,
+//! and where a bulk flow's minimum RTT comes from"). A steady cost fitted to it would fit
+//! that transient.
 
 use crate::backend::{self, RunOpts};
 use crate::error::{KernelError, Result};
